@@ -1,0 +1,974 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Message is one entry of the transcript. Role is "user" or "assistant";
+// tool results travel in user messages, as both provider APIs expect.
+type Message struct {
+	Role    string    `json:"role"`
+	Content []Block   `json:"content"`
+	Time    time.Time `json:"time"`
+}
+
+// Block is one piece of a message. Type selects the fields that matter:
+//
+//	text        Text
+//	image       MimeType, Data (base64)
+//	thinking    Text, Signature; Redacted with the opaque payload in Data
+//	tool_call   ID, Name, Args (raw, possibly invalid JSON when the model was cut off)
+//	tool_result CallID, IsError, Content
+//
+// This is the session-file encoding; events use wireBlock instead.
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	MimeType  string          `json:"mime_type,omitempty"`
+	Data      string          `json:"data,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Redacted  bool            `json:"redacted,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Args      json.RawMessage `json:"args,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Content   []Block         `json:"content,omitempty"`
+}
+
+func TextBlock(text string) Block { return Block{Type: "text", Text: text} }
+
+// Text joins the text blocks of a message.
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolCalls returns the tool_call blocks of a message in the model's order.
+func (m Message) ToolCalls() []ToolCall {
+	var calls []ToolCall
+	for _, c := range m.Content {
+		if c.Type == "tool_call" {
+			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+		}
+	}
+	return calls
+}
+
+// isPrompt tells a message the user typed from one that carries tool results.
+func (m Message) isPrompt() bool {
+	if m.Role != "user" {
+		return false
+	}
+	for _, c := range m.Content {
+		if c.Type == "tool_result" {
+			return false
+		}
+	}
+	return true
+}
+
+// Usage counts tokens of one provider call or of a whole session.
+type Usage struct {
+	Input      int     `json:"input"`
+	Output     int     `json:"output"`
+	CacheRead  int     `json:"cache_read"`
+	CacheWrite int     `json:"cache_write"`
+	CostUSD    float64 `json:"cost_usd"`
+}
+
+func (u *Usage) Add(o Usage) {
+	u.Input += o.Input
+	u.Output += o.Output
+	u.CacheRead += o.CacheRead
+	u.CacheWrite += o.CacheWrite
+	u.CostUSD += o.CostUSD
+}
+
+// ContextTokens is how much of the context window the request used.
+func (u Usage) ContextTokens() int { return u.Input + u.CacheRead + u.CacheWrite }
+
+// Stop reasons of a turn, as turn_end reports them.
+const (
+	StopEndTurn = "end_turn"
+	StopToolUse = "tool_use"
+	StopLength  = "length"
+	StopError   = "error"
+	StopAborted = "aborted"
+)
+
+// Event is one thing that happened while the agent worked. Its JSON encoding
+// is the --json / rpc event schema; every host (TUI, RPC, extensions, print
+// mode) reads the same stream.
+type Event struct {
+	Type       string
+	Step       int
+	Delta      string
+	ID         string
+	Name       string
+	Args       json.RawMessage
+	Text       string
+	IsError    bool
+	Details    string
+	Content    []Block
+	Time       time.Time
+	Usage      Usage
+	Cumulative Usage
+	Stop       string
+	Error      string
+	Message    string
+	Summary    string
+	Extension  string
+	Level      string
+}
+
+// Sink receives events. The agent calls it from one goroutine at a time.
+type Sink func(Event)
+
+// MarshalJSON writes exactly the fields each event type has in the schema.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type typ struct {
+		Type string `json:"type"`
+	}
+	t := typ{e.Type}
+	switch e.Type {
+	case "turn_start":
+		return json.Marshal(struct {
+			typ
+			Step int `json:"step"`
+		}{t, e.Step})
+	case "user_message", "assistant_message":
+		return json.Marshal(struct {
+			typ
+			Content []wireBlock `json:"content"`
+			Time    time.Time   `json:"time"`
+		}{t, wireBlocks(e.Content), e.Time})
+	case "text_delta", "thinking_delta":
+		return json.Marshal(struct {
+			typ
+			Delta string `json:"delta"`
+		}{t, e.Delta})
+	case "tool_use_start":
+		return json.Marshal(struct {
+			typ
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		}{t, e.ID, e.Name})
+	case "tool_use_args":
+		return json.Marshal(struct {
+			typ
+			ID    string `json:"id"`
+			Delta string `json:"delta"`
+		}{t, e.ID, e.Delta})
+	case "tool_use_end":
+		return json.Marshal(struct {
+			typ
+			ID string `json:"id"`
+		}{t, e.ID})
+	case "tool_call":
+		return json.Marshal(struct {
+			typ
+			ID   string          `json:"id"`
+			Name string          `json:"name"`
+			Args json.RawMessage `json:"args"`
+		}{t, e.ID, e.Name, argsJSON(e.Args)})
+	case "tool_progress":
+		return json.Marshal(struct {
+			typ
+			ID   string `json:"id"`
+			Text string `json:"text"`
+		}{t, e.ID, e.Text})
+	case "tool_result":
+		return json.Marshal(struct {
+			typ
+			ID      string      `json:"id"`
+			Name    string      `json:"name,omitempty"`
+			IsError bool        `json:"is_error"`
+			Content []wireBlock `json:"content"`
+			Details string      `json:"details,omitempty"`
+		}{t, e.ID, e.Name, e.IsError, wireBlocks(e.Content), e.Details})
+	case "usage":
+		return json.Marshal(struct {
+			typ
+			Usage
+			Cumulative Usage `json:"cumulative"`
+		}{t, e.Usage, e.Cumulative})
+	case "turn_end":
+		return json.Marshal(struct {
+			typ
+			Stop  string `json:"stop"`
+			Error string `json:"error,omitempty"`
+		}{t, e.Stop, e.Error})
+	case "error":
+		return json.Marshal(struct {
+			typ
+			Message string `json:"message"`
+		}{t, e.Message})
+	case "compact_done":
+		return json.Marshal(struct {
+			typ
+			Summary string `json:"summary"`
+		}{t, e.Summary})
+	case "ext_notify":
+		return json.Marshal(struct {
+			typ
+			Extension string `json:"extension"`
+			Level     string `json:"level"`
+			Message   string `json:"message"`
+		}{t, e.Extension, e.Level, e.Message})
+	default: // assistant_start, done, and anything without fields
+		return json.Marshal(t)
+	}
+}
+
+// wireBlock is a content block as events and get_messages show it: images
+// as a byte count rather than their data, so transcript dumps stay small.
+type wireBlock struct {
+	Type     string          `json:"type"`
+	Text     *string         `json:"text,omitempty"`
+	MimeType string          `json:"mime_type,omitempty"`
+	Bytes    *int            `json:"bytes,omitempty"`
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	CallID   string          `json:"call_id,omitempty"`
+	IsError  *bool           `json:"is_error,omitempty"`
+	Content  []wireBlock     `json:"content,omitempty"`
+}
+
+func wireBlocks(blocks []Block) []wireBlock {
+	out := make([]wireBlock, 0, len(blocks))
+	for _, b := range blocks {
+		w := wireBlock{Type: b.Type}
+		switch b.Type {
+		case "text", "thinking":
+			text := b.Text
+			w.Text = &text
+		case "image":
+			n := base64Len(b.Data)
+			w.MimeType, w.Bytes = b.MimeType, &n
+		case "tool_call":
+			w.ID, w.Name, w.Args = b.ID, b.Name, argsJSON(b.Args)
+		case "tool_result":
+			isErr := b.IsError
+			w.CallID, w.IsError = b.CallID, &isErr
+			w.Content = wireBlocks(b.Content)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// WireMessage is a message in the event schema (get_messages, user_message).
+type WireMessage struct {
+	Role    string      `json:"role"`
+	Content []wireBlock `json:"content"`
+	Time    time.Time   `json:"time"`
+}
+
+func WireMessages(msgs []Message) []WireMessage {
+	out := make([]WireMessage, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, WireMessage{Role: m.Role, Content: wireBlocks(m.Content), Time: m.Time})
+	}
+	return out
+}
+
+func base64Len(s string) int {
+	n := len(s) / 4 * 3
+	if strings.HasSuffix(s, "==") {
+		n -= 2
+	} else if strings.HasSuffix(s, "=") {
+		n--
+	}
+	return n
+}
+
+// argsJSON makes tool arguments safe to embed: arguments cut off mid-stream
+// are not valid JSON and are shown as a JSON string instead.
+func argsJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(raw) {
+		return raw
+	}
+	quoted, _ := json.Marshal(string(raw))
+	return quoted
+}
+
+// ToolCall is one call the model asked for.
+type ToolCall struct {
+	ID   string
+	Name string
+	Args json.RawMessage
+}
+
+// ToolDecision is what BeforeToolExecute says about one call: run it (with
+// Args replacing the model's arguments when non-nil) or block it, the reason
+// becoming the error result the model sees. Trail records each gate's say,
+// for the audit log.
+type ToolDecision struct {
+	Block  bool
+	Reason string
+	Args   json.RawMessage
+	Trail  []GateNote
+}
+
+// GateNote is one gate's say about a tool call: who (e.g. "extension:guard",
+// "validator:curl", "user"), what ("allow", "rewrite", "ask", "deny",
+// "block", "approve"), and why.
+type GateNote struct {
+	By       string `json:"by"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ToolRecord is one finished tool call, given to AfterToolExecute.
+type ToolRecord struct {
+	Call     ToolCall
+	Executed json.RawMessage // arguments as run, when a gate rewrote them
+	Decision ToolDecision
+	Ran      bool
+	Result   ToolResult
+}
+
+// Recorder persists the transcript as it grows (a session file). Append and
+// AppendUsage are called as the turn goes, Sync at the end of each turn, and
+// Reset when the transcript is replaced wholesale (compaction, clear).
+type Recorder interface {
+	Append(m Message) error
+	AppendUsage(u Usage) error
+	Reset(msgs []Message) error
+	Sync() error
+}
+
+// ErrBusy is returned when a prompt, compaction or transcript change is asked
+// for while another prompt runs.
+var ErrBusy = errors.New("agent is busy with another prompt")
+
+// ErrBlocked is returned when a hook refused to let a turn or prompt run.
+var ErrBlocked = errors.New("blocked")
+
+// Agent runs the loop of one conversation: prompt, stream, tools, repeat.
+// Its exported fields are configuration, set before the first Prompt;
+// the transcript and totals are guarded by mu.
+type Agent struct {
+	Provider  Provider
+	Model     string
+	Tools     *ToolRegistry
+	System    string
+	MaxSteps  int
+	Reasoning string
+
+	// Hooks. Each may be nil.
+	BeforePrompt           func(ctx context.Context, text string) (block bool, reason string, extra string)
+	BeforeTurn             func(ctx context.Context, step int) (block bool, reason string)
+	BeforeToolExecute      func(ctx context.Context, call ToolCall) ToolDecision
+	AfterToolExecute       func(ctx context.Context, rec *ToolRecord)
+	BeforeAssistantMessage func(ctx context.Context, text string) (shown string, block bool)
+	// OnStop runs when the model ends its work; continuing makes the message
+	// the next user prompt. The agent asks at most three times in a row.
+	OnStop func(ctx context.Context, last Message) (cont bool, message string)
+
+	Recorder Recorder
+	Log      func(format string, args ...any)
+
+	mu         sync.Mutex
+	busy       bool
+	messages   []Message
+	cumulative Usage
+	lastInput  int
+}
+
+// NewAgent returns an agent with the defaults a user expects.
+func NewAgent(p Provider, model string, tools *ToolRegistry) *Agent {
+	if tools == nil {
+		tools = NewToolRegistry()
+	}
+	return &Agent{Provider: p, Model: model, Tools: tools, MaxSteps: 100}
+}
+
+// Messages returns a copy of the transcript.
+func (a *Agent) Messages() []Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Message(nil), a.messages...)
+}
+
+// SetMessages replaces the transcript, e.g. with a loaded session.
+func (a *Agent) SetMessages(msgs []Message, total Usage) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	a.messages = append([]Message(nil), msgs...)
+	a.cumulative = total
+	return nil
+}
+
+// Clear drops the transcript; it refuses while a prompt runs.
+func (a *Agent) Clear() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	a.messages = nil
+	a.lastInput = 0
+	if a.Recorder != nil {
+		return a.Recorder.Reset(nil)
+	}
+	return nil
+}
+
+// SetModel switches the model; it refuses while a prompt runs.
+func (a *Agent) SetModel(model string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	a.Model = model
+	return nil
+}
+
+// CurrentModel reads the model under the lock, for hosts that show it.
+func (a *Agent) CurrentModel() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.Model
+}
+
+// Busy reports whether a prompt or compaction is running.
+func (a *Agent) Busy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.busy
+}
+
+// Totals returns the cumulative usage and the input size of the last call.
+func (a *Agent) Totals() (cumulative Usage, lastContext int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cumulative, a.lastInput
+}
+
+func (a *Agent) begin() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return false
+	}
+	a.busy = true
+	return true
+}
+
+func (a *Agent) end() {
+	a.mu.Lock()
+	a.busy = false
+	a.mu.Unlock()
+}
+
+func (a *Agent) append(m Message) {
+	a.mu.Lock()
+	a.messages = append(a.messages, m)
+	a.mu.Unlock()
+	if a.Recorder != nil {
+		if err := a.Recorder.Append(m); err != nil {
+			a.logf("session: %v", err)
+		}
+	}
+}
+
+func (a *Agent) logf(format string, args ...any) {
+	if a.Log != nil {
+		a.Log(format, args...)
+	}
+}
+
+// serialSink makes a sink safe to call from tool goroutines too.
+func serialSink(sink Sink) Sink {
+	if sink == nil {
+		return func(Event) {}
+	}
+	var mu sync.Mutex
+	return func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		sink(e)
+	}
+}
+
+// Prompt runs one user prompt to completion: as many model turns and tool
+// calls as it takes, up to MaxSteps. Every call ends with exactly one done
+// event; a failure is also reported as an error event (but an abort, which is
+// the user's wish, is not). It returns ErrBusy when another prompt runs.
+func (a *Agent) Prompt(ctx context.Context, text string, images []Block, sink Sink) error {
+	if !a.begin() {
+		return ErrBusy
+	}
+	defer a.end()
+	emit := serialSink(sink)
+	err := a.run(ctx, text, images, emit)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrBlocked) {
+		emit(Event{Type: "error", Message: err.Error()})
+	}
+	a.sync()
+	emit(Event{Type: "done"})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+func (a *Agent) sync() {
+	if a.Recorder != nil {
+		if err := a.Recorder.Sync(); err != nil {
+			a.logf("session: %v", err)
+		}
+	}
+}
+
+func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink) error {
+	if a.BeforePrompt != nil {
+		block, reason, extra := a.BeforePrompt(ctx, text)
+		if block {
+			emit(Event{Type: "turn_end", Stop: StopError, Error: reason})
+			return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
+		}
+		if extra != "" {
+			images = append(images, TextBlock(extra))
+		}
+	}
+	content := append([]Block{}, images...)
+	if text != "" || len(content) == 0 {
+		content = append(content, TextBlock(text))
+	}
+	user := Message{Role: "user", Content: content, Time: time.Now().UTC()}
+	a.append(user)
+	emit(Event{Type: "user_message", Content: user.Content, Time: user.Time})
+
+	maxSteps := a.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = 100
+	}
+	retriedTooLong := false
+	stopContinues := 0
+	for step := 1; ; step++ {
+		if step > maxSteps {
+			return fmt.Errorf("stopped after --max-steps %d turns; raise it or split the task", maxSteps)
+		}
+		if err := a.maybeAutoCompact(ctx, emit); err != nil {
+			a.logf("auto-compact: %v", err)
+		}
+		if a.BeforeTurn != nil {
+			if block, reason := a.BeforeTurn(ctx, step); block {
+				emit(Event{Type: "turn_end", Stop: StopError, Error: reason})
+				return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
+			}
+		}
+		emit(Event{Type: "turn_start", Step: step})
+		reply, err := a.turn(ctx, emit)
+		if ctx.Err() != nil {
+			a.finishAborted(reply, emit)
+			return ctx.Err()
+		}
+		if err != nil {
+			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
+				retriedTooLong = true
+				emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+				if cerr := a.compact(ctx, emit); cerr != nil {
+					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
+				}
+				step--
+				continue
+			}
+			emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+			return err
+		}
+		msg := Message{Role: "assistant", Content: reply.Content, Time: time.Now().UTC()}
+		a.emitAssistant(ctx, msg, emit)
+		a.append(msg)
+		a.recordUsage(reply.Usage, emit)
+
+		calls := msg.ToolCalls()
+		if len(calls) > 0 {
+			results, aborted := a.runTools(ctx, calls, emit)
+			a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()})
+			if aborted {
+				emit(Event{Type: "turn_end", Stop: StopAborted})
+				return ctx.Err()
+			}
+			emit(Event{Type: "turn_end", Stop: StopToolUse})
+			a.sync()
+			continue
+		}
+		emit(Event{Type: "turn_end", Stop: reply.Stop})
+		a.sync()
+		if a.OnStop != nil && stopContinues < 3 {
+			if cont, message := a.OnStop(ctx, msg); cont {
+				stopContinues++
+				m := Message{Role: "user", Content: []Block{TextBlock(message)}, Time: time.Now().UTC()}
+				a.append(m)
+				emit(Event{Type: "user_message", Content: m.Content, Time: m.Time})
+				continue
+			}
+		}
+		return nil
+	}
+}
+
+// turn makes one provider call and streams its pieces as events.
+func (a *Agent) turn(ctx context.Context, emit Sink) (Reply, error) {
+	emit(Event{Type: "assistant_start"})
+	a.mu.Lock()
+	req := Request{
+		Model:     a.Model,
+		System:    a.System,
+		Messages:  append([]Message(nil), a.messages...),
+		Tools:     a.Tools.Specs(),
+		Reasoning: a.Reasoning,
+	}
+	a.mu.Unlock()
+	holdText := a.BeforeAssistantMessage != nil
+	return a.Provider.Stream(ctx, req, func(se StreamEvent) {
+		switch se.Type {
+		case "text":
+			if !holdText {
+				emit(Event{Type: "text_delta", Delta: se.Delta})
+			}
+		case "thinking":
+			emit(Event{Type: "thinking_delta", Delta: se.Delta})
+		case "tool_start":
+			emit(Event{Type: "tool_use_start", ID: se.ID, Name: se.Name})
+		case "tool_args":
+			emit(Event{Type: "tool_use_args", ID: se.ID, Delta: se.Delta})
+		case "tool_end":
+			emit(Event{Type: "tool_use_end", ID: se.ID})
+		}
+	})
+}
+
+// emitAssistant shows the finished message, after BeforeAssistantMessage has
+// had its say. While that hook is set, text deltas were held back so that a
+// redacting hook can keep the original text off the screen; the text the
+// user may see is sent as one delta here.
+func (a *Agent) emitAssistant(ctx context.Context, msg Message, emit Sink) {
+	shown := msg
+	if a.BeforeAssistantMessage != nil {
+		text := msg.Text()
+		replacement, block := a.BeforeAssistantMessage(ctx, text)
+		if block {
+			replacement = ""
+		}
+		shown.Content = nil
+		for _, b := range msg.Content {
+			if b.Type != "text" {
+				shown.Content = append(shown.Content, b)
+			}
+		}
+		if replacement != "" {
+			shown.Content = append([]Block{TextBlock(replacement)}, shown.Content...)
+			emit(Event{Type: "text_delta", Delta: replacement})
+		}
+	}
+	emit(Event{Type: "assistant_message", Content: shown.Content, Time: shown.Time})
+}
+
+func (a *Agent) recordUsage(u Usage, emit Sink) {
+	a.mu.Lock()
+	u.CostUSD = lookupModel(a.Provider.Name(), a.Model).Cost(u)
+	a.cumulative.Add(u)
+	a.lastInput = u.ContextTokens()
+	cum := a.cumulative
+	a.mu.Unlock()
+	if a.Recorder != nil {
+		if err := a.Recorder.AppendUsage(u); err != nil {
+			a.logf("session: %v", err)
+		}
+	}
+	emit(Event{Type: "usage", Usage: u, Cumulative: cum})
+}
+
+// runTools runs the calls in the model's order. When ctx is cancelled the
+// remaining calls are answered with "aborted" so the transcript stays valid.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (results []Block, aborted bool) {
+	for _, call := range calls {
+		if ctx.Err() != nil {
+			results = append(results, abortedResult(call.ID))
+			aborted = true
+			continue
+		}
+		emit(Event{Type: "tool_call", ID: call.ID, Name: call.Name, Args: call.Args})
+		res := a.runTool(ctx, call, emit)
+		emit(Event{Type: "tool_result", ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
+		results = append(results, Block{Type: "tool_result", CallID: call.ID, IsError: res.IsError, Content: res.Content})
+		if ctx.Err() != nil {
+			aborted = true
+		}
+	}
+	return results, aborted
+}
+
+func abortedResult(callID string) Block {
+	return Block{Type: "tool_result", CallID: callID, IsError: true, Content: []Block{TextBlock("aborted by the user before it ran")}}
+}
+
+func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) ToolResult {
+	rec := ToolRecord{Call: call}
+	defer func() {
+		if a.AfterToolExecute != nil {
+			a.AfterToolExecute(ctx, &rec)
+		}
+	}()
+	tool, ok := a.Tools.Lookup(call.Name)
+	if !ok {
+		var names []string
+		for _, t := range a.Tools.List() {
+			names = append(names, t.Name())
+		}
+		rec.Result = errorResult("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+		return rec.Result
+	}
+	args := call.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) || !isJSONObject(args) {
+		rec.Result = errorResult("invalid arguments for %s: not a JSON object (the output may have been cut off at the token limit): %s", call.Name, truncate(string(args), 200))
+		return rec.Result
+	}
+	if a.BeforeToolExecute != nil {
+		rec.Decision = a.BeforeToolExecute(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+		if rec.Decision.Block {
+			rec.Result = errorResult("%s", rec.Decision.Reason)
+			return rec.Result
+		}
+		if rec.Decision.Args != nil {
+			args = rec.Decision.Args
+			rec.Executed = args
+		}
+	}
+	rec.Ran = true
+	rec.Result = tool.Run(ctx, args, func(line string) {
+		emit(Event{Type: "tool_progress", ID: call.ID, Text: line})
+	})
+	return rec.Result
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	s := strings.TrimLeft(string(raw), " \t\r\n")
+	return strings.HasPrefix(s, "{")
+}
+
+// finishAborted keeps what the model said before the abort and answers its
+// tool calls, so the transcript stays one a provider accepts.
+func (a *Agent) finishAborted(partial Reply, emit Sink) {
+	var content []Block
+	var calls []ToolCall
+	for _, b := range partial.Content {
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				content = append(content, b)
+			}
+		case "tool_call":
+			content = append(content, b)
+			calls = append(calls, ToolCall{ID: b.ID})
+		}
+	}
+	if len(content) > 0 {
+		a.append(Message{Role: "assistant", Content: content, Time: time.Now().UTC()})
+		if len(calls) > 0 {
+			var results []Block
+			for _, c := range calls {
+				results = append(results, abortedResult(c.ID))
+			}
+			a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()})
+		}
+	}
+	emit(Event{Type: "turn_end", Stop: StopAborted})
+}
+
+// Compact summarises all but the last few prompts into one message, to free
+// context. It emits compact_done and, as every run does, done.
+func (a *Agent) Compact(ctx context.Context, sink Sink) error {
+	if !a.begin() {
+		return ErrBusy
+	}
+	defer a.end()
+	emit := serialSink(sink)
+	err := a.compact(ctx, emit)
+	if err != nil && ctx.Err() == nil {
+		emit(Event{Type: "error", Message: "compact: " + err.Error()})
+	}
+	emit(Event{Type: "done"})
+	return err
+}
+
+// keepPrompts is how many of the latest user prompts (with everything after
+// them) survive a compaction verbatim.
+const keepPrompts = 2
+
+// compactThreshold is the share of the context window whose use triggers an
+// automatic compaction before the next turn.
+const compactThreshold = 0.85
+
+const compactInstruction = `Summarise the conversation above for your own later use: it will replace the conversation. Keep what the user asked for, decisions made, files read or changed (with paths), commands run and their outcome, errors still open, and the next steps. Be concise and concrete; use bullet points. Do not call tools.`
+
+func (a *Agent) compact(ctx context.Context, emit Sink) error {
+	a.mu.Lock()
+	msgs := append([]Message(nil), a.messages...)
+	model, system := a.Model, a.System
+	a.mu.Unlock()
+	cut := compactCut(msgs)
+	if cut <= 0 {
+		return errors.New("nothing to compact yet")
+	}
+	req := Request{
+		Model:    model,
+		System:   system,
+		Messages: append(append([]Message(nil), msgs[:cut]...), Message{Role: "user", Content: []Block{TextBlock(compactInstruction)}}),
+	}
+	reply, err := a.Provider.Stream(ctx, req, func(StreamEvent) {})
+	if err != nil {
+		return err
+	}
+	summary := strings.TrimSpace(Message{Content: reply.Content}.Text())
+	if summary == "" {
+		return errors.New("the model returned an empty summary")
+	}
+	a.recordUsage(reply.Usage, emit)
+	head := Message{Role: "user", Time: time.Now().UTC(), Content: []Block{TextBlock("[Summary of the earlier conversation]\n\n" + summary)}}
+	kept := append([]Message{head}, msgs[cut:]...)
+	a.mu.Lock()
+	// A prompt cannot have run meanwhile (we hold busy), so msgs is current.
+	a.messages = kept
+	a.lastInput = 0
+	a.mu.Unlock()
+	if a.Recorder != nil {
+		if err := a.Recorder.Reset(kept); err != nil {
+			a.logf("session: %v", err)
+		}
+	}
+	emit(Event{Type: "compact_done", Summary: summary})
+	return nil
+}
+
+// compactCut picks where the verbatim tail starts: at the keepPrompts-th
+// prompt from the end, so no tool call is separated from its result.
+func compactCut(msgs []Message) int {
+	seen := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].isPrompt() {
+			seen++
+			if seen == keepPrompts {
+				return i
+			}
+		}
+	}
+	return 0
+}
+
+func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink) error {
+	a.mu.Lock()
+	last, model := a.lastInput, a.Model
+	a.mu.Unlock()
+	window := lookupModel(a.Provider.Name(), model).ContextWindow
+	if last == 0 || float64(last) < compactThreshold*float64(window) {
+		return nil
+	}
+	return a.compact(ctx, emit)
+}
+
+// SystemPromptOptions are the pieces a system prompt is built from.
+type SystemPromptOptions struct {
+	Cwd      string
+	Home     string   // $ZOT_HOME, where SYSTEM.md may replace the default
+	Override string   // --system-prompt
+	Append   []string // --append-system-prompt, in order
+	Tools    []string
+	Extra    []string // sections other parts add (skills manifest)
+}
+
+const defaultSystemPrompt = `You are zot, a coding agent working in a terminal on the user's machine.
+Work in the current directory: %s
+Tools: %s.
+- read files before you change them; prefer edit for changes to existing files and write for new ones.
+- run commands with bash to build, test and inspect; keep output small (use head, grep, -q).
+- be concise; show the user what changed and how you checked it.`
+
+// BuildSystemPrompt assembles the system prompt: the built-in default (or
+// $ZOT_HOME/SYSTEM.md, or --system-prompt), then appended text, then the
+// AGENTS.md / CLAUDE.md files of the cwd and its parents, outermost first.
+func BuildSystemPrompt(o SystemPromptOptions) string {
+	base := fmt.Sprintf(defaultSystemPrompt, o.Cwd, strings.Join(o.Tools, ", "))
+	if len(o.Tools) == 0 {
+		base = strings.Replace(base, "Tools: .", "You have no tools in this session.", 1)
+	}
+	if o.Home != "" {
+		if b, err := os.ReadFile(filepath.Join(o.Home, "SYSTEM.md")); err == nil {
+			base = string(b)
+		}
+	}
+	if o.Override != "" {
+		base = o.Override
+	}
+	parts := []string{strings.TrimSpace(base)}
+	for _, s := range o.Append {
+		parts = append(parts, s)
+	}
+	parts = append(parts, o.Extra...)
+	for _, f := range projectContextFiles(o.Cwd) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("Project context from %s:\n\n%s", f, strings.TrimSpace(string(b))))
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func projectContextFiles(cwd string) []string {
+	var dirs []string
+	for d := cwd; d != ""; {
+		dirs = append(dirs, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	var files []string
+	for i := len(dirs) - 1; i >= 0; i-- {
+		for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
+			f := filepath.Join(dirs[i], name)
+			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+				files = append(files, f)
+			}
+		}
+	}
+	return files
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

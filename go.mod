@@ -1,0 +1,3 @@
+module zot
+
+go 1.22

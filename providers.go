@@ -1,0 +1,1205 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Provider streams one model reply. Stream calls on for each piece as it
+// arrives and returns the assembled reply. On failure it still returns what
+// arrived before the failure, so an abort keeps the partial text.
+type Provider interface {
+	Name() string
+	Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error)
+}
+
+// Request is one call to the model.
+type Request struct {
+	Model     string
+	System    string
+	Messages  []Message
+	Tools     []ToolSpec
+	MaxTokens int    // 0: the model's default
+	Reasoning string // "", low, medium, high
+}
+
+// StreamEvent is one streamed piece: Type is text, thinking, tool_start (ID,
+// Name), tool_args (ID, Delta) or tool_end (ID).
+type StreamEvent struct {
+	Type  string
+	ID    string
+	Name  string
+	Delta string
+}
+
+// Reply is an assembled model reply. Usage carries no cost: prices are the
+// agent's business.
+type Reply struct {
+	Content []Block
+	Stop    string
+	Usage   Usage
+}
+
+// ErrContextTooLong matches (errors.Is) a provider's "prompt is too long"
+// refusal, which the agent answers by compacting and retrying once.
+var ErrContextTooLong = errors.New("prompt too long for the model's context window")
+
+// ProviderError is an error the provider itself reported, over HTTP or
+// inside the stream.
+type ProviderError struct {
+	Provider string
+	Status   int // 0 when it came inside the stream
+	Type     string
+	Message  string
+	Hint     string
+}
+
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Provider)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.Status)
+	}
+	if e.Type != "" {
+		b.WriteString(": " + e.Type)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.Hint != "" {
+		b.WriteString(" (" + e.Hint + ")")
+	}
+	return b.String()
+}
+
+func (e *ProviderError) Is(target error) bool {
+	if target != ErrContextTooLong {
+		return false
+	}
+	m := strings.ToLower(e.Message + " " + e.Type)
+	return strings.Contains(m, "prompt is too long") || strings.Contains(m, "context_length_exceeded") ||
+		strings.Contains(m, "maximum context length") || strings.Contains(m, "context window")
+}
+
+// ProviderConfig selects and configures a provider.
+type ProviderConfig struct {
+	Name      string // anthropic, openai, ollama
+	BaseURL   string
+	APIKey    string
+	KeySource string // where the key came from, for error messages
+	Retries   int    // -1: none; 0: the default of 3
+	Client    *http.Client
+}
+
+// NewProvider builds the client for cfg.Name.
+func NewProvider(cfg ProviderConfig) (Provider, error) {
+	h := &httpStreamer{client: cfg.Client, retries: cfg.Retries, keySource: cfg.KeySource,
+		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, sleep: sleepCtx}
+	if h.client == nil {
+		h.client = &http.Client{}
+	}
+	if h.retries == 0 {
+		h.retries = 3
+	} else if h.retries < 0 {
+		h.retries = 0
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	switch cfg.Name {
+	case "anthropic":
+		if base == "" {
+			base = "https://api.anthropic.com"
+		}
+		h.name = "anthropic"
+		return &anthropicProvider{http: h, url: base + "/v1/messages", key: cfg.APIKey}, nil
+	case "openai", "ollama":
+		if base == "" {
+			base = "https://api.openai.com"
+			if cfg.Name == "ollama" {
+				base = "http://localhost:11434/v1"
+			}
+		}
+		url := base + "/v1/chat/completions"
+		if strings.HasSuffix(base, "/v1") {
+			url = base + "/chat/completions"
+		}
+		h.name = cfg.Name
+		return &openaiProvider{http: h, name: cfg.Name, url: url, key: cfg.APIKey}, nil
+	}
+	return nil, fmt.Errorf("unknown provider %q (want anthropic, openai or ollama)", cfg.Name)
+}
+
+// httpStreamer posts a streaming request, retrying only before the first
+// byte of the response body: a stream that has begun is never replayed.
+type httpStreamer struct {
+	name      string
+	client    *http.Client
+	retries   int
+	keySource string
+	baseDelay time.Duration
+	maxDelay  time.Duration
+	sleep     func(ctx context.Context, d time.Duration) error
+}
+
+var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
+
+func (h *httpStreamer) post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", h.name, err)
+		}
+		req.Header = header.Clone()
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := h.client.Do(req)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			err = fmt.Errorf("%s: %w", h.name, scrubURLError(err))
+		case resp.StatusCode == http.StatusOK:
+			return resp, nil
+		default:
+			perr := h.httpError(resp)
+			if !retryableStatus[resp.StatusCode] {
+				return nil, perr
+			}
+			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			err = perr
+		}
+		if attempt >= h.retries {
+			if attempt > 0 {
+				return nil, fmt.Errorf("%w (gave up after %d retries)", err, attempt)
+			}
+			return nil, err
+		}
+		if wait == 0 {
+			backoff := h.baseDelay << attempt
+			wait = backoff/2 + time.Duration(rand.Int63n(int64(backoff/2)+1))
+		}
+		if wait > h.maxDelay {
+			wait = h.maxDelay
+		}
+		if serr := h.sleep(ctx, wait); serr != nil {
+			return nil, serr
+		}
+	}
+}
+
+// scrubURLError drops the URL from a transport error: a base URL may carry
+// credentials.
+func scrubURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && strings.HasPrefix(err.Error(), "Post ") {
+		return ue.Unwrap()
+	}
+	return err
+}
+
+func (h *httpStreamer) httpError(resp *http.Response) *ProviderError {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	perr := &ProviderError{Provider: h.name, Status: resp.StatusCode}
+	var parsed struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &parsed) == nil && len(parsed.Error) > 0 {
+		perr.Type, perr.Message = decodeErrorValue(parsed.Error)
+	}
+	if perr.Message == "" {
+		perr.Message = strings.TrimSpace(truncate(string(body), 300))
+	}
+	if resp.StatusCode == 401 || resp.StatusCode == 403 {
+		src := h.keySource
+		if src == "" {
+			src = "no key was set"
+		} else {
+			src = "the key came from " + src
+		}
+		perr.Hint = fmt.Sprintf("%s; give a valid key with --api-key, the %s environment variable or /login", src, keyEnvVar(h.name))
+	}
+	return perr
+}
+
+// decodeErrorValue reads an "error" value: {type, message, code} or a string.
+func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
+	var obj struct {
+		Type    string          `json:"type"`
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		typ = obj.Type
+		if typ == "" && len(obj.Code) > 0 && string(obj.Code) != "null" {
+			typ = strings.Trim(string(obj.Code), `"`)
+		}
+		return typ, obj.Message
+	}
+	var s string
+	json.Unmarshal(raw, &s)
+	return "", s
+}
+
+func keyEnvVar(provider string) string {
+	if provider == "anthropic" {
+		return "ANTHROPIC_API_KEY"
+	}
+	return "OPENAI_API_KEY"
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sseEvent is one server-sent event: its name and its data lines joined.
+type sseEvent struct {
+	Event string
+	Data  []byte
+}
+
+// maxSSELine bounds one line of a stream, so a broken server cannot make us
+// buffer without end.
+const maxSSELine = 16 << 20
+
+// readSSE reads a text/event-stream and calls fn for each event. An event
+// still pending at EOF (no blank line after it) is delivered, as the
+// providers' own SDKs do. fn returning errStopSSE ends reading cleanly.
+func readSSE(r io.Reader, fn func(sseEvent) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var ev sseEvent
+	var data []byte
+	hasData := false
+	var long []byte
+	dispatch := func() error {
+		if !hasData && ev.Event == "" {
+			return nil
+		}
+		ev.Data = data
+		err := fn(ev)
+		ev, data, hasData = sseEvent{}, data[:0:0], false
+		return err
+	}
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
+			if len(long) > maxSSELine {
+				return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
+			}
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			if derr := dispatch(); derr != nil {
+				return derr
+			}
+		} else if line[0] != ':' {
+			field, value := line, []byte(nil)
+			if i := bytes.IndexByte(line, ':'); i >= 0 {
+				field, value = line[:i], line[i+1:]
+				if len(value) > 0 && value[0] == ' ' {
+					value = value[1:]
+				}
+			}
+			switch string(field) {
+			case "event":
+				ev.Event = string(value)
+			case "data":
+				if hasData {
+					data = append(data, '\n')
+				}
+				data = append(data, value...)
+				hasData = true
+			}
+		}
+		if err == io.EOF {
+			return dispatch()
+		}
+	}
+}
+
+// errStopSSE ends readSSE without an error, at a terminal event.
+var errStopSSE = errors.New("end of stream")
+
+// streamBody reads the response body as SSE, counting events so that an
+// early end can say how far it got.
+func streamBody(ctx context.Context, name string, body io.ReadCloser, fn func(sseEvent) error) (events int, err error) {
+	defer body.Close()
+	// Closing the body is what unblocks a read when ctx is cancelled.
+	stop := context.AfterFunc(ctx, func() { body.Close() })
+	defer stop()
+	err = readSSE(body, func(ev sseEvent) error {
+		events++
+		return fn(ev)
+	})
+	if err == errStopSSE {
+		return events, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return events, ctx.Err()
+		}
+		var perr *ProviderError
+		if errors.As(err, &perr) {
+			return events, err
+		}
+		return events, fmt.Errorf("%s: stream interrupted after %d events: %w", name, events, err)
+	}
+	return events, nil
+}
+
+func streamEndedEarly(name string, events int) error {
+	return fmt.Errorf("%s: stream ended early after %d events", name, events)
+}
+
+// partialBlock collects one content block while it streams.
+type partialBlock struct {
+	typ       string
+	text      strings.Builder
+	args      strings.Builder
+	id, name  string
+	signature string
+	data      string
+	open      bool
+}
+
+func (p *partialBlock) block() Block {
+	switch p.typ {
+	case "tool_call":
+		args := p.args.String()
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		return Block{Type: "tool_call", ID: p.id, Name: p.name, Args: json.RawMessage(args)}
+	case "thinking":
+		return Block{Type: "thinking", Text: p.text.String(), Signature: p.signature}
+	case "redacted_thinking":
+		return Block{Type: "thinking", Redacted: true, Data: p.data}
+	}
+	return Block{Type: "text", Text: p.text.String()}
+}
+
+func assemble(parts []*partialBlock) []Block {
+	var out []Block
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		b := p.block()
+		if b.Type == "text" && b.Text == "" {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// anthropicProvider speaks the Anthropic Messages API.
+type anthropicProvider struct {
+	http *httpStreamer
+	url  string
+	key  string
+}
+
+func (p *anthropicProvider) Name() string { return "anthropic" }
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+type anthBlock struct {
+	Type         string           `json:"type"`
+	Text         *string          `json:"text,omitempty"`
+	Source       *anthImageSource `json:"source,omitempty"`
+	Thinking     *string          `json:"thinking,omitempty"`
+	Signature    string           `json:"signature,omitempty"`
+	Data         string           `json:"data,omitempty"`
+	ID           string           `json:"id,omitempty"`
+	Name         string           `json:"name,omitempty"`
+	Input        json.RawMessage  `json:"input,omitempty"`
+	ToolUseID    string           `json:"tool_use_id,omitempty"`
+	Content      []anthBlock      `json:"content,omitempty"`
+	IsError      bool             `json:"is_error,omitempty"`
+	CacheControl *cacheControl    `json:"cache_control,omitempty"`
+}
+
+type anthImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+type anthMessage struct {
+	Role    string      `json:"role"`
+	Content []anthBlock `json:"content"`
+}
+
+type anthTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+type anthThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+type anthRequest struct {
+	Model     string        `json:"model"`
+	MaxTokens int           `json:"max_tokens"`
+	System    []anthBlock   `json:"system,omitempty"`
+	Messages  []anthMessage `json:"messages"`
+	Tools     []anthTool    `json:"tools,omitempty"`
+	Thinking  *anthThinking `json:"thinking,omitempty"`
+	Stream    bool          `json:"stream"`
+}
+
+var thinkingBudget = map[string]int{"low": 4096, "medium": 16384, "high": 32768}
+
+func (p *anthropicProvider) buildRequest(req Request) anthRequest {
+	info := lookupModel("anthropic", req.Model)
+	out := anthRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true, Messages: anthMessages(req.Messages)}
+	if out.MaxTokens == 0 {
+		out.MaxTokens = info.MaxOutput
+	}
+	if budget, ok := thinkingBudget[req.Reasoning]; ok {
+		out.Thinking = &anthThinking{Type: "enabled", BudgetTokens: budget}
+		if out.MaxTokens <= budget {
+			out.MaxTokens = budget + 8192
+		}
+	}
+	if req.System != "" {
+		sys := req.System
+		out.System = []anthBlock{{Type: "text", Text: &sys, CacheControl: ephemeral}}
+	}
+	tools := append([]ToolSpec(nil), req.Tools...)
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	for _, t := range tools {
+		out.Tools = append(out.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)})
+	}
+	if n := len(out.Tools); n > 0 {
+		out.Tools[n-1].CacheControl = ephemeral
+	}
+	for i := len(out.Messages) - 1; i >= 0; i-- {
+		if m := out.Messages[i]; m.Role == "user" && len(m.Content) > 0 {
+			m.Content[len(m.Content)-1].CacheControl = ephemeral
+			break
+		}
+	}
+	return out
+}
+
+func schemaOrEmpty(s json.RawMessage) json.RawMessage {
+	if len(s) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return s
+}
+
+// anthMessages converts the transcript, merging consecutive messages of one
+// role (the API wants them alternating) and dropping thinking that carries
+// no signature (from another provider), which the API would reject.
+func anthMessages(msgs []Message) []anthMessage {
+	var out []anthMessage
+	for _, m := range msgs {
+		var blocks []anthBlock
+		for _, b := range m.Content {
+			if ab, ok := anthConvert(b); ok {
+				blocks = append(blocks, ab)
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			continue
+		}
+		out = append(out, anthMessage{Role: m.Role, Content: blocks})
+	}
+	return out
+}
+
+func anthConvert(b Block) (anthBlock, bool) {
+	switch b.Type {
+	case "text":
+		if b.Text == "" {
+			return anthBlock{}, false
+		}
+		text := b.Text
+		return anthBlock{Type: "text", Text: &text}, true
+	case "image":
+		return anthBlock{Type: "image", Source: &anthImageSource{Type: "base64", MediaType: b.MimeType, Data: b.Data}}, true
+	case "thinking":
+		if b.Redacted {
+			return anthBlock{Type: "redacted_thinking", Data: b.Data}, true
+		}
+		if b.Signature == "" {
+			return anthBlock{}, false
+		}
+		text := b.Text
+		return anthBlock{Type: "thinking", Thinking: &text, Signature: b.Signature}, true
+	case "tool_call":
+		input := b.Args
+		if !json.Valid(input) || !isJSONObject(input) {
+			input = json.RawMessage("{}")
+		}
+		return anthBlock{Type: "tool_use", ID: b.ID, Name: b.Name, Input: input}, true
+	case "tool_result":
+		var content []anthBlock
+		for _, c := range b.Content {
+			if cb, ok := anthConvert(c); ok && (cb.Type == "text" || cb.Type == "image") {
+				content = append(content, cb)
+			}
+		}
+		return anthBlock{Type: "tool_result", ToolUseID: b.CallID, Content: content, IsError: b.IsError}, true
+	}
+	return anthBlock{}, false
+}
+
+func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	body, err := json.Marshal(p.buildRequest(req))
+	if err != nil {
+		return Reply{}, fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	header := http.Header{}
+	header.Set("x-api-key", p.key)
+	header.Set("anthropic-version", "2023-06-01")
+	resp, err := p.http.post(ctx, p.url, header, body)
+	if err != nil {
+		return Reply{}, err
+	}
+	s := &anthStream{on: on}
+	events, err := streamBody(ctx, "anthropic", resp.Body, s.handle)
+	reply := Reply{Content: assemble(s.blocks), Stop: s.stop, Usage: s.usage}
+	if err == nil && !s.done {
+		err = streamEndedEarly("anthropic", events)
+	}
+	return reply, err
+}
+
+// anthStream is the state of one Anthropic stream.
+type anthStream struct {
+	on     func(StreamEvent)
+	blocks []*partialBlock
+	stop   string
+	usage  Usage
+	done   bool
+}
+
+type anthUsage struct {
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             *int `json:"output_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+}
+
+type anthEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		Usage anthUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+		Data     string `json:"data"`
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage anthUsage       `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// applyUsage takes each count the event carries; message_delta repeats some
+// of message_start's counts and may update them.
+func (s *anthStream) applyUsage(u anthUsage) {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&s.usage.Input, u.InputTokens)
+	set(&s.usage.Output, u.OutputTokens)
+	set(&s.usage.CacheRead, u.CacheReadInputTokens)
+	set(&s.usage.CacheWrite, u.CacheCreationInputTokens)
+}
+
+func (s *anthStream) block(i int) *partialBlock {
+	if i < 0 || i >= len(s.blocks) {
+		return nil
+	}
+	return s.blocks[i]
+}
+
+func (s *anthStream) handle(ev sseEvent) error {
+	var e anthEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return fmt.Errorf("bad event %q: %v", truncate(string(ev.Data), 120), err)
+	}
+	switch e.Type {
+	case "message_start":
+		s.applyUsage(e.Message.Usage)
+	case "content_block_start":
+		if e.Index < 0 || e.Index > 1<<16 {
+			return fmt.Errorf("content block index %d out of range", e.Index)
+		}
+		for len(s.blocks) <= e.Index {
+			s.blocks = append(s.blocks, nil)
+		}
+		cb := e.ContentBlock
+		var pb *partialBlock
+		switch cb.Type {
+		case "text":
+			pb = &partialBlock{typ: "text"}
+			pb.text.WriteString(cb.Text)
+			if cb.Text != "" {
+				s.on(StreamEvent{Type: "text", Delta: cb.Text})
+			}
+		case "thinking":
+			pb = &partialBlock{typ: "thinking"}
+			pb.text.WriteString(cb.Thinking)
+		case "redacted_thinking":
+			pb = &partialBlock{typ: "redacted_thinking", data: cb.Data}
+		case "tool_use":
+			pb = &partialBlock{typ: "tool_call", id: cb.ID, name: cb.Name, open: true}
+			s.on(StreamEvent{Type: "tool_start", ID: cb.ID, Name: cb.Name})
+		default:
+			// server_tool_use, web_search_tool_result and block types
+			// newer than this client: not ours to run or show.
+		}
+		s.blocks[e.Index] = pb
+	case "content_block_delta":
+		pb := s.block(e.Index)
+		if pb == nil {
+			return nil
+		}
+		d := e.Delta
+		switch d.Type {
+		case "text_delta":
+			pb.text.WriteString(d.Text)
+			s.on(StreamEvent{Type: "text", Delta: d.Text})
+		case "thinking_delta":
+			pb.text.WriteString(d.Thinking)
+			if d.Thinking != "" {
+				s.on(StreamEvent{Type: "thinking", Delta: d.Thinking})
+			}
+		case "signature_delta":
+			pb.signature += d.Signature
+		case "input_json_delta":
+			pb.args.WriteString(d.PartialJSON)
+			if d.PartialJSON != "" {
+				s.on(StreamEvent{Type: "tool_args", ID: pb.id, Delta: d.PartialJSON})
+			}
+		}
+	case "content_block_stop":
+		s.closeBlock(s.block(e.Index))
+	case "message_delta":
+		if e.Delta.StopReason != "" {
+			s.stop = anthStopReason(e.Delta.StopReason)
+		}
+		s.applyUsage(e.Usage)
+	case "message_stop":
+		for _, pb := range s.blocks {
+			s.closeBlock(pb)
+		}
+		s.done = true
+		return errStopSSE
+	case "error":
+		typ, msg := decodeErrorValue(e.Error)
+		return &ProviderError{Provider: "anthropic", Type: typ, Message: msg}
+	}
+	return nil
+}
+
+func (s *anthStream) closeBlock(pb *partialBlock) {
+	if pb != nil && pb.typ == "tool_call" && pb.open {
+		pb.open = false
+		s.on(StreamEvent{Type: "tool_end", ID: pb.id})
+	}
+}
+
+func anthStopReason(r string) string {
+	switch r {
+	case "tool_use":
+		return StopToolUse
+	case "max_tokens", "model_context_window_exceeded":
+		return StopLength
+	}
+	return StopEndTurn
+}
+
+// openaiProvider speaks OpenAI Chat Completions, and with another base URL
+// the servers that copy it: ollama, llama.cpp, vLLM.
+type openaiProvider struct {
+	http *httpStreamer
+	name string
+	url  string
+	key  string
+}
+
+func (p *openaiProvider) Name() string { return p.name }
+
+type oaiMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []oaiToolCall   `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type oaiToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oaiPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url,omitempty"`
+}
+
+type oaiTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type oaiRequest struct {
+	Model           string       `json:"model"`
+	Messages        []oaiMessage `json:"messages"`
+	Tools           []oaiTool    `json:"tools,omitempty"`
+	Stream          bool         `json:"stream"`
+	StreamOptions   struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	MaxTokens       int    `json:"max_completion_tokens,omitempty"`
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func (p *openaiProvider) buildRequest(req Request) oaiRequest {
+	out := oaiRequest{Model: req.Model, Stream: true, ReasoningEffort: req.Reasoning, MaxTokens: req.MaxTokens}
+	out.StreamOptions.IncludeUsage = true
+	if req.System != "" {
+		out.Messages = append(out.Messages, oaiMessage{Role: "system", Content: jsonString(req.System)})
+	}
+	out.Messages = append(out.Messages, oaiMessages(req.Messages)...)
+	tools := append([]ToolSpec(nil), req.Tools...)
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	for _, t := range tools {
+		var ot oaiTool
+		ot.Type = "function"
+		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name, t.Description, schemaOrEmpty(t.Schema)
+		out.Tools = append(out.Tools, ot)
+	}
+	return out
+}
+
+// oaiMessages converts the transcript. Tool messages cannot carry images,
+// so images a tool returned follow its results in one user message.
+func oaiMessages(msgs []Message) []oaiMessage {
+	var out []oaiMessage
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			om := oaiMessage{Role: "assistant", Content: json.RawMessage("null")}
+			if text := m.Text(); text != "" {
+				om.Content = jsonString(text)
+			}
+			for _, c := range m.ToolCalls() {
+				var tc oaiToolCall
+				args := string(c.Args)
+				if !json.Valid(c.Args) {
+					args = "{}"
+				}
+				tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments = c.ID, "function", c.Name, args
+				om.ToolCalls = append(om.ToolCalls, tc)
+			}
+			out = append(out, om)
+			continue
+		}
+		var parts []oaiPart
+		var toolImages []oaiPart
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				parts = append(parts, oaiPart{Type: "text", Text: b.Text})
+			case "image":
+				parts = append(parts, imagePart(b))
+			case "tool_result":
+				var text []string
+				for _, c := range b.Content {
+					switch c.Type {
+					case "text":
+						text = append(text, c.Text)
+					case "image":
+						toolImages = append(toolImages, imagePart(c))
+					}
+				}
+				body := strings.Join(text, "\n")
+				if b.IsError && !strings.HasPrefix(body, "Error") {
+					body = "Error: " + body
+				}
+				out = append(out, oaiMessage{Role: "tool", ToolCallID: b.CallID, Content: jsonString(body)})
+			}
+		}
+		if len(toolImages) > 0 {
+			parts = append([]oaiPart{{Type: "text", Text: "Images returned by the tool calls above:"}}, append(toolImages, parts...)...)
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if len(parts) == 1 && parts[0].Type == "text" {
+			out = append(out, oaiMessage{Role: "user", Content: jsonString(parts[0].Text)})
+			continue
+		}
+		raw, _ := json.Marshal(parts)
+		out = append(out, oaiMessage{Role: "user", Content: raw})
+	}
+	return out
+}
+
+func imagePart(b Block) oaiPart {
+	p := oaiPart{Type: "image_url"}
+	p.ImageURL = &struct {
+		URL string `json:"url"`
+	}{URL: "data:" + b.MimeType + ";base64," + b.Data}
+	return p
+}
+
+func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	body, err := json.Marshal(p.buildRequest(req))
+	if err != nil {
+		return Reply{}, fmt.Errorf("%s: encode request: %w", p.name, err)
+	}
+	header := http.Header{}
+	if p.key != "" {
+		header.Set("Authorization", "Bearer "+p.key)
+	}
+	resp, err := p.http.post(ctx, p.url, header, body)
+	if err != nil {
+		return Reply{}, err
+	}
+	s := &oaiStream{name: p.name, on: on}
+	events, err := streamBody(ctx, p.name, resp.Body, s.handle)
+	reply := Reply{Stop: s.stop, Usage: s.usage}
+	if s.thinking != nil {
+		reply.Content = append(reply.Content, s.thinking.block())
+	}
+	reply.Content = append(reply.Content, assemble([]*partialBlock{s.text})...)
+	for _, tc := range s.calls {
+		s.endCall(tc)
+		reply.Content = append(reply.Content, tc.block())
+	}
+	if err == nil && !s.done && s.stop == "" {
+		err = streamEndedEarly(p.name, events)
+	}
+	return reply, err
+}
+
+// oaiStream is the state of one Chat Completions stream. Only choice 0 is
+// read: we never ask for more, and a server that sends more is ignored.
+type oaiStream struct {
+	name     string
+	on       func(StreamEvent)
+	text     *partialBlock
+	thinking *partialBlock
+	calls    []*partialBlock
+	byIndex  map[int]*partialBlock
+	stop     string
+	usage    Usage
+	done     bool
+}
+
+type oaiChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			Refusal          *string `json:"refusal"`
+			ToolCalls        []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (s *oaiStream) handle(ev sseEvent) error {
+	data := bytes.TrimSpace(ev.Data)
+	if string(data) == "[DONE]" {
+		s.done = true
+		return errStopSSE
+	}
+	var c oaiChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("bad chunk %q: %v", truncate(string(data), 120), err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		typ, msg := decodeErrorValue(c.Error)
+		return &ProviderError{Provider: s.name, Type: typ, Message: msg}
+	}
+	if c.Usage != nil {
+		cached := 0
+		if c.Usage.PromptTokensDetails != nil {
+			cached = c.Usage.PromptTokensDetails.CachedTokens
+		}
+		s.usage = Usage{Input: c.Usage.PromptTokens - cached, Output: c.Usage.CompletionTokens, CacheRead: cached}
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		d := ch.Delta
+		if r := firstNonEmpty(d.ReasoningContent, d.Reasoning); r != "" {
+			if s.thinking == nil {
+				s.thinking = &partialBlock{typ: "thinking"}
+			}
+			s.thinking.text.WriteString(r)
+			s.on(StreamEvent{Type: "thinking", Delta: r})
+		}
+		if t := firstNonEmpty(d.Content, d.Refusal); t != "" {
+			if s.text == nil {
+				s.text = &partialBlock{typ: "text"}
+			}
+			s.text.text.WriteString(t)
+			s.on(StreamEvent{Type: "text", Delta: t})
+		}
+		for _, tc := range d.ToolCalls {
+			s.toolPiece(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.stop = oaiStopReason(*ch.FinishReason)
+		}
+	}
+	return nil
+}
+
+func firstNonEmpty(ps ...*string) string {
+	for _, p := range ps {
+		if p != nil && *p != "" {
+			return *p
+		}
+	}
+	return ""
+}
+
+// toolPiece adds one streamed piece of a tool call. Calls are keyed by index;
+// servers that leave the index out get one call per new id.
+func (s *oaiStream) toolPiece(index *int, id, name, args string) {
+	if s.byIndex == nil {
+		s.byIndex = map[int]*partialBlock{}
+	}
+	i := len(s.calls) - 1
+	if index != nil {
+		i = *index
+	}
+	tc := s.byIndex[i]
+	if tc == nil || (id != "" && tc.id != "" && id != tc.id) {
+		if index == nil {
+			i = len(s.calls)
+		}
+		if id == "" {
+			id = fmt.Sprintf("call_%d", len(s.calls))
+		}
+		tc = &partialBlock{typ: "tool_call", id: id, open: true}
+		s.byIndex[i] = tc
+		s.calls = append(s.calls, tc)
+	}
+	if name != "" && tc.name == "" {
+		tc.name = name
+		s.on(StreamEvent{Type: "tool_start", ID: tc.id, Name: name})
+	}
+	if args != "" {
+		tc.args.WriteString(args)
+		s.on(StreamEvent{Type: "tool_args", ID: tc.id, Delta: args})
+	}
+}
+
+func (s *oaiStream) endCall(tc *partialBlock) {
+	if tc.open {
+		tc.open = false
+		s.on(StreamEvent{Type: "tool_end", ID: tc.id})
+	}
+}
+
+func oaiStopReason(r string) string {
+	switch r {
+	case "tool_calls", "function_call":
+		return StopToolUse
+	case "length":
+		return StopLength
+	}
+	return StopEndTurn
+}
+
+// ModelInfo is what zot knows of a model: limits and prices in USD per
+// million tokens.
+type ModelInfo struct {
+	ID            string  `json:"id"`
+	Provider      string  `json:"provider"`
+	ContextWindow int     `json:"context_window"`
+	MaxOutput     int     `json:"max_output"`
+	Reasoning     bool    `json:"reasoning"`
+	Input         float64 `json:"-"`
+	Output        float64 `json:"-"`
+	CacheRead     float64 `json:"-"`
+	CacheWrite    float64 `json:"-"`
+	Known         bool    `json:"-"`
+}
+
+// Cost prices one call's usage.
+func (m ModelInfo) Cost(u Usage) float64 {
+	return (float64(u.Input)*m.Input + float64(u.Output)*m.Output +
+		float64(u.CacheRead)*m.CacheRead + float64(u.CacheWrite)*m.CacheWrite) / 1e6
+}
+
+// catalogue lists current models. Prices per million tokens: input, output,
+// cache read, cache write.
+var catalogue = []ModelInfo{
+	{ID: "claude-opus-4-5", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 64000, Reasoning: true, Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	{ID: "claude-sonnet-4-5", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 64000, Reasoning: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	{ID: "claude-haiku-4-5", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 64000, Reasoning: true, Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+	{ID: "claude-opus-4-1", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 32000, Reasoning: true, Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	{ID: "claude-opus-4-0", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 32000, Reasoning: true, Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	{ID: "claude-sonnet-4-0", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 64000, Reasoning: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	{ID: "claude-3-7-sonnet-latest", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 64000, Reasoning: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	{ID: "claude-3-5-haiku-latest", Provider: "anthropic", ContextWindow: 200000, MaxOutput: 8192, Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
+	{ID: "gpt-5.1", Provider: "openai", ContextWindow: 400000, MaxOutput: 128000, Reasoning: true, Input: 1.25, Output: 10, CacheRead: 0.125},
+	{ID: "gpt-5", Provider: "openai", ContextWindow: 400000, MaxOutput: 128000, Reasoning: true, Input: 1.25, Output: 10, CacheRead: 0.125},
+	{ID: "gpt-5-mini", Provider: "openai", ContextWindow: 400000, MaxOutput: 128000, Reasoning: true, Input: 0.25, Output: 2, CacheRead: 0.025},
+	{ID: "gpt-5-nano", Provider: "openai", ContextWindow: 400000, MaxOutput: 128000, Reasoning: true, Input: 0.05, Output: 0.4, CacheRead: 0.005},
+	{ID: "gpt-4.1", Provider: "openai", ContextWindow: 1047576, MaxOutput: 32768, Input: 2, Output: 8, CacheRead: 0.5},
+	{ID: "gpt-4.1-mini", Provider: "openai", ContextWindow: 1047576, MaxOutput: 32768, Input: 0.4, Output: 1.6, CacheRead: 0.1},
+	{ID: "gpt-4o", Provider: "openai", ContextWindow: 128000, MaxOutput: 16384, Input: 2.5, Output: 10, CacheRead: 1.25},
+	{ID: "gpt-4o-mini", Provider: "openai", ContextWindow: 128000, MaxOutput: 16384, Input: 0.15, Output: 0.6, CacheRead: 0.075},
+	{ID: "o3", Provider: "openai", ContextWindow: 200000, MaxOutput: 100000, Reasoning: true, Input: 2, Output: 8, CacheRead: 0.5},
+	{ID: "o4-mini", Provider: "openai", ContextWindow: 200000, MaxOutput: 100000, Reasoning: true, Input: 1.1, Output: 4.4, CacheRead: 0.275},
+}
+
+// defaultModels is what each provider uses without --model. Local servers
+// have no default: the user names the model they pulled.
+var defaultModels = map[string]string{"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
+
+// Limits assumed for a model the catalogue does not know.
+const (
+	defaultContextWindow = 128000
+	defaultMaxOutput     = 16384
+)
+
+// lookupModel finds a model by exact id, then by the longest catalogue id it
+// starts with (dated snapshots such as claude-sonnet-4-5-20250929). An
+// unknown model still works: no cost, default limits.
+func lookupModel(provider, id string) ModelInfo {
+	var best ModelInfo
+	for _, m := range catalogue {
+		if m.Provider != provider {
+			continue
+		}
+		if m.ID == id {
+			m.Known = true
+			return m
+		}
+		if strings.HasPrefix(id, m.ID+"-") && len(m.ID) > len(best.ID) {
+			best = m
+		}
+	}
+	if best.ID != "" {
+		best.ID, best.Known = id, true
+		return best
+	}
+	return ModelInfo{ID: id, Provider: provider, ContextWindow: defaultContextWindow, MaxOutput: defaultMaxOutput}
+}
+
+// modelsFor lists the catalogue's models of one provider.
+func modelsFor(provider string) []ModelInfo {
+	var out []ModelInfo
+	for _, m := range catalogue {
+		if m.Provider == provider {
+			out = append(out, m)
+		}
+	}
+	return out
+}
