@@ -829,11 +829,11 @@ type oaiTool struct {
 }
 
 type oaiRequest struct {
-	Model           string       `json:"model"`
-	Messages        []oaiMessage `json:"messages"`
-	Tools           []oaiTool    `json:"tools,omitempty"`
-	Stream          bool         `json:"stream"`
-	StreamOptions   struct {
+	Model         string       `json:"model"`
+	Messages      []oaiMessage `json:"messages"`
+	Tools         []oaiTool    `json:"tools,omitempty"`
+	Stream        bool         `json:"stream"`
+	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
