@@ -320,12 +320,13 @@ func (s *Session) createLocked() error {
 		s.f = nil
 		return err
 	}
-	for _, u := range s.pending {
+	pending := s.pending
+	s.pending = nil
+	for _, u := range pending {
 		if err := s.writeRow(usageRow{"usage", u}); err != nil {
 			return err
 		}
 	}
-	s.pending = nil
 	return nil
 }
 
@@ -346,6 +347,10 @@ func (s *Session) writeRow(row any) error {
 		return err
 	}
 	n, err := s.f.Write(s.buf.Bytes())
+	if s.buf.Cap() > 1<<20 {
+		// Let a big row (an image) go; enc keeps writing to &s.buf.
+		s.buf = bytes.Buffer{}
+	}
 	if n > 0 {
 		s.dirty = true
 	}
