@@ -280,7 +280,8 @@ func TestAbortMidStreamKeepsPartialText(t *testing.T) {
 		t.Fatalf("events = %s", got)
 	}
 	msgs := a.Messages()
-	if len(msgs) != 2 || msgs[1].Role != "assistant" || msgs[1].Text() != "partial te" {
+	full := "partial text then much more"
+	if len(msgs) != 2 || msgs[1].Role != "assistant" || msgs[1].Text() == "" || msgs[1].Text() == full || !strings.HasPrefix(full, msgs[1].Text()) {
 		t.Fatalf("transcript = %+v", msgs)
 	}
 }

@@ -1,3 +1,597 @@
 package main
 
-func main() {}
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const version = "0.1.0"
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// options are the parsed command line.
+type options struct {
+	print, json, rpc     bool
+	help, version        bool
+	listModels           bool
+	provider, model      string
+	baseURL, apiKey      string
+	cwd                  string
+	tools                string
+	noTools, jail        bool
+	systemPrompt         string
+	appendSystem         []string
+	reasoning            string
+	maxSteps             int
+	continueLast, resume bool
+	sessionPath          string
+	noSession            bool
+	prompt               []string
+}
+
+// flagSpec is one flag: its names, whether it takes a value, and what it
+// sets. The table is the single source of parsing and of --help.
+type flagSpec struct {
+	long, short string
+	arg         string // name of the value; "" for switches
+	help        string
+	set         func(o *options, v string) error
+}
+
+var flagTable = []flagSpec{
+	{"print", "p", "", "print only the final assistant text (prompt from the words or stdin)", func(o *options, _ string) error { o.print = true; return nil }},
+	{"json", "", "", "print one JSON event per line", func(o *options, _ string) error { o.json = true; return nil }},
+	{"rpc", "", "", "serve the RPC protocol on stdin/stdout (same as `zot rpc`)", func(o *options, _ string) error { o.rpc = true; return nil }},
+	{"provider", "", "NAME", "anthropic, openai or ollama", func(o *options, v string) error { o.provider = v; return nil }},
+	{"model", "m", "ID", "model id (see --list-models)", func(o *options, v string) error { o.model = v; return nil }},
+	{"base-url", "", "URL", "provider base URL (an OpenAI-compatible server: llama.cpp, vLLM…)", func(o *options, v string) error { o.baseURL = v; return nil }},
+	{"api-key", "", "KEY", "API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json)", func(o *options, v string) error { o.apiKey = v; return nil }},
+	{"list-models", "", "", "list known models and exit", func(o *options, _ string) error { o.listModels = true; return nil }},
+	{"reasoning", "", "LEVEL", "thinking effort: low, medium or high", func(o *options, v string) error {
+		switch v {
+		case "low", "medium", "high":
+			o.reasoning = v
+			return nil
+		}
+		return fmt.Errorf("--reasoning must be low, medium or high, not %q", v)
+	}},
+	{"cwd", "", "DIR", "working directory for the tools (default: the current one)", func(o *options, v string) error { o.cwd = v; return nil }},
+	{"tools", "", "LIST", "comma-separated tools to enable (globs allowed, e.g. read,bash,mcp__fs__*)", func(o *options, v string) error { o.tools = v; return nil }},
+	{"no-tools", "", "", "give the model no tools", func(o *options, _ string) error { o.noTools = true; return nil }},
+	{"jail", "", "", "confine read/write/edit to paths inside the working directory", func(o *options, _ string) error { o.jail = true; return nil }},
+	{"system-prompt", "", "TEXT", "replace the system prompt", func(o *options, v string) error { o.systemPrompt = v; return nil }},
+	{"append-system-prompt", "", "TEXT", "append to the system prompt (repeatable)", func(o *options, v string) error { o.appendSystem = append(o.appendSystem, v); return nil }},
+	{"max-steps", "", "N", "most model turns per prompt (default 100)", func(o *options, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--max-steps needs a positive number, not %q", v)
+		}
+		o.maxSteps = n
+		return nil
+	}},
+	{"continue", "c", "", "continue the newest session of this directory", func(o *options, _ string) error { o.continueLast = true; return nil }},
+	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
+	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
+	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
+	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
+	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
+}
+
+// usageError is a mistake on the command line: exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// parseFlags reads flags anywhere among the prompt words: `--flag value`,
+// `--flag=value`, `-x value`; `--` ends the flags.
+func parseFlags(args []string) (options, error) {
+	var o options
+	byName := map[string]*flagSpec{}
+	for i := range flagTable {
+		f := &flagTable[i]
+		byName["--"+f.long] = f
+		if f.short != "" {
+			byName["-"+f.short] = f
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			o.prompt = append(o.prompt, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			o.prompt = append(o.prompt, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		f := byName[name]
+		if f == nil {
+			return o, usageError{fmt.Sprintf("unknown flag %s (see zot --help)", name)}
+		}
+		if f.arg == "" {
+			if hasValue {
+				return o, usageError{fmt.Sprintf("%s takes no value", name)}
+			}
+		} else if !hasValue {
+			if i+1 >= len(args) {
+				return o, usageError{fmt.Sprintf("%s needs a value (%s)", name, f.arg)}
+			}
+			i++
+			value = args[i]
+		}
+		if err := f.set(&o, value); err != nil {
+			return o, usageError{err.Error()}
+		}
+	}
+	return o, nil
+}
+
+func helpText() string {
+	var b strings.Builder
+	b.WriteString(`zot — a coding agent in one binary
+
+Usage:
+  zot [flags] [prompt words…]            interactive terminal UI
+  zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
+  zot --json [flags] [prompt words…]     print one JSON event per line
+  zot rpc [flags]                        the embedding protocol on stdin/stdout
+
+Flags:
+`)
+	for _, f := range flagTable {
+		names := "--" + f.long
+		if f.short != "" {
+			names = "-" + f.short + ", " + names
+		}
+		if f.arg != "" {
+			names += " " + f.arg
+		}
+		fmt.Fprintf(&b, "  %-30s %s\n", names, f.help)
+	}
+	b.WriteString(`
+Environment:
+  ANTHROPIC_API_KEY, OPENAI_API_KEY   provider keys
+  ZOT_HOME                            state directory (default ` + defaultHomeHint() + `)
+
+Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
+`)
+	return b.String()
+}
+
+func defaultHomeHint() string {
+	if runtime.GOOS == "darwin" {
+		return "~/Library/Application Support/zot"
+	}
+	return "$XDG_STATE_HOME/zot or ~/.local/state/zot"
+}
+
+// zotHome is where zot keeps its state; it is created on first need.
+func zotHome() string {
+	if h := os.Getenv("ZOT_HOME"); h != "" {
+		return h
+	}
+	home, _ := os.UserHomeDir()
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "zot")
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "zot")
+	}
+	return filepath.Join(home, ".local", "state", "zot")
+}
+
+// userConfig is $ZOT_HOME/config.json: choices the user made earlier.
+type userConfig struct {
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+}
+
+func loadConfig(home string) (userConfig, error) {
+	var c userConfig
+	b, err := os.ReadFile(filepath.Join(home, "config.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("read %s: %w", filepath.Join(home, "config.json"), err)
+	}
+	return c, nil
+}
+
+// authFile is $ZOT_HOME/auth.json.
+type authFile map[string]struct {
+	APIKey string `json:"api_key"`
+}
+
+// loadAuth reads auth.json, refusing one that others can read: a key file
+// readable by the group or world is a leak waiting to happen.
+func loadAuth(home string) (authFile, error) {
+	path := filepath.Join(home, "auth.json")
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return authFile{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is readable by other users (mode %04o); run: chmod 600 %q", path, st.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var a authFile
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return a, nil
+}
+
+// resolveKey finds the API key: --api-key, then the environment, then
+// auth.json. It returns where the key came from, for error messages.
+func resolveKey(provider, flagKey, home string) (key, source string, err error) {
+	if flagKey != "" {
+		return flagKey, "--api-key", nil
+	}
+	if provider == "ollama" {
+		return "", "", nil
+	}
+	env := keyEnvVar(provider)
+	if k := os.Getenv(env); k != "" {
+		return k, env, nil
+	}
+	auth, err := loadAuth(home)
+	if err != nil {
+		return "", "", err
+	}
+	if k := auth[provider].APIKey; k != "" {
+		return k, filepath.Join(home, "auth.json"), nil
+	}
+	return "", "", nil
+}
+
+// chooseProvider picks the provider when --provider is not given: the last
+// one chosen, else the one whose key is in the environment.
+func chooseProvider(o options, cfg userConfig) string {
+	switch {
+	case o.provider != "":
+		return o.provider
+	case cfg.Provider != "":
+		return cfg.Provider
+	case os.Getenv("ANTHROPIC_API_KEY") != "":
+		return "anthropic"
+	case os.Getenv("OPENAI_API_KEY") != "":
+		return "openai"
+	}
+	return "anthropic"
+}
+
+// setup is everything a mode needs, built from the options.
+type setup struct {
+	opts     options
+	home     string
+	cwd      string
+	provider string
+	model    string
+	agent    *Agent
+	toolEnv  *ToolEnv
+	session  *Session
+	notes    []string // things the user should know (session repairs)
+}
+
+func newSetup(o options, stderr io.Writer) (*setup, error) {
+	s := &setup{opts: o, home: zotHome()}
+	cwd := o.cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, usageError{fmt.Sprintf("--cwd %s is not a directory", cwd)}
+	}
+	s.cwd = abs
+	cfg, err := loadConfig(s.home)
+	if err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
+	s.provider = chooseProvider(o, cfg)
+	if s.provider != "anthropic" && s.provider != "openai" && s.provider != "ollama" {
+		return nil, usageError{fmt.Sprintf("unknown provider %q (want anthropic, openai or ollama)", s.provider)}
+	}
+	s.model = o.model
+	if s.model == "" && cfg.Provider == s.provider {
+		s.model = cfg.Model
+	}
+	if s.model == "" {
+		s.model = defaultModels[s.provider]
+	}
+	if s.model == "" {
+		return nil, usageError{fmt.Sprintf("--provider %s needs --model (the name of a model your server has, e.g. qwen3-coder)", s.provider)}
+	}
+	baseURL := o.baseURL
+	if baseURL == "" && cfg.Provider == s.provider {
+		baseURL = cfg.BaseURL
+	}
+	key, source, err := resolveKey(s.provider, o.apiKey, s.home)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source})
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if key == "" && s.provider != "ollama" && baseURL == "" {
+		return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
+	}
+
+	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	reg := NewToolRegistry()
+	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
+	switch {
+	case o.noTools:
+		reg.SetFilter(func(string) bool { return false })
+	case o.tools != "":
+		reg.SetFilter(toolFilter(splitList(o.tools)))
+	}
+	a := NewAgent(prov, s.model, reg)
+	a.Reasoning = o.reasoning
+	if o.maxSteps > 0 {
+		a.MaxSteps = o.maxSteps
+	}
+	var toolNames []string
+	for _, t := range reg.List() {
+		toolNames = append(toolNames, t.Name())
+	}
+	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames})
+	a.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "zot: "+format+"\n", args...) }
+	s.agent = a
+	return s, nil
+}
+
+// openSession attaches a session file as -c, -r, --session and
+// --no-session ask. useByDefault is false for rpc, where the embedding
+// application owns persistence.
+func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, error)) error {
+	o := s.opts
+	path := o.sessionPath
+	switch {
+	case o.noSession:
+		return nil
+	case o.continueLast:
+		p, err := LatestSession(s.home, s.cwd)
+		if err != nil {
+			return err
+		}
+		path = p
+	case o.resume:
+		list, err := ListSessions(s.home, s.cwd)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return fmt.Errorf("no sessions to resume for %s", s.cwd)
+		}
+		i, err := pick(list)
+		if err != nil {
+			return err
+		}
+		path = list[i].Path
+	}
+	if path == "" {
+		if useByDefault {
+			s.session = NewSession(s.home, s.cwd, s.provider, s.model)
+			s.agent.Recorder = s.session
+		}
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && o.sessionPath != "" {
+		// --session names a new file: start it there.
+		s.session = NewSession(s.home, s.cwd, s.provider, s.model)
+		s.session.Path = path
+		s.agent.Recorder = s.session
+		return nil
+	}
+	sess, loaded, err := OpenSession(path)
+	if err != nil {
+		return err
+	}
+	for _, r := range loaded.Repairs {
+		s.notes = append(s.notes, "session repaired: "+r)
+	}
+	if err := s.agent.SetMessages(loaded.Messages, loaded.Usage); err != nil {
+		return err
+	}
+	s.session = sess
+	s.agent.Recorder = sess
+	return nil
+}
+
+func (s *setup) close() {
+	if s.session != nil {
+		s.session.Close()
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM: the one way to stop.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "zot: %v\n", err)
+		return exitUsage
+	}
+	switch {
+	case o.help:
+		fmt.Fprint(stdout, helpText())
+		return exitOK
+	case o.version:
+		fmt.Fprintf(stdout, "zot %s\n", version)
+		return exitOK
+	case o.listModels:
+		return listModels(o, stdout)
+	}
+	if o.print && o.json {
+		fmt.Fprintln(stderr, "zot: choose one of -p/--print and --json")
+		return exitUsage
+	}
+	if !o.print && !o.json {
+		fmt.Fprintln(stderr, "zot: the interactive terminal UI is not built yet; use -p or --json")
+		return exitUsage
+	}
+	return runOnce(o, stdin, stdout, stderr)
+}
+
+func listModels(o options, stdout io.Writer) int {
+	providers := []string{"anthropic", "openai"}
+	if o.provider != "" {
+		providers = []string{o.provider}
+	}
+	for _, p := range providers {
+		models := modelsFor(p)
+		sort.SliceStable(models, func(i, j int) bool { return models[i].ID < models[j].ID })
+		for _, m := range models {
+			fmt.Fprintf(stdout, "%-10s %-26s ctx %7d  out %6d  $%g/$%g per Mtok in/out\n", p, m.ID, m.ContextWindow, m.MaxOutput, m.Input, m.Output)
+		}
+	}
+	return exitOK
+}
+
+// promptText is the prompt from the words, else from piped stdin.
+func promptText(o options, stdin io.Reader) (string, error) {
+	if len(o.prompt) > 0 {
+		return strings.Join(o.prompt, " "), nil
+	}
+	if f, ok := stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return "", usageError{"no prompt: give it as words or pipe it on stdin"}
+		}
+	}
+	b, err := io.ReadAll(stdin)
+	if err != nil {
+		return "", err
+	}
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return "", usageError{"no prompt: give it as words or pipe it on stdin"}
+	}
+	return text, nil
+}
+
+// runOnce is -p and --json: one prompt, then exit.
+func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
+	text, err := promptText(o, stdin)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	s, err := newSetup(o, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer s.close()
+	if err := s.openSession(true, pickSessionFromTTY(stderr)); err != nil {
+		return fail(stderr, err)
+	}
+	for _, n := range s.notes {
+		fmt.Fprintf(stderr, "zot: %s\n", n)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+
+	var sink Sink
+	var final string
+	if o.json {
+		w := newEventWriter(stdout)
+		sink = func(e Event) { w.Write(e) }
+	} else {
+		sink = func(e Event) {
+			if e.Type == "assistant_message" {
+				final = Message{Content: e.Content}.Text()
+			}
+		}
+	}
+	err = s.agent.Prompt(ctx, text, nil, sink)
+	if o.print && final != "" {
+		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "zot: interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintf(stderr, "zot: %v\n", err)
+	return exitFailure
+}
+
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "zot: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// pickSessionFromTTY shows the numbered session list and reads a choice
+// from the terminal, which stays free even when stdin carries the prompt.
+func pickSessionFromTTY(stderr io.Writer) func([]SessionInfo) (int, error) {
+	return func(list []SessionInfo) (int, error) {
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return 0, errors.New("--resume needs a terminal to choose from; use --session PATH or --continue")
+		}
+		defer tty.Close()
+		fmt.Fprint(stderr, FormatSessionList(list, time.Now()))
+		fmt.Fprintf(stderr, "resume which session? [1-%d] ", len(list))
+		var n int
+		if _, err := fmt.Fscanln(tty, &n); err != nil || n < 1 || n > len(list) {
+			return 0, errors.New("no session chosen")
+		}
+		return n - 1, nil
+	}
+}
