@@ -399,13 +399,6 @@ func (a *toolArgs) objects(name string) []*toolArgs {
 	return out
 }
 
-// errorOf merges a sub-reader's problem into a.
-func (a *toolArgs) errorOf(sub *toolArgs) {
-	if a.err == nil {
-		a.err = sub.err
-	}
-}
-
 type readTool struct{ env *ToolEnv }
 
 func (readTool) Name() string { return "read" }
@@ -696,6 +689,9 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	switch info, err := os.Stat(real); {
 	case err == nil && info.IsDir():
 		return errorResult("write %s: it is a directory; choose a file path inside it", p)
+	case err == nil && !info.Mode().IsRegular():
+		// Renaming over a device or FIFO would replace it, not write to it.
+		return errorResult("write %s: not a regular file (%v); use bash to write to it", p, info.Mode().Type())
 	case err == nil:
 		mode, existed = keptMode(info), true
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
@@ -733,30 +729,22 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				tmp.Close()
-			}
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
 	// CreateTemp made it 0600; Chmod is not subject to the umask.
-	if err = tmp.Chmod(mode); err != nil {
-		return err
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Chmod(mode)
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if err == nil {
+		err = tmp.Sync()
 	}
-	closed = true
-	if err = tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = tmp.Close()
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		tmp.Close() // a second Close only returns an error
+		os.Remove(tmp.Name())
 		return err
 	}
 	// The rename is durable once the directory is synced; a failure here
@@ -816,7 +804,9 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 			e.require("oldText")
 			e.require("newText")
 			edits = append(edits, textEdit{e.str("oldText"), e.str("newText")})
-			a.errorOf(e)
+			if a.err == nil {
+				a.err = e.err
+			}
 		}
 	}
 	switch {
@@ -1280,7 +1270,7 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 	select {
 	case <-waitDone:
 	case <-timer.C:
-		stopped = "timed out after " + fmt.Sprintf("%gs", timeout.Seconds())
+		stopped = fmt.Sprintf("timed out after %gs", timeout.Seconds())
 	case <-ctx.Done():
 		stopped = "aborted"
 	}
@@ -1314,16 +1304,13 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 			b.WriteByte('\n')
 		}
 	}
-	code := -1
+	code := cmd.ProcessState.ExitCode() // -1 when killed by a signal
 	var ws syscall.WaitStatus
 	if cmd.ProcessState != nil {
 		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
 	}
-	switch {
-	case ws.Exited():
-		code = ws.ExitStatus()
-	case ws.Signaled():
-		code = 128 + int(ws.Signal())
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal()) // as the shell reports it
 	}
 	switch {
 	case stopped != "":
@@ -1508,7 +1495,7 @@ func (o *shellOutput) report(p []byte, progress func(string)) {
 		if prev := bytes.LastIndexByte(p[:last], '\n'); prev >= 0 {
 			line = p[prev+1 : last]
 		} else {
-			line = append(o.line, p[:last]...)
+			line = append(o.line, p[:min(last, maxLine)]...)
 		}
 		line = bytes.TrimRight(utf8Prefix(line, maxLine), "\r")
 		if len(bytes.TrimSpace(line)) > 0 {
