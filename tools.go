@@ -454,7 +454,7 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 		return errorResult("read %s: it is a directory; list it with bash (e.g. ls -la %s)", p, p)
 	case !info.Mode().IsRegular():
 		// Opening a FIFO or device could block or never end.
-		return errorResult("read %s: not a regular file (%v); inspect it with bash", p, info.Mode().Type())
+		return errorResult("read %s: it is a %s, not a regular file; inspect it with bash", p, fileKind(info.Mode()))
 	}
 	f, err := os.Open(real)
 	if err != nil {
@@ -691,7 +691,7 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 		return errorResult("write %s: it is a directory; choose a file path inside it", p)
 	case err == nil && !info.Mode().IsRegular():
 		// Renaming over a device or FIFO would replace it, not write to it.
-		return errorResult("write %s: not a regular file (%v); use bash to write to it", p, info.Mode().Type())
+		return errorResult("write %s: it is a %s, not a regular file; use bash to write to it", p, fileKind(info.Mode()))
 	case err == nil:
 		mode, existed = keptMode(info), true
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
@@ -708,6 +708,18 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 		what = "replaced"
 	}
 	return textResult(fmt.Sprintf("Wrote %d bytes to %s (%s)", len(content), p, what))
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // keptMode is the part of a file's mode that a replacement keeps.
@@ -832,7 +844,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	case info.IsDir():
 		return errorResult("edit %s: it is a directory", p)
 	case !info.Mode().IsRegular():
-		return errorResult("edit %s: not a regular file", p)
+		return errorResult("edit %s: it is a %s, not a regular file", p, fileKind(info.Mode()))
 	case info.Size() > editMaxBytes:
 		return errorResult("edit %s: the file is %s, above the %s edit handles; change it with bash (e.g. sed)", p, sizeString(info.Size()), sizeString(editMaxBytes))
 	}

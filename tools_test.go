@@ -18,9 +18,12 @@ import (
 	"time"
 )
 
-// toolsIn makes a ToolEnv on a fresh directory and returns its tools by name.
+// toolsIn makes a ToolEnv on a fresh directory and returns its tools by
+// name. It points os.TempDir, where bash spills output, at a directory of
+// the test's own, so spill files are cleaned up and others' do not matter.
 func toolsIn(t *testing.T, jail bool) (dir string, env *ToolEnv, tools map[string]Tool) {
 	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir())
 	dir = t.TempDir()
 	env = NewToolEnv(dir, jail)
 	tools = map[string]Tool{}
@@ -440,6 +443,15 @@ func TestReadRefusesBinaryFilesDirectoriesAndMissingFiles(t *testing.T) {
 	}
 }
 
+func TestReadAndWriteRefuseNamedPipesWithoutBlocking(t *testing.T) {
+	dir, _, tools := toolsIn(t, false)
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	mustFail(t, call(t, tools["read"], map[string]any{"path": "fifo"}), "read fifo: it is a named pipe, not a regular file")
+	mustFail(t, call(t, tools["write"], map[string]any{"path": "fifo", "content": "x"}), "write fifo: it is a named pipe, not a regular file")
+}
+
 func TestWriteCreatesParentsAndNewFilesAre0644(t *testing.T) {
 	dir, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["write"], map[string]any{"path": "a/b/c.txt", "content": "hi\n"}))
@@ -674,6 +686,15 @@ func TestEditKeepsFileMode(t *testing.T) {
 	assertNoTempFiles(t, dir)
 }
 
+func TestEditAcceptsTheSingleEditShape(t *testing.T) {
+	dir, _, tools := toolsIn(t, false)
+	writeFile(t, filepath.Join(dir, "f"), "a\nb\n", 0o644)
+	mustOK(t, call(t, tools["edit"], `{"path":"f","oldText":"b","newText":"B"}`))
+	if got := fileContent(t, filepath.Join(dir, "f")); got != "a\nB\n" {
+		t.Errorf("file is %q", got)
+	}
+}
+
 func TestEditMissingFileSuggestsWrite(t *testing.T) {
 	_, _, tools := toolsIn(t, false)
 	mustFail(t, call(t, tools["edit"], map[string]any{"path": "nope.go", "edits": []map[string]string{{"oldText": "a", "newText": "b"}}}), "nope.go", "no such file", "write")
@@ -836,16 +857,7 @@ func TestBashBackgroundChildHoldingThePipeDoesNotHang(t *testing.T) {
 
 var spillMarker = regexp.MustCompile(`\n\[… (\d+) bytes cut; full output in (\S+) …\]\n`)
 
-// privateTempDir points os.TempDir, where bash spills output, at a
-// directory of the test's own, so other programs' files do not matter.
-func privateTempDir(t *testing.T) string {
-	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir)
-	return dir
-}
-
 func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
-	tmp := privateTempDir(t)
 	_, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 100000"}))
 	var full strings.Builder
@@ -868,7 +880,7 @@ func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 	if len(head)+cut+len(tail) != full.Len() {
 		t.Errorf("head %d + cut %d + tail %d != %d", len(head), cut, len(tail), full.Len())
 	}
-	if filepath.Dir(spill) != tmp || !strings.HasPrefix(filepath.Base(spill), "zot-bash-") {
+	if filepath.Dir(spill) != os.TempDir() || !strings.HasPrefix(filepath.Base(spill), "zot-bash-") {
 		t.Errorf("spill file %s", spill)
 	}
 	if fileContent(t, spill) != full.String() {
@@ -877,13 +889,12 @@ func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 }
 
 func TestBashOutputThatFitsHasNoSpillFile(t *testing.T) {
-	tmp := privateTempDir(t)
 	_, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "head -c 40000 /dev/zero | tr '\\0' 'y'"}))
 	if got != strings.Repeat("y", 40000)+"\n[exit code 0]" {
 		t.Errorf("40 KB of output was not returned whole: %d bytes", len(got))
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "*")); len(left) > 0 {
 		t.Errorf("a spill file was left for output that was not cut: %v", left)
 	}
 }
@@ -915,7 +926,6 @@ func TestBash1GBOutputStaysBounded(t *testing.T) {
 		t.Skip("writes 1 GB to a temp file")
 	}
 	checkNoGoroutineLeak(t)
-	privateTempDir(t)
 	_, _, tools := toolsIn(t, false)
 	var before, after runtime.MemStats
 	runtime.GC()
