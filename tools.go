@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -454,7 +455,7 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 		return errorResult("read %s: it is a directory; list it with bash (e.g. ls -la %s)", p, p)
 	case !info.Mode().IsRegular():
 		// Opening a FIFO or device could block or never end.
-		return errorResult("read %s: it is a %s, not a regular file; inspect it with bash", p, fileKind(info.Mode()))
+		return errorResult("read %s: not a regular file (a device, pipe or socket); inspect it with bash", p)
 	}
 	f, err := os.Open(real)
 	if err != nil {
@@ -685,15 +686,15 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	if err != nil {
 		return errorResult("%v", err)
 	}
-	mode, existed := fs.FileMode(0o644), false
+	mode, what := fs.FileMode(0o644), "new file"
 	switch info, err := os.Stat(real); {
 	case err == nil && info.IsDir():
 		return errorResult("write %s: it is a directory; choose a file path inside it", p)
 	case err == nil && !info.Mode().IsRegular():
 		// Renaming over a device or FIFO would replace it, not write to it.
-		return errorResult("write %s: it is a %s, not a regular file; use bash to write to it", p, fileKind(info.Mode()))
+		return errorResult("write %s: not a regular file (a device, pipe or socket); use bash to write to it", p)
 	case err == nil:
-		mode, existed = keptMode(info), true
+		mode, what = keptMode(info), "replaced"
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 		return errorResult("write %s: %v", p, err)
 	}
@@ -703,23 +704,7 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	if err := writeFileAtomic(real, []byte(content), mode); err != nil {
 		return errorResult("write %s: %v (the file is unchanged)", p, err)
 	}
-	what := "new file"
-	if existed {
-		what = "replaced"
-	}
 	return textResult(fmt.Sprintf("Wrote %d bytes to %s (%s)", len(content), p, what))
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // keptMode is the part of a file's mode that a replacement keeps.
@@ -844,7 +829,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	case info.IsDir():
 		return errorResult("edit %s: it is a directory", p)
 	case !info.Mode().IsRegular():
-		return errorResult("edit %s: it is a %s, not a regular file", p, fileKind(info.Mode()))
+		return errorResult("edit %s: not a regular file (a device, pipe or socket)", p)
 	case info.Size() > editMaxBytes:
 		return errorResult("edit %s: the file is %s, above the %s edit handles; change it with bash (e.g. sed)", p, sizeString(info.Size()), sizeString(editMaxBytes))
 	}
@@ -892,18 +877,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if len(spans) == 1 {
 		noun = "edit"
 	}
-	return textResult(fmt.Sprintf("Applied %d %s to %s.\n\n%s", len(spans), noun, p, unifiedDiff(diffName(t.env, p, real), old, updated, spans)))
-}
-
-// diffName is the path the diff headers show: relative to the working
-// directory when the file is inside it.
-func diffName(env *ToolEnv, p, real string) string {
-	if root, err := filepath.EvalSymlinks(env.Cwd); err == nil {
-		if rel, err := filepath.Rel(root, real); err == nil && filepath.IsLocal(rel) {
-			return filepath.ToSlash(rel)
-		}
-	}
-	return strings.TrimPrefix(filepath.ToSlash(filepath.Clean(p)), "/")
+	return textResult(fmt.Sprintf("Applied %d %s to %s.\n\n%s", len(spans), noun, p, unifiedDiff(strings.TrimPrefix(filepath.ToSlash(filepath.Clean(p)), "/"), old, updated, spans)))
 }
 
 // locateEdits finds every edit in old, each exactly once and none
@@ -924,7 +898,7 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 			continue
 		}
 		if count, lines := occurrences(old, find, at); count > 1 {
-			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %d times (at lines %s); include more of the surrounding text so it matches once.", n, count, lines))
+			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %d times (at lines %s); include more of the surrounding text so it matches once.", n, count, strings.Join(lines, ", ")))
 			continue
 		}
 		spans = append(spans, editSpan{index: n, start: at, end: at + len(find), newText: strings.ReplaceAll(e.newText, "\r\n", "\n")})
@@ -945,25 +919,18 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 
 // occurrences counts the matches of find in s, overlapping ones included,
 // from the first at index first, and lists the lines of the first few.
-func occurrences(s, find string, first int) (int, string) {
-	count := 0
-	var lines []string
-	for at := first; at >= 0 && count < 1000; {
-		count++
+func occurrences(s, find string, first int) (count int, lines []string) {
+	for at := first; at >= 0 && count < 1000; count++ {
 		if len(lines) < 10 {
 			lines = append(lines, strconv.Itoa(1+strings.Count(s[:at], "\n")))
 		}
 		next := strings.Index(s[at+1:], find)
-		if next < 0 {
-			break
-		}
 		at += 1 + next
+		if next < 0 {
+			at = -1
+		}
 	}
-	list := strings.Join(lines, ", ")
-	if count > len(lines) {
-		list += ", …"
-	}
-	return count, list
+	return count, lines
 }
 
 // closestLines shows the model where its oldText probably was meant to
@@ -971,51 +938,38 @@ func occurrences(s, find string, first int) (int, string) {
 // non-blank line, whitespace ignored, with line numbers.
 func closestLines(old, find string) string {
 	want := strings.Split(find, "\n")
-	k := 0
+	k := 0 // the first line of oldText that is not blank
 	for k < len(want)-1 && strings.TrimSpace(want[k]) == "" {
 		k++
 	}
-	key := squeezeSpace(want[k])
-	lines := strings.Split(old, "\n")
-	if key == "" || old == "" {
+	key, lines := squeezeSpace(want[k]), strings.Split(old, "\n")
+	if key == "" {
 		return "Read the file again and copy the text exactly."
 	}
-	keyGrams := bigrams(key, nil)
-	var grams []uint16
-	best, bestScore, ties := -1, 0.0, []int(nil)
+	keyGrams, grams := bigrams(key, nil), []uint16(nil)
+	best, bestScore, bestRun := -1, 0.3, -1 // below 0.3, lines are not alike
 	for i, l := range lines {
-		s := squeezeSpace(l)
-		var score float64
-		if s == key {
-			score = 2 // above any similarity: equal but for whitespace
-		} else {
+		score := 2.0 // above any similarity: equal but for whitespace
+		if s := squeezeSpace(l); s != key {
 			grams = bigrams(s, grams[:0])
 			score = dice(keyGrams, grams)
 		}
-		switch {
-		case score > bestScore:
-			best, bestScore, ties = i, score, ties[:0]
-			ties = append(ties, i)
-		case score == bestScore && score > 0 && len(ties) < 64:
-			ties = append(ties, i)
+		if score < bestScore {
+			continue
 		}
-	}
-	if best < 0 || bestScore < 0.3 {
-		return "No line of the file resembles its first line; read the file again and copy the text exactly."
-	}
-	// Among equally good first lines, prefer the one whose next lines
-	// also match.
-	bestRun := -1
-	for _, i := range ties {
+		// Of equally good first lines, prefer one whose next lines match too.
 		run := 0
-		for j := k + 1; j < len(want) && i-k+j < len(lines); j++ {
+		for j := k + 1; j < min(len(want), k+20) && i-k+j < len(lines); j++ {
 			if squeezeSpace(lines[i-k+j]) == squeezeSpace(want[j]) {
 				run++
 			}
 		}
-		if run > bestRun {
-			best, bestRun = i, run
+		if score > bestScore || run > bestRun {
+			best, bestScore, bestRun = i, score, run
 		}
+	}
+	if best < 0 {
+		return "No line of the file resembles its first line; read the file again and copy the text exactly."
 	}
 	how := "is the most similar line to"
 	if bestScore == 2 {
@@ -1055,7 +1009,7 @@ func bigrams(s string, buf []uint16) []uint16 {
 	for i := 0; i+1 < len(s); i++ {
 		buf = append(buf, uint16(s[i])<<8|uint16(s[i+1]))
 	}
-	sort.Slice(buf, func(i, j int) bool { return buf[i] < buf[j] })
+	slices.Sort(buf)
 	return buf
 }
 
@@ -1232,18 +1186,14 @@ func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(st
 	return res
 }
 
-// runShell runs command in its own process group with stdout and stderr
-// on one pipe, so their order is kept. Its lifecycle:
-//
-//   - the shell exits: what its background children still write within
-//     bashDrain is read, then whatever is left of the group is stopped;
-//   - the timeout passes or ctx is cancelled: the group is stopped
-//     (SIGTERM, then SIGKILL after killGrace) and the output read so far
-//     is returned.
-//
-// Either way no process of the group and no goroutine outlives the call.
-// A process that leaves the group (setsid) is beyond reach; the read
-// deadline keeps it from holding the call open.
+// runShell runs command in its own process group, stdout and stderr on one
+// pipe so their order is kept. When the shell exits, what its background
+// children write within bashDrain is read and the rest of the group is
+// stopped; when the timeout passes or ctx is cancelled, the whole group is
+// stopped (SIGTERM, SIGKILL after killGrace). Either way no process of the
+// group and no goroutine outlives the call. A process that left the group
+// (setsid) is beyond reach; the read deadline keeps it from holding the
+// call open.
 func runShell(ctx context.Context, dir, command string, timeout time.Duration, progress func(string)) ToolResult {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -1307,14 +1257,13 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 
 	text, cut := out.result()
 	out.close(cut > 0)
-	var b strings.Builder
 	if text == "" {
-		b.WriteString("(no output)\n")
-	} else {
-		b.WriteString(text)
-		if !strings.HasSuffix(text, "\n") {
-			b.WriteByte('\n')
-		}
+		text = "(no output)"
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteByte('\n')
 	}
 	code := cmd.ProcessState.ExitCode() // -1 when killed by a signal
 	var ws syscall.WaitStatus
@@ -1348,26 +1297,16 @@ func stopGroup(pgid int) {
 		return // ESRCH: the group is empty
 	}
 	syscall.Kill(-pgid, syscall.SIGCONT)
-	if waitGroupGone(pgid, killGrace) {
-		return
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	waitGroupGone(pgid, time.Second)
-}
-
-// waitGroupGone polls, as there is nothing to wait on for processes that
-// are not our children.
-func waitGroupGone(pgid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
+	// Poll: there is nothing to wait on for processes not our children.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			return false
+	kill, giveUp := time.Now().Add(killGrace), time.Now().Add(killGrace+time.Second)
+	for groupAlive(pgid) && time.Now().Before(giveUp) {
+		if time.Now().After(kill) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 		<-tick.C
 	}
-	return true
 }
 
 // groupAlive reports whether a process of the group is still running.
@@ -1466,29 +1405,18 @@ func (o *shellOutput) write(p []byte) {
 // toSpill is called with what follows the head; the spill file is created
 // on first need and starts with the head.
 func (o *shellOutput) toSpill(p []byte) {
-	if o.spillErr != nil || o.spilled >= bashSpillMax {
-		return
+	pieces := [][]byte{p}
+	if o.spill == nil && o.spillErr == nil {
+		o.spill, o.spillErr = os.CreateTemp("", "zot-bash-*.log")
+		pieces = [][]byte{o.head, p}
 	}
-	if o.spill == nil {
-		f, err := os.CreateTemp("", "zot-bash-*.log")
-		if err != nil {
-			o.spillErr = err
+	for _, b := range pieces {
+		if o.spillErr != nil {
 			return
 		}
-		o.spill = f
-		o.spillBytes(o.head)
+		n, err := o.spill.Write(b[:min(int64(len(b)), bashSpillMax-o.spilled)])
+		o.spilled, o.spillErr = o.spilled+int64(n), err
 	}
-	o.spillBytes(p)
-}
-
-func (o *shellOutput) spillBytes(p []byte) {
-	if o.spillErr != nil {
-		return
-	}
-	p = p[:min(int64(len(p)), bashSpillMax-o.spilled)]
-	n, err := o.spill.Write(p)
-	o.spilled += int64(n)
-	o.spillErr = err
 }
 
 // report passes the latest complete line to progress, at most every
