@@ -1,12 +1,29 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Tool is something the model can call. Run must honour ctx: when it is
@@ -154,5 +171,1331 @@ func toolFilter(patterns []string) func(string) bool {
 			}
 		}
 		return false
+	}
+}
+
+// Limits of the built-in tools. They keep one tool result within what a
+// model can use and the process within fixed memory, whatever the input.
+const (
+	readMaxLines  = 2000
+	readMaxBytes  = 50 << 10
+	readMaxImage  = 5 << 20
+	sniffBytes    = 8 << 10 // read looks this far for a NUL byte or image magic
+	editMaxBytes  = 64 << 20
+	bashTimeout   = 120 * time.Second
+	bashMaxTime   = 600 * time.Second
+	bashHeadBytes = 25 << 10
+	bashTailBytes = 25 << 10
+	bashSpillMax  = 1 << 30 // a command printing forever must not fill the disk
+	bashDrain     = 200 * time.Millisecond
+	killGrace     = 2 * time.Second
+	progressEvery = 100 * time.Millisecond
+)
+
+// ToolEnv is the state the built-in tools share: the session's working
+// directory, against which relative paths resolve, and whether the jail is
+// on. The TUI flips the jail with /jail and /unjail while tools may run,
+// so the flag is atomic; Cwd does not change after NewToolEnv.
+//
+// The jail keeps read, write and edit inside Cwd. It guards against a
+// model's mistakes, not against a hostile local process: a symlink swapped
+// between the check and the use is not caught, and bash is not jailed at
+// all, since a shell can reach any path anyway.
+type ToolEnv struct {
+	Cwd  string
+	jail atomic.Bool
+}
+
+// NewToolEnv makes cwd absolute so a later chdir of the process cannot
+// change what a relative path means.
+func NewToolEnv(cwd string, jail bool) *ToolEnv {
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	e := &ToolEnv{Cwd: cwd}
+	e.jail.Store(jail)
+	return e
+}
+
+func (e *ToolEnv) SetJail(on bool) { e.jail.Store(on) }
+
+func (e *ToolEnv) Jailed() bool { return e.jail.Load() }
+
+// BuiltinTools returns read, write, edit and bash, in that order.
+func BuiltinTools(env *ToolEnv) []Tool {
+	return []Tool{readTool{env}, writeTool{env}, editTool{env}, bashTool{env}}
+}
+
+// resolve turns a tool's path argument into the path the tool works on:
+// absolute, with every symlink followed. A dangling link as the last
+// element is followed too, so write and edit change the file a link points
+// to instead of replacing the link, and the jail judges the same path the
+// tool then uses.
+func (e *ToolEnv) resolve(p string) (string, error) {
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(e.Cwd, abs)
+	}
+	real, err := followPath(filepath.Clean(abs))
+	if err != nil {
+		return "", fmt.Errorf("resolve path %s: %w", p, err)
+	}
+	if e.Jailed() {
+		root, err := filepath.EvalSymlinks(e.Cwd)
+		if err != nil {
+			root = filepath.Clean(e.Cwd)
+		}
+		if real != root && root != "/" && !strings.HasPrefix(real, root+string(filepath.Separator)) {
+			return "", fmt.Errorf("path %s is outside the working directory (jail is on; /unjail to allow)", p)
+		}
+	}
+	return real, nil
+}
+
+// followPath resolves the symlinks of the deepest part of abs that exists
+// and keeps the rest, which a write is about to create, as it is.
+func followPath(abs string) (string, error) {
+	for hops := 0; hops < 40; hops++ {
+		dir, rest := abs, ""
+		for {
+			_, err := os.Lstat(dir)
+			if err == nil {
+				break
+			}
+			// ENOTDIR: a parent is a file; the write that follows says so.
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				return "", err
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			rest = filepath.Join(filepath.Base(dir), rest)
+			dir = parent
+		}
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		// dir exists but does not resolve: it is a dangling link.
+		target, err := os.Readlink(dir)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(dir), target)
+		}
+		abs = filepath.Join(target, rest)
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+// toolArgs reads a tool call's JSON object field by field, so a wrong type
+// is reported by field name, which the model can act on, instead of as a
+// json error about Go types. The first problem wins; later reads are no-ops.
+type toolArgs struct {
+	tool   string
+	prefix string // "edits[2]." inside an array element
+	fields map[string]json.RawMessage
+	err    error
+}
+
+func parseToolArgs(tool string, raw json.RawMessage) *toolArgs {
+	a := &toolArgs{tool: tool}
+	if err := json.Unmarshal(raw, &a.fields); err != nil || a.fields == nil {
+		a.err = fmt.Errorf("invalid arguments for %s: want a JSON object with the fields of the tool's schema", tool)
+	}
+	return a
+}
+
+func (a *toolArgs) fail(format string, args ...any) {
+	if a.err == nil {
+		a.err = fmt.Errorf("invalid arguments for %s: %s", a.tool, fmt.Sprintf(format, args...))
+	}
+}
+
+// field returns a present, non-null field and its name as the model sees it.
+func (a *toolArgs) field(name string) (json.RawMessage, string, bool) {
+	v, ok := a.fields[name]
+	if a.err != nil || !ok || string(v) == "null" {
+		return nil, "", false
+	}
+	return v, strconv.Quote(a.prefix + name), true
+}
+
+func (a *toolArgs) require(name string) {
+	if _, _, ok := a.field(name); !ok && a.err == nil {
+		a.fail("%q is required", a.prefix+name)
+	}
+}
+
+func (a *toolArgs) str(name string) string {
+	v, label, ok := a.field(name)
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		a.fail("%s must be a string", label)
+	}
+	return s
+}
+
+// number accepts a JSON number or a string holding one: models quote
+// numbers often enough that refusing "30" would only cost a round trip.
+func (a *toolArgs) number(name string) (float64, bool) {
+	v, label, ok := a.field(name)
+	if !ok {
+		return 0, false
+	}
+	var f float64
+	if json.Unmarshal(v, &f) == nil {
+		return f, true
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return f, true
+		}
+	}
+	a.fail("%s must be a number", label)
+	return 0, false
+}
+
+func (a *toolArgs) integer(name string) (int, bool) {
+	f, ok := a.number(name)
+	if !ok {
+		return 0, false
+	}
+	if f != float64(int64(f)) || f < -1e15 || f > 1e15 {
+		a.fail("%q must be a whole number", a.prefix+name)
+		return 0, false
+	}
+	return int(f), true
+}
+
+// objects reads an array of objects, each to be read with its own toolArgs.
+func (a *toolArgs) objects(name string) []*toolArgs {
+	v, label, ok := a.field(name)
+	if !ok {
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(v, &items) != nil {
+		a.fail("%s must be an array of objects", label)
+		return nil
+	}
+	out := make([]*toolArgs, len(items))
+	for i, item := range items {
+		sub := &toolArgs{tool: a.tool, prefix: fmt.Sprintf("%s%s[%d].", a.prefix, name, i+1)}
+		if json.Unmarshal(item, &sub.fields) != nil || sub.fields == nil {
+			a.fail("%q must be an object", fmt.Sprintf("%s%s[%d]", a.prefix, name, i+1))
+			return nil
+		}
+		out[i] = sub
+	}
+	return out
+}
+
+type readTool struct{ env *ToolEnv }
+
+func (readTool) Name() string { return "read" }
+
+func (readTool) Description() string {
+	return "Read a file. Text comes back as lines, at most 2000 lines or 50 KiB per call; " +
+		"when there is more, the result ends with the offset to continue from. " +
+		"offset is the 1-based line to start at, limit the number of lines. " +
+		"PNG, JPEG, GIF and WebP images (up to 5 MB) come back as images. " +
+		"Relative paths start at the working directory."
+}
+
+func (readTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{` +
+		`"path":{"type":"string","description":"File to read"},` +
+		`"offset":{"type":"integer","description":"1-based line to start at (default 1)"},` +
+		`"limit":{"type":"integer","description":"Most lines to return (default and maximum 2000)"}},` +
+		`"required":["path"]}`)
+}
+
+func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
+	a := parseToolArgs("read", raw)
+	a.require("path")
+	p := a.str("path")
+	offset, _ := a.integer("offset")
+	limit, _ := a.integer("limit")
+	switch {
+	case a.err != nil:
+		return errorResult("%v", a.err)
+	case p == "":
+		return errorResult(`invalid arguments for read: "path" must not be empty`)
+	case offset < 0:
+		return errorResult(`invalid arguments for read: "offset" is a 1-based line number, got %d`, offset)
+	case limit < 0:
+		return errorResult(`invalid arguments for read: "limit" must be positive, got %d`, limit)
+	}
+	// 0 is what models send for "not set".
+	offset = max(offset, 1)
+	if limit == 0 || limit > readMaxLines {
+		limit = readMaxLines
+	}
+	real, err := t.env.resolve(p)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	info, err := os.Stat(real)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errorResult("read %s: no such file (relative paths start at %s)", p, t.env.Cwd)
+	case err != nil:
+		return errorResult("read %s: %v", p, err)
+	case info.IsDir():
+		return errorResult("read %s: it is a directory; list it with bash (e.g. ls -la %s)", p, p)
+	case !info.Mode().IsRegular():
+		// Opening a FIFO or device could block or never end.
+		return errorResult("read %s: not a regular file (a device, pipe or socket); inspect it with bash", p)
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return errorResult("read %s: %v", p, err)
+	}
+	defer f.Close()
+
+	head := make([]byte, sniffBytes)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return errorResult("read %s: %v", p, err)
+	}
+	head = head[:n]
+	if mime := imageType(head); mime != "" {
+		return readImage(f, p, mime, info.Size())
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		return errorResult("read %s: it looks binary (a NUL byte in its first 8 KiB), so it cannot be shown as text; inspect it with bash (e.g. file %s, or xxd %s | head)", p, p, p)
+	}
+	if info.Size() == 0 {
+		return textResult(fmt.Sprintf("(%s is empty)", p))
+	}
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(head), f), 64<<10)
+	return readLines(ctx, br, p, info.Size(), offset, limit)
+}
+
+func imageType(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
+		return "image/jpeg"
+	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
+		return "image/gif"
+	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}
+
+func readImage(f *os.File, p, mime string, size int64) ToolResult {
+	if size > readMaxImage {
+		return errorResult("read %s: the image is %s, above the %s limit for images; make a smaller copy with bash (e.g. ImageMagick: convert %s -resize 50%% /tmp/small.png) and read that", p, sizeString(size), sizeString(readMaxImage), p)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return errorResult("read %s: %v", p, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, readMaxImage+1))
+	if err != nil {
+		return errorResult("read %s: %v", p, err)
+	}
+	if len(data) > readMaxImage {
+		return errorResult("read %s: the image grew above the %s limit while being read", p, sizeString(readMaxImage))
+	}
+	return ToolResult{Content: []Block{
+		TextBlock(fmt.Sprintf("Image %s (%s, %s)", p, mime, sizeString(int64(len(data))))),
+		{Type: "image", MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
+	}}
+}
+
+// readLines streams to line offset and returns up to limit lines within
+// readMaxBytes. Memory stays bounded by the reader's buffer and the byte
+// budget, whatever the size of the file or the length of its lines.
+func readLines(ctx context.Context, br *bufio.Reader, p string, size int64, offset, limit int) ToolResult {
+	pastEnd := func(lines int) ToolResult {
+		return errorResult("read %s: offset %d is past the end of the file (it has %d lines)", p, offset, lines)
+	}
+	var consumed int64
+	for line := 1; line < offset; line++ {
+		_, n, err := readLine(ctx, br, 0, nil)
+		consumed += n
+		switch {
+		case err == io.EOF && n > 0:
+			return pastEnd(line)
+		case err == io.EOF:
+			return pastEnd(line - 1)
+		case err != nil:
+			return errorResult("read %s: %v", p, err)
+		case line%(1<<16) == 0 && ctx.Err() != nil:
+			return errorResult("read %s: %v", p, ctx.Err())
+		}
+	}
+
+	var out bytes.Buffer
+	var text []byte
+	shown, held, eof := 0, false, false // held: a line was read but left for the next call
+	for shown < limit && !eof {
+		var n int64
+		var err error
+		text, n, err = readLine(ctx, br, readMaxBytes+1, text[:0])
+		consumed += n
+		if eof = err == io.EOF; err != nil && !eof {
+			return errorResult("read %s: %v", p, err)
+		}
+		if n == 0 {
+			break
+		}
+		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+		if out.Len()+len(text)+1 <= readMaxBytes {
+			out.Write(text)
+			out.WriteByte('\n')
+			shown++
+			continue
+		}
+		if shown > 0 {
+			held = true // the next call starts with it rather than cut it
+			break
+		}
+		keep := utf8Prefix(text, readMaxBytes-256)
+		out.Write(keep)
+		fmt.Fprintf(&out, "\n[line %d is %s long; showed its first %d bytes. See the rest with bash, e.g. sed -n %dp %s | cut -b %d-]\n",
+			offset, sizeString(n), len(keep), offset, p, len(keep)+1)
+		shown++
+		break
+	}
+	if shown == 0 {
+		return pastEnd(offset - 1)
+	}
+	if !held {
+		if _, err := br.Peek(1); eof || err == io.EOF {
+			return textResult(out.String())
+		}
+	}
+	next := offset + shown
+	total := fmt.Sprintf("more (%s unread)", sizeString(size-consumed))
+	// Counting what is left is cheap for a small rest and tells the model
+	// how far it has to go; a huge rest stays unread.
+	if size-consumed <= 4<<20 {
+		lines, err := next-1, error(nil)
+		if held {
+			lines++
+		}
+		for err == nil {
+			var n int64
+			if _, n, err = readLine(ctx, br, 0, nil); n > 0 {
+				lines++
+			}
+		}
+		if total = "more"; err == io.EOF {
+			total = strconv.Itoa(lines)
+		}
+	}
+	why := ""
+	if held {
+		why = ", 50 KiB per call"
+	}
+	fmt.Fprintf(&out, "[lines %d-%d of %s%s; continue with offset=%d]", offset, next-1, total, why, next)
+	return textResult(out.String())
+}
+
+// readLine reads one line, keeping at most keep bytes of it in buf. n is
+// the line's full length including its newline; err is io.EOF for a last
+// line without one (n == 0 at the end of the file).
+func readLine(ctx context.Context, br *bufio.Reader, keep int, buf []byte) (line []byte, n int64, err error) {
+	for chunks := 1; ; chunks++ {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(len(chunk))
+		if room := keep - len(buf); room > 0 {
+			buf = append(buf, chunk[:min(room, len(chunk))]...)
+		}
+		if err != bufio.ErrBufferFull {
+			return buf, n, err
+		}
+		if chunks%(1<<14) == 0 && ctx.Err() != nil {
+			return buf, n, ctx.Err()
+		}
+	}
+}
+
+// utf8Prefix cuts b to at most n bytes and drops a character split at
+// the end, by this cut or an earlier one.
+func utf8Prefix(b []byte, n int) []byte {
+	b = b[:min(n, len(b))]
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+type writeTool struct{ env *ToolEnv }
+
+func (writeTool) Name() string { return "write" }
+
+func (writeTool) Description() string {
+	return "Create or overwrite a file with content, creating parent directories. " +
+		"The file is replaced whole or not at all and keeps its mode. " +
+		"To change part of an existing file, use edit."
+}
+
+func (writeTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{` +
+		`"path":{"type":"string","description":"File to write"},` +
+		`"content":{"type":"string","description":"The whole new content of the file"}},` +
+		`"required":["path","content"]}`)
+}
+
+func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
+	a := parseToolArgs("write", raw)
+	a.require("path")
+	a.require("content")
+	p, content := a.str("path"), a.str("content")
+	switch {
+	case a.err != nil:
+		return errorResult("%v", a.err)
+	case p == "":
+		return errorResult(`invalid arguments for write: "path" must not be empty`)
+	case ctx.Err() != nil:
+		return errorResult("write %s: aborted before writing", p)
+	}
+	real, err := t.env.resolve(p)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	mode, what := fs.FileMode(0o644), "new file"
+	switch info, err := os.Stat(real); {
+	case err == nil && info.IsDir():
+		return errorResult("write %s: it is a directory; choose a file path inside it", p)
+	case err == nil && !info.Mode().IsRegular():
+		// Renaming over a device or FIFO would replace it, not write to it.
+		return errorResult("write %s: not a regular file (a device, pipe or socket); use bash to write to it", p)
+	case err == nil:
+		mode, what = keptMode(info), "replaced"
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return errorResult("write %s: %v", p, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		return errorResult("write %s: create parent directories: %v", p, err)
+	}
+	if err := writeFileAtomic(real, []byte(content), mode); err != nil {
+		return errorResult("write %s: %v (the file is unchanged)", p, err)
+	}
+	return textResult(fmt.Sprintf("Wrote %d bytes to %s (%s)", len(content), p, what))
+}
+
+// keptMode is the part of a file's mode that a replacement keeps.
+func keptMode(info fs.FileInfo) fs.FileMode {
+	return info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
+
+// writeFileAtomic replaces path with data so that a reader, or a crash,
+// sees the old file or the new one, never a mix: the data goes to a temp
+// file in the same directory (rename does not cross file systems), is
+// synced, and is renamed over path. On failure the temp file is removed
+// and path is untouched. A hard link to the old file keeps the old data.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if len(base) > 100 {
+		base = base[:100]
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".zot-*.tmp")
+	if err != nil {
+		return err
+	}
+	// CreateTemp made it 0600; Chmod is not subject to the umask.
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err == nil {
+		err = tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		tmp.Close() // a second Close only returns an error
+		os.Remove(tmp.Name())
+		return err
+	}
+	// The rename is durable once the directory is synced; a failure here
+	// leaves a complete file in place, so it is not reported.
+	if d, err := os.Open(filepath.Clean(dir)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+type editTool struct{ env *ToolEnv }
+
+func (editTool) Name() string { return "edit" }
+
+func (editTool) Description() string {
+	return "Replace text in a file. Each oldText must occur exactly once in the file as it is now " +
+		"(whitespace included; \\n line endings match CRLF files) and edits must not overlap. " +
+		"All edits apply or none do. Returns a unified diff. " +
+		"If an edit fails, the error names it and shows the file's closest lines."
+}
+
+func (editTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{` +
+		`"path":{"type":"string","description":"File to edit"},` +
+		`"edits":{"type":"array","minItems":1,"description":"Replacements, all matched against the original file",` +
+		`"items":{"type":"object","properties":{` +
+		`"oldText":{"type":"string","description":"Exact text to replace; must occur once"},` +
+		`"newText":{"type":"string","description":"Text to put in its place"}},` +
+		`"required":["oldText","newText"]}}},` +
+		`"required":["path","edits"]}`)
+}
+
+type textEdit struct{ oldText, newText string }
+
+// editSpan is an edit located in the file: bytes [start, end) become newText.
+type editSpan struct {
+	index      int // 1-based, as the model numbers its edits
+	start, end int
+	newText    string
+}
+
+const utf8BOM = "\uFEFF"
+
+func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
+	a := parseToolArgs("edit", raw)
+	a.require("path")
+	p := a.str("path")
+	var edits []textEdit
+	if _, _, ok := a.field("edits"); !ok && a.fields["oldText"] != nil {
+		// The one-edit shape some models use from memory of older tools.
+		a.require("newText")
+		edits = append(edits, textEdit{a.str("oldText"), a.str("newText")})
+	} else {
+		a.require("edits")
+		for _, e := range a.objects("edits") {
+			e.require("oldText")
+			e.require("newText")
+			edits = append(edits, textEdit{e.str("oldText"), e.str("newText")})
+			if a.err == nil {
+				a.err = e.err
+			}
+		}
+	}
+	switch {
+	case a.err != nil:
+		return errorResult("%v", a.err)
+	case p == "":
+		return errorResult(`invalid arguments for edit: "path" must not be empty`)
+	case len(edits) == 0:
+		return errorResult(`invalid arguments for edit: "edits" is empty; give at least one {oldText, newText}`)
+	case ctx.Err() != nil:
+		return errorResult("edit %s: aborted before editing", p)
+	}
+	real, err := t.env.resolve(p)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	info, err := os.Stat(real)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errorResult("edit %s: no such file (relative paths start at %s); create it with write", p, t.env.Cwd)
+	case err != nil:
+		return errorResult("edit %s: %v", p, err)
+	case info.IsDir():
+		return errorResult("edit %s: it is a directory", p)
+	case !info.Mode().IsRegular():
+		return errorResult("edit %s: not a regular file (a device, pipe or socket)", p)
+	case info.Size() > editMaxBytes:
+		return errorResult("edit %s: the file is %s, above the %s edit handles; change it with bash (e.g. sed)", p, sizeString(info.Size()), sizeString(editMaxBytes))
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		return errorResult("edit %s: %v", p, err)
+	}
+	// Match against the text with LF endings and no BOM, the way the model
+	// sees it in read, then write back the file's own conventions.
+	text := string(data)
+	bom := strings.HasPrefix(text, utf8BOM)
+	text = strings.TrimPrefix(text, utf8BOM)
+	i := strings.IndexByte(text, '\n')
+	crlf := i > 0 && text[i-1] == '\r'
+	old := strings.ReplaceAll(text, "\r\n", "\n")
+
+	spans, problem := locateEdits(old, edits)
+	if problem != "" {
+		return errorResult("edit %s failed; nothing was changed.\n%s", p, problem)
+	}
+	var b strings.Builder
+	pos := 0
+	for _, s := range spans {
+		b.WriteString(old[pos:s.start])
+		b.WriteString(s.newText)
+		pos = s.end
+	}
+	b.WriteString(old[pos:])
+	updated := b.String()
+	if updated == old {
+		return errorResult("edit %s: the edits change nothing (each newText equals its oldText)", p)
+	}
+	out := updated
+	if crlf {
+		// A file with mixed endings comes back with CRLF throughout.
+		out = strings.ReplaceAll(out, "\n", "\r\n")
+	}
+	if bom {
+		out = utf8BOM + out
+	}
+	if err := writeFileAtomic(real, []byte(out), keptMode(info)); err != nil {
+		return errorResult("edit %s: %v (the file is unchanged)", p, err)
+	}
+	noun := "edits"
+	if len(spans) == 1 {
+		noun = "edit"
+	}
+	return textResult(fmt.Sprintf("Applied %d %s to %s.\n\n%s", len(spans), noun, p, unifiedDiff(strings.TrimPrefix(filepath.ToSlash(filepath.Clean(p)), "/"), old, updated, spans)))
+}
+
+// locateEdits finds every edit in old, each exactly once and none
+// overlapping another, and returns them in file order. problem explains
+// every edit that cannot be placed, in terms the model can fix.
+func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string) {
+	var problems []string
+	for i, e := range edits {
+		n := i + 1
+		find := strings.ReplaceAll(e.oldText, "\r\n", "\n")
+		if find == "" {
+			problems = append(problems, fmt.Sprintf("edit %d: oldText is empty; to replace a whole file use write.", n))
+			continue
+		}
+		at := strings.Index(old, find)
+		if at < 0 {
+			problems = append(problems, fmt.Sprintf("edit %d: oldText was not found. %s", n, closestLines(old, find)))
+			continue
+		}
+		if count, lines := occurrences(old, find, at); count > 1 {
+			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %d times (at lines %s); include more of the surrounding text so it matches once.", n, count, strings.Join(lines, ", ")))
+			continue
+		}
+		spans = append(spans, editSpan{index: n, start: at, end: at + len(find), newText: strings.ReplaceAll(e.newText, "\r\n", "\n")})
+	}
+	if len(problems) > 0 {
+		return nil, strings.Join(problems, "\n")
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	for k := 1; k < len(spans); k++ {
+		if prev, cur := spans[k-1], spans[k]; cur.start < prev.end {
+			first, second := min(prev.index, cur.index), max(prev.index, cur.index)
+			line := 1 + strings.Count(old[:cur.start], "\n")
+			return nil, fmt.Sprintf("edit %d: its oldText overlaps edit %d (both cover line %d); merge them into one edit.", second, first, line)
+		}
+	}
+	return spans, ""
+}
+
+// occurrences counts the matches of find in s, overlapping ones included,
+// from the first at index first, and lists the lines of the first few.
+func occurrences(s, find string, first int) (count int, lines []string) {
+	for at := first; at >= 0 && count < 1000; count++ {
+		if len(lines) < 10 {
+			lines = append(lines, strconv.Itoa(1+strings.Count(s[:at], "\n")))
+		}
+		next := strings.Index(s[at+1:], find)
+		at += 1 + next
+		if next < 0 {
+			at = -1
+		}
+	}
+	return count, lines
+}
+
+// closestLines shows the model where its oldText probably was meant to
+// match: the region whose first line is most like oldText's first
+// non-blank line, whitespace ignored, with line numbers.
+func closestLines(old, find string) string {
+	want := strings.Split(find, "\n")
+	k := 0 // the first line of oldText that is not blank
+	for k < len(want)-1 && strings.TrimSpace(want[k]) == "" {
+		k++
+	}
+	key, lines := squeezeSpace(want[k]), strings.Split(old, "\n")
+	if key == "" {
+		return "Read the file again and copy the text exactly."
+	}
+	keyGrams, grams := bigrams(key, nil), []uint16(nil)
+	best, bestScore, bestRun := -1, 0.3, -1 // below 0.3, lines are not alike
+	for i, l := range lines {
+		score := 2.0 // above any similarity: equal but for whitespace
+		if s := squeezeSpace(l); s != key {
+			grams = bigrams(s, grams[:0])
+			score = dice(keyGrams, grams)
+		}
+		if score < bestScore {
+			continue
+		}
+		// Of equally good first lines, prefer one whose next lines match too.
+		run := 0
+		for j := k + 1; j < min(len(want), k+20) && i-k+j < len(lines); j++ {
+			if squeezeSpace(lines[i-k+j]) == squeezeSpace(want[j]) {
+				run++
+			}
+		}
+		if score > bestScore || run > bestRun {
+			best, bestScore, bestRun = i, score, run
+		}
+	}
+	if best < 0 {
+		return "No line of the file resembles its first line; read the file again and copy the text exactly."
+	}
+	how := "is the most similar line to"
+	if bestScore == 2 {
+		how = "matches, except for whitespace,"
+	}
+	from := max(0, best-k-1)
+	to := min(len(lines), best-k+len(want)+1, from+16)
+	if to == len(lines) && to > from+1 && lines[to-1] == "" {
+		to-- // the empty string after a final newline is not a line
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Line %d %s the first line of oldText. The file around it (line numbers are not part of the file):\n", best+1, how)
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, "%d\t%s\n", i+1, lines[i])
+	}
+	b.WriteString("Copy the text exactly as the file has it and retry.")
+	return b.String()
+}
+
+// squeezeSpace removes all white space, so indentation and spacing
+// differences do not hide a match.
+func squeezeSpace(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// bigrams lists the byte pairs of s, sorted, for dice. Long lines are cut
+// so one minified line cannot make the search slow.
+func bigrams(s string, buf []uint16) []uint16 {
+	if len(s) > 256 {
+		s = s[:256]
+	}
+	for i := 0; i+1 < len(s); i++ {
+		buf = append(buf, uint16(s[i])<<8|uint16(s[i+1]))
+	}
+	slices.Sort(buf)
+	return buf
+}
+
+// dice is the Sørensen–Dice similarity of two sorted bigram lists.
+func dice(a, b []uint16) float64 {
+	if len(a)+len(b) == 0 {
+		return 0
+	}
+	common := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			common, i, j = common+1, i+1, j+1
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return 2 * float64(common) / float64(len(a)+len(b))
+}
+
+// unifiedDiff renders the applied spans as a unified diff with three lines
+// of context. The changed regions are known from the spans, so no general
+// diff algorithm is needed: each span grows to whole lines, spans sharing
+// a line merge, and lines a region leaves as they were are trimmed off.
+func unifiedDiff(name, old, updated string, spans []editSpan) string {
+	type region struct{ oldFrom, oldTo, newFrom, newTo int } // bytes, then lines
+	var regions []region
+	shift := 0 // how far text after the previous span moved
+	for _, s := range spans {
+		d := len(s.newText) - (s.end - s.start)
+		from := strings.LastIndexByte(old[:s.start], '\n') + 1
+		to := s.end
+		if !atLineStart(old, to) || !atLineStart(updated, to+shift+d) {
+			to = lineEnd(old, to)
+		}
+		if n := len(regions); n > 0 && from < regions[n-1].oldTo {
+			regions[n-1].oldTo, regions[n-1].newTo = to, to+shift+d
+		} else {
+			regions = append(regions, region{from, to, from + shift, to + shift + d})
+		}
+		shift += d
+	}
+	oldLines, newLines := splitLines(old), splitLines(updated)
+	changes := regions[:0]
+	for _, r := range regions {
+		c := region{oldFrom: strings.Count(old[:r.oldFrom], "\n"), newFrom: strings.Count(updated[:r.newFrom], "\n")}
+		c.oldTo = c.oldFrom + len(splitLines(old[r.oldFrom:r.oldTo]))
+		c.newTo = c.newFrom + len(splitLines(updated[r.newFrom:r.newTo]))
+		for c.oldFrom < c.oldTo && c.newFrom < c.newTo && oldLines[c.oldFrom] == newLines[c.newFrom] {
+			c.oldFrom, c.newFrom = c.oldFrom+1, c.newFrom+1
+		}
+		for c.oldFrom < c.oldTo && c.newFrom < c.newTo && oldLines[c.oldTo-1] == newLines[c.newTo-1] {
+			c.oldTo, c.newTo = c.oldTo-1, c.newTo-1
+		}
+		if c.oldFrom < c.oldTo || c.newFrom < c.newTo {
+			changes = append(changes, c)
+		}
+	}
+
+	const context = 3
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", name, name)
+	for i := 0; i < len(changes); {
+		j := i
+		for j+1 < len(changes) && changes[j+1].oldFrom-changes[j].oldTo <= 2*context {
+			j++
+		}
+		first, last := changes[i], changes[j]
+		oldFrom, oldTo := max(0, first.oldFrom-context), min(len(oldLines), last.oldTo+context)
+		newFrom, newTo := first.newFrom-(first.oldFrom-oldFrom), last.newTo+(oldTo-last.oldTo)
+		fmt.Fprintf(&b, "@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo))
+		at := oldFrom
+		for _, c := range changes[i : j+1] {
+			diffLines(&b, ' ', oldLines[at:c.oldFrom])
+			diffLines(&b, '-', oldLines[c.oldFrom:c.oldTo])
+			diffLines(&b, '+', newLines[c.newFrom:c.newTo])
+			at = c.oldTo
+		}
+		diffLines(&b, ' ', oldLines[at:oldTo])
+		i = j + 1
+	}
+	return b.String()
+}
+
+func atLineStart(s string, i int) bool { return i == 0 || i == len(s) || s[i-1] == '\n' }
+
+func lineEnd(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+		return i + j + 1
+	}
+	return len(s)
+}
+
+// splitLines splits s into lines that keep their newline.
+func splitLines(s string) []string {
+	var lines []string
+	for s != "" {
+		i := lineEnd(s, 0)
+		lines = append(lines, s[:i])
+		s = s[i:]
+	}
+	return lines
+}
+
+// hunkRange writes a hunk's line range; an empty range names the line
+// before it, as diff and patch expect.
+func hunkRange(from, to int) string {
+	if from == to {
+		return fmt.Sprintf("%d,0", from)
+	}
+	return fmt.Sprintf("%d,%d", from+1, to-from)
+}
+
+func diffLines(b *strings.Builder, mark byte, lines []string) {
+	for _, l := range lines {
+		b.WriteByte(mark)
+		b.WriteString(l)
+		if !strings.HasSuffix(l, "\n") {
+			b.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
+}
+
+// bashTool runs a command line with /bin/sh. It is not jailed: a shell can
+// reach any path, so the jail would only pretend; command validators and
+// hooks are where shell commands are vetted.
+type bashTool struct{ env *ToolEnv }
+
+func (bashTool) Name() string { return "bash" }
+
+func (bashTool) Description() string {
+	return "Run a shell command with /bin/sh -c in the working directory; stdin is empty, stdout and stderr are merged. " +
+		"timeout is in seconds (default 120, maximum 600). " +
+		"Output beyond 50 KiB keeps its first and last 25 KiB, and the full output is saved to a file named in the result. " +
+		"Processes the command leaves running in the background are stopped when it ends."
+}
+
+func (bashTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{` +
+		`"command":{"type":"string","description":"Shell command line"},` +
+		`"timeout":{"type":"number","description":"Seconds before the command is stopped (default 120, maximum 600)"}},` +
+		`"required":["command"]}`)
+}
+
+func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(string)) ToolResult {
+	a := parseToolArgs("bash", raw)
+	a.require("command")
+	command := a.str("command")
+	secs, hasTimeout := a.number("timeout")
+	switch {
+	case a.err != nil:
+		return errorResult("%v", a.err)
+	case strings.TrimSpace(command) == "":
+		return errorResult(`invalid arguments for bash: "command" must not be empty`)
+	case hasTimeout && secs <= 0:
+		return errorResult(`invalid arguments for bash: "timeout" must be a positive number of seconds, got %v`, secs)
+	case ctx.Err() != nil:
+		return errorResult("bash: aborted before the command started")
+	}
+	timeout, note := bashTimeout, ""
+	if hasTimeout {
+		if secs > bashMaxTime.Seconds() {
+			note = fmt.Sprintf("[timeout %gs is above the maximum; used %gs]", secs, bashMaxTime.Seconds())
+			secs = bashMaxTime.Seconds()
+		}
+		timeout = time.Duration(secs * float64(time.Second))
+	}
+	res := runShell(ctx, t.env.Cwd, command, timeout, progress)
+	if note != "" {
+		res.Content[0].Text += "\n" + note
+	}
+	return res
+}
+
+// runShell runs command in its own process group, stdout and stderr on one
+// pipe so their order is kept. When the shell exits, what its background
+// children write within bashDrain is read and the rest of the group is
+// stopped; when the timeout passes or ctx is cancelled, the whole group is
+// stopped (SIGTERM, SIGKILL after killGrace). Either way no process of the
+// group and no goroutine outlives the call. A process that left the group
+// (setsid) is beyond reach; the read deadline keeps it from holding the
+// call open.
+func runShell(ctx context.Context, dir, command string, timeout time.Duration, progress func(string)) ToolResult {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return errorResult("bash: create output pipe: %v", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = pw, pw // stdin nil: /dev/null
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	pw.Close() // the children hold the write end now; EOF comes when they are all gone
+	if err != nil {
+		pr.Close()
+		return errorResult("bash: start /bin/sh in %s: %v", dir, err)
+	}
+	pgid := cmd.Process.Pid
+
+	out := newShellOutput()
+	readDone := make(chan struct{})
+	// The reader owns out until readDone closes; it stops at EOF or at the
+	// read deadline set below once the shell is gone.
+	go func() {
+		defer close(readDone)
+		out.readFrom(pr, progress)
+	}()
+	waitDone := make(chan struct{})
+	// Reaps the shell; ends when the shell has exited.
+	go func() {
+		defer close(waitDone)
+		cmd.Wait()
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	stopped := ""
+	select {
+	case <-waitDone:
+	case <-timer.C:
+		stopped = fmt.Sprintf("timed out after %gs", timeout.Seconds())
+	case <-ctx.Done():
+		stopped = "aborted"
+	}
+	if stopped != "" {
+		stopGroup(pgid)
+		<-waitDone
+	}
+	// The shell is gone, but children it left in the background may hold
+	// the pipe open: take what they write within bashDrain, stop them,
+	// then take what they wrote before they died.
+	pr.SetReadDeadline(time.Now().Add(bashDrain))
+	<-readDone
+	leftovers := stopped == "" && groupAlive(pgid)
+	if leftovers {
+		stopGroup(pgid)
+	}
+	if !out.eof {
+		pr.SetReadDeadline(time.Now().Add(bashDrain))
+		out.readFrom(pr, progress)
+	}
+	pr.Close()
+
+	text, cut := out.result()
+	out.close(cut > 0)
+	if text == "" {
+		text = "(no output)"
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteByte('\n')
+	}
+	code := cmd.ProcessState.ExitCode() // -1 when killed by a signal
+	var ws syscall.WaitStatus
+	if cmd.ProcessState != nil {
+		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal()) // as the shell reports it
+	}
+	switch {
+	case stopped != "":
+		fmt.Fprintf(&b, "[%s; stopped the command and its process group (exit code %d)]", stopped, code)
+	case ws.Signaled():
+		fmt.Fprintf(&b, "[exit code %d: killed by signal %v]", code, ws.Signal())
+	default:
+		fmt.Fprintf(&b, "[exit code %d]", code)
+	}
+	if leftovers {
+		b.WriteString("\n[stopped processes the command left running in the background]")
+	}
+	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code}
+}
+
+// stopGroup ends every process in the group: SIGTERM (with SIGCONT, so a
+// stopped process gets to act on it), up to killGrace for them to exit,
+// then SIGKILL for whatever traps or ignores SIGTERM. While any process of
+// the group is alive its pgid cannot be reused, so the signals cannot
+// reach a stranger.
+func stopGroup(pgid int) {
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		return // ESRCH: the group is empty
+	}
+	syscall.Kill(-pgid, syscall.SIGCONT)
+	// Poll: there is nothing to wait on for processes not our children.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	kill, giveUp := time.Now().Add(killGrace), time.Now().Add(killGrace+time.Second)
+	for groupAlive(pgid) && time.Now().Before(giveUp) {
+		if time.Now().After(kill) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		<-tick.C
+	}
+}
+
+// groupAlive reports whether a process of the group is still running.
+// kill(pid, 0) also succeeds for zombies, and an init that never reaps
+// orphans (common in containers) would keep a dead group alive forever,
+// so where /proc exists it has the last word.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		name := e.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) >= 3 && fields[2] == want && fields[0] != "Z" && fields[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// shellOutput keeps what a command prints in fixed memory: the first
+// bashHeadBytes, a ring of the last bashTailBytes, and, once the output
+// outgrows the head, all of it in a spill file on disk (mode 0600, since
+// output may hold secrets) that the result names when anything was cut.
+type shellOutput struct {
+	head     []byte
+	ring     []byte
+	ringPos  int // next byte to write; the oldest byte once the ring is full
+	ringLen  int
+	total    int64
+	spill    *os.File
+	spillErr error
+	spilled  int64
+	eof      bool // every writer of the pipe has closed it
+
+	line     []byte // the unfinished last line, for progress
+	lastSent time.Time
+}
+
+func newShellOutput() *shellOutput {
+	return &shellOutput{head: make([]byte, 0, bashHeadBytes), ring: make([]byte, bashTailBytes)}
+}
+
+func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			o.write(buf[:n])
+			if progress != nil {
+				o.report(buf[:n], progress)
+			}
+		}
+		if err != nil {
+			o.eof = err == io.EOF
+			return
+		}
+	}
+}
+
+func (o *shellOutput) write(p []byte) {
+	o.total += int64(len(p))
+	if room := bashHeadBytes - len(o.head); room > 0 {
+		k := min(room, len(p))
+		o.head = append(o.head, p[:k]...)
+		p = p[k:]
+		if len(p) == 0 {
+			return
+		}
+	}
+	o.toSpill(p)
+	if len(p) >= len(o.ring) {
+		copy(o.ring, p[len(p)-len(o.ring):])
+		o.ringPos, o.ringLen = 0, len(o.ring)
+		return
+	}
+	k := copy(o.ring[o.ringPos:], p)
+	copy(o.ring, p[k:])
+	o.ringPos = (o.ringPos + len(p)) % len(o.ring)
+	o.ringLen = min(o.ringLen+len(p), len(o.ring))
+}
+
+// toSpill is called with what follows the head; the spill file is created
+// on first need and starts with the head.
+func (o *shellOutput) toSpill(p []byte) {
+	pieces := [][]byte{p}
+	if o.spill == nil && o.spillErr == nil {
+		o.spill, o.spillErr = os.CreateTemp("", "zot-bash-*.log")
+		pieces = [][]byte{o.head, p}
+	}
+	for _, b := range pieces {
+		if o.spillErr != nil {
+			return
+		}
+		n, err := o.spill.Write(b[:min(int64(len(b)), bashSpillMax-o.spilled)])
+		o.spilled, o.spillErr = o.spilled+int64(n), err
+	}
+}
+
+// report passes the latest complete line to progress, at most every
+// progressEvery; lines in between are skipped, not queued.
+func (o *shellOutput) report(p []byte, progress func(string)) {
+	const maxLine = 512
+	last := bytes.LastIndexByte(p, '\n')
+	if last < 0 {
+		if room := maxLine - len(o.line); room > 0 {
+			o.line = append(o.line, p[:min(room, len(p))]...)
+		}
+		return
+	}
+	if now := time.Now(); now.Sub(o.lastSent) >= progressEvery {
+		var line []byte
+		if prev := bytes.LastIndexByte(p[:last], '\n'); prev >= 0 {
+			line = p[prev+1 : last]
+		} else {
+			line = append(o.line, p[:min(last, maxLine)]...)
+		}
+		line = bytes.TrimRight(utf8Prefix(line, maxLine), "\r")
+		if len(bytes.TrimSpace(line)) > 0 {
+			o.lastSent = now
+			progress(string(line))
+		}
+	}
+	rest := p[last+1:]
+	o.line = append(o.line[:0], rest[:min(maxLine, len(rest))]...)
+}
+
+// result is the output to show: all of it when it fits, else the head and
+// the tail, cut at line breaks where one is near, around a marker naming
+// what was left out and where it is.
+func (o *shellOutput) result() (string, int64) {
+	tail := o.ring[:o.ringLen]
+	if o.ringLen == len(o.ring) {
+		tail = append(append(make([]byte, 0, len(o.ring)), o.ring[o.ringPos:]...), o.ring[:o.ringPos]...)
+	}
+	if int64(len(o.head)+len(tail)) == o.total {
+		return string(o.head) + string(tail), 0
+	}
+	head := utf8Prefix(o.head, len(o.head))
+	if i := bytes.LastIndexByte(head, '\n'); i >= len(head)-4096 {
+		head = head[:i+1]
+	}
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < 4096 {
+		tail = tail[i+1:]
+	} else {
+		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+	}
+	cut := o.total - int64(len(head)+len(tail))
+	var where string
+	switch {
+	case o.spillErr != nil:
+		where = fmt.Sprintf("the full output could not be saved: %v", o.spillErr)
+	case o.spilled < o.total:
+		where = fmt.Sprintf("the first %s of the output are in %s", sizeString(o.spilled), o.spill.Name())
+	default:
+		where = "full output in " + o.spill.Name()
+	}
+	var b strings.Builder
+	b.Write(head)
+	if len(head) > 0 && head[len(head)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[… %d bytes cut; %s …]\n", cut, where)
+	b.Write(tail)
+	return b.String(), cut
+}
+
+// close closes the spill file and removes it unless the result names it.
+func (o *shellOutput) close(keep bool) {
+	if o.spill == nil {
+		return
+	}
+	o.spill.Close()
+	if !keep || o.spillErr != nil {
+		os.Remove(o.spill.Name())
 	}
 }
