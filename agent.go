@@ -337,6 +337,81 @@ type GateNote struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
+// GateVerdict is one gate's say about a tool call.
+type GateVerdict int
+
+const (
+	GateAllow GateVerdict = iota
+	GateAsk
+	GateDeny
+)
+
+// GateResult is one gate's answer. Args, when non-nil, rewrites the call for
+// the gates after it and for the tool. Notes are what the gate decided, for
+// the audit trail; an asking gate puts its question there.
+type GateResult struct {
+	Verdict GateVerdict
+	Reason  string
+	Args    json.RawMessage
+	Notes   []GateNote
+}
+
+// ToolGate is one check before a tool runs: the extension interceptor
+// chain, a hook command, a command validator, a confirmation policy.
+type ToolGate func(ctx context.Context, call ToolCall) GateResult
+
+// ConfirmFunc asks the user about a call that a gate wants confirmed; asks
+// are the asking gates' notes. by names who answered, for the audit trail.
+type ConfirmFunc func(ctx context.Context, call ToolCall, asks []GateNote) (approved bool, by string)
+
+// ChainGates composes gates into a BeforeToolExecute hook. Gates run in
+// order, each seeing the arguments as the gates before it left them; the
+// first deny blocks. When a gate asked and none denied, confirm decides
+// (nil confirm: deny).
+func ChainGates(gates []ToolGate, confirm ConfirmFunc) func(ctx context.Context, call ToolCall) ToolDecision {
+	return func(ctx context.Context, call ToolCall) ToolDecision {
+		var d ToolDecision
+		var asks []GateNote
+		for _, gate := range gates {
+			r := gate(ctx, call)
+			d.Trail = append(d.Trail, r.Notes...)
+			if r.Args != nil {
+				call.Args, d.Args = r.Args, r.Args
+			}
+			switch r.Verdict {
+			case GateDeny:
+				d.Block, d.Reason = true, r.Reason
+				return d
+			case GateAsk:
+				for _, n := range r.Notes {
+					if n.Decision == "ask" {
+						asks = append(asks, n)
+					}
+				}
+			}
+		}
+		if len(asks) == 0 {
+			return d
+		}
+		approved, by := false, "nobody could confirm"
+		if confirm != nil {
+			approved, by = confirm(ctx, call, asks)
+		}
+		if approved {
+			d.Trail = append(d.Trail, GateNote{By: by, Decision: "approve"})
+			return d
+		}
+		d.Trail = append(d.Trail, GateNote{By: by, Decision: "deny"})
+		var why []string
+		for _, a := range asks {
+			why = append(why, a.By+": "+a.Reason)
+		}
+		d.Block = true
+		d.Reason = fmt.Sprintf("not run: confirmation required (%s) and %s declined", strings.Join(why, "; "), by)
+		return d
+	}
+}
+
 // ToolRecord is one finished tool call, given to AfterToolExecute.
 type ToolRecord struct {
 	Call     ToolCall
@@ -444,6 +519,9 @@ func (a *Agent) SetModel(model string) error {
 		return ErrBusy
 	}
 	a.Model = model
+	if r, ok := a.Recorder.(interface{ SetModel(string) error }); ok {
+		return r.SetModel(model)
+	}
 	return nil
 }
 

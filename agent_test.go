@@ -21,9 +21,11 @@ type funcTool struct {
 	seen []string
 }
 
-func (f *funcTool) Name() string            { return f.name }
-func (f *funcTool) Description() string     { return "test tool " + f.name }
-func (f *funcTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object","properties":{}}`) }
+func (f *funcTool) Name() string        { return f.name }
+func (f *funcTool) Description() string { return "test tool " + f.name }
+func (f *funcTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{}}`)
+}
 func (f *funcTool) Run(ctx context.Context, args json.RawMessage, progress func(string)) ToolResult {
 	f.mu.Lock()
 	f.seen = append(f.seen, string(args))
@@ -516,5 +518,46 @@ func TestBuildSystemPrompt(t *testing.T) {
 	}
 	if p := BuildSystemPrompt(SystemPromptOptions{Cwd: sub, Home: home, Override: "flag base"}); !strings.HasPrefix(p, "flag base") {
 		t.Errorf("--system-prompt did not win:\n%s", p)
+	}
+}
+
+func TestChainGatesOrderRewriteAskDeny(t *testing.T) {
+	var seen []string
+	rewrite := func(ctx context.Context, c ToolCall) GateResult {
+		seen = append(seen, "rewrite:"+string(c.Args))
+		return GateResult{Args: json.RawMessage(`{"cmd":"safe"}`), Notes: []GateNote{{By: "extension:a", Decision: "rewrite"}}}
+	}
+	ask := func(ctx context.Context, c ToolCall) GateResult {
+		seen = append(seen, "ask:"+string(c.Args))
+		return GateResult{Verdict: GateAsk, Reason: "sure?", Notes: []GateNote{{By: "validator:v", Decision: "ask", Reason: "sure?"}}}
+	}
+	deny := func(ctx context.Context, c ToolCall) GateResult {
+		return GateResult{Verdict: GateDeny, Reason: "no", Notes: []GateNote{{By: "hook:h", Decision: "deny", Reason: "no"}}}
+	}
+	call := ToolCall{Name: "bash", Args: json.RawMessage(`{"cmd":"x"}`)}
+
+	d := ChainGates([]ToolGate{rewrite, ask}, func(ctx context.Context, c ToolCall, asks []GateNote) (bool, string) {
+		if string(c.Args) != `{"cmd":"safe"}` || len(asks) != 1 || asks[0].By != "validator:v" {
+			t.Errorf("confirm saw %s %+v", c.Args, asks)
+		}
+		return true, "user"
+	})(context.Background(), call)
+	if d.Block || string(d.Args) != `{"cmd":"safe"}` || len(d.Trail) != 3 || d.Trail[2] != (GateNote{By: "user", Decision: "approve"}) {
+		t.Errorf("approved: %+v", d)
+	}
+	if strings.Join(seen, " ") != `rewrite:{"cmd":"x"} ask:{"cmd":"safe"}` {
+		t.Errorf("gates saw %v", seen)
+	}
+
+	d = ChainGates([]ToolGate{ask}, nil)(context.Background(), call)
+	if !d.Block || !strings.Contains(d.Reason, "validator:v: sure?") {
+		t.Errorf("unconfirmed ask: %+v", d)
+	}
+	d = ChainGates([]ToolGate{deny, ask}, func(context.Context, ToolCall, []GateNote) (bool, string) {
+		t.Error("confirm asked although a gate denied")
+		return true, ""
+	})(context.Background(), call)
+	if !d.Block || d.Reason != "no" {
+		t.Errorf("deny: %+v", d)
 	}
 }

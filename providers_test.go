@@ -134,7 +134,7 @@ func checkReply(t *testing.T, got streamed, want wantReply) {
 	}
 }
 
-func call(name, args string) ToolCall { return ToolCall{Name: name, Args: json.RawMessage(args)} }
+func toolCall(name, args string) ToolCall { return ToolCall{Name: name, Args: json.RawMessage(args)} }
 
 func TestAnthropicParsesRecordedStreams(t *testing.T) {
 	tests := []struct {
@@ -146,9 +146,9 @@ func TestAnthropicParsesRecordedStreams(t *testing.T) {
 		{"anthropic_tool_use_stream.sse", wantReply{text: "I'll check the current weather in Paris for you.", stop: StopToolUse,
 			tools: []ToolCall{{ID: "toolu_01NRLabsLyVHZPKxbKvkfSMn", Name: "get_weather", Args: json.RawMessage(`{"location": "Paris"}`)}}, usage: Usage{Input: 377, Output: 65}}},
 		{"anthropic_docs_tool_use.sse", wantReply{text: "Okay, let's check the weather for San Francisco, CA:", stop: StopToolUse,
-			tools: []ToolCall{call("get_weather", `{"location": "San Francisco, CA", "unit": "fahrenheit"}`)}, usage: Usage{Input: 472, Output: 89}}},
+			tools: []ToolCall{toolCall("get_weather", `{"location": "San Francisco, CA", "unit": "fahrenheit"}`)}, usage: Usage{Input: 472, Output: 89}}},
 		{"anthropic_recorded_text_then_tool_use.sse", wantReply{text: "I'll get the current weather in San Francisco for you in Fahrenheit.", stop: StopToolUse,
-			tools: []ToolCall{call("get_weather", `{"city": "San Francisco", "units": "fahrenheit"}`)}, usage: Usage{Input: 397, Output: 89}}},
+			tools: []ToolCall{toolCall("get_weather", `{"city": "San Francisco", "units": "fahrenheit"}`)}, usage: Usage{Input: 397, Output: 89}}},
 		{"anthropic_recorded_final_text_after_tool_result.sse", wantReply{text: "The current weather in San Francisco is 68 degrees Fahrenheit.", stop: StopEndTurn, usage: Usage{Input: 509, Output: 19}}},
 		{"anthropic_server_tool_use_web_search_refusal.sse", wantReply{text: "Here's a summary of this year's solar eclipses and how", stop: StopEndTurn, usage: Usage{Input: 28, Output: 106}}},
 		{"anthropic_docs_error_overloaded.sse", wantReply{err: "anthropic: overloaded_error: Overloaded"}},
@@ -215,13 +215,13 @@ func TestOpenAIParsesRecordedStreams(t *testing.T) {
 		{"openai_chat_text_usage.sse", wantReply{text: "I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I recommend checking a reliable weather website or a weather app.", stop: StopEndTurn, usage: Usage{Input: 14, Output: 30}}},
 		{"openai_chat_tool_call.sse", wantReply{stop: StopToolUse, tools: []ToolCall{{ID: "call_4XzlGBLtUe9dy3GVNV4jhq7h", Name: "get_weather", Args: json.RawMessage(`{"city":"New York City"}`)}}, usage: Usage{Input: 44, Output: 16}}},
 		{"openai_chat_parallel_tool_calls.sse", wantReply{stop: StopToolUse, tools: []ToolCall{
-			call("GetWeatherArgs", `{"city": "Edinburgh", "country": "GB", "units": "c"}`),
-			call("get_stock_price", `{"ticker": "AAPL", "exchange": "NASDAQ"}`)}, usage: Usage{Input: 149, Output: 60}}},
+			toolCall("GetWeatherArgs", `{"city": "Edinburgh", "country": "GB", "units": "c"}`),
+			toolCall("get_stock_price", `{"ticker": "AAPL", "exchange": "NASDAQ"}`)}, usage: Usage{Input: 149, Output: 60}}},
 		{"openai_chat_finish_length.sse", wantReply{text: `{"`, stop: StopLength, usage: Usage{Input: 79, Output: 1}}},
 		{"openai_chat_refusal.sse", wantReply{text: "I'm sorry, I can't assist with that request.", stop: StopEndTurn, usage: Usage{Input: 79, Output: 11}}},
 		{"openai_chat_logprobs.sse", wantReply{text: "Foo!", stop: StopEndTurn, usage: Usage{Input: 9, Output: 2}}},
 		{"openai_chat_n3_choices.sse", wantReply{text: `{"city":"San Francisco","temperature":65,"units":"f"}`, stop: StopEndTurn, usage: Usage{Input: 79, Output: 42}}},
-		{"openai_compat_deepseek_reasoning_tool_call.sse", wantReply{stop: StopToolUse, tools: []ToolCall{call("weather", `{"location": "San Francisco"}`)}, usage: Usage{Input: 19, Output: 83, CacheRead: 320}}},
+		{"openai_compat_deepseek_reasoning_tool_call.sse", wantReply{stop: StopToolUse, tools: []ToolCall{toolCall("weather", `{"location": "San Francisco"}`)}, usage: Usage{Input: 19, Output: 83, CacheRead: 320}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

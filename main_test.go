@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// zotBin is the binary under test, built once by TestMain.
+var zotBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "zot-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	zotBin = filepath.Join(dir, "zot")
+	build := exec.Command("go", "build", "-o", zotBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build zot:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// zotRun is one run of the built binary in a private ZOT_HOME and HOME, with
+// no provider keys from the developer's environment.
+type zotRun struct {
+	t     *testing.T
+	home  string
+	cwd   string
+	env   []string
+	stdin string
+}
+
+func newZotRun(t *testing.T) *zotRun {
+	return &zotRun{t: t, home: t.TempDir(), cwd: t.TempDir()}
+}
+
+func (z *zotRun) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(zotBin, args...)
+	cmd.Dir = z.cwd
+	env := []string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}
+	cmd.Env = append(env, z.env...)
+	cmd.Stdin = strings.NewReader(z.stdin)
+	return cmd
+}
+
+func (z *zotRun) run(args ...string) (stdout, stderr string, code int) {
+	z.t.Helper()
+	cmd := z.cmd(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		z.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func anthropicFlags(srv *replayServer) []string {
+	return []string{"--provider", "anthropic", "--base-url", srv.URL, "--api-key", "test-key"}
+}
+
+func toolStep(id, name string, args any) replayStep {
+	b, _ := json.Marshal(args)
+	return replayStep{Events: anthropicEvents(gen{ToolID: id, ToolName: name, ToolArgs: string(b)})}
+}
+
+func TestPrintModeRunsARealToolLoop(t *testing.T) {
+	srv := startReplay(t,
+		toolStep("t1", "write", obj{"path": "notes.txt", "content": "alpha\nbeta\n"}),
+		toolStep("t2", "edit", obj{"path": "notes.txt", "edits": []any{obj{"oldText": "beta", "newText": "gamma"}}}),
+		toolStep("t3", "read", obj{"path": "notes.txt"}),
+		toolStep("t4", "bash", obj{"command": "wc -l < notes.txt; echo to-stderr >&2; exit 3"}),
+		replayStep{Events: anthropicEvents(gen{Text: "All done."})})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "make", "notes")...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if stdout != "All done.\n" {
+		t.Errorf("stdout = %q", stdout)
+	}
+	got, _ := os.ReadFile(filepath.Join(z.cwd, "notes.txt"))
+	if string(got) != "alpha\ngamma\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("requests = %d", len(reqs))
+	}
+	results := []string{}
+	for _, r := range reqs[1:] {
+		var body anthRequest
+		json.Unmarshal(r.Body, &body)
+		last := body.Messages[len(body.Messages)-1].Content[0]
+		var text []string
+		for _, c := range last.Content {
+			if c.Text != nil {
+				text = append(text, *c.Text)
+			}
+		}
+		results = append(results, fmt.Sprintf("%s error=%v %s", last.ToolUseID, last.IsError, strings.Join(text, "")))
+	}
+	checks := []string{"t1 error=false", "t2 error=false", "t3 error=false", "t4 error=true"}
+	contains := []string{"notes.txt", "+gamma", "gamma", "to-stderr"}
+	for i := range checks {
+		if !strings.HasPrefix(results[i], checks[i]) || !strings.Contains(results[i], contains[i]) {
+			t.Errorf("result %d = %q, want %q containing %q", i, results[i], checks[i], contains[i])
+		}
+	}
+	if !strings.Contains(results[3], "2") || !strings.Contains(results[3], "exit code 3") {
+		t.Errorf("bash result = %q", results[3])
+	}
+}
+
+func TestJSONModeStreamsEvents(t *testing.T) {
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "echo hello"}),
+		replayStep{Events: anthropicEvents(gen{Text: "It said hello."})})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--json", "say hello")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var types []string
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		var ev struct {
+			Type    string `json:"type"`
+			IsError *bool  `json:"is_error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("bad line %q: %v", sc.Text(), err)
+		}
+		if ev.Type == "tool_result" && (ev.IsError == nil || *ev.IsError) {
+			t.Errorf("tool_result line %s", sc.Text())
+		}
+		if n := len(types); n == 0 || types[n-1] != ev.Type {
+			types = append(types, ev.Type)
+		}
+	}
+	got := strings.Join(types, " ")
+	for _, want := range []string{"user_message turn_start assistant_start", "tool_call tool_progress tool_result turn_end", "usage turn_end done"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events %q lack %q", got, want)
+		}
+	}
+}
+
+func TestPromptFromStdin(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "piped answer"})})
+	z := newZotRun(t)
+	z.stdin = "summarise this\nplease\n"
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p")...)
+	if code != 0 || stdout != "piped answer\n" {
+		t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(string(srv.Requests()[0].Body), `summarise this\nplease`) {
+		t.Errorf("stdin was not the prompt")
+	}
+}
+
+func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "compat"})})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run("fix", "it", "--provider=ollama", "--model", "qwen3", "--base-url="+srv.URL+"/v1", "-p")
+	if code != 0 || stdout != "compat\n" {
+		t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
+	}
+	var body struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(srv.Requests()[0].Body, &body)
+	if body.Model != "qwen3" || string(body.Messages[len(body.Messages)-1].Content) != `"fix it"` {
+		t.Errorf("request = %s", srv.Requests()[0].Body)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	srv401 := startReplay(t, replayStep{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"unknown flag", []string{"-p", "--frobnicate", "x"}, 2, "unknown flag --frobnicate"},
+		{"missing value", []string{"-p", "x", "--model"}, 2, "--model needs a value"},
+		{"bad reasoning", []string{"-p", "--reasoning", "max", "x"}, 2, "--reasoning must be low, medium or high"},
+		{"no prompt", []string{"-p"}, 2, "no prompt"},
+		{"no key", []string{"-p", "--provider", "anthropic", "hi"}, 1, "no API key for anthropic: set ANTHROPIC_API_KEY"},
+		{"ollama without model", []string{"-p", "--provider", "ollama", "hi"}, 2, "--provider ollama needs --model"},
+		{"model error", append(anthropicFlags(srv401), "-p", "hi"), 1, "HTTP 401: authentication_error: invalid x-api-key (the key came from --api-key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := newZotRun(t).run(tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit %d stderr %q; want %d containing %q", code, stderr, tt.code, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	stdout, _, code := newZotRun(t).run("--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, f := range flagTable {
+		if !strings.Contains(stdout, "--"+f.long) {
+			t.Errorf("--help lacks --%s", f.long)
+		}
+	}
+	stdout, _, _ = newZotRun(t).run("--version")
+	if stdout != "zot "+version+"\n" {
+		t.Errorf("--version = %q", stdout)
+	}
+}
+
+func TestMaxStepsExitsWithError(t *testing.T) {
+	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "true"}))
+	_, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--max-steps", "2", "loop")...)
+	if code != 1 || !strings.Contains(stderr, "--max-steps 2") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("requests = %d", n)
+	}
+}
+
+func TestInterruptAbortsTheStream(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow answer that never finishes"}), HangAfter: 3})
+	z := newZotRun(t)
+	cmd := z.cmd(append(anthropicFlags(srv), "--json", "hi")...)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), `"text_delta"`) {
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("wait: %v, stderr %s", err, stderr.String())
+	}
+	n := len(lines)
+	if n < 2 || lines[n-2] != `{"type":"turn_end","stop":"aborted"}` || lines[n-1] != `{"type":"done"}` {
+		t.Fatalf("last lines = %q", lines)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"error"`) {
+			t.Errorf("an abort is not an error: %s", l)
+		}
+	}
+}
+
+func TestContinueResumesTheLatestSession(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "first answer"})}, replayStep{Events: anthropicEvents(gen{Text: "second answer"})})
+	z := newZotRun(t)
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "remember kiwi")...); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "-c", "what fruit?")...)
+	if code != 0 || stdout != "second answer\n" {
+		t.Fatalf("exit %d %q %s", code, stdout, stderr)
+	}
+	body := string(srv.Requests()[1].Body)
+	if !strings.Contains(body, "remember kiwi") || !strings.Contains(body, "first answer") {
+		t.Errorf("-c did not carry the earlier conversation: %s", truncate(body, 600))
+	}
+	list, _ := ListSessions(z.home, z.cwd)
+	if len(list) != 1 || list[0].Messages != 4 {
+		t.Errorf("sessions = %+v", list)
+	}
+	// --no-session leaves nothing behind.
+	z2 := newZotRun(t)
+	z2.run(append(anthropicFlags(srv), "-p", "--no-session", "x")...)
+	if entries, _ := os.ReadDir(filepath.Join(z2.home, "sessions")); len(entries) != 0 {
+		t.Errorf("--no-session wrote %v", entries)
+	}
+}
+
+func TestAuthFileMustBePrivate(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "keyed"})})
+	z := newZotRun(t)
+	auth := filepath.Join(z.home, "auth.json")
+	os.WriteFile(auth, []byte(`{"anthropic":{"api_key":"from-file"}}`), 0o644)
+	os.Chmod(auth, 0o644)
+	_, stderr, code := z.run("-p", "--provider", "anthropic", "--base-url", srv.URL, "hi")
+	if code != 1 || !strings.Contains(stderr, "readable by other users (mode 0644); run: chmod 600") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	os.Chmod(auth, 0o600)
+	stdout, stderr, code := z.run("-p", "--provider", "anthropic", "--base-url", srv.URL, "hi")
+	if code != 0 || stdout != "keyed\n" {
+		t.Fatalf("exit %d %q %s", code, stdout, stderr)
+	}
+	if k := srv.Requests()[0].Header.Get("x-api-key"); k != "from-file" {
+		t.Errorf("key = %q", k)
+	}
+}
+
+// TestCoreCopyBuilds keeps the embedding promise: the four core files and a
+// ten-line main build on their own.
+func TestCoreCopyBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"agent.go", "session.go", "providers.go", "tools.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module coreembed\n\ngo 1.22\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(`package main
+
+import ("context"; "fmt"; "os")
+
+func main() {
+	p, _ := NewProvider(ProviderConfig{Name: "anthropic", APIKey: os.Getenv("ANTHROPIC_API_KEY")})
+	reg := NewToolRegistry()
+	reg.SetSource("builtin", BuiltinTools(NewToolEnv(".", false)))
+	a := NewAgent(p, "claude-sonnet-4-5", reg)
+	fmt.Println(a.Prompt(context.Background(), os.Args[1], nil, func(e Event) { fmt.Println(e.Type) }))
+}
+`), 0o644)
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "coreembed"), ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("core copy does not build: %v\n%s", err, out)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
