@@ -455,6 +455,10 @@ type Agent struct {
 	BeforeToolExecute      func(ctx context.Context, call ToolCall) ToolDecision
 	AfterToolExecute       func(ctx context.Context, rec *ToolRecord)
 	BeforeAssistantMessage func(ctx context.Context, text string) (shown string, block bool)
+	// HoldText says whether this turn's text deltas wait for
+	// BeforeAssistantMessage (e.g. only while an extension intercepts
+	// assistant messages). Unset, text waits whenever that hook is set.
+	HoldText func() bool
 	// OnStop runs when the model ends its work; continuing makes the message
 	// the next user prompt. The agent asks at most three times in a row.
 	OnStop func(ctx context.Context, last Message) (cont bool, message string)
@@ -579,6 +583,17 @@ func (a *Agent) logf(format string, args ...any) {
 	}
 }
 
+// TeeSinks sends each event to every non-nil sink in order.
+func TeeSinks(sinks ...Sink) Sink {
+	return func(e Event) {
+		for _, s := range sinks {
+			if s != nil {
+				s(e)
+			}
+		}
+	}
+}
+
 // serialSink makes a sink safe to call from tool goroutines too.
 func serialSink(sink Sink) Sink {
 	if sink == nil {
@@ -661,7 +676,8 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 			}
 		}
 		emit(Event{Type: "turn_start", Step: step})
-		reply, err := a.turn(ctx, emit)
+		hold := a.BeforeAssistantMessage != nil && (a.HoldText == nil || a.HoldText())
+		reply, err := a.turn(ctx, hold, emit)
 		if ctx.Err() != nil {
 			a.finishAborted(reply, emit)
 			return ctx.Err()
@@ -680,7 +696,7 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 			return err
 		}
 		msg := Message{Role: "assistant", Content: reply.Content, Time: time.Now().UTC()}
-		a.emitAssistant(ctx, msg, emit)
+		a.emitAssistant(ctx, msg, hold, emit)
 		a.append(msg)
 		a.recordUsage(reply.Usage, emit)
 
@@ -712,7 +728,7 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 }
 
 // turn makes one provider call and streams its pieces as events.
-func (a *Agent) turn(ctx context.Context, emit Sink) (Reply, error) {
+func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, error) {
 	emit(Event{Type: "assistant_start"})
 	a.mu.Lock()
 	req := Request{
@@ -723,7 +739,6 @@ func (a *Agent) turn(ctx context.Context, emit Sink) (Reply, error) {
 		Reasoning: a.Reasoning,
 	}
 	a.mu.Unlock()
-	holdText := a.BeforeAssistantMessage != nil
 	return a.Provider.Stream(ctx, req, func(se StreamEvent) {
 		switch se.Type {
 		case "text":
@@ -746,9 +761,9 @@ func (a *Agent) turn(ctx context.Context, emit Sink) (Reply, error) {
 // had its say. While that hook is set, text deltas were held back so that a
 // redacting hook can keep the original text off the screen; the text the
 // user may see is sent as one delta here.
-func (a *Agent) emitAssistant(ctx context.Context, msg Message, emit Sink) {
+func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit Sink) {
 	shown := msg
-	if a.BeforeAssistantMessage != nil {
+	if held {
 		text := msg.Text()
 		replacement, block := a.BeforeAssistantMessage(ctx, text)
 		if block {
