@@ -933,9 +933,13 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	if cut <= 0 {
 		return errors.New("nothing to compact yet")
 	}
+	// The same system prompt and tools as a normal turn keep the request's
+	// prefix cacheable, and the API wants tools defined when the messages
+	// hold tool calls.
 	req := Request{
 		Model:    model,
 		System:   system,
+		Tools:    a.Tools.Specs(),
 		Messages: append(append([]Message(nil), msgs[:cut]...), Message{Role: "user", Content: []Block{TextBlock(compactInstruction)}}),
 	}
 	reply, err := a.Provider.Stream(ctx, req, func(StreamEvent) {})
