@@ -62,7 +62,8 @@ type skillRoot struct {
 
 // skillRoots are the directories searched, in precedence order: the first
 // skill found with a name wins. home is $ZOT_HOME; the user's home
-// directory comes from os.UserHomeDir.
+// directory comes from os.UserHomeDir. A directory that is two of them (zot
+// run in ~) is searched once, at its first place.
 func skillRoots(home, cwd string) []skillRoot {
 	user, _ := os.UserHomeDir()
 	roots := []skillRoot{
@@ -74,10 +75,12 @@ func skillRoots(home, cwd string) []skillRoot {
 		{filepath.Join(user, ".agents", "skills"), "~/.agents/skills"},
 	}
 	var out []skillRoot
+	seen := map[string]bool{}
 	for _, r := range roots {
-		if user == "" && strings.HasPrefix(r.label, "~") {
+		if (user == "" && strings.HasPrefix(r.label, "~")) || seen[r.dir] {
 			continue
 		}
+		seen[r.dir] = true
 		out = append(out, r)
 	}
 	return out
@@ -192,12 +195,7 @@ type skillError struct {
 	msg  string
 }
 
-func (e *skillError) Error() string {
-	if e.path == "" {
-		return fmt.Sprintf("line %d: %s", e.line, e.msg)
-	}
-	return fmt.Sprintf("%s:%d: %s", e.path, e.line, e.msg)
-}
+func (e *skillError) Error() string { return fmt.Sprintf("%s:%d: %s", e.path, e.line, e.msg) }
 
 // parseSkill reads a SKILL.md: front matter, then the body.
 func parseSkill(path string, data []byte) (Skill, error) {
@@ -227,10 +225,7 @@ func parseSkill(path string, data []byte) (Skill, error) {
 	}
 	fm, keyLines, err := parseFrontMatter(lines[1:end], 2)
 	if err != nil {
-		var se *skillError
-		if errors.As(err, &se) {
-			se.path = path
-		}
+		err.(*skillError).path = path
 		return Skill{}, err
 	}
 	str := func(key string) (string, error) {
@@ -260,7 +255,7 @@ func parseSkill(path string, data []byte) (Skill, error) {
 		return fail(keyLines["name"], "name %q must be one line without control characters", s.Name)
 	}
 	if v, ok := fm["allowed-tools"]; ok {
-		if s.AllowedTools, ok = toolList(v); !ok {
+		if s.AllowedTools, ok = skillToolList(v); !ok {
 			return fail(keyLines["allowed-tools"], `"allowed-tools" must be a list or text such as "Read, Bash(git:*)"`)
 		}
 	}
@@ -291,9 +286,9 @@ func skillBadUTF8At(b []byte) int {
 	return len(b)
 }
 
-// toolList reads allowed-tools: a list, or text separated by commas or
+// skillToolList reads allowed-tools: a list, or text separated by commas or
 // (without commas) by spaces, where Bash(git diff:*) stays one entry.
-func toolList(v any) ([]string, bool) {
+func skillToolList(v any) ([]string, bool) {
 	switch v := v.(type) {
 	case []any:
 		var out []string
@@ -364,6 +359,7 @@ type fmLine struct {
 // parseFrontMatter parses the lines between the --- lines; first is the
 // file's line number of lines[0]. It returns the top-level keys and the
 // line each is on.
+// Its errors are *skillError without a path.
 func parseFrontMatter(lines []string, first int) (map[string]any, map[string]int, error) {
 	p := &fmParser{lines: append([]string(nil), lines...), first: first}
 	keyLines := map[string]int{}
@@ -1012,8 +1008,8 @@ func (t skillTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 				for _, f := range files {
 					fmt.Fprintf(&b, "- %s\n", f)
 				}
-				if more > 0 {
-					fmt.Fprintf(&b, "- … and %d more\n", more)
+				if more {
+					b.WriteString("- … and more\n")
 				}
 			}
 		}
@@ -1036,11 +1032,16 @@ func (t skillTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 
 // skillFiles lists the files under dir other than its SKILL.md, as slash
 // paths relative to dir, skipping hidden ones; at most skillMaxListFiles,
-// and how many more there were.
-func skillFiles(ctx context.Context, dir string) (files []string, more int) {
+// and whether there were more (the walk stops there).
+func skillFiles(ctx context.Context, dir string) (files []string, more bool) {
+	// WalkDir does not enter a root that is a symbolic link, and skill
+	// directories often are one.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctx.Err() != nil || more {
+			return filepath.SkipAll
 		}
 		if err != nil || path == dir {
 			return nil
@@ -1055,20 +1056,20 @@ func skillFiles(ctx context.Context, dir string) (files []string, more int) {
 		if err != nil || d.IsDir() || rel == "SKILL.md" {
 			return nil
 		}
-		if len(files) < skillMaxListFiles {
-			files = append(files, filepath.ToSlash(rel))
-		} else {
-			more++
+		if len(files) == skillMaxListFiles {
+			more = true
+			return filepath.SkipAll
 		}
+		files = append(files, filepath.ToSlash(rel))
 		return nil
 	})
 	return files, more
 }
 
-// loadSkills loads the session's skills into s.skills and registers the
+// registerSkills loads the session's skills into s.skills and registers the
 // skill tool after the built-in tools, so an extension cannot shadow it.
 // --no-skills turns both off.
-func (s *setup) loadSkills(reg *ToolRegistry, stderr io.Writer) {
+func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 	if s.opts.noSkills {
 		return
 	}

@@ -197,6 +197,42 @@ func TestSkillFrontMatterMalformed(t *testing.T) {
 	}
 }
 
+// TestSkillFixturesLikeRealFiles loads testdata/skills, files shaped like
+// the skills people publish, and compares everything zot makes of them.
+func TestSkillFixturesLikeRealFiles(t *testing.T) {
+	var b strings.Builder
+	skills := loadSkillRoot(skillRoot{"testdata/skills", "fixtures"}, func(f string, a ...any) {
+		fmt.Fprintf(&b, "log: "+f+"\n", a...)
+	})
+	for _, s := range skills {
+		meta, _ := json.Marshal(s.Meta)
+		fmt.Fprintf(&b, "%s (%s, %s) user-only=%v\n  description: %q\n  allowed-tools: %q\n  meta: %s\n  body: %q\n",
+			s.Name, s.Source, s.Dir, s.UserOnly, s.Description, s.AllowedTools, meta, s.Body)
+	}
+	files, more := skillFiles(context.Background(), "testdata/skills/pdf-forms")
+	fmt.Fprintf(&b, "files beside pdf-forms: %q more=%v\n", files, more)
+	b.WriteString(SkillManifest(skills))
+
+	want := `log: skipped skill testdata/skills/broken-tab/SKILL.md:5: a tab in the indentation; indent with spaces only
+log: skipped skill testdata/skills/no-name/SKILL.md:1: the front matter has no "name"; add a line name: …
+commit-style (fixtures, testdata/skills/commit-style) user-only=true
+  description: "How this team writes commit messages.\nRead before writing one."
+  allowed-tools: ["Bash(git log:*)" "Bash(git diff:*)"]
+  meta: {"argument-hint":["message"],"disable-model-invocation":"true"}
+  body: "Subject in the imperative, at most 50 characters; body wrapped at 72."
+pdf-forms (fixtures, testdata/skills/pdf-forms) user-only=false
+  description: "Fill in PDF forms from data the user gives. Use when the user mentions a PDF form, fields to fill, or a template to complete."
+  allowed-tools: ["Bash(python3:*)" "Read" "Write"]
+  meta: {"license":"Apache-2.0","metadata":{"author":"example","requires":{"python":"\u003e=3.10"},"tags":["pdf","forms"],"version":"1.2"}}
+  body: "# Filling PDF forms\n\n1. List the fields: ` + "`python3 scripts/fill.py --list FORM.pdf`" + `.\n2. Ask the user for any value you do not have; see reference.md for field types.\n3. Fill: ` + "`python3 scripts/fill.py FORM.pdf values.json out.pdf`" + `."
+files beside pdf-forms: ["reference.md" "scripts/fill.py"] more=false
+Skills are instructions for particular kinds of task. When a task matches one of these descriptions, call the skill tool with its name before you start, and follow what it returns.
+- pdf-forms: Fill in PDF forms from data the user gives. Use when the user mentions a PDF form, fields to fill, or a template to complete.`
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\n\nwant\n%s", got, want)
+	}
+}
+
 // writeSkill makes <root>/<dir>/SKILL.md.
 func writeSkill(t *testing.T, root, dir, content string) string {
 	t.Helper()
@@ -272,6 +308,17 @@ func TestSkillDiscoveryOrderAndShadowing(t *testing.T) {
 		}
 		os.RemoveAll(roots[i])
 	}
+	// Run in the home directory, ./.claude/skills is ~/.claude/skills: it is
+	// read once, so a broken file there is reported once.
+	home := filepath.Dir(filepath.Dir(roots[3]))
+	writeSkill(t, roots[3], "broken", "---\nname: broken\n")
+	var logs []string
+	LoadSkills(zhome, home, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
+	if len(logs) != 1 {
+		t.Errorf("logs = %q", logs)
+	}
+	os.RemoveAll(roots[3])
+
 	skills := LoadSkills(zhome, cwd, nil)
 	if len(skills) != 1 || skills[0].Name != "write-zot-extension" || skills[0].Source != "built-in" || skills[0].Dir != "" {
 		t.Errorf("with no roots: %+v", skills)
@@ -368,6 +415,26 @@ func TestSkillToolReturnsBodyAndFiles(t *testing.T) {
 	want := fmt.Sprintf("Skill \"demo\" from %s.\nFiles beside its SKILL.md, relative to %s (read them when the instructions refer to them):\n- reference.md\n- scripts/run.py\n- z/deep/x.txt\n\n# Body\n\nDo the thing.", dir, dir)
 	if r.IsError || text(r) != want || r.Details != "skill demo (.zot/skills)" {
 		t.Errorf("demo: error=%v details=%q\n%s\nwant\n%s", r.IsError, r.Details, text(r), want)
+	}
+	// A skill directory that is a symbolic link lists the same files.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	linked := skillTool{[]Skill{{Name: "demo", Dir: link}}}
+	if r := linked.Run(context.Background(), json.RawMessage(`{"name":"demo"}`), nil); !strings.Contains(text(r), "- scripts/run.py\n- z/deep/x.txt\n") {
+		t.Errorf("through a link:\n%s", text(r))
+	}
+	// The list stops at skillMaxListFiles.
+	many := t.TempDir()
+	for i := 0; i <= skillMaxListFiles; i++ {
+		os.WriteFile(filepath.Join(many, fmt.Sprintf("f%03d", i)), nil, 0o644)
+	}
+	if files, more := skillFiles(context.Background(), many); len(files) != skillMaxListFiles || !more || files[0] != "f000" {
+		t.Errorf("%d files, more=%v", len(files), more)
+	}
+	if files, more := skillFiles(context.Background(), filepath.Join(many, "missing")); files != nil || more {
+		t.Errorf("missing dir: %q %v", files, more)
 	}
 	if r := run(`{"name":"inside"}`); r.IsError || text(r) != "Skill \"inside\" is built into zot; it has no files on disk.\n\nbuilt-in body" {
 		t.Errorf("inside: %q", text(r))
@@ -564,6 +631,14 @@ func FuzzSkillFrontMatter(f *testing.F) {
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
+	}
+	fixtures, _ := filepath.Glob("testdata/skills/*/SKILL.md")
+	for _, path := range fixtures {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := parseSkill("f/SKILL.md", data)
