@@ -362,7 +362,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
-	s.loadSkills(reg, stderr)
+	s.registerSkills(reg, stderr)
 	switch {
 	case o.noTools:
 		reg.SetFilter(func(string) bool { return false })
