@@ -48,6 +48,7 @@ type options struct {
 	continueLast, resume bool
 	sessionPath          string
 	noSession            bool
+	noSkills             bool
 	prompt               []string
 }
 
@@ -95,6 +96,7 @@ var flagTable = []flagSpec{
 	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
+	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -158,6 +160,7 @@ Usage:
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
+  zot skills list|show NAME              the skills a session sees (zot skills --help)
 
 Flags:
 `)
@@ -304,6 +307,7 @@ type setup struct {
 	agent    *Agent
 	toolEnv  *ToolEnv
 	session  *Session
+	skills   []Skill
 	notes    []string // things the user should know (session repairs)
 }
 
@@ -358,6 +362,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
+	s.registerSkills(reg, stderr)
 	switch {
 	case o.noTools:
 		reg.SetFilter(func(string) bool { return false })
@@ -373,7 +378,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	for _, t := range reg.List() {
 		toolNames = append(toolNames, t.Name())
 	}
-	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames})
+	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: s.skillsPrompt(reg)})
 	a.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "zot: "+format+"\n", args...) }
 	s.agent = a
 	return s, nil
@@ -459,6 +464,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "skills" {
+		return runSkillsCommand(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v\n", err)
