@@ -459,6 +459,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "rpc" {
+		args = append([]string{"--rpc"}, args[1:]...)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v\n", err)
@@ -473,6 +476,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	case o.listModels:
 		return listModels(o, stdout)
+	}
+	if o.rpc {
+		return runRPC(o, stdin, stdout, stderr, nil)
 	}
 	if o.print && o.json {
 		fmt.Fprintln(stderr, "zot: choose one of -p/--print and --json")
