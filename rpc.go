@@ -65,16 +65,16 @@ const maxRPCLine = 64 << 20
 // rpcCommands are the command types, in the order the docs list them.
 var rpcCommands = []string{"hello", "prompt", "abort", "compact", "get_state", "get_messages", "clear", "set_model", "get_models", "ping", "reload_extensions"}
 
-// rpcRequest is one command line from the client. A command reads the
-// fields it needs; the others, and unknown fields, are ignored.
+// rpcRequest is one command line from the client, decoded. A command
+// reads the fields it needs; the others, and unknown fields, are ignored.
 type rpcRequest struct {
-	ID      json.RawMessage `json:"id"`
-	Type    string          `json:"type"`
-	Token   string          `json:"token"`
-	Message string          `json:"message"`
-	Images  []rpcImage      `json:"images"`
-	Model   string          `json:"model"`
-	All     bool            `json:"all"`
+	ID      json.RawMessage
+	Type    string
+	Token   string
+	Message string
+	Images  []rpcImage
+	Model   string
+	All     bool
 }
 
 // rpcImage is an image attached to a prompt, its data base64.
@@ -133,33 +133,39 @@ type (
 // rpcImageTypes are the image formats both provider APIs accept.
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
-// decodeRPCRequest parses and checks one request line. On error the
-// request holds what could be read (its id and type, for the reply).
+// decodeRPCRequest parses and checks one request line. Only the fields the
+// command uses are decoded, so a stray field of another command's never
+// fails it. On error the request holds what could be read (its id and
+// type, for the reply).
 func decodeRPCRequest(line []byte) (rpcRequest, error) {
-	var req rpcRequest
-	err := json.Unmarshal(line, &req)
-	var syntax *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return rpcRequest{}, fmt.Errorf("invalid JSON: %v", err)
-	case errors.As(err, &typeErr) && typeErr.Field == "":
-		return rpcRequest{}, fmt.Errorf("invalid request: want a JSON object, got %s", typeErr.Value)
-	case errors.As(err, &typeErr):
-		return req, fmt.Errorf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-	case err != nil:
-		return rpcRequest{}, fmt.Errorf("invalid JSON: %v", err)
+	var raw struct {
+		ID      json.RawMessage `json:"id"`
+		Type    json.RawMessage `json:"type"`
+		Token   json.RawMessage `json:"token"`
+		Message json.RawMessage `json:"message"`
+		Images  json.RawMessage `json:"images"`
+		Model   json.RawMessage `json:"model"`
+		All     json.RawMessage `json:"all"`
 	}
-	if id := bytes.TrimSpace(req.ID); len(id) > 0 {
-		switch {
-		case string(id) == "null":
-			req.ID = nil
-		case id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9':
-			req.ID = id
-		default:
-			req.ID = nil
+	var req rpcRequest
+	err := json.Unmarshal(line, &raw)
+	var notObject *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &notObject):
+		return req, fmt.Errorf("invalid request: want a JSON object, got %s", notObject.Value)
+	case err != nil:
+		return req, fmt.Errorf("invalid JSON: %v", err)
+	}
+	// Each is read even when the other is bad, so the reply names what it can.
+	typeErr := decodeRPCField("type", raw.Type, &req.Type)
+	if id := raw.ID; len(id) > 0 && string(id) != "null" {
+		if id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
 			return req, errors.New(`field "id" must be a string or a number`)
 		}
+		req.ID = id
+	}
+	if typeErr != nil {
+		return req, typeErr
 	}
 	if req.Type == "" {
 		return req, errors.New(`missing "type": say which command, e.g. {"type":"ping"}`)
@@ -168,21 +174,51 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, strings.Join(rpcCommands, ", "))
 	}
 	switch req.Type {
+	case "hello":
+		err = decodeRPCField("token", raw.Token, &req.Token)
+	case "abort":
+		err = decodeRPCField("all", raw.All, &req.All)
 	case "prompt":
-		if req.Message == "" && len(req.Images) == 0 {
-			return req, errors.New(`prompt needs "message" (or "images")`)
+		if err = decodeRPCField("message", raw.Message, &req.Message); err == nil {
+			err = decodeRPCField("images", raw.Images, &req.Images)
+		}
+		if err == nil && req.Message == "" && len(req.Images) == 0 {
+			err = errors.New(`prompt needs "message" (or "images")`)
 		}
 		for i, img := range req.Images {
-			if err := checkRPCImage(img); err != nil {
-				return req, fmt.Errorf("images[%d]: %v", i, err)
+			if err == nil {
+				if err = checkRPCImage(img); err != nil {
+					err = fmt.Errorf("images[%d]: %v", i, err)
+				}
 			}
 		}
 	case "set_model":
-		if strings.TrimSpace(req.Model) == "" {
-			return req, errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
+		err = decodeRPCField("model", raw.Model, &req.Model)
+		if err == nil && strings.TrimSpace(req.Model) == "" {
+			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
 		}
 	}
-	return req, nil
+	return req, err
+}
+
+// decodeRPCField decodes one field's raw value; absent and null leave dst
+// as it is. A wrong type is an error naming the field.
+func decodeRPCField(name string, raw json.RawMessage, dst any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	err := json.Unmarshal(raw, dst)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field != "" {
+			name += "." + typeErr.Field
+		}
+		return fmt.Errorf("field %q must be %s, not %s", name, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	if err != nil {
+		return fmt.Errorf("field %q: %v", name, err)
+	}
+	return nil
 }
 
 func knownRPCCommand(t string) bool {

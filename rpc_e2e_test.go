@@ -336,3 +336,38 @@ func TestRPCExampleClients(t *testing.T) {
 		})
 	}
 }
+
+// A client that closes zot's stdout makes zot stop cleanly (exit 1), not die
+// of SIGPIPE with its tools still running.
+func TestRPCBinaryClientClosedStdout(t *testing.T) {
+	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "sleep 300 & echo $! > sleeper.pid; wait"}))
+	z := newZotRun(t)
+	cmd := z.cmd(append([]string{"rpc"}, anthropicFlags(srv)...)...)
+	cmd.Stdin = nil
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	io.WriteString(stdin, `{"type":"prompt","message":"sleep"}`+"\n")
+	var pid int
+	waitFor(t, "the tool to start its sleeper", func() bool {
+		b, _ := os.ReadFile(filepath.Join(z.cwd, "sleeper.pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	})
+	stdout.Close()
+	io.WriteString(stdin, `{"type":"ping"}`+"\n")
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("wait: %v (a signal death shows as exit -1); stderr %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "write to client") {
+		t.Errorf("stderr = %s", stderr.String())
+	}
+	waitFor(t, "the sleeper to be gone", func() bool { return !processAlive(pid) })
+}

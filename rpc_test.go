@@ -568,6 +568,7 @@ func TestRPCBadInputNeverStopsTheServer(t *testing.T) {
 		{`{"id":"m","type":"set_model","model":["x"]}`, `field "model" must be a string, not array`, `"m"`, "set_model"},
 		{`{"id":{"x":1},"type":"ping"}`, `field "id" must be a string or a number`, "", "ping"},
 		{`{"id":"n","type":"hello","token":false}`, `field "token" must be a string, not bool`, `"n"`, "hello"},
+		{`{"id":"o","type":"prompt","message":"x","images":[7]}`, `field "images" must be an object, not number`, `"o"`, "prompt"},
 	}
 	for _, tt := range tests {
 		p.send(tt.line)
@@ -575,6 +576,11 @@ func TestRPCBadInputNeverStopsTheServer(t *testing.T) {
 		if r.Type != "response" || r.Success || !strings.Contains(r.Error, tt.want) || string(r.ID) != tt.id || r.Command != tt.command {
 			t.Errorf("%s\n got %s\nwant error containing %q, id %s, command %q", tt.line, r.Raw, tt.want, tt.id, tt.command)
 		}
+	}
+	// A field another command uses is ignored, whatever its type.
+	p.send(`{"id":"ign","type":"ping","images":5,"all":"x","message":{}}`)
+	if r := p.next(); string(r.ID) != `"ign"` || !r.Success {
+		t.Errorf("ping with stray fields = %s", r.Raw)
 	}
 	// Blank lines are skipped; \r before \n is whitespace; U+2028 inside a
 	// string is not a line break.
