@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -170,7 +171,7 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 	if req.Type == "" {
 		return req, errors.New(`missing "type": say which command, e.g. {"type":"ping"}`)
 	}
-	if !knownRPCCommand(req.Type) {
+	if !slices.Contains(rpcCommands, req.Type) {
 		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, strings.Join(rpcCommands, ", "))
 	}
 	switch req.Type {
@@ -185,11 +186,9 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		if err == nil && req.Message == "" && len(req.Images) == 0 {
 			err = errors.New(`prompt needs "message" (or "images")`)
 		}
-		for i, img := range req.Images {
-			if err == nil {
-				if err = checkRPCImage(img); err != nil {
-					err = fmt.Errorf("images[%d]: %v", i, err)
-				}
+		for i := 0; err == nil && i < len(req.Images); i++ {
+			if ierr := checkRPCImage(req.Images[i]); ierr != nil {
+				err = fmt.Errorf("images[%d]: %v", i, ierr)
 			}
 		}
 	case "set_model":
@@ -221,15 +220,6 @@ func decodeRPCField(name string, raw json.RawMessage, dst any) error {
 	return nil
 }
 
-func knownRPCCommand(t string) bool {
-	for _, c := range rpcCommands {
-		if c == t {
-			return true
-		}
-	}
-	return false
-}
-
 // jsonKind names a Go kind as a JSON type, for error messages.
 func jsonKind(goKind string) string {
 	switch goKind {
@@ -246,11 +236,7 @@ func jsonKind(goKind string) string {
 }
 
 func checkRPCImage(img rpcImage) error {
-	known := false
-	for _, t := range rpcImageTypes {
-		known = known || img.MimeType == t
-	}
-	if !known {
+	if !slices.Contains(rpcImageTypes, img.MimeType) {
 		return fmt.Errorf(`"mime_type" %q is not one of %s`, img.MimeType, strings.Join(rpcImageTypes, ", "))
 	}
 	if img.Data == "" {
@@ -337,8 +323,9 @@ type rpcLine struct {
 
 // Serve answers commands until the input ends, then finishes the running
 // and queued work and returns nil. Cancelling ctx aborts the work, gives
-// every prompt its done, and returns ctx's error; so does a client that
-// stopped reading. A hello with the wrong token returns errRPCAuth.
+// every prompt its done, and returns ctx's error. A failed write (the
+// client stopped reading) aborts the work too and returns the write error;
+// a hello with the wrong token returns errRPCAuth.
 func (s *rpcServer) Serve(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -673,8 +674,8 @@ func TestRPCCancelAbortsEverythingAndGivesEachItsDone(t *testing.T) {
 	srv := startReplay(t, slowStep("hanging"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.call("prompt", "message", "one")
-	p.call("prompt", "message", "two")
 	p.until(isType("text_delta"))
+	p.call("prompt", "message", "two")
 	p.cancel()
 	var rest []rpcOut
 	for o := range p.lines {
@@ -821,7 +822,7 @@ func FuzzRPCDecode(f *testing.F) {
 			}
 			return
 		}
-		if !knownRPCCommand(req.Type) {
+		if !slices.Contains(rpcCommands, req.Type) {
 			t.Fatalf("accepted unknown type %q", req.Type)
 		}
 		if req.Type == "prompt" && req.Message == "" && len(req.Images) == 0 {
