@@ -464,8 +464,15 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "skills" {
-		return runSkillsCommand(args[1:], stdout, stderr)
+	// A subcommand is recognised only as the first argument, so prompt
+	// words such as "fix the rpc tests" stay a prompt.
+	if len(args) > 0 {
+		switch args[0] {
+		case "skills":
+			return runSkillsCommand(args[1:], stdout, stderr)
+		case "rpc":
+			args = append([]string{"--rpc"}, args[1:]...)
+		}
 	}
 	o, err := parseFlags(args)
 	if err != nil {
@@ -481,6 +488,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	case o.listModels:
 		return listModels(o, stdout)
+	}
+	if o.rpc {
+		return runRPC(o, stdin, stdout, stderr, nil)
 	}
 	if o.print && o.json {
 		fmt.Fprintln(stderr, "zot: choose one of -p/--print and --json")

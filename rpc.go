@@ -1,10 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
+	"syscall"
 )
 
 // eventWriter writes JSON lines — events and RPC responses — through one
@@ -34,4 +47,730 @@ func (ew *eventWriter) Write(v any) error {
 	}
 	_, ew.err = ew.w.Write(buf.Bytes())
 	return ew.err
+}
+
+// Err is the first write error: once set, the reader is gone for good.
+func (ew *eventWriter) Err() error {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	return ew.err
+}
+
+// rpcProtocolVersion is the major version of the rpc schema. Within it,
+// commands, events and fields are only ever added.
+const rpcProtocolVersion = 1
+
+// maxRPCLine bounds one request line: room for a prompt with images.
+const maxRPCLine = 64 << 20
+
+// rpcCommands are the command types, in the order the docs list them.
+var rpcCommands = []string{"hello", "prompt", "abort", "compact", "get_state", "get_messages", "clear", "set_model", "get_models", "ping", "reload_extensions"}
+
+// rpcRequest is one command line from the client, decoded. A command
+// reads the fields it needs; the others, and unknown fields, are ignored.
+type rpcRequest struct {
+	ID      json.RawMessage
+	Type    string
+	Token   string
+	Message string
+	Images  []rpcImage
+	Model   string
+	All     bool
+}
+
+// rpcImage is an image attached to a prompt, its data base64.
+type rpcImage struct {
+	MimeType string `json:"mime_type"`
+	Data     string `json:"data"`
+}
+
+// rpcResponse answers one command; ID echoes the request's.
+type rpcResponse struct {
+	Type    string          `json:"type"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Command string          `json:"command,omitempty"`
+	Success bool            `json:"success"`
+	Data    any             `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// Response data, one type per command that has any.
+type (
+	rpcHelloData struct {
+		ProtocolVersion int    `json:"protocol_version"`
+		Version         string `json:"version"`
+		Provider        string `json:"provider"`
+		Model           string `json:"model"`
+	}
+	rpcPromptData struct {
+		Started  bool `json:"started,omitempty"`
+		Queued   bool `json:"queued,omitempty"`
+		Position int  `json:"position,omitempty"`
+	}
+	rpcAbortData struct {
+		Aborted bool `json:"aborted"`
+		Dropped int  `json:"dropped"`
+	}
+	rpcStateData struct {
+		Provider     string `json:"provider"`
+		Model        string `json:"model"`
+		Cwd          string `json:"cwd"`
+		MessageCount int    `json:"message_count"`
+		Busy         bool   `json:"busy"`
+		Queued       int    `json:"queued"`
+		Usage        Usage  `json:"usage"`
+	}
+	rpcMessagesData struct {
+		Messages []WireMessage `json:"messages"`
+	}
+	rpcModelsData struct {
+		Models []ModelInfo `json:"models"`
+	}
+	rpcPongData struct {
+		Pong bool `json:"pong"`
+	}
+)
+
+// rpcImageTypes are the image formats both provider APIs accept.
+var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// decodeRPCRequest parses and checks one request line. Only the fields the
+// command uses are decoded, so a stray field of another command's never
+// fails it. On error the request holds what could be read (its id and
+// type, for the reply).
+func decodeRPCRequest(line []byte) (rpcRequest, error) {
+	var raw struct {
+		ID      json.RawMessage `json:"id"`
+		Type    json.RawMessage `json:"type"`
+		Token   json.RawMessage `json:"token"`
+		Message json.RawMessage `json:"message"`
+		Images  json.RawMessage `json:"images"`
+		Model   json.RawMessage `json:"model"`
+		All     json.RawMessage `json:"all"`
+	}
+	var req rpcRequest
+	err := json.Unmarshal(line, &raw)
+	var notObject *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &notObject):
+		return req, fmt.Errorf("invalid request: want a JSON object, got %s", notObject.Value)
+	case err != nil:
+		return req, fmt.Errorf("invalid JSON: %v", err)
+	}
+	// Each is read even when the other is bad, so the reply names what it can.
+	typeErr := decodeRPCField("type", raw.Type, &req.Type)
+	if id := raw.ID; len(id) > 0 && string(id) != "null" {
+		if id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
+			return req, errors.New(`field "id" must be a string or a number`)
+		}
+		req.ID = id
+	}
+	if typeErr != nil {
+		return req, typeErr
+	}
+	if req.Type == "" {
+		return req, errors.New(`missing "type": say which command, e.g. {"type":"ping"}`)
+	}
+	if !slices.Contains(rpcCommands, req.Type) {
+		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, strings.Join(rpcCommands, ", "))
+	}
+	switch req.Type {
+	case "hello":
+		err = decodeRPCField("token", raw.Token, &req.Token)
+	case "abort":
+		err = decodeRPCField("all", raw.All, &req.All)
+	case "prompt":
+		if err = decodeRPCField("message", raw.Message, &req.Message); err == nil {
+			err = decodeRPCField("images", raw.Images, &req.Images)
+		}
+		if err == nil && req.Message == "" && len(req.Images) == 0 {
+			err = errors.New(`prompt needs "message" (or "images")`)
+		}
+		for i := 0; err == nil && i < len(req.Images); i++ {
+			if ierr := checkRPCImage(req.Images[i]); ierr != nil {
+				err = fmt.Errorf("images[%d]: %v", i, ierr)
+			}
+		}
+	case "set_model":
+		err = decodeRPCField("model", raw.Model, &req.Model)
+		if err == nil && strings.TrimSpace(req.Model) == "" {
+			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
+		}
+	}
+	return req, err
+}
+
+// decodeRPCField decodes one field's raw value; absent and null leave dst
+// as it is. A wrong type is an error naming the field.
+func decodeRPCField(name string, raw json.RawMessage, dst any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	err := json.Unmarshal(raw, dst)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field != "" {
+			name += "." + typeErr.Field
+		}
+		return fmt.Errorf("field %q must be %s, not %s", name, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	if err != nil {
+		return fmt.Errorf("field %q: %v", name, err)
+	}
+	return nil
+}
+
+// jsonKind names a Go kind as a JSON type, for error messages.
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a " + goKind
+}
+
+func checkRPCImage(img rpcImage) error {
+	if !slices.Contains(rpcImageTypes, img.MimeType) {
+		return fmt.Errorf(`"mime_type" %q is not one of %s`, img.MimeType, strings.Join(rpcImageTypes, ", "))
+	}
+	if img.Data == "" {
+		return errors.New(`"data" is empty; want the image as base64`)
+	}
+	// Stream the check so a 48 MiB image is not decoded into memory.
+	if _, err := io.Copy(io.Discard, base64.NewDecoder(base64.StdEncoding, strings.NewReader(img.Data))); err != nil {
+		return fmt.Errorf(`"data" is not base64: %v`, err)
+	}
+	return nil
+}
+
+// rpcConfig is what the server serves and what main.go plugs into it.
+type rpcConfig struct {
+	Agent    *Agent
+	Provider string
+	Cwd      string
+	// Token is ZOTCORE_RPC_TOKEN; when set, the first command must be a
+	// hello carrying it.
+	Token string
+	// ReloadExtensions reloads the extension host; nil answers
+	// reload_extensions with "no extension host".
+	ReloadExtensions func(ctx context.Context) (ReloadStats, error)
+	// Observe receives every event of every prompt and compaction as the
+	// agent emits it (done included), beside the client.
+	Observe Sink
+	Log     func(format string, args ...any)
+}
+
+// rpcJob is one prompt or compaction, queued or running.
+type rpcJob struct {
+	kind   string // "prompt" or "compact"
+	text   string
+	images []Block
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// rpcServer serves the rpc protocol on one input and one output. Serve
+// reads commands and answers them in arrival order; one worker goroutine
+// runs prompts and compactions one at a time. Every output line, responses
+// and events alike, goes through out.
+type rpcServer struct {
+	rpcConfig
+	in  io.Reader
+	out *eventWriter
+
+	// broken closes (once) when a write to out fails: the client is gone.
+	broken     chan struct{}
+	brokenOnce sync.Once
+	reloadMu   sync.Mutex // one reload at a time
+	reloads    sync.WaitGroup
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when jobs grows or closed is set
+	jobs   []*rpcJob  // jobs[0] is running (or about to); the rest wait in order
+	closed bool       // no job will be added; the worker drains and exits
+	authed bool
+	held   []Event // extension notes that came before hello
+}
+
+// maxHeldNotes bounds the notes kept for a client that has not said hello.
+const maxHeldNotes = 256
+
+// errRPCAuth ends the server after a hello with the wrong token.
+var errRPCAuth = errors.New("rpc: hello did not carry the ZOTCORE_RPC_TOKEN token")
+
+func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
+	}
+	s := &rpcServer{rpcConfig: cfg, in: in, out: newEventWriter(out), broken: make(chan struct{}), authed: cfg.Token == ""}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// rpcLine is one line of input; err (io.EOF or a read error) comes with
+// the last one.
+type rpcLine struct {
+	data    []byte
+	tooLong bool
+	err     error
+}
+
+// Serve answers commands until the input ends, then finishes the running
+// and queued work and returns nil. Cancelling ctx aborts the work, gives
+// every prompt its done, and returns ctx's error. A failed write (the
+// client stopped reading) aborts the work too and returns the write error;
+// a hello with the wrong token returns errRPCAuth.
+func (s *rpcServer) Serve(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	lines := make(chan rpcLine)
+	quit := make(chan struct{})
+	defer close(quit)
+	// The reader is Serve's; it ends at the end of the input, or once quit
+	// closes and its current read returns.
+	go readRPCLines(s.in, lines, quit)
+	workerDone := make(chan struct{})
+	// The worker is Serve's; it ends when closed is set and the queue is empty.
+	go func() {
+		defer close(workerDone)
+		s.work()
+	}()
+
+	var err error
+	broken := s.broken
+read:
+	for {
+		select {
+		case l := <-lines:
+			if len(l.data) > 0 || l.tooLong {
+				if err = s.handle(ctx, l); err != nil {
+					cancel()
+					break read
+				}
+			}
+			if l.err != nil {
+				if l.err != io.EOF {
+					err = fmt.Errorf("read commands: %w", l.err)
+				}
+				break read
+			}
+		case <-ctx.Done():
+			break read
+		case <-broken:
+			cancel()
+			break read
+		}
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	for done := false; !done; {
+		select {
+		case <-workerDone:
+			done = true
+		case <-broken:
+			cancel()
+			broken = nil // a nil channel never fires: cancel once
+		}
+	}
+	s.reloads.Wait()
+	switch {
+	case err != nil:
+		return err
+	case parent.Err() != nil:
+		return parent.Err()
+	case s.out.Err() != nil:
+		return fmt.Errorf("write to client: %w", s.out.Err())
+	}
+	return nil
+}
+
+// readRPCLines sends the input's lines, split on \n only, until the input
+// ends or quit closes.
+func readRPCLines(r io.Reader, lines chan<- rpcLine, quit <-chan struct{}) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		l := readRPCLine(br, maxRPCLine)
+		select {
+		case lines <- l:
+		case <-quit:
+			return
+		}
+		if l.err != nil {
+			return
+		}
+	}
+}
+
+// readRPCLine reads one line without its \n. A line longer than max is
+// read to its end and dropped, tooLong set, so the next one starts clean.
+func readRPCLine(br *bufio.Reader, max int) rpcLine {
+	var l rpcLine
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !l.tooLong {
+			l.data = append(l.data, chunk...)
+			if len(bytes.TrimSuffix(l.data, []byte("\n"))) > max {
+				l.tooLong, l.data = true, nil
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil:
+			l.err = err
+			return l
+		}
+		if !l.tooLong {
+			l.data = l.data[:len(l.data)-1]
+		}
+		return l
+	}
+}
+
+// handle answers one line. It returns an error only when the server must
+// stop (a failed hello).
+func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
+	if l.tooLong {
+		s.reply(rpcRequest{}, nil, fmt.Errorf("request line longer than %d MiB: dropped; send fewer or smaller images", maxRPCLine>>20))
+		return nil
+	}
+	if len(bytes.TrimSpace(l.data)) == 0 {
+		return nil
+	}
+	req, err := decodeRPCRequest(l.data)
+	if err != nil {
+		s.reply(req, nil, err)
+		return nil
+	}
+	if req.Type == "hello" {
+		return s.hello(req)
+	}
+	s.mu.Lock()
+	authed := s.authed
+	s.mu.Unlock()
+	if !authed {
+		s.reply(req, nil, errors.New("auth required"))
+		return nil
+	}
+	switch req.Type {
+	case "prompt":
+		images := make([]Block, 0, len(req.Images))
+		for _, img := range req.Images {
+			images = append(images, Block{Type: "image", MimeType: img.MimeType, Data: img.Data})
+		}
+		s.enqueue(ctx, req, &rpcJob{kind: "prompt", text: req.Message, images: images})
+	case "compact":
+		s.enqueue(ctx, req, &rpcJob{kind: "compact"})
+	case "abort":
+		s.reply(req, s.abort(req.All), nil)
+	case "get_state":
+		s.reply(req, s.state(), nil)
+	case "get_messages":
+		s.reply(req, rpcMessagesData{Messages: WireMessages(s.Agent.Messages())}, nil)
+	case "clear":
+		s.reply(req, nil, s.whenIdle("clear", s.Agent.Clear))
+	case "set_model":
+		model := strings.TrimSpace(req.Model)
+		s.reply(req, nil, s.whenIdle("set_model", func() error { return s.Agent.SetModel(model) }))
+	case "get_models":
+		models := modelsFor(s.Provider)
+		sort.SliceStable(models, func(i, j int) bool { return models[i].ID < models[j].ID })
+		if models == nil {
+			models = []ModelInfo{}
+		}
+		s.reply(req, rpcModelsData{Models: models}, nil)
+	case "ping":
+		s.reply(req, rpcPongData{Pong: true}, nil)
+	case "reload_extensions":
+		s.reload(ctx, req)
+	}
+	return nil
+}
+
+// hello checks the token (when one is set) and lets the client in,
+// handing it the extension notes that came before.
+func (s *rpcServer) hello(req rpcRequest) error {
+	if s.Token != "" && !tokenMatches(req.Token, s.Token) {
+		why := errors.New(`invalid token: it does not match ZOTCORE_RPC_TOKEN`)
+		if req.Token == "" {
+			why = errors.New(`hello needs "token": ZOTCORE_RPC_TOKEN is set`)
+		}
+		s.reply(req, nil, why)
+		return errRPCAuth
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authed = true
+	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel()}, nil)
+	for _, e := range s.held {
+		s.write(e)
+	}
+	s.held = nil
+	return nil
+}
+
+// tokenMatches compares in constant time; hashing first hides the length.
+func tokenMatches(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// enqueue adds a prompt or compaction and answers at once: started, or
+// queued behind position others. The answer is written under the lock,
+// before the worker can see the job, so it precedes the job's events.
+func (s *rpcServer) enqueue(ctx context.Context, req rpcRequest, j *rpcJob) {
+	j.ctx, j.cancel = context.WithCancel(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ack := rpcPromptData{Started: true}
+	if n := len(s.jobs); n > 0 {
+		ack = rpcPromptData{Queued: true, Position: n}
+	}
+	s.jobs = append(s.jobs, j)
+	s.reply(req, ack, nil)
+	s.cond.Signal()
+}
+
+// abort cancels the running job and, with all, every queued one. Each
+// still ends with its done, in queue order.
+func (s *rpcServer) abort(all bool) rpcAbortData {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d rpcAbortData
+	if len(s.jobs) > 0 {
+		s.jobs[0].cancel()
+		d.Aborted = true
+	}
+	if all && len(s.jobs) > 1 {
+		for _, j := range s.jobs[1:] {
+			j.cancel()
+		}
+		d.Dropped = len(s.jobs) - 1
+	}
+	return d
+}
+
+func (s *rpcServer) state() rpcStateData {
+	s.mu.Lock()
+	n := len(s.jobs)
+	s.mu.Unlock()
+	cum, _ := s.Agent.Totals()
+	return rpcStateData{
+		Provider:     s.Provider,
+		Model:        s.Agent.CurrentModel(),
+		Cwd:          s.Cwd,
+		MessageCount: len(s.Agent.Messages()),
+		Busy:         n > 0,
+		Queued:       max(n-1, 0),
+		Usage:        cum,
+	}
+}
+
+// whenIdle runs change only while no job runs or waits. Holding the lock
+// keeps a job from starting meanwhile: only enqueue adds one, and it runs
+// on this same goroutine.
+func (s *rpcServer) whenIdle(what string, change func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.jobs) > 0 {
+		return fmt.Errorf("%s: %w; send abort or wait for done, then try again", what, ErrBusy)
+	}
+	if err := change(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// reload runs the extension reload off the command loop, so abort and
+// ping still answer while extensions start.
+func (s *rpcServer) reload(ctx context.Context, req rpcRequest) {
+	if s.ReloadExtensions == nil {
+		s.reply(req, nil, errors.New("no extension host: extensions are not loaded in this process"))
+		return
+	}
+	s.reloads.Add(1)
+	// Serve waits for this goroutine; it ends when the reload returns.
+	go func() {
+		defer s.reloads.Done()
+		s.reloadMu.Lock()
+		defer s.reloadMu.Unlock()
+		stats, err := s.ReloadExtensions(ctx)
+		if err != nil {
+			s.reply(req, nil, fmt.Errorf("reload extensions: %w", err))
+			return
+		}
+		if stats.Errors == nil {
+			stats.Errors = []string{}
+		}
+		s.reply(req, stats, nil)
+	}()
+}
+
+// work runs the queue's jobs one at a time, in order. A job's done is
+// written after it has left the queue and the agent is idle, so a client
+// that reads done and sends clear at once finds the server idle.
+func (s *rpcServer) work() {
+	for {
+		s.mu.Lock()
+		for len(s.jobs) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		if len(s.jobs) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		j := s.jobs[0]
+		s.mu.Unlock()
+
+		s.run(j)
+
+		s.mu.Lock()
+		s.jobs[0] = nil
+		s.jobs = s.jobs[1:]
+		s.mu.Unlock()
+		j.cancel()
+		s.write(Event{Type: "done"})
+	}
+}
+
+// run runs one job up to, not including, its done. A job aborted before it
+// started gets nothing but its done.
+func (s *rpcServer) run(j *rpcJob) {
+	if j.ctx.Err() != nil {
+		return
+	}
+	sink := TeeSinks(s.emit, s.Observe)
+	var err error
+	switch j.kind {
+	case "prompt":
+		err = s.Agent.Prompt(j.ctx, j.text, j.images, sink)
+	case "compact":
+		err = s.Agent.Compact(j.ctx, sink)
+	}
+	if errors.Is(err, ErrBusy) {
+		s.write(Event{Type: "error", Message: j.kind + ": " + err.Error()})
+	}
+}
+
+// emit passes the agent's events to the client, all but done, which the
+// worker writes itself once the job has left the queue.
+func (s *rpcServer) emit(e Event) {
+	if e.Type != "done" {
+		s.write(e)
+	}
+}
+
+// Notify sends an extension's note to the client as an ext_notify event;
+// main.go gives it to the extension host. Notes that come before a
+// required hello wait for it (the first maxHeldNotes of them). A
+// clear_notes has nothing to retract from a stream and is dropped.
+func (s *rpcServer) Notify(n ExtNote) {
+	if n.Clear {
+		return
+	}
+	e := Event{Type: "ext_notify", Extension: n.Extension, Level: n.Level, Message: n.Message}
+	s.mu.Lock()
+	if !s.authed {
+		if len(s.held) < maxHeldNotes {
+			s.held = append(s.held, e)
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.write(e)
+}
+
+// reply answers req with data, or with err when it is not nil.
+func (s *rpcServer) reply(req rpcRequest, data any, err error) {
+	r := rpcResponse{Type: "response", ID: req.ID, Command: req.Type, Success: err == nil, Data: data}
+	if err != nil {
+		r.Data, r.Error = nil, err.Error()
+	}
+	s.write(r)
+}
+
+// write sends one line. A failed write means the client is gone: the
+// server stops.
+func (s *rpcServer) write(v any) {
+	if err := s.out.Write(v); err != nil {
+		if s.out.Err() != nil {
+			s.brokenOnce.Do(func() { close(s.broken) })
+			return
+		}
+		s.Log("rpc: encode %T: %v", v, err)
+	}
+}
+
+// rpcWiring is main.go's hook to plug the parts rpc.go does not know (the
+// extension host) into the server before it reads a command: it may set
+// srv.ReloadExtensions and srv.Observe and give srv.Notify to the host.
+// The stop it returns runs after the server is done.
+type rpcWiring func(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error)
+
+// runRPC is `zot rpc` and `zot --rpc`: the protocol on stdin and stdout,
+// until stdin ends (exit 0, after the work is done) or SIGINT/SIGTERM
+// (abort, exit 130).
+func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring) int {
+	switch {
+	case o.print || o.json:
+		return fail(stderr, usageError{"rpc serves its own protocol: drop -p/--print and --json"})
+	case len(o.prompt) > 0:
+		return fail(stderr, usageError{fmt.Sprintf(`zot rpc takes no prompt words (got %q): send {"type":"prompt","message":…} lines on stdin`, strings.Join(o.prompt, " "))})
+	}
+	// The token is read once and kept from the tools' and extensions'
+	// environment, so the model cannot read it back.
+	token := os.Getenv("ZOTCORE_RPC_TOKEN")
+	os.Unsetenv("ZOTCORE_RPC_TOKEN")
+
+	s, err := newSetup(o, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer s.close()
+	if err := s.openSession(false, pickSessionFromTTY(stderr)); err != nil {
+		return fail(stderr, err)
+	}
+	for _, n := range s.notes {
+		fmt.Fprintf(stderr, "zot: %s\n", n)
+	}
+	// A client that closes its end of stdout must not kill zot with SIGPIPE
+	// before it has stopped its subprocesses; the write fails instead and
+	// the server stops. Notify, unlike Ignore, is not inherited by them.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	ctx, stop := signalContext()
+	defer stop()
+
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Token: token, Log: s.agent.Log}, stdin, stdout)
+	if wire != nil {
+		done, err := wire(ctx, s, srv)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		if done != nil {
+			defer done()
+		}
+	}
+	err = srv.Serve(ctx)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errRPCAuth):
+		fmt.Fprintln(stderr, "zot: rpc: the first hello carried the wrong token (ZOTCORE_RPC_TOKEN is set)")
+		return exitFailure
+	case ctx.Err() != nil:
+		return exitInterrupted
+	}
+	fmt.Fprintf(stderr, "zot: rpc: %v\n", err)
+	return exitFailure
 }

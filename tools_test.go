@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -520,22 +521,15 @@ func TestWriteFailureLeavesOldFileAndNoTempFile(t *testing.T) {
 	})
 	t.Run("write fails midway", func(t *testing.T) {
 		// RLIMIT_FSIZE makes the temp file's write fail after it was
-		// created, whoever runs the test; the Go runtime drops the SIGXFSZ
-		// it raises.
-		dir, _, tools := toolsIn(t, false)
+		// created, whoever runs the test. The limit is process-wide, so it
+		// is set in a child process where no other test writes files.
+		dir, _, _ := toolsIn(t, false)
 		writeFile(t, filepath.Join(dir, "f.txt"), "old", 0o644)
-		var lim syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-			t.Skip(err)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWriteUnderFileSizeLimit$", "-test.v")
+		cmd.Env = append(os.Environ(), "ZOT_TEST_CHILD=1", "ZOT_FSIZE_DIR="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestWriteUnderFileSizeLimit") {
+			t.Fatalf("child: %v\n%s", err, out)
 		}
-		small := lim
-		small.Cur = 4096
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &small); err != nil {
-			t.Skip(err)
-		}
-		r := call(t, tools["write"], map[string]any{"path": "f.txt", "content": strings.Repeat("x", 64<<10)})
-		syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim)
-		mustFail(t, r, "write f.txt", "file too large", "the file is unchanged")
 		if fileContent(t, filepath.Join(dir, "f.txt")) != "old" {
 			t.Error("old file changed")
 		}
@@ -949,4 +943,23 @@ func TestBash1GBOutputStaysBounded(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
 		t.Errorf("1 GB of output allocated %d MiB on the Go heap", alloc>>20)
 	}
+}
+
+// TestWriteUnderFileSizeLimit is the child half of "write fails midway".
+func TestWriteUnderFileSizeLimit(t *testing.T) {
+	dir := os.Getenv("ZOT_FSIZE_DIR")
+	if dir == "" {
+		t.Skip("run by TestWrite… in a child process")
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Skip(err)
+	}
+	lim.Cur = 4096
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Skip(err)
+	}
+	write := BuiltinTools(NewToolEnv(dir, false))[1]
+	r := call(t, write, map[string]any{"path": "f.txt", "content": strings.Repeat("x", 64<<10)})
+	mustFail(t, r, "write f.txt", "file too large", "the file is unchanged")
 }
