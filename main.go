@@ -48,6 +48,8 @@ type options struct {
 	continueLast, resume bool
 	sessionPath          string
 	noSession            bool
+	mcpConfigs           []string
+	noMCP                bool
 	prompt               []string
 }
 
@@ -95,6 +97,8 @@ var flagTable = []flagSpec{
 	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
+	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
+	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -158,6 +162,7 @@ Usage:
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
+  zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
 
 Flags:
 `)
@@ -459,6 +464,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "mcp" {
+		return runMCPCommand(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v\n", err)
@@ -540,6 +548,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	mcp := s.startMCP(ctx, stderr)
+	defer mcp.Shutdown(context.Background())
 
 	var sink Sink
 	var final string
