@@ -26,7 +26,7 @@ type fakeHTTPMCP struct {
 	sessions map[string]bool
 	inits    int
 	deletes  []string
-	posts    []http.Header       // headers of POSTs after initialize
+	posts    []http.Header        // headers of POSTs after initialize
 	roots    chan json.RawMessage // the client's answer to our roots/list
 }
 
