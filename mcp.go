@@ -71,13 +71,15 @@ type MCPManager struct {
 	cfg          MCPConfig
 	restartEvery time.Duration // a crashed server restarts at most this often
 
-	mu      sync.Mutex
-	servers []*mcpServer
-	reg     *ToolRegistry
-	ctx     context.Context // ends at Shutdown: stops startups and re-lists
-	cancel  context.CancelFunc
-	closed  bool
-	wg      sync.WaitGroup // startup and re-list goroutines
+	mu        sync.Mutex
+	servers   []*mcpServer
+	reg       *ToolRegistry
+	loaded    chan struct{}   // closed when servers is filled in
+	ctx       context.Context // ends at Shutdown: stops startups and re-lists
+	cancel    context.CancelFunc
+	stopAfter func() bool // unhooks Start's ctx
+	closed    bool
+	wg        sync.WaitGroup // the loader, startup and re-list goroutines
 }
 
 // NewMCPManager returns a manager; nothing starts before Start.
@@ -94,27 +96,40 @@ func (m *MCPManager) Start(ctx context.Context, reg *ToolRegistry) {
 	m.start(ctx, reg, "")
 }
 
-// start starts every server, or only the one named.
+// start starts every server, or only the one named. Even reading the
+// configuration happens in the background, off the prompt's path.
 func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) {
-	configs, problems := loadMCPConfigs(m.cfg)
-	stop := context.AfterFunc(ctx, m.cancel)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		stop()
+	if m.closed || m.loaded != nil {
 		return
 	}
 	m.reg = reg
+	m.loaded = make(chan struct{})
+	m.stopAfter = context.AfterFunc(ctx, m.cancel)
+	m.wg.Add(1)
+	// Owned by the manager; ends when every server's startup has begun.
+	go func() {
+		defer m.wg.Done()
+		m.load(only)
+	}()
+}
+
+func (m *MCPManager) load(only string) {
+	defer close(m.loaded)
+	configs, problems := loadMCPConfigs(m.cfg)
+	var servers []*mcpServer
+	var reports []mcpProblem
 	for _, p := range problems {
 		if only != "" && p.server != only {
 			continue
 		}
-		m.status(p.server, "warning", p.msg)
+		reports = append(reports, p)
 		if p.server != "" {
 			// Listed, so that `zot mcp list` and the TUI show what is wrong.
 			bad := &mcpServer{m: m, cfg: mcpServerConfig{Name: p.server, Source: p.file}, settled: make(chan struct{}), state: "invalid", lastErr: p.msg}
 			bad.settle()
-			m.servers = append(m.servers, bad)
+			servers = append(servers, bad)
 		}
 	}
 	for _, c := range configs {
@@ -122,19 +137,37 @@ func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) 
 			continue
 		}
 		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: "starting"}
-		m.servers = append(m.servers, s)
 		if c.Disabled {
 			s.state = "disabled"
 			s.settle()
+		} else {
+			s.log = openMCPLog(filepath.Join(m.cfg.Home, "logs", "mcp-"+c.slug+".log"))
+		}
+		servers = append(servers, s)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		for _, s := range servers {
+			s.log.close()
+		}
+		return
+	}
+	m.servers = servers
+	for _, s := range servers {
+		if s.state != "starting" {
 			continue
 		}
-		s.log = openMCPLog(filepath.Join(m.cfg.Home, "logs", "mcp-"+c.slug+".log"))
 		m.wg.Add(1)
 		// Owned by the manager; ends when the server is ready or has failed.
 		go func() {
 			defer m.wg.Done()
 			s.startup()
 		}()
+	}
+	m.mu.Unlock()
+	for _, p := range reports {
+		m.status(p.server, "warning", p.msg)
 	}
 }
 
@@ -159,6 +192,17 @@ func (m *MCPManager) Status() []MCPServerStatus {
 // waitSettled waits until every server is ready or has failed.
 func (m *MCPManager) waitSettled(ctx context.Context) {
 	m.mu.Lock()
+	loaded := m.loaded
+	m.mu.Unlock()
+	if loaded == nil {
+		return
+	}
+	select {
+	case <-loaded:
+	case <-ctx.Done():
+		return
+	}
+	m.mu.Lock()
 	servers := append([]*mcpServer(nil), m.servers...)
 	m.mu.Unlock()
 	for _, s := range servers {
@@ -177,6 +221,9 @@ func (m *MCPManager) Shutdown(ctx context.Context) {
 	m.mu.Lock()
 	m.closed = true
 	servers := append([]*mcpServer(nil), m.servers...)
+	if m.stopAfter != nil {
+		m.stopAfter()
+	}
 	m.mu.Unlock()
 	m.cancel()
 	var wg sync.WaitGroup
@@ -311,7 +358,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == "stopped" { // Shutdown came while we started
 		s.mu.Unlock()
-		conn.t.close(context.Background())
+		closeNow(conn.t)
 		return errors.New("stopped")
 	}
 	s.conn, s.stdio, s.http = conn, stdio, ht
@@ -324,7 +371,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		tools, err = s.listTools(ctx, conn.request)
 	}
 	if err != nil {
-		conn.t.close(context.Background())
+		closeNow(conn.t)
 		return s.fail(err)
 	}
 	s.mu.Lock()
@@ -338,6 +385,14 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		s.relist()
 	}
 	return nil
+}
+
+// closeNow closes a transport without the grace a working server gets:
+// one that failed or is still starting has nothing to finish.
+func closeNow(t mcpTransport) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	t.close(ctx)
 }
 
 func (s *mcpServer) fail(err error) error {
@@ -375,7 +430,13 @@ func (s *mcpServer) stop(ctx context.Context) {
 		t = s.conn.t
 	}
 	s.mu.Unlock()
-	if t != nil && prev != "failed" && prev != "exited" {
+	switch {
+	case t == nil || prev == "failed" || prev == "exited":
+	case prev == "starting":
+		// Nothing to finish yet: no grace, so that a -p prompt that ended
+		// before its servers were up does not wait for them.
+		closeNow(t)
+	default:
 		t.close(ctx)
 	}
 	s.settle()

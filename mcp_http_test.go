@@ -166,6 +166,7 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
 			f, srv := startFakeHTTPMCP(t, sse)
+			checkLeaks := noGoroutineLeak(t)
 			h := newMCPHarness(t, map[string]string{"web": httpEntry(srv.URL + "/mcp")})
 			var progress []string
 			r := h.tool("mcp__web__echo").Run(context.Background(), json.RawMessage(`{"x":1}`), func(l string) { progress = append(progress, l) })
@@ -189,6 +190,7 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 			if len(f.deletes) != 1 || f.deletes[0] != "session-1" {
 				t.Errorf("DELETEs = %q", f.deletes)
 			}
+			checkLeaks()
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -119,7 +120,18 @@ func fakeServerGone(dir string) bool {
 	return pid > 0 && syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
+// noGoroutineLeak returns a check that the goroutines started since are
+// gone.
+func noGoroutineLeak(t *testing.T) func() {
+	before := runtime.NumGoroutine()
+	return func() {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("goroutines back to %d", before), func() bool { return runtime.NumGoroutine() <= before })
+	}
+}
+
 func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
+	checkLeaks := noGoroutineLeak(t)
 	state := t.TempDir()
 	t.Setenv("ZOT_TEST_FAKE_ENV", "from-the-environment")
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"env": {"FAKE_ENV": "${ZOT_TEST_FAKE_ENV}"}`)})
@@ -152,6 +164,11 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 	if strings.Contains(string(log), "from-the-environment") {
 		t.Errorf("the log shows an expanded value:\n%s", log)
 	}
+	h.m.Shutdown(context.Background())
+	if !fakeServerGone(state) {
+		t.Errorf("the server outlived Shutdown")
+	}
+	checkLeaks()
 }
 
 func TestMCPPaginationFollowsNextCursor(t *testing.T) {
@@ -197,12 +214,13 @@ func TestMCPCrashFailsPendingCallAtOnceAndRestartsOncePerMinute(t *testing.T) {
 
 func TestMCPServerThatNeverInitializesFailsWithoutBlocking(t *testing.T) {
 	state := t.TempDir()
-	h := newMCPHarness(t, map[string]string{"mute": fakeServer(t, "noinit", state, `"startup_timeout_ms": 1500`)})
+	h := newMCPHarness(t, map[string]string{"mute": fakeServer(t, "noinit", state, `"startup_timeout_ms": 3000`)})
+	waitFor(t, "the configuration to load", func() bool { return len(h.m.Status()) == 1 })
 	if st := h.m.Status(); st[0].State != "starting" {
 		t.Fatalf("Start waited for the server: state %s", st[0].State)
 	}
 	st := h.settle()
-	if st[0].State != "failed" || !strings.Contains(st[0].Error, "no answer to initialize within 1.5s (raise startup_timeout_ms in "+filepath.Join(h.home, "mcp.json")) {
+	if st[0].State != "failed" || !strings.Contains(st[0].Error, "no answer to initialize within 3s (raise startup_timeout_ms in "+filepath.Join(h.home, "mcp.json")) {
 		t.Errorf("status = %+v", st[0])
 	}
 	waitFor(t, "the process to stop", func() bool { return fakeServerGone(state) })

@@ -6,7 +6,9 @@
 #
 #   sh testdata/mcp/install-servers.sh [DIR]
 set -eu
-dir=${1:-${ZOT_MCP_SERVERS:-${XDG_CACHE_HOME:-$HOME/.cache}/zot-mcp-servers}}
+# The tests' default: Go's os.UserCacheDir() + /zot-mcp-servers.
+if [ "$(uname)" = Darwin ]; then cache=$HOME/Library/Caches; else cache=${XDG_CACHE_HOME:-$HOME/.cache}; fi
+dir=${1:-${ZOT_MCP_SERVERS:-$cache/zot-mcp-servers}}
 if ! command -v npm >/dev/null 2>&1; then
 	echo "install-servers.sh: npm not found; the MCP tests against real servers will be skipped" >&2
 	exit 0
