@@ -90,8 +90,8 @@ func NewMCPManager(cfg MCPConfig) *MCPManager {
 
 // Start reads the configuration, reports its bad entries, and starts every
 // server in parallel in the background; it returns at once. Each server's
-// tools appear in reg when it is ready. Cancelling ctx abandons startups
-// still under way.
+// tools appear in reg when it is ready. Cancelling ctx abandons startups and
+// re-lists still under way; Shutdown is still what stops the servers.
 func (m *MCPManager) Start(ctx context.Context, reg *ToolRegistry) {
 	m.start(ctx, reg, "")
 }
@@ -347,7 +347,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	case "stdio":
 		s.log.printf("starting %s", s.cfg.RawCommand)
 		var err error
-		stdio, err = startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, mergeEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.f, func(err error) { s.exited(conn, err) })
+		stdio, err = startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, mergeEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
 		if err != nil {
 			return s.fail(err)
 		}
@@ -464,6 +464,7 @@ func (s *mcpServer) handshake(ctx context.Context, conn *mcpConn) error {
 			Name    string `json:"name"`
 			Version string `json:"version"`
 		} `json:"serverInfo"`
+		Instructions string `json:"instructions"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("initialize: bad result: %v", err)
@@ -476,6 +477,9 @@ func (s *mcpServer) handshake(ctx context.Context, conn *mcpConn) error {
 		return fmt.Errorf("the server speaks MCP protocol version %q; zot speaks %s", truncate(r.ProtocolVersion, 40), strings.Join(mcpProtocolVersions, ", "))
 	}
 	s.log.printf("initialized: %s %s, protocol %s", truncate(r.ServerInfo.Name, 80), truncate(r.ServerInfo.Version, 40), r.ProtocolVersion)
+	if r.Instructions != "" {
+		s.log.printf("instructions (not given to the model): %s", truncate(r.Instructions, 2000))
+	}
 	if ht, ok := conn.t.(*httpTransport); ok {
 		ht.setProtocol(r.ProtocolVersion)
 	}

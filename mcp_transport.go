@@ -490,6 +490,16 @@ func (l *mcpLog) printf(format string, args ...any) {
 	}
 }
 
+// file is where a server's stderr goes; nil discards it.
+func (l *mcpLog) file() *os.File {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f
+}
+
 func (l *mcpLog) close() {
 	if l == nil {
 		return
@@ -789,9 +799,12 @@ func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) erro
 		defer resp.Body.Close()
 		defer stop()
 		defer cancel()
-		if resp.StatusCode == http.StatusAccepted || wantID == 0 {
+		if wantID == 0 {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			return nil
+		}
+		if resp.StatusCode == http.StatusAccepted {
+			return fmt.Errorf("POST %s: HTTP 202 to a request: the server accepted it but sent no answer", t.rawURL)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMCPMessage+1))
 		if err != nil {
