@@ -141,7 +141,7 @@ func (m *MCPManager) load(only string) {
 			s.state = "disabled"
 			s.settle()
 		} else {
-			s.log = openMCPLog(filepath.Join(m.cfg.Home, "logs", "mcp-"+c.slug+".log"))
+			s.log = openMCPLog(mcpLogPath(m.cfg.Home, c.slug))
 		}
 		servers = append(servers, s)
 	}
@@ -253,19 +253,17 @@ type mcpServer struct {
 
 	startMu sync.Mutex
 
-	mu           sync.Mutex
-	state        string
-	lastErr      string
-	reported     string // last message given to OnStatus: report each once
-	conn         *mcpConn
-	stdio        *stdioTransport
-	http         *httpTransport
-	gen          int // counts sessions, so concurrent re-inits start one
-	startedAt    time.Time
-	tools        []Tool
-	listing      bool // a tools/list is under way
-	relistAgain  bool // list_changed arrived during it
-	shadowedSeen bool
+	mu          sync.Mutex
+	state       string
+	lastErr     string
+	reported    string // last message given to OnStatus: report each once
+	conn        *mcpConn
+	http        *httpTransport // nil for stdio
+	gen         int            // counts sessions, so concurrent re-inits start one
+	startedAt   time.Time
+	tools       []Tool
+	listing     bool // a tools/list is under way
+	relistAgain bool // list_changed arrived during it
 }
 
 func (s *mcpServer) settle() { s.once.Do(func() { close(s.settled) }) }
@@ -293,8 +291,10 @@ func (s *mcpServer) startupTimeout() time.Duration {
 	return mcpDefaultTimeout
 }
 
-func (s *mcpServer) logPath() string {
-	return filepath.Join(s.m.cfg.Home, "logs", "mcp-"+s.cfg.slug+".log")
+func (s *mcpServer) logPath() string { return mcpLogPath(s.m.cfg.Home, s.cfg.slug) }
+
+func mcpLogPath(home, slug string) string {
+	return filepath.Join(home, "logs", "mcp-"+slug+".log")
 }
 
 // report tells OnStatus, unless it was the last thing said.
@@ -341,13 +341,11 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	s.gen++
 	s.mu.Unlock()
 
-	var stdio *stdioTransport
 	var ht *httpTransport
 	switch s.cfg.Type {
 	case "stdio":
 		s.log.printf("starting %s", s.cfg.RawCommand)
-		var err error
-		stdio, err = startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, mergeEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
+		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, mergeEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
 		if err != nil {
 			return s.fail(err)
 		}
@@ -361,7 +359,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		closeNow(conn.t)
 		return errors.New("stopped")
 	}
-	s.conn, s.stdio, s.http = conn, stdio, ht
+	s.conn, s.http = conn, ht
 	s.listing = true
 	s.mu.Unlock()
 
@@ -422,8 +420,13 @@ func (s *mcpServer) exited(conn *mcpConn, err error) {
 }
 
 func (s *mcpServer) stop(ctx context.Context) {
+	defer s.settle()
 	s.mu.Lock()
 	prev := s.state
+	if prev == "disabled" || prev == "invalid" {
+		s.mu.Unlock()
+		return
+	}
 	s.state = "stopped"
 	var t mcpTransport
 	if s.conn != nil {
@@ -439,7 +442,6 @@ func (s *mcpServer) stop(ctx context.Context) {
 	default:
 		t.close(ctx)
 	}
-	s.settle()
 }
 
 // handshake is initialize, the version check, and initialized.

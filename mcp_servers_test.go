@@ -233,3 +233,78 @@ func TestMCPEndToEndModelReadsAFileThroughMCP(t *testing.T) {
 		t.Errorf("the second request does not offer mcp__fs__read_file")
 	}
 }
+
+func TestMCPEndToEndProgressInJSONMode(t *testing.T) {
+	z := newZotRun(t)
+	writeFile(t, filepath.Join(z.cwd, "servers.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s}}`, fakeServer(t, "normal", t.TempDir(), "")), 0o644)
+	log := filepath.Join(z.home, "logs", "mcp-fake.log")
+	srv := replayAfter(t, func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Contains(string(b), "ready,")
+	},
+		toolStep("t1", "mcp__fake__progress", obj{}),
+		replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--json", "--no-mcp", "--mcp-config", "servers.json", "go")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var progress []string
+	for _, line := range strings.Split(stdout, "\n") {
+		var ev struct{ Type, ID, Text string }
+		json.Unmarshal([]byte(line), &ev)
+		if ev.Type == "tool_progress" && ev.ID == "t1" {
+			progress = append(progress, ev.Text)
+		}
+	}
+	if strings.Join(progress, "|") != "step 1 (1/3)|step 2 (2/3)|step 3 (3/3)" {
+		t.Errorf("tool_progress = %q\n%s", progress, stdout)
+	}
+}
+
+func TestMCPCommandLine(t *testing.T) {
+	z := newZotRun(t)
+	writeFile(t, filepath.Join(z.cwd, ".mcp.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s, "off": {"command": "x", "disabled": true}, "bad": {"url": "ftp://x"}}}`,
+		fakeServer(t, "normal", t.TempDir(), "")), 0o644)
+	tests := []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"mcp", "call", "fake", "echo", `{"text":"hi"}`}, 0, "hi\n", ""},
+		{[]string{"mcp", "call", "fake", "mcp__fake__echo", `{"text":"\u001b[31mred\u0007"}`}, 0, "[31mred\n", ""},
+		{[]string{"mcp", "call", "fake", "fail"}, 1, "it went wrong\n", ""},
+		{[]string{"mcp", "call", "fake", "progress"}, 0, "done\n", "progress: step 1 (1/3)\nprogress: step 2 (2/3)\nprogress: step 3 (3/3)\n"},
+		{[]string{"mcp", "call", "fake", "nope"}, 1, "", `zot mcp call: server "fake" has no tool "nope"; it has: ask, big, change,`},
+		{[]string{"mcp", "call", "fake", "echo", "[1]"}, 2, "", "the arguments must be a JSON object"},
+		{[]string{"mcp", "tools", "missing"}, 1, "", `zot mcp: no server "missing" is configured`},
+		{[]string{"mcp", "tools", "bad"}, 1, "", `zot mcp: server "bad" is invalid: ` + filepath.Join(z.cwd, ".mcp.json") + `: server "bad": url ftp://x is not an http:// or https:// URL`},
+		{[]string{"mcp", "frobnicate"}, 2, "", "usage:"},
+		{[]string{"mcp", "list", "--bogus"}, 2, "", "unknown flag --bogus"},
+	}
+	for _, tt := range tests {
+		stdout, stderr, code := z.run(tt.args...)
+		if code != tt.code || !strings.HasPrefix(stdout, tt.stdout) || !strings.Contains(stderr, tt.stderr) {
+			t.Errorf("zot %q: exit %d stdout %q stderr %q; want %d, %q, %q", tt.args, code, stdout, stderr, tt.code, tt.stdout, tt.stderr)
+		}
+	}
+	stdout, _, _ := z.run("mcp", "tools", "fake")
+	if !strings.Contains(stdout, "mcp__fake__echo\n  Echo the text back.\n  input schema: {\n") {
+		t.Errorf("tools:\n%s", stdout)
+	}
+	stdout, _, code := z.run("mcp", "list", "--json")
+	var list []MCPServerStatus
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || code != 0 {
+		t.Fatalf("list --json: %v %s", err, stdout)
+	}
+	states := map[string]string{}
+	for _, s := range list {
+		states[s.Name] = fmt.Sprintf("%s %s %d", s.Transport, s.State, s.Tools)
+	}
+	if states["fake"] != "stdio ready 10" || states["off"] != "stdio disabled 0" || states["bad"] != " invalid 0" {
+		t.Errorf("list --json states = %v", states)
+	}
+	stdout, _, _ = z.run("mcp", "list")
+	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready        10  "+filepath.Join(z.cwd, ".mcp.json")) {
+		t.Errorf("list:\n%s", stdout)
+	}
+}

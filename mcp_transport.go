@@ -58,11 +58,8 @@ func (e *rpcError) Error() string {
 	return fmt.Sprintf("%s (JSON-RPC error %d)", e.Message, e.Code)
 }
 
-// JSON-RPC error codes we send.
-const (
-	rpcMethodNotFound = -32601
-	rpcInvalidParams  = -32602
-)
+// rpcMethodNotFound is the JSON-RPC error for a request we do not serve.
+const rpcMethodNotFound = -32601
 
 // rpcOut is a message we send; one encoding for requests, notifications and
 // responses.
