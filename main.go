@@ -49,6 +49,8 @@ type options struct {
 	sessionPath          string
 	noSession            bool
 	noSkills             bool
+	mcpConfigs           []string
+	noMCP                bool
 	prompt               []string
 }
 
@@ -97,6 +99,8 @@ var flagTable = []flagSpec{
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
+	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
+	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -161,6 +165,7 @@ Usage:
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
   zot skills list|show NAME              the skills a session sees (zot skills --help)
+  zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
 
 Flags:
 `)
@@ -468,6 +473,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// words such as "fix the rpc tests" stay a prompt.
 	if len(args) > 0 {
 		switch args[0] {
+		case "mcp":
+			return runMCPCommand(args[1:], stdout, stderr)
 		case "skills":
 			return runSkillsCommand(args[1:], stdout, stderr)
 		case "rpc":
@@ -558,6 +565,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	mcp := s.startMCP(ctx, stderr)
+	defer mcp.Shutdown(context.Background())
 
 	var sink Sink
 	var final string

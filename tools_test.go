@@ -87,7 +87,7 @@ func mustFail(t *testing.T, r ToolResult, want ...string) string {
 	return text(r)
 }
 
-func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+func writeFile(t testing.TB, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

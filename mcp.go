@@ -1,0 +1,1368 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MCP servers as tool sources. Configuration files name servers; the
+// MCPManager starts them in the background, and each server's tools join the
+// agent's registry as "mcp__<server>__<tool>" when it is ready. The calls go
+// through the agent like any other tool's, so interception, confirmation and
+// the audit log apply. The wire (JSON-RPC, stdio, Streamable HTTP) is in
+// mcp_transport.go.
+
+// mcpProtocolVersions are the MCP revisions we speak, newest first; the
+// first is the one we ask for.
+var mcpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+const (
+	mcpDefaultTimeout = 60 * time.Second
+	mcpRestartEvery   = time.Minute // a crashed server restarts at most this often
+	mcpMaxText        = 100 << 10   // text of one result given to the model
+	mcpMaxPages       = 100         // tools/list pages followed
+	mcpMaxToolName    = 64          // what the provider APIs accept
+)
+
+// MCPConfig is what the manager needs from its host.
+type MCPConfig struct {
+	Home string // $ZOT_HOME: mcp.json, logs/
+	Cwd  string // session cwd: project config files, stdio servers' cwd, the root offered
+	// Files are --mcp-config files, in the order given; a later one wins.
+	Files []string
+	// SkipDefault (--no-mcp) ignores ./.mcp.json, ./.zot/mcp.json and
+	// $ZOT_HOME/mcp.json; Files still load.
+	SkipDefault bool
+	// OnStatus hears of bad configuration entries (server "" for a whole
+	// file), servers becoming ready (level "info") and failures ("warning",
+	// "error"), each once. It is called from the manager's goroutines.
+	OnStatus func(server, level, message string)
+}
+
+// MCPServerStatus is one configured server as `zot mcp list` shows it.
+type MCPServerStatus struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Target    string `json:"target"` // command or URL as configured, unexpanded
+	State     string `json:"state"`  // starting, ready, failed, exited, stopped, disabled, invalid
+	Tools     int    `json:"tools"`
+	Error     string `json:"error,omitempty"`
+	Source    string `json:"source"`
+}
+
+// MCPManager owns the MCP servers of one zot process: it starts them, keeps
+// their tools in the registry, restarts crashed ones and stops them all at
+// Shutdown.
+type MCPManager struct {
+	cfg          MCPConfig
+	restartEvery time.Duration // a crashed server restarts at most this often
+
+	mu        sync.Mutex
+	servers   []*mcpServer
+	reg       *ToolRegistry
+	loaded    chan struct{}   // closed when servers is filled in
+	ctx       context.Context // ends at Shutdown: stops startups and re-lists
+	cancel    context.CancelFunc
+	stopAfter func() bool // unhooks Start's ctx
+	closed    bool
+	wg        sync.WaitGroup // the loader, startup and re-list goroutines
+}
+
+// NewMCPManager returns a manager; nothing starts before Start.
+func NewMCPManager(cfg MCPConfig) *MCPManager {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &MCPManager{cfg: cfg, restartEvery: mcpRestartEvery, ctx: ctx, cancel: cancel}
+}
+
+// Start reads the configuration, reports its bad entries, and starts every
+// server in parallel in the background; it returns at once. Each server's
+// tools appear in reg when it is ready. Cancelling ctx abandons startups and
+// re-lists still under way; Shutdown is still what stops the servers.
+func (m *MCPManager) Start(ctx context.Context, reg *ToolRegistry) {
+	m.start(ctx, reg, "")
+}
+
+// start starts every server, or only the one named. Even reading the
+// configuration happens in the background, off the prompt's path.
+func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.loaded != nil {
+		return
+	}
+	m.reg = reg
+	m.loaded = make(chan struct{})
+	m.stopAfter = context.AfterFunc(ctx, m.cancel)
+	m.wg.Add(1)
+	// Owned by the manager; ends when every server's startup has begun.
+	go func() {
+		defer m.wg.Done()
+		m.load(only)
+	}()
+}
+
+func (m *MCPManager) load(only string) {
+	defer close(m.loaded)
+	configs, problems := loadMCPConfigs(m.cfg)
+	var servers []*mcpServer
+	var reports []mcpProblem
+	for _, p := range problems {
+		if only != "" && p.server != only {
+			continue
+		}
+		reports = append(reports, p)
+		if p.server != "" {
+			// Listed, so that `zot mcp list` and the TUI show what is wrong.
+			bad := &mcpServer{m: m, cfg: mcpServerConfig{Name: p.server, Source: p.file}, settled: make(chan struct{}), state: "invalid", lastErr: p.msg}
+			bad.settle()
+			servers = append(servers, bad)
+		}
+	}
+	for _, c := range configs {
+		if only != "" && c.Name != only {
+			continue
+		}
+		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: "starting"}
+		if c.Disabled {
+			s.state = "disabled"
+			s.settle()
+		} else {
+			s.log = openMCPLog(mcpLogPath(m.cfg.Home, c.slug))
+		}
+		servers = append(servers, s)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		for _, s := range servers {
+			s.log.close()
+		}
+		return
+	}
+	m.servers = servers
+	for _, s := range servers {
+		if s.state != "starting" {
+			continue
+		}
+		m.wg.Add(1)
+		// Owned by the manager; ends when the server is ready or has failed.
+		go func() {
+			defer m.wg.Done()
+			s.startup()
+		}()
+	}
+	m.mu.Unlock()
+	for _, p := range reports {
+		m.status(p.server, "warning", p.msg)
+	}
+}
+
+func (m *MCPManager) status(server, level, msg string) {
+	if m.cfg.OnStatus != nil {
+		m.cfg.OnStatus(server, level, msg)
+	}
+}
+
+// Status describes every configured server, in configuration order.
+func (m *MCPManager) Status() []MCPServerStatus {
+	m.mu.Lock()
+	servers := append([]*mcpServer(nil), m.servers...)
+	m.mu.Unlock()
+	out := make([]MCPServerStatus, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// waitSettled waits until every server is ready or has failed.
+func (m *MCPManager) waitSettled(ctx context.Context) {
+	m.mu.Lock()
+	loaded := m.loaded
+	m.mu.Unlock()
+	if loaded == nil {
+		return
+	}
+	select {
+	case <-loaded:
+	case <-ctx.Done():
+		return
+	}
+	m.mu.Lock()
+	servers := append([]*mcpServer(nil), m.servers...)
+	m.mu.Unlock()
+	for _, s := range servers {
+		select {
+		case <-s.settled:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Shutdown stops every server, in parallel: stdio servers get their stdin
+// closed, killGrace, then SIGTERM and SIGKILL; HTTP sessions are deleted.
+// It returns when all of them and the manager's goroutines are gone.
+func (m *MCPManager) Shutdown(ctx context.Context) {
+	m.mu.Lock()
+	m.closed = true
+	servers := append([]*mcpServer(nil), m.servers...)
+	if m.stopAfter != nil {
+		m.stopAfter()
+	}
+	m.mu.Unlock()
+	m.cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		// Owned by Shutdown, which waits for it.
+		go func() {
+			defer wg.Done()
+			s.stop(ctx)
+		}()
+	}
+	wg.Wait()
+	m.wg.Wait()
+	for _, s := range servers {
+		s.log.close()
+	}
+}
+
+// mcpServer is one configured server and its connection. startMu
+// serialises (re)starts and re-initializations; mu guards the rest.
+type mcpServer struct {
+	m       *MCPManager
+	cfg     mcpServerConfig
+	log     *mcpLog
+	settled chan struct{}
+	once    sync.Once
+
+	startMu sync.Mutex
+
+	mu          sync.Mutex
+	state       string
+	lastErr     string
+	reported    string // last message given to OnStatus: report each once
+	conn        *mcpConn
+	http        *httpTransport // nil for stdio
+	gen         int            // counts sessions, so concurrent re-inits start one
+	startedAt   time.Time
+	tools       []Tool
+	listing     bool // a tools/list is under way
+	relistAgain bool // list_changed arrived during it
+}
+
+func (s *mcpServer) settle() { s.once.Do(func() { close(s.settled) }) }
+
+func (s *mcpServer) status() MCPServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return MCPServerStatus{Name: s.cfg.Name, Transport: s.cfg.Type, Target: s.cfg.target(), State: s.state,
+		Tools: len(s.tools), Error: s.lastErr, Source: s.cfg.Source}
+}
+
+// timeout bounds one tool call; startupTimeout one initialize or
+// tools/list, which may wait for a server that is still being installed.
+func (s *mcpServer) timeout() time.Duration {
+	if s.cfg.TimeoutMS > 0 {
+		return time.Duration(s.cfg.TimeoutMS) * time.Millisecond
+	}
+	return mcpDefaultTimeout
+}
+
+func (s *mcpServer) startupTimeout() time.Duration {
+	if s.cfg.StartupTimeoutMS > 0 {
+		return time.Duration(s.cfg.StartupTimeoutMS) * time.Millisecond
+	}
+	return mcpDefaultTimeout
+}
+
+func (s *mcpServer) logPath() string { return mcpLogPath(s.m.cfg.Home, s.cfg.slug) }
+
+func mcpLogPath(home, slug string) string {
+	return filepath.Join(home, "logs", "mcp-"+slug+".log")
+}
+
+// report tells OnStatus, unless it was the last thing said.
+func (s *mcpServer) report(level, msg string) {
+	s.mu.Lock()
+	if s.reported == msg {
+		s.mu.Unlock()
+		return
+	}
+	s.reported = msg
+	s.mu.Unlock()
+	s.m.status(s.cfg.Name, level, msg)
+}
+
+func (s *mcpServer) startup() {
+	defer s.settle()
+	s.startMu.Lock()
+	err := s.connect(s.m.ctx)
+	s.startMu.Unlock()
+	if err != nil {
+		if s.m.ctx.Err() == nil {
+			s.report("error", fmt.Sprintf("%v (log: %s)", err, s.logPath()))
+		}
+		return
+	}
+	s.mu.Lock()
+	n := len(s.tools)
+	s.mu.Unlock()
+	s.report("info", fmt.Sprintf("ready, %d tools", n))
+}
+
+// connect starts the transport, initializes the session and lists the
+// tools. On failure the transport is closed and the state says why.
+func (s *mcpServer) connect(ctx context.Context) error {
+	conn := newMCPConn(s.cfg.Name, s.log)
+	conn.onRequest = s.onRequest
+	conn.onNotify = s.onNotify
+	s.mu.Lock()
+	if s.state == "stopped" {
+		s.mu.Unlock()
+		return errors.New("stopped")
+	}
+	s.state, s.lastErr, s.startedAt = "starting", "", time.Now()
+	s.gen++
+	s.mu.Unlock()
+
+	var ht *httpTransport
+	switch s.cfg.Type {
+	case "stdio":
+		s.log.printf("starting %s", s.cfg.RawCommand)
+		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, mergeEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
+		if err != nil {
+			return s.fail(err)
+		}
+	default:
+		s.log.printf("connecting to %s", redactURL(s.cfg.RawURL))
+		ht = newHTTPTransport(s.cfg.URL, redactURL(s.cfg.RawURL), s.cfg.Headers, conn)
+	}
+	s.mu.Lock()
+	if s.state == "stopped" { // Shutdown came while we started
+		s.mu.Unlock()
+		closeNow(conn.t)
+		return errors.New("stopped")
+	}
+	s.conn, s.http = conn, ht
+	s.listing = true
+	s.mu.Unlock()
+
+	err := s.handshake(ctx, conn)
+	var tools []Tool
+	if err == nil {
+		tools, err = s.listTools(ctx, conn.request)
+	}
+	if err != nil {
+		closeNow(conn.t)
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	again := s.relistAgain
+	s.listing, s.relistAgain = false, false
+	s.state = "ready"
+	s.mu.Unlock()
+	s.setTools(tools)
+	s.log.printf("ready, %d tools", len(tools))
+	if again {
+		s.relist()
+	}
+	return nil
+}
+
+// closeNow closes a transport without the grace a working server gets:
+// one that failed or is still starting has nothing to finish.
+func closeNow(t mcpTransport) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	t.close(ctx)
+}
+
+func (s *mcpServer) fail(err error) error {
+	s.mu.Lock()
+	if s.state != "stopped" {
+		s.state, s.lastErr = "failed", err.Error()
+	}
+	s.listing = false
+	s.mu.Unlock()
+	s.log.printf("%v", err)
+	return err
+}
+
+// exited hears that a stdio server's process ended. Unless we stopped it or
+// it died while starting (connect reports that), it is a crash: its calls
+// have failed already and the next call restarts it.
+func (s *mcpServer) exited(conn *mcpConn, err error) {
+	s.mu.Lock()
+	if s.conn != conn || s.state != "ready" {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.lastErr = "exited", fmt.Sprintf("exited unexpectedly (%v)", err)
+	s.mu.Unlock()
+	s.log.printf("exited unexpectedly (%v)", err)
+	s.report("error", fmt.Sprintf("exited unexpectedly (%v); it restarts on its next tool call (log: %s)", err, s.logPath()))
+}
+
+func (s *mcpServer) stop(ctx context.Context) {
+	defer s.settle()
+	s.mu.Lock()
+	prev := s.state
+	if prev == "disabled" || prev == "invalid" {
+		s.mu.Unlock()
+		return
+	}
+	s.state = "stopped"
+	var t mcpTransport
+	if s.conn != nil {
+		t = s.conn.t
+	}
+	s.mu.Unlock()
+	switch {
+	case t == nil || prev == "failed" || prev == "exited":
+	case prev == "starting":
+		// Nothing to finish yet: no grace, so that a -p prompt that ended
+		// before its servers were up does not wait for them.
+		closeNow(t)
+	default:
+		t.close(ctx)
+	}
+}
+
+// handshake is initialize, the version check, and initialized.
+func (s *mcpServer) handshake(ctx context.Context, conn *mcpConn) error {
+	tctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
+	defer cancel()
+	params := map[string]any{
+		"protocolVersion": mcpProtocolVersions[0],
+		"capabilities":    map[string]any{"roots": map[string]any{"listChanged": false}},
+		"clientInfo":      map[string]any{"name": "zot", "version": version},
+	}
+	raw, err := conn.request(tctx, "initialize", params, nil)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("no answer to initialize within %s (raise startup_timeout_ms in %s)", s.startupTimeout(), s.cfg.Source)
+		}
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		ServerInfo      struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"serverInfo"`
+		Instructions string `json:"instructions"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("initialize: bad result: %v", err)
+	}
+	supported := false
+	for _, v := range mcpProtocolVersions {
+		supported = supported || v == r.ProtocolVersion
+	}
+	if !supported {
+		return fmt.Errorf("the server speaks MCP protocol version %q; zot speaks %s", truncate(r.ProtocolVersion, 40), strings.Join(mcpProtocolVersions, ", "))
+	}
+	s.log.printf("initialized: %s %s, protocol %s", truncate(r.ServerInfo.Name, 80), truncate(r.ServerInfo.Version, 40), r.ProtocolVersion)
+	if r.Instructions != "" {
+		s.log.printf("instructions (not given to the model): %s", truncate(r.Instructions, 2000))
+	}
+	if ht, ok := conn.t.(*httpTransport); ok {
+		ht.setProtocol(r.ProtocolVersion)
+	}
+	if err := conn.notify(tctx, "notifications/initialized", nil); err != nil {
+		return fmt.Errorf("notifications/initialized: %w", err)
+	}
+	if ht, ok := conn.t.(*httpTransport); ok {
+		ht.listen()
+	}
+	return nil
+}
+
+// request sends one request on the current session. An HTTP server that
+// forgot our session (404) gets one new initialize, then the request again.
+func (s *mcpServer) request(ctx context.Context, method string, params any, progress func(string)) (json.RawMessage, error) {
+	s.mu.Lock()
+	conn, gen := s.conn, s.gen
+	s.mu.Unlock()
+	raw, err := conn.request(ctx, method, params, progress)
+	if !errors.Is(err, errSessionExpired) {
+		return raw, err
+	}
+	if err := s.reinit(ctx, gen); err != nil {
+		return nil, fmt.Errorf("session expired and initialize again failed: %w", err)
+	}
+	return conn.request(ctx, method, params, progress)
+}
+
+// reinit starts a new HTTP session, unless another caller already did.
+func (s *mcpServer) reinit(ctx context.Context, gen int) error {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	s.mu.Lock()
+	conn, ht, current := s.conn, s.http, s.gen
+	s.mu.Unlock()
+	if current != gen {
+		return nil
+	}
+	s.log.printf("session expired: initializing again")
+	ht.resetSession()
+	if err := s.handshake(ctx, conn); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
+	s.relist() // the new session may offer other tools
+	return nil
+}
+
+// listTools follows tools/list pages, sending each with request. A server
+// without tools (method not found) has none.
+func (s *mcpServer) listTools(ctx context.Context, request func(context.Context, string, any, func(string)) (json.RawMessage, error)) ([]Tool, error) {
+	var tools []Tool
+	taken := map[string]bool{}
+	cursor := ""
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page == mcpMaxPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", mcpMaxPages)
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		tctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
+		raw, err := request(tctx, "tools/list", params, nil)
+		cancel()
+		var rerr *jsonrpcError
+		if errors.As(err, &rerr) && rerr.Code == rpcMethodNotFound && page == 0 {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		var r struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("tools/list: bad result: %v", err)
+		}
+		for _, t := range r.Tools {
+			if t.Name == "" {
+				s.log.printf("skipped a tool without a name")
+				continue
+			}
+			name := mcpToolName(s.cfg.Name, t.Name)
+			if taken[name] {
+				s.log.printf("skipped tool %q: its name %s is taken by another of this server's tools", truncate(t.Name, 80), name)
+				continue
+			}
+			taken[name] = true
+			desc := t.Description
+			if desc == "" {
+				desc = fmt.Sprintf("Tool %s of MCP server %s.", t.Name, s.cfg.Name)
+			}
+			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema)})
+		}
+		if r.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[r.NextCursor] {
+			return nil, errors.New("tools/list: the server repeated a cursor")
+		}
+		seen[r.NextCursor] = true
+		cursor = r.NextCursor
+	}
+}
+
+// setTools publishes the server's tools to the registry.
+func (s *mcpServer) setTools(tools []Tool) {
+	s.mu.Lock()
+	s.tools = tools
+	reg := s.m.reg
+	s.mu.Unlock()
+	if reg == nil {
+		return
+	}
+	if shadowed := reg.SetSource("mcp:"+s.cfg.Name, tools); len(shadowed) > 0 {
+		s.report("warning", fmt.Sprintf("tools %s are hidden by tools of the same name from elsewhere", strings.Join(shadowed, ", ")))
+	}
+}
+
+// relist lists the tools again after list_changed. One listing runs at a
+// time; a change announced during it causes one more.
+func (s *mcpServer) relist() {
+	s.mu.Lock()
+	if s.listing || s.state != "ready" {
+		s.relistAgain = s.listing
+		s.mu.Unlock()
+		return
+	}
+	s.listing = true
+	s.mu.Unlock()
+	s.m.wg.Add(1)
+	// Owned by the manager; ends when the list is current or Shutdown came.
+	go func() {
+		defer s.m.wg.Done()
+		for {
+			tools, err := s.listTools(s.m.ctx, s.request)
+			if err != nil {
+				s.log.printf("re-list tools: %v", err)
+			} else {
+				s.setTools(tools)
+				s.log.printf("tools changed: %d tools", len(tools))
+			}
+			s.mu.Lock()
+			again := s.relistAgain && err == nil && s.state == "ready"
+			s.relistAgain = false
+			s.listing = again
+			s.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+}
+
+// onRequest answers the server's requests: roots/list offers the session
+// cwd; the rest are not supported.
+func (s *mcpServer) onRequest(method string, _ json.RawMessage) (any, *jsonrpcError) {
+	if method != "roots/list" {
+		s.log.printf("refused the server's %s request: not supported", truncate(method, 80))
+		return nil, nil
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(s.m.cfg.Cwd)}
+	return map[string]any{"roots": []map[string]string{{"uri": u.String(), "name": filepath.Base(s.m.cfg.Cwd)}}}, nil
+}
+
+func (s *mcpServer) onNotify(method string, params json.RawMessage) {
+	switch method {
+	case "notifications/tools/list_changed":
+		s.relist()
+	case "notifications/message":
+		var p struct {
+			Level  string          `json:"level"`
+			Logger string          `json:"logger"`
+			Data   json.RawMessage `json:"data"`
+		}
+		json.Unmarshal(params, &p)
+		data := string(p.Data)
+		var text string
+		if json.Unmarshal(p.Data, &text) == nil {
+			data = text
+		}
+		s.log.printf("server log [%s] %s: %s", truncate(p.Level, 20), truncate(p.Logger, 80), truncate(data, 4000))
+	}
+}
+
+// ready makes sure the server can take a tool call, restarting a crashed
+// stdio server if its last start was at least mcpRestartEvery ago.
+func (s *mcpServer) ready(ctx context.Context) error {
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	if state == "ready" {
+		return nil
+	}
+	if state != "exited" {
+		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
+	}
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	s.mu.Lock()
+	state, started, why := s.state, s.startedAt, s.lastErr
+	s.mu.Unlock()
+	if state == "ready" { // another call restarted it
+		return nil
+	}
+	if state != "exited" {
+		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
+	}
+	if next := started.Add(s.m.restartEvery); time.Now().Before(next) {
+		return fmt.Errorf("mcp server %s %s; zot restarts a crashed server at most once a minute: try again after %s (log: %s)",
+			s.cfg.Name, why, next.Format("15:04:05"), s.logPath())
+	}
+	s.report("info", "restarting after a crash")
+	if err := s.connect(ctx); err != nil {
+		s.mu.Lock()
+		if s.state == "failed" {
+			s.state = "exited" // may be restarted again, a minute on
+		}
+		s.mu.Unlock()
+		s.report("error", fmt.Sprintf("restart failed: %v (log: %s)", err, s.logPath()))
+		return fmt.Errorf("mcp server %s crashed and its restart failed: %v", s.cfg.Name, err)
+	}
+	s.report("info", "restarted")
+	return nil
+}
+
+// callTool runs tools/call with the server's timeout and turns the answer
+// into a tool result.
+func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMessage, progress func(string)) ToolResult {
+	if err := s.ready(ctx); err != nil {
+		return errorResult("%v", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	raw, err := s.request(tctx, "tools/call", map[string]any{"name": tool, "arguments": args}, progress)
+	var rerr *jsonrpcError
+	switch {
+	case err == nil:
+		return mcpResult(s.cfg.Name, raw)
+	case ctx.Err() != nil:
+		return errorResult("aborted; mcp server %s was told to cancel %s", s.cfg.Name, tool)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorResult("mcp server %s did not answer %s within %s and was told to cancel it (timeout_ms in %s sets the limit)", s.cfg.Name, tool, s.timeout(), s.cfg.Source)
+	case errors.As(err, &rerr):
+		return errorResult("mcp server %s refused %s: %s", s.cfg.Name, tool, truncate(rerr.Error(), 2000))
+	}
+	return errorResult("mcp server %s: %s failed: %v", s.cfg.Name, tool, err)
+}
+
+// mcpTool is one tool of a server, under its registry name.
+type mcpTool struct {
+	srv    *mcpServer
+	name   string // mcp__server__tool
+	remote string // the server's name for it
+	desc   string
+	schema json.RawMessage
+}
+
+func (t *mcpTool) Name() string            { return t.name }
+func (t *mcpTool) Description() string     { return t.desc }
+func (t *mcpTool) Schema() json.RawMessage { return t.schema }
+func (t *mcpTool) Run(ctx context.Context, args json.RawMessage, progress func(string)) ToolResult {
+	res := t.srv.callTool(ctx, t.remote, args, progress)
+	res.Details = "mcp server " + t.srv.cfg.Name
+	return res
+}
+
+// mcpToolName is mcp__<server>__<tool> with characters the provider APIs
+// refuse replaced by "_"; a name past mcpMaxToolName keeps its start and
+// ends in a hash of the whole, so it stays unique.
+func mcpToolName(server, tool string) string {
+	name := "mcp__" + mcpSlug(server) + "__" + mcpSlug(tool)
+	if len(name) <= mcpMaxToolName {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%s_%08x", name[:mcpMaxToolName-9], h.Sum32())
+}
+
+func mcpSlug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// mcpSchema is the tool's inputSchema, or an open object schema when the
+// server sent none or not an object.
+func mcpSchema(raw json.RawMessage) json.RawMessage {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(raw, &probe) != nil || probe == nil {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return raw
+}
+
+// mcpContent is one content item of a tools/call result.
+type mcpContent struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Data        string `json:"data"`
+	MimeType    string `json:"mimeType"`
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Resource    *struct {
+		URI      string  `json:"uri"`
+		MimeType string  `json:"mimeType"`
+		Text     *string `json:"text"`
+		Blob     string  `json:"blob"`
+	} `json:"resource"`
+}
+
+// mcpResult turns a tools/call result into what the model sees: text as
+// text, images passed through, embedded resources as text, other content
+// described, structuredContent as JSON text when no text came, isError as
+// an error result. Text past mcpMaxText is cut with a note.
+func mcpResult(server string, raw json.RawMessage) ToolResult {
+	var r struct {
+		Content           []mcpContent    `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return errorResult("mcp server %s sent a tools/call result that is not a CallToolResult: %v", server, err)
+	}
+	var blocks []Block
+	hasText := false
+	textLeft := mcpMaxText
+	addText := func(s string) {
+		hasText = true
+		if textLeft <= 0 {
+			return
+		}
+		if len(s) > textLeft {
+			cut := textLeft
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			s = s[:cut] + fmt.Sprintf("\n[output cut: over %d KB]", mcpMaxText>>10)
+		}
+		textLeft -= len(s)
+		blocks = append(blocks, TextBlock(s))
+	}
+	for _, c := range r.Content {
+		switch c.Type {
+		case "text":
+			addText(c.Text)
+		case "image":
+			if b, why := mcpImage(c.MimeType, c.Data); why == "" {
+				blocks = append(blocks, b)
+			} else {
+				addText(why)
+			}
+		case "audio":
+			addText(fmt.Sprintf("[audio %s, %d bytes: not shown]", c.MimeType, base64Len(c.Data)))
+		case "resource_link":
+			addText(strings.TrimSpace(fmt.Sprintf("[resource %s %s %s] %s", c.Name, c.URI, c.MimeType, c.Description)))
+		case "resource":
+			res := c.Resource
+			switch {
+			case res == nil:
+				addText("[embedded resource without content]")
+			case res.Text != nil:
+				addText(fmt.Sprintf("[resource %s]\n%s", res.URI, *res.Text))
+			default:
+				if b, why := mcpImage(res.MimeType, res.Blob); why == "" {
+					blocks = append(blocks, b)
+				} else {
+					addText(fmt.Sprintf("[binary resource %s, %s, %d bytes: not shown]", res.URI, res.MimeType, base64Len(res.Blob)))
+				}
+			}
+		default:
+			addText(fmt.Sprintf("[content of type %q: not shown]", truncate(c.Type, 40)))
+		}
+	}
+	if !hasText && len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		addText(string(r.StructuredContent))
+	}
+	if len(blocks) == 0 {
+		if r.IsError {
+			blocks = append(blocks, TextBlock("the tool failed without saying why"))
+		} else {
+			blocks = append(blocks, TextBlock("(no output)"))
+		}
+	}
+	return ToolResult{Content: blocks, IsError: r.IsError}
+}
+
+// mcpImage makes an image block of the kinds the providers accept, or says
+// why not.
+func mcpImage(mimeType, data string) (Block, string) {
+	switch mimeType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return Block{}, fmt.Sprintf("[%s image, %d bytes: a type the model cannot see]", mimeType, base64Len(data))
+	}
+	n, err := base64.StdEncoding.Decode(make([]byte, base64.StdEncoding.DecodedLen(len(data))), []byte(data))
+	switch {
+	case err != nil:
+		return Block{}, fmt.Sprintf("[%s image: not valid base64]", mimeType)
+	case n > readMaxImage:
+		return Block{}, fmt.Sprintf("[%s image of %d bytes: larger than %d MB]", mimeType, n, readMaxImage>>20)
+	}
+	return Block{Type: "image", MimeType: mimeType, Data: data}, ""
+}
+
+// mcpServerConfig is one server entry after expansion and checks. Raw*
+// fields keep the configured text for messages: expanded values may hold
+// secrets and never appear in logs, errors or listings.
+type mcpServerConfig struct {
+	Name       string
+	slug       string // Name made safe for tool and file names
+	Source     string // the file it came from
+	Type       string // stdio or http
+	Command    string
+	RawCommand string
+	Args       []string
+	Env        map[string]string
+	URL        string
+	RawURL     string
+	Headers    map[string]string
+	TimeoutMS  int
+	// StartupTimeoutMS bounds initialize and tools/list.
+	StartupTimeoutMS int
+	Disabled         bool
+}
+
+func (c mcpServerConfig) target() string {
+	if c.Type == "stdio" {
+		return c.RawCommand
+	}
+	return redactURL(c.RawURL)
+}
+
+// mcpEntry is a server entry as written in mcp.json.
+type mcpEntry struct {
+	Type             string            `json:"type"`
+	Command          string            `json:"command"`
+	Args             []string          `json:"args"`
+	Env              map[string]string `json:"env"`
+	URL              string            `json:"url"`
+	Headers          map[string]string `json:"headers"`
+	TimeoutMS        *float64          `json:"timeout_ms"`
+	StartupTimeoutMS *float64          `json:"startup_timeout_ms"`
+	Disabled         bool              `json:"disabled"`
+}
+
+type mcpProblem struct{ server, file, msg string }
+
+// mcpConfigFiles lists the configuration files, most specific first:
+// --mcp-config files (the last given first), ./.zot/mcp.json, ./.mcp.json,
+// $ZOT_HOME/mcp.json. A server name takes its entry from the first file that
+// has it.
+func mcpConfigFiles(cfg MCPConfig) (files []string, explicit map[string]bool) {
+	explicit = map[string]bool{}
+	for i := len(cfg.Files) - 1; i >= 0; i-- {
+		p, err := filepath.Abs(cfg.Files[i])
+		if err != nil {
+			p = cfg.Files[i]
+		}
+		files = append(files, p)
+		explicit[p] = true
+	}
+	if !cfg.SkipDefault {
+		files = append(files, filepath.Join(cfg.Cwd, ".zot", "mcp.json"), filepath.Join(cfg.Cwd, ".mcp.json"), filepath.Join(cfg.Home, "mcp.json"))
+	}
+	return files, explicit
+}
+
+// loadMCPConfigs reads every configuration file. Bad files and bad entries
+// are returned as problems naming the file and server, and skipped.
+func loadMCPConfigs(cfg MCPConfig) ([]mcpServerConfig, []mcpProblem) {
+	files, explicit := mcpConfigFiles(cfg)
+	var out []mcpServerConfig
+	var problems []mcpProblem
+	taken := map[string]bool{}
+	slugs := map[string]string{}
+	read := map[string]bool{}
+	for _, path := range files {
+		if read[path] {
+			continue
+		}
+		read[path] = true
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) && !explicit[path] {
+			continue
+		}
+		if err != nil {
+			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("read %s: %v (skipped)", path, err)})
+			continue
+		}
+		var file struct {
+			Servers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(data, &file); err != nil {
+			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%s: not valid JSON: %v (skipped)", path, err)})
+			continue
+		}
+		names := make([]string, 0, len(file.Servers))
+		for name := range file.Servers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if taken[name] {
+				continue // a more specific file has it
+			}
+			taken[name] = true
+			c, err := parseMCPEntry(name, file.Servers[name])
+			if err == nil && slugs[c.slug] != "" {
+				err = fmt.Errorf("its tool names would clash with server %q's", slugs[c.slug])
+			}
+			if err != nil {
+				problems = append(problems, mcpProblem{name, path, fmt.Sprintf("%s: server %q: %v (skipped)", path, name, err)})
+				continue
+			}
+			slugs[c.slug] = name
+			c.Source = path
+			out = append(out, c)
+		}
+	}
+	return out, problems
+}
+
+func parseMCPEntry(name string, raw json.RawMessage) (mcpServerConfig, error) {
+	c := mcpServerConfig{Name: name, slug: mcpSlug(name)}
+	if name == "" {
+		return c, errors.New("the server name is empty")
+	}
+	var e mcpEntry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return c, fmt.Errorf("not a server entry: %v", err)
+	}
+	c.Disabled = e.Disabled
+	for _, t := range []struct {
+		name string
+		v    *float64
+		dst  *int
+	}{{"timeout_ms", e.TimeoutMS, &c.TimeoutMS}, {"startup_timeout_ms", e.StartupTimeoutMS, &c.StartupTimeoutMS}} {
+		if t.v == nil {
+			continue
+		}
+		if *t.v < 1 || *t.v > 24*3600*1000 || *t.v != float64(int(*t.v)) {
+			return c, fmt.Errorf("%s must be a whole number of milliseconds from 1 to 86400000", t.name)
+		}
+		*t.dst = int(*t.v)
+	}
+	switch e.Type {
+	case "":
+		switch {
+		case e.Command != "" && e.URL != "":
+			return c, errors.New(`both "command" and "url": set "type" to "stdio" or "http"`)
+		case e.Command != "":
+			c.Type = "stdio"
+		case e.URL != "":
+			c.Type = "http"
+		default:
+			return c, errors.New(`neither "command" (a stdio server) nor "url" (an HTTP server)`)
+		}
+	case "stdio":
+		c.Type = "stdio"
+	case "http", "streamable-http", "streamableHttp":
+		c.Type = "http"
+	case "sse":
+		return c, errors.New(`type "sse" (the old HTTP+SSE transport) is not supported; use the server's Streamable HTTP url with "type": "http"`)
+	default:
+		return c, fmt.Errorf("unknown type %q (want stdio or http)", truncate(e.Type, 40))
+	}
+	var err error
+	expand := func(field, v string) string {
+		if err != nil {
+			return ""
+		}
+		out, xerr := expandVars(v)
+		if xerr != nil {
+			err = fmt.Errorf("%s: %v", field, xerr)
+		}
+		return out
+	}
+	if c.Type == "stdio" {
+		if e.Command == "" {
+			return c, errors.New(`"command" is missing`)
+		}
+		c.RawCommand = e.Command
+		c.Command = expand("command", e.Command)
+		for i, a := range e.Args {
+			c.Args = append(c.Args, expand(fmt.Sprintf("args[%d]", i), a))
+		}
+		c.Env = map[string]string{}
+		for k, v := range e.Env {
+			c.Env[k] = expand("env."+k, v)
+		}
+		return c, err
+	}
+	if e.URL == "" {
+		return c, errors.New(`"url" is missing`)
+	}
+	c.RawURL = e.URL
+	c.URL = expand("url", e.URL)
+	c.Headers = map[string]string{}
+	for k, v := range e.Headers {
+		c.Headers[k] = expand("headers."+k, v)
+	}
+	if err != nil {
+		return c, err
+	}
+	if u, perr := url.Parse(c.URL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("url %s is not an http:// or https:// URL", redactURL(c.RawURL))
+	}
+	return c, nil
+}
+
+// expandVars replaces ${NAME} and ${NAME:-default} with the environment's
+// values. An unset variable without a default is an error naming it.
+func expandVars(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", errors.New("a ${ without its closing }")
+		}
+		name, def, hasDef := strings.Cut(s[i+2:i+end], ":-")
+		if !validEnvName(name) {
+			return "", fmt.Errorf("${%s} is not a variable name", truncate(name, 40))
+		}
+		v, ok := os.LookupEnv(name)
+		if v == "" && hasDef {
+			v, ok = def, true
+		}
+		if !ok {
+			return "", fmt.Errorf("${%s} is not set", name)
+		}
+		b.WriteString(v)
+		s = s[i+end+1:]
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// redactURL shows a URL without credentials, query or fragment.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "the configured url"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// startMCP starts the configured MCP servers for -p and --json; their
+// warnings and errors go to stderr.
+func (s *setup) startMCP(ctx context.Context, stderr io.Writer) *MCPManager {
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, OnStatus: mcpStderrStatus(stderr)})
+	m.Start(ctx, s.agent.Tools)
+	return m
+}
+
+// mcpStderrStatus prints warnings and errors, cleaned for a terminal.
+func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
+	return func(server, level, msg string) {
+		if level == "info" {
+			return
+		}
+		if server == "" {
+			fmt.Fprintf(stderr, "zot: mcp: %s\n", mcpPrintable(msg))
+			return
+		}
+		fmt.Fprintf(stderr, "zot: mcp server %q: %s\n", server, mcpPrintable(msg))
+	}
+}
+
+// mcpPrintable drops control characters (escape sequences among them) from
+// text a server sent, keeping newlines and tabs.
+func mcpPrintable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) && r != unicode.ReplacementChar {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+const mcpUsage = `usage:
+  zot mcp list [--json]                  servers, transport, state, tool count
+  zot mcp tools NAME                     a server's tools with descriptions and input schemas
+  zot mcp call NAME TOOL ['{json args}']  call one tool and print the result
+flags: --mcp-config FILE (repeatable), --no-mcp, --cwd DIR
+`
+
+// runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
+func runMCPCommand(args []string, stdout, stderr io.Writer) int {
+	var words, files []string
+	var asJSON, noMCP bool
+	cwd := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "--json":
+			asJSON = true
+		case a == "--no-mcp":
+			noMCP = true
+		case a == "-h" || a == "--help":
+			fmt.Fprint(stdout, mcpUsage)
+			return exitOK
+		case name == "--mcp-config" || name == "--cwd":
+			if !hasValue {
+				if i+1 >= len(args) {
+					fmt.Fprintf(stderr, "zot mcp: %s needs a value\n", name)
+					return exitUsage
+				}
+				i++
+				value = args[i]
+			}
+			if name == "--cwd" {
+				cwd = value
+			} else {
+				files = append(files, value)
+			}
+		case len(a) > 1 && a[0] == '-' && a != "-":
+			fmt.Fprintf(stderr, "zot mcp: unknown flag %s\n%s", a, mcpUsage)
+			return exitUsage
+		default:
+			words = append(words, a)
+		}
+	}
+	if len(words) == 0 {
+		fmt.Fprint(stderr, mcpUsage)
+		return exitUsage
+	}
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	cwd, _ = filepath.Abs(cwd)
+	ctx, stop := signalContext()
+	defer stop()
+	// Server problems show in the listing or the error below; only a
+	// whole file's go to stderr.
+	m := NewMCPManager(MCPConfig{Home: zotHome(), Cwd: cwd, Files: files, SkipDefault: noMCP, OnStatus: func(server, level, msg string) {
+		if server == "" {
+			mcpStderrStatus(stderr)(server, level, msg)
+		}
+	}})
+	defer m.Shutdown(context.Background())
+	reg := NewToolRegistry()
+	switch cmd := words[0]; {
+	case cmd == "list" && len(words) == 1:
+		m.start(ctx, reg, "")
+		m.waitSettled(ctx)
+		return mcpList(m.Status(), asJSON, stdout)
+	case cmd == "tools" && len(words) == 2, cmd == "call" && (len(words) == 3 || len(words) == 4):
+		m.start(ctx, reg, words[1])
+		m.waitSettled(ctx)
+		st := m.Status()
+		if len(st) == 0 {
+			fmt.Fprintf(stderr, "zot mcp: no server %q is configured (see zot mcp list)\n", words[1])
+			return exitFailure
+		}
+		if st[0].State != "ready" {
+			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, mcpPrintable(st[0].Error))
+			return exitFailure
+		}
+		tools := reg.List()
+		if cmd == "tools" {
+			return mcpPrintTools(tools, stdout)
+		}
+		argsJSON := "{}"
+		if len(words) == 4 {
+			argsJSON = words[3]
+		}
+		return mcpCallFromShell(ctx, tools, words[1], words[2], argsJSON, stdout, stderr)
+	}
+	fmt.Fprint(stderr, mcpUsage)
+	return exitUsage
+}
+
+func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {
+	if asJSON {
+		if list == nil {
+			list = []MCPServerStatus{}
+		}
+		b, _ := json.MarshalIndent(list, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no MCP servers configured (see ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json)")
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%-20s %-6s %-9s %5s  %s\n", "NAME", "TYPE", "STATE", "TOOLS", "SOURCE")
+	for _, s := range list {
+		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", mcpPrintable(s.Name), s.Transport, s.State, s.Tools, s.Source)
+		if s.Error != "" {
+			fmt.Fprintf(stdout, "    %s\n", mcpPrintable(s.Error))
+		}
+	}
+	return exitOK
+}
+
+func mcpPrintTools(tools []Tool, stdout io.Writer) int {
+	for i, t := range tools {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s\n", mcpPrintable(t.Name()))
+		for _, line := range strings.Split(strings.TrimSpace(t.Description()), "\n") {
+			fmt.Fprintf(stdout, "  %s\n", mcpPrintable(line))
+		}
+		b, err := json.MarshalIndent(json.RawMessage(t.Schema()), "  ", "  ")
+		if err != nil {
+			b = t.Schema()
+		}
+		fmt.Fprintf(stdout, "  input schema: %s\n", mcpPrintable(string(b)))
+	}
+	if len(tools) == 0 {
+		fmt.Fprintln(stdout, "(the server offers no tools)")
+	}
+	return exitOK
+}
+
+func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args string, stdout, stderr io.Writer) int {
+	if !json.Valid([]byte(args)) || !isJSONObject(json.RawMessage(args)) {
+		fmt.Fprintf(stderr, "zot mcp call: the arguments must be a JSON object, e.g. '{\"path\": \"README.md\"}'\n")
+		return exitUsage
+	}
+	var tool Tool
+	var names []string
+	for _, t := range tools {
+		mt, ok := t.(*mcpTool)
+		if ok && (mt.remote == name || mt.name == name) {
+			tool = t
+		}
+		if ok {
+			names = append(names, mt.remote)
+		}
+	}
+	if tool == nil {
+		fmt.Fprintf(stderr, "zot mcp call: server %q has no tool %q; it has: %s\n", server, name, mcpPrintable(strings.Join(names, ", ")))
+		return exitFailure
+	}
+	res := tool.Run(ctx, json.RawMessage(args), func(line string) {
+		fmt.Fprintf(stderr, "progress: %s\n", mcpPrintable(line))
+	})
+	for _, b := range res.Content {
+		switch b.Type {
+		case "image":
+			fmt.Fprintf(stdout, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
+		default:
+			fmt.Fprintln(stdout, strings.TrimRight(mcpPrintable(b.Text), "\n"))
+		}
+	}
+	if res.IsError {
+		return exitFailure
+	}
+	return exitOK
+}

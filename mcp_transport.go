@@ -1,0 +1,946 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The MCP wire: JSON-RPC 2.0 messages over a newline-delimited stdio pipe or
+// Streamable HTTP. This file owns the message types, the decoder, the
+// request/response bookkeeping (mcpConn) and the two transports; mcp.go
+// owns configuration, server lifecycle and the tools.
+
+// jsonrpcMessage is one decoded JSON-RPC message. Kind tells which fields
+// matter: a request has ID and Method, a notification Method only, a
+// response ID and either Result or Error.
+type jsonrpcMessage struct {
+	Kind   jsonrpcKind
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *jsonrpcError
+}
+
+type jsonrpcKind int
+
+const (
+	jsonrpcRequest jsonrpcKind = iota + 1
+	jsonrpcNotification
+	jsonrpcResponse
+)
+
+// jsonrpcError is a JSON-RPC error object.
+type jsonrpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *jsonrpcError) Error() string {
+	return fmt.Sprintf("%s (JSON-RPC error %d)", e.Message, e.Code)
+}
+
+// rpcMethodNotFound is the JSON-RPC error for a request we do not serve.
+const rpcMethodNotFound = -32601
+
+// jsonrpcOut is a message we send; one encoding for requests, notifications and
+// responses.
+type jsonrpcOut struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  any             `json:"params,omitempty"`
+	Result  any             `json:"result,omitempty"`
+	Error   *jsonrpcError       `json:"error,omitempty"`
+}
+
+// maxMCPMessage bounds one message from a server (a stdio line, an HTTP body,
+// an SSE event), so a broken server cannot make us buffer without end. A
+// tool result of several megabytes fits.
+const maxMCPMessage = 64 << 20
+
+// decodeRPC parses one line or body: a JSON-RPC message or a batch of them
+// (servers of the 2025-03-26 revision may batch). Every field a message's
+// kind needs is checked; an error says which.
+func decodeRPC(data []byte) ([]jsonrpcMessage, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, errors.New("empty message")
+	}
+	if data[0] != '[' {
+		m, err := decodeOneRPC(data)
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpcMessage{m}, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if len(items) == 0 {
+		return nil, errors.New("empty batch")
+	}
+	out := make([]jsonrpcMessage, 0, len(items))
+	for i, item := range items {
+		m, err := decodeOneRPC(item)
+		if err != nil {
+			return nil, fmt.Errorf("batch item %d: %w", i+1, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func decodeOneRPC(data []byte) (jsonrpcMessage, error) {
+	var w struct {
+		JSONRPC *string         `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	var m jsonrpcMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		return m, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
+		return m, errors.New(`"jsonrpc" must be "2.0"`)
+	}
+	hasID := len(w.ID) > 0 && string(w.ID) != "null"
+	if hasID && !validRPCID(w.ID) {
+		return m, errors.New(`"id" must be a string or an integer`)
+	}
+	if len(w.Params) > 0 && w.Params[0] != '{' && w.Params[0] != '[' && string(w.Params) != "null" {
+		return m, errors.New(`"params" must be an object or an array`)
+	}
+	m.ID, m.Params = w.ID, w.Params
+	if w.Method != nil {
+		if *w.Method == "" {
+			return m, errors.New(`"method" is empty`)
+		}
+		m.Method = *w.Method
+		m.Kind = jsonrpcNotification
+		if hasID {
+			m.Kind = jsonrpcRequest
+		}
+		return m, nil
+	}
+	m.Kind = jsonrpcResponse
+	switch {
+	case len(w.Result) > 0 && len(w.Error) > 0:
+		return m, errors.New(`a response has both "result" and "error"`)
+	case len(w.Error) > 0:
+		var e jsonrpcError
+		if err := json.Unmarshal(w.Error, &e); err != nil {
+			return m, fmt.Errorf(`bad "error" object: %w`, err)
+		}
+		m.Error = &e
+	case len(w.Result) > 0:
+		if !hasID {
+			return m, errors.New(`a result without an "id"`)
+		}
+		m.Result = w.Result
+	default:
+		return m, errors.New(`neither "method", "result" nor "error"`)
+	}
+	return m, nil
+}
+
+// validRPCID accepts a JSON string or an integer.
+func validRPCID(raw json.RawMessage) bool {
+	if raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil
+	}
+	_, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil
+}
+
+// ourID reads the id of a response to one of our requests: we send integers,
+// and accept them back quoted.
+func ourID(raw json.RawMessage) (int64, bool) {
+	s := string(raw)
+	if len(s) > 1 && s[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// mcpTransport carries encoded messages to one server. Messages the server
+// sends come back through the mcpConn the transport was made for, on the
+// transport's own goroutines.
+type mcpTransport interface {
+	// send hands one message over. wantID is the id of a request (0 for
+	// other messages); HTTP uses it to know when a response stream is done.
+	send(ctx context.Context, msg []byte, wantID int64) error
+	// close stops the transport: pending calls fail and its goroutines end.
+	close(ctx context.Context)
+}
+
+// mcpConn is one JSON-RPC session: it numbers our requests, routes
+// responses and progress notifications to the callers waiting for them, and
+// answers the server's requests. Transports call deliver for each message
+// and fail when they can carry no more.
+type mcpConn struct {
+	server string
+	t      mcpTransport
+	log    *mcpLog
+	// onRequest answers a server→client request other than ping; nil result
+	// and nil error mean "method not supported".
+	onRequest func(method string, params json.RawMessage) (any, *jsonrpcError)
+	// onNotify sees every notification but progress and cancelled.
+	onNotify func(method string, params json.RawMessage)
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]*mcpCall
+	dead    error // once set, requests fail at once with it
+}
+
+// mcpCall is one request waiting for its response.
+type mcpCall struct {
+	reply chan jsonrpcMessage // buffered: deliver never blocks
+	fail  chan error      // buffered
+	// progress is called for the call's progress notifications until the
+	// caller has returned; mu makes "until" exact, so no progress event
+	// follows the tool's result.
+	mu       sync.Mutex
+	progress func(string)
+	finished bool
+}
+
+func newMCPConn(server string, log *mcpLog) *mcpConn {
+	return &mcpConn{server: server, log: log, pending: map[int64]*mcpCall{}}
+}
+
+// errSessionExpired is an HTTP 404 for our session id: the server forgot
+// the session and we must initialize again.
+var errSessionExpired = errors.New("session expired")
+
+// request sends a request and waits for its response, ctx's end, or the
+// transport's death. When ctx ends first the server is told with
+// notifications/cancelled (never for initialize, which may not be
+// cancelled) and a late response is dropped.
+func (c *mcpConn) request(ctx context.Context, method string, params any, progress func(string)) (json.RawMessage, error) {
+	call := &mcpCall{reply: make(chan jsonrpcMessage, 1), fail: make(chan error, 1), progress: progress}
+	c.mu.Lock()
+	if c.dead != nil {
+		err := c.dead
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = call
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		call.mu.Lock()
+		call.finished = true
+		call.mu.Unlock()
+	}()
+	if progress != nil {
+		// The request id doubles as the progress token: unique while active.
+		params = withProgressToken(params, id)
+	}
+	msg, err := json.Marshal(jsonrpcOut{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: params})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", method, err)
+	}
+	if err := c.t.send(ctx, msg, id); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-call.reply:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case err := <-call.fail:
+		return nil, err
+	case <-ctx.Done():
+		if method != "initialize" {
+			reason := "aborted by the user"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				reason = "timed out"
+			}
+			nctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			c.notify(nctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
+			cancel()
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// withProgressToken adds _meta.progressToken to a params object.
+func withProgressToken(params any, token int64) any {
+	m, ok := params.(map[string]any)
+	if !ok {
+		return params
+	}
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["_meta"] = map[string]any{"progressToken": token}
+	return out
+}
+
+func (c *mcpConn) notify(ctx context.Context, method string, params any) error {
+	msg, err := json.Marshal(jsonrpcOut{JSONRPC: "2.0", Method: method, Params: params})
+	if err != nil {
+		return err
+	}
+	return c.t.send(ctx, msg, 0)
+}
+
+// deliver routes one message from the server. It runs on a transport's
+// reader goroutine, so it never waits for another response itself.
+func (c *mcpConn) deliver(m jsonrpcMessage) {
+	switch m.Kind {
+	case jsonrpcResponse:
+		id, ok := ourID(m.ID)
+		c.mu.Lock()
+		call := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if !ok || call == nil {
+			if m.Error != nil && (len(m.ID) == 0 || string(m.ID) == "null") {
+				c.log.printf("server error not tied to a request: %s", m.Error.Message)
+			} else {
+				c.log.printf("dropped a response to unknown or finished request %s", truncate(string(m.ID), 40))
+			}
+			return
+		}
+		call.reply <- m
+	case jsonrpcRequest:
+		c.answer(m)
+	case jsonrpcNotification:
+		switch m.Method {
+		case "notifications/progress":
+			c.progress(m.Params)
+		case "notifications/cancelled":
+			// We answer the server's requests at once; nothing to stop.
+		default:
+			if c.onNotify != nil {
+				c.onNotify(m.Method, m.Params)
+			}
+		}
+	}
+}
+
+// answer replies to a server→client request; anything we do not support
+// gets "method not found", never silence.
+func (c *mcpConn) answer(m jsonrpcMessage) {
+	var result any
+	var rerr *jsonrpcError
+	if m.Method == "ping" {
+		result = struct{}{}
+	} else if c.onRequest != nil {
+		result, rerr = c.onRequest(m.Method, m.Params)
+	}
+	if result == nil && rerr == nil {
+		rerr = &jsonrpcError{Code: rpcMethodNotFound, Message: "zot does not support " + m.Method}
+	}
+	out := jsonrpcOut{JSONRPC: "2.0", ID: m.ID}
+	if rerr != nil {
+		out.Error = rerr
+	} else {
+		out.Result = result
+	}
+	msg, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.t.send(ctx, msg, 0); err != nil {
+		c.log.printf("answer %s: %v", m.Method, err)
+	}
+}
+
+func (c *mcpConn) progress(params json.RawMessage) {
+	var p struct {
+		Token    json.RawMessage `json:"progressToken"`
+		Progress float64         `json:"progress"`
+		Total    float64         `json:"total"`
+		Message  string          `json:"message"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, ok := ourID(p.Token)
+	c.mu.Lock()
+	call := c.pending[id]
+	c.mu.Unlock()
+	if !ok || call == nil {
+		return
+	}
+	line := p.Message
+	switch {
+	case p.Total > 0:
+		line = strings.TrimSpace(fmt.Sprintf("%s (%g/%g)", line, p.Progress, p.Total))
+	case line == "":
+		line = fmt.Sprintf("progress %g", p.Progress)
+	}
+	call.mu.Lock()
+	if !call.finished && call.progress != nil {
+		call.progress(line)
+	}
+	call.mu.Unlock()
+}
+
+// failAll ends the session: every waiting call and every later request
+// fails with err.
+func (c *mcpConn) failAll(err error) {
+	c.mu.Lock()
+	if c.dead == nil {
+		c.dead = err
+	}
+	calls := c.pending
+	c.pending = map[int64]*mcpCall{}
+	c.mu.Unlock()
+	for _, call := range calls {
+		call.fail <- err
+	}
+}
+
+// failCall fails one waiting call (its HTTP stream ended without a reply).
+func (c *mcpConn) failCall(id int64, err error) {
+	c.mu.Lock()
+	call := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if call != nil {
+		call.fail <- err
+	}
+}
+
+// deliverData decodes a line or body and delivers its messages; a bad one
+// is logged with where it came from and skipped.
+func (c *mcpConn) deliverData(data []byte, from string) []jsonrpcMessage {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	msgs, err := decodeRPC(data)
+	if err != nil {
+		c.log.printf("skipped a bad message on %s: %v: %s", from, err, truncate(string(data), 200))
+		return nil
+	}
+	for _, m := range msgs {
+		c.deliver(m)
+	}
+	return msgs
+}
+
+// mcpLog is $ZOT_HOME/logs/mcp-<name>.log: the server's stderr and what zot
+// notes about it. It never receives expanded configuration values.
+type mcpLog struct {
+	mu sync.Mutex
+	f  *os.File // nil: discard
+}
+
+func openMCPLog(path string) *mcpLog {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return &mcpLog{}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return &mcpLog{}
+	}
+	return &mcpLog{f: f}
+}
+
+func (l *mcpLog) printf(format string, args ...any) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		fmt.Fprintf(l.f, "%s zot: %s\n", time.Now().Format("2006-01-02T15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+}
+
+// file is where a server's stderr goes; nil discards it.
+func (l *mcpLog) file() *os.File {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f
+}
+
+func (l *mcpLog) close() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// stdioTransport runs a server as a child process in its own process group:
+// messages are lines on its stdin and stdout, its stderr goes to the log.
+type stdioTransport struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	pgid   int
+	log    *mcpLog
+	wmu    sync.Mutex // one writer at a time; lines never interleave
+	closed sync.Once
+	done   chan struct{}
+	// exitErr says how the process ended; set before done closes.
+	exitErr error
+}
+
+// startStdio starts the process. Its reader goroutine delivers each line to
+// conn, and when stdout ends reaps the process, fails conn's pending calls
+// and calls exited; it ends then.
+func startStdio(command, rawCommand string, args []string, env []string, dir string, conn *mcpConn, stderr *os.File, exited func(error)) (*stdioTransport, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("create stdout pipe: %w", err)
+	}
+	cmd := exec.Command(command, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		// Without the expanded path, which a ${VAR} may have filled in.
+		var ee *exec.Error
+		var pe *fs.PathError
+		if errors.As(err, &ee) {
+			err = ee.Err
+		} else if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("start %s in %s: %w", rawCommand, dir, err)
+	}
+	t := &stdioTransport{cmd: cmd, stdin: inW, stdout: outR, pgid: cmd.Process.Pid, done: make(chan struct{}), log: conn.log}
+	conn.t = t
+	// Owned by the transport; ends when the server's stdout closes (exit,
+	// crash, or the kill in close).
+	go func() {
+		readMCPLines(outR, conn)
+		outR.Close()
+		werr := cmd.Wait()
+		if werr == nil {
+			werr = errors.New("exit status 0")
+		}
+		t.exitErr = werr
+		close(t.done)
+		conn.failAll(fmt.Errorf("server exited (%v)", werr))
+		if exited != nil {
+			exited(werr)
+		}
+	}()
+	return t, nil
+}
+
+// readMCPLines reads newline-delimited messages until EOF. A line longer than
+// maxMCPMessage is dropped whole and reported; reading goes on.
+func readMCPLines(r io.Reader, conn *mcpConn) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	tooLong := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if !tooLong {
+				long = append(long, line...)
+				if len(long) > maxMCPMessage {
+					conn.log.printf("dropped a stdout line longer than %d bytes", maxMCPMessage)
+					long, tooLong = nil, true
+				}
+			}
+			continue
+		}
+		if tooLong {
+			tooLong = false
+		} else {
+			if long != nil {
+				line = append(long, line...)
+				long = nil
+			}
+			conn.deliverData(line, "stdout")
+		}
+		if err != nil {
+			if err != io.EOF {
+				conn.log.printf("read stdout: %v", err)
+			}
+			return
+		}
+	}
+}
+
+func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	select {
+	case <-t.done:
+		return fmt.Errorf("server exited (%v)", t.exitErr)
+	default:
+	}
+	// A server that stops reading its stdin must not hang us: the write
+	// gives up at ctx's deadline.
+	deadline, _ := ctx.Deadline()
+	t.stdin.SetWriteDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { t.stdin.SetWriteDeadline(time.Now()) })
+	defer stop()
+	_, err := t.stdin.Write(append(msg, '\n'))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("write to server: %w", err)
+	}
+	return nil
+}
+
+// close stops the server as the MCP lifecycle asks: close its stdin, give
+// it killGrace to exit, then SIGTERM and SIGKILL to its process group
+// (stopGroup). It returns when the process is reaped.
+func (t *stdioTransport) close(ctx context.Context) {
+	t.closed.Do(func() { t.stop(ctx) })
+	<-t.done
+}
+
+func (t *stdioTransport) stop(ctx context.Context) {
+	t.wmu.Lock()
+	t.stdin.Close()
+	t.wmu.Unlock()
+	timer := time.NewTimer(killGrace)
+	defer timer.Stop()
+	select {
+	case <-t.done:
+	case <-timer.C:
+		t.log.printf("still running %s after its stdin closed: SIGTERM", killGrace)
+	case <-ctx.Done():
+	}
+	// Also when the leader exited: children it left behind hold the group.
+	stopGroup(t.pgid)
+	// A process that left the group may still hold stdout open: stop
+	// waiting for its EOF.
+	t.stdout.SetReadDeadline(time.Now().Add(time.Second))
+}
+
+// httpTransport speaks Streamable HTTP: each message is a POST; a request's
+// answer comes back as one JSON body or as an SSE stream that may carry the
+// server's requests and notifications first. A session id the server gives
+// at initialization goes on every later request; close DELETEs it.
+type httpTransport struct {
+	url     string // expanded: may hold a secret; never in messages
+	rawURL  string // as configured, for messages
+	headers map[string]string
+	client  *http.Client
+	conn    *mcpConn
+
+	ctx    context.Context // ends at close: stops streams
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // stream readers and the listener
+
+	closed sync.Once
+
+	mu        sync.Mutex
+	sessionID string
+	protocol  string
+	listening bool
+}
+
+func newHTTPTransport(url, rawURL string, headers map[string]string, conn *mcpConn) *httpTransport {
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &httpTransport{url: url, rawURL: rawURL, headers: headers, client: &http.Client{}, conn: conn, ctx: ctx, cancel: cancel}
+	conn.t = t
+	return t
+}
+
+// resetSession forgets the session so the next initialize starts anew.
+func (t *httpTransport) resetSession() {
+	t.mu.Lock()
+	t.sessionID, t.protocol = "", ""
+	t.mu.Unlock()
+}
+
+func (t *httpTransport) setProtocol(v string) {
+	t.mu.Lock()
+	t.protocol = v
+	t.mu.Unlock()
+}
+
+func (t *httpTransport) newRequest(ctx context.Context, method string, body []byte) (*http.Request, string, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url, rd)
+	if err != nil {
+		return nil, "", fmt.Errorf("bad url %s: %w", t.rawURL, scrubURLError(err))
+	}
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	t.mu.Lock()
+	sid := t.sessionID
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if t.protocol != "" {
+		req.Header.Set("MCP-Protocol-Version", t.protocol)
+	}
+	t.mu.Unlock()
+	return req, sid, nil
+}
+
+func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) error {
+	// The request lives until its stream is read, which may be after send
+	// returns: it ends with ctx or with the transport.
+	rctx, cancel := context.WithCancel(t.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	req, sid, err := t.newRequest(rctx, http.MethodPost, msg)
+	if err != nil {
+		stop()
+		cancel()
+		return err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		stop()
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("POST %s: %w", t.rawURL, scrubURLError(err))
+	}
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sid == "" {
+		if !visibleASCII(s) {
+			resp.Body.Close()
+			stop()
+			cancel()
+			return fmt.Errorf("POST %s: the server's Mcp-Session-Id has characters outside visible ASCII", t.rawURL)
+		}
+		t.mu.Lock()
+		t.sessionID = s
+		t.mu.Unlock()
+	}
+	if resp.StatusCode == http.StatusNotFound && sid != "" {
+		resp.Body.Close()
+		stop()
+		cancel()
+		return errSessionExpired
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		defer stop()
+		defer cancel()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		msg := strings.TrimSpace(string(body))
+		if msgs, err := decodeRPC(body); err == nil && msgs[0].Error != nil {
+			msg = msgs[0].Error.Message
+		}
+		return fmt.Errorf("POST %s: HTTP %d: %s", t.rawURL, resp.StatusCode, truncate(msg, 300))
+	}
+	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ctype != "text/event-stream" {
+		defer resp.Body.Close()
+		defer stop()
+		defer cancel()
+		if wantID == 0 {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			return nil
+		}
+		if resp.StatusCode == http.StatusAccepted {
+			return fmt.Errorf("POST %s: HTTP 202 to a request: the server accepted it but sent no answer", t.rawURL)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMCPMessage+1))
+		if err != nil {
+			return fmt.Errorf("POST %s: read response: %w", t.rawURL, scrubURLError(err))
+		}
+		if len(body) > maxMCPMessage {
+			return fmt.Errorf("POST %s: response larger than %d bytes", t.rawURL, maxMCPMessage)
+		}
+		if t.conn.deliverData(body, "an HTTP response") == nil {
+			return fmt.Errorf("POST %s: the response is not a JSON-RPC message (Content-Type %q)", t.rawURL, resp.Header.Get("Content-Type"))
+		}
+		return nil
+	}
+	t.wg.Add(1)
+	// Owned by the transport; ends when the stream ends, when the response
+	// to wantID has arrived, or when ctx or the transport ends.
+	go func() {
+		defer t.wg.Done()
+		defer stop()
+		defer cancel()
+		defer resp.Body.Close()
+		got := t.readStream(resp.Body, wantID)
+		if wantID != 0 && !got {
+			t.conn.failCall(wantID, fmt.Errorf("POST %s: the event stream ended before the response", t.rawURL))
+		}
+	}()
+	return nil
+}
+
+// readStream delivers the messages of an SSE stream and reports whether the
+// response to wantID was among them.
+func (t *httpTransport) readStream(body io.Reader, wantID int64) (got bool) {
+	readSSE(body, func(ev sseEvent) error {
+		if len(ev.Data) > maxMCPMessage {
+			t.conn.log.printf("dropped an event larger than %d bytes", maxMCPMessage)
+			return nil
+		}
+		for _, m := range t.conn.deliverData(ev.Data, "the event stream") {
+			if id, ok := ourID(m.ID); ok && m.Kind == jsonrpcResponse && wantID != 0 && id == wantID {
+				got = true
+			}
+		}
+		if got {
+			return errStopSSE
+		}
+		return nil
+	})
+	return got
+}
+
+// listen opens the optional GET stream on which a server sends messages not
+// tied to a request (list_changed, logs). Once per session; it ends when the
+// server refuses it, the session ends, or the transport closes.
+func (t *httpTransport) listen() {
+	t.mu.Lock()
+	if t.listening || t.protocol == "" {
+		t.mu.Unlock()
+		return
+	}
+	t.listening = true
+	t.mu.Unlock()
+	t.wg.Add(1)
+	// Owned by the transport; exits as said above.
+	go func() {
+		defer t.wg.Done()
+		defer func() {
+			t.mu.Lock()
+			t.listening = false
+			t.mu.Unlock()
+		}()
+		for t.ctx.Err() == nil {
+			req, _, err := t.newRequest(t.ctx, http.MethodGet, nil)
+			if err != nil {
+				return
+			}
+			resp, err := t.client.Do(req)
+			if err != nil {
+				return
+			}
+			ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			if resp.StatusCode != http.StatusOK || ctype != "text/event-stream" {
+				resp.Body.Close()
+				return // 405: the server offers no such stream
+			}
+			t.readStream(resp.Body, 0)
+			resp.Body.Close()
+			select {
+			case <-t.ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+}
+
+// close DELETEs the session (a server may answer 405; either way we are
+// done) and stops every stream.
+func (t *httpTransport) close(ctx context.Context) {
+	t.closed.Do(func() { t.stop(ctx) })
+}
+
+func (t *httpTransport) stop(ctx context.Context) {
+	t.mu.Lock()
+	sid := t.sessionID
+	t.mu.Unlock()
+	if sid != "" {
+		dctx, cancel := context.WithTimeout(ctx, killGrace)
+		if req, _, err := t.newRequest(dctx, http.MethodDelete, nil); err == nil {
+			if resp, err := t.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	t.cancel()
+	t.wg.Wait()
+	t.client.CloseIdleConnections()
+	t.conn.failAll(errors.New("server connection closed"))
+}
+
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeEnv is the inherited environment with the server's variables on top,
+// in a stable order.
+func mergeEnv(extra map[string]string) []string {
+	env := os.Environ()
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
