@@ -289,7 +289,7 @@ func TestMCPServerRequestsGetAnswers(t *testing.T) {
 	var replies []struct {
 		ID     any             `json:"id"`
 		Result json.RawMessage `json:"result"`
-		Error  *jsonrpcError       `json:"error"`
+		Error  *jsonrpcError   `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(textOf(r)), &replies); err != nil || len(replies) != 3 {
 		t.Fatalf("replies %q: %v", textOf(r), err)

@@ -69,7 +69,7 @@ type jsonrpcOut struct {
 	Method  string          `json:"method,omitempty"`
 	Params  any             `json:"params,omitempty"`
 	Result  any             `json:"result,omitempty"`
-	Error   *jsonrpcError       `json:"error,omitempty"`
+	Error   *jsonrpcError   `json:"error,omitempty"`
 }
 
 // maxMCPMessage bounds one message from a server (a stdio line, an HTTP body,
@@ -223,7 +223,7 @@ type mcpConn struct {
 // mcpCall is one request waiting for its response.
 type mcpCall struct {
 	reply chan jsonrpcMessage // buffered: deliver never blocks
-	fail  chan error      // buffered
+	fail  chan error          // buffered
 	// progress is called for the call's progress notifications until the
 	// caller has returned; mu makes "until" exact, so no progress event
 	// follows the tool's result.
