@@ -48,6 +48,8 @@ type options struct {
 	continueLast, resume bool
 	sessionPath          string
 	noSession            bool
+	ext                  []string
+	noExt                bool
 	prompt               []string
 }
 
@@ -95,6 +97,8 @@ var flagTable = []flagSpec{
 	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
+	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
+	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -158,6 +162,7 @@ Usage:
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
+  zot ext <command> …                    manage extensions (zot ext help)
 
 Flags:
 `)
@@ -459,6 +464,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ext" {
+		return runExtCommand(args[1:], stdin, stdout, stderr)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v\n", err)
@@ -540,6 +548,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	exts := s.startExtensions(ctx, stderrExtHooks(stderr))
+	defer exts.Shutdown(context.Background())
+	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
 
 	var sink Sink
 	var final string
@@ -553,7 +564,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	err = s.agent.Prompt(ctx, text, nil, sink)
+	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
@@ -566,6 +577,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "zot: %v\n", err)
 	return exitFailure
+}
+
+// denyAsks answers a gate's question when nobody can be asked.
+func denyAsks(context.Context, ToolCall, []GateNote) (bool, string) {
+	return false, "non-interactive mode"
 }
 
 func fail(stderr io.Writer, err error) int {
