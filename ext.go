@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -758,7 +759,9 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			res.Notes = append(res.Notes, GateNote{By: by, Decision: "block", Reason: reason})
 			return res
 		case len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null":
-			args = append(json.RawMessage(nil), msg.ModifiedArgs...)
+			var buf bytes.Buffer
+			json.Compact(&buf, msg.ModifiedArgs) // valid: decoded as part of the frame
+			args = buf.Bytes()
 			res.Args = args
 			res.Notes = append(res.Notes, GateNote{By: by, Decision: "rewrite", Reason: msg.Reason})
 		default:
