@@ -124,6 +124,7 @@ type ExtManager struct {
 	regs    []*ToolRegistry
 	session bool // session_start was emitted
 	closed  bool
+	loading bool // load syncs registrations once at its end
 
 	syncMu sync.Mutex // serialises syncRegistrations
 }
@@ -314,6 +315,7 @@ func (m *ExtManager) load(ctx context.Context) ReloadStats {
 	}
 	m.mu.Lock()
 	closed := m.closed
+	m.loading = !closed
 	m.mu.Unlock()
 	if closed {
 		stats.Errors = append(stats.Errors, "extensions were shut down")
@@ -382,6 +384,9 @@ wait:
 			m.logf("extension %q is not ready after %s; going on without it until it is (see %s)", p.name(), m.lim.startup, p.logPath)
 		}
 	}
+	m.mu.Lock()
+	m.loading = false
+	m.mu.Unlock()
 	m.syncRegistrations()
 	return stats
 }
@@ -448,9 +453,12 @@ func (m *ExtManager) syncRegistrations() {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	m.mu.Lock()
-	procs, gen := m.procs, m.gen
+	procs, gen, loading := m.procs, m.gen, m.loading
 	regs := append([]*ToolRegistry(nil), m.regs...)
 	m.mu.Unlock()
+	if loading {
+		return
+	}
 
 	shadow := map[*extProc][]string{}
 	cmds := map[string]*extProc{}
@@ -520,10 +528,9 @@ func (p *extProc) registrations() (commands, tools []extRegistration) {
 
 // extState is what `zot ext list` learns about an extension's last run.
 type extState struct {
-	Time     time.Time `json:"time"`
-	Commands []string  `json:"commands"`
-	Tools    []string  `json:"tools"`
-	Shadowed []string  `json:"shadowed"`
+	Commands []string `json:"commands"`
+	Tools    []string `json:"tools"`
+	Shadowed []string `json:"shadowed"`
 }
 
 func extStatePath(home, name string) string {
@@ -534,7 +541,7 @@ func extStatePath(home, name string) string {
 // registrations for `zot ext list`.
 func (p *extProc) setShadowed(list []string) {
 	cmds, tools := p.registrations()
-	st := extState{Time: time.Now().UTC(), Shadowed: list}
+	st := extState{Shadowed: list}
 	for _, c := range cmds {
 		st.Commands = append(st.Commands, c.Name)
 	}
@@ -558,10 +565,34 @@ func (p *extProc) setShadowed(list []string) {
 	}
 	if changed {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		if err := writeFileAtomic(extStatePath(p.m.cfg.Home, p.name()), append(b, '\n'), 0o600); err != nil {
+		if err := writeStateFile(extStatePath(p.m.cfg.Home, p.name()), append(b, '\n')); err != nil {
 			p.log.Printf("record state for `zot ext list`: %v", err)
 		}
 	}
+}
+
+// writeStateFile replaces path whole (temp file and rename) unless it holds
+// data already. The content being a hint for `zot ext list`, it does not
+// wait for the disk.
+func writeStateFile(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".state-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // extTool is an extension's tool in the agent's registry.
