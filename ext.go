@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // The extension host: subprocess extensions speaking protocol v1 (see
@@ -1077,15 +1078,50 @@ func stderrExtHooks(w io.Writer) ExtConfig {
 }
 
 // sanitizeExtText makes extension text safe for a terminal: escape
-// sequences and control characters other than newline and tab are dropped.
+// sequences (CSI, OSC and the like) and control characters other than
+// newline and tab are removed.
 func sanitizeExtText(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-			return -1
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b {
+			i = skipEscape(s, i)
+			continue
 		}
-		return r
-	}, s)
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r == '\n' || r == '\t' || !(r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// skipEscape returns where the escape sequence starting at s[i] ends.
+func skipEscape(s string, i int) int {
+	i++
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[': // CSI: parameter and intermediate bytes, then one final byte
+		i++
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ESC \
+		for i++; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return i
+	}
+	return i + 1 // a two-byte sequence such as ESC c
 }

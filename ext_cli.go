@@ -225,6 +225,9 @@ func (c *extCLI) install(src string, force bool) error {
 	var srcAbs string
 	if local {
 		srcAbs, _ = filepath.Abs(src)
+		if real, err := filepath.EvalSymlinks(srcAbs); err == nil {
+			srcAbs = real // copy what a symlinked directory points to
+		}
 		if _, err := readManifest(srcAbs, c.scope()); err != nil {
 			return err
 		}
@@ -391,7 +394,7 @@ func (c *extCLI) remove(name string, yes bool) error {
 	if err := os.Rename(f.Dir, filepath.Join(trash, "x")); err != nil {
 		return fmt.Errorf("remove %s: %w", f.Dir, err)
 	}
-	fmt.Fprintf(c.stdout, "removed %s from %s (its logs in %s are kept)\n", name, f.Dir, filepath.Join(c.home, "logs"))
+	fmt.Fprintf(c.stdout, "removed %s from %s (its logs in %s and data in %s are kept)\n", name, f.Dir, filepath.Join(c.home, "logs"), filepath.Join(c.home, "ext-data", name))
 	return nil
 }
 
