@@ -344,7 +344,7 @@ func (m *ExtManager) load(ctx context.Context) ReloadStats {
 		// Each spawn returns as soon as the process is started.
 		go func() {
 			defer wg.Done()
-			procs[i], errs[i] = m.spawn(mf, i)
+			procs[i], errs[i] = m.spawn(mf)
 		}()
 	}
 	wg.Wait()

@@ -71,7 +71,6 @@ type extProc struct {
 	stdout   *os.File
 	stderr   *os.File
 	q        *extQueue
-	loadedAt int // position in load order
 
 	helloSeen  atomic.Bool
 	stopping   atomic.Bool
@@ -507,7 +506,7 @@ func resolveExec(mf *extManifest) (string, error) {
 // spawn starts an extension and the goroutines that serve it. The
 // handshake and registration continue in the background; p.ready closes
 // when the extension is ready and p.dead when it failed.
-func (m *ExtManager) spawn(mf *extManifest, order int) (*extProc, error) {
+func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	logPath := filepath.Join(m.cfg.Home, "logs", "ext-"+mf.Name+".log")
 	failf := func(format string, args ...any) error {
 		return fmt.Errorf("extension %q: %s (manifest %s)", mf.Name, fmt.Sprintf(format, args...), mf.Path)
@@ -574,7 +573,7 @@ func (m *ExtManager) spawn(mf *extManifest, order int) (*extProc, error) {
 		m: m, mf: mf, logPath: logPath, dataDir: dataDir, log: lg,
 		cmd: cmd, pgid: cmd.Process.Pid,
 		stdin: stdinW, stdout: stdoutR, stderr: stderrR,
-		q: newExtQueue(m.lim.queue), loadedAt: order,
+		q: newExtQueue(m.lim.queue),
 		ready: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), writerDone: make(chan struct{}), copierDone: make(chan struct{}),
 		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
@@ -595,7 +594,8 @@ func (m *ExtManager) spawn(mf *extManifest, order int) (*extProc, error) {
 	// The waiter reaps the process; it ends when the process exits.
 	go p.waitExit()
 	// The reader owns stdout; it ends at EOF, which comes once the process
-	// group is gone (or at the read deadline waitExit sets).
+	// group is gone (or at the read deadline waitExit sets), and then marks
+	// the extension dead.
 	go p.readFrames()
 	// The writer owns stdin; it ends when the queue is closed (fail, or
 	// after the shutdown frame) or a write fails.
@@ -612,23 +612,18 @@ func (m *ExtManager) spawn(mf *extManifest, order int) (*extProc, error) {
 func (p *extProc) name() string { return p.mf.Name }
 
 // waitExit reaps the process, then kills whatever is left of its process
-// group: an extension's children do not outlive it.
+// group: an extension's children do not outlive it. The reader, seeing
+// stdout end, marks the extension dead once it has read what was left.
 func (p *extProc) waitExit() {
 	p.cmd.Wait()
-	state := p.cmd.ProcessState.String()
 	p.mu.Lock()
-	p.exitState = state
+	p.exitState = p.cmd.ProcessState.String()
 	p.mu.Unlock()
 	close(p.exited)
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
-	if p.stopping.Load() {
-		p.fail(errors.New("was stopped"))
-	} else {
-		p.fail(errors.New("exited (" + state + ")"))
-	}
-	// A process that left the group may still hold the pipes open; what is
+	// A process that left the group may hold the pipes open; what is
 	// already in them is read before this deadline.
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(500 * time.Millisecond)
 	p.stdout.SetReadDeadline(deadline)
 	p.stderr.SetReadDeadline(deadline)
 }
@@ -670,13 +665,28 @@ func (p *extProc) readFrames() {
 		}
 		p.handle(msg, line)
 	}
-	// stdout is closed: nothing more can be answered. The exit status makes
-	// the better message, so give the waiter a moment to get it.
+	p.failWhenGone(p.exited, errors.New("closed its stdout"))
+}
+
+// failWhenGone marks the extension dead once gone closes (or 200 ms have
+// passed), with the best account of why: stopped, its exit status, or
+// otherwise.
+func (p *extProc) failWhenGone(gone chan struct{}, otherwise error) {
 	select {
-	case <-p.exited:
+	case <-gone:
 	case <-time.After(200 * time.Millisecond):
 	}
-	p.fail(errors.New("closed its stdout"))
+	p.mu.Lock()
+	state := p.exitState
+	p.mu.Unlock()
+	switch {
+	case p.stopping.Load():
+		p.fail(errors.New("was stopped"))
+	case state != "":
+		p.fail(errors.New("exited (" + state + ")"))
+	default:
+		p.fail(otherwise)
+	}
 }
 
 func (p *extProc) writeFrames() {
@@ -694,7 +704,10 @@ func (p *extProc) writeFrames() {
 			continue // its caller gave up
 		}
 		if _, err := p.stdin.Write(o.line); err != nil {
-			p.fail(fmt.Errorf("stopped reading its stdin (%v)", err))
+			// The extension is gone or closed its stdin. What it wrote
+			// before that (a reply, say) is read first.
+			p.closeStdin()
+			p.failWhenGone(p.readerDone, fmt.Errorf("stopped reading its stdin (%v)", err))
 			return
 		}
 		if o.last {
@@ -940,9 +953,18 @@ func (p *extProc) send(v any) error {
 		return err
 	}
 	if !p.q.push(extOut{line: line}) {
-		return p.deadErr()
+		return p.unavailable()
 	}
 	return nil
+}
+
+// unavailable is why nothing more can be sent: the extension is dead or
+// being stopped.
+func (p *extProc) unavailable() error {
+	if err := p.deadErr(); err != nil {
+		return err
+	}
+	return fmt.Errorf("extension %q is being stopped", p.name())
 }
 
 // call sends a request and waits for the reply of type want, at most
@@ -963,7 +985,7 @@ func (p *extProc) call(ctx context.Context, want string, timeout time.Duration, 
 		return extMsg{}, err
 	}
 	if !p.q.push(extOut{line: line, id: id}) {
-		return extMsg{}, p.deadErr()
+		return extMsg{}, p.unavailable()
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -630,6 +630,24 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	h.waitLog("crash", "crashing on purpose")
 }
 
+func TestExtReplyJustBeforeExitArrives(t *testing.T) {
+	dir := scriptedExt(t, "oneshot", obj{
+		"tools":  obj{"bye": obj{"text": "last words", "exit_after": 0}},
+		"frames": []obj{{"type": "register_tool", "name": "bye"}},
+	})
+	h := newExtHarness(t, nil, dir)
+	h.start()
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+	tool, _ := a.Tools.Lookup("bye")
+	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); r.IsError || r.Content[0].Text != "last words" {
+		t.Fatalf("result = %+v", r)
+	}
+	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); !r.IsError || !strings.Contains(r.Content[0].Text, `extension "oneshot" exited (exit status 0)`) {
+		t.Errorf("after the exit: %+v", r)
+	}
+}
+
 func TestExtSkipsGarbageAndHugeLines(t *testing.T) {
 	big := scriptedExt(t, "big", obj{"big_line": 9 << 20, "frames": []obj{{"type": "register_tool", "name": "after_big", "schema": obj{"type": "object"}}}})
 	h := newExtHarness(t, nil, scriptExt(t, "garbage", "garbage.sh"), big)

@@ -14,6 +14,7 @@ Spec keys (all optional):
                   reply {..}  fields of event_intercept_response
                   delay s     sleep first
                   exit n      exit instead of answering
+                  exit_after n  answer, then exit at once
                   raw "..."   answer with this line ({id} is the request's id)
                   silent      do not answer
   tools         {name: {text, echo, image, is_error, exit, delay, raw}}
@@ -71,8 +72,10 @@ def act(rule, answer):
         return
     if "raw" in rule:
         emit(rule["raw"].replace("{id}", answer["id"]))
-        return
-    emit(answer)
+    else:
+        emit(answer)
+    if "exit_after" in rule:
+        os._exit(rule["exit_after"])
 
 
 for line in sys.stdin:
