@@ -60,17 +60,17 @@ var defaultExtLimits = extLimits{
 // process). All four end once the process group is gone; stop guarantees
 // that and waits for them.
 type extProc struct {
-	m        *ExtManager
-	mf       *extManifest
-	logPath  string
-	dataDir  string
-	log      *extLog
-	cmd      *exec.Cmd
-	pgid     int
-	stdin    *os.File
-	stdout   *os.File
-	stderr   *os.File
-	q        *extQueue
+	m       *ExtManager
+	mf      *extManifest
+	logPath string
+	dataDir string
+	log     *extLog
+	cmd     *exec.Cmd
+	pgid    int
+	stdin   *os.File
+	stdout  *os.File
+	stderr  *os.File
+	q       *extQueue
 
 	helloSeen  atomic.Bool
 	stopping   atomic.Bool
@@ -573,7 +573,7 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 		m: m, mf: mf, logPath: logPath, dataDir: dataDir, log: lg,
 		cmd: cmd, pgid: cmd.Process.Pid,
 		stdin: stdinW, stdout: stdoutR, stderr: stderrR,
-		q: newExtQueue(m.lim.queue),
+		q:     newExtQueue(m.lim.queue),
 		ready: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), writerDone: make(chan struct{}), copierDone: make(chan struct{}),
 		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
