@@ -934,3 +934,17 @@ func TestSanitizeExtTextRemovesEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestExtDefaultLimitsAreTheProtocols keeps the limits the tests shorten at
+// the values docs/extensions.md promises.
+func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
+	want := extLimits{hello: 5 * time.Second, idle: 250 * time.Millisecond, startup: 3 * time.Second,
+		command: 30 * time.Second, tool: 60 * time.Second, intercept: 5 * time.Second,
+		grace: 2 * time.Second, term: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
+	if defaultExtLimits != want {
+		t.Errorf("limits = %+v, want %+v", defaultExtLimits, want)
+	}
+	if m := NewExtManager(ExtConfig{}); m.lim != want {
+		t.Errorf("a new manager has %+v", m.lim)
+	}
+}
