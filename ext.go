@@ -1,7 +1,26 @@
 package main
 
-// Types the extension host shares with its users (the TUI, the RPC server,
-// main.go). The host itself is built in this file.
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// The extension host: subprocess extensions speaking protocol v1 (see
+// docs/extensions.md) give zot slash commands, tools, event observers and
+// interceptors. This file holds the types the UIs share, manifests and
+// discovery, the manager and its hooks into the agent. ext_proc.go is one
+// extension process; ext_cli.go is `zot ext`.
 
 // ExtCommand is a slash command an extension registered.
 type ExtCommand struct {
@@ -52,4 +71,1057 @@ type ReloadStats struct {
 	Loaded  int      `json:"loaded"`
 	Ready   int      `json:"ready"`
 	Errors  []string `json:"errors"`
+}
+
+// ExtConfig is what the manager needs from its host.
+type ExtConfig struct {
+	Home, Cwd, Provider, Model string
+	// Paths are --ext directories: highest precedence, remembered for Reload.
+	Paths []string
+	// NoDiscovery (--no-ext) skips ./.zot/extensions and $ZOT_HOME/extensions.
+	NoDiscovery bool
+	// ReservedCommands are slash commands of the host UI that extensions
+	// may not take, besides builtinCommandNames.
+	ReservedCommands []string
+	// OnNote receives notify and clear_notes frames. It is called from the
+	// extensions' reader goroutines, in each extension's frame order, and
+	// must not block.
+	OnNote func(ExtNote)
+	// OnPanel receives panel changes, in frame order, from the same
+	// goroutines: open (from a command_response with open_panel, before
+	// InvokeCommand returns), render and close. It must not block.
+	OnPanel func(PanelUpdate)
+	// Log reports host-level problems to the user: a bad manifest, a missing
+	// hello, a crash.
+	Log func(format string, args ...any)
+}
+
+// builtinToolNames are tools extensions cannot replace.
+var builtinToolNames = []string{"read", "write", "edit", "bash", "skill"}
+
+// builtinCommandNames are the TUI's slash commands; extensions cannot take them.
+var builtinCommandNames = []string{
+	"help", "model", "sessions", "fork", "compact", "clear", "jail", "unjail",
+	"reload-ext", "skills", "login", "logout", "yolo", "exit", "quit",
+}
+
+// ExtManager owns the extension processes of one zot process: it starts
+// them, publishes their commands and tools, routes calls and events to
+// them, and stops them. Its methods are safe for concurrent use.
+type ExtManager struct {
+	cfg      ExtConfig
+	lim      extLimits
+	ids      atomic.Uint64 // correlation ids, unique per host
+	reserved map[string]bool
+
+	runMu sync.Mutex // serialises Start, Reload and Shutdown
+
+	mu      sync.Mutex // guards the fields below
+	procs   []*extProc // the running extensions, in load order
+	gen     int        // bumped whenever procs is replaced
+	cmds    map[string]*extProc
+	cmdList []ExtCommand
+	panels  map[string]*extProc
+	regs    []*ToolRegistry
+	session bool // session_start was emitted
+	closed  bool
+	loading bool // load syncs registrations once at its end
+
+	syncMu sync.Mutex // serialises syncRegistrations
+}
+
+// NewExtManager returns a manager; Start starts the extensions.
+func NewExtManager(cfg ExtConfig) *ExtManager {
+	m := &ExtManager{cfg: cfg, lim: defaultExtLimits, reserved: map[string]bool{}, panels: map[string]*extProc{}}
+	for _, n := range append(builtinCommandNames, cfg.ReservedCommands...) {
+		m.reserved[strings.TrimPrefix(n, "/")] = true
+	}
+	return m
+}
+
+// extManifest is an extension.json. Unknown fields are kept in Extra for
+// readers that know them.
+type extManifest struct {
+	Name        string
+	Version     string
+	Exec        string
+	Args        []string
+	Language    string
+	Description string
+	Enabled     bool
+	FailClosed  bool
+	Extra       map[string]json.RawMessage
+
+	Dir   string // absolute
+	Path  string // the extension.json
+	Scope string // --ext, project, global
+}
+
+// readManifest reads and checks dir/extension.json. Its errors name the
+// file and the field.
+func readManifest(dir, scope string) (*extManifest, error) {
+	path := filepath.Join(dir, "extension.json")
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no extension.json in this directory", dir)
+		}
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON object: %v", path, err)
+	}
+	mf := &extManifest{Enabled: true, Dir: dir, Path: path, Scope: scope, Extra: map[string]json.RawMessage{}}
+	fields := map[string]any{
+		"name": &mf.Name, "version": &mf.Version, "exec": &mf.Exec, "args": &mf.Args,
+		"language": &mf.Language, "description": &mf.Description,
+		"enabled": &mf.Enabled, "fail_closed": &mf.FailClosed,
+	}
+	wants := map[string]string{"args": "a list of strings", "enabled": "true or false", "fail_closed": "true or false"}
+	for key, v := range raw {
+		dst, known := fields[key]
+		if !known {
+			mf.Extra[key] = v
+			continue
+		}
+		if string(v) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			want := wants[key]
+			if want == "" {
+				want = "a string"
+			}
+			return nil, fmt.Errorf("%s: field %q must be %s", path, key, want)
+		}
+	}
+	switch {
+	case mf.Name == "":
+		return nil, fmt.Errorf("%s: field \"name\" is required", path)
+	case !validExtName(mf.Name):
+		return nil, fmt.Errorf("%s: field \"name\" %q may only hold letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')", path, mf.Name)
+	case mf.Exec == "":
+		return nil, fmt.Errorf("%s: field \"exec\" is required", path)
+	}
+	return mf, nil
+}
+
+// validExtName keeps names safe as file names (logs, install directories).
+func validExtName(name string) bool {
+	if name == "" || len(name) > 64 || name[0] == '.' || name[0] == '-' {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// extFound is one extension directory discovery came across.
+type extFound struct {
+	Scope      string // --ext, project, global
+	Dir        string
+	Manifest   *extManifest // nil when Err is set
+	Err        error
+	ShadowedBy *extFound // a higher-precedence manifest of the same name
+}
+
+// discoverExtensions lists extension directories in load order: the --ext
+// paths as given, then ./.zot/extensions/*, then $ZOT_HOME/extensions/*,
+// each by directory name. The first manifest of a name wins, enabled or
+// not; later ones are marked shadowed.
+func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*extFound {
+	var out []*extFound
+	seen := map[string]bool{}
+	add := func(scope, dir string) {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		if seen[dir] {
+			return
+		}
+		seen[dir] = true
+		f := &extFound{Scope: scope, Dir: dir}
+		f.Manifest, f.Err = readManifest(dir, scope)
+		out = append(out, f)
+	}
+	for _, p := range paths {
+		if filepath.Base(p) == "extension.json" {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				p = filepath.Dir(p)
+			}
+		}
+		add("--ext", p)
+	}
+	if !noDiscovery {
+		for _, root := range []struct{ scope, dir string }{
+			{"project", filepath.Join(cwd, ".zot", "extensions")},
+			{"global", filepath.Join(home, "extensions")},
+		} {
+			entries, err := os.ReadDir(root.dir)
+			if err != nil {
+				if !errors.Is(err, os.ErrNotExist) {
+					out = append(out, &extFound{Scope: root.scope, Dir: root.dir, Err: fmt.Errorf("read %s: %w", root.dir, err)})
+				}
+				continue
+			}
+			for _, e := range entries { // sorted by name
+				dir := filepath.Join(root.dir, e.Name())
+				if strings.HasPrefix(e.Name(), ".") {
+					continue // install's temporary directories, editor files
+				}
+				if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+					continue
+				}
+				add(root.scope, dir)
+			}
+		}
+	}
+	byName := map[string]*extFound{}
+	for _, f := range out {
+		if f.Manifest == nil {
+			continue
+		}
+		if w := byName[f.Manifest.Name]; w != nil {
+			f.ShadowedBy = w
+		} else {
+			byName[f.Manifest.Name] = f
+		}
+	}
+	return out
+}
+
+// Start discovers the extensions, spawns them in parallel and waits until
+// all are ready, or at most 3 s together; slower ones join when ready.
+// Call it once; Reload restarts.
+func (m *ExtManager) Start(ctx context.Context) ReloadStats {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	return m.load(ctx)
+}
+
+func (m *ExtManager) load(ctx context.Context) ReloadStats {
+	stats := ReloadStats{Errors: []string{}}
+	report := func(msg string) {
+		stats.Errors = append(stats.Errors, msg)
+		m.logf("%s", msg)
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.loading = !closed
+	m.mu.Unlock()
+	if closed {
+		stats.Errors = append(stats.Errors, "extensions were shut down")
+		return stats
+	}
+	var load []*extManifest
+	for _, f := range discoverExtensions(m.cfg.Home, m.cfg.Cwd, m.cfg.Paths, m.cfg.NoDiscovery) {
+		switch {
+		case f.Err != nil:
+			report("extension skipped: " + f.Err.Error())
+		case f.ShadowedBy != nil:
+		case !f.Manifest.Enabled:
+			if f.Scope == "--ext" {
+				report(fmt.Sprintf("extension %q in %s is disabled (\"enabled\": false); not started", f.Manifest.Name, f.Dir))
+			}
+		default:
+			load = append(load, f.Manifest)
+		}
+	}
+	procs := make([]*extProc, len(load))
+	errs := make([]error, len(load))
+	var wg sync.WaitGroup
+	for i, mf := range load {
+		wg.Add(1)
+		// Each spawn returns as soon as the process is started.
+		go func() {
+			defer wg.Done()
+			procs[i], errs[i] = m.spawn(mf)
+		}()
+	}
+	wg.Wait()
+	var running []*extProc
+	for i := range load {
+		if errs[i] != nil {
+			report(errs[i].Error())
+		} else {
+			running = append(running, procs[i])
+		}
+	}
+	m.mu.Lock()
+	m.procs = running
+	m.gen++
+	m.mu.Unlock()
+	stats.Loaded = len(running)
+
+	deadline := time.NewTimer(m.lim.startup)
+	defer deadline.Stop()
+wait:
+	for _, p := range running {
+		select {
+		case <-p.ready:
+		case <-p.dead:
+		case <-deadline.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	for _, p := range running {
+		switch {
+		case p.isDead():
+			stats.Errors = append(stats.Errors, p.deadErr().Error())
+		case p.isReady():
+			stats.Ready++
+		default:
+			m.logf("extension %q is not ready after %s; going on without it until it is (see %s)", p.name(), m.lim.startup, p.logPath)
+		}
+	}
+	m.mu.Lock()
+	m.loading = false
+	m.mu.Unlock()
+	m.syncRegistrations()
+	return stats
+}
+
+// Reload stops every extension, reads the manifests again (discovery and
+// the remembered --ext paths), starts them, and rebuilds the tools of the
+// attached agents in place.
+func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	m.mu.Lock()
+	old := m.procs
+	m.procs, m.cmds, m.cmdList = nil, nil, nil
+	m.gen++
+	m.mu.Unlock()
+	m.stopAll(ctx, old)
+	stats := m.load(ctx)
+	stats.Stopped = len(old)
+	m.mu.Lock()
+	session := m.session
+	m.mu.Unlock()
+	if session {
+		m.broadcast(extEvent{Name: "session_start"}) // the new processes join a running session
+	}
+	return stats
+}
+
+// Shutdown stops every extension, all in parallel: shutdown, 2 s, SIGTERM,
+// 1 s, SIGKILL. Cancelling ctx goes straight to SIGKILL.
+func (m *ExtManager) Shutdown(ctx context.Context) {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	m.mu.Lock()
+	old := m.procs
+	m.procs, m.closed = nil, true
+	m.gen++
+	m.mu.Unlock()
+	m.stopAll(ctx, old)
+}
+
+func (m *ExtManager) stopAll(ctx context.Context, procs []*extProc) {
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		// Ends when the extension's stop sequence is over.
+		go func() {
+			defer wg.Done()
+			p.stop(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+func (m *ExtManager) snapshot() []*extProc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.procs
+}
+
+// syncRegistrations publishes the commands and tools of the ready (and the
+// dead) extensions, resolving conflicts: built-ins win, then the first
+// extension in load order. Every shadowed name goes to the loser's log.
+func (m *ExtManager) syncRegistrations() {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	m.mu.Lock()
+	procs, gen, loading := m.procs, m.gen, m.loading
+	regs := append([]*ToolRegistry(nil), m.regs...)
+	m.mu.Unlock()
+	if loading {
+		return
+	}
+
+	shadow := map[*extProc][]string{}
+	cmds := map[string]*extProc{}
+	var cmdList []ExtCommand
+	toolOwner := map[string]*extProc{}
+	var tools []Tool
+	builtinTool := map[string]bool{}
+	for _, n := range builtinToolNames {
+		builtinTool[n] = true
+	}
+	for _, p := range procs {
+		if !p.isReady() && !p.isDead() {
+			continue
+		}
+		pc, pt := p.registrations()
+		for _, c := range pc {
+			switch {
+			case m.reserved[c.Name]:
+				shadow[p] = append(shadow[p], "command /"+c.Name+" (a built-in command wins)")
+			case cmds[c.Name] != nil:
+				shadow[p] = append(shadow[p], fmt.Sprintf("command /%s (extension %q loads first)", c.Name, cmds[c.Name].name()))
+			default:
+				cmds[c.Name] = p
+				cmdList = append(cmdList, ExtCommand{Name: c.Name, Description: c.Description, Extension: p.name()})
+			}
+		}
+		for _, t := range pt {
+			switch {
+			case builtinTool[t.Name]:
+				shadow[p] = append(shadow[p], "tool "+t.Name+" (the built-in tool wins)")
+			case toolOwner[t.Name] != nil:
+				shadow[p] = append(shadow[p], fmt.Sprintf("tool %s (extension %q loads first)", t.Name, toolOwner[t.Name].name()))
+			default:
+				toolOwner[t.Name] = p
+				tools = append(tools, &extTool{p: p, reg: t})
+			}
+		}
+	}
+	m.mu.Lock()
+	stale := gen != m.gen
+	if !stale {
+		m.cmds, m.cmdList = cmds, cmdList
+	}
+	m.mu.Unlock()
+	if stale {
+		return // a reload replaced the extensions; its own sync follows
+	}
+	lost := map[string]bool{}
+	for _, reg := range regs {
+		for _, name := range reg.SetSource("ext", tools) {
+			if p := toolOwner[name]; p != nil && !lost[name] {
+				lost[name] = true
+				shadow[p] = append(shadow[p], "tool "+name+" (a tool source registered before extensions wins)")
+			}
+		}
+	}
+	for _, p := range procs {
+		p.setShadowed(shadow[p])
+	}
+}
+
+func (p *extProc) registrations() (commands, tools []extRegistration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]extRegistration(nil), p.commands...), append([]extRegistration(nil), p.tools...)
+}
+
+// extState is what `zot ext list` learns about an extension's last run.
+type extState struct {
+	Commands []string `json:"commands"`
+	Tools    []string `json:"tools"`
+	Shadowed []string `json:"shadowed"`
+}
+
+func extStatePath(home, name string) string {
+	return filepath.Join(home, "logs", "ext-"+name+".state.json")
+}
+
+// setShadowed logs names shadowed for the first time and records the
+// registrations for `zot ext list`.
+func (p *extProc) setShadowed(list []string) {
+	cmds, tools := p.registrations()
+	st := extState{Shadowed: list}
+	for _, c := range cmds {
+		st.Commands = append(st.Commands, c.Name)
+	}
+	for _, t := range tools {
+		st.Tools = append(st.Tools, t.Name)
+	}
+	p.mu.Lock()
+	var fresh []string
+	for _, s := range list {
+		if !p.logged[s] {
+			p.logged[s] = true
+			fresh = append(fresh, s)
+		}
+	}
+	key := fmt.Sprint(st.Commands, st.Tools, st.Shadowed)
+	changed := key != p.stateKey
+	p.stateKey = key
+	p.mu.Unlock()
+	for _, s := range fresh {
+		p.log.Printf("shadowed: %s", s)
+	}
+	if changed {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		if err := writeStateFile(extStatePath(p.m.cfg.Home, p.name()), append(b, '\n')); err != nil {
+			p.log.Printf("record state for `zot ext list`: %v", err)
+		}
+	}
+}
+
+// writeStateFile replaces path whole (temp file and rename) unless it holds
+// data already. The content being a hint for `zot ext list`, it does not
+// wait for the disk.
+func writeStateFile(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".state-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// extTool is an extension's tool in the agent's registry.
+type extTool struct {
+	p   *extProc
+	reg extRegistration
+}
+
+func (t *extTool) Name() string { return t.reg.Name }
+
+func (t *extTool) Description() string {
+	if t.reg.Description == "" {
+		return "Tool " + t.reg.Name + " of extension " + t.p.name() + "."
+	}
+	return t.reg.Description
+}
+
+func (t *extTool) Schema() json.RawMessage { return t.reg.Schema }
+
+// Run sends tool_call and waits up to 60 s for tool_result. The result
+// names the extension in Details.
+func (t *extTool) Run(ctx context.Context, args json.RawMessage, _ func(string)) ToolResult {
+	msg, err := t.p.call(ctx, "tool_result", t.p.m.lim.tool, func(id string) any {
+		return hostToolCall{Type: "tool_call", ID: id, Name: t.reg.Name, Args: argsJSON(args)}
+	})
+	if err != nil {
+		r := errorResult("%v", err)
+		r.Details = "extension " + t.p.name()
+		return r
+	}
+	return t.p.extToolResult(msg)
+}
+
+// Attach gives the agent the extensions' tools (source "ext", after the
+// built-ins) and the turn_start and assistant_message interceptors, and
+// keeps its tools current across Reload. Hooks already set are kept and run
+// after the extensions'. The tool_call interceptor is ToolGate, for the
+// caller to chain.
+func (m *ExtManager) Attach(a *Agent) {
+	m.mu.Lock()
+	m.regs = append(m.regs, a.Tools)
+	m.mu.Unlock()
+
+	prevTurn := a.BeforeTurn
+	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
+		if block, reason := m.beforeTurn(ctx, step); block {
+			return true, reason
+		}
+		if prevTurn != nil {
+			return prevTurn(ctx, step)
+		}
+		return false, ""
+	}
+	prevMsg, prevHold := a.BeforeAssistantMessage, a.HoldText
+	a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) {
+		shown, block := m.beforeAssistantMessage(ctx, text)
+		if block {
+			return "", true
+		}
+		if prevMsg != nil {
+			return prevMsg(ctx, shown)
+		}
+		return shown, false
+	}
+	a.HoldText = func() bool {
+		if m.interceptsAny("assistant_message") {
+			return true
+		}
+		return prevMsg != nil && (prevHold == nil || prevHold())
+	}
+	m.syncRegistrations()
+}
+
+// consults reports whether the extension is asked about ev: it subscribed,
+// or it is fail_closed and not (yet) ready, so what it would intercept is
+// unknown.
+func (p *extProc) consults(ev string) bool {
+	return p.intercepts(ev) || (p.mf.FailClosed && !p.isReady())
+}
+
+func (p *extProc) intercepts(ev string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.intercept[ev]
+}
+
+func (p *extProc) subscribed(ev string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.events[ev]
+}
+
+func (m *ExtManager) interceptors(ev string) []*extProc {
+	var out []*extProc
+	for _, p := range m.snapshot() {
+		if p.consults(ev) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (m *ExtManager) interceptsAny(ev string) bool {
+	for _, p := range m.snapshot() {
+		if p.consults(ev) {
+			return true
+		}
+	}
+	return false
+}
+
+// ask sends one event_intercept and waits up to 5 s. skip is true when a
+// fail_closed extension, waited for until ready, turns out not to intercept
+// ev.
+func (m *ExtManager) ask(ctx context.Context, p *extProc, ev extEvent) (msg extMsg, skip bool, err error) {
+	if !p.isReady() && !p.intercepts(ev.Name) {
+		wctx, cancel := context.WithTimeout(ctx, m.lim.intercept)
+		select {
+		case <-p.ready:
+		case <-p.dead:
+		case <-wctx.Done():
+		}
+		cancel()
+		switch {
+		case p.isDead():
+			return msg, false, p.deadErr()
+		case ctx.Err() != nil:
+			return msg, false, ctx.Err()
+		case !p.isReady():
+			return msg, false, fmt.Errorf("extension %q was not ready within %s; see %s", p.name(), m.lim.intercept, p.logPath)
+		case !p.intercepts(ev.Name):
+			return msg, true, nil
+		}
+	}
+	msg, err = p.call(ctx, "event_intercept_response", m.lim.intercept, func(id string) any {
+		ev.Frame, ev.ID = "event_intercept", id
+		return ev
+	})
+	return msg, false, err
+}
+
+// failed decides for an interceptor that gave no valid answer: allow (and
+// log), or block when its manifest says fail_closed.
+func (m *ExtManager) failed(p *extProc, ev string, err error) (block bool, reason string) {
+	if p.mf.FailClosed {
+		reason = fmt.Sprintf("blocked: extension %q is fail_closed and gave no valid answer about %s: %v", p.name(), ev, err)
+		p.log.Printf("%s", reason)
+		return true, reason
+	}
+	p.log.Printf("%s intercept: %v; allowed", ev, err)
+	return false, ""
+}
+
+// ToolGate is the tool_call intercept chain. Interceptors are asked one at a
+// time in load order; each sees the arguments as the ones before it left
+// them. The first block wins and its reason becomes the tool's error result;
+// modified_args (a JSON object) replaces the arguments.
+func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
+	procs := m.interceptors("tool_call")
+	if len(procs) == 0 {
+		return GateResult{}
+	}
+	var res GateResult
+	args := call.Args
+	for _, p := range procs {
+		by := "extension:" + p.name()
+		msg, skip, err := m.ask(ctx, p, extEvent{Name: "tool_call", ToolID: call.ID, ToolName: call.Name, ToolArgs: args})
+		if skip {
+			continue
+		}
+		if err == nil && !msg.Block && len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null" && !isJSONObject(msg.ModifiedArgs) {
+			err = fmt.Errorf("modified_args is not a JSON object: %s", excerpt(msg.ModifiedArgs))
+		}
+		if err != nil && ctx.Err() != nil {
+			res.Verdict, res.Reason = GateDeny, "not run: aborted while extensions were deciding"
+			return res
+		}
+		if err != nil {
+			block, reason := m.failed(p, "tool_call", err)
+			if block {
+				res.Verdict, res.Reason = GateDeny, reason
+				res.Notes = append(res.Notes, GateNote{By: by, Decision: "block", Reason: reason})
+				return res
+			}
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: "allow", Reason: "no valid answer: " + err.Error()})
+			continue
+		}
+		switch {
+		case msg.Block:
+			reason := msg.Reason
+			if reason == "" {
+				reason = fmt.Sprintf("blocked by extension %q", p.name())
+			}
+			res.Verdict, res.Reason = GateDeny, reason
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: "block", Reason: reason})
+			return res
+		case len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null":
+			var buf bytes.Buffer
+			json.Compact(&buf, msg.ModifiedArgs) // valid: decoded as part of the frame
+			args = buf.Bytes()
+			res.Args = args
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: "rewrite", Reason: msg.Reason})
+		default:
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: "allow", Reason: msg.Reason})
+		}
+	}
+	return res
+}
+
+// beforeTurn is the turn_start intercept chain: block only.
+func (m *ExtManager) beforeTurn(ctx context.Context, step int) (bool, string) {
+	for _, p := range m.interceptors("turn_start") {
+		msg, skip, err := m.ask(ctx, p, extEvent{Name: "turn_start", Step: step})
+		switch {
+		case skip:
+		case err != nil && ctx.Err() != nil:
+			return false, "" // the agent sees the cancellation itself
+		case err != nil:
+			if block, reason := m.failed(p, "turn_start", err); block {
+				return true, reason
+			}
+		case msg.Block:
+			if msg.Reason == "" {
+				return true, fmt.Sprintf("turn blocked by extension %q", p.name())
+			}
+			return true, msg.Reason
+		}
+	}
+	return false, ""
+}
+
+// beforeAssistantMessage is the assistant_message intercept chain: block
+// hides the message from the user, replace_text rewrites what the user sees
+// and the next interceptor gets the rewritten text. The transcript keeps
+// the original either way (the agent sees to that).
+func (m *ExtManager) beforeAssistantMessage(ctx context.Context, text string) (string, bool) {
+	if text == "" {
+		return "", false
+	}
+	for _, p := range m.interceptors("assistant_message") {
+		msg, skip, err := m.ask(ctx, p, extEvent{Name: "assistant_message", Text: text})
+		switch {
+		case skip:
+		case err != nil && ctx.Err() != nil:
+			return "", true // never show what an interceptor did not get to see
+		case err != nil:
+			if block, _ := m.failed(p, "assistant_message", err); block {
+				return "", true
+			}
+		case msg.Block:
+			return "", true
+		case msg.ReplaceText != "":
+			text = msg.ReplaceText
+		}
+	}
+	return text, false
+}
+
+// Observe passes agent events to the extensions subscribed to them:
+// turn_start, tool_call, turn_end and assistant_message (its text as the
+// user saw it). It never blocks: each extension has a bounded queue, and one
+// that falls behind loses the oldest events.
+func (m *ExtManager) Observe(e Event) {
+	var ev extEvent
+	switch e.Type {
+	case "turn_start":
+		ev = extEvent{Name: e.Type, Step: e.Step}
+	case "tool_call":
+		ev = extEvent{Name: e.Type, ToolID: e.ID, ToolName: e.Name, ToolArgs: e.Args}
+	case "turn_end":
+		ev = extEvent{Name: e.Type, Stop: e.Stop, Error: e.Error}
+	case "assistant_message":
+		ev = extEvent{Name: e.Type, Text: Message{Content: e.Content}.Text()}
+	default:
+		return
+	}
+	m.broadcast(ev)
+}
+
+// SessionStart emits session_start; only the first call does.
+func (m *ExtManager) SessionStart() {
+	m.mu.Lock()
+	first := !m.session
+	m.session = true
+	m.mu.Unlock()
+	if first {
+		m.broadcast(extEvent{Name: "session_start"})
+	}
+}
+
+func (m *ExtManager) broadcast(ev extEvent) {
+	ev.Frame = "event"
+	var line []byte
+	for _, p := range m.snapshot() {
+		if !p.subscribed(ev.Name) {
+			continue
+		}
+		if line == nil {
+			var err error
+			if line, err = encodeFrame(ev); err != nil {
+				m.logf("%v", err)
+				return
+			}
+		}
+		p.q.push(extOut{line: line, event: true})
+	}
+}
+
+// Commands lists the extensions' slash commands, in load order, without
+// those a built-in or an earlier extension shadows.
+func (m *ExtManager) Commands() []ExtCommand {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]ExtCommand(nil), m.cmdList...)
+}
+
+// InvokeCommand runs /name with args and waits up to 30 s for the
+// response. An unknown action comes back as noop with Error set; an
+// open_panel has already gone to OnPanel (open) when this returns.
+func (m *ExtManager) InvokeCommand(ctx context.Context, name, args string) (CommandResponse, error) {
+	name = strings.TrimPrefix(name, "/")
+	m.mu.Lock()
+	p := m.cmds[name]
+	m.mu.Unlock()
+	if p == nil {
+		return CommandResponse{}, fmt.Errorf("no extension has a command /%s (see zot ext list)", name)
+	}
+	msg, err := p.call(ctx, "command_response", m.lim.command, func(id string) any {
+		return hostCommandInvoked{Type: "command_invoked", ID: id, Name: name, Args: strings.TrimSpace(args)}
+	})
+	if err != nil {
+		return CommandResponse{}, err
+	}
+	resp := CommandResponse{Action: msg.Action, Prompt: msg.Prompt, Insert: msg.Insert, Display: msg.Display, Error: msg.Error}
+	if msg.OpenPanel != nil && msg.OpenPanel.ID != "" {
+		panel := *msg.OpenPanel
+		panel.Extension = p.name()
+		resp.Panel = &panel
+	}
+	switch resp.Action {
+	case "prompt", "insert", "display", "noop":
+	case "":
+		resp.Action = "noop"
+	default:
+		p.log.Printf("command /%s: unknown action %q", name, resp.Action)
+		if resp.Error == "" {
+			resp.Error = fmt.Sprintf("extension %q answered /%s with unknown action %q", p.name(), name, resp.Action)
+		}
+		resp.Action = "noop"
+	}
+	return resp, nil
+}
+
+// openPanel records who owns a panel a command_response opened and tells
+// the UI, from the reader goroutine, so that renders after it stay in order.
+func (m *ExtManager) openPanel(p *extProc, panel ExtPanel) {
+	if panel.ID == "" {
+		p.log.Printf("open_panel without an id ignored")
+		return
+	}
+	panel.Extension = p.name()
+	m.mu.Lock()
+	m.panels[panel.ID] = p
+	m.mu.Unlock()
+	m.panelUpdate(PanelUpdate{Kind: "open", Panel: panel})
+}
+
+// panelFromExt handles panel_render and panel_close for the extension's own
+// open panels.
+func (m *ExtManager) panelFromExt(p *extProc, msg extMsg) {
+	m.mu.Lock()
+	owner := m.panels[msg.PanelID]
+	if owner == p && msg.Type == "panel_close" {
+		delete(m.panels, msg.PanelID)
+	}
+	m.mu.Unlock()
+	if owner != p {
+		p.log.Printf("%s for panel %q that it has not open; ignored", msg.Type, msg.PanelID)
+		return
+	}
+	panel := ExtPanel{ID: msg.PanelID, Extension: p.name()}
+	kind := "close"
+	if msg.Type == "panel_render" {
+		kind, panel.Title, panel.Lines, panel.Footer = "render", msg.Title, msg.Lines, msg.Footer
+	}
+	m.panelUpdate(PanelUpdate{Kind: kind, Panel: panel})
+}
+
+// PanelKey sends a key the user pressed in a panel to its extension. key
+// is a name (up, down, enter, rune, …); text carries the character of a
+// rune key.
+func (m *ExtManager) PanelKey(panelID, key, text string) error {
+	m.mu.Lock()
+	p := m.panels[panelID]
+	m.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no extension panel %q is open", panelID)
+	}
+	return p.send(hostPanelFrame{Type: "panel_key", PanelID: panelID, Key: key, Text: text})
+}
+
+// ClosePanel tells the extension the user closed its panel.
+func (m *ExtManager) ClosePanel(panelID string) error {
+	m.mu.Lock()
+	p := m.panels[panelID]
+	delete(m.panels, panelID)
+	m.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no extension panel %q is open", panelID)
+	}
+	return p.send(hostPanelFrame{Type: "panel_close", PanelID: panelID})
+}
+
+// procDied closes the panels of an extension that can no longer draw them.
+func (m *ExtManager) procDied(p *extProc) {
+	var closed []string
+	m.mu.Lock()
+	for id, owner := range m.panels {
+		if owner == p {
+			delete(m.panels, id)
+			closed = append(closed, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range closed {
+		m.panelUpdate(PanelUpdate{Kind: "close", Panel: ExtPanel{ID: id, Extension: p.name()}})
+	}
+}
+
+func (m *ExtManager) panelUpdate(u PanelUpdate) {
+	if m.cfg.OnPanel != nil {
+		m.cfg.OnPanel(u)
+	}
+}
+
+func (m *ExtManager) note(n ExtNote) {
+	if m.cfg.OnNote != nil {
+		m.cfg.OnNote(n)
+	}
+}
+
+func (m *ExtManager) logf(format string, args ...any) {
+	if m.cfg.Log != nil {
+		m.cfg.Log(format, args...)
+	}
+}
+
+// startExtensions starts the extensions the command line asks for and
+// attaches them to the agent. hooks carries the mode's OnNote, OnPanel and
+// Log; the rest is filled in here. The caller chains ToolGate into
+// BeforeToolExecute, tees Observe into its sink and calls Shutdown at exit.
+func (s *setup) startExtensions(ctx context.Context, hooks ExtConfig) *ExtManager {
+	cfg := hooks
+	cfg.Home, cfg.Cwd, cfg.Provider, cfg.Model = s.home, s.cwd, s.provider, s.model
+	cfg.Paths, cfg.NoDiscovery = s.opts.ext, s.opts.noExt
+	m := NewExtManager(cfg)
+	m.Start(ctx)
+	m.Attach(s.agent)
+	m.SessionStart()
+	return m
+}
+
+// stderrExtHooks prints notes as "[name] level: message" and host problems
+// as "zot: …" to w, as -p and --json do.
+func stderrExtHooks(w io.Writer) ExtConfig {
+	var mu sync.Mutex
+	print := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(w, line)
+	}
+	return ExtConfig{
+		OnNote: func(n ExtNote) {
+			if !n.Clear {
+				print(fmt.Sprintf("[%s] %s: %s", n.Extension, n.Level, sanitizeExtText(n.Message)))
+			}
+		},
+		Log: func(format string, args ...any) {
+			print("zot: " + sanitizeExtText(fmt.Sprintf(format, args...)))
+		},
+	}
+}
+
+// sanitizeExtText makes extension text safe for a terminal: escape
+// sequences (CSI, OSC and the like) and control characters other than
+// newline and tab are removed.
+func sanitizeExtText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b {
+			i = skipEscape(s, i)
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r == '\n' || r == '\t' || !(r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// skipEscape returns where the escape sequence starting at s[i] ends.
+func skipEscape(s string, i int) int {
+	i++
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[': // CSI: parameter and intermediate bytes, then one final byte
+		i++
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ESC \
+		for i++; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return i
+	}
+	return i + 1 // a two-byte sequence such as ESC c
 }

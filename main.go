@@ -51,6 +51,8 @@ type options struct {
 	noSkills             bool
 	mcpConfigs           []string
 	noMCP                bool
+	ext                  []string
+	noExt                bool
 	prompt               []string
 }
 
@@ -101,6 +103,8 @@ var flagTable = []flagSpec{
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
 	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
+	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
+	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -166,6 +170,7 @@ Usage:
   zot rpc [flags]                        the embedding protocol on stdin/stdout
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
+  zot ext <command> …                    manage extensions (zot ext help)
 
 Flags:
 `)
@@ -473,6 +478,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// words such as "fix the rpc tests" stay a prompt.
 	if len(args) > 0 {
 		switch args[0] {
+		case "ext":
+			return runExtCommand(args[1:], stdin, stdout, stderr)
 		case "mcp":
 			return runMCPCommand(args[1:], stdout, stderr)
 		case "skills":
@@ -497,7 +504,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return listModels(o, stdout)
 	}
 	if o.rpc {
-		return runRPC(o, stdin, stdout, stderr, nil)
+		return runRPC(o, stdin, stdout, stderr, wireRPC)
 	}
 	if o.print && o.json {
 		fmt.Fprintln(stderr, "zot: choose one of -p/--print and --json")
@@ -565,8 +572,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	mcp := s.startMCP(ctx, stderr)
+	mcp := s.startMCP(ctx, mcpStderrStatus(stderr))
 	defer mcp.Shutdown(context.Background())
+	exts := s.startExtensions(ctx, stderrExtHooks(stderr))
+	defer exts.Shutdown(context.Background())
+	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
 
 	var sink Sink
 	var final string
@@ -580,7 +590,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	err = s.agent.Prompt(ctx, text, nil, sink)
+	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
@@ -593,6 +603,30 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "zot: %v\n", err)
 	return exitFailure
+}
+
+// wireRPC plugs MCP servers and extensions into an RPC server: their notes
+// and failures become ext_notify events.
+func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error) {
+	mcp := s.startMCP(ctx, func(server, level, msg string) {
+		if level == "warning" {
+			level = "warn"
+		}
+		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: level, Message: msg})
+	})
+	exts := s.startExtensions(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log})
+	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
+	srv.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) { return exts.Reload(ctx), nil }
+	srv.Observe = exts.Observe
+	return func() {
+		exts.Shutdown(context.Background())
+		mcp.Shutdown(context.Background())
+	}, nil
+}
+
+// denyAsks answers a gate's question when nobody can be asked.
+func denyAsks(context.Context, ToolCall, []GateNote) (bool, string) {
+	return false, "non-interactive mode"
 }
 
 func fail(stderr io.Writer, err error) int {

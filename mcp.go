@@ -1161,8 +1161,8 @@ func redactURL(raw string) string {
 
 // startMCP starts the configured MCP servers for -p and --json; their
 // warnings and errors go to stderr.
-func (s *setup) startMCP(ctx context.Context, stderr io.Writer) *MCPManager {
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, OnStatus: mcpStderrStatus(stderr)})
+func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
 }

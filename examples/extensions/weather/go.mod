@@ -1,0 +1,3 @@
+module weather
+
+go 1.22

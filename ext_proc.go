@@ -1,0 +1,1135 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// This file is one extension process: spawning it, the frames it reads and
+// writes, the calls that wait for its answers, its log, and stopping it.
+// ext.go builds the manager on top.
+
+// extLimits are the protocol's timeouts and sizes. Tests shorten them.
+type extLimits struct {
+	hello     time.Duration // spawn → hello
+	idle      time.Duration // silence after which an extension counts as ready
+	startup   time.Duration // Start waits this long for all extensions together
+	command   time.Duration // command_invoked → command_response
+	tool      time.Duration // tool_call → tool_result
+	intercept time.Duration // event_intercept → event_intercept_response
+	grace     time.Duration // shutdown → exit, before SIGTERM
+	term      time.Duration // SIGTERM → exit, before SIGKILL
+	queue     int           // events waiting for one extension before the oldest are dropped
+	maxFrame  int           // longest line an extension may write
+	maxLog    int64         // log size that triggers rotation
+}
+
+var defaultExtLimits = extLimits{
+	hello:     5 * time.Second,
+	idle:      250 * time.Millisecond,
+	startup:   3 * time.Second,
+	command:   30 * time.Second,
+	tool:      60 * time.Second,
+	intercept: 5 * time.Second,
+	grace:     2 * time.Second,
+	term:      time.Second,
+	queue:     1024,
+	maxFrame:  8 << 20,
+	maxLog:    5 << 20,
+}
+
+// extProc is one running extension. Its process runs in its own process
+// group; four goroutines serve it, each started in spawn: the reader (owns
+// stdout, routes replies to waiting calls), the writer (owns stdin, drains
+// the queue), the stderr copier (into the log) and the waiter (reaps the
+// process). All four end once the process group is gone; stop guarantees
+// that and waits for them.
+type extProc struct {
+	m       *ExtManager
+	mf      *extManifest
+	logPath string
+	dataDir string
+	log     *extLog
+	cmd     *exec.Cmd
+	pgid    int
+	stdin   *os.File
+	stdout  *os.File
+	stderr  *os.File
+	q       *extQueue
+
+	helloSeen  atomic.Bool
+	stopping   atomic.Bool
+	helloTimer *time.Timer
+	idleTimer  *time.Timer
+
+	ready      chan struct{} // closed at ready (frame or idle)
+	dead       chan struct{} // closed when the extension can no longer answer
+	exited     chan struct{} // closed when the process has been reaped
+	readerDone chan struct{}
+	writerDone chan struct{}
+	copierDone chan struct{}
+	readyOnce  sync.Once
+	failOnce   sync.Once
+	stopOnce   sync.Once
+	stdinOnce  sync.Once
+
+	mu        sync.Mutex // guards the fields below
+	err       error      // why the extension is dead
+	exitState string     // "exit status 3", once reaped
+	pending   map[string]extWaiter
+	commands  []extRegistration
+	tools     []extRegistration
+	events    map[string]bool
+	intercept map[string]bool
+	logged    map[string]bool // shadowed names already written to the log
+	stateKey  string          // what the state file holds
+}
+
+// extRegistration is a command or tool an extension registered.
+type extRegistration struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage // tools only
+}
+
+type extWaiter struct {
+	want string // the reply type expected
+	ch   chan extMsg
+}
+
+// Host → extension frames. Each struct has exactly the fields of its frame.
+
+type hostHelloAck struct {
+	Type            string `json:"type"`
+	ProtocolVersion int    `json:"protocol_version"`
+	ZotVersion      string `json:"zot_version"`
+	Provider        string `json:"provider"`
+	Model           string `json:"model"`
+	Cwd             string `json:"cwd"`
+	ExtensionDir    string `json:"extension_dir"`
+	DataDir         string `json:"data_dir"`
+}
+
+type hostCommandInvoked struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+type hostToolCall struct {
+	Type string          `json:"type"`
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type hostPanelFrame struct {
+	Type    string `json:"type"` // panel_key or panel_close
+	PanelID string `json:"panel_id"`
+	Key     string `json:"key,omitempty"`
+	Text    string `json:"text,omitempty"`
+}
+
+type hostShutdown struct {
+	Type string `json:"type"`
+}
+
+// extEvent is a lifecycle event as extensions see it, in an event frame
+// (ID empty) or an event_intercept frame.
+type extEvent struct {
+	Frame    string // "event" or "event_intercept"
+	ID       string
+	Name     string
+	Step     int
+	ToolID   string
+	ToolName string
+	ToolArgs json.RawMessage
+	Stop     string
+	Error    string
+	Text     string
+}
+
+// MarshalJSON writes exactly the fields each event has.
+func (e extEvent) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Type     string          `json:"type"`
+		ID       string          `json:"id,omitempty"`
+		Event    string          `json:"event"`
+		Step     *int            `json:"step,omitempty"`
+		ToolID   *string         `json:"tool_id,omitempty"`
+		ToolName *string         `json:"tool_name,omitempty"`
+		ToolArgs json.RawMessage `json:"tool_args,omitempty"`
+		Stop     *string         `json:"stop,omitempty"`
+		Error    string          `json:"error,omitempty"`
+		Text     *string         `json:"text,omitempty"`
+	}
+	w := wire{Type: e.Frame, ID: e.ID, Event: e.Name}
+	switch e.Name {
+	case "turn_start":
+		w.Step = &e.Step
+	case "tool_call":
+		w.ToolID, w.ToolName, w.ToolArgs = &e.ToolID, &e.ToolName, argsJSON(e.ToolArgs)
+	case "turn_end":
+		w.Stop, w.Error = &e.Stop, e.Error
+	case "assistant_message":
+		w.Text = &e.Text
+	}
+	return json.Marshal(w)
+}
+
+// extMsg is every extension → host frame: one struct with the fields of all
+// of them, told apart by Type. Unknown fields are ignored.
+type extMsg struct {
+	Type         string          `json:"type"`
+	ID           extID           `json:"id"`
+	Name         string          `json:"name"`
+	Version      string          `json:"version"`
+	Capabilities []string        `json:"capabilities"`
+	Description  string          `json:"description"`
+	Schema       json.RawMessage `json:"schema"`
+	Events       []string        `json:"events"`
+	Intercept    []string        `json:"intercept"`
+	Content      []extBlock      `json:"content"`
+	IsError      bool            `json:"is_error"`
+	Block        bool            `json:"block"`
+	Reason       string          `json:"reason"`
+	ModifiedArgs json.RawMessage `json:"modified_args"`
+	ReplaceText  string          `json:"replace_text"`
+	Action       string          `json:"action"`
+	Prompt       string          `json:"prompt"`
+	Insert       string          `json:"insert"`
+	Display      string          `json:"display"`
+	Error        string          `json:"error"`
+	OpenPanel    *ExtPanel       `json:"open_panel"`
+	Level        string          `json:"level"`
+	Message      string          `json:"message"`
+	PanelID      string          `json:"panel_id"`
+	Title        string          `json:"title"`
+	Lines        []string        `json:"lines"`
+	Footer       string          `json:"footer"`
+
+	err error // set on a reply that did not decode
+}
+
+// extBlock is a content block of a tool_result.
+type extBlock struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	MimeType string `json:"mime_type"`
+	Data     string `json:"data"`
+}
+
+// extID is a correlation id. The host sends strings; an extension that
+// echoes one back as a number is understood too.
+type extID string
+
+func (id *extID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*id = extID(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("id must be a string")
+	}
+	*id = extID(n.String())
+	return nil
+}
+
+// decodeExtMsg parses one line. On a type error the fields that did decode
+// (Type and ID, usually) are kept, so a malformed reply can still fail the
+// call waiting for it.
+func decodeExtMsg(line []byte) (extMsg, error) {
+	var msg extMsg
+	err := json.Unmarshal(line, &msg)
+	if err == nil && msg.Type == "" {
+		err = errors.New(`frame has no "type"`)
+	}
+	return msg, err
+}
+
+// encodeFrame is the one writer of host → extension frames: compact JSON
+// and a newline. Only a json.RawMessage field that is not valid JSON can
+// make it fail.
+func encodeFrame(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode frame for extension: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var errFrameTooLong = errors.New("frame too long")
+
+// frameReader splits an extension's stdout into lines of at most max bytes.
+// A longer line is skipped without being held in memory: next returns
+// errFrameTooLong for it and goes on with the line after.
+type frameReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newFrameReader(r io.Reader, max int) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+func (fr *frameReader) next() ([]byte, error) {
+	if cap(fr.buf) > 1<<20 {
+		fr.buf = nil // do not keep a big line's buffer for the small ones after it
+	}
+	fr.buf = fr.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := fr.r.ReadSlice('\n')
+		if !tooLong {
+			fr.buf = append(fr.buf, chunk...)
+			if len(fr.buf) > fr.max+2 { // room for "\r\n"
+				tooLong, fr.buf = true, fr.buf[:0]
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if tooLong {
+			return nil, errFrameTooLong // at EOF the next call reports it
+		}
+		if err != nil && len(fr.buf) == 0 {
+			return nil, err
+		}
+		// A last line without a newline still counts.
+		line := bytes.TrimRight(fr.buf, "\r\n")
+		if len(line) > fr.max {
+			return nil, errFrameTooLong
+		}
+		return line, nil
+	}
+}
+
+// extQueue holds the frames waiting to be written to one extension, in the
+// order they were produced. Events are dropped oldest first when more than
+// max wait; requests and answers never are.
+type extQueue struct {
+	mu      sync.Mutex
+	items   []extOut
+	events  int
+	max     int
+	dropped int
+	closed  bool
+	wake    chan struct{}
+}
+
+type extOut struct {
+	line  []byte
+	id    string // a request: skipped when its caller gave up
+	event bool
+	last  bool // shutdown: close stdin after it
+}
+
+func newExtQueue(max int) *extQueue {
+	return &extQueue{max: max, wake: make(chan struct{}, 1)}
+}
+
+func (q *extQueue) push(o extOut) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	if o.event {
+		if q.events >= q.max {
+			for i, it := range q.items {
+				if it.event {
+					q.items = append(q.items[:i], q.items[i+1:]...)
+					q.events--
+					q.dropped++
+					break
+				}
+			}
+		}
+		q.events++
+	}
+	q.items = append(q.items, o)
+	if o.last {
+		q.closed = true
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pop waits for the next frame. ok is false once the queue is closed and
+// empty. dropped counts events lost since the last pop.
+func (q *extQueue) pop() (o extOut, dropped int, ok bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			o = q.items[0]
+			q.items[0] = extOut{}
+			q.items = q.items[1:]
+			if o.event {
+				q.events--
+			}
+			dropped, q.dropped = q.dropped, 0
+			q.mu.Unlock()
+			return o, dropped, true
+		}
+		if q.closed {
+			q.mu.Unlock()
+			return extOut{}, 0, false
+		}
+		q.mu.Unlock()
+		<-q.wake
+	}
+}
+
+// close drops what is waiting and ends the writer.
+func (q *extQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.items = nil
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// extLog is an extension's log file: its stderr and the host's notes about
+// it. At maxLog bytes it is renamed to .1 (replacing the previous one) and
+// started afresh, so two files of at most maxLog bytes exist per extension.
+type extLog struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	size int64
+	max  int64
+}
+
+func openExtLog(path string, max int64) (*extLog, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	l := &extLog{path: path, f: f, max: max}
+	if st, err := f.Stat(); err == nil {
+		l.size = st.Size()
+	}
+	return l, nil
+}
+
+func (l *extLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return len(b), nil
+	}
+	if l.size > 0 && l.size+int64(len(b)) > l.max {
+		l.f.Close()
+		os.Rename(l.path, l.path+".1")
+		f, err := os.OpenFile(l.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			l.f = nil
+			return len(b), nil
+		}
+		l.f, l.size = f, 0
+	}
+	n, err := l.f.Write(b)
+	l.size += int64(n)
+	return n, err
+}
+
+// Printf writes one line from the host, marked as such.
+func (l *extLog) Printf(format string, args ...any) {
+	line := time.Now().UTC().Format(time.RFC3339) + " [zot] " + fmt.Sprintf(format, args...) + "\n"
+	l.Write([]byte(line))
+}
+
+func (l *extLog) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// resolveExec finds the program a manifest names: an absolute path as is, a
+// path with a separator relative to the manifest's directory, a bare name
+// through $PATH.
+func resolveExec(mf *extManifest) (string, error) {
+	e := mf.Exec
+	switch {
+	case filepath.IsAbs(e):
+		return e, nil
+	case strings.ContainsRune(e, filepath.Separator) || strings.ContainsRune(e, '/'):
+		return filepath.Join(mf.Dir, e), nil
+	}
+	p, err := exec.LookPath(e)
+	if err != nil {
+		return "", fmt.Errorf("exec %q is not in $PATH", e)
+	}
+	return p, nil
+}
+
+// spawn starts an extension and the goroutines that serve it. The
+// handshake and registration continue in the background; p.ready closes
+// when the extension is ready and p.dead when it failed.
+func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
+	logPath := filepath.Join(m.cfg.Home, "logs", "ext-"+mf.Name+".log")
+	failf := func(format string, args ...any) error {
+		return fmt.Errorf("extension %q: %s (manifest %s)", mf.Name, fmt.Sprintf(format, args...), mf.Path)
+	}
+	execPath, err := resolveExec(mf)
+	if err != nil {
+		return nil, failf("%v", err)
+	}
+	lg, err := openExtLog(logPath, m.lim.maxLog)
+	if err != nil {
+		return nil, failf("open log: %v", err)
+	}
+	dataDir := filepath.Join(m.cfg.Home, "ext-data", mf.Name)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		lg.Close()
+		return nil, failf("create data dir: %v", err)
+	}
+	lg.Printf("starting %s %s from %s", mf.Name, mf.Version, mf.Dir)
+
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		files = append(files, r, w)
+		return r, w
+	}
+	stdinR, stdinW := pipe()
+	stdoutR, stdoutW := pipe()
+	stderrR, stderrW := pipe()
+	if err != nil {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+		lg.Close()
+		return nil, failf("create pipes: %v", err)
+	}
+	cmd := exec.Command(execPath, mf.Args...)
+	cmd.Dir = mf.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	// The child holds its ends now; ours must go, or EOF never comes.
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		stderrR.Close()
+		hint := ""
+		if errors.Is(err, os.ErrPermission) {
+			hint = " (is it executable? chmod +x)"
+		}
+		lg.Printf("start failed: %v", err)
+		lg.Close()
+		return nil, failf("start %s: %v%s", execPath, err, hint)
+	}
+
+	p := &extProc{
+		m: m, mf: mf, logPath: logPath, dataDir: dataDir, log: lg,
+		cmd: cmd, pgid: cmd.Process.Pid,
+		stdin: stdinW, stdout: stdoutR, stderr: stderrR,
+		q:     newExtQueue(m.lim.queue),
+		ready: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
+		readerDone: make(chan struct{}), writerDone: make(chan struct{}), copierDone: make(chan struct{}),
+		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
+		logged: map[string]bool{},
+	}
+	p.helloTimer = time.AfterFunc(m.lim.hello, func() {
+		if !p.helloSeen.Load() {
+			p.abort(fmt.Errorf("no hello within %s", m.lim.hello))
+		}
+	})
+	// Armed at hello, re-armed by every frame until ready.
+	p.idleTimer = time.AfterFunc(time.Hour, func() {
+		if p.markReady() {
+			p.log.Printf("no ready frame; counted as ready after %s without a frame", m.lim.idle)
+		}
+	})
+	p.idleTimer.Stop()
+	// The waiter reaps the process; it ends when the process exits.
+	go p.waitExit()
+	// The reader owns stdout; it ends at EOF, which comes once the process
+	// group is gone (or at the read deadline waitExit sets), and then marks
+	// the extension dead.
+	go p.readFrames()
+	// The writer owns stdin; it ends when the queue is closed (fail, or
+	// after the shutdown frame) or a write fails.
+	go p.writeFrames()
+	// The copier moves stderr into the log; it ends at EOF.
+	go func() {
+		defer close(p.copierDone)
+		io.Copy(p.log, p.stderr)
+		p.stderr.Close()
+	}()
+	return p, nil
+}
+
+func (p *extProc) name() string { return p.mf.Name }
+
+// waitExit reaps the process, then kills whatever is left of its process
+// group: an extension's children do not outlive it. The reader, seeing
+// stdout end, marks the extension dead once it has read what was left.
+func (p *extProc) waitExit() {
+	p.cmd.Wait()
+	p.mu.Lock()
+	p.exitState = p.cmd.ProcessState.String()
+	p.mu.Unlock()
+	close(p.exited)
+	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	// A process that left the group may hold the pipes open; what is
+	// already in them is read before this deadline.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	p.stdout.SetReadDeadline(deadline)
+	p.stderr.SetReadDeadline(deadline)
+}
+
+func (p *extProc) readFrames() {
+	defer close(p.readerDone)
+	defer p.stdout.Close()
+	fr := newFrameReader(p.stdout, p.m.lim.maxFrame)
+	for {
+		line, err := fr.next()
+		if errors.Is(err, errFrameTooLong) {
+			p.log.Printf("skipped a frame longer than %d bytes", p.m.lim.maxFrame)
+			p.sawFrame()
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 || p.isDead() {
+			continue
+		}
+		p.sawFrame()
+		msg, err := decodeExtMsg(line)
+		if !p.helloSeen.Load() {
+			if err != nil || msg.Type != "hello" {
+				p.abort(fmt.Errorf("first frame must be hello, got %s", excerpt(line)))
+				continue
+			}
+			p.hello(msg)
+			continue
+		}
+		if err != nil {
+			if msg.ID != "" && p.failWaiter(string(msg.ID), fmt.Errorf("invalid %s: %v", msg.Type, err)) {
+				p.log.Printf("invalid reply %s: %v", excerpt(line), err)
+				continue
+			}
+			p.log.Printf("skipped a bad frame %s: %v", excerpt(line), err)
+			continue
+		}
+		p.handle(msg, line)
+	}
+	p.failWhenGone(p.exited, errors.New("closed its stdout"))
+}
+
+// failWhenGone marks the extension dead once gone closes (or 200 ms have
+// passed), with the best account of why: stopped, its exit status, or
+// otherwise.
+func (p *extProc) failWhenGone(gone chan struct{}, otherwise error) {
+	select {
+	case <-gone:
+	case <-time.After(200 * time.Millisecond):
+	}
+	p.mu.Lock()
+	state := p.exitState
+	p.mu.Unlock()
+	switch {
+	case p.stopping.Load():
+		p.fail(errors.New("was stopped"))
+	case state != "":
+		p.fail(errors.New("exited (" + state + ")"))
+	default:
+		p.fail(otherwise)
+	}
+}
+
+func (p *extProc) writeFrames() {
+	defer close(p.writerDone)
+	defer p.closeStdin()
+	for {
+		o, dropped, ok := p.q.pop()
+		if !ok {
+			return
+		}
+		if dropped > 0 {
+			p.log.Printf("dropped the %d oldest events: the extension reads too slowly (at most %d wait)", dropped, p.m.lim.queue)
+		}
+		if o.id != "" && !p.isPending(o.id) {
+			continue // its caller gave up
+		}
+		if _, err := p.stdin.Write(o.line); err != nil {
+			// The extension is gone or closed its stdin. What it wrote
+			// before that (a reply, say) is read first.
+			p.closeStdin()
+			p.failWhenGone(p.readerDone, fmt.Errorf("stopped reading its stdin (%v)", err))
+			return
+		}
+		if o.last {
+			return
+		}
+	}
+}
+
+func (p *extProc) closeStdin() { p.stdinOnce.Do(func() { p.stdin.Close() }) }
+
+// sawFrame restarts the idle watchdog: 250 ms without a frame after hello
+// counts as ready.
+func (p *extProc) sawFrame() {
+	if p.helloSeen.Load() && !p.isReady() && !p.isDead() {
+		p.idleTimer.Reset(p.m.lim.idle)
+	}
+}
+
+func (p *extProc) hello(msg extMsg) {
+	p.helloSeen.Store(true)
+	p.helloTimer.Stop()
+	if msg.Name != "" && msg.Name != p.mf.Name {
+		p.log.Printf("hello names %q but the manifest says %q; using the manifest's name", msg.Name, p.mf.Name)
+	}
+	m := p.m
+	p.send(hostHelloAck{
+		Type: "hello_ack", ProtocolVersion: 1, ZotVersion: version,
+		Provider: m.cfg.Provider, Model: m.cfg.Model, Cwd: m.cfg.Cwd,
+		ExtensionDir: p.mf.Dir, DataDir: p.dataDir,
+	})
+	p.idleTimer.Reset(m.lim.idle)
+}
+
+// handle acts on one frame after hello. Registrations are checked by admit,
+// the one place that can refuse them.
+func (p *extProc) handle(msg extMsg, line []byte) {
+	switch msg.Type {
+	case "register_command", "register_tool":
+		p.register(msg)
+	case "subscribe":
+		p.subscribe(msg)
+	case "ready":
+		p.markReady()
+	case "notify":
+		level := msg.Level
+		switch level {
+		case "info", "success", "warn", "error":
+		default:
+			p.log.Printf("notify level %q is not info, success, warn or error; shown as info", level)
+			level = "info"
+		}
+		p.m.note(ExtNote{Extension: p.name(), Level: level, Message: msg.Message})
+	case "clear_notes":
+		p.m.note(ExtNote{Extension: p.name(), Clear: true})
+	case "command_response", "tool_result", "event_intercept_response":
+		p.reply(msg, line)
+	case "panel_render", "panel_close":
+		p.m.panelFromExt(p, msg)
+	case "shutdown_ack":
+		p.log.Printf("shutdown acknowledged")
+	case "hello":
+		p.log.Printf("ignored a second hello")
+	default:
+		p.log.Printf("skipped a frame of unknown type %q", msg.Type)
+	}
+}
+
+func (p *extProc) register(msg extMsg) {
+	kind := strings.TrimPrefix(msg.Type, "register_")
+	name := msg.Name
+	if kind == "command" {
+		name = strings.TrimPrefix(name, "/")
+	}
+	if err := validRegistrationName(kind, name); err != nil {
+		p.log.Printf("refused %s: %v", msg.Type, err)
+		return
+	}
+	r := extRegistration{Name: name, Description: msg.Description}
+	if kind == "tool" {
+		if len(msg.Schema) == 0 || string(msg.Schema) == "null" {
+			r.Schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if !isJSONObject(msg.Schema) {
+			p.log.Printf("refused tool %q: schema must be a JSON object, got %s", name, excerpt(msg.Schema))
+			return
+		} else {
+			r.Schema = append(json.RawMessage(nil), msg.Schema...)
+		}
+	}
+	if err := p.admit(kind, name); err != nil {
+		p.log.Printf("refused %s %q: %v", kind, name, err)
+		return
+	}
+	p.mu.Lock()
+	list := &p.commands
+	if kind == "tool" {
+		list = &p.tools
+	}
+	replaced := false
+	for i := range *list {
+		if (*list)[i].Name == name {
+			(*list)[i], replaced = r, true
+		}
+	}
+	if !replaced {
+		*list = append(*list, r)
+	}
+	p.mu.Unlock()
+	if p.isReady() {
+		p.m.syncRegistrations()
+	}
+}
+
+func (p *extProc) subscribe(msg extMsg) {
+	p.mu.Lock()
+	var bad []string
+	for _, ev := range msg.Events {
+		if !extEventNames[ev] {
+			bad = append(bad, "event "+ev)
+		} else if err := p.admit("event", ev); err != nil {
+			bad = append(bad, "event "+ev+": "+err.Error())
+		} else {
+			p.events[ev] = true
+		}
+	}
+	for _, ev := range msg.Intercept {
+		if !extInterceptNames[ev] {
+			bad = append(bad, "intercept "+ev)
+		} else if err := p.admit("intercept", ev); err != nil {
+			bad = append(bad, "intercept "+ev+": "+err.Error())
+		} else {
+			p.intercept[ev] = true
+		}
+	}
+	p.mu.Unlock()
+	if len(bad) > 0 {
+		p.log.Printf("subscribe: ignored %s", strings.Join(bad, ", "))
+	}
+}
+
+// admit decides whether the extension may register or subscribe to name
+// (kind: command, tool, event, intercept). Everything is allowed today; a
+// manifest's permission scopes will refuse here.
+func (p *extProc) admit(kind, name string) error { return nil }
+
+var extEventNames = map[string]bool{"session_start": true, "turn_start": true, "tool_call": true, "turn_end": true, "assistant_message": true}
+
+var extInterceptNames = map[string]bool{"tool_call": true, "turn_start": true, "assistant_message": true}
+
+func validRegistrationName(kind, name string) error {
+	if name == "" {
+		return errors.New("no name")
+	}
+	if len(name) > 64 {
+		return fmt.Errorf("name %q is longer than 64 bytes", truncate(name, 64))
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		if kind == "command" {
+			ok = ok || r == '.' || r == ':'
+		}
+		if !ok {
+			return fmt.Errorf("name %q may only hold letters, digits, _ and -", name)
+		}
+	}
+	return nil
+}
+
+func (p *extProc) markReady() bool {
+	first := false
+	p.readyOnce.Do(func() {
+		first = true
+		close(p.ready)
+		p.idleTimer.Stop()
+	})
+	if first {
+		p.m.syncRegistrations()
+	}
+	return first
+}
+
+func (p *extProc) isReady() bool {
+	select {
+	case <-p.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *extProc) isDead() bool {
+	select {
+	case <-p.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail marks the extension unable to answer: every waiting call fails at
+// once with err, and so does every later one.
+func (p *extProc) fail(err error) {
+	p.failOnce.Do(func() {
+		p.mu.Lock()
+		p.err = fmt.Errorf("extension %q %v; see %s", p.name(), err, p.logPath)
+		p.pending = nil
+		p.mu.Unlock()
+		close(p.dead)
+		p.q.close()
+		p.helloTimer.Stop()
+		p.idleTimer.Stop()
+		if !p.stopping.Load() {
+			p.log.Printf("%v", err)
+			p.m.logf("%v; its commands and tools fail until the extensions are reloaded", p.deadErr())
+		}
+		p.m.procDied(p)
+	})
+}
+
+// abort stops an extension that broke the handshake.
+func (p *extProc) abort(err error) {
+	p.fail(err)
+	// Owned by p; ends when the stop sequence is over (at most grace+term).
+	go p.stop(context.Background())
+}
+
+func (p *extProc) deadErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *extProc) isPending(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.pending[id]
+	return ok
+}
+
+// send queues a frame that needs no answer.
+func (p *extProc) send(v any) error {
+	line, err := encodeFrame(v)
+	if err != nil {
+		return err
+	}
+	if !p.q.push(extOut{line: line}) {
+		return p.unavailable()
+	}
+	return nil
+}
+
+// unavailable is why nothing more can be sent: the extension is dead or
+// being stopped.
+func (p *extProc) unavailable() error {
+	if err := p.deadErr(); err != nil {
+		return err
+	}
+	return fmt.Errorf("extension %q is being stopped", p.name())
+}
+
+// call sends a request and waits for the reply of type want, at most
+// timeout. It fails at once when the extension dies.
+func (p *extProc) call(ctx context.Context, want string, timeout time.Duration, frame func(id string) any) (extMsg, error) {
+	id := strconv.FormatUint(p.m.ids.Add(1), 10)
+	ch := make(chan extMsg, 1)
+	p.mu.Lock()
+	if p.err != nil {
+		p.mu.Unlock()
+		return extMsg{}, p.err
+	}
+	p.pending[id] = extWaiter{want: want, ch: ch}
+	p.mu.Unlock()
+	defer p.forget(id)
+	line, err := encodeFrame(frame(id))
+	if err != nil {
+		return extMsg{}, err
+	}
+	if !p.q.push(extOut{line: line, id: id}) {
+		return extMsg{}, p.unavailable()
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case msg := <-ch:
+		return msg, msg.err
+	case <-p.dead:
+		return extMsg{}, p.deadErr()
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return extMsg{}, ctx.Err()
+		}
+		return extMsg{}, fmt.Errorf("extension %q did not answer within %s; see %s", p.name(), timeout, p.logPath)
+	}
+}
+
+func (p *extProc) forget(id string) {
+	p.mu.Lock()
+	delete(p.pending, id)
+	p.mu.Unlock()
+}
+
+// reply hands a reply to the call waiting for it.
+func (p *extProc) reply(msg extMsg, line []byte) {
+	id := string(msg.ID)
+	p.mu.Lock()
+	w, ok := p.pending[id]
+	if ok {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.log.Printf("skipped a %s for unknown id %q (its caller gave up, or the id is wrong)", msg.Type, id)
+		return
+	}
+	if w.want != msg.Type {
+		msg.err = fmt.Errorf("extension %q answered a request with %s instead of %s", p.name(), msg.Type, w.want)
+		p.log.Printf("%v: %s", msg.err, excerpt(line))
+	} else if msg.OpenPanel != nil {
+		p.m.openPanel(p, *msg.OpenPanel)
+	}
+	w.ch <- msg
+}
+
+// failWaiter fails the call waiting for id, if any.
+func (p *extProc) failWaiter(id string, err error) bool {
+	p.mu.Lock()
+	w, ok := p.pending[id]
+	if ok {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if ok {
+		w.ch <- extMsg{err: fmt.Errorf("extension %q: %v", p.name(), err)}
+	}
+	return ok
+}
+
+// stop ends the extension: shutdown, up to grace for it to exit, SIGTERM to
+// its process group, up to term, SIGKILL. One that never said hello does
+// not speak the protocol and gets SIGTERM at once. Cancelling ctx skips to
+// SIGKILL. It returns when the process and the goroutines serving it are
+// gone; a second call waits for the first.
+func (p *extProc) stop(ctx context.Context) {
+	p.stopOnce.Do(func() {
+		p.stopping.Store(true)
+		line, _ := encodeFrame(hostShutdown{Type: "shutdown"})
+		p.q.push(extOut{line: line, last: true})
+		lim := p.m.lim
+		grace := lim.grace
+		if !p.helloSeen.Load() {
+			grace = 0
+		}
+		if !p.waitExited(ctx, grace) {
+			p.log.Printf("no exit %s after shutdown; sending SIGTERM", grace)
+			syscall.Kill(-p.pgid, syscall.SIGTERM)
+			syscall.Kill(-p.pgid, syscall.SIGCONT)
+			p.closeStdin()
+			if !p.waitExited(ctx, lim.term) {
+				p.log.Printf("no exit %s after SIGTERM; sending SIGKILL", lim.term)
+				syscall.Kill(-p.pgid, syscall.SIGKILL)
+				<-p.exited
+			}
+		}
+		p.fail(errors.New("was stopped"))
+		<-p.readerDone
+		<-p.writerDone
+		<-p.copierDone
+		p.mu.Lock()
+		state := p.exitState
+		p.mu.Unlock()
+		p.log.Printf("stopped (%s)", state)
+		p.log.Close()
+	})
+}
+
+func (p *extProc) waitExited(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// extToolResult turns a tool_result's blocks into content for the model.
+// Blocks that are neither text nor a valid base64 image are replaced by a
+// note saying so.
+func (p *extProc) extToolResult(msg extMsg) ToolResult {
+	var content []Block
+	for i, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			content = append(content, TextBlock(b.Text))
+		case "image":
+			_, err := base64.StdEncoding.DecodeString(b.Data)
+			if err != nil || !strings.HasPrefix(b.MimeType, "image/") {
+				p.log.Printf("tool_result block %d: an image needs mime_type image/… and base64 data", i)
+				content = append(content, TextBlock(fmt.Sprintf("[extension %s sent an invalid image]", p.name())))
+				continue
+			}
+			content = append(content, Block{Type: "image", MimeType: b.MimeType, Data: b.Data})
+		default:
+			p.log.Printf("tool_result block %d: unknown type %q skipped", i, b.Type)
+		}
+	}
+	if len(content) == 0 {
+		content = []Block{TextBlock("(no output)")}
+	}
+	return ToolResult{Content: content, IsError: msg.IsError, Details: "extension " + p.name()}
+}
+
+// excerpt shows the start of a bad line in a log, quoted.
+func excerpt(b []byte) string {
+	if len(b) > 200 {
+		return strconv.Quote(string(b[:200])) + "…"
+	}
+	return strconv.Quote(string(b))
+}

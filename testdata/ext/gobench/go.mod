@@ -1,0 +1,3 @@
+module gobench
+
+go 1.22
