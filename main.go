@@ -48,7 +48,9 @@ type options struct {
 	continueLast, resume bool
 	sessionPath          string
 	noSession            bool
+	noYolo               bool
 	prompt               []string
+	interactive          bool // the TUI: a missing key is reported there, not fatal
 }
 
 // flagSpec is one flag: its names, whether it takes a value, and what it
@@ -95,6 +97,7 @@ var flagTable = []flagSpec{
 	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
+	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -210,6 +213,21 @@ type userConfig struct {
 	BaseURL  string `json:"base_url,omitempty"`
 }
 
+// saveConfig remembers the user's choices in config.json, written whole.
+func saveConfig(home string, c userConfig) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("save %s: %w", filepath.Join(home, "config.json"), err)
+	}
+	if err := writeFileAtomic(filepath.Join(home, "config.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save %s: %w", filepath.Join(home, "config.json"), err)
+	}
+	return nil
+}
+
 func loadConfig(home string) (userConfig, error) {
 	var c userConfig
 	b, err := os.ReadFile(filepath.Join(home, "config.json"))
@@ -253,6 +271,48 @@ func loadAuth(home string) (authFile, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return a, nil
+}
+
+// saveAuthKey stores the key for provider in auth.json, or removes it when
+// key is empty. The file is replaced whole with mode 0600; other providers'
+// entries and any fields zot does not know are kept.
+func saveAuthKey(home, provider, key string) error {
+	path := filepath.Join(home, "auth.json")
+	entries := map[string]json.RawMessage{}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("save key in %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(b, &entries); err != nil {
+			return fmt.Errorf("save key in %s: the file is not valid JSON (%v); fix or remove it", path, err)
+		}
+	}
+	if key == "" {
+		if _, ok := entries[provider]; !ok {
+			return nil
+		}
+		delete(entries, provider)
+	} else {
+		entry := map[string]json.RawMessage{}
+		if old, ok := entries[provider]; ok {
+			json.Unmarshal(old, &entry)
+		}
+		entry["api_key"], _ = json.Marshal(key)
+		entries[provider], _ = json.Marshal(entry)
+	}
+	out, err := json.MarshalIndent(entries, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("save key in %s: %w", path, err)
+	}
+	if err := writeFileAtomic(path, append(out, '\n'), 0o600); err != nil {
+		return fmt.Errorf("save key in %s: %w", path, err)
+	}
+	return nil
 }
 
 // resolveKey finds the API key: --api-key, then the environment, then
@@ -301,10 +361,20 @@ type setup struct {
 	cwd      string
 	provider string
 	model    string
-	agent    *Agent
-	toolEnv  *ToolEnv
-	session  *Session
-	notes    []string // things the user should know (session repairs)
+	baseURL  string
+	// startProvider is the provider chosen at startup: --api-key and
+	// --base-url belong to it.
+	startProvider string
+	// missingKey, in the interactive mode, says that the provider has no
+	// key (other modes fail instead).
+	missingKey string
+	// gates check each tool call, in order; a mode chains them with its
+	// ConfirmFunc into the agent's BeforeToolExecute.
+	gates   []ToolGate
+	agent   *Agent
+	toolEnv *ToolEnv
+	session *Session
+	notes   []string // things the user should know (session repairs)
 }
 
 func newSetup(o options, stderr io.Writer) (*setup, error) {
@@ -351,7 +421,10 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
-	if key == "" && s.provider != "ollama" && baseURL == "" {
+	s.baseURL, s.startProvider = baseURL, s.provider
+	if key == "" && s.provider != "ollama" && baseURL == "" && o.interactive {
+		s.missingKey = "no API key for " + s.provider
+	} else if key == "" && s.provider != "ollama" && baseURL == "" {
 		return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
 	}
 
@@ -479,7 +552,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if !o.print && !o.json {
-		fmt.Fprintln(stderr, "zot: the interactive terminal UI is not built yet; use -p or --json")
+		return runTUI(o, stdin, stdout, stderr, nil)
+	}
+	if o.noYolo {
+		fmt.Fprintln(stderr, "zot: --no-yolo asks before each tool call, which needs the interactive UI; it cannot be used with -p or --json")
 		return exitUsage
 	}
 	return runOnce(o, stdin, stdout, stderr)

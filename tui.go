@@ -1,0 +1,1387 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The interactive terminal UI: what zot opens on a terminal without -p or
+// --json. One goroutine, the UI loop in Run, owns every piece of UI state;
+// the agent, extensions, the key reader and signals reach it through its
+// inbox or channels, never by touching state. Each pass of the loop handles
+// what arrived, then draws one frame. The pieces live in tui_keys.go (key
+// decoder), tui_editor.go (line editor, history, completion),
+// tui_render.go (width, cleaning, markdown, the diff screen),
+// tui_commands.go (slash commands and dialogs) and tui_term.go (raw mode).
+
+// tuiExtensions is what the TUI uses of the extension host. main.go passes
+// the host (nil when there is none); notes and panel updates come in
+// through TUI.Note and TUI.Panel.
+type tuiExtensions interface {
+	Commands() []ExtCommand
+	InvokeCommand(ctx context.Context, name, args string) (CommandResponse, error)
+	PanelKey(panelID, key, text string) error
+	ClosePanel(panelID string) error
+	Reload(ctx context.Context) ReloadStats
+}
+
+// TUI is the interactive mode. Set Ext and Skills before Run; Note and
+// Panel may be called from any goroutine at any time.
+type TUI struct {
+	// Ext is the extension host; nil when extensions are off.
+	Ext tuiExtensions
+	// Skills lists the skills for /skills and returns a function that
+	// shows one by name; nil when there are none.
+	Skills func() (list string, show func(name string) (string, error))
+
+	s   *setup
+	out io.Writer
+
+	inboxMu sync.Mutex
+	inbox   []any
+	wake    chan struct{}
+
+	// ctx ends when the TUI exits; work started for the UI uses it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mode    *ttyMode
+	restore sync.Once
+
+	// Gate state, read by the agent's goroutine through yoloGate.
+	gateMu     sync.Mutex
+	askTools   bool // --no-yolo
+	approveAll bool
+	approved   map[string]bool
+
+	// Everything below belongs to the UI loop.
+	width, height int
+	scr           screen
+	commit        []string // rows to print above the live region
+	ed            editor
+	hist          *promptHistory
+	pop           *popup
+	popDismissed  string // the text for which esc closed the slash popup
+	extItems      []popupItem
+	dialogs       []dialog
+	stream        streamState
+	run           *runState
+	runSeq        int
+	queue         []queuedPrompt
+	notes         []ExtNote
+	hint          string
+	ctrlC         bool // the last key was a ctrl+c that left the editor empty
+	pendingCmds   []string
+	panelKeys     chan panelMsg
+	keyBuf        []byte
+	quit          bool
+	exitCode      int
+	spin          int
+}
+
+// queuedPrompt is a prompt typed while the agent worked.
+type queuedPrompt struct {
+	display string // as typed, placeholders and all
+	text    string // as sent
+}
+
+// runState is the agent's work in progress: a prompt or a compaction.
+type runState struct {
+	id      int
+	cancel  context.CancelFunc
+	start   time.Time
+	aborted bool
+	prompts int // user_message events seen
+}
+
+// streamState is what the live region shows of the reply being streamed.
+type streamState struct {
+	thinking   []byte
+	thinkStart time.Time
+	text       []byte   // the assistant text's unfinished line
+	shown      int      // cells of it already committed
+	md         mdState  // markdown state after the committed lines
+	liveText   []string // rows of the unfinished line not yet committed
+	hasText    bool
+	tools      []*liveTool
+}
+
+// liveTool is a tool call being streamed or run.
+type liveTool struct {
+	id, name string
+	argBytes int
+	summary  string
+	progress []string
+	start    time.Time
+}
+
+// Messages to the UI loop.
+type (
+	msgEvent struct {
+		run int
+		ev  Event
+	}
+	msgRunDone struct {
+		run int
+		err error
+	}
+	msgConfirm struct{ req *confirmReq }
+	msgNote    struct{ n ExtNote }
+	msgPanel   struct{ u PanelUpdate }
+	msgCmdDone struct {
+		name string
+		resp CommandResponse
+		err  error
+	}
+	msgReloaded struct{ stats ReloadStats }
+	msgLog      struct {
+		text string
+		st   style
+	}
+)
+
+// runTUI is the interactive mode. wire, when not nil, connects what main.go
+// owns (the extension host, skills) to the TUI before it starts.
+func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer, wire func(*setup, *TUI)) int {
+	in, inOK := stdin.(*os.File)
+	out, outOK := stdout.(*os.File)
+	if !inOK || !outOK || !isTerminal(int(in.Fd())) || !isTerminal(int(out.Fd())) {
+		fmt.Fprintln(stderr, "zot: the interactive UI needs a terminal on stdin and stdout; give a prompt with -p (or --json) to run without one, e.g. zot -p \"fix the tests\"")
+		return exitUsage
+	}
+	o.interactive = true
+	resume := o.resume
+	o.resume = false // the TUI shows its own session picker
+	s, err := newSetup(o, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer s.close()
+	if err := s.openSession(true, nil); err != nil {
+		return fail(stderr, err)
+	}
+	t := newTUI(s, out)
+	if wire != nil {
+		wire(s, t)
+	}
+	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
+}
+
+func newTUI(s *setup, out io.Writer) *TUI {
+	t := &TUI{s: s, out: out, wake: make(chan struct{}, 1), width: 80, height: 24,
+		askTools: s.opts.noYolo, approved: map[string]bool{}}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.ed.histAt = -1
+	t.hist = &promptHistory{path: filepath.Join(s.home, "history"), cwd: s.cwd}
+	s.agent.Log = func(format string, args ...any) {
+		t.post(msgLog{"zot: " + fmt.Sprintf(format, args...), fgYellow})
+	}
+	s.gates = append(s.gates, t.yoloGate)
+	s.agent.BeforeToolExecute = ChainGates(s.gates, t.confirm)
+	return t
+}
+
+// post hands a message to the UI loop; it never blocks.
+func (t *TUI) post(m any) {
+	t.inboxMu.Lock()
+	t.inbox = append(t.inbox, m)
+	t.inboxMu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Note shows an extension's notify frame (or retracts its notes).
+func (t *TUI) Note(n ExtNote) { t.post(msgNote{n}) }
+
+// Panel opens, redraws or closes an extension's panel.
+func (t *TUI) Panel(u PanelUpdate) { t.post(msgPanel{u}) }
+
+// Run takes over the terminal until the user leaves, and returns the exit
+// status. prompt, when not empty, is submitted at once; resume opens the
+// session picker.
+func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
+	inFd, outFd := int(in.Fd()), int(out.Fd())
+	mode, err := enterRawMode(inFd, outFd, "\x1b[?2004l\x1b[?25h")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "zot: cannot switch the terminal to raw mode: %v\n", err)
+		return exitFailure
+	}
+	t.mode = mode
+	defer t.restoreTerminal()
+	defer func() {
+		if r := recover(); r != nil {
+			t.restoreTerminal()
+			panic(r)
+		}
+	}()
+	if w, h, err := terminalSize(outFd); err == nil {
+		t.width, t.height = w, h
+	}
+	t.write([]byte("\x1b[?2004h"))
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	input := make(chan []byte, 16)
+	var stopReading atomic.Bool
+	readerDone := make(chan struct{})
+	// The key reader. Owner: Run. It exits when stopReading is set (reads
+	// time out every 0.1 s, see enterRawMode) or the terminal fails.
+	go func() {
+		defer close(readerDone)
+		buf := make([]byte, 4096)
+		for !stopReading.Load() {
+			n, err := syscall.Read(inFd, buf)
+			if n > 0 {
+				select {
+				case input <- append([]byte(nil), buf[:n]...):
+				case <-t.ctx.Done():
+					return
+				}
+			}
+			if err != nil && err != syscall.EINTR && err != syscall.EAGAIN {
+				t.post(msgLog{fmt.Sprintf("zot: reading the terminal failed: %v", err), fgRed})
+				t.post(errTerminalGone{})
+				return
+			}
+		}
+	}()
+	defer func() {
+		stopReading.Store(true)
+		t.cancel()
+		select {
+		case <-readerDone:
+		case <-time.After(time.Second):
+		}
+	}()
+
+	t.start(prompt, resume)
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	var escTimer <-chan time.Time
+	for !t.quit {
+		t.render()
+		select {
+		case b := <-input:
+			t.input(b, false)
+			escTimer = nil
+			if len(t.keyBuf) > 0 {
+				escTimer = time.After(30 * time.Millisecond)
+			}
+		case <-escTimer:
+			escTimer = nil
+			t.input(nil, true)
+		case <-t.wake:
+			t.drain()
+		case sig := <-sigs:
+			if sig == syscall.SIGWINCH {
+				if w, h, err := terminalSize(outFd); err == nil {
+					t.resize(w, h)
+				}
+				continue
+			}
+			t.exit(128 + int(sig.(syscall.Signal)))
+		case <-ticker.C:
+			if t.run != nil || len(t.pendingCmds) > 0 {
+				t.spin++
+			}
+		}
+	}
+	t.shutdown()
+	return t.exitCode
+}
+
+// errTerminalGone tells the loop the terminal stopped answering.
+type errTerminalGone struct{}
+
+// restoreTerminal puts the terminal back as zot found it. It is safe to
+// call from any goroutine, any number of times.
+func (t *TUI) restoreTerminal() {
+	t.restore.Do(func() {
+		if t.mode != nil {
+			t.mode.Restore()
+		}
+	})
+}
+
+// crashGuard, deferred first in every goroutine the TUI starts, gives the
+// terminal back before a panic ends the process, so the trace is readable
+// and the shell usable.
+func (t *TUI) crashGuard() {
+	if r := recover(); r != nil {
+		t.restoreTerminal()
+		panic(r)
+	}
+}
+
+func (t *TUI) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if _, err := t.out.Write(b); err != nil && !t.quit {
+		t.exitCode, t.quit = exitFailure, true
+	}
+}
+
+// start prints the greeting and what the user should know, shows a
+// continued session, and submits the prompt given on the command line.
+func (t *TUI) start(prompt string, resume bool) {
+	_, list, err := loadHistory(t.hist.path, t.s.cwd)
+	if err != nil {
+		t.logf(fgYellow, "zot: %v (history off for this session)", err)
+	}
+	t.ed.hist = list
+	t.commitLine(span{"zot " + version, sBold}, span{"  " + t.s.provider + "/" + t.s.agent.CurrentModel(), fgCyan}, span{"  /help for keys and commands", sDim})
+	if t.s.missingKey != "" {
+		t.warnNoKey()
+	}
+	for _, n := range t.s.notes {
+		t.logf(fgYellow, "zot: %s", n)
+	}
+	if msgs := t.s.agent.Messages(); len(msgs) > 0 {
+		t.commitRule("continuing " + t.sessionName())
+		t.showTranscript(msgs)
+	}
+	if resume {
+		t.cmdSessions("")
+	}
+	if strings.TrimSpace(prompt) != "" {
+		t.submitText(prompt, prompt)
+	}
+}
+
+func (t *TUI) warnNoKey() {
+	env := keyEnvVar(t.s.provider)
+	t.logf(fgYellow, "No API key for %s. Add one with /login (saved to %s, mode 0600), or set %s and restart.",
+		t.s.provider, filepath.Join(t.s.home, "auth.json"), env)
+	t.logf(fgYellow, "For a local model server: zot --provider ollama --model NAME, or --base-url URL for any OpenAI-compatible server.")
+}
+
+// drain handles everything in the inbox.
+func (t *TUI) drain() {
+	t.inboxMu.Lock()
+	msgs := t.inbox
+	t.inbox = nil
+	t.inboxMu.Unlock()
+	for _, m := range msgs {
+		t.handle(m)
+	}
+}
+
+func (t *TUI) handle(m any) {
+	switch m := m.(type) {
+	case msgEvent:
+		if t.run != nil && m.run == t.run.id {
+			t.event(m.ev)
+		}
+	case msgRunDone:
+		t.runDone(m.run, m.err)
+	case msgConfirm:
+		if m.req.ctx.Err() == nil {
+			t.pushDialog(&confirmDialog{req: m.req, yolo: onlyYoloAsks(m.req.asks)})
+		}
+	case msgNote:
+		t.note(m.n)
+	case msgPanel:
+		t.panelUpdate(m.u)
+	case msgCmdDone:
+		t.extCommandDone(m.name, m.resp, m.err)
+	case msgReloaded:
+		t.reloaded(m.stats)
+	case msgLog:
+		t.logf(m.st, "%s", m.text)
+	case errTerminalGone:
+		t.exit(exitFailure)
+	}
+}
+
+// Input.
+
+// input decodes keys from what the terminal sent; flush resolves a lone esc.
+func (t *TUI) input(b []byte, flush bool) {
+	t.keyBuf = append(t.keyBuf, b...)
+	keys, n := decodeKeys(t.keyBuf, flush)
+	t.keyBuf = append(t.keyBuf[:0], t.keyBuf[n:]...)
+	for _, k := range keys {
+		t.key(k)
+		if t.quit {
+			return
+		}
+	}
+}
+
+// key routes one key: to the top dialog if there is one, else to the
+// editor after the keys that mean something to the TUI itself.
+func (t *TUI) key(k key) {
+	wasCtrlC := t.ctrlC
+	t.ctrlC = false
+	if k.code == keyUnknown {
+		t.ctrlC = wasCtrlC
+		return
+	}
+	t.hint = ""
+	if n := len(t.dialogs); n > 0 {
+		if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
+			if d, ok := t.dialogs[n-1].(*confirmDialog); ok {
+				d.answer(false)
+				t.dialogs = t.dialogs[:n-1]
+				t.abort()
+				return
+			}
+		}
+		if t.dialogs[n-1].key(t, k) {
+			t.popDialog(t.dialogs[n-1])
+		}
+		return
+	}
+	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
+	switch {
+	case isCtrl('c'):
+		switch {
+		case t.run != nil:
+			t.abort()
+		case !t.ed.empty():
+			t.ed.reset()
+			t.pop = nil
+		case wasCtrlC:
+			t.exit(exitOK)
+			return
+		}
+		if t.ed.empty() {
+			t.ctrlC = true
+			t.hint = "press ctrl+c again to exit"
+		}
+		return
+	case isCtrl('d') && t.ed.empty():
+		t.exit(exitOK)
+		return
+	case isCtrl('l'):
+		t.write(t.scr.forget(t.width))
+		t.write([]byte("\x1b[H\x1b[2J"))
+		return
+	case k.code == keyEsc:
+		switch {
+		case t.pop != nil:
+			t.popDismissed = t.ed.text()
+			t.pop = nil
+		case t.run != nil:
+			t.abort()
+		default:
+			t.notes = nil
+		}
+		return
+	case k.code == keyUp || k.code == keyDown || isCtrl('p') || isCtrl('n'):
+		if t.pop != nil {
+			if k.code == keyUp || isCtrl('p') {
+				t.pop.move(-1)
+			} else {
+				t.pop.move(1)
+			}
+			return
+		}
+	case k.code == keyTab:
+		t.complete()
+		return
+	case k.code == keyEnter && k.mod == 0:
+		t.enter()
+		return
+	}
+	if t.ed.key(k, t.width) {
+		if t.pop != nil && t.pop.file {
+			t.pop = nil
+		}
+		t.updateSlashPopup()
+	}
+}
+
+// enter submits the editor, or accepts the popup's choice.
+func (t *TUI) enter() {
+	if it, ok := t.pop.selected(); ok {
+		if t.pop.file {
+			t.acceptFile(it.label)
+			return
+		}
+		t.ed.set("/" + it.label)
+	}
+	t.pop = nil
+	if n := len(t.ed.buf); n > 0 && t.ed.cur == n && t.ed.buf[n-1] == '\\' {
+		t.ed.buf[n-1] = '\n' // a trailing backslash continues the prompt
+		return
+	}
+	display, text := t.ed.text(), t.ed.expanded()
+	if strings.TrimSpace(display) == "" {
+		return
+	}
+	if err := t.hist.add(display); err != nil {
+		t.logf(fgYellow, "zot: %v", err)
+	}
+	t.ed.hist = append([]string{display}, removeString(t.ed.hist, display)...)
+	t.ed.reset()
+	t.popDismissed = ""
+	t.submitText(display, text)
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// submitText runs a slash command or sends (or queues) a prompt.
+func (t *TUI) submitText(display, text string) {
+	if name, args, ok := parseSlash(text); ok && t.isCommand(name) {
+		t.command(name, args)
+		return
+	}
+	if name, _, ok := parseSlash(text); ok && !strings.Contains(name, "/") {
+		t.logf(fgRed, "unknown command /%s (see /help; start with // to send a message that begins with a slash)", name)
+		t.ed.set(display)
+		return
+	}
+	if strings.HasPrefix(text, "//") {
+		text, display = text[1:], display[1:]
+	}
+	q := queuedPrompt{display: display, text: text}
+	if t.run != nil {
+		t.queue = append(t.queue, q)
+		return
+	}
+	t.startPrompt(q)
+}
+
+// parseSlash splits "/name args" into its parts.
+func parseSlash(text string) (name, args string, ok bool) {
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "/") || strings.HasPrefix(text, "//") {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(text[1:], " ")
+	if name == "" || strings.ContainsAny(name, "\n") {
+		return "", "", false
+	}
+	return name, strings.TrimSpace(args), true
+}
+
+// updateSlashPopup shows the commands matching what is typed while the
+// editor holds only "/word" with the cursor in it.
+func (t *TUI) updateSlashPopup() {
+	if t.pop != nil && t.pop.file {
+		return
+	}
+	text := t.ed.text()
+	if !strings.HasPrefix(text, "/") || strings.ContainsAny(text, " \n") || text == t.popDismissed || t.ed.cur == 0 {
+		t.pop = nil
+		return
+	}
+	if t.pop == nil {
+		t.extItems = t.extCommandItems()
+	}
+	prevSel := ""
+	if it, ok := t.pop.selected(); ok {
+		prevSel = it.label
+	}
+	t.pop = slashPopup(text[1:], builtinItems(), t.extItems)
+	if t.pop != nil && prevSel != "" {
+		for i, it := range t.pop.items {
+			if it.label == prevSel && !it.divider {
+				t.pop.sel = i
+			}
+		}
+	}
+}
+
+// complete is tab: finish a slash command or an @path.
+func (t *TUI) complete() {
+	if it, ok := t.pop.selected(); ok {
+		if t.pop.file {
+			t.acceptFile(it.label)
+			return
+		}
+		t.ed.set("/" + it.label + " ")
+		t.pop = nil
+		return
+	}
+	start, ref, ok := t.ed.atWord()
+	if !ok {
+		return
+	}
+	cands := fileCandidates(t.s.cwd, ref)
+	switch len(cands) {
+	case 0:
+		t.hint = "no file matches @" + oneLine(ref)
+	case 1:
+		t.acceptFile(cands[0])
+	default:
+		if p := commonPrefix(cands); len(p) > len(ref) {
+			t.ed.replaceRange(start, "@"+p)
+		}
+		t.pop = &popup{file: true}
+		for _, c := range cands {
+			t.pop.items = append(t.pop.items, popupItem{label: c})
+		}
+	}
+}
+
+func (t *TUI) acceptFile(path string) {
+	start, _, ok := t.ed.atWord()
+	if !ok {
+		t.pop = nil
+		return
+	}
+	suffix := " "
+	if strings.HasSuffix(path, "/") {
+		suffix = ""
+	}
+	t.ed.replaceRange(start, "@"+path+suffix)
+	t.pop = nil
+}
+
+// exit leaves the loop; a running prompt is cancelled first.
+func (t *TUI) exit(code int) {
+	t.exitCode, t.quit = code, true
+}
+
+// shutdown ends the session cleanly: the running prompt is cancelled and
+// waited for (so the session file is synced), an open panel is closed, and
+// the live region is erased, leaving the transcript above the prompt.
+func (t *TUI) shutdown() {
+	for _, d := range t.dialogs {
+		if c, ok := d.(*confirmDialog); ok {
+			c.answer(false)
+		}
+		if p, ok := d.(*panelDialog); ok && t.Ext != nil {
+			t.Ext.ClosePanel(p.p.ID)
+		}
+	}
+	if t.run != nil {
+		t.run.cancel()
+		deadline := time.After(5 * time.Second)
+	wait:
+		for t.run != nil {
+			select {
+			case <-t.wake:
+				t.drain()
+			case <-deadline:
+				break wait
+			}
+		}
+	}
+	t.write(t.scr.frame(t.commit, nil, 0, 0))
+	t.commit = t.commit[:0]
+	t.write(t.scr.clear())
+}
+
+// Agent runs.
+
+// startPrompt sends a prompt to the agent on a goroutine of its own.
+func (t *TUI) startPrompt(q queuedPrompt) {
+	if t.s.missingKey != "" {
+		t.warnNoKey()
+		t.ed.set(q.display)
+		return
+	}
+	var files []Block
+	var attached []string
+	for _, ref := range atRefs(q.text) {
+		b, desc, err := attachFile(ref, t.s.toolEnv.resolve)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				attached = append(attached, "not attached: "+err.Error())
+			}
+			continue
+		}
+		files = append(files, b)
+		attached = append(attached, desc)
+	}
+	t.notes = nil
+	t.commitPrompt(q.display, attached)
+	t.beginRun(func(ctx context.Context, sink Sink) error {
+		return t.s.agent.Prompt(ctx, q.text, files, sink)
+	})
+}
+
+// beginRun starts agent work whose events go to the UI loop.
+func (t *TUI) beginRun(work func(ctx context.Context, sink Sink) error) {
+	ctx, cancel := context.WithCancel(t.ctx)
+	t.runSeq++
+	id := t.runSeq
+	t.run = &runState{id: id, cancel: cancel, start: time.Now()}
+	t.stream = streamState{}
+	sink := func(e Event) { t.post(msgEvent{id, e}) }
+	// Owner: the UI loop, which waits for msgRunDone. It ends when the
+	// agent returns, which cancelling ctx brings about promptly.
+	go func() {
+		defer t.crashGuard()
+		err := work(ctx, sink)
+		cancel()
+		t.post(msgRunDone{id, err})
+	}()
+}
+
+// abort cancels the running prompt (esc, ctrl+c). Queued prompts go back
+// into the editor rather than starting unasked.
+func (t *TUI) abort() {
+	if t.run == nil || t.run.aborted {
+		return
+	}
+	t.run.aborted = true
+	t.run.cancel()
+	if len(t.queue) > 0 {
+		var parts []string
+		for _, q := range t.queue {
+			parts = append(parts, q.text)
+		}
+		if !t.ed.empty() {
+			parts = append(parts, t.ed.text())
+		}
+		t.ed.set(strings.Join(parts, "\n"))
+		t.queue = nil
+	}
+}
+
+func (t *TUI) runDone(id int, err error) {
+	if t.run == nil || t.run.id != id {
+		return
+	}
+	t.endThinking()
+	t.flushText()
+	for _, lt := range t.stream.tools {
+		t.commitLine(span{"✗ ", fgRed}, span{lt.name, sBold}, span{"  " + lt.summary, 0}, span{"  (not finished)", sDim})
+	}
+	t.stream = streamState{}
+	if errors.Is(err, ErrBlocked) {
+		t.logf(fgRed, "✗ %s", err.Error())
+	}
+	t.dropDialogs(func(d dialog) bool {
+		c, ok := d.(*confirmDialog)
+		return ok && c.req.ctx.Err() != nil
+	})
+	aborted := t.run.aborted
+	t.run = nil
+	if !aborted && len(t.queue) > 0 {
+		q := t.queue[0]
+		t.queue = t.queue[1:]
+		t.startPrompt(q)
+	}
+}
+
+// event shows one agent event.
+func (t *TUI) event(e Event) {
+	st := &t.stream
+	switch e.Type {
+	case "user_message":
+		t.run.prompts++
+		if t.run.prompts > 1 {
+			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(Message{Content: e.Content}.Text()), sDim})
+		}
+	case "assistant_start":
+		st.md = mdState{}
+	case "thinking_delta":
+		if st.thinking == nil {
+			st.thinkStart = time.Now()
+		}
+		st.thinking = append(st.thinking, e.Delta...)
+	case "text_delta":
+		t.endThinking()
+		t.appendText(e.Delta)
+	case "tool_use_start":
+		t.endThinking()
+		t.flushText()
+		st.tools = append(st.tools, &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()})
+	case "tool_use_args":
+		if lt := t.liveTool(e.ID); lt != nil {
+			lt.argBytes += len(e.Delta)
+		}
+	case "assistant_message":
+		t.endThinking()
+		t.flushText()
+		st.tools = nil
+		st.md = mdState{}
+	case "tool_call":
+		lt := t.liveTool(e.ID)
+		if lt == nil {
+			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
+			st.tools = append(st.tools, lt)
+		}
+		lt.summary = toolSummary(e.Name, e.Args)
+	case "tool_progress":
+		if lt := t.liveTool(e.ID); lt != nil {
+			for _, line := range strings.Split(strings.TrimRight(e.Text, "\n"), "\n") {
+				lt.progress = append(lt.progress, line)
+			}
+			if n := len(lt.progress); n > 3 {
+				lt.progress = append(lt.progress[:0], lt.progress[n-3:]...)
+			}
+		}
+	case "tool_result":
+		summary := ""
+		if lt := t.liveTool(e.ID); lt != nil {
+			summary = lt.summary
+			t.dropLiveTool(e.ID)
+		}
+		t.commitToolResult(e.Name, summary, e.IsError, e.Content)
+	case "turn_end":
+		if e.Stop == StopAborted {
+			t.endThinking()
+			t.flushText()
+			t.commitLine(span{"■ aborted", fgYellow})
+		}
+	case "error":
+		t.endThinking()
+		t.flushText()
+		t.commitRows(plainRows(cleanText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
+	case "compact_done":
+		t.commitRule("compacted")
+		rows := renderMarkdown(e.Summary, t.width, sDim)
+		if len(rows) > 6 {
+			rows = append(rows[:6], fitLine(t.width, span{fmt.Sprintf("… %d more lines of summary", len(rows)-6), sDim}))
+		}
+		t.commitRows(rows)
+	}
+}
+
+func (t *TUI) liveTool(id string) *liveTool {
+	for _, lt := range t.stream.tools {
+		if lt.id == id {
+			return lt
+		}
+	}
+	return nil
+}
+
+func (t *TUI) dropLiveTool(id string) {
+	tools := t.stream.tools[:0]
+	for _, lt := range t.stream.tools {
+		if lt.id != id {
+			tools = append(tools, lt)
+		}
+	}
+	t.stream.tools = tools
+}
+
+// appendText adds streamed assistant text. Finished lines are committed to
+// the scrollback at once; of the unfinished line, every row but the last is
+// committed too, so the live region stays one row tall however long the
+// paragraph grows.
+func (t *TUI) appendText(delta string) {
+	st := &t.stream
+	st.hasText = true
+	st.text = append(st.text, delta...)
+	for {
+		i := bytes.IndexByte(st.text, '\n')
+		if i < 0 {
+			break
+		}
+		t.commitRows(markdownRows(string(st.text[:i]), &st.md, t.width, 0, st.shown))
+		st.shown = 0
+		st.text = st.text[i+1:]
+	}
+	t.flowText()
+}
+
+// flowText lays out the unfinished line at the current width.
+func (t *TUI) flowText() {
+	st := &t.stream
+	st.liveText = nil
+	if len(st.text) == 0 {
+		return
+	}
+	md := st.md
+	m := parseMarkdownLine(string(st.text), &md, 0)
+	rows, ends := wrapCells(m.cells, wrapSpec{width: t.width, first: m.first, cont: m.cont, hard: m.hard, skip: st.shown})
+	if n := len(rows); n > 1 {
+		t.commitRows(rows[:n-1])
+		st.shown = ends[n-2]
+		rows = rows[n-1:]
+	}
+	st.liveText = rows
+}
+
+// flushText commits the unfinished line: the text block ended.
+func (t *TUI) flushText() {
+	st := &t.stream
+	if len(st.text) > 0 {
+		t.commitRows(markdownRows(string(st.text), &st.md, t.width, 0, st.shown))
+	}
+	st.text, st.shown, st.liveText = nil, 0, nil
+}
+
+// endThinking collapses the thinking shown so far into one line.
+func (t *TUI) endThinking() {
+	st := &t.stream
+	if st.thinking == nil {
+		return
+	}
+	words := len(strings.Fields(string(st.thinking)))
+	secs := time.Since(st.thinkStart).Seconds()
+	t.commitLine(span{fmt.Sprintf("∴ thought for %.0fs (%d words)", secs, words), sDim | sItalic})
+	st.thinking = nil
+}
+
+// Committing to the scrollback.
+
+func (t *TUI) commitRows(rows []string) { t.commit = append(t.commit, rows...) }
+
+func (t *TUI) commitLine(spans ...span) { t.commit = append(t.commit, fitLine(t.width, spans...)) }
+
+func (t *TUI) commitRule(label string) {
+	label = oneLine(label)
+	t.commitLine(span{"── " + label + " " + strings.Repeat("─", max(0, t.width-stringWidth(label)-4)), sDim})
+}
+
+// logf commits a message of zot's own.
+func (t *TUI) logf(st style, format string, args ...any) {
+	t.commitRows(plainRows(cleanText(fmt.Sprintf(format, args...)), t.width, st, nil, nil))
+}
+
+func (t *TUI) commitPrompt(display string, attached []string) {
+	t.commitRows([]string{""})
+	t.commitRows(plainRows(cleanText(display), t.width, sBold, []span{{editorPrompt, fgCyan | sBold}}, []span{{"  ", 0}}))
+	for _, a := range attached {
+		t.commitLine(span{"  + " + oneLine(a), sDim})
+	}
+	t.commitRows([]string{""})
+}
+
+// toolPreviewLines is how many lines of a tool's result are shown.
+const toolPreviewLines = 4
+
+func (t *TUI) commitToolResult(name, summary string, isErr bool, content []Block) {
+	mark, markSt := "✓ ", fgGreen
+	if isErr {
+		mark, markSt = "✗ ", fgRed
+	}
+	t.commitLine(span{mark, markSt}, span{oneLine(name), sBold}, span{"  " + summary, 0})
+	var text strings.Builder
+	for _, b := range content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "image":
+			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
+		}
+	}
+	lines := strings.Split(strings.TrimRight(cleanText(text.String()), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return
+	}
+	for i, line := range lines {
+		if i == toolPreviewLines {
+			t.commitLine(span{fmt.Sprintf("  … %d more lines", len(lines)-i), sDim})
+			break
+		}
+		st := sDim
+		switch {
+		case isErr:
+			st = fgRed
+		case name == "edit" && strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
+			st = fgGreen
+		case name == "edit" && strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+			st = fgRed
+		}
+		t.commitLine(span{"  │ ", sDim}, span{line, st})
+	}
+}
+
+// toolSummary is the one line a tool call is shown as: the command of
+// bash, the path of read, write and edit, the arguments of anything else.
+func toolSummary(name string, raw json.RawMessage) string {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(raw, &args) != nil {
+		return oneLine(string(raw))
+	}
+	str := func(k string) string {
+		var s string
+		json.Unmarshal(args[k], &s)
+		return s
+	}
+	switch name {
+	case "bash":
+		cmd := str("command")
+		first, rest, more := strings.Cut(strings.TrimSpace(cmd), "\n")
+		if more && strings.TrimSpace(rest) != "" {
+			first += " …"
+		}
+		return oneLine(first)
+	case "read":
+		s := str("path")
+		var off, lim int
+		json.Unmarshal(args["offset"], &off)
+		json.Unmarshal(args["limit"], &lim)
+		if off > 0 || lim > 0 {
+			s += fmt.Sprintf(" (from line %d", max(off, 1))
+			if lim > 0 {
+				s += fmt.Sprintf(", %d lines", lim)
+			}
+			s += ")"
+		}
+		return oneLine(s)
+	case "write":
+		content := str("content")
+		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), strings.Count(content, "\n")+boolInt(content != "" && !strings.HasSuffix(content, "\n"))))
+	case "edit":
+		var edits []json.RawMessage
+		json.Unmarshal(args["edits"], &edits)
+		return oneLine(fmt.Sprintf("%s (%d %s)", str("path"), len(edits), plural(len(edits), "edit", "edits")))
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := string(args[k])
+		var s string
+		if json.Unmarshal(args[k], &s) == nil {
+			v = s
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return oneLine(truncate(strings.Join(parts, " "), 300))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// showTranscript prints a loaded conversation: prompts, answers, tool
+// calls with their results, thinking collapsed.
+func (t *TUI) showTranscript(msgs []Message) {
+	results := map[string]Block{}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				results[b.CallID] = b
+			}
+		}
+	}
+	for _, m := range msgs {
+		if m.isPrompt() {
+			t.commitPrompt(Message{Content: m.Content}.Text(), nil)
+			continue
+		}
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				t.commitRows(renderMarkdown(b.Text, t.width, 0))
+			case "thinking":
+				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
+			case "tool_call":
+				r := results[b.ID]
+				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), r.IsError, r.Content)
+			}
+		}
+	}
+}
+
+// Notes from extensions.
+
+func (t *TUI) note(n ExtNote) {
+	if n.Clear {
+		kept := t.notes[:0]
+		for _, old := range t.notes {
+			if old.Extension != n.Extension {
+				kept = append(kept, old)
+			}
+		}
+		t.notes = kept
+		return
+	}
+	t.notes = append(t.notes, n)
+	if len(t.notes) > 20 {
+		t.notes = t.notes[len(t.notes)-20:]
+	}
+}
+
+func noteStyle(level string) style {
+	switch level {
+	case "error":
+		return fgRed
+	case "warn", "warning":
+		return fgYellow
+	case "success":
+		return fgGreen
+	}
+	return fgBlue
+}
+
+// Rendering.
+
+// render draws a frame if anything changed.
+func (t *TUI) render() {
+	rows, crow, ccol := t.view()
+	t.write(t.scr.frame(t.commit, rows, crow, ccol))
+	t.commit = t.commit[:0]
+}
+
+func (t *TUI) resize(w, h int) {
+	if w == t.width && h == t.height {
+		return
+	}
+	t.write(t.scr.forget(w))
+	t.width, t.height = w, h
+	t.flowText()
+}
+
+// view lays out the live region: the reply being streamed, notes, queued
+// prompts, the editor (or the dialog on top) with its popup, and the status
+// bar. It is never taller than the terminal: the top goes first.
+func (t *TUI) view() (rows []string, crow, ccol int) {
+	w := t.width
+	rows = append(rows, t.streamRows(w)...)
+	for _, n := range t.notes {
+		rows = append(rows, plainRows(oneLine(n.Message), w, noteStyle(n.Level), []span{{"[" + oneLine(n.Extension) + "] ", noteStyle(n.Level) | sBold}}, []span{{"  ", 0}})...)
+	}
+	for _, q := range t.queue {
+		rows = append(rows, fitLine(w, span{"⏳ queued: ", fgYellow}, span{oneLine(q.display), sDim}))
+	}
+	rows = append(rows, fitLine(w, span{strings.Repeat("─", w), sDim}))
+	if n := len(t.dialogs); n > 0 {
+		drows, dr, dc := t.dialogs[n-1].view(t, w)
+		crow, ccol = len(rows)+dr, dc
+		rows = append(rows, drows...)
+	} else {
+		placeholder := ""
+		if t.run != nil {
+			placeholder = "type to queue a prompt · esc to stop"
+		}
+		erows, er, ec := t.ed.view(w, max(3, t.height/3), placeholder)
+		crow, ccol = len(rows)+er, ec
+		rows = append(rows, erows...)
+		if t.pop != nil {
+			rows = append(rows, t.pop.view(w)...)
+		}
+	}
+	if t.hint != "" {
+		rows = append(rows, fitLine(w, span{t.hint, sDim}))
+	}
+	rows = append(rows, t.statusRow(w))
+	if limit := max(t.height-1, 2); len(rows) > limit {
+		drop := min(len(rows)-limit, crow)
+		rows, crow = rows[drop:], crow-drop
+		if len(rows) > limit {
+			rows = rows[:limit]
+		}
+	}
+	return rows, crow, ccol
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (t *TUI) spinner() string { return spinnerFrames[t.spin%len(spinnerFrames)] }
+
+const thinkingRows = 4
+
+func (t *TUI) streamRows(w int) []string {
+	st := &t.stream
+	var rows []string
+	if st.thinking != nil {
+		rows = append(rows, fitLine(w, span{fmt.Sprintf("∴ thinking %.0fs", time.Since(st.thinkStart).Seconds()), sDim | sItalic}))
+		tail := st.thinking
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		think := renderMarkdown(strings.ToValidUTF8(string(tail), ""), w-2, sDim|sItalic)
+		if len(think) > thinkingRows {
+			think = think[len(think)-thinkingRows:]
+		}
+		for _, r := range think {
+			rows = append(rows, "  "+r)
+		}
+	}
+	rows = append(rows, st.liveText...)
+	for _, lt := range st.tools {
+		what := lt.summary
+		if what == "" {
+			what = fmt.Sprintf("preparing arguments… %s", sizeString(int64(lt.argBytes)))
+		}
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{lt.name, sBold}, span{"  " + what, 0},
+			span{fmt.Sprintf("  %.0fs", time.Since(lt.start).Seconds()), sDim}))
+		for _, p := range lt.progress {
+			rows = append(rows, fitLine(w, span{"  │ ", sDim}, span{oneLine(p), sDim}))
+		}
+	}
+	for _, c := range t.pendingCmds {
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{"/" + c, sDim}))
+	}
+	return rows
+}
+
+// statusRow is the bottom line: model, directory, context used, tokens,
+// cost, jail and confirmation state, and while the agent works a spinner
+// with the time elapsed.
+func (t *TUI) statusRow(w int) string {
+	model := t.s.agent.CurrentModel()
+	info := lookupModel(t.s.provider, model)
+	total, last := t.s.agent.Totals()
+	pct := 0
+	if info.ContextWindow > 0 {
+		pct = last * 100 / info.ContextWindow
+	}
+	parts := []span{{" " + t.s.provider + "/" + model, fgCyan}}
+	add := func(s string, st style) { parts = append(parts, span{" · ", sDim}, span{s, st}) }
+	add(shortPath(t.s.cwd, 30), sDim)
+	add(fmt.Sprintf("ctx %d%%", pct), sDim)
+	add(fmt.Sprintf("↑%s ↓%s", tokenCount(total.Input+total.CacheRead+total.CacheWrite), tokenCount(total.Output)), sDim)
+	if info.Known {
+		add(fmt.Sprintf("$%.4f", total.CostUSD), sDim)
+	}
+	if t.s.toolEnv.Jailed() {
+		add("jail", fgYellow)
+	} else {
+		add("no jail", sDim)
+	}
+	t.gateMu.Lock()
+	asking := t.askTools && !t.approveAll
+	t.gateMu.Unlock()
+	if asking {
+		add("confirm tools", fgYellow)
+	}
+	var right []span
+	if t.run != nil {
+		right = append(right, span{fmt.Sprintf("%s %s ", t.spinner(), elapsed(time.Since(t.run.start))), fgCyan})
+	}
+	if n := len(t.queue); n > 0 {
+		right = append(right, span{fmt.Sprintf("%d queued ", n), fgYellow})
+	}
+	rw := spansWidth(right)
+	left := fitLine(max(w-rw-1, 1), parts...)
+	pad := max(w-visibleWidth(left)-rw, 1)
+	if rw == 0 {
+		return left
+	}
+	return left + strings.Repeat(" ", pad) + string(renderRow(nil, right, nil))
+}
+
+func tokenCount(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func elapsed(d time.Duration) string {
+	s := int(d.Seconds())
+	if s < 60 {
+		return fmt.Sprintf("%ds", s)
+	}
+	return fmt.Sprintf("%dm%02ds", s/60, s%60)
+}
+
+// shortPath shows a directory in at most n columns: the home directory as
+// ~, and only the last elements when it is still too long.
+func shortPath(p string, n int) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "" && (p == home || strings.HasPrefix(p, home+"/")) {
+		p = "~" + p[len(home):]
+	}
+	p = oneLine(p)
+	for stringWidth(p) > n {
+		i := strings.IndexByte(strings.TrimPrefix(p, "…/"), '/')
+		if i < 0 {
+			break
+		}
+		p = "…/" + strings.TrimPrefix(p, "…/")[i+1:]
+	}
+	return p
+}
+
+// The --no-yolo gate.
+
+// yoloGate asks before each tool call while --no-yolo is on, unless the
+// user already said yes to this tool, or to everything, this session.
+func (t *TUI) yoloGate(ctx context.Context, call ToolCall) GateResult {
+	t.gateMu.Lock()
+	defer t.gateMu.Unlock()
+	if !t.askTools || t.approveAll || t.approved[call.Name] {
+		return GateResult{}
+	}
+	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: "--no-yolo", Decision: "ask", Reason: "confirm each tool call"}}}
+}
+
+// confirmReq is a gate's question waiting for the user.
+type confirmReq struct {
+	ctx   context.Context
+	call  ToolCall
+	asks  []GateNote
+	reply chan bool
+}
+
+// confirm is the ConfirmFunc: it shows a dialog and waits for the answer,
+// or for the prompt to be cancelled (a refusal).
+func (t *TUI) confirm(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+	req := &confirmReq{ctx: ctx, call: call, asks: asks, reply: make(chan bool, 1)}
+	t.post(msgConfirm{req})
+	select {
+	case ok := <-req.reply:
+		return ok, "user"
+	case <-ctx.Done():
+		return false, "user (cancelled)"
+	case <-t.ctx.Done():
+		return false, "user (zot exited)"
+	}
+}
+
+func onlyYoloAsks(asks []GateNote) bool {
+	for _, a := range asks {
+		if a.By != "--no-yolo" {
+			return false
+		}
+	}
+	return len(asks) > 0
+}
+
+// setApproval records a "yes for this tool" or "yes to everything".
+func (t *TUI) setApproval(tool string, all bool) {
+	t.gateMu.Lock()
+	defer t.gateMu.Unlock()
+	if all {
+		t.approveAll = true
+	} else {
+		t.approved[tool] = true
+	}
+}
+
+// sessionName describes the session file for messages.
+func (t *TUI) sessionName() string {
+	if t.s.session == nil {
+		return "conversation"
+	}
+	return "session " + filepath.Base(t.s.session.Path)
+}
