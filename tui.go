@@ -85,11 +85,13 @@ type TUI struct {
 	hint          string
 	ctrlC         bool // the last key was a ctrl+c that left the editor empty
 	pendingCmds   []string
-	panelKeys     chan panelMsg
-	keyBuf        []byte
-	quit          bool
-	exitCode      int
-	spin          int
+	lastBlock     string // what the scrollback ends with: "text", "tool" or ""
+
+	panelKeys chan panelMsg
+	keyBuf    []byte
+	quit      bool
+	exitCode  int
+	spin      int
 }
 
 // queuedPrompt is a prompt typed while the agent worked.
@@ -438,12 +440,12 @@ func (t *TUI) key(k key) {
 	t.hint = ""
 	if n := len(t.dialogs); n > 0 {
 		if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
-			if d, ok := t.dialogs[n-1].(*confirmDialog); ok {
-				d.answer(false)
-				t.dialogs = t.dialogs[:n-1]
+			// ctrl+c closes any dialog as esc does; at a confirmation it
+			// also stops the prompt.
+			if _, ok := t.dialogs[n-1].(*confirmDialog); ok {
 				t.abort()
-				return
 			}
+			k = key{code: keyEsc}
 		}
 		if t.dialogs[n-1].key(t, k) {
 			t.popDialog(t.dialogs[n-1])
@@ -459,6 +461,7 @@ func (t *TUI) key(k key) {
 		case !t.ed.empty():
 			t.ed.reset()
 			t.pop = nil
+			return
 		case wasCtrlC:
 			t.exit(exitOK)
 			return
@@ -795,7 +798,7 @@ func (t *TUI) event(e Event) {
 			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(Message{Content: e.Content}.Text()), sDim})
 		}
 	case "assistant_start":
-		st.md = mdState{}
+		st.md, st.hasText = mdState{}, false
 	case "thinking_delta":
 		if st.thinking == nil {
 			st.thinkStart = time.Now()
@@ -817,6 +820,7 @@ func (t *TUI) event(e Event) {
 		t.flushText()
 		st.tools = nil
 		st.md = mdState{}
+		st.hasText = false
 	case "tool_call":
 		lt := t.liveTool(e.ID)
 		if lt == nil {
@@ -885,6 +889,9 @@ func (t *TUI) dropLiveTool(id string) {
 // paragraph grows.
 func (t *TUI) appendText(delta string) {
 	st := &t.stream
+	if !st.hasText {
+		t.blockBreak("text")
+	}
 	st.hasText = true
 	st.text = append(st.text, delta...)
 	for {
@@ -940,6 +947,14 @@ func (t *TUI) endThinking() {
 
 // Committing to the scrollback.
 
+// blockBreak puts a blank line between assistant text and tool calls.
+func (t *TUI) blockBreak(kind string) {
+	if t.lastBlock != "" && t.lastBlock != kind {
+		t.commit = append(t.commit, "")
+	}
+	t.lastBlock = kind
+}
+
 func (t *TUI) commitRows(rows []string) { t.commit = append(t.commit, rows...) }
 
 func (t *TUI) commitLine(spans ...span) { t.commit = append(t.commit, fitLine(t.width, spans...)) }
@@ -955,6 +970,7 @@ func (t *TUI) logf(st style, format string, args ...any) {
 }
 
 func (t *TUI) commitPrompt(display string, attached []string) {
+	t.lastBlock = ""
 	t.commitRows([]string{""})
 	t.commitRows(plainRows(cleanText(display), t.width, sBold, []span{{editorPrompt, fgCyan | sBold}}, []span{{"  ", 0}}))
 	for _, a := range attached {
@@ -967,6 +983,7 @@ func (t *TUI) commitPrompt(display string, attached []string) {
 const toolPreviewLines = 4
 
 func (t *TUI) commitToolResult(name, summary string, isErr bool, content []Block) {
+	t.blockBreak("tool")
 	mark, markSt := "✓ ", fgGreen
 	if isErr {
 		mark, markSt = "✗ ", fgRed

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,7 +46,7 @@ func startTUI(t *testing.T, z *zotRun, args ...string) *tmuxTerm {
 	for _, e := range z.env {
 		cmd.WriteString(" " + shq(e))
 	}
-	cmd.WriteString(" " + shq(zotBin))
+	fmt.Fprintf(&cmd, " sh -c 'echo $$ > %s/pid; exec \"$0\" \"$@\"' %s", tm.dir, shq(zotBin))
 	for _, a := range args {
 		cmd.WriteString(" " + shq(a))
 	}
@@ -71,7 +72,7 @@ func (tm *tmuxTerm) screen() string { return tm.tmux("capture-pane", "-p", "-t",
 
 // typeText types literal text; keys sends named keys (Enter, Escape, C-c).
 func (tm *tmuxTerm) typeText(s string) { tm.tmux("send-keys", "-t", "t", "-l", s) }
-func (tm *tmuxTerm) keys(k ...string) { tm.tmux(append([]string{"send-keys", "-t", "t"}, k...)...) }
+func (tm *tmuxTerm) keys(k ...string)  { tm.tmux(append([]string{"send-keys", "-t", "t"}, k...)...) }
 
 // waitScreen waits until the screen satisfies cond, failing with the
 // screen after 10 s.
@@ -95,15 +96,26 @@ func (tm *tmuxTerm) waitFor(text string) string {
 	return tm.waitScreen(fmt.Sprintf("%q on screen", text), func(s string) bool { return strings.Contains(s, text) })
 }
 
-// exitAndCheck leaves zot with ctrl+d and checks the exit status and that
-// the terminal settings are what they were before.
-func (tm *tmuxTerm) exitAndCheck() string {
+// pid is zot's process id.
+func (tm *tmuxTerm) pid() int {
 	tm.t.Helper()
-	tm.keys("C-u", "C-d")
+	b, err := os.ReadFile(filepath.Join(tm.dir, "pid"))
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
+
+// checkExit waits for zot to end and checks its exit status and that the
+// terminal settings are what they were before.
+func (tm *tmuxTerm) checkExit(status int) string {
+	tm.t.Helper()
 	screen := tm.waitFor("[zot exited]")
-	status, _ := os.ReadFile(filepath.Join(tm.dir, "status"))
-	if strings.TrimSpace(string(status)) != "0" {
-		tm.t.Errorf("exit status %q; screen:\n%s", status, screen)
+	got, _ := os.ReadFile(filepath.Join(tm.dir, "status"))
+	if strings.TrimSpace(string(got)) != fmt.Sprint(status) {
+		tm.t.Errorf("exit status %q, want %d; screen:\n%s", got, status, screen)
 	}
 	before, _ := os.ReadFile(filepath.Join(tm.dir, "before"))
 	after, _ := os.ReadFile(filepath.Join(tm.dir, "after"))
@@ -112,7 +124,39 @@ func (tm *tmuxTerm) exitAndCheck() string {
 	if len(before) == 0 || size.ReplaceAllString(string(before), "") != size.ReplaceAllString(string(after), "") {
 		tm.t.Errorf("stty -a changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+	if cursor := strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "t", "#{cursor_flag}")); cursor != "1" {
+		tm.t.Errorf("the cursor was left hidden")
+	}
 	return screen
+}
+
+// exitAndCheck leaves zot with ctrl+d and checks the exit status and that
+// the terminal settings are what they were before.
+func (tm *tmuxTerm) exitAndCheck() string {
+	tm.t.Helper()
+	tm.keys("C-u", "C-d")
+	return tm.checkExit(0)
+}
+
+func TestTUIRestoresTheTerminalOnSignals(t *testing.T) {
+	needTmux(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "stalls"}), HangAfter: 3})
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
+		z := newZotRun(t)
+		tm := startTUI(t, z, anthropicFlags(srv)...)
+		tm.waitFor("/help for keys")
+		tm.typeText("busy")
+		tm.keys("Enter")
+		tm.waitFor("stalls")
+		tm.typeText("half-typed")
+		if err := syscall.Kill(tm.pid(), sig); err != nil {
+			t.Fatal(err)
+		}
+		screen := tm.checkExit(128 + int(sig))
+		if !strings.Contains(screen, "› busy") || strings.Contains(screen, "half-typed") {
+			t.Errorf("%v: the transcript should stay and the live region go:\n%s", sig, screen)
+		}
+	}
 }
 
 func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {

@@ -403,6 +403,13 @@ type wrapSpec struct {
 func wrapCells(cells []cell, ws wrapSpec) (rows []string, ends []int) {
 	pos := min(ws.skip, len(cells))
 	first := pos == 0
+	if pos == len(cells) {
+		prefix := ws.cont
+		if first {
+			prefix = ws.first
+		}
+		return []string{string(renderRow(nil, prefix, nil))}, []int{pos}
+	}
 	for {
 		prefix := ws.cont
 		if first {
@@ -730,8 +737,8 @@ func renderMarkdown(text string, width int, base style) []string {
 // markdownRows renders one logical line, skipping cells already shown.
 func markdownRows(line string, st *mdState, width int, base style, skip int) []string {
 	m := parseMarkdownLine(line, st, base)
-	if len(m.cells) == 0 {
-		return []string{string(renderRow(nil, m.first, nil))}
+	if skip > 0 && skip >= len(m.cells) {
+		return nil
 	}
 	rows, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard, skip: skip})
 	return rows
