@@ -309,15 +309,29 @@ type cell struct {
 	st style
 }
 
-// appendCells adds the cells of clean text s in style st.
+// appendCells adds the cells of clean text s in style st. Text that was
+// not cleaned cannot do harm here either: a control character becomes its
+// picture and invalid UTF-8 or a C1 control becomes U+FFFD.
 func appendCells(dst []cell, s string, st style) []cell {
 	for i := 0; i < len(s); {
 		if c := s[i]; c < 0x80 {
-			dst = append(dst, cell{s: s[i : i+1], w: 1, st: st})
+			cs := s[i : i+1]
+			switch {
+			case c == 0x7f:
+				cs = "␡"
+			case c < 0x20:
+				cs = string(rune(0x2400 + int(c)))
+			}
+			dst = append(dst, cell{s: cs, w: 1, st: st})
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || r < 0xa0 {
+			dst = append(dst, cell{s: "\uFFFD", w: 1, st: st})
+			i += size
+			continue
+		}
 		w := runeWidth(r)
 		if w == 0 && len(dst) > 0 {
 			dst[len(dst)-1].s += s[i : i+size]
@@ -403,22 +417,24 @@ type wrapSpec struct {
 func wrapCells(cells []cell, ws wrapSpec) (rows []string, ends []int) {
 	pos := min(ws.skip, len(cells))
 	first := pos == 0
-	if pos == len(cells) {
-		prefix := ws.cont
+	// prefixFor gives the prefix of the next row and the columns left after it;
+	// a prefix that leaves too little room is dropped.
+	prefixFor := func() ([]span, int) {
+		p := ws.cont
 		if first {
-			prefix = ws.first
+			p = ws.first
 		}
-		return []string{string(renderRow(nil, prefix, nil))}, []int{pos}
+		if avail := ws.width - spansWidth(p); avail >= 4 {
+			return p, avail
+		}
+		return nil, max(ws.width, 1)
+	}
+	if pos == len(cells) {
+		p, _ := prefixFor()
+		return []string{string(renderRow(nil, p, nil))}, []int{pos}
 	}
 	for {
-		prefix := ws.cont
-		if first {
-			prefix = ws.first
-		}
-		avail := ws.width - spansWidth(prefix)
-		if avail < 4 {
-			prefix, avail = nil, max(ws.width, 1)
-		}
+		prefix, avail := prefixFor()
 		i, w, lastSpace := pos, 0, -1
 		for i < len(cells) && w+int(cells[i].w) <= avail {
 			if cells[i].s == " " {
