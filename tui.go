@@ -86,6 +86,7 @@ type TUI struct {
 	ctrlC         bool // the last key was a ctrl+c that left the editor empty
 	pendingCmds   []string
 	lastBlock     string // what the scrollback ends with: "text", "tool" or ""
+	rule          string // the line above the editor, for the current width
 
 	panelKeys chan panelMsg
 	keyBuf    []byte
@@ -117,6 +118,7 @@ type streamState struct {
 	shown      int      // cells of it already committed
 	md         mdState  // markdown state after the committed lines
 	liveText   []string // rows of the unfinished line not yet committed
+	cells      []cell   // reused for laying out the unfinished line
 	hasText    bool
 	tools      []*liveTool
 }
@@ -234,6 +236,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	if w, h, err := terminalSize(outFd); err == nil {
 		t.width, t.height = w, h
 	}
+	t.scr.height = t.height
 	t.write([]byte("\x1b[?2004h"))
 
 	sigs := make(chan os.Signal, 4)
@@ -363,7 +366,11 @@ func (t *TUI) start(prompt string, resume bool) {
 	if resume {
 		t.cmdSessions("")
 	}
-	if strings.TrimSpace(prompt) != "" {
+	switch {
+	case strings.TrimSpace(prompt) == "":
+	case len(t.dialogs) > 0:
+		t.ed.set(editorClean(prompt)) // sent once a session is chosen
+	default:
 		t.submitText(prompt, prompt)
 	}
 }
@@ -914,7 +921,8 @@ func (t *TUI) flowText() {
 		return
 	}
 	md := st.md
-	m := parseMarkdownLine(string(st.text), &md, 0)
+	m := parseMarkdownLine(st.cells[:0], string(st.text), &md, 0)
+	st.cells = m.cells
 	rows, ends := wrapCells(m.cells, wrapSpec{width: t.width, first: m.first, cont: m.cont, hard: m.hard, skip: st.shown})
 	if n := len(rows); n > 1 {
 		t.commitRows(rows[:n-1])
@@ -1171,6 +1179,7 @@ func (t *TUI) resize(w, h int) {
 	}
 	t.write(t.scr.forget(w))
 	t.width, t.height = w, h
+	t.scr.height = h
 	t.flowText()
 }
 
@@ -1186,7 +1195,10 @@ func (t *TUI) view() (rows []string, crow, ccol int) {
 	for _, q := range t.queue {
 		rows = append(rows, fitLine(w, span{"⏳ queued: ", fgYellow}, span{oneLine(q.display), sDim}))
 	}
-	rows = append(rows, fitLine(w, span{strings.Repeat("─", w), sDim}))
+	if visibleWidth(t.rule) != w {
+		t.rule = fitLine(w, span{strings.Repeat("─", w), sDim})
+	}
+	rows = append(rows, t.rule)
 	if n := len(t.dialogs); n > 0 {
 		drows, dr, dc := t.dialogs[n-1].view(t, w)
 		crow, ccol = len(rows)+dr, dc

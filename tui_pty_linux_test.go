@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 // openPty makes a pseudo-terminal pair: what the tests type goes in at
 // master, and the TUI sees a real terminal at slave.
-func openPty(t *testing.T) (master, slave *os.File) {
+func openPty(t testing.TB) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
@@ -74,4 +75,40 @@ func TestTUIRestoresTheTerminalWhenItPanics(t *testing.T) {
 	if err != nil || after != before {
 		t.Errorf("terminal not restored after a panic:\nbefore %+v\nafter  %+v", before, after)
 	}
+}
+
+// BenchmarkTUIKeystrokeEchoPty measures keystroke-to-echo latency end to
+// end on a pseudo-terminal: a key written at the terminal until the frame
+// that shows it has been read back, through the key reader goroutine, the
+// UI loop and the tty driver.
+func BenchmarkTUIKeystrokeEchoPty(b *testing.B) {
+	master, slave := openPty(b)
+	tui, _ := newTestTUI(b, 80, 24)
+	tui.out = slave
+	done := make(chan int, 1)
+	go func() { done <- tui.Run(slave, slave, "", false) }()
+	buf := make([]byte, 64<<10)
+	waitFrame := func() {
+		var seen []byte
+		for !strings.Contains(string(seen), "\x1b[?25h") {
+			n, err := master.Read(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			seen = append(seen, buf[:n]...)
+		}
+	}
+	waitFrame() // the first frame
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		key := []byte{byte('a' + i%26)}
+		if i%100 == 99 {
+			key = []byte{0x15} // ctrl+u keeps the prompt short
+		}
+		master.Write(key)
+		waitFrame()
+	}
+	b.StopTimer()
+	master.Write([]byte{0x15, 0x04}) // ctrl+u, ctrl+d: exit
+	<-done
 }

@@ -46,7 +46,7 @@ func runeWidth(r rune) int {
 	switch {
 	case r < 0x20 || (r >= 0x7f && r < 0xa0):
 		return 0
-	case r < 0x300:
+	case r < 0x300, r >= 0x2190 && r <= 0x21ff, r >= 0x2500 && r <= 0x25fc:
 		return 1
 	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf), r >= 0x1160 && r <= 0x11ff:
 		return 0
@@ -343,6 +343,18 @@ func appendCells(dst []cell, s string, st style) []cell {
 	return dst
 }
 
+// drawable reports whether s can be written as it is: valid UTF-8 with no
+// control characters (C0, DEL or C1).
+func drawable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || (c == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}
+
 func spansWidth(spans []span) int {
 	w := 0
 	for _, s := range spans {
@@ -377,11 +389,34 @@ func renderRow(b []byte, prefix []span, cells []cell) []byte {
 // fitLine renders spans as one row of at most width columns, cutting with
 // "…" when they do not fit.
 func fitLine(width int, spans ...span) string {
+	w, safe := 0, true
+	for _, s := range spans {
+		w += stringWidth(s.text)
+		safe = safe && drawable(s.text)
+	}
+	if w <= width && safe {
+		var b []byte
+		cur := style(0)
+		for _, s := range spans {
+			if s.text == "" {
+				continue
+			}
+			if s.st != cur {
+				b = appendSGR(b, s.st)
+				cur = s.st
+			}
+			b = append(b, s.text...)
+		}
+		if cur != 0 {
+			b = append(b, "\x1b[0m"...)
+		}
+		return string(b)
+	}
 	var cells []cell
 	for _, s := range spans {
 		cells = appendCells(cells, s.text, s.st)
 	}
-	w := 0
+	w = 0
 	for i, c := range cells {
 		if w+int(c.w) > width {
 			// Make room for the ellipsis.
@@ -487,20 +522,20 @@ const (
 )
 
 // parseMarkdownLine parses one line (no newline) of assistant text in
-// state st, which it advances. base is added to every style (dim for
-// thinking). The text is cleaned first. Every choice it makes depends on at
+// state st, which it advances, appending the cells to dst. base is added
+// to every style (dim for thinking). The text is cleaned first. Every choice it makes depends on at
 // most two characters after the one decided, so a line that grows while it
 // streams keeps the rendering of what came before.
-func parseMarkdownLine(raw string, st *mdState, base style) mdLine {
+func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 	line := cleanText(raw)
 	var m mdLine
 	if st.fence != "" {
 		if isFenceClose(line, st.fence) {
 			st.fence = ""
-			m.cells = appendCells(nil, line, base|sDim)
+			m.cells = appendCells(dst, line, base|sDim)
 			return m
 		}
-		m.cells = appendCells(nil, line, base|codeStyle)
+		m.cells = appendCells(dst, line, base|codeStyle)
 		m.hard = true
 		return m
 	}
@@ -508,7 +543,7 @@ func parseMarkdownLine(raw string, st *mdState, base style) mdLine {
 	indent := len(line) - len(trimmed)
 	if f := fenceOpen(trimmed); f != "" && indent <= 3 {
 		st.fence = f
-		m.cells = appendCells(nil, line, base|sDim)
+		m.cells = appendCells(dst, line, base|sDim)
 		return m
 	}
 	if indent <= 3 {
@@ -517,11 +552,11 @@ func parseMarkdownLine(raw string, st *mdState, base style) mdLine {
 			if n == 1 {
 				hs |= sUnderline
 			}
-			m.cells = inlineCells(nil, strings.TrimLeft(trimmed[n:], " "), hs)
+			m.cells = inlineCells(dst, strings.TrimLeft(trimmed[n:], " "), hs)
 			return m
 		}
 		if isRule(trimmed) {
-			m.cells = appendCells(nil, strings.Repeat("─", 40), base|sDim)
+			m.cells = appendCells(dst, strings.Repeat("─", 40), base|sDim)
 			return m
 		}
 		if strings.HasPrefix(trimmed, ">") {
@@ -532,7 +567,7 @@ func parseMarkdownLine(raw string, st *mdState, base style) mdLine {
 			}
 			p := []span{{bars.String(), base | quoteStyle}}
 			m.first, m.cont = p, p
-			m.cells = inlineCells(nil, trimmed, base|sItalic)
+			m.cells = inlineCells(dst, trimmed, base|sItalic)
 			return m
 		}
 	}
@@ -540,10 +575,10 @@ func parseMarkdownLine(raw string, st *mdState, base style) mdLine {
 		pad := strings.Repeat(" ", min(indent, 12))
 		m.first = []span{{pad, 0}, {marker, base | fgCyan}}
 		m.cont = []span{{pad + strings.Repeat(" ", stringWidth(marker)), 0}}
-		m.cells = inlineCells(nil, rest, base)
+		m.cells = inlineCells(dst, rest, base)
 		return m
 	}
-	m.cells = inlineCells(nil, line, base)
+	m.cells = inlineCells(dst, line, base)
 	return m
 }
 
@@ -752,7 +787,7 @@ func renderMarkdown(text string, width int, base style) []string {
 
 // markdownRows renders one logical line, skipping cells already shown.
 func markdownRows(line string, st *mdState, width int, base style, skip int) []string {
-	m := parseMarkdownLine(line, st, base)
+	m := parseMarkdownLine(nil, line, st, base)
 	if skip > 0 && skip >= len(m.cells) {
 		return nil
 	}
@@ -786,6 +821,7 @@ func plainRows(text string, width int, st style, first, cont []span) []string {
 // moves the cursor above the live region, which is kept no taller than the
 // terminal, so it never touches text that has scrolled off.
 type screen struct {
+	height    int      // of the terminal; 0 turns off inserting lines
 	live      []string // live rows as last drawn
 	row, col  int      // cursor position in the live region
 	cursorOff bool     // the cursor was left hidden
@@ -811,17 +847,55 @@ func (sc *screen) frame(committed, live []string, crow, ccol int) []byte {
 	b := append(sc.b[:0], "\x1b[?25l\r"...)
 	b = cursorUp(b, sc.row)
 	cur := 0
+	// When rows are added above rows that stay as they are (the bottom of
+	// the live region: rule, editor, status bar), blank lines are inserted
+	// above those rows instead of redrawing them one row lower.
+	at, ins := len(old), 0
+	if grow := total - len(old); grow > 0 && len(old) > 0 && len(old)+grow < sc.height {
+		same := 0
+		for same < len(old) && rowAt(total-1-same) == old[len(old)-1-same] {
+			same++
+		}
+		if same > 0 {
+			at, ins = len(old)-same, grow
+			b = moveDown(b, len(old)-1, true)
+			b = moveDown(b, ins, false) // room below, scrolling if need be
+			b = cursorUp(b, len(old)-1+ins-at)
+			b = append(b, "\x1b["...)
+			b = strconv.AppendInt(b, int64(ins), 10)
+			b = append(b, 'L')
+			b = cursorUp(b, at)
+		}
+	}
+	// onScreen is what row i of the screen holds now.
+	onScreen := func(i int) (string, bool) {
+		switch {
+		case i < at:
+			return old[i], true
+		case i < at+ins:
+			return "", true
+		case i-ins < len(old):
+			return old[i-ins], true
+		}
+		return "", false
+	}
+	drawn := len(old) + ins
 	for i := 0; i < total; i++ {
 		r := rowAt(i)
-		if i < len(old) && old[i] == r {
+		was, ok := onScreen(i)
+		if ok && was == r {
 			continue
 		}
-		b = moveDown(b, i-cur, i < len(old))
+		b = moveDown(b, i-cur, ok)
 		cur = i
-		b = append(b, "\r\x1b[K"...)
-		b = append(b, r...)
+		if ok {
+			b = rewriteRow(b, was, r)
+		} else {
+			b = append(b, "\r\x1b[K"...)
+			b = append(b, r...)
+		}
 	}
-	if len(old) > total {
+	if drawn > total {
 		b = moveDown(b, total-cur, true)
 		cur = total
 		b = append(b, "\r\x1b[J"...)
@@ -868,6 +942,43 @@ func (sc *screen) clear() []byte {
 	b := append([]byte("\r"), cursorUp(nil, sc.row)...)
 	b = append(b, "\x1b[J\x1b[?25h"...)
 	sc.live, sc.row, sc.col = nil, 0, 0
+	return b
+}
+
+// rewriteRow turns row old, on screen at the cursor's row, into row new.
+// When they start alike, as a row does while text streams into it, only
+// the part after what they share is written, in the style in force there.
+func rewriteRow(b []byte, old, new string) []byte {
+	cut := 0
+	for cut < len(old) && cut < len(new) && old[cut] == new[cut] {
+		cut++
+	}
+	// Back off to a character boundary outside any escape sequence.
+	for cut > 0 && cut < len(new) && !utf8.RuneStart(new[cut]) {
+		cut--
+	}
+	if esc := strings.LastIndexByte(new[:cut], 0x1b); esc >= 0 {
+		if n, _ := escapeLen(new[esc:]); esc+n > cut {
+			cut = esc
+		}
+	}
+	if cut == 0 {
+		b = append(b, "\r\x1b[K"...)
+		return append(b, new...)
+	}
+	b = append(b, "\x1b["...)
+	b = strconv.AppendInt(b, int64(visibleWidth(new[:cut])+1), 10)
+	b = append(b, 'G')
+	if esc := strings.LastIndex(new[:cut], "\x1b[0"); esc >= 0 {
+		n, _ := escapeLen(new[esc:])
+		if seq := new[esc : esc+n]; seq != "\x1b[0m" {
+			b = append(b, seq...)
+		}
+	}
+	b = append(b, new[cut:]...)
+	if visibleWidth(old[cut:]) > visibleWidth(new[cut:]) {
+		b = append(b, "\x1b[K"...)
+	}
 	return b
 }
 

@@ -24,6 +24,7 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	v := newVT(t, width, height)
 	tui := newTUI(s, v)
 	tui.width, tui.height = width, height
+	tui.scr.height = height
 	t.Cleanup(tui.cancel)
 	return tui, v
 }
@@ -418,7 +419,7 @@ func TestWrapRowsAreStableAsTextGrows(t *testing.T) {
 				continue
 			}
 			var st mdState
-			m := parseMarkdownLine(text[:n], &st, 0)
+			m := parseMarkdownLine(nil, text[:n], &st, 0)
 			rows, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont})
 			for i := 0; i+1 < len(prev) && i < len(rows); i++ {
 				if plain(rows[i]) != plain(prev[i]) {
@@ -503,7 +504,7 @@ func FuzzMarkdownLine(f *testing.F) {
 		if fence {
 			st.fence = "```"
 		}
-		m := parseMarkdownLine(line, &st, 0)
+		m := parseMarkdownLine(nil, line, &st, 0)
 		rows, ends := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard})
 		if len(rows) == 0 || len(rows) != len(ends) {
 			t.Fatalf("%d rows, %d ends", len(rows), len(ends))
@@ -568,8 +569,8 @@ func TestScreenRedrawsOnlyChangedRows(t *testing.T) {
 func TestScreenMatchesAModelUnderRandomFrames(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	words := []string{"a", "bb", "ccc", "日本", "🎉x", "", "──"}
-	for trial := 0; trial < 50; trial++ {
-		var sc screen
+	for trial := 0; trial < 200; trial++ {
+		sc := screen{height: 8 * (trial % 2)} // odd trials insert lines
 		v := newVT(t, 30, 8)
 		var committed []string
 		var live []string

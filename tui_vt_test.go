@@ -144,6 +144,11 @@ func (v *vt) escape(b []byte) int {
 		v.x = min(v.x, v.w-1)
 	case final == 'G':
 		v.x = min(n-1, v.w-1)
+	case final == 'L':
+		for i := 0; i < n; i++ {
+			v.grid = append(v.grid[:v.y], append([][]string{v.blankRow()}, v.grid[v.y:v.h-1]...)...)
+		}
+		v.x = 0
 	case final == 'H' && params == "":
 		v.x, v.y = 0, 0
 	case final == 'K' && params == "":
