@@ -227,12 +227,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	}
 	t.mode = mode
 	defer t.restoreTerminal()
-	defer func() {
-		if r := recover(); r != nil {
-			t.restoreTerminal()
-			panic(r)
-		}
-	}()
+	defer t.crashGuard()
 	if w, h, err := terminalSize(outFd); err == nil {
 		t.width, t.height = w, h
 	}
@@ -330,7 +325,12 @@ func (t *TUI) restoreTerminal() {
 // and the shell usable.
 func (t *TUI) crashGuard() {
 	if r := recover(); r != nil {
-		t.restoreTerminal()
+		t.restore.Do(func() {
+			if t.mode != nil {
+				syscall.Write(t.mode.out, []byte("\r\n\x1b[J")) // the trace starts below the live region's top
+				t.mode.Restore()
+			}
+		})
 		panic(r)
 	}
 }
@@ -672,19 +672,18 @@ func (t *TUI) exit(code int) {
 }
 
 // shutdown ends the session cleanly: the running prompt is cancelled and
-// waited for (so the session file is synced), an open panel is closed, and
-// the live region is erased, leaving the transcript above the prompt.
+// waited for (so the session file is synced; queued prompts do not start),
+// and the live region is erased, leaving the transcript above the shell's
+// prompt. Open panels are left to the extension host's own shutdown.
 func (t *TUI) shutdown() {
 	for _, d := range t.dialogs {
 		if c, ok := d.(*confirmDialog); ok {
 			c.answer(false)
 		}
-		if p, ok := d.(*panelDialog); ok && t.Ext != nil {
-			t.Ext.ClosePanel(p.p.ID)
-		}
 	}
+	t.dialogs = nil
 	if t.run != nil {
-		t.run.cancel()
+		t.abort()
 		deadline := time.After(5 * time.Second)
 	wait:
 		for t.run != nil {

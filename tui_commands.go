@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,35 +101,45 @@ func (t *TUI) command(name, args string) {
 }
 
 func (t *TUI) cmdHelp(string) {
-	var b strings.Builder
-	b.WriteString("## Keys\n")
-	for _, k := range [][2]string{
+	keys := [][2]string{
 		{"enter", "send (while the agent works: queue)"},
 		{"alt+enter, ctrl+j, \\ at the end", "new line"},
 		{"esc", "stop the agent · close a popup or dialog · clear notes"},
-		{"ctrl+c", "stop the agent · clear the editor · twice on an empty editor: exit"},
+		{"ctrl+c", "stop the agent · clear the editor · on an empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
-		{"↑ ↓ (ctrl+p, ctrl+n)", "move between lines · walk the prompt history"},
-		{"← → ctrl+b ctrl+f", "move by character (alt+b, alt+f, ctrl+← →: by word)"},
-		{"home end ctrl+a ctrl+e", "start or end of the line"},
+		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
+		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
+		{"home end  ctrl+a ctrl+e", "start or end of the line"},
 		{"ctrl+w, alt+backspace", "delete the word before the cursor (alt+d: after)"},
 		{"ctrl+k, ctrl+u, ctrl+y", "kill to end of line, kill to start, yank"},
 		{"tab", "complete /commands and @paths (@path attaches the file)"},
 		{"ctrl+l", "redraw"},
-	} {
-		fmt.Fprintf(&b, "- `%s` %s\n", k[0], k[1])
 	}
-	b.WriteString("## Commands\n")
+	var cmds [][2]string
 	for _, c := range builtinCommands() {
-		fmt.Fprintf(&b, "- `/%s` %s%s\n", strings.TrimSpace(c.name+" "+c.args), c.help, map[bool]string{true: " (when idle)"}[c.idle])
+		help := c.help
+		if c.idle {
+			help += " (when idle)"
+		}
+		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
 	}
-	if items := t.extCommandItems(); len(items) > 0 {
-		b.WriteString("## Extension commands\n")
-		for _, it := range items {
-			fmt.Fprintf(&b, "- `/%s` %s\n", it.label, it.desc)
+	var ext [][2]string
+	for _, it := range t.extCommandItems() {
+		ext = append(ext, [2]string{"/" + it.label, it.desc})
+	}
+	for _, section := range []struct {
+		title string
+		rows  [][2]string
+	}{{"Keys", keys}, {"Commands", cmds}, {"Extension commands", ext}} {
+		if len(section.rows) == 0 {
+			continue
+		}
+		t.commitLine(span{section.title, sBold})
+		for _, r := range section.rows {
+			name := fmt.Sprintf("  %-26s ", r[0])
+			t.commitRows(plainRows(r[1], t.width, 0, []span{{name, fgCyan}}, []span{{strings.Repeat(" ", stringWidth(name)), 0}}))
 		}
 	}
-	t.commitRows(renderMarkdown(b.String(), t.width, 0))
 }
 
 // Models and providers.
@@ -139,25 +150,29 @@ func (t *TUI) cmdModel(args string) {
 		t.switchModel(provider, id)
 		return
 	}
-	type choice struct{ provider, id string }
+	type choice struct{ provider, id, desc string }
 	var choices []choice
-	var items []string
-	sel := 0
-	add := func(p, id, desc string) {
-		mark := "  "
-		if p == t.s.provider && id == t.s.agent.CurrentModel() {
-			mark, sel = "• ", len(choices)
-		}
-		choices = append(choices, choice{p, id})
-		items = append(items, mark+p+"/"+id+"  "+desc)
-	}
 	for _, p := range []string{"anthropic", "openai"} {
 		for _, m := range modelsFor(p) {
-			add(p, m.ID, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output))
+			choices = append(choices, choice{p, m.ID, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output)})
 		}
 	}
 	if !lookupModel(t.s.provider, t.s.agent.CurrentModel()).Known {
-		add(t.s.provider, t.s.agent.CurrentModel(), "(current)")
+		choices = append(choices, choice{t.s.provider, t.s.agent.CurrentModel(), "(current)"})
+	}
+	nameW := 0
+	for _, c := range choices {
+		nameW = max(nameW, stringWidth(c.provider+"/"+c.id))
+	}
+	var items []string
+	sel := 0
+	for i, c := range choices {
+		mark := "  "
+		if c.provider == t.s.provider && c.id == t.s.agent.CurrentModel() {
+			mark, sel = "• ", i
+		}
+		name := c.provider + "/" + c.id
+		items = append(items, mark+name+strings.Repeat(" ", nameW-stringWidth(name))+"  "+c.desc)
 	}
 	t.pushDialog(&pickerDialog{
 		title: "choose a model (or type /model ollama/NAME)",
@@ -198,9 +213,11 @@ func (t *TUI) switchModel(provider, id string) {
 			return
 		}
 	}
-	if err := t.s.agent.SetModel(id); err != nil {
+	if err := t.s.agent.SetModel(id); errors.Is(err, ErrBusy) {
 		t.logf(fgRed, "/model: %v", err)
 		return
+	} else if err != nil {
+		t.logf(fgYellow, "/model: the session file did not record the switch: %v", err)
 	}
 	t.s.model = id
 	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}

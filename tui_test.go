@@ -719,9 +719,24 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	tui.render()
 	tui.logf(0, "%s", hostile)
 	tui.commitPrompt(hostile, []string{hostile})
+	tui.showTranscript([]Message{
+		{Role: "user", Content: []Block{TextBlock(hostile)}},
+		{Role: "assistant", Content: []Block{{Type: "thinking", Text: hostile}, TextBlock(hostile),
+			{Type: "tool_call", ID: "c", Name: hostile, Args: json.RawMessage(`{"x":1}`)}}},
+		{Role: "user", Content: []Block{{Type: "tool_result", CallID: "c", Content: []Block{TextBlock(hostile)}}}},
+	})
+	tui.Skills = func() (string, func(string) (string, error)) {
+		return hostile, func(string) (string, error) { return hostile, nil }
+	}
+	tui.cmdSkills("")
+	tui.cmdSkills("x")
+	tui.dialogs = nil
+	tui.render()
+	tui.handle(msgConfirm{&confirmReq{ctx: context.Background(), call: ToolCall{Name: hostile, Args: args},
+		asks: []GateNote{{By: hostile, Decision: "ask", Reason: hostile}}, reply: make(chan bool, 1)}})
 	tui.render()
 	s := v.String()
-	if n := strings.Count(s, want); n < 6 {
+	if n := strings.Count(s, want); n < 10 {
 		t.Errorf("the placeholders appear %d times:\n%s", n, s)
 	}
 	if strings.Contains(s, "TITLE") || strings.Contains(s, "cHduZWQ") {
