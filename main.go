@@ -422,10 +422,11 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		return nil, usageError{err.Error()}
 	}
 	s.baseURL, s.startProvider = baseURL, s.provider
-	if key == "" && s.provider != "ollama" && baseURL == "" && o.interactive {
+	if key == "" && s.provider != "ollama" && baseURL == "" {
+		if !o.interactive {
+			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
+		}
 		s.missingKey = "no API key for " + s.provider
-	} else if key == "" && s.provider != "ollama" && baseURL == "" {
-		return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
 	}
 
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)

@@ -83,7 +83,8 @@ type TUI struct {
 	queue         []queuedPrompt
 	notes         []ExtNote
 	hint          string
-	ctrlC         bool // the last key was a ctrl+c that left the editor empty
+	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
+	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
 	lastBlock     string // what the scrollback ends with: "text", "tool" or ""
 	rule          string // the line above the editor, for the current width
@@ -181,6 +182,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer, wire func(*set
 	if wire != nil {
 		wire(s, t)
 	}
+	t.chainGates()
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }
 
@@ -190,12 +192,15 @@ func newTUI(s *setup, out io.Writer) *TUI {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.ed.histAt = -1
 	t.hist = &promptHistory{path: filepath.Join(s.home, "history"), cwd: s.cwd}
-	s.agent.Log = func(format string, args ...any) {
-		t.post(msgLog{"zot: " + fmt.Sprintf(format, args...), fgYellow})
-	}
-	s.gates = append(s.gates, t.yoloGate)
-	s.agent.BeforeToolExecute = ChainGates(s.gates, t.confirm)
+	s.agent.Log = func(format string, args ...any) { t.Logf("zot: "+format, args...) }
 	return t
+}
+
+// chainGates puts the --no-yolo gate after every other check of setup and
+// makes the TUI the one that answers their questions.
+func (t *TUI) chainGates() {
+	t.s.gates = append(t.s.gates, t.yoloGate)
+	t.s.agent.BeforeToolExecute = ChainGates(t.s.gates, t.confirm)
 }
 
 // post hands a message to the UI loop; it never blocks.
@@ -214,6 +219,13 @@ func (t *TUI) Note(n ExtNote) { t.post(msgNote{n}) }
 
 // Panel opens, redraws or closes an extension's panel.
 func (t *TUI) Panel(u PanelUpdate) { t.post(msgPanel{u}) }
+
+// Logf prints a message of zot's own into the transcript (in yellow). Parts
+// that would write to stderr while the TUI runs use it instead, since
+// stray output would garble the screen.
+func (t *TUI) Logf(format string, args ...any) {
+	t.post(msgLog{fmt.Sprintf(format, args...), fgYellow})
+}
 
 // Run takes over the terminal until the user leaves, and returns the exit
 // status. prompt, when not empty, is submitted at once; resume opens the
@@ -347,11 +359,12 @@ func (t *TUI) write(b []byte) {
 // start prints the greeting and what the user should know, shows a
 // continued session, and submits the prompt given on the command line.
 func (t *TUI) start(prompt string, resume bool) {
-	_, list, err := loadHistory(t.hist.path, t.s.cwd)
+	h, list, err := loadHistory(t.hist.path, t.s.cwd)
 	if err != nil {
 		t.logf(fgYellow, "zot: %v (history off for this session)", err)
+		h.path = ""
 	}
-	t.ed.hist = list
+	t.hist, t.ed.hist = h, list
 	t.commitLine(span{"zot " + version, sBold}, span{"  " + t.s.provider + "/" + t.s.agent.CurrentModel(), fgCyan}, span{"  /help for keys and commands", sDim})
 	if t.s.missingKey != "" {
 		t.warnNoKey()
@@ -403,7 +416,12 @@ func (t *TUI) handle(m any) {
 		t.runDone(m.run, m.err)
 	case msgConfirm:
 		if m.req.ctx.Err() == nil {
-			t.pushDialog(&confirmDialog{req: m.req, yolo: onlyYoloAsks(m.req.asks)})
+			d := &confirmDialog{req: m.req, yolo: onlyYoloAsks(m.req.asks)}
+			if time.Since(t.lastKeyAt) < confirmTypingGap {
+				// The user is typing: do not let the next keys answer.
+				d.armAt = time.Now().Add(confirmPause)
+			}
+			t.pushDialog(d)
 		}
 	case msgNote:
 		t.note(m.n)
@@ -445,6 +463,7 @@ func (t *TUI) key(k key) {
 		return
 	}
 	t.hint = ""
+	t.lastKeyAt = time.Now()
 	if n := len(t.dialogs); n > 0 {
 		if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
 			// ctrl+c closes any dialog as esc does; at a confirmation it
@@ -538,10 +557,11 @@ func (t *TUI) enter() {
 	if strings.TrimSpace(display) == "" {
 		return
 	}
-	if err := t.hist.add(display); err != nil {
-		t.logf(fgYellow, "zot: %v", err)
+	if err := t.hist.add(text); err != nil {
+		t.logf(fgYellow, "zot: %v (history off for this session)", err)
+		t.hist.path = ""
 	}
-	t.ed.hist = append([]string{display}, removeString(t.ed.hist, display)...)
+	t.ed.hist = append([]string{text}, removeString(t.ed.hist, text)...)
 	t.ed.reset()
 	t.popDismissed = ""
 	t.submitText(display, text)

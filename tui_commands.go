@@ -752,13 +752,21 @@ func (d *secretDialog) key(t *TUI, k key) bool {
 	return false
 }
 
-// confirmDialog asks whether a tool call may run.
+// confirmDialog asks whether a tool call may run. When it opens while the
+// user is typing, keys other than esc are ignored until armAt, so that a
+// prompt being typed cannot answer it by accident.
 type confirmDialog struct {
-	req  *confirmReq
-	yolo bool // only --no-yolo asked: offer the "this session" answers
-	sel  int
-	sent bool
+	req   *confirmReq
+	yolo  bool // only --no-yolo asked: offer the "this session" answers
+	sel   int
+	sent  bool
+	armAt time.Time
 }
+
+const (
+	confirmTypingGap = time.Second            // a key this recent means the user is typing
+	confirmPause     = 600 * time.Millisecond // how long the dialog then ignores keys
+)
 
 func (d *confirmDialog) options() [][2]string {
 	if d.yolo {
@@ -789,7 +797,11 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 		}
 		body = append(body, fitLine(width-2, span{mark, st}, span{o[1], st}, span{" (" + o[0] + ")", sDim}))
 	}
-	return box(width, "allow this tool call?", "↑↓ enter, or the letter · esc: no", body), 0, -1
+	footer := "↑↓ enter, or the letter · esc: no"
+	if time.Now().Before(d.armAt) {
+		footer = "a moment: keys typed now do not answer · esc: no"
+	}
+	return box(width, "allow this tool call?", footer, body), 0, -1
 }
 
 func (d *confirmDialog) key(t *TUI, k key) bool {
@@ -807,6 +819,9 @@ func (d *confirmDialog) key(t *TUI, k key) bool {
 		}
 		d.answer(true)
 		return true
+	}
+	if k.code != keyEsc && time.Now().Before(d.armAt) {
+		return false
 	}
 	switch k.code {
 	case keyUp:

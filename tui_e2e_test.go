@@ -138,6 +138,18 @@ func (tm *tmuxTerm) exitAndCheck() string {
 	return tm.checkExit(0)
 }
 
+func TestTUINeedsATerminal(t *testing.T) {
+	z := newZotRun(t)
+	_, stderr, code := z.run("hello")
+	if code != exitUsage || !strings.Contains(stderr, "needs a terminal") || !strings.Contains(stderr, "-p") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code = z.run("-p", "--no-yolo", "hello")
+	if code != exitUsage || !strings.Contains(stderr, "--no-yolo") {
+		t.Errorf("-p --no-yolo: exit %d, stderr %q", code, stderr)
+	}
+}
+
 func TestTUIRestoresTheTerminalOnSignals(t *testing.T) {
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "stalls"}), HangAfter: 3})
@@ -379,8 +391,10 @@ func TestTUINoYoloAsksBeforeEachTool(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("allow this tool call?")
 	tm.waitFor("echo first-call > first.txt")
+	tm.waitFor("enter, or the letter") // typing just stopped: the dialog waits a moment
 	tm.typeText("y")
 	tm.waitFor("echo refused > second.txt")
+	tm.waitFor("enter, or the letter")
 	tm.typeText("n")
 	tm.waitFor("Done asking.")
 	if _, err := os.Stat(filepath.Join(z.cwd, "first.txt")); err != nil {

@@ -445,7 +445,7 @@ const (
 )
 
 // loadHistory reads the history for cwd. A missing file is an empty
-// history; unreadable lines are skipped.
+// history; unreadable lines are skipped. A history with no path is off.
 func loadHistory(path, cwd string) (*promptHistory, []string, error) {
 	h := &promptHistory{path: path, cwd: cwd}
 	f, err := os.Open(path)
@@ -493,7 +493,7 @@ func loadHistory(path, cwd string) (*promptHistory, []string, error) {
 // appending, so concurrent zots never tear each other's lines. The file is
 // private (mode 0600): prompts can hold anything.
 func (h *promptHistory) add(text string) error {
-	if text == "" || text == h.last || len(text) > historyMaxText {
+	if h.path == "" || text == "" || text == h.last || len(text) > historyMaxText {
 		return nil
 	}
 	h.last = text

@@ -25,6 +25,7 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	tui := newTUI(s, v)
 	tui.width, tui.height = width, height
 	tui.scr.height = height
+	tui.chainGates()
 	t.Cleanup(tui.cancel)
 	return tui, v
 }
@@ -870,6 +871,7 @@ func TestNoYoloGateAndConfirmDialog(t *testing.T) {
 	}
 	answer := func(letter string, asks []GateNote) bool {
 		req := &confirmReq{ctx: ctx, call: call, asks: asks, reply: make(chan bool, 1)}
+		tui.lastKeyAt = time.Time{} // not typing
 		tui.handle(msgConfirm{req})
 		tui.render()
 		tui.input([]byte(letter), letter == "\x1b")
@@ -894,6 +896,7 @@ func TestNoYoloGateAndConfirmDialog(t *testing.T) {
 	// Another gate's ask: yes or no only, with who asked and why.
 	validator := []GateNote{{By: "validator:curl", Decision: "ask", Reason: "POST to production\nfix: curl -X GET https://api"}}
 	req := &confirmReq{ctx: ctx, call: call, asks: validator, reply: make(chan bool, 1)}
+	tui.lastKeyAt = time.Time{}
 	tui.handle(msgConfirm{req})
 	rows, _, _ := tui.view()
 	view := plain(strings.Join(rows, "\n"))
@@ -907,6 +910,19 @@ func TestNoYoloGateAndConfirmDialog(t *testing.T) {
 	tui.input([]byte("y"), false)
 	if !<-req.reply {
 		t.Errorf("y refused")
+	}
+	// A dialog that opens while the user types ignores the keys that follow
+	// at once, except esc.
+	req = &confirmReq{ctx: ctx, call: call, asks: yolo, reply: make(chan bool, 1)}
+	tui.input([]byte("and y"), false)
+	tui.handle(msgConfirm{req})
+	tui.input([]byte("ay\r"), false)
+	if len(tui.dialogs) != 1 {
+		t.Fatalf("keys typed on answered the dialog")
+	}
+	tui.input([]byte("\x1b"), true)
+	if len(tui.dialogs) != 0 || <-req.reply {
+		t.Errorf("esc did not refuse at once")
 	}
 }
 
