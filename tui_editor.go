@@ -55,11 +55,15 @@ func (e *editor) reset() {
 // expanded is the text to send: placeholders of pastes replaced by what
 // was pasted.
 func (e *editor) expanded() string {
-	s := string(e.buf)
-	for ph, text := range e.pastes {
-		s = strings.Replace(s, ph, text, 1)
+	if len(e.pastes) == 0 {
+		return string(e.buf)
 	}
-	return s
+	var pairs []string
+	for ph, text := range e.pastes {
+		pairs = append(pairs, ph, text)
+	}
+	// One pass: pasted text that looks like a placeholder stays as it is.
+	return strings.NewReplacer(pairs...).Replace(string(e.buf))
 }
 
 func (e *editor) insert(rs []rune) {

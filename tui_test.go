@@ -1111,3 +1111,50 @@ func TestSaveAuthKeyAndConfig(t *testing.T) {
 		t.Errorf("config = %+v %v", c, err)
 	}
 }
+
+// TestTUISurvivesRandomKeysEventsAndResizes throws random input at the
+// whole TUI: keys (sequences and garbage), agent events and resizes. It must
+// not panic, and the emulator checks every byte written.
+func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	tui, v := newTestTUI(t, 60, 20)
+	tui.s.missingKey = "none in this test" // prompts are refused, not sent
+	seqs := []string{"a", "日", "e\u0301", " ", "\r", "\x1b[A", "\x1b[B", "\x1b[C", "\x1b[D", "\t", "\x7f", "\x1b\x7f",
+		"\x01", "\x05", "\x0b", "\x15", "\x17", "\x19", "\x1bb", "\x1bf", "\x1b\r", "\n", "/", "@", "/mo", "/help\r",
+		"/jail\r", "/yolo off\r", "/login\r", "/sessions\r", "\x1b", "\x03", "\x1b[200~pasted\ntext\x1b[201~",
+		"\x1b[200~" + strings.Repeat("l\n", 15) + "\x1b[201~", "\x1b]0;x\x07", "\xff", "\x1b[3~", "\x1b[1;5C"}
+	text := "Some **bold** `code` and\n- a list item that wraps\n```\ncode\n```\n日本語 \x1b[2J \r\n"
+	for i := 0; i < 2000; i++ {
+		switch r := rng.Intn(10); {
+		case r < 5:
+			tui.input([]byte(seqs[rng.Intn(len(seqs))]), rng.Intn(4) == 0)
+		case r < 6:
+			b := make([]byte, rng.Intn(8))
+			rng.Read(b)
+			tui.input(b, true)
+		case r < 9:
+			n := rng.Intn(len(text))
+			events := []Event{
+				{Type: "assistant_start"}, {Type: "text_delta", Delta: text[n:min(n+1+rng.Intn(6), len(text))]},
+				{Type: "thinking_delta", Delta: "hmm " + text[:n]}, {Type: "tool_use_start", ID: "t", Name: "bash"},
+				{Type: "tool_call", ID: "t", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)},
+				{Type: "tool_progress", ID: "t", Text: "line"}, {Type: "tool_result", ID: "t", Name: "bash", Content: []Block{TextBlock(text)}},
+				{Type: "assistant_message"}, {Type: "error", Message: "boom"}, {Type: "turn_end", Stop: StopAborted},
+			}
+			feed(tui, events[rng.Intn(len(events))])
+		default:
+			tui.resize(10+rng.Intn(110), 5+rng.Intn(35))
+			v.w, v.h = tui.width, tui.height
+			v.grid, v.scroll, v.x, v.y = nil, nil, 0, 0
+			for j := 0; j < v.h; j++ {
+				v.grid = append(v.grid, v.blankRow())
+			}
+			tui.scr.live, tui.scr.row, tui.scr.col = nil, 0, 0
+		}
+		tui.quit = false
+		tui.render()
+		if len(tui.dialogs) > 2 {
+			tui.dialogs = nil
+		}
+	}
+}
