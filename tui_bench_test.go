@@ -17,12 +17,10 @@ func benchTUI(b *testing.B, lines int) (*TUI, *countWriter) {
 	tui, _ := newTestTUI(b, 120, 40)
 	cw := &countWriter{}
 	tui.out = cw
-	var msgs []Message
-	for n := 0; n < lines; n += 22 {
-		msgs = append(msgs, Message{Role: "user", Content: []Block{TextBlock(fmt.Sprintf("prompt %d", n))}},
-			Message{Role: "assistant", Content: []Block{TextBlock(strings.Repeat("Some **answer** text with `code` in it.\n", 18))}})
+	for n := 0; len(tui.commit) < lines; n++ {
+		tui.showTranscript([]Message{{Role: "user", Content: []Block{TextBlock(fmt.Sprintf("prompt %d", n))}},
+			{Role: "assistant", Content: []Block{TextBlock(strings.Repeat("Some **answer** text with `code` in it.\n", 18))}}})
 	}
-	tui.showTranscript(msgs)
 	tui.render()
 	cw.n = 0
 	return tui, cw
