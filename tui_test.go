@@ -824,6 +824,12 @@ func TestKeysDriveTheTUI(t *testing.T) {
 	if !tui.quit {
 		t.Fatalf("ctrl+d on an empty editor did not exit")
 	}
+	tui.quit = false
+	tui.input([]byte("kept\x0c"), false) // ctrl+l redraws from the top of the screen
+	tui.render()
+	if s := v.screen(); len(s) == 0 || !strings.HasPrefix(s[0], "──") || !strings.Contains(strings.Join(s, "\n"), "› kept") {
+		t.Errorf("after ctrl+l: %q", s)
+	}
 }
 
 func TestTabCompletesCommandsAndPaths(t *testing.T) {
