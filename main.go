@@ -53,7 +53,9 @@ type options struct {
 	noMCP                bool
 	ext                  []string
 	noExt                bool
+	noYolo               bool
 	prompt               []string
+	interactive          bool // the TUI: a missing key is reported there, not fatal
 }
 
 // flagSpec is one flag: its names, whether it takes a value, and what it
@@ -105,6 +107,7 @@ var flagTable = []flagSpec{
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
+	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -223,6 +226,21 @@ type userConfig struct {
 	BaseURL  string `json:"base_url,omitempty"`
 }
 
+// saveConfig remembers the user's choices in config.json, written whole.
+func saveConfig(home string, c userConfig) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("save %s: %w", filepath.Join(home, "config.json"), err)
+	}
+	if err := writeFileAtomic(filepath.Join(home, "config.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save %s: %w", filepath.Join(home, "config.json"), err)
+	}
+	return nil
+}
+
 func loadConfig(home string) (userConfig, error) {
 	var c userConfig
 	b, err := os.ReadFile(filepath.Join(home, "config.json"))
@@ -266,6 +284,48 @@ func loadAuth(home string) (authFile, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return a, nil
+}
+
+// saveAuthKey stores the key for provider in auth.json, or removes it when
+// key is empty. The file is replaced whole with mode 0600; other providers'
+// entries and any fields zot does not know are kept.
+func saveAuthKey(home, provider, key string) error {
+	path := filepath.Join(home, "auth.json")
+	entries := map[string]json.RawMessage{}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("save key in %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(b, &entries); err != nil {
+			return fmt.Errorf("save key in %s: the file is not valid JSON (%v); fix or remove it", path, err)
+		}
+	}
+	if key == "" {
+		if _, ok := entries[provider]; !ok {
+			return nil
+		}
+		delete(entries, provider)
+	} else {
+		entry := map[string]json.RawMessage{}
+		if old, ok := entries[provider]; ok {
+			json.Unmarshal(old, &entry)
+		}
+		entry["api_key"], _ = json.Marshal(key)
+		entries[provider], _ = json.Marshal(entry)
+	}
+	out, err := json.MarshalIndent(entries, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("save key in %s: %w", path, err)
+	}
+	if err := writeFileAtomic(path, append(out, '\n'), 0o600); err != nil {
+		return fmt.Errorf("save key in %s: %w", path, err)
+	}
+	return nil
 }
 
 // resolveKey finds the API key: --api-key, then the environment, then
@@ -314,11 +374,21 @@ type setup struct {
 	cwd      string
 	provider string
 	model    string
-	agent    *Agent
-	toolEnv  *ToolEnv
-	session  *Session
-	skills   []Skill
-	notes    []string // things the user should know (session repairs)
+	baseURL  string
+	// startProvider is the provider chosen at startup: --api-key and
+	// --base-url belong to it.
+	startProvider string
+	// missingKey, in the interactive mode, says that the provider has no
+	// key (other modes fail instead).
+	missingKey string
+	// gates check each tool call, in order; a mode chains them with its
+	// ConfirmFunc into the agent's BeforeToolExecute.
+	gates   []ToolGate
+	agent   *Agent
+	toolEnv *ToolEnv
+	session *Session
+	skills  []Skill
+	notes   []string // things the user should know (session repairs)
 }
 
 func newSetup(o options, stderr io.Writer) (*setup, error) {
@@ -365,8 +435,12 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
+	s.baseURL, s.startProvider = baseURL, s.provider
 	if key == "" && s.provider != "ollama" && baseURL == "" {
-		return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
+		if !o.interactive {
+			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
+		}
+		s.missingKey = "no API key for " + s.provider
 	}
 
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
@@ -511,7 +585,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if !o.print && !o.json {
-		fmt.Fprintln(stderr, "zot: the interactive terminal UI is not built yet; use -p or --json")
+		return runTUI(o, stdin, stdout, stderr, wireTUI)
+	}
+	if o.noYolo {
+		fmt.Fprintln(stderr, "zot: --no-yolo asks before each tool call, which needs the interactive UI; it cannot be used with -p or --json")
 		return exitUsage
 	}
 	return runOnce(o, stdin, stdout, stderr)
@@ -572,11 +649,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	mcp := s.startMCP(ctx, mcpStderrStatus(stderr))
-	defer mcp.Shutdown(context.Background())
-	exts := s.startExtensions(ctx, stderrExtHooks(stderr))
-	defer exts.Shutdown(context.Background())
-	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
+	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr))
+	defer stopPlugins()
+	s.agent.BeforeToolExecute = ChainGates(s.gates, denyAsks)
 
 	var sink Sink
 	var final string
@@ -605,23 +680,61 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
+// startPlugins starts what runs beside the agent — MCP servers and
+// extensions — and puts their tool gates into s.gates in order. Each mode
+// passes where notes and failures go; stop shuts everything down.
+func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus func(server, level, msg string)) (exts *ExtManager, stop func()) {
+	mcp := s.startMCP(ctx, mcpStatus)
+	exts = s.startExtensions(ctx, extHooks)
+	s.gates = append([]ToolGate{exts.ToolGate}, s.gates...)
+	return exts, func() {
+		exts.Shutdown(context.Background())
+		mcp.Shutdown(context.Background())
+	}
+}
+
 // wireRPC plugs MCP servers and extensions into an RPC server: their notes
 // and failures become ext_notify events.
 func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error) {
-	mcp := s.startMCP(ctx, func(server, level, msg string) {
-		if level == "warning" {
-			level = "warn"
-		}
-		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: level, Message: msg})
+	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log}, func(server, level, msg string) {
+		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 	})
-	exts := s.startExtensions(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log})
-	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
+	s.agent.BeforeToolExecute = ChainGates(s.gates, denyAsks)
 	srv.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) { return exts.Reload(ctx), nil }
 	srv.Observe = exts.Observe
-	return func() {
-		exts.Shutdown(context.Background())
-		mcp.Shutdown(context.Background())
-	}, nil
+	return stop, nil
+}
+
+// wireTUI plugs MCP servers, extensions and skills into the TUI. MCP
+// servers report only trouble there: a ready server is not news.
+func wireTUI(s *setup, t *TUI) (stop func()) {
+	exts, stop := s.startPlugins(context.Background(), ExtConfig{OnNote: t.Note, OnPanel: t.Panel, Log: t.Logf}, func(server, level, msg string) {
+		if level != "info" {
+			t.Note(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
+		}
+	})
+	t.Ext, t.Observe = exts, exts.Observe
+	if len(s.skills) > 0 {
+		t.Skills = func() (string, func(string) (string, error)) {
+			return FormatSkillList(s.skills), func(name string) (string, error) {
+				for _, sk := range s.skills {
+					if sk.Name == name {
+						return sk.Body, nil
+					}
+				}
+				return "", fmt.Errorf("no skill named %q", name)
+			}
+		}
+	}
+	return stop
+}
+
+// extLevel maps an MCP log level onto the note levels extensions use.
+func extLevel(level string) string {
+	if level == "warning" {
+		return "warn"
+	}
+	return level
 }
 
 // denyAsks answers a gate's question when nobody can be asked.

@@ -1,0 +1,975 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The interactive terminal UI: what zot opens on a terminal without -p or
+// --json. One goroutine, the UI loop in Run, owns every piece of UI state;
+// the agent, extensions, the key reader and signals reach it through its
+// inbox or channels, never by touching state. Each pass of the loop handles
+// what arrived, then draws one frame. The pieces live in tui_keys.go (key
+// decoder), tui_editor.go (line editor, history, completion),
+// tui_render.go (width, cleaning, markdown, the diff screen),
+// tui_transcript.go (agent events into the scrollback), tui_commands.go
+// (slash commands and dialogs) and tui_term.go (raw mode).
+
+// tuiExtensions is what the TUI uses of the extension host. main.go passes
+// the host (nil when there is none); notes and panel updates come in
+// through TUI.Note and TUI.Panel.
+type tuiExtensions interface {
+	Commands() []ExtCommand
+	InvokeCommand(ctx context.Context, name, args string) (CommandResponse, error)
+	PanelKey(panelID, key, text string) error
+	ClosePanel(panelID string) error
+	Reload(ctx context.Context) ReloadStats
+}
+
+// TUI is the interactive mode. Set Ext and Skills before Run; Note and
+// Panel may be called from any goroutine at any time.
+type TUI struct {
+	// Ext is the extension host; nil when extensions are off.
+	Ext tuiExtensions
+	// Skills lists the skills for /skills and returns a function that
+	// shows one by name; nil when there are none.
+	Skills func() (list string, show func(name string) (string, error))
+	// Observe, when set, also receives every event of the agent's runs
+	// (the extension host's event fan-out).
+	Observe Sink
+
+	s   *setup
+	out io.Writer
+
+	inboxMu sync.Mutex
+	inbox   []any
+	wake    chan struct{}
+
+	// ctx ends when the TUI exits; work started for the UI uses it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mode    *ttyMode
+	restore sync.Once
+
+	// Gate state, read by the agent's goroutine through yoloGate.
+	gateMu     sync.Mutex
+	askTools   bool // --no-yolo
+	approveAll bool
+	approved   map[string]bool
+
+	// Everything below belongs to the UI loop.
+	width, height int
+	scr           screen
+	commit        []string // rows to print above the live region
+	ed            editor
+	hist          *promptHistory
+	pop           *popup
+	popDismissed  string // the text for which esc closed the slash popup
+	extItems      []popupItem
+	dialogs       []dialog
+	stream        streamState
+	run           *runState
+	runSeq        int
+	queue         []queuedPrompt
+	notes         []ExtNote
+	hint          string
+	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
+	lastKeyAt     time.Time // when the user last pressed a key
+	pendingCmds   []string
+	lastBlock     string // what the scrollback ends with: "text", "tool" or ""
+	rule          string // the line above the editor, for the current width
+
+	panelKeys chan panelMsg
+	keyBuf    []byte
+	quit      bool
+	exitCode  int
+	spin      int
+}
+
+// queuedPrompt is a prompt typed while the agent worked.
+type queuedPrompt struct {
+	display string // as typed, placeholders and all
+	text    string // as sent
+}
+
+// runState is the agent's work in progress: a prompt or a compaction.
+type runState struct {
+	id      int
+	cancel  context.CancelFunc
+	start   time.Time
+	aborted bool
+	prompts int // user_message events seen
+}
+
+// streamState is what the live region shows of the reply being streamed.
+type streamState struct {
+	thinking   []byte
+	thinkStart time.Time
+	text       []byte   // the assistant text's unfinished line
+	shown      int      // cells of it already committed
+	md         mdState  // markdown state after the committed lines
+	liveText   []string // rows of the unfinished line not yet committed
+	cells      []cell   // reused for laying out the unfinished line
+	hasText    bool
+	tools      []*liveTool
+}
+
+// liveTool is a tool call being streamed or run.
+type liveTool struct {
+	id, name string
+	argBytes int
+	summary  string
+	progress []string
+	start    time.Time
+}
+
+// Messages to the UI loop.
+type (
+	msgEvent struct {
+		run int
+		ev  Event
+	}
+	msgRunDone struct {
+		run int
+		err error
+	}
+	msgConfirm struct{ req *confirmReq }
+	msgNote    struct{ n ExtNote }
+	msgPanel   struct{ u PanelUpdate }
+	msgCmdDone struct {
+		name string
+		resp CommandResponse
+		err  error
+	}
+	msgReloaded struct{ stats ReloadStats }
+	msgLog      struct {
+		text string
+		st   style
+	}
+)
+
+// runTUI is the interactive mode. wire, when not nil, connects what main.go
+// owns (the extension host, skills) to the TUI before it starts; the stop
+// it returns runs when the TUI has ended.
+func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer, wire func(*setup, *TUI) (stop func())) int {
+	in, inOK := stdin.(*os.File)
+	out, outOK := stdout.(*os.File)
+	if !inOK || !outOK || !isTerminal(int(in.Fd())) || !isTerminal(int(out.Fd())) {
+		fmt.Fprintln(stderr, "zot: the interactive UI needs a terminal on stdin and stdout; give a prompt with -p (or --json) to run without one, e.g. zot -p \"fix the tests\"")
+		return exitUsage
+	}
+	o.interactive = true
+	resume := o.resume
+	o.resume = false // the TUI shows its own session picker
+	s, err := newSetup(o, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer s.close()
+	if err := s.openSession(true, nil); err != nil {
+		return fail(stderr, err)
+	}
+	t := newTUI(s, out)
+	if wire != nil {
+		if stop := wire(s, t); stop != nil {
+			defer stop()
+		}
+	}
+	t.chainGates()
+	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
+}
+
+func newTUI(s *setup, out io.Writer) *TUI {
+	t := &TUI{s: s, out: out, wake: make(chan struct{}, 1), width: 80, height: 24,
+		askTools: s.opts.noYolo, approved: map[string]bool{}}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.ed.histAt = -1
+	t.hist = &promptHistory{path: filepath.Join(s.home, "history"), cwd: s.cwd}
+	s.agent.Log = func(format string, args ...any) { t.Logf("zot: "+format, args...) }
+	return t
+}
+
+// chainGates puts the --no-yolo gate after every other check of setup and
+// makes the TUI the one that answers their questions.
+func (t *TUI) chainGates() {
+	t.s.gates = append(t.s.gates, t.yoloGate)
+	t.s.agent.BeforeToolExecute = ChainGates(t.s.gates, t.confirm)
+}
+
+// post hands a message to the UI loop; it never blocks.
+func (t *TUI) post(m any) {
+	t.inboxMu.Lock()
+	t.inbox = append(t.inbox, m)
+	t.inboxMu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Note shows an extension's notify frame (or retracts its notes).
+func (t *TUI) Note(n ExtNote) { t.post(msgNote{n}) }
+
+// Panel opens, redraws or closes an extension's panel.
+func (t *TUI) Panel(u PanelUpdate) { t.post(msgPanel{u}) }
+
+// Logf prints a message of zot's own into the transcript (in yellow). Parts
+// that would write to stderr while the TUI runs use it instead, since
+// stray output would garble the screen.
+func (t *TUI) Logf(format string, args ...any) {
+	t.post(msgLog{fmt.Sprintf(format, args...), fgYellow})
+}
+
+// Run takes over the terminal until the user leaves, and returns the exit
+// status. prompt, when not empty, is submitted at once; resume opens the
+// session picker.
+func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
+	inFd, outFd := int(in.Fd()), int(out.Fd())
+	mode, err := enterRawMode(inFd, outFd, "\x1b[?2004l\x1b[?25h")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "zot: cannot switch the terminal to raw mode: %v\n", err)
+		return exitFailure
+	}
+	t.mode = mode
+	defer t.restoreTerminal()
+	defer t.crashGuard()
+	if w, h, err := terminalSize(outFd); err == nil {
+		t.width, t.height = w, h
+	}
+	t.scr.height = t.height
+	t.write([]byte("\x1b[?2004h"))
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	input := make(chan []byte, 16)
+	var stopReading atomic.Bool
+	readerDone := make(chan struct{})
+	// The key reader. Owner: Run. It exits when stopReading is set (reads
+	// time out every 0.1 s, see enterRawMode) or the terminal fails.
+	go func() {
+		defer close(readerDone)
+		buf := make([]byte, 4096)
+		for !stopReading.Load() {
+			n, err := syscall.Read(inFd, buf)
+			if n > 0 {
+				select {
+				case input <- append([]byte(nil), buf[:n]...):
+				case <-t.ctx.Done():
+					return
+				}
+			}
+			if err != nil && err != syscall.EINTR && err != syscall.EAGAIN {
+				t.post(msgLog{fmt.Sprintf("zot: reading the terminal failed: %v", err), fgRed})
+				t.post(errTerminalGone{})
+				return
+			}
+		}
+	}()
+	defer func() {
+		stopReading.Store(true)
+		t.cancel()
+		select {
+		case <-readerDone:
+		case <-time.After(time.Second):
+		}
+	}()
+
+	t.start(prompt, resume)
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	var escTimer <-chan time.Time
+	for !t.quit {
+		t.render()
+		select {
+		case b := <-input:
+			t.input(b, false)
+			escTimer = nil
+			if len(t.keyBuf) > 0 {
+				escTimer = time.After(30 * time.Millisecond)
+			}
+		case <-escTimer:
+			escTimer = nil
+			t.input(nil, true)
+		case <-t.wake:
+			t.drain()
+		case sig := <-sigs:
+			if sig == syscall.SIGWINCH {
+				if w, h, err := terminalSize(outFd); err == nil {
+					t.resize(w, h)
+				}
+				continue
+			}
+			t.exit(128 + int(sig.(syscall.Signal)))
+		case <-ticker.C:
+			if t.run != nil || len(t.pendingCmds) > 0 {
+				t.spin++
+			}
+		}
+	}
+	t.shutdown()
+	return t.exitCode
+}
+
+// errTerminalGone tells the loop the terminal stopped answering.
+type errTerminalGone struct{}
+
+// restoreTerminal puts the terminal back as zot found it. It is safe to
+// call from any goroutine, any number of times.
+func (t *TUI) restoreTerminal() {
+	t.restore.Do(func() {
+		if t.mode != nil {
+			t.mode.Restore()
+		}
+	})
+}
+
+// crashGuard, deferred first in every goroutine the TUI starts, gives the
+// terminal back before a panic ends the process, so the trace is readable
+// and the shell usable.
+func (t *TUI) crashGuard() {
+	if r := recover(); r != nil {
+		t.restore.Do(func() {
+			if t.mode != nil {
+				syscall.Write(t.mode.out, []byte("\r\n\x1b[J")) // the trace starts below the live region's top
+				t.mode.Restore()
+			}
+		})
+		panic(r)
+	}
+}
+
+func (t *TUI) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if _, err := t.out.Write(b); err != nil && !t.quit {
+		t.exitCode, t.quit = exitFailure, true
+	}
+}
+
+// start prints the greeting and what the user should know, shows a
+// continued session, and submits the prompt given on the command line.
+func (t *TUI) start(prompt string, resume bool) {
+	h, list, err := loadHistory(t.hist.path, t.s.cwd)
+	if err != nil {
+		t.logf(fgYellow, "zot: %v (history off for this session)", err)
+		h.path = ""
+	}
+	t.hist, t.ed.hist = h, list
+	t.commitLine(span{"zot " + version, sBold}, span{"  " + t.s.provider + "/" + t.s.agent.CurrentModel(), fgCyan}, span{"  /help for keys and commands", sDim})
+	if t.s.missingKey != "" {
+		t.warnNoKey()
+	}
+	for _, n := range t.s.notes {
+		t.logf(fgYellow, "zot: %s", n)
+	}
+	if msgs := t.s.agent.Messages(); len(msgs) > 0 {
+		t.commitRule("continuing " + t.sessionName())
+		t.showTranscript(msgs)
+	}
+	if resume {
+		t.cmdSessions("")
+	}
+	switch {
+	case strings.TrimSpace(prompt) == "":
+	case len(t.dialogs) > 0:
+		t.ed.set(editorClean(prompt)) // sent once a session is chosen
+	default:
+		t.submitText(prompt, prompt)
+	}
+}
+
+func (t *TUI) warnNoKey() {
+	env := keyEnvVar(t.s.provider)
+	t.logf(fgYellow, "No API key for %s. Add one with /login (saved to %s, mode 0600), or set %s and restart.",
+		t.s.provider, filepath.Join(t.s.home, "auth.json"), env)
+	t.logf(fgYellow, "For a local model server: zot --provider ollama --model NAME, or --base-url URL for any OpenAI-compatible server.")
+}
+
+// drain handles everything in the inbox.
+func (t *TUI) drain() {
+	t.inboxMu.Lock()
+	msgs := t.inbox
+	t.inbox = nil
+	t.inboxMu.Unlock()
+	for _, m := range msgs {
+		t.handle(m)
+	}
+}
+
+func (t *TUI) handle(m any) {
+	switch m := m.(type) {
+	case msgEvent:
+		if t.run != nil && m.run == t.run.id {
+			t.event(m.ev)
+		}
+	case msgRunDone:
+		t.runDone(m.run, m.err)
+	case msgConfirm:
+		if m.req.ctx.Err() == nil {
+			d := &confirmDialog{req: m.req, yolo: onlyYoloAsks(m.req.asks)}
+			if time.Since(t.lastKeyAt) < confirmTypingGap {
+				// The user is typing: do not let the next keys answer.
+				d.armAt = time.Now().Add(confirmPause)
+			}
+			t.pushDialog(d)
+		}
+	case msgNote:
+		t.note(m.n)
+	case msgPanel:
+		t.panelUpdate(m.u)
+	case msgCmdDone:
+		t.extCommandDone(m.name, m.resp, m.err)
+	case msgReloaded:
+		t.reloaded(m.stats)
+	case msgLog:
+		t.logf(m.st, "%s", m.text)
+	case errTerminalGone:
+		t.exit(exitFailure)
+	}
+}
+
+// Input.
+
+// input decodes keys from what the terminal sent; flush resolves a lone esc.
+func (t *TUI) input(b []byte, flush bool) {
+	t.keyBuf = append(t.keyBuf, b...)
+	keys, n := decodeKeys(t.keyBuf, flush)
+	t.keyBuf = append(t.keyBuf[:0], t.keyBuf[n:]...)
+	for _, k := range keys {
+		t.key(k)
+		if t.quit {
+			return
+		}
+	}
+}
+
+// key routes one key: to the top dialog if there is one, else to the
+// editor after the keys that mean something to the TUI itself.
+func (t *TUI) key(k key) {
+	wasCtrlC := t.ctrlC
+	t.ctrlC = false
+	if k.code == keyUnknown {
+		t.ctrlC = wasCtrlC
+		return
+	}
+	t.hint = ""
+	t.lastKeyAt = time.Now()
+	if n := len(t.dialogs); n > 0 {
+		if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
+			// ctrl+c closes any dialog as esc does; at a confirmation it
+			// also stops the prompt.
+			if _, ok := t.dialogs[n-1].(*confirmDialog); ok {
+				t.abort()
+			}
+			k = key{code: keyEsc}
+		}
+		if t.dialogs[n-1].key(t, k) {
+			t.popDialog(t.dialogs[n-1])
+		}
+		return
+	}
+	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
+	switch {
+	case isCtrl('c'):
+		switch {
+		case t.run != nil:
+			t.abort()
+		case !t.ed.empty():
+			t.ed.reset()
+			t.pop = nil
+			return
+		case wasCtrlC:
+			t.exit(exitOK)
+			return
+		}
+		if t.ed.empty() {
+			t.ctrlC = true
+			t.hint = "press ctrl+c again to exit"
+		}
+		return
+	case isCtrl('d') && t.ed.empty():
+		t.exit(exitOK)
+		return
+	case isCtrl('l'):
+		t.write(t.scr.forget(t.width))
+		t.write([]byte("\x1b[H\x1b[2J"))
+		return
+	case k.code == keyEsc:
+		switch {
+		case t.pop != nil:
+			t.popDismissed = t.ed.text()
+			t.pop = nil
+		case t.run != nil:
+			t.abort()
+		default:
+			t.notes = nil
+		}
+		return
+	case k.code == keyUp || k.code == keyDown || isCtrl('p') || isCtrl('n'):
+		if t.pop != nil {
+			if k.code == keyUp || isCtrl('p') {
+				t.pop.move(-1)
+			} else {
+				t.pop.move(1)
+			}
+			return
+		}
+	case k.code == keyTab:
+		t.complete()
+		return
+	case k.code == keyEnter && k.mod == 0:
+		t.enter()
+		return
+	}
+	if t.ed.key(k, t.width) {
+		if t.pop != nil && t.pop.file {
+			t.pop = nil
+		}
+		t.updateSlashPopup()
+	}
+}
+
+// enter submits the editor, or accepts the popup's choice.
+func (t *TUI) enter() {
+	if it, ok := t.pop.selected(); ok {
+		if t.pop.file {
+			t.acceptFile(it.label)
+			return
+		}
+		t.ed.set("/" + it.label)
+	}
+	t.pop = nil
+	if n := len(t.ed.buf); n > 0 && t.ed.cur == n && t.ed.buf[n-1] == '\\' {
+		t.ed.buf[n-1] = '\n' // a trailing backslash continues the prompt
+		return
+	}
+	display, text := t.ed.text(), t.ed.expanded()
+	if strings.TrimSpace(display) == "" {
+		return
+	}
+	if err := t.hist.add(text); err != nil {
+		t.logf(fgYellow, "zot: %v (history off for this session)", err)
+		t.hist.path = ""
+	}
+	t.ed.hist = append([]string{text}, removeString(t.ed.hist, text)...)
+	t.ed.reset()
+	t.popDismissed = ""
+	t.submitText(display, text)
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// submitText runs a slash command or sends (or queues) a prompt.
+func (t *TUI) submitText(display, text string) {
+	if name, args, ok := parseSlash(text); ok && t.isCommand(name) {
+		t.command(name, args)
+		return
+	}
+	if name, _, ok := parseSlash(text); ok && !strings.Contains(name, "/") {
+		t.logf(fgRed, "unknown command /%s (see /help; start with // to send a message that begins with a slash)", name)
+		t.ed.set(display)
+		return
+	}
+	if strings.HasPrefix(text, "//") {
+		text, display = text[1:], display[1:]
+	}
+	q := queuedPrompt{display: display, text: text}
+	if t.run != nil {
+		t.queue = append(t.queue, q)
+		return
+	}
+	t.startPrompt(q)
+}
+
+// parseSlash splits "/name args" into its parts.
+func parseSlash(text string) (name, args string, ok bool) {
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "/") || strings.HasPrefix(text, "//") {
+		return "", "", false
+	}
+	name, args, _ = strings.Cut(text[1:], " ")
+	if name == "" || strings.ContainsAny(name, "\n") {
+		return "", "", false
+	}
+	return name, strings.TrimSpace(args), true
+}
+
+// updateSlashPopup shows the commands matching what is typed while the
+// editor holds only "/word" with the cursor in it.
+func (t *TUI) updateSlashPopup() {
+	if t.pop != nil && t.pop.file {
+		return
+	}
+	text := t.ed.text()
+	if !strings.HasPrefix(text, "/") || strings.ContainsAny(text, " \n") || text == t.popDismissed || t.ed.cur == 0 {
+		t.pop = nil
+		return
+	}
+	if t.pop == nil {
+		t.extItems = t.extCommandItems()
+	}
+	prevSel := ""
+	if it, ok := t.pop.selected(); ok {
+		prevSel = it.label
+	}
+	t.pop = slashPopup(text[1:], builtinItems(), t.extItems)
+	if t.pop != nil && prevSel != "" {
+		for i, it := range t.pop.items {
+			if it.label == prevSel && !it.divider {
+				t.pop.sel = i
+			}
+		}
+	}
+}
+
+// complete is tab: finish a slash command or an @path.
+func (t *TUI) complete() {
+	if it, ok := t.pop.selected(); ok {
+		if t.pop.file {
+			t.acceptFile(it.label)
+			return
+		}
+		t.ed.set("/" + it.label + " ")
+		t.pop = nil
+		return
+	}
+	start, ref, ok := t.ed.atWord()
+	if !ok {
+		return
+	}
+	cands := fileCandidates(t.s.cwd, ref)
+	switch len(cands) {
+	case 0:
+		t.hint = "no file matches @" + oneLine(ref)
+	case 1:
+		t.acceptFile(cands[0])
+	default:
+		if p := commonPrefix(cands); len(p) > len(ref) {
+			t.ed.replaceRange(start, "@"+p)
+		}
+		t.pop = &popup{file: true}
+		for _, c := range cands {
+			t.pop.items = append(t.pop.items, popupItem{label: c})
+		}
+	}
+}
+
+func (t *TUI) acceptFile(path string) {
+	start, _, ok := t.ed.atWord()
+	if !ok {
+		t.pop = nil
+		return
+	}
+	suffix := " "
+	if strings.HasSuffix(path, "/") {
+		suffix = ""
+	}
+	t.ed.replaceRange(start, "@"+path+suffix)
+	t.pop = nil
+}
+
+// exit leaves the loop; a running prompt is cancelled first.
+func (t *TUI) exit(code int) {
+	t.exitCode, t.quit = code, true
+}
+
+// shutdown ends the session cleanly: the running prompt is cancelled and
+// waited for (so the session file is synced; queued prompts do not start),
+// and the live region is erased, leaving the transcript above the shell's
+// prompt. Open panels are left to the extension host's own shutdown.
+func (t *TUI) shutdown() {
+	for _, d := range t.dialogs {
+		if c, ok := d.(*confirmDialog); ok {
+			c.answer(false)
+		}
+	}
+	t.dialogs = nil
+	if t.run != nil {
+		t.abort()
+		deadline := time.After(5 * time.Second)
+	wait:
+		for t.run != nil {
+			select {
+			case <-t.wake:
+				t.drain()
+			case <-deadline:
+				break wait
+			}
+		}
+	}
+	t.write(t.scr.frame(t.commit, nil, 0, 0))
+	t.commit = t.commit[:0]
+	t.write(t.scr.clear())
+}
+
+// Rendering.
+
+// render draws a frame if anything changed.
+func (t *TUI) render() {
+	rows, crow, ccol := t.view()
+	t.write(t.scr.frame(t.commit, rows, crow, ccol))
+	t.commit = t.commit[:0]
+}
+
+func (t *TUI) resize(w, h int) {
+	if w == t.width && h == t.height {
+		return
+	}
+	t.write(t.scr.forget(w))
+	t.width, t.height = w, h
+	t.scr.height = h
+	t.flowText()
+}
+
+// view lays out the live region: the reply being streamed, notes, queued
+// prompts, the editor (or the dialog on top) with its popup, and the status
+// bar. It is never taller than the terminal: the top goes first.
+func (t *TUI) view() (rows []string, crow, ccol int) {
+	w := t.width
+	rows = append(rows, t.streamRows(w)...)
+	for _, n := range t.notes {
+		rows = append(rows, plainRows(oneLine(n.Message), w, noteStyle(n.Level), []span{{"[" + oneLine(n.Extension) + "] ", noteStyle(n.Level) | sBold}}, []span{{"  ", 0}})...)
+	}
+	for _, q := range t.queue {
+		rows = append(rows, fitLine(w, span{"⏳ queued: ", fgYellow}, span{oneLine(q.display), sDim}))
+	}
+	if visibleWidth(t.rule) != w {
+		t.rule = fitLine(w, span{strings.Repeat("─", w), sDim})
+	}
+	rows = append(rows, t.rule)
+	if n := len(t.dialogs); n > 0 {
+		drows, dr, dc := t.dialogs[n-1].view(t, w)
+		crow, ccol = len(rows)+dr, dc
+		rows = append(rows, drows...)
+	} else {
+		placeholder := ""
+		if t.run != nil {
+			placeholder = "type to queue a prompt · esc to stop"
+		}
+		erows, er, ec := t.ed.view(w, max(3, t.height/3), placeholder)
+		crow, ccol = len(rows)+er, ec
+		rows = append(rows, erows...)
+		if t.pop != nil {
+			rows = append(rows, t.pop.view(w)...)
+		}
+	}
+	if t.hint != "" {
+		rows = append(rows, fitLine(w, span{t.hint, sDim}))
+	}
+	rows = append(rows, t.statusRow(w))
+	if limit := max(t.height-1, 2); len(rows) > limit {
+		drop := min(len(rows)-limit, crow)
+		rows, crow = rows[drop:], crow-drop
+		if len(rows) > limit {
+			rows = rows[:limit]
+		}
+	}
+	return rows, crow, ccol
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (t *TUI) spinner() string { return spinnerFrames[t.spin%len(spinnerFrames)] }
+
+const thinkingRows = 4
+
+func (t *TUI) streamRows(w int) []string {
+	st := &t.stream
+	var rows []string
+	if st.thinking != nil {
+		rows = append(rows, fitLine(w, span{fmt.Sprintf("∴ thinking %.0fs", time.Since(st.thinkStart).Seconds()), sDim | sItalic}))
+		tail := st.thinking
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		think := renderMarkdown(strings.ToValidUTF8(string(tail), ""), w-2, sDim|sItalic)
+		if len(think) > thinkingRows {
+			think = think[len(think)-thinkingRows:]
+		}
+		for _, r := range think {
+			rows = append(rows, "  "+r)
+		}
+	}
+	rows = append(rows, st.liveText...)
+	for _, lt := range st.tools {
+		what := lt.summary
+		if what == "" {
+			what = fmt.Sprintf("preparing arguments… %s", sizeString(int64(lt.argBytes)))
+		}
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{lt.name, sBold}, span{"  " + what, 0},
+			span{fmt.Sprintf("  %.0fs", time.Since(lt.start).Seconds()), sDim}))
+		for _, p := range lt.progress {
+			rows = append(rows, fitLine(w, span{"  │ ", sDim}, span{oneLine(p), sDim}))
+		}
+	}
+	for _, c := range t.pendingCmds {
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{"/" + c, sDim}))
+	}
+	return rows
+}
+
+// statusRow is the bottom line: model, directory, context used, tokens,
+// cost, jail and confirmation state, and while the agent works a spinner
+// with the time elapsed.
+func (t *TUI) statusRow(w int) string {
+	model := t.s.agent.CurrentModel()
+	info := lookupModel(t.s.provider, model)
+	total, last := t.s.agent.Totals()
+	pct := 0
+	if info.ContextWindow > 0 {
+		pct = last * 100 / info.ContextWindow
+	}
+	parts := []span{{" " + t.s.provider + "/" + model, fgCyan}}
+	add := func(s string, st style) { parts = append(parts, span{" · ", sDim}, span{s, st}) }
+	add(shortPath(t.s.cwd, 30), sDim)
+	add(fmt.Sprintf("ctx %d%%", pct), sDim)
+	add(fmt.Sprintf("↑%s ↓%s", tokenCount(total.Input+total.CacheRead+total.CacheWrite), tokenCount(total.Output)), sDim)
+	if info.Known {
+		add(fmt.Sprintf("$%.4f", total.CostUSD), sDim)
+	}
+	if t.s.toolEnv.Jailed() {
+		add("jail", fgYellow)
+	} else {
+		add("no jail", sDim)
+	}
+	t.gateMu.Lock()
+	asking := t.askTools && !t.approveAll
+	t.gateMu.Unlock()
+	if asking {
+		add("confirm tools", fgYellow)
+	}
+	var right []span
+	if t.run != nil {
+		right = append(right, span{fmt.Sprintf("%s %s ", t.spinner(), elapsed(time.Since(t.run.start))), fgCyan})
+	}
+	if n := len(t.queue); n > 0 {
+		right = append(right, span{fmt.Sprintf("%d queued ", n), fgYellow})
+	}
+	rw := spansWidth(right)
+	left := fitLine(max(w-rw-1, 1), parts...)
+	pad := max(w-visibleWidth(left)-rw, 1)
+	if rw == 0 {
+		return left
+	}
+	return left + strings.Repeat(" ", pad) + string(renderRow(nil, right, nil))
+}
+
+func tokenCount(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func elapsed(d time.Duration) string {
+	s := int(d.Seconds())
+	if s < 60 {
+		return fmt.Sprintf("%ds", s)
+	}
+	return fmt.Sprintf("%dm%02ds", s/60, s%60)
+}
+
+// shortPath shows a directory in at most n columns: the home directory as
+// ~, and only the last elements when it is still too long.
+func shortPath(p string, n int) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "" && (p == home || strings.HasPrefix(p, home+"/")) {
+		p = "~" + p[len(home):]
+	}
+	p = oneLine(p)
+	for stringWidth(p) > n {
+		i := strings.IndexByte(strings.TrimPrefix(p, "…/"), '/')
+		if i < 0 {
+			break
+		}
+		p = "…/" + strings.TrimPrefix(p, "…/")[i+1:]
+	}
+	return p
+}
+
+// The --no-yolo gate.
+
+// yoloGate asks before each tool call while --no-yolo is on, unless the
+// user already said yes to this tool, or to everything, this session.
+func (t *TUI) yoloGate(ctx context.Context, call ToolCall) GateResult {
+	t.gateMu.Lock()
+	defer t.gateMu.Unlock()
+	if !t.askTools || t.approveAll || t.approved[call.Name] {
+		return GateResult{}
+	}
+	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: "--no-yolo", Decision: "ask", Reason: "confirm each tool call"}}}
+}
+
+// confirmReq is a gate's question waiting for the user.
+type confirmReq struct {
+	ctx   context.Context
+	call  ToolCall
+	asks  []GateNote
+	reply chan bool
+}
+
+// confirm is the ConfirmFunc: it shows a dialog and waits for the answer,
+// or for the prompt to be cancelled (a refusal).
+func (t *TUI) confirm(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+	req := &confirmReq{ctx: ctx, call: call, asks: asks, reply: make(chan bool, 1)}
+	t.post(msgConfirm{req})
+	select {
+	case ok := <-req.reply:
+		return ok, "user"
+	case <-ctx.Done():
+		return false, "user (cancelled)"
+	case <-t.ctx.Done():
+		return false, "user (zot exited)"
+	}
+}
+
+func onlyYoloAsks(asks []GateNote) bool {
+	for _, a := range asks {
+		if a.By != "--no-yolo" {
+			return false
+		}
+	}
+	return len(asks) > 0
+}
+
+// setApproval records a "yes for this tool" or "yes to everything".
+func (t *TUI) setApproval(tool string, all bool) {
+	t.gateMu.Lock()
+	defer t.gateMu.Unlock()
+	if all {
+		t.approveAll = true
+	} else {
+		t.approved[tool] = true
+	}
+}
+
+// sessionName describes the session file for messages.
+func (t *TUI) sessionName() string {
+	if t.s.session == nil {
+		return "conversation"
+	}
+	return "session " + filepath.Base(t.s.session.Path)
+}

@@ -1,0 +1,963 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Slash commands and the dialogs they open: pickers, the hidden key
+// prompt of /login, tool-call confirmations and extension panels.
+
+// slashCommand is a built-in command. idle commands refuse to run while
+// the agent works.
+type slashCommand struct {
+	name, args, help string
+	idle             bool
+	run              func(t *TUI, args string)
+}
+
+func builtinCommands() []slashCommand {
+	return []slashCommand{
+		{"help", "", "keys and commands", false, (*TUI).cmdHelp},
+		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
+		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
+		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
+		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
+		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
+		{"jail", "", "keep read/write/edit inside the working directory", false, (*TUI).cmdJail},
+		{"unjail", "", "let read/write/edit reach any path", false, (*TUI).cmdUnjail},
+		{"reload-ext", "", "restart every extension", true, (*TUI).cmdReloadExt},
+		{"skills", "[NAME]", "list skills, or show one", false, (*TUI).cmdSkills},
+		{"login", "[PROVIDER]", "save an API key to auth.json", true, (*TUI).cmdLogin},
+		{"logout", "[PROVIDER]", "remove a saved API key", true, (*TUI).cmdLogout},
+		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
+		{"exit", "", "leave zot", false, func(t *TUI, _ string) { t.exit(exitOK) }},
+	}
+}
+
+func builtinItems() []popupItem {
+	var items []popupItem
+	for _, c := range builtinCommands() {
+		items = append(items, popupItem{label: c.name, desc: strings.TrimSpace(c.args + "  " + c.help)})
+	}
+	return items
+}
+
+// extCommandItems lists the extensions' commands that no built-in shadows.
+func (t *TUI) extCommandItems() []popupItem {
+	if t.Ext == nil {
+		return nil
+	}
+	var items []popupItem
+	for _, c := range t.Ext.Commands() {
+		name := oneLine(c.Name)
+		if name == "" || t.builtin(name) != nil || strings.ContainsAny(name, " /") {
+			continue
+		}
+		items = append(items, popupItem{label: name, desc: oneLine(c.Description) + "  [" + oneLine(c.Extension) + "]"})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].label < items[j].label })
+	return items
+}
+
+func (t *TUI) builtin(name string) *slashCommand {
+	for _, c := range builtinCommands() {
+		if c.name == name {
+			return &c
+		}
+	}
+	return nil
+}
+
+func (t *TUI) isCommand(name string) bool {
+	if t.builtin(name) != nil {
+		return true
+	}
+	for _, it := range t.extCommandItems() {
+		if it.label == name {
+			return true
+		}
+	}
+	return false
+}
+
+// command runs a slash command.
+func (t *TUI) command(name, args string) {
+	if c := t.builtin(name); c != nil {
+		if c.idle && t.run != nil {
+			t.logf(fgYellow, "/%s waits until the agent is done (esc stops it)", name)
+			return
+		}
+		c.run(t, args)
+		return
+	}
+	t.runExtCommand(name, args)
+}
+
+func (t *TUI) cmdHelp(string) {
+	keys := [][2]string{
+		{"enter", "send (while the agent works: queue)"},
+		{"alt+enter, ctrl+j, \\ at the end", "new line"},
+		{"esc", "stop the agent · close a popup or dialog · clear notes"},
+		{"ctrl+c", "stop the agent · clear the editor · on an empty editor, twice to exit"},
+		{"ctrl+d", "exit (on an empty editor) · delete forward"},
+		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
+		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
+		{"home end  ctrl+a ctrl+e", "start or end of the line"},
+		{"ctrl+w, alt+backspace", "delete the word before the cursor (alt+d: after)"},
+		{"ctrl+k, ctrl+u, ctrl+y", "kill to end of line, kill to start, yank"},
+		{"tab", "complete /commands and @paths (@path attaches the file)"},
+		{"ctrl+l", "redraw"},
+	}
+	var cmds [][2]string
+	for _, c := range builtinCommands() {
+		help := c.help
+		if c.idle {
+			help += " (when idle)"
+		}
+		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
+	}
+	var ext [][2]string
+	for _, it := range t.extCommandItems() {
+		ext = append(ext, [2]string{"/" + it.label, it.desc})
+	}
+	for _, section := range []struct {
+		title string
+		rows  [][2]string
+	}{{"Keys", keys}, {"Commands", cmds}, {"Extension commands", ext}} {
+		if len(section.rows) == 0 {
+			continue
+		}
+		t.commitLine(span{section.title, sBold})
+		for _, r := range section.rows {
+			name := fmt.Sprintf("  %-26s ", r[0])
+			t.commitRows(plainRows(r[1], t.width, 0, []span{{name, fgCyan}}, []span{{strings.Repeat(" ", stringWidth(name)), 0}}))
+		}
+	}
+}
+
+// Models and providers.
+
+func (t *TUI) cmdModel(args string) {
+	if args != "" {
+		provider, id := t.parseModel(args)
+		t.switchModel(provider, id)
+		return
+	}
+	type choice struct{ provider, id, desc string }
+	var choices []choice
+	for _, p := range []string{"anthropic", "openai"} {
+		for _, m := range modelsFor(p) {
+			choices = append(choices, choice{p, m.ID, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output)})
+		}
+	}
+	if !lookupModel(t.s.provider, t.s.agent.CurrentModel()).Known {
+		choices = append(choices, choice{t.s.provider, t.s.agent.CurrentModel(), "(current)"})
+	}
+	nameW := 0
+	for _, c := range choices {
+		nameW = max(nameW, stringWidth(c.provider+"/"+c.id))
+	}
+	var items []string
+	sel := 0
+	for i, c := range choices {
+		mark := "  "
+		if c.provider == t.s.provider && c.id == t.s.agent.CurrentModel() {
+			mark, sel = "• ", i
+		}
+		name := c.provider + "/" + c.id
+		items = append(items, mark+name+strings.Repeat(" ", nameW-stringWidth(name))+"  "+c.desc)
+	}
+	t.pushDialog(&pickerDialog{
+		title: "choose a model (or type /model ollama/NAME)",
+		items: items,
+		sel:   sel,
+		pick:  func(t *TUI, i int) { t.switchModel(choices[i].provider, choices[i].id) },
+	})
+}
+
+// parseModel reads "provider/id", or an id the catalogue knows, or an id for
+// the current provider.
+func (t *TUI) parseModel(arg string) (provider, id string) {
+	if p, rest, ok := strings.Cut(arg, "/"); ok && (p == "anthropic" || p == "openai" || p == "ollama") {
+		return p, rest
+	}
+	if lookupModel(t.s.provider, arg).Known {
+		return t.s.provider, arg
+	}
+	for _, p := range []string{"anthropic", "openai"} {
+		if lookupModel(p, arg).Known {
+			return p, arg
+		}
+	}
+	return t.s.provider, arg
+}
+
+// switchModel changes the model, and the provider with it when it differs,
+// and remembers the choice in config.json.
+func (t *TUI) switchModel(provider, id string) {
+	id = strings.TrimSpace(id)
+	if id == "" || cleanText(id) != id || strings.ContainsAny(id, " \n") {
+		t.logf(fgRed, "/model: %q is not a model id", id)
+		return
+	}
+	if provider != t.s.provider {
+		if err := t.useProvider(provider); err != nil {
+			t.logf(fgRed, "/model: %v", err)
+			return
+		}
+	}
+	if err := t.s.agent.SetModel(id); errors.Is(err, ErrBusy) {
+		t.logf(fgRed, "/model: %v", err)
+		return
+	} else if err != nil {
+		t.logf(fgYellow, "/model: the session file did not record the switch: %v", err)
+	}
+	t.s.model = id
+	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}
+	if err := saveConfig(t.s.home, cfg); err != nil {
+		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
+	}
+	t.logf(fgCyan, "model: %s/%s", provider, id)
+	if !lookupModel(provider, id).Known {
+		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
+	}
+	if t.s.missingKey != "" {
+		t.warnNoKey()
+	}
+}
+
+// useProvider rebuilds the provider client for name with its key and base
+// URL, and makes the agent use it.
+func (t *TUI) useProvider(name string) error {
+	key, source, err := t.keyFor(name)
+	if err != nil {
+		return err
+	}
+	base := t.baseURLFor(name)
+	prov, err := NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source})
+	if err != nil {
+		return err
+	}
+	t.s.agent.Provider = prov
+	t.s.provider = name
+	t.s.missingKey = ""
+	if key == "" && name != "ollama" && base == "" {
+		t.s.missingKey = "no API key for " + name
+	}
+	return nil
+}
+
+// keyFor finds the key for a provider as at startup; --api-key counts only
+// for the provider it was given with.
+func (t *TUI) keyFor(provider string) (key, source string, err error) {
+	flagKey := ""
+	if provider == t.startProvider() {
+		flagKey = t.s.opts.apiKey
+	}
+	return resolveKey(provider, flagKey, t.s.home)
+}
+
+func (t *TUI) startProvider() string {
+	if t.s.startProvider != "" {
+		return t.s.startProvider
+	}
+	return t.s.provider
+}
+
+// baseURLFor is the base URL of a provider: the one in use at startup for
+// that provider, else the one config.json remembers for it.
+func (t *TUI) baseURLFor(provider string) string {
+	if provider == t.startProvider() {
+		return t.s.baseURL
+	}
+	if cfg, err := loadConfig(t.s.home); err == nil && cfg.Provider == provider {
+		return cfg.BaseURL
+	}
+	return ""
+}
+
+// Sessions.
+
+func (t *TUI) cmdSessions(string) {
+	list, err := ListSessions(t.s.home, t.s.cwd)
+	if err != nil {
+		t.logf(fgRed, "/sessions: %v", err)
+		return
+	}
+	if len(list) == 0 {
+		t.logf(sDim, "no saved sessions for %s yet", t.s.cwd)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(FormatSessionList(list, time.Now()), "\n"), "\n")
+	for i := range lines {
+		if t.s.session != nil && list[i].Path == t.s.session.Path {
+			lines[i] += "  (current)"
+		}
+	}
+	t.pushDialog(&pickerDialog{
+		title: "resume a session: time, model, messages, cost, first prompt",
+		items: lines,
+		pick:  func(t *TUI, i int) { t.resumeSession(list[i].Path) },
+	})
+}
+
+// resumeSession switches to a saved session and shows its transcript.
+func (t *TUI) resumeSession(path string) {
+	if t.s.session != nil && t.s.session.Path == path {
+		t.logf(sDim, "already in this session")
+		return
+	}
+	sess, loaded, err := OpenSession(path)
+	if err != nil {
+		t.logf(fgRed, "/sessions: %v", err)
+		return
+	}
+	if err := t.s.agent.SetMessages(loaded.Messages, loaded.Usage); err != nil {
+		sess.Close()
+		t.logf(fgRed, "/sessions: %v", err)
+		return
+	}
+	t.swapSession(sess)
+	t.commitRule("resumed " + t.sessionName())
+	for _, r := range loaded.Repairs {
+		t.logf(fgYellow, "session repaired: %s", r)
+	}
+	t.showTranscript(loaded.Messages)
+	t.commitRule("end of the resumed transcript")
+}
+
+// swapSession makes sess the session recording the conversation.
+func (t *TUI) swapSession(sess *Session) {
+	old := t.s.session
+	t.s.session = sess
+	t.s.agent.Recorder = sess
+	if old != nil {
+		if err := old.Close(); err != nil {
+			t.logf(fgYellow, "zot: %v", err)
+		}
+	}
+}
+
+func (t *TUI) cmdFork(string) {
+	msgs := t.s.agent.Messages()
+	var at []int
+	var items []string
+	for i, m := range msgs {
+		if m.isPrompt() {
+			at = append(at, i)
+			items = append(items, fmt.Sprintf("%d) %s", len(at), sessionOneLine(Message{Content: m.Content}.Text(), 80)))
+		}
+	}
+	if len(at) == 0 {
+		t.logf(sDim, "nothing to fork yet: send a prompt first")
+		return
+	}
+	t.pushDialog(&pickerDialog{
+		title: "fork before which prompt? (it goes back into the editor)",
+		items: items,
+		sel:   len(items) - 1,
+		pick:  func(t *TUI, i int) { t.forkAt(at[i], i+1, msgs) },
+	})
+}
+
+// forkAt continues the conversation as it was before message at (the n-th
+// prompt) in a new session; the prompt goes back into the editor.
+func (t *TUI) forkAt(at, n int, msgs []Message) {
+	prompt := Message{Content: msgs[at].Content}.Text()
+	if t.s.session != nil {
+		child, err := t.s.session.Fork(at, msgs)
+		if err != nil {
+			t.logf(fgRed, "/fork: %v", err)
+			return
+		}
+		if err := t.s.agent.SetMessages(msgs[:at], Usage{}); err != nil {
+			child.Close()
+			t.logf(fgRed, "/fork: %v", err)
+			return
+		}
+		t.swapSession(child)
+	} else if err := t.s.agent.SetMessages(msgs[:at], Usage{}); err != nil {
+		t.logf(fgRed, "/fork: %v", err)
+		return
+	}
+	t.commitRule(fmt.Sprintf("forked before prompt %d into %s", n, t.sessionName()))
+	t.ed.set(editorClean(prompt))
+}
+
+func (t *TUI) cmdCompact(string) {
+	t.commitLine(span{"compacting the conversation…", sDim})
+	t.beginRun(func(ctx context.Context, sink Sink) error { return t.s.agent.Compact(ctx, sink) })
+}
+
+func (t *TUI) cmdClear(string) {
+	if err := t.s.agent.Clear(); err != nil {
+		t.logf(fgRed, "/clear: %v", err)
+		return
+	}
+	t.notes = nil
+	t.commitRule("conversation cleared")
+}
+
+func (t *TUI) cmdJail(string) {
+	t.s.toolEnv.SetJail(true)
+	t.logf(fgCyan, "jail on: read, write and edit stay inside %s (bash is not confined)", t.s.cwd)
+}
+
+func (t *TUI) cmdUnjail(string) {
+	t.s.toolEnv.SetJail(false)
+	t.logf(fgYellow, "jail off: read, write and edit may reach any path")
+}
+
+func (t *TUI) cmdYolo(args string) {
+	switch strings.ToLower(args) {
+	case "", "on":
+		t.gateMu.Lock()
+		t.askTools = false
+		t.gateMu.Unlock()
+		t.logf(fgYellow, "tool calls run without asking (/yolo off to ask before each)")
+	case "off":
+		t.gateMu.Lock()
+		t.askTools, t.approveAll, t.approved = true, false, map[string]bool{}
+		t.gateMu.Unlock()
+		t.logf(fgCyan, "zot asks before each tool call")
+	default:
+		t.logf(fgRed, "/yolo takes on or off, not %q", args)
+	}
+}
+
+// Extensions and skills.
+
+func (t *TUI) cmdReloadExt(string) {
+	if t.Ext == nil {
+		t.logf(sDim, "no extension host is running, so there is nothing to reload")
+		return
+	}
+	t.pendingCmds = append(t.pendingCmds, "reload-ext")
+	ext := t.Ext
+	// Owner: the UI loop, which gets msgReloaded. Reload is bounded by the
+	// host's own timeouts and by the TUI's context.
+	go func() {
+		defer t.crashGuard()
+		t.post(msgReloaded{ext.Reload(t.ctx)})
+	}()
+}
+
+func (t *TUI) reloaded(st ReloadStats) {
+	t.donePending("reload-ext")
+	t.extItems = nil
+	t.logf(fgCyan, "extensions reloaded: stopped %d, loaded %d, ready %d", st.Stopped, st.Loaded, st.Ready)
+	for _, e := range st.Errors {
+		t.logf(fgRed, "  %s", e)
+	}
+}
+
+func (t *TUI) donePending(name string) {
+	for i, c := range t.pendingCmds {
+		if c == name {
+			t.pendingCmds = append(t.pendingCmds[:i], t.pendingCmds[i+1:]...)
+			return
+		}
+	}
+}
+
+func (t *TUI) runExtCommand(name, args string) {
+	if t.Ext == nil {
+		t.logf(fgRed, "/%s: extensions are not available", name)
+		return
+	}
+	t.pendingCmds = append(t.pendingCmds, name)
+	ext := t.Ext
+	// Owner: the UI loop, which gets msgCmdDone. The host times the
+	// command out (30 s); the deadline here only backs that up.
+	go func() {
+		defer t.crashGuard()
+		ctx, cancel := context.WithTimeout(t.ctx, 35*time.Second)
+		defer cancel()
+		resp, err := ext.InvokeCommand(ctx, name, args)
+		t.post(msgCmdDone{name, resp, err})
+	}()
+}
+
+// extCommandDone acts on an extension command's response.
+func (t *TUI) extCommandDone(name string, resp CommandResponse, err error) {
+	t.donePending(name)
+	if err != nil {
+		t.logf(fgRed, "/%s: %v", name, err)
+		return
+	}
+	if resp.Error != "" {
+		t.logf(fgRed, "/%s: %s", name, resp.Error)
+	}
+	switch resp.Action {
+	case "prompt":
+		if strings.TrimSpace(resp.Prompt) != "" {
+			q := queuedPrompt{display: resp.Prompt, text: resp.Prompt}
+			if t.run != nil {
+				t.queue = append(t.queue, q)
+			} else {
+				t.startPrompt(q)
+			}
+		}
+	case "insert":
+		t.ed.insertText(editorClean(resp.Insert))
+		t.updateSlashPopup()
+	case "display":
+		bar := []span{{"┃ ", fgMagenta}}
+		t.commitRows(plainRows(cleanText(resp.Display), t.width, 0, bar, bar))
+	case "noop", "":
+	default:
+		t.logf(fgRed, "/%s: the extension answered with an unknown action %q", name, oneLine(resp.Action))
+	}
+	if resp.Panel != nil {
+		t.panelUpdate(PanelUpdate{Kind: "open", Panel: *resp.Panel})
+	}
+}
+
+func (t *TUI) cmdSkills(args string) {
+	if t.Skills == nil {
+		t.logf(sDim, "no skills are available")
+		return
+	}
+	list, show := t.Skills()
+	if args == "" {
+		if strings.TrimSpace(list) == "" {
+			t.logf(sDim, "no skills found")
+			return
+		}
+		t.commitRows(plainRows(cleanText(strings.TrimRight(list, "\n")), t.width, 0, nil, nil))
+		return
+	}
+	if show == nil {
+		t.logf(fgRed, "/skills: cannot show skills here")
+		return
+	}
+	text, err := show(args)
+	if err != nil {
+		t.logf(fgRed, "/skills: %v", err)
+		return
+	}
+	t.commitRows(renderMarkdown(text, t.width, 0))
+}
+
+// Keys.
+
+func (t *TUI) cmdLogin(args string) {
+	ask := func(t *TUI, provider string) {
+		if provider == "ollama" {
+			t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
+			return
+		}
+		t.pushDialog(&secretDialog{
+			title: "API key for " + provider + " (typing is not shown)",
+			done:  func(t *TUI, key string) { t.login(provider, key) },
+		})
+	}
+	if args != "" {
+		if args != "anthropic" && args != "openai" && args != "ollama" {
+			t.logf(fgRed, "/login: unknown provider %q (anthropic or openai)", args)
+			return
+		}
+		ask(t, args)
+		return
+	}
+	providers := []string{"anthropic", "openai"}
+	t.pushDialog(&pickerDialog{
+		title: "log in to which provider?",
+		items: providers,
+		pick:  func(t *TUI, i int) { ask(t, providers[i]) },
+	})
+}
+
+func (t *TUI) login(provider, key string) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		t.logf(sDim, "/login: no key entered; nothing saved")
+		return
+	}
+	if err := saveAuthKey(t.s.home, provider, key); err != nil {
+		t.logf(fgRed, "/login: %v", err)
+		return
+	}
+	t.logf(fgGreen, "saved the %s key in %s (mode 0600)", provider, filepath.Join(t.s.home, "auth.json"))
+	if env := keyEnvVar(provider); env != "" && os.Getenv(env) != "" {
+		t.logf(fgYellow, "%s is set in the environment and is used before the saved key", env)
+	}
+	if provider == t.s.provider {
+		if err := t.useProvider(provider); err != nil {
+			t.logf(fgRed, "/login: %v", err)
+		}
+	}
+}
+
+func (t *TUI) cmdLogout(args string) {
+	provider := args
+	if provider == "" {
+		provider = t.s.provider
+	}
+	if provider != "anthropic" && provider != "openai" {
+		t.logf(fgRed, "/logout: %q has no saved key (anthropic or openai)", provider)
+		return
+	}
+	if err := saveAuthKey(t.s.home, provider, ""); err != nil {
+		t.logf(fgRed, "/logout: %v", err)
+		return
+	}
+	t.logf(fgCyan, "removed the %s key from %s", provider, filepath.Join(t.s.home, "auth.json"))
+	if env := keyEnvVar(provider); env != "" && os.Getenv(env) != "" {
+		t.logf(fgYellow, "%s is still set in the environment and still used", env)
+	}
+	if provider == t.s.provider {
+		if err := t.useProvider(provider); err != nil {
+			t.logf(fgRed, "/logout: %v", err)
+		}
+		if t.s.missingKey != "" {
+			t.warnNoKey()
+		}
+	}
+}
+
+// Dialogs.
+
+// dialog is a modal box drawn in place of the editor; it gets every key
+// until key reports it is done.
+type dialog interface {
+	view(t *TUI, width int) (rows []string, crow, ccol int)
+	key(t *TUI, k key) (done bool)
+}
+
+func (t *TUI) pushDialog(d dialog) {
+	t.pop = nil
+	t.dialogs = append(t.dialogs, d)
+}
+
+func (t *TUI) popDialog(d dialog) {
+	t.dropDialogs(func(x dialog) bool { return x == d })
+}
+
+func (t *TUI) dropDialogs(drop func(dialog) bool) {
+	kept := t.dialogs[:0]
+	for _, d := range t.dialogs {
+		if !drop(d) {
+			kept = append(kept, d)
+		}
+	}
+	t.dialogs = kept
+}
+
+// box frames rows: a title bar, the rows behind a bar, a footer.
+func box(width int, title, footer string, body []string) []string {
+	rows := []string{fitLine(width, span{"┌─ ", sDim}, span{title, sBold}, span{" " + strings.Repeat("─", max(0, width-stringWidth(title)-4)), sDim})}
+	for _, r := range body {
+		rows = append(rows, string(renderRow(nil, []span{{"│ ", sDim}}, nil))+r)
+	}
+	return append(rows, fitLine(width, span{"└─ " + footer + " " + strings.Repeat("─", max(0, width-stringWidth(footer)-4)), sDim}))
+}
+
+// pickerDialog chooses one of a list.
+type pickerDialog struct {
+	title string
+	items []string
+	sel   int
+	pick  func(t *TUI, i int)
+}
+
+func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
+	show := max(min(10, t.height-8), 3)
+	top := 0
+	if len(d.items) > show {
+		top = min(max(d.sel-show/2, 0), len(d.items)-show)
+	}
+	var body []string
+	for i := top; i < len(d.items) && i < top+show; i++ {
+		mark, st := "  ", style(0)
+		if i == d.sel {
+			mark, st = "› ", fgCyan|sBold
+		}
+		body = append(body, fitLine(width-2, span{mark, st}, span{oneLine(d.items[i]), st}))
+	}
+	footer := "↑↓ choose · enter select · esc cancel"
+	if len(d.items) > show {
+		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.items), footer)
+	}
+	return box(width, oneLine(d.title), footer, body), 1 + d.sel - top, -1
+}
+
+func (d *pickerDialog) key(t *TUI, k key) bool {
+	switch k.code {
+	case keyUp:
+		d.sel = (d.sel - 1 + len(d.items)) % len(d.items)
+	case keyDown, keyTab:
+		d.sel = (d.sel + 1) % len(d.items)
+	case keyPgUp:
+		d.sel = max(d.sel-10, 0)
+	case keyPgDn:
+		d.sel = min(d.sel+10, len(d.items)-1)
+	case keyHome:
+		d.sel = 0
+	case keyEnd:
+		d.sel = len(d.items) - 1
+	case keyEsc:
+		return true
+	case keyEnter:
+		t.popDialog(d)
+		d.pick(t, d.sel)
+		return false
+	case keyRune:
+		if k.mod == modCtrl && (k.r == 'p' || k.r == 'n') {
+			return d.key(t, key{code: map[rune]keyCode{'p': keyUp, 'n': keyDown}[k.r]})
+		}
+	}
+	return false
+}
+
+// secretDialog reads a key without showing it.
+type secretDialog struct {
+	title string
+	buf   []rune
+	done  func(t *TUI, s string)
+}
+
+func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
+	line := fitLine(width-2, span{"key: ", sBold}, span{fmt.Sprintf("(%d characters, hidden)", len(d.buf)), sDim})
+	return box(width, d.title, "enter save · esc cancel", []string{line}), 1, 2 + len("key: ")
+}
+
+func (d *secretDialog) key(t *TUI, k key) bool {
+	switch {
+	case k.code == keyEsc:
+		d.buf = nil
+		return true
+	case k.code == keyEnter:
+		s := string(d.buf)
+		d.buf = nil
+		t.popDialog(d)
+		d.done(t, s)
+		return false
+	case k.code == keyBackspace && len(d.buf) > 0:
+		d.buf = d.buf[:len(d.buf)-1]
+	case k.code == keyRune && k.mod == modCtrl && k.r == 'u':
+		d.buf = nil
+	case k.code == keyRune && k.mod == 0:
+		d.buf = append(d.buf, k.r)
+	case k.code == keyPaste:
+		d.buf = append(d.buf, []rune(strings.TrimSpace(editorClean(k.text)))...)
+	}
+	return false
+}
+
+// confirmDialog asks whether a tool call may run. When it opens while the
+// user is typing, keys other than esc are ignored until armAt, so that a
+// prompt being typed cannot answer it by accident.
+type confirmDialog struct {
+	req   *confirmReq
+	yolo  bool // only --no-yolo asked: offer the "this session" answers
+	sel   int
+	sent  bool
+	armAt time.Time
+}
+
+const (
+	confirmTypingGap = time.Second            // a key this recent means the user is typing
+	confirmPause     = 600 * time.Millisecond // how long the dialog then ignores keys
+)
+
+func (d *confirmDialog) options() [][2]string {
+	if d.yolo {
+		return [][2]string{
+			{"y", "yes"},
+			{"t", "yes, and do not ask again for " + oneLine(d.req.call.Name) + " this session"},
+			{"a", "yes to every tool call this session"},
+			{"n", "no: the model is told the call was refused"},
+		}
+	}
+	return [][2]string{{"y", "yes, run it"}, {"n", "no: the model is told the call was refused"}}
+}
+
+func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
+	c := d.req.call
+	body := []string{fitLine(width-2, span{oneLine(c.Name), sBold}, span{"  " + toolSummary(c.Name, c.Args), 0})}
+	for _, a := range d.req.asks {
+		who := oneLine(a.By) + " asks"
+		first := []span{{who + ": ", fgYellow}}
+		for _, r := range plainRows(cleanText(a.Reason), width-2, 0, first, []span{{"  ", 0}}) {
+			body = append(body, r)
+		}
+	}
+	for i, o := range d.options() {
+		mark, st := "  ", style(0)
+		if i == d.sel {
+			mark, st = "› ", fgCyan|sBold
+		}
+		body = append(body, fitLine(width-2, span{mark, st}, span{o[1], st}, span{" (" + o[0] + ")", sDim}))
+	}
+	footer := "↑↓ enter, or the letter · esc: no"
+	if time.Now().Before(d.armAt) {
+		footer = "a moment: keys typed now do not answer · esc: no"
+	}
+	return box(width, "allow this tool call?", footer, body), 0, -1
+}
+
+func (d *confirmDialog) key(t *TUI, k key) bool {
+	opts := d.options()
+	choose := func(letter string) bool {
+		switch letter {
+		case "y":
+		case "t":
+			t.setApproval(d.req.call.Name, false)
+		case "a":
+			t.setApproval("", true)
+		default:
+			d.answer(false)
+			return true
+		}
+		d.answer(true)
+		return true
+	}
+	if k.code != keyEsc && time.Now().Before(d.armAt) {
+		return false
+	}
+	switch k.code {
+	case keyUp:
+		d.sel = (d.sel - 1 + len(opts)) % len(opts)
+	case keyDown, keyTab:
+		d.sel = (d.sel + 1) % len(opts)
+	case keyEsc:
+		return choose("n")
+	case keyEnter:
+		return choose(opts[d.sel][0])
+	case keyRune:
+		for _, o := range opts {
+			if k.mod == 0 && string(k.r) == o[0] {
+				return choose(o[0])
+			}
+		}
+	}
+	return false
+}
+
+// answer replies once; the agent's goroutine is waiting.
+func (d *confirmDialog) answer(ok bool) {
+	if !d.sent {
+		d.sent = true
+		d.req.reply <- ok
+	}
+}
+
+// panelDialog is an extension's panel: its lines, and every key sent to
+// the extension; esc closes it.
+type panelDialog struct {
+	p ExtPanel
+}
+
+func (d *panelDialog) view(t *TUI, width int) ([]string, int, int) {
+	var body []string
+	limit := max(t.height-8, 3)
+	for i, l := range d.p.Lines {
+		if i == limit {
+			body = append(body, fitLine(width-2, span{fmt.Sprintf("… %d more lines", len(d.p.Lines)-i), sDim}))
+			break
+		}
+		body = append(body, fitLine(width-2, span{oneLine(l), 0}))
+	}
+	footer := "esc close"
+	if d.p.Footer != "" {
+		footer = oneLine(d.p.Footer) + " · " + footer
+	}
+	title := oneLine(d.p.Title)
+	if title == "" {
+		title = oneLine(d.p.ID)
+	}
+	if d.p.Extension != "" {
+		title += "  [" + oneLine(d.p.Extension) + "]"
+	}
+	return box(width, title, footer, body), 0, -1
+}
+
+func (d *panelDialog) key(t *TUI, k key) bool {
+	if k.code == keyEsc {
+		t.sendPanel(panelMsg{close: true, id: d.p.ID})
+		return true
+	}
+	name, text := k.String(), ""
+	switch {
+	case k.code == keyPaste:
+		name, text = "paste", k.text
+	case k.code == keyRune && k.mod == 0:
+		text = string(k.r)
+	}
+	t.sendPanel(panelMsg{id: d.p.ID, key: name, text: text})
+	return false
+}
+
+// panelUpdate applies an extension's open, render or close.
+func (t *TUI) panelUpdate(u PanelUpdate) {
+	var open *panelDialog
+	for _, d := range t.dialogs {
+		if p, ok := d.(*panelDialog); ok && p.p.ID == u.Panel.ID {
+			open = p
+		}
+	}
+	switch u.Kind {
+	case "open", "render":
+		if open != nil {
+			open.p = u.Panel
+		} else if u.Kind == "open" {
+			t.pushDialog(&panelDialog{p: u.Panel})
+		}
+	case "close":
+		if open != nil {
+			t.popDialog(open)
+		}
+	}
+}
+
+// panelMsg is a key for, or the closing of, a panel.
+type panelMsg struct {
+	close         bool
+	id, key, text string
+}
+
+// sendPanel hands a panel key or close to the extension host in order,
+// without making the UI wait for it.
+func (t *TUI) sendPanel(m panelMsg) {
+	if t.Ext == nil {
+		return
+	}
+	if t.panelKeys == nil {
+		ch := make(chan panelMsg, 256)
+		t.panelKeys = ch
+		ext := t.Ext
+		// Owner: the TUI. It exits when the TUI's context ends.
+		go func() {
+			defer t.crashGuard()
+			for {
+				select {
+				case m := <-ch:
+					var err error
+					if m.close {
+						err = ext.ClosePanel(m.id)
+					} else {
+						err = ext.PanelKey(m.id, m.key, m.text)
+					}
+					if err != nil {
+						t.post(msgLog{fmt.Sprintf("panel %s: %v", m.id, err), fgRed})
+					}
+				case <-t.ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case t.panelKeys <- m:
+	default:
+		t.logf(fgYellow, "panel %s: the extension is not keeping up; a key was dropped", oneLine(m.id))
+	}
+}

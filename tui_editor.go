@@ -1,0 +1,742 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// The line editor: a rune buffer with a cursor, emacs-style bindings, a
+// kill buffer, prompt history and pasted blocks. It knows nothing of the
+// agent; the TUI decides what enter, tab, esc and ctrl+c mean before a key
+// reaches it.
+
+// editor is the prompt being typed.
+type editor struct {
+	buf  []rune
+	cur  int
+	kill []rune
+	// pastes maps the placeholder a long paste shows as to the text sent.
+	pastes map[string]string
+
+	hist   []string // history, in the order up walks it
+	histAt int      // index in hist being shown; -1: the draft
+	draft  []rune
+}
+
+// pasteFoldLines is the size above which a paste shows as a placeholder.
+const pasteFoldLines = 10
+
+func (e *editor) text() string { return string(e.buf) }
+
+func (e *editor) empty() bool { return len(e.buf) == 0 }
+
+// set replaces the text and puts the cursor at its end.
+func (e *editor) set(s string) {
+	e.buf = []rune(s)
+	e.cur = len(e.buf)
+}
+
+// reset clears the editor after a submit; the kill buffer stays.
+func (e *editor) reset() {
+	e.buf, e.cur, e.pastes, e.histAt, e.draft = nil, 0, nil, -1, nil
+}
+
+// expanded is the text to send: placeholders of pastes replaced by what
+// was pasted.
+func (e *editor) expanded() string {
+	if len(e.pastes) == 0 {
+		return string(e.buf)
+	}
+	var pairs []string
+	for ph, text := range e.pastes {
+		pairs = append(pairs, ph, text)
+	}
+	// One pass: pasted text that looks like a placeholder stays as it is.
+	return strings.NewReplacer(pairs...).Replace(string(e.buf))
+}
+
+func (e *editor) insert(rs []rune) {
+	e.buf = append(e.buf[:e.cur], append(append([]rune(nil), rs...), e.buf[e.cur:]...)...)
+	e.cur += len(rs)
+}
+
+func (e *editor) insertText(s string) { e.insert([]rune(s)) }
+
+// paste inserts pasted text: cleaned of control characters, and folded to
+// a placeholder when it is long. The placeholder expands on submit.
+func (e *editor) paste(s string) {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	lines := strings.Count(s, "\n") + 1
+	if lines > pasteFoldLines {
+		ph := fmt.Sprintf("[pasted %d lines]", lines)
+		for n := 2; e.pastes[ph] != "" || strings.Contains(string(e.buf), ph); n++ {
+			ph = fmt.Sprintf("[pasted %d lines #%d]", lines, n)
+		}
+		if e.pastes == nil {
+			e.pastes = map[string]string{}
+		}
+		e.pastes[ph] = s
+		e.insertText(ph)
+		return
+	}
+	e.insertText(editorClean(s))
+}
+
+// editorClean keeps what the editor can show: no control characters but
+// newlines, tabs as spaces.
+func editorClean(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case r < 0x20 || (r >= 0x7f && r < 0xa0) || isBidiControl(r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// key applies an editing key for an editor width columns wide (up and down
+// move by screen rows). It reports whether the key was one of its own.
+func (e *editor) key(k key, width int) bool {
+	ctrl, alt := k.mod&modCtrl != 0, k.mod&modAlt != 0
+	switch k.code {
+	case keyRune:
+		switch {
+		case ctrl && !alt:
+			return e.ctrlKey(k.r)
+		case alt && !ctrl:
+			return e.altKey(k.r)
+		case !ctrl && !alt:
+			e.insert([]rune{k.r})
+			return true
+		}
+		return false
+	case keyEnter:
+		if alt || k.mod&modShift != 0 {
+			e.insert([]rune{'\n'})
+			return true
+		}
+		return false
+	case keyPaste:
+		e.paste(k.text)
+	case keyLeft:
+		if ctrl || alt {
+			e.cur = e.wordStart(e.cur)
+		} else {
+			e.cur = e.prevCluster(e.cur)
+		}
+	case keyRight:
+		if ctrl || alt {
+			e.cur = e.wordEnd(e.cur)
+		} else {
+			e.cur = e.nextCluster(e.cur)
+		}
+	case keyHome:
+		e.cur = e.lineStart(e.cur)
+	case keyEnd:
+		e.cur = e.lineEnd(e.cur)
+	case keyUp:
+		e.vertical(-1, width)
+	case keyDown:
+		e.vertical(1, width)
+	case keyBackspace:
+		if alt || ctrl {
+			e.killRange(e.wordStart(e.cur), e.cur)
+		} else if e.cur > 0 {
+			e.delete(e.prevCluster(e.cur), e.cur)
+		}
+	case keyDelete:
+		e.delete(e.cur, e.nextCluster(e.cur))
+	default:
+		return false
+	}
+	return true
+}
+
+func (e *editor) ctrlKey(r rune) bool {
+	switch r {
+	case 'a':
+		e.cur = e.lineStart(e.cur)
+	case 'e':
+		e.cur = e.lineEnd(e.cur)
+	case 'b':
+		e.cur = e.prevCluster(e.cur)
+	case 'f':
+		e.cur = e.nextCluster(e.cur)
+	case 'd':
+		e.delete(e.cur, e.nextCluster(e.cur))
+	case 'h':
+		if e.cur > 0 {
+			e.delete(e.prevCluster(e.cur), e.cur)
+		}
+	case 'j':
+		e.insert([]rune{'\n'})
+	case 'k':
+		end := e.lineEnd(e.cur)
+		if end == e.cur && end < len(e.buf) {
+			end++ // at the end of a line: join the next one
+		}
+		e.killRange(e.cur, end)
+	case 'u':
+		start := e.lineStart(e.cur)
+		if start == e.cur && start > 0 {
+			start-- // at the start of a line: join the previous one
+		}
+		e.killRange(start, e.cur)
+	case 'w':
+		start := e.cur
+		for start > 0 && unicode.IsSpace(e.buf[start-1]) {
+			start--
+		}
+		for start > 0 && !unicode.IsSpace(e.buf[start-1]) {
+			start--
+		}
+		e.killRange(start, e.cur)
+	case 'y':
+		e.insert(e.kill)
+	case 'p':
+		e.vertical(-1, 0)
+	case 'n':
+		e.vertical(1, 0)
+	default:
+		return false
+	}
+	return true
+}
+
+func (e *editor) altKey(r rune) bool {
+	switch r {
+	case 'b':
+		e.cur = e.wordStart(e.cur)
+	case 'f':
+		e.cur = e.wordEnd(e.cur)
+	case 'd':
+		e.killRange(e.cur, e.wordEnd(e.cur))
+	default:
+		return false
+	}
+	return true
+}
+
+func (e *editor) delete(from, to int) {
+	if from < to {
+		e.buf = append(e.buf[:from], e.buf[to:]...)
+		e.cur = from
+	}
+}
+
+func (e *editor) killRange(from, to int) {
+	if from < to {
+		e.kill = append([]rune(nil), e.buf[from:to]...)
+		e.delete(from, to)
+	}
+}
+
+// prevCluster and nextCluster step over a rune and the zero-width runes
+// that combine with it, so the cursor never sits inside a character.
+func (e *editor) prevCluster(i int) int {
+	for i > 0 {
+		i--
+		if runeWidth(e.buf[i]) != 0 || e.buf[i] == '\n' {
+			break
+		}
+	}
+	return i
+}
+
+func (e *editor) nextCluster(i int) int {
+	if i >= len(e.buf) {
+		return len(e.buf)
+	}
+	i++
+	for i < len(e.buf) && e.buf[i] != '\n' && runeWidth(e.buf[i]) == 0 {
+		i++
+	}
+	return i
+}
+
+func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
+
+func (e *editor) wordStart(i int) int {
+	for i > 0 && !isWord(e.buf[i-1]) {
+		i--
+	}
+	for i > 0 && isWord(e.buf[i-1]) {
+		i--
+	}
+	return i
+}
+
+func (e *editor) wordEnd(i int) int {
+	for i < len(e.buf) && !isWord(e.buf[i]) {
+		i++
+	}
+	for i < len(e.buf) && isWord(e.buf[i]) {
+		i++
+	}
+	return i
+}
+
+func (e *editor) lineStart(i int) int {
+	for i > 0 && e.buf[i-1] != '\n' {
+		i--
+	}
+	return i
+}
+
+func (e *editor) lineEnd(i int) int {
+	for i < len(e.buf) && e.buf[i] != '\n' {
+		i++
+	}
+	return i
+}
+
+// vertical moves the cursor a screen row up or down, keeping its column;
+// past the first or last row it walks the history instead.
+func (e *editor) vertical(dir, width int) {
+	if width <= 0 {
+		width = 1 << 20
+	}
+	rows, crow, ccol := e.layout(width)
+	target := crow + dir
+	if target < 0 || target >= len(rows) {
+		e.walkHistory(dir)
+		return
+	}
+	r := rows[target]
+	col, i := 0, r.start
+	for i < r.end {
+		w := runeWidth(e.buf[i])
+		if col+w > ccol-r.indent {
+			break
+		}
+		col += w
+		i = e.nextCluster(i)
+	}
+	if i >= r.end && r.end < len(e.buf) && e.buf[r.end] != '\n' && r.end > r.start {
+		i = e.prevCluster(r.end) // stay on a wrapped row rather than slip to the next
+	}
+	e.cur = min(i, r.end)
+}
+
+func (e *editor) walkHistory(dir int) {
+	next := e.histAt - dir
+	if next < -1 || next >= len(e.hist) {
+		return
+	}
+	if e.histAt == -1 {
+		e.draft = append([]rune(nil), e.buf...)
+	}
+	e.histAt = next
+	if next == -1 {
+		e.buf = append([]rune(nil), e.draft...)
+	} else {
+		e.buf = []rune(e.hist[next])
+	}
+	e.cur = len(e.buf)
+}
+
+// editorRow is one screen row of the editor: runes [start, end) of the
+// buffer, drawn after indent columns of prompt or padding.
+type editorRow struct {
+	start, end int
+	indent     int
+}
+
+const (
+	editorPrompt = "› "
+	editorIndent = 2
+)
+
+// layout breaks the text into screen rows of the given width, wide
+// characters never split, and finds the cursor's row and column. A cursor
+// after a full row goes to the start of an extra row.
+func (e *editor) layout(width int) (rows []editorRow, crow, ccol int) {
+	avail := max(width-editorIndent, 1)
+	start := 0
+	crow, ccol = -1, 0
+	for {
+		lineEnd := e.lineEnd(start)
+		rowStart, col := start, 0
+		for i := start; i < lineEnd; i++ {
+			w := runeWidth(e.buf[i])
+			if col+w > avail && col > 0 {
+				rows = append(rows, editorRow{rowStart, i, editorIndent})
+				rowStart, col = i, 0
+			}
+			if i == e.cur {
+				crow, ccol = len(rows), editorIndent+col
+			}
+			col += w
+		}
+		if e.cur == lineEnd {
+			if col >= avail {
+				rows = append(rows, editorRow{rowStart, lineEnd, editorIndent})
+				rowStart, col = lineEnd, 0
+			}
+			crow, ccol = len(rows), editorIndent+col
+		}
+		rows = append(rows, editorRow{rowStart, lineEnd, editorIndent})
+		if lineEnd >= len(e.buf) {
+			break
+		}
+		start = lineEnd + 1
+	}
+	return rows, crow, ccol
+}
+
+// view renders the editor: at most maxRows rows, scrolled to keep the
+// cursor in sight, with the cursor's row and column among them.
+func (e *editor) view(width, maxRows int, placeholder string) (out []string, crow, ccol int) {
+	rows, crow, ccol := e.layout(width)
+	first := 0
+	if maxRows > 0 && len(rows) > maxRows {
+		first = min(max(crow-maxRows/2, 0), len(rows)-maxRows)
+		rows = rows[first : first+maxRows]
+	}
+	for _, r := range rows {
+		prefix := span{"  ", 0}
+		if r.start == 0 {
+			prefix = span{editorPrompt, fgCyan | sBold}
+		}
+		text := string(e.buf[r.start:r.end])
+		if len(e.buf) == 0 && placeholder != "" {
+			out = append(out, fitLine(width, prefix, span{placeholder, sDim}))
+			continue
+		}
+		out = append(out, string(renderRow(nil, []span{prefix}, appendCells(nil, text, 0))))
+	}
+	return out, crow - first, ccol
+}
+
+// History.
+
+// promptHistory is $ZOT_HOME/history: one JSON line per prompt sent, with the
+// directory it was sent in. Up walks this directory's prompts first, newest
+// first, then those of other directories.
+type promptHistory struct {
+	path string
+	cwd  string
+	last string
+}
+
+// historyRow is one line of the history file.
+type historyRow struct {
+	Time time.Time `json:"time"`
+	Cwd  string    `json:"cwd"`
+	Text string    `json:"text"`
+}
+
+const (
+	historyReadLimit = 4 << 20 // bytes read from the end of the file
+	historyKeep      = 1000    // entries offered per list
+	historyMaxText   = 64 << 10
+)
+
+// loadHistory reads the history for cwd. A missing file is an empty
+// history; unreadable lines are skipped. A history with no path is off.
+func loadHistory(path, cwd string) (*promptHistory, []string, error) {
+	h := &promptHistory{path: path, cwd: cwd}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return h, nil, nil
+	}
+	if err != nil {
+		return h, nil, fmt.Errorf("read history %s: %w", path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > historyReadLimit {
+		f.Seek(st.Size()-historyReadLimit, io.SeekStart)
+	}
+	var here, elsewhere []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), historyMaxText*8)
+	for sc.Scan() {
+		var row historyRow
+		if json.Unmarshal(sc.Bytes(), &row) != nil || row.Text == "" {
+			continue
+		}
+		if row.Cwd == cwd {
+			here = append(here, row.Text)
+		} else {
+			elsewhere = append(elsewhere, row.Text)
+		}
+	}
+	seen := map[string]bool{}
+	var list []string
+	for _, part := range [][]string{here, elsewhere} {
+		for i := len(part) - 1; i >= 0 && len(list) < 2*historyKeep; i-- {
+			if !seen[part[i]] {
+				seen[part[i]] = true
+				list = append(list, part[i])
+			}
+		}
+	}
+	if len(here) > 0 {
+		h.last = here[len(here)-1]
+	}
+	return h, list, nil
+}
+
+// add appends a prompt: one write of one line on a file opened for
+// appending, so concurrent zots never tear each other's lines. The file is
+// private (mode 0600): prompts can hold anything.
+func (h *promptHistory) add(text string) error {
+	if h.path == "" || text == "" || text == h.last || len(text) > historyMaxText {
+		return nil
+	}
+	h.last = text
+	line, err := json.Marshal(historyRow{Time: time.Now().UTC(), Cwd: h.cwd, Text: text})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(h.path), 0o700); err != nil {
+		return fmt.Errorf("write history %s: %w", h.path, err)
+	}
+	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("write history %s: %w", h.path, err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write history %s: %w", h.path, err)
+	}
+	return nil
+}
+
+// Completion.
+
+// popupItem is one line of a completion popup; a divider is not selectable.
+type popupItem struct {
+	label   string // what is shown and inserted
+	desc    string
+	divider bool
+}
+
+// popup is the list shown under the editor while completing.
+type popup struct {
+	file  bool // @path completion rather than slash commands
+	items []popupItem
+	sel   int
+}
+
+const popupRows = 8
+
+func (p *popup) move(dir int) {
+	for i := 0; i < len(p.items); i++ {
+		p.sel = (p.sel + dir + len(p.items)) % len(p.items)
+		if !p.items[p.sel].divider {
+			return
+		}
+	}
+}
+
+func (p *popup) selected() (popupItem, bool) {
+	if p == nil || p.sel < 0 || p.sel >= len(p.items) || p.items[p.sel].divider {
+		return popupItem{}, false
+	}
+	return p.items[p.sel], true
+}
+
+// view draws the popup: a window of popupRows items around the selection.
+func (p *popup) view(width int) []string {
+	top := 0
+	if len(p.items) > popupRows {
+		top = min(max(p.sel-popupRows/2, 0), len(p.items)-popupRows)
+	}
+	labelW := 0
+	for _, it := range p.items {
+		labelW = max(labelW, stringWidth(it.label))
+	}
+	labelW = min(labelW, width/2)
+	var out []string
+	for i := top; i < len(p.items) && i < top+popupRows; i++ {
+		it := p.items[i]
+		if it.divider {
+			out = append(out, fitLine(width, span{"  ── " + it.label + " " + strings.Repeat("─", max(0, 20-stringWidth(it.label))), sDim}))
+			continue
+		}
+		mark, st := "  ", style(0)
+		if i == p.sel {
+			mark, st = "› ", fgCyan|sBold
+		}
+		pad := strings.Repeat(" ", max(0, labelW-stringWidth(it.label)))
+		out = append(out, fitLine(width, span{mark, st}, span{it.label + pad, st}, span{"  " + it.desc, sDim}))
+	}
+	if len(p.items) > popupRows {
+		out = append(out, fitLine(width, span{fmt.Sprintf("  %d/%d", p.sel+1, len(p.items)), sDim}))
+	}
+	return out
+}
+
+// slashPopup lists the commands whose names start with what is typed after
+// "/": built-in ones, then extension commands under a divider.
+func slashPopup(typed string, builtins []popupItem, ext []popupItem) *popup {
+	p := &popup{}
+	for _, it := range builtins {
+		if strings.HasPrefix(it.label, typed) {
+			p.items = append(p.items, it)
+		}
+	}
+	var extMatches []popupItem
+	for _, it := range ext {
+		if strings.HasPrefix(it.label, typed) {
+			extMatches = append(extMatches, it)
+		}
+	}
+	if len(extMatches) > 0 {
+		p.items = append(p.items, popupItem{label: "extensions", divider: true})
+		p.items = append(p.items, extMatches...)
+	}
+	if len(p.items) == 0 {
+		return nil
+	}
+	if p.items[0].divider {
+		p.sel = 1
+	}
+	return p
+}
+
+// atWord finds the @reference around the cursor: its start and the text
+// after the @.
+func (e *editor) atWord() (start int, ref string, ok bool) {
+	start = e.cur
+	for start > 0 && !unicode.IsSpace(e.buf[start-1]) {
+		start--
+	}
+	if start >= len(e.buf) || e.buf[start] != '@' || start == e.cur {
+		return 0, "", false
+	}
+	return start, string(e.buf[start+1 : e.cur]), true
+}
+
+// fileCandidates lists the paths under cwd that complete ref: entries of
+// ref's directory whose names start with its last element; directories
+// end in "/". Hidden entries appear only when asked for with a leading dot.
+func fileCandidates(cwd, ref string) []string {
+	dir, base := filepath.Split(ref)
+	abs := dir
+	if strings.HasPrefix(dir, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			abs = filepath.Join(home, dir[2:])
+		}
+	} else if !filepath.IsAbs(dir) {
+		abs = filepath.Join(cwd, dir)
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ent := range entries {
+		name := ent.Name()
+		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) {
+			continue
+		}
+		if strings.ContainsAny(name, " \t\n") || cleanText(name) != name {
+			continue // not something an @word can name
+		}
+		full := dir + name
+		if ent.IsDir() {
+			full += "/"
+		} else if ent.Type()&os.ModeSymlink != 0 {
+			if st, err := os.Stat(filepath.Join(abs, name)); err == nil && st.IsDir() {
+				full += "/"
+			}
+		}
+		out = append(out, full)
+		if len(out) >= 200 {
+			break
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// commonPrefix is the longest prefix all of list share.
+func commonPrefix(list []string) string {
+	if len(list) == 0 {
+		return ""
+	}
+	p := list[0]
+	for _, s := range list[1:] {
+		for !strings.HasPrefix(s, p) {
+			p = p[:len(p)-1]
+		}
+	}
+	return p
+}
+
+// replaceRange swaps runes [from, e.cur) for s.
+func (e *editor) replaceRange(from int, s string) {
+	rest := append([]rune(nil), e.buf[e.cur:]...)
+	e.buf = append(append(e.buf[:from], []rune(s)...), rest...)
+	e.cur = from + len([]rune(s))
+}
+
+// atRefs finds the @path words of a prompt.
+func atRefs(text string) []string {
+	var refs []string
+	for _, w := range strings.Fields(text) {
+		if len(w) > 1 && w[0] == '@' {
+			refs = append(refs, strings.TrimRight(w[1:], ".,;:!?)"))
+		}
+	}
+	return refs
+}
+
+// attachLimit bounds a file attached with @path.
+const attachLimit = 256 << 10
+
+// attachFile reads a file named by @path for the prompt: text as a block
+// that names it, images as image blocks. resolve applies the jail.
+func attachFile(ref string, resolve func(string) (string, error)) (Block, string, error) {
+	path, err := resolve(ref)
+	if err != nil {
+		return Block{}, "", err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return Block{}, "", err
+	}
+	if !st.Mode().IsRegular() {
+		return Block{}, "", fmt.Errorf("@%s is not a regular file", ref)
+	}
+	if st.Size() > attachLimit {
+		return Block{}, "", fmt.Errorf("@%s is %s, more than the %s an attachment may be; ask the model to read it instead", ref, sizeString(st.Size()), sizeString(attachLimit))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Block{}, "", err
+	}
+	if mime := imageType(data); mime != "" {
+		return Block{Type: "image", MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}, fmt.Sprintf("@%s (image, %s)", ref, sizeString(st.Size())), nil
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
+	}
+	lines := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		lines++
+	}
+	text := fmt.Sprintf("<file path=%q>\n%s\n</file>", ref, strings.TrimRight(string(data), "\n"))
+	return TextBlock(text), fmt.Sprintf("@%s (%d lines)", ref, lines), nil
+}

@@ -1,0 +1,1022 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The renderer turns text into terminal rows: a width table for wide and
+// zero-width runes, cleanText for anything that did not come from zot
+// itself, styled cells wrapped to a width, markdown-lite for assistant
+// text, and screen, which draws rows inline by diff. Every escape sequence
+// zot writes to the terminal is produced in this file.
+
+// Display width.
+
+type runeRange struct{ lo, hi rune }
+
+// wideRanges are the East Asian Wide and Fullwidth runes and the emoji
+// that terminals draw two columns wide.
+var wideRanges = []runeRange{
+	{0x1100, 0x115f}, {0x231a, 0x231b}, {0x2329, 0x232a}, {0x23e9, 0x23ec}, {0x23f0, 0x23f0},
+	{0x23f3, 0x23f3}, {0x25fd, 0x25fe}, {0x2614, 0x2615}, {0x2648, 0x2653}, {0x267f, 0x267f},
+	{0x2693, 0x2693}, {0x26a1, 0x26a1}, {0x26aa, 0x26ab}, {0x26bd, 0x26be}, {0x26c4, 0x26c5},
+	{0x26ce, 0x26ce}, {0x26d4, 0x26d4}, {0x26ea, 0x26ea}, {0x26f2, 0x26f3}, {0x26f5, 0x26f5},
+	{0x26fa, 0x26fa}, {0x26fd, 0x26fd}, {0x2705, 0x2705}, {0x270a, 0x270b}, {0x2728, 0x2728},
+	{0x274c, 0x274c}, {0x274e, 0x274e}, {0x2753, 0x2755}, {0x2757, 0x2757}, {0x2795, 0x2797},
+	{0x27b0, 0x27b0}, {0x27bf, 0x27bf}, {0x2b1b, 0x2b1c}, {0x2b50, 0x2b50}, {0x2b55, 0x2b55},
+	{0x2e80, 0x303e}, {0x3041, 0x33ff}, {0x3400, 0x4dbf}, {0x4e00, 0x9fff}, {0xa000, 0xa4cf},
+	{0xa960, 0xa97f}, {0xac00, 0xd7a3}, {0xf900, 0xfaff}, {0xfe10, 0xfe19}, {0xfe30, 0xfe6f},
+	{0xff00, 0xff60}, {0xffe0, 0xffe6}, {0x16fe0, 0x16fe4}, {0x17000, 0x18aff}, {0x1b000, 0x1b2ff},
+	{0x1f004, 0x1f004}, {0x1f0cf, 0x1f0cf}, {0x1f18e, 0x1f18e}, {0x1f191, 0x1f19a}, {0x1f200, 0x1f251},
+	{0x1f260, 0x1f265}, {0x1f300, 0x1f320}, {0x1f32d, 0x1f335}, {0x1f337, 0x1f37c}, {0x1f37e, 0x1f393},
+	{0x1f3a0, 0x1f3ca}, {0x1f3cf, 0x1f3d3}, {0x1f3e0, 0x1f3f0}, {0x1f3f4, 0x1f3f4}, {0x1f3f8, 0x1f43e},
+	{0x1f440, 0x1f440}, {0x1f442, 0x1f4fc}, {0x1f4ff, 0x1f53d}, {0x1f54b, 0x1f54e}, {0x1f550, 0x1f567},
+	{0x1f57a, 0x1f57a}, {0x1f595, 0x1f596}, {0x1f5a4, 0x1f5a4}, {0x1f5fb, 0x1f64f}, {0x1f680, 0x1f6c5},
+	{0x1f6cc, 0x1f6cc}, {0x1f6d0, 0x1f6d2}, {0x1f6d5, 0x1f6d7}, {0x1f6dc, 0x1f6df}, {0x1f6eb, 0x1f6ec},
+	{0x1f6f4, 0x1f6fc}, {0x1f7e0, 0x1f7eb}, {0x1f7f0, 0x1f7f0}, {0x1f90c, 0x1f93a}, {0x1f93c, 0x1f945},
+	{0x1f947, 0x1f9ff}, {0x1fa70, 0x1faff}, {0x20000, 0x2fffd}, {0x30000, 0x3fffd},
+}
+
+// runeWidth is how many columns r takes: 0 for combining marks, format
+// characters and controls, 2 for wide runes, else 1.
+func runeWidth(r rune) int {
+	switch {
+	case r < 0x20 || (r >= 0x7f && r < 0xa0):
+		return 0
+	case r < 0x300, r >= 0x2190 && r <= 0x21ff, r >= 0x2500 && r <= 0x25fc:
+		return 1
+	case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf), r >= 0x1160 && r <= 0x11ff:
+		return 0
+	}
+	lo, hi := 0, len(wideRanges)
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch {
+		case r < wideRanges[m].lo:
+			hi = m
+		case r > wideRanges[m].hi:
+			lo = m + 1
+		default:
+			return 2
+		}
+	}
+	return 1
+}
+
+// stringWidth is the display width of s, which holds no escapes.
+func stringWidth(s string) int {
+	w := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			for _, r := range s[i:] {
+				w += runeWidth(r)
+			}
+			return w
+		}
+		if s[i] >= 0x20 && s[i] < 0x7f {
+			w++
+		}
+	}
+	return w
+}
+
+// visibleWidth is the display width of a rendered row: escapes count zero.
+func visibleWidth(row string) int {
+	w := 0
+	for i := 0; i < len(row); {
+		if row[i] == 0x1b {
+			n, _ := escapeLen(row[i:])
+			i += n
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(row[i:])
+		w += runeWidth(r)
+		i += size
+	}
+	return w
+}
+
+// Untrusted text.
+
+const tabWidth = 4
+
+// cleanText makes text from the model, tools, files and extensions safe to
+// draw. Colour escapes (SGR) are dropped; every other escape sequence
+// becomes one visible ␛ and the rest of the sequence is dropped with it, so
+// nothing can move the cursor, set the title, write the clipboard or
+// change modes. Other control characters become their visible pictures
+// (␍ for a carriage return that would overwrite the line, ␇ for a bell),
+// C1 controls, bidirectional overrides and invalid UTF-8 become U+FFFD, and
+// tabs become spaces. "\n" and "\r\n" are line breaks.
+func cleanText(s string) string {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\n') || c >= 0x7f {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	col := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\n':
+			b.WriteByte('\n')
+			col = 0
+			i++
+		case c == '\t':
+			n := tabWidth - col%tabWidth
+			b.WriteString("    "[:n])
+			col += n
+			i++
+		case c == '\r':
+			if i+1 == len(s) || s[i+1] == '\n' {
+				i++ // a line ending, not an overwrite
+				continue
+			}
+			b.WriteRune(0x240d)
+			col++
+			i++
+		case c == 0x1b:
+			n, silent := escapeLen(s[i:])
+			if !silent {
+				b.WriteRune(0x241b)
+				col++
+			}
+			i += n
+		case c < 0x20:
+			b.WriteRune(0x2400 + rune(c))
+			col++
+			i++
+		case c == 0x7f:
+			b.WriteRune(0x2421)
+			col++
+			i++
+		case c < 0x80:
+			b.WriteByte(c)
+			col++
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			switch {
+			case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
+				b.WriteRune(utf8.RuneError)
+				col++
+			case r == 0xfeff:
+			case r == 0x2028 || r == 0x2029:
+				b.WriteByte(' ')
+				col++
+			default:
+				b.WriteRune(r)
+				col += runeWidth(r)
+			}
+		}
+	}
+	return b.String()
+}
+
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// escapeLen measures the escape sequence at the start of s (s[0] is ESC):
+// CSI (silent when it only sets colours), OSC, DCS, APC, PM and SOS strings
+// up to their terminator, or ESC and the bytes of a short sequence. An
+// unterminated sequence ends at a control character or the end of s.
+func escapeLen(s string) (n int, silent bool) {
+	if len(s) < 2 {
+		return len(s), false
+	}
+	switch s[1] {
+	case '[':
+		i := 2
+		for i < len(s) && s[i] >= 0x30 && s[i] <= 0x3f {
+			i++
+		}
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			return i + 1, s[i] == 'm' && isSGRParams(s[2:i])
+		}
+		return i, false
+	case ']', 'P', '_', '^', 'X':
+		for i := 2; i < len(s); i++ {
+			switch {
+			case s[i] == 0x07:
+				return i + 1, false
+			case s[i] == 0x1b:
+				if i+1 < len(s) && s[i+1] == '\\' {
+					return i + 2, false
+				}
+				return i, false
+			case s[i] == '\n':
+				return i, false
+			}
+		}
+		return len(s), false
+	}
+	i := 1
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+		i++
+	}
+	return i, false
+}
+
+func isSGRParams(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if (p[i] < '0' || p[i] > '9') && p[i] != ';' && p[i] != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine cleans s and folds it onto one line (for summaries and lists).
+func oneLine(s string) string {
+	s = cleanText(s)
+	if strings.IndexByte(s, '\n') < 0 {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Styles.
+
+// style is a set of text attributes and a foreground colour.
+type style uint16
+
+const (
+	sBold style = 1 << iota
+	sDim
+	sItalic
+	sUnderline
+	sReverse
+)
+
+const (
+	fgRed style = (iota + 1) << 8
+	fgGreen
+	fgYellow
+	fgBlue
+	fgMagenta
+	fgCyan
+	fgGray
+	fgMask style = 0xf << 8
+)
+
+var fgCodes = [...]string{1: "31", 2: "32", 3: "33", 4: "34", 5: "35", 6: "36", 7: "90"}
+
+// appendSGR writes the escape that selects st from a reset state.
+func appendSGR(b []byte, st style) []byte {
+	b = append(b, "\x1b[0"...)
+	for i, code := range []string{"1", "2", "3", "4", "7"} {
+		if st&(1<<i) != 0 {
+			b = append(b, ';')
+			b = append(b, code...)
+		}
+	}
+	if c := st & fgMask >> 8; c != 0 && int(c) < len(fgCodes) {
+		b = append(b, ';')
+		b = append(b, fgCodes[c]...)
+	}
+	return append(b, 'm')
+}
+
+// span is text (already clean) in one style.
+type span struct {
+	text string
+	st   style
+}
+
+// cell is one character on screen: a rune with the zero-width runes that
+// combine with it.
+type cell struct {
+	s  string
+	w  uint8
+	st style
+}
+
+// appendCells adds the cells of clean text s in style st. Text that was
+// not cleaned cannot do harm here either: a control character becomes its
+// picture and invalid UTF-8 or a C1 control becomes U+FFFD.
+func appendCells(dst []cell, s string, st style) []cell {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < 0x80 {
+			cs := s[i : i+1]
+			switch {
+			case c == 0x7f:
+				cs = "␡"
+			case c < 0x20:
+				cs = string(rune(0x2400 + int(c)))
+			}
+			dst = append(dst, cell{s: cs, w: 1, st: st})
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || r < 0xa0 {
+			dst = append(dst, cell{s: "\uFFFD", w: 1, st: st})
+			i += size
+			continue
+		}
+		w := runeWidth(r)
+		if w == 0 && len(dst) > 0 {
+			dst[len(dst)-1].s += s[i : i+size]
+		} else {
+			dst = append(dst, cell{s: s[i : i+size], w: uint8(w), st: st})
+		}
+		i += size
+	}
+	return dst
+}
+
+// drawable reports whether s can be written as it is: valid UTF-8 with no
+// control characters (C0, DEL or C1).
+func drawable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || (c == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}
+
+func spansWidth(spans []span) int {
+	w := 0
+	for _, s := range spans {
+		w += stringWidth(s.text)
+	}
+	return w
+}
+
+// renderRow writes prefix spans and cells as one row.
+func renderRow(b []byte, prefix []span, cells []cell) []byte {
+	cur := style(0)
+	set := func(st style) {
+		if st != cur {
+			b = appendSGR(b, st)
+			cur = st
+		}
+	}
+	for _, p := range prefix {
+		set(p.st)
+		b = append(b, p.text...)
+	}
+	for _, c := range cells {
+		set(c.st)
+		b = append(b, c.s...)
+	}
+	if cur != 0 {
+		b = append(b, "\x1b[0m"...)
+	}
+	return b
+}
+
+// fitLine renders spans as one row of at most width columns, cutting with
+// "…" when they do not fit.
+func fitLine(width int, spans ...span) string {
+	w, safe := 0, true
+	for _, s := range spans {
+		w += stringWidth(s.text)
+		safe = safe && drawable(s.text)
+	}
+	if w <= width && safe {
+		var b []byte
+		cur := style(0)
+		for _, s := range spans {
+			if s.text == "" {
+				continue
+			}
+			if s.st != cur {
+				b = appendSGR(b, s.st)
+				cur = s.st
+			}
+			b = append(b, s.text...)
+		}
+		if cur != 0 {
+			b = append(b, "\x1b[0m"...)
+		}
+		return string(b)
+	}
+	var cells []cell
+	for _, s := range spans {
+		cells = appendCells(cells, s.text, s.st)
+	}
+	w = 0
+	for i, c := range cells {
+		if w+int(c.w) > width {
+			// Make room for the ellipsis.
+			for i > 0 && w+1 > width {
+				i--
+				w -= int(cells[i].w)
+			}
+			cells = append(cells[:i:i], cell{s: "…", w: 1, st: sDim})
+			break
+		}
+		w += int(c.w)
+	}
+	return string(renderRow(nil, nil, cells))
+}
+
+// Wrapping.
+
+// wrapSpec says how to break cells into rows: the prefixes of the first
+// and later rows, whether to break anywhere (code) or between words, and
+// how many cells at the start were shown already (rows for them are not
+// made; the first row made then takes the later-row prefix).
+type wrapSpec struct {
+	width       int
+	first, cont []span
+	hard        bool
+	skip        int
+}
+
+// wrapCells breaks cells into rows no wider than the width. ends[i] is the
+// index of the first cell after row i, counting a space dropped at a break.
+// Rows other than the last never change when cells are appended, which is
+// what lets streamed text be committed row by row.
+func wrapCells(cells []cell, ws wrapSpec) (rows []string, ends []int) {
+	pos := min(ws.skip, len(cells))
+	first := pos == 0
+	// prefixFor gives the prefix of the next row and the columns left after it;
+	// a prefix that leaves too little room is dropped.
+	prefixFor := func() ([]span, int) {
+		p := ws.cont
+		if first {
+			p = ws.first
+		}
+		if avail := ws.width - spansWidth(p); avail >= 4 {
+			return p, avail
+		}
+		return nil, max(ws.width, 1)
+	}
+	if pos == len(cells) {
+		p, _ := prefixFor()
+		return []string{string(renderRow(nil, p, nil))}, []int{pos}
+	}
+	for {
+		prefix, avail := prefixFor()
+		i, w, lastSpace := pos, 0, -1
+		for i < len(cells) && w+int(cells[i].w) <= avail {
+			if cells[i].s == " " {
+				lastSpace = i
+			}
+			w += int(cells[i].w)
+			i++
+		}
+		end, next := i, i
+		switch {
+		case i == len(cells):
+		case ws.hard:
+		case cells[i].s == " ":
+			next = i + 1
+		case lastSpace > pos:
+			end, next = lastSpace, lastSpace+1
+		}
+		if next == pos { // a cell wider than the row
+			end, next = pos+1, pos+1
+		}
+		rows = append(rows, string(renderRow(nil, prefix, cells[pos:end])))
+		ends = append(ends, next)
+		pos, first = next, false
+		if pos >= len(cells) {
+			return rows, ends
+		}
+	}
+}
+
+// Markdown-lite.
+
+// mdState is what one line of markdown leaves for the next: whether a
+// fenced code block is open, and its fence.
+type mdState struct {
+	fence string
+}
+
+// mdLine is one logical line of markdown, parsed: its cells and how to
+// wrap them.
+type mdLine struct {
+	cells       []cell
+	first, cont []span
+	hard        bool
+}
+
+const (
+	codeStyle    = fgCyan
+	headingStyle = sBold
+	quoteStyle   = fgGray
+)
+
+// parseMarkdownLine parses one line (no newline) of assistant text in
+// state st, which it advances, appending the cells to dst. base is added
+// to every style (dim for thinking). The text is cleaned first. Every choice it makes depends on at
+// most two characters after the one decided, so a line that grows while it
+// streams keeps the rendering of what came before.
+func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
+	line := cleanText(raw)
+	var m mdLine
+	if st.fence != "" {
+		if isFenceClose(line, st.fence) {
+			st.fence = ""
+			m.cells = appendCells(dst, line, base|sDim)
+			return m
+		}
+		m.cells = appendCells(dst, line, base|codeStyle)
+		m.hard = true
+		return m
+	}
+	trimmed := strings.TrimLeft(line, " ")
+	indent := len(line) - len(trimmed)
+	if f := fenceOpen(trimmed); f != "" && indent <= 3 {
+		st.fence = f
+		m.cells = appendCells(dst, line, base|sDim)
+		return m
+	}
+	if indent <= 3 {
+		if n := headingLevel(trimmed); n > 0 {
+			hs := base | headingStyle
+			if n == 1 {
+				hs |= sUnderline
+			}
+			m.cells = inlineCells(dst, strings.TrimLeft(trimmed[n:], " "), hs)
+			return m
+		}
+		if isRule(trimmed) {
+			m.cells = appendCells(dst, strings.Repeat("─", 40), base|sDim)
+			return m
+		}
+		if strings.HasPrefix(trimmed, ">") {
+			var bars strings.Builder
+			for strings.HasPrefix(trimmed, ">") {
+				bars.WriteString("│ ")
+				trimmed = strings.TrimPrefix(trimmed[1:], " ")
+			}
+			p := []span{{bars.String(), base | quoteStyle}}
+			m.first, m.cont = p, p
+			m.cells = inlineCells(dst, trimmed, base|sItalic)
+			return m
+		}
+	}
+	if marker, rest, ok := listItem(trimmed); ok {
+		pad := strings.Repeat(" ", min(indent, 12))
+		m.first = []span{{pad, 0}, {marker, base | fgCyan}}
+		m.cont = []span{{pad + strings.Repeat(" ", stringWidth(marker)), 0}}
+		m.cells = inlineCells(dst, rest, base)
+		return m
+	}
+	m.cells = inlineCells(dst, line, base)
+	return m
+}
+
+func fenceOpen(s string) string {
+	for _, c := range []string{"`", "~"} {
+		n := len(s) - len(strings.TrimLeft(s, c))
+		if n >= 3 && (c == "~" || !strings.Contains(s[n:], "`")) {
+			return s[:n]
+		}
+	}
+	return ""
+}
+
+func isFenceClose(line, fence string) bool {
+	s := strings.TrimLeft(line, " ")
+	if len(line)-len(s) > 3 || !strings.HasPrefix(s, fence) {
+		return false
+	}
+	s = strings.TrimLeft(s, fence[:1])
+	return strings.TrimSpace(s) == ""
+}
+
+func headingLevel(s string) int {
+	n := 0
+	for n < len(s) && s[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || (n < len(s) && s[n] != ' ') {
+		return 0
+	}
+	return n
+}
+
+func isRule(s string) bool {
+	s = strings.TrimRight(s, " ")
+	if len(s) < 3 {
+		return false
+	}
+	c := s[0]
+	if c != '-' && c != '*' && c != '_' {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case c:
+			n++
+		case ' ':
+		default:
+			return false
+		}
+	}
+	return n >= 3
+}
+
+// listItem recognises "- x", "* x", "+ x" (drawn with a bullet) and "12. x"
+// or "12) x".
+func listItem(s string) (marker, rest string, ok bool) {
+	if len(s) >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && s[1] == ' ' {
+		return "• ", s[2:], true
+	}
+	n := 0
+	for n < len(s) && n < 9 && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	if n > 0 && n+1 < len(s) && (s[n] == '.' || s[n] == ')') && s[n+1] == ' ' {
+		return s[:n+2], s[n+2:], true
+	}
+	return "", "", false
+}
+
+// inlineCells renders inline markdown: `code`, **bold**, *italic*,
+// _italic_, [links](url). Markers that open or close a style are hidden;
+// link text is underlined and its address dimmed, brackets kept.
+func inlineCells(dst []cell, s string, base style) []cell {
+	var bold, italic, link bool
+	code, url := 0, 0 // backticks of the open code span; paren depth of a link address
+	for i := 0; i < len(s); {
+		c := s[i]
+		st := base
+		switch {
+		case code > 0:
+			if c == '`' {
+				n := runLength(s, i)
+				i += n
+				if n == code {
+					code = 0
+				} else {
+					dst = appendCells(dst, s[i-n:i], base|codeStyle)
+				}
+				continue
+			}
+			st |= codeStyle
+		case url > 0:
+			switch c {
+			case '(':
+				url++
+			case ')':
+				url--
+			}
+			st |= sDim
+		case c == '`':
+			code = runLength(s, i)
+			i += code
+			continue
+		case c == '*' || c == '_':
+			n := runLength(s, i)
+			prev, next := runeBefore(s, i), runeAfter(s, i+n)
+			canOpen := !unicode.IsSpace(next) && next != 0 && (c == '*' || !isWordRune(prev))
+			canClose := !unicode.IsSpace(prev) && prev != 0 && (c == '*' || !isWordRune(next))
+			toggled := false
+			if n == 2 || n == 3 {
+				if bold && canClose || !bold && canOpen {
+					bold, toggled = !bold, true
+				}
+			}
+			if n == 1 || n == 3 {
+				if italic && canClose || !italic && canOpen {
+					italic, toggled = !italic, true
+				}
+			}
+			if toggled {
+				i += n
+				continue
+			}
+			dst = appendCells(dst, s[i:i+n], base|styleOf(bold, italic, link))
+			i += n
+			continue
+		case c == '[' && !link:
+			link = strings.Contains(s[i:], "](")
+		case c == ']' && link:
+			link = false
+			if i+1 < len(s) && s[i+1] == '(' {
+				dst = appendCells(dst, "](", base|sDim)
+				i += 2
+				url = 1
+				continue
+			}
+		}
+		if st == base {
+			st |= styleOf(bold, italic, link)
+			if link && c == '[' {
+				st = base
+			}
+		}
+		size := 1
+		if c >= 0x80 {
+			_, size = utf8.DecodeRuneInString(s[i:])
+		}
+		dst = appendCells(dst, s[i:i+size], st)
+		i += size
+	}
+	return dst
+}
+
+func styleOf(bold, italic, link bool) style {
+	var st style
+	if bold {
+		st |= sBold
+	}
+	if italic {
+		st |= sItalic
+	}
+	if link {
+		st |= sUnderline
+	}
+	return st
+}
+
+func runLength(s string, i int) int {
+	n := 1
+	for i+n < len(s) && s[i+n] == s[i] {
+		n++
+	}
+	return n
+}
+
+func runeBefore(s string, i int) rune {
+	if i == 0 {
+		return ' '
+	}
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	return r
+}
+
+// runeAfter is the rune at i, or 0 when the text (so far) ends there.
+func runeAfter(s string, i int) rune {
+	if i >= len(s) {
+		return 0
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return r
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// renderMarkdown renders whole text to rows of the given width.
+func renderMarkdown(text string, width int, base style) []string {
+	var st mdState
+	var rows []string
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		rows = append(rows, markdownRows(line, &st, width, base, 0)...)
+	}
+	return rows
+}
+
+// markdownRows renders one logical line, skipping cells already shown.
+func markdownRows(line string, st *mdState, width int, base style, skip int) []string {
+	m := parseMarkdownLine(nil, line, st, base)
+	if skip > 0 && skip >= len(m.cells) {
+		return nil
+	}
+	rows, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard, skip: skip})
+	return rows
+}
+
+// plainRows wraps clean text, line by line, in one style.
+func plainRows(text string, width int, st style, first, cont []span) []string {
+	var rows []string
+	for _, line := range strings.Split(text, "\n") {
+		cells := appendCells(nil, line, st)
+		if len(cells) == 0 {
+			rows = append(rows, string(renderRow(nil, first, nil)))
+			first = cont
+			continue
+		}
+		r, _ := wrapCells(cells, wrapSpec{width: width, first: first, cont: cont})
+		rows = append(rows, r...)
+		first = cont
+	}
+	return rows
+}
+
+// The screen.
+
+// screen draws inline, keeping the terminal's scrollback: rows committed
+// above the live region are written once and scroll away like any output;
+// the live region below them (streaming text, tool status, editor, status
+// bar) is redrawn in place, writing only the rows that changed. It never
+// moves the cursor above the live region, which is kept no taller than the
+// terminal, so it never touches text that has scrolled off.
+type screen struct {
+	height    int      // of the terminal; 0 turns off inserting lines
+	live      []string // live rows as last drawn
+	row, col  int      // cursor position in the live region
+	cursorOff bool     // the cursor was left hidden
+	b         []byte
+}
+
+// frame returns the bytes that print committed above the live region and
+// turn the live region into live, leaving the cursor at (crow, ccol) of it,
+// hidden when ccol < 0. It returns nothing when nothing changed.
+func (sc *screen) frame(committed, live []string, crow, ccol int) []byte {
+	hide := ccol < 0
+	if len(committed) == 0 && crow == sc.row && ccol == sc.col && hide == sc.cursorOff && equalRows(sc.live, live) {
+		return nil
+	}
+	old := sc.live
+	total := len(committed) + len(live)
+	rowAt := func(i int) string {
+		if i < len(committed) {
+			return committed[i]
+		}
+		return live[i-len(committed)]
+	}
+	b := append(sc.b[:0], "\x1b[?25l\r"...)
+	b = cursorUp(b, sc.row)
+	cur := 0
+	// When rows are added above rows that stay as they are (the bottom of
+	// the live region: rule, editor, status bar), blank lines are inserted
+	// above those rows instead of redrawing them one row lower.
+	at, ins := len(old), 0
+	if grow := total - len(old); grow > 0 && len(old) > 0 && len(old)+grow < sc.height {
+		same := 0
+		for same < len(old) && rowAt(total-1-same) == old[len(old)-1-same] {
+			same++
+		}
+		if same > 0 {
+			at, ins = len(old)-same, grow
+			b = moveDown(b, len(old)-1, true)
+			b = moveDown(b, ins, false) // room below, scrolling if need be
+			b = cursorUp(b, len(old)-1+ins-at)
+			b = append(b, "\x1b["...)
+			b = strconv.AppendInt(b, int64(ins), 10)
+			b = append(b, 'L')
+			b = cursorUp(b, at)
+		}
+	}
+	// onScreen is what row i of the screen holds now.
+	onScreen := func(i int) (string, bool) {
+		switch {
+		case i < at:
+			return old[i], true
+		case i < at+ins:
+			return "", true
+		case i-ins < len(old):
+			return old[i-ins], true
+		}
+		return "", false
+	}
+	drawn := len(old) + ins
+	for i := 0; i < total; i++ {
+		r := rowAt(i)
+		was, ok := onScreen(i)
+		if ok && was == r {
+			continue
+		}
+		b = moveDown(b, i-cur, ok)
+		cur = i
+		if ok {
+			b = rewriteRow(b, was, r)
+		} else {
+			b = append(b, "\r\x1b[K"...)
+			b = append(b, r...)
+		}
+	}
+	if drawn > total {
+		b = moveDown(b, total-cur, true)
+		cur = total
+		b = append(b, "\r\x1b[J"...)
+	}
+	target := len(committed) + crow
+	if target < cur {
+		b = cursorUp(b, cur-target)
+	} else {
+		b = moveDown(b, target-cur, true)
+	}
+	b = append(b, "\r"...)
+	if ccol > 0 {
+		b = append(b, "\x1b["...)
+		b = strconv.AppendInt(b, int64(ccol+1), 10)
+		b = append(b, 'G')
+	}
+	if !hide {
+		b = append(b, "\x1b[?25h"...)
+	}
+	sc.live = append(sc.live[:0], live...)
+	sc.row, sc.col, sc.cursorOff = crow, ccol, hide
+	sc.b = b
+	return b
+}
+
+// forget is called when the terminal changed size: the live region may have
+// been re-wrapped by the terminal, so it is erased (from where its top now
+// is) and the next frame draws it whole. width is the new width.
+func (sc *screen) forget(width int) []byte {
+	up := 0
+	for i := 0; i < sc.row && i < len(sc.live); i++ {
+		up += max(1, (visibleWidth(sc.live[i])+width-1)/max(width, 1))
+	}
+	up += max(sc.col, 0) / max(width, 1)
+	b := append([]byte("\r"), cursorUp(nil, up)...)
+	b = append(b, "\x1b[J"...)
+	sc.live, sc.row, sc.col = nil, 0, 0
+	return b
+}
+
+// clear erases the live region and leaves the cursor where it began: what
+// the terminal shows when zot exits.
+func (sc *screen) clear() []byte {
+	b := append([]byte("\r"), cursorUp(nil, sc.row)...)
+	b = append(b, "\x1b[J\x1b[?25h"...)
+	sc.live, sc.row, sc.col = nil, 0, 0
+	return b
+}
+
+// rewriteRow turns row old, on screen at the cursor's row, into row new.
+// When they start alike, as a row does while text streams into it, only
+// the part after what they share is written, in the style in force there.
+func rewriteRow(b []byte, old, new string) []byte {
+	cut := 0
+	for cut < len(old) && cut < len(new) && old[cut] == new[cut] {
+		cut++
+	}
+	// Back off to a character boundary outside any escape sequence.
+	for cut > 0 && cut < len(new) && !utf8.RuneStart(new[cut]) {
+		cut--
+	}
+	if esc := strings.LastIndexByte(new[:cut], 0x1b); esc >= 0 {
+		if n, _ := escapeLen(new[esc:]); esc+n > cut {
+			cut = esc
+		}
+	}
+	if cut == 0 {
+		b = append(b, "\r\x1b[K"...)
+		return append(b, new...)
+	}
+	b = append(b, "\x1b["...)
+	b = strconv.AppendInt(b, int64(visibleWidth(new[:cut])+1), 10)
+	b = append(b, 'G')
+	if esc := strings.LastIndex(new[:cut], "\x1b[0"); esc >= 0 {
+		n, _ := escapeLen(new[esc:])
+		if seq := new[esc : esc+n]; seq != "\x1b[0m" {
+			b = append(b, seq...)
+		}
+	}
+	b = append(b, new[cut:]...)
+	if visibleWidth(old[cut:]) > visibleWidth(new[cut:]) {
+		b = append(b, "\x1b[K"...)
+	}
+	return b
+}
+
+func cursorUp(b []byte, n int) []byte {
+	if n <= 0 {
+		return b
+	}
+	b = append(b, "\x1b["...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, 'A')
+}
+
+// moveDown moves n rows down: "\n" (which scrolls at the bottom) into rows
+// not drawn before, or a cursor-down escape when the rows are on screen and
+// that is shorter.
+func moveDown(b []byte, n int, onScreen bool) []byte {
+	if n <= 0 {
+		return b
+	}
+	if onScreen && n > 3 {
+		b = append(b, "\x1b["...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		return append(b, 'B')
+	}
+	for ; n > 0; n-- {
+		b = append(b, '\n')
+	}
+	return b
+}
+
+func equalRows(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

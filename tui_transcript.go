@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The agent's work as the transcript shows it: prompts started and
+// stopped, events turned into rows, streamed text committed to the
+// scrollback row by row, tool calls summarised, loaded sessions replayed,
+// extension notes kept.
+
+// Agent runs.
+
+// startPrompt sends a prompt to the agent on a goroutine of its own.
+func (t *TUI) startPrompt(q queuedPrompt) {
+	if t.s.missingKey != "" {
+		t.warnNoKey()
+		t.ed.set(q.display)
+		return
+	}
+	var files []Block
+	var attached []string
+	for _, ref := range atRefs(q.text) {
+		b, desc, err := attachFile(ref, t.s.toolEnv.resolve)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				attached = append(attached, "not attached: "+err.Error())
+			}
+			continue
+		}
+		files = append(files, b)
+		attached = append(attached, desc)
+	}
+	t.notes = nil
+	t.commitPrompt(q.display, attached)
+	t.beginRun(func(ctx context.Context, sink Sink) error {
+		return t.s.agent.Prompt(ctx, q.text, files, sink)
+	})
+}
+
+// beginRun starts agent work whose events go to the UI loop.
+func (t *TUI) beginRun(work func(ctx context.Context, sink Sink) error) {
+	ctx, cancel := context.WithCancel(t.ctx)
+	t.runSeq++
+	id := t.runSeq
+	t.run = &runState{id: id, cancel: cancel, start: time.Now()}
+	t.stream = streamState{}
+	sink := TeeSinks(t.Observe, func(e Event) { t.post(msgEvent{id, e}) })
+	// Owner: the UI loop, which waits for msgRunDone. It ends when the
+	// agent returns, which cancelling ctx brings about promptly.
+	go func() {
+		defer t.crashGuard()
+		err := work(ctx, sink)
+		cancel()
+		t.post(msgRunDone{id, err})
+	}()
+}
+
+// abort cancels the running prompt (esc, ctrl+c). Queued prompts go back
+// into the editor rather than starting unasked.
+func (t *TUI) abort() {
+	if t.run == nil || t.run.aborted {
+		return
+	}
+	t.run.aborted = true
+	t.run.cancel()
+	if len(t.queue) > 0 {
+		var parts []string
+		for _, q := range t.queue {
+			parts = append(parts, q.text)
+		}
+		if !t.ed.empty() {
+			parts = append(parts, t.ed.text())
+		}
+		t.ed.set(strings.Join(parts, "\n"))
+		t.queue = nil
+	}
+}
+
+func (t *TUI) runDone(id int, err error) {
+	if t.run == nil || t.run.id != id {
+		return
+	}
+	t.endThinking()
+	t.flushText()
+	for _, lt := range t.stream.tools {
+		t.commitLine(span{"✗ ", fgRed}, span{lt.name, sBold}, span{"  " + lt.summary, 0}, span{"  (not finished)", sDim})
+	}
+	t.stream = streamState{}
+	if errors.Is(err, ErrBlocked) {
+		t.logf(fgRed, "✗ %s", err.Error())
+	}
+	t.dropDialogs(func(d dialog) bool {
+		c, ok := d.(*confirmDialog)
+		return ok && c.req.ctx.Err() != nil
+	})
+	aborted := t.run.aborted
+	t.run = nil
+	if !aborted && len(t.queue) > 0 {
+		q := t.queue[0]
+		t.queue = t.queue[1:]
+		t.startPrompt(q)
+	}
+}
+
+// event shows one agent event.
+func (t *TUI) event(e Event) {
+	st := &t.stream
+	switch e.Type {
+	case "user_message":
+		t.run.prompts++
+		if t.run.prompts > 1 {
+			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(Message{Content: e.Content}.Text()), sDim})
+		}
+	case "assistant_start":
+		st.md, st.hasText = mdState{}, false
+	case "thinking_delta":
+		if st.thinking == nil {
+			st.thinkStart = time.Now()
+		}
+		st.thinking = append(st.thinking, e.Delta...)
+	case "text_delta":
+		t.endThinking()
+		t.appendText(e.Delta)
+	case "tool_use_start":
+		t.endThinking()
+		t.flushText()
+		st.tools = append(st.tools, &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()})
+	case "tool_use_args":
+		if lt := t.liveTool(e.ID); lt != nil {
+			lt.argBytes += len(e.Delta)
+		}
+	case "assistant_message":
+		t.endThinking()
+		t.flushText()
+		st.tools = nil
+		st.md = mdState{}
+		st.hasText = false
+	case "tool_call":
+		lt := t.liveTool(e.ID)
+		if lt == nil {
+			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
+			st.tools = append(st.tools, lt)
+		}
+		lt.summary = toolSummary(e.Name, e.Args)
+	case "tool_progress":
+		if lt := t.liveTool(e.ID); lt != nil {
+			for _, line := range strings.Split(strings.TrimRight(e.Text, "\n"), "\n") {
+				lt.progress = append(lt.progress, line)
+			}
+			if n := len(lt.progress); n > 3 {
+				lt.progress = append(lt.progress[:0], lt.progress[n-3:]...)
+			}
+		}
+	case "tool_result":
+		summary := ""
+		if lt := t.liveTool(e.ID); lt != nil {
+			summary = lt.summary
+			t.dropLiveTool(e.ID)
+		}
+		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content)
+	case "turn_end":
+		if e.Stop == StopAborted {
+			t.endThinking()
+			t.flushText()
+			t.commitLine(span{"■ aborted", fgYellow})
+		}
+	case "error":
+		t.endThinking()
+		t.flushText()
+		t.commitRows(plainRows(cleanText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
+	case "compact_done":
+		t.commitRule("compacted")
+		rows := renderMarkdown(e.Summary, t.width, sDim)
+		if len(rows) > 6 {
+			rows = append(rows[:6], fitLine(t.width, span{fmt.Sprintf("… %d more lines of summary", len(rows)-6), sDim}))
+		}
+		t.commitRows(rows)
+	}
+}
+
+func (t *TUI) liveTool(id string) *liveTool {
+	for _, lt := range t.stream.tools {
+		if lt.id == id {
+			return lt
+		}
+	}
+	return nil
+}
+
+func (t *TUI) dropLiveTool(id string) {
+	tools := t.stream.tools[:0]
+	for _, lt := range t.stream.tools {
+		if lt.id != id {
+			tools = append(tools, lt)
+		}
+	}
+	t.stream.tools = tools
+}
+
+// appendText adds streamed assistant text. Finished lines are committed to
+// the scrollback at once; of the unfinished line, every row but the last is
+// committed too, so the live region stays one row tall however long the
+// paragraph grows.
+func (t *TUI) appendText(delta string) {
+	st := &t.stream
+	if !st.hasText {
+		t.blockBreak("text")
+	}
+	st.hasText = true
+	st.text = append(st.text, delta...)
+	for {
+		i := bytes.IndexByte(st.text, '\n')
+		if i < 0 {
+			break
+		}
+		t.commitRows(markdownRows(string(st.text[:i]), &st.md, t.width, 0, st.shown))
+		st.shown = 0
+		st.text = st.text[i+1:]
+	}
+	t.flowText()
+}
+
+// flowText lays out the unfinished line at the current width.
+func (t *TUI) flowText() {
+	st := &t.stream
+	st.liveText = nil
+	if len(st.text) == 0 {
+		return
+	}
+	md := st.md
+	m := parseMarkdownLine(st.cells[:0], string(st.text), &md, 0)
+	st.cells = m.cells
+	rows, ends := wrapCells(m.cells, wrapSpec{width: t.width, first: m.first, cont: m.cont, hard: m.hard, skip: st.shown})
+	if n := len(rows); n > 1 {
+		t.commitRows(rows[:n-1])
+		st.shown = ends[n-2]
+		rows = rows[n-1:]
+	}
+	st.liveText = rows
+}
+
+// flushText commits the unfinished line: the text block ended.
+func (t *TUI) flushText() {
+	st := &t.stream
+	if len(st.text) > 0 {
+		t.commitRows(markdownRows(string(st.text), &st.md, t.width, 0, st.shown))
+	}
+	st.text, st.shown, st.liveText = nil, 0, nil
+}
+
+// endThinking collapses the thinking shown so far into one line.
+func (t *TUI) endThinking() {
+	st := &t.stream
+	if st.thinking == nil {
+		return
+	}
+	words := len(strings.Fields(string(st.thinking)))
+	secs := time.Since(st.thinkStart).Seconds()
+	t.commitLine(span{fmt.Sprintf("∴ thought for %.0fs (%d words)", secs, words), sDim | sItalic})
+	st.thinking = nil
+}
+
+// Committing to the scrollback.
+
+// blockBreak puts a blank line between assistant text and tool calls.
+func (t *TUI) blockBreak(kind string) {
+	if t.lastBlock != "" && t.lastBlock != kind {
+		t.commit = append(t.commit, "")
+	}
+	t.lastBlock = kind
+}
+
+func (t *TUI) commitRows(rows []string) { t.commit = append(t.commit, rows...) }
+
+func (t *TUI) commitLine(spans ...span) { t.commit = append(t.commit, fitLine(t.width, spans...)) }
+
+func (t *TUI) commitRule(label string) {
+	label = oneLine(label)
+	t.commitLine(span{"── " + label + " " + strings.Repeat("─", max(0, t.width-stringWidth(label)-4)), sDim})
+}
+
+// logf commits a message of zot's own.
+func (t *TUI) logf(st style, format string, args ...any) {
+	t.commitRows(plainRows(cleanText(fmt.Sprintf(format, args...)), t.width, st, nil, nil))
+}
+
+func (t *TUI) commitPrompt(display string, attached []string) {
+	t.lastBlock = ""
+	t.commitRows([]string{""})
+	t.commitRows(plainRows(cleanText(display), t.width, sBold, []span{{editorPrompt, fgCyan | sBold}}, []span{{"  ", 0}}))
+	for _, a := range attached {
+		t.commitLine(span{"  + " + oneLine(a), sDim})
+	}
+	t.commitRows([]string{""})
+}
+
+// toolPreviewLines is how many lines of a tool's result are shown.
+const toolPreviewLines = 4
+
+// commitToolResult prints a finished tool call: ✓ or ✗, the tool, the
+// summary of its arguments and the result's details (which extension ran
+// it), then the first lines of the result.
+func (t *TUI) commitToolResult(name, summary, details string, isErr bool, content []Block) {
+	t.blockBreak("tool")
+	mark, markSt := "✓ ", fgGreen
+	if isErr {
+		mark, markSt = "✗ ", fgRed
+	}
+	if details != "" {
+		details = "  (" + oneLine(details) + ")"
+	}
+	t.commitLine(span{mark, markSt}, span{oneLine(name), sBold}, span{"  " + summary, 0}, span{details, sDim})
+	var text strings.Builder
+	for _, b := range content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "image":
+			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
+		}
+	}
+	lines := strings.Split(strings.TrimRight(cleanText(text.String()), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return
+	}
+	for i, line := range lines {
+		if i == toolPreviewLines {
+			t.commitLine(span{fmt.Sprintf("  … %d more lines", len(lines)-i), sDim})
+			break
+		}
+		st := sDim
+		switch {
+		case isErr:
+			st = fgRed
+		case name == "edit" && strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
+			st = fgGreen
+		case name == "edit" && strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+			st = fgRed
+		}
+		t.commitLine(span{"  │ ", sDim}, span{line, st})
+	}
+}
+
+// toolSummary is the one line a tool call is shown as: the command of
+// bash, the path of read, write and edit, the arguments of anything else.
+func toolSummary(name string, raw json.RawMessage) string {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(raw, &args) != nil {
+		return oneLine(string(raw))
+	}
+	str := func(k string) string {
+		var s string
+		json.Unmarshal(args[k], &s)
+		return s
+	}
+	switch name {
+	case "bash":
+		cmd := str("command")
+		first, rest, more := strings.Cut(strings.TrimSpace(cmd), "\n")
+		if more && strings.TrimSpace(rest) != "" {
+			first += " …"
+		}
+		return oneLine(first)
+	case "read":
+		s := str("path")
+		var off, lim int
+		json.Unmarshal(args["offset"], &off)
+		json.Unmarshal(args["limit"], &lim)
+		if off > 0 || lim > 0 {
+			s += fmt.Sprintf(" (from line %d", max(off, 1))
+			if lim > 0 {
+				s += fmt.Sprintf(", %d lines", lim)
+			}
+			s += ")"
+		}
+		return oneLine(s)
+	case "write":
+		content := str("content")
+		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), strings.Count(content, "\n")+boolInt(content != "" && !strings.HasSuffix(content, "\n"))))
+	case "edit":
+		var edits []json.RawMessage
+		json.Unmarshal(args["edits"], &edits)
+		return oneLine(fmt.Sprintf("%s (%d %s)", str("path"), len(edits), plural(len(edits), "edit", "edits")))
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := string(args[k])
+		var s string
+		if json.Unmarshal(args[k], &s) == nil {
+			v = s
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return oneLine(truncate(strings.Join(parts, " "), 300))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// showTranscript prints a loaded conversation: prompts, answers, tool
+// calls with their results, thinking collapsed.
+func (t *TUI) showTranscript(msgs []Message) {
+	results := map[string]Block{}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				results[b.CallID] = b
+			}
+		}
+	}
+	for _, m := range msgs {
+		if m.isPrompt() {
+			t.commitPrompt(Message{Content: m.Content}.Text(), nil)
+			continue
+		}
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				t.commitRows(renderMarkdown(b.Text, t.width, 0))
+			case "thinking":
+				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
+			case "tool_call":
+				r := results[b.ID]
+				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content)
+			}
+		}
+	}
+}
+
+// Notes from extensions.
+
+func (t *TUI) note(n ExtNote) {
+	if n.Clear {
+		kept := t.notes[:0]
+		for _, old := range t.notes {
+			if old.Extension != n.Extension {
+				kept = append(kept, old)
+			}
+		}
+		t.notes = kept
+		return
+	}
+	t.notes = append(t.notes, n)
+	if len(t.notes) > 20 {
+		t.notes = t.notes[len(t.notes)-20:]
+	}
+}
+
+func noteStyle(level string) style {
+	switch level {
+	case "error":
+		return fgRed
+	case "warn", "warning":
+		return fgYellow
+	case "success":
+		return fgGreen
+	}
+	return fgBlue
+}
