@@ -873,8 +873,9 @@ func (m *ExtManager) interceptsAny(ev string) bool {
 // fail_closed extension, waited for until ready, turns out not to intercept
 // ev.
 func (m *ExtManager) ask(ctx context.Context, p *extProc, ev extEvent) (msg extMsg, skip bool, err error) {
-	if err := p.admit("intercept", ev.Name); err != nil {
-		p.log.Printf("not sent: %s intercept: %v", ev.Name, err) // consults keeps this from happening
+	if g := p.mf.Permissions; !g.allows("intercept", ev.Name) {
+		// consults keeps this from happening; this is the second check.
+		p.log.Printf("not sent: %s intercept, outside the manifest's permissions (%s)", ev.Name, g)
 		return msg, true, nil
 	}
 	if !p.isReady() && !p.intercepts(ev.Name) {

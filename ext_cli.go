@@ -22,7 +22,7 @@ import (
 const extHelp = `zot ext — manage extensions
 
 Usage:
-  zot ext list [--project] [--json]          installed extensions: scope, name, version, state, directory, shadowed names
+  zot ext list [--project] [--json]          installed extensions: scope, name, version, state, directory, permissions, shadowed and refused names
   zot ext install <path|git-url> [--force]   copy a directory (or git clone --depth 1) into the extensions directory
   zot ext remove <name> [-y]                 delete an installed extension (asks unless -y)
   zot ext enable <name>                      set "enabled": true in its manifest
