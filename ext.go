@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,6 +151,7 @@ type extManifest struct {
 	Description string
 	Enabled     bool
 	FailClosed  bool
+	Permissions *extPermissions // nil: the manifest declares none, everything is allowed
 	Extra       map[string]json.RawMessage
 
 	Dir   string // absolute
@@ -178,6 +180,14 @@ func readManifest(dir, scope string) (*extManifest, error) {
 		return nil, fmt.Errorf("%s: not a JSON object: %v", path, err)
 	}
 	mf := &extManifest{Enabled: true, Dir: dir, Path: path, Scope: scope, Extra: map[string]json.RawMessage{}}
+	if v, ok := raw["permissions"]; ok {
+		delete(raw, "permissions")
+		if string(v) != "null" {
+			if mf.Permissions, err = parsePermissions(v); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+	}
 	fields := map[string]any{
 		"name": &mf.Name, "version": &mf.Version, "exec": &mf.Exec, "args": &mf.Args,
 		"language": &mf.Language, "description": &mf.Description,
@@ -210,6 +220,130 @@ func readManifest(dir, scope string) (*extManifest, error) {
 		return nil, fmt.Errorf("%s: field \"exec\" is required", path)
 	}
 	return mf, nil
+}
+
+// extPermissions is a manifest's "permissions": what the extension may do
+// over the protocol. A nil grant (no "permissions" in the manifest) allows
+// everything; in a declared one, what is not listed is refused. It limits
+// the protocol, not the process (see docs/security-extensions.md).
+type extPermissions struct {
+	Events    []string `json:"events"`    // events it may observe, in extEventList order
+	Intercept []string `json:"intercept"` // events it may intercept, in extInterceptList order
+	Tools     bool     `json:"tools"`     // it may register tools
+	Commands  bool     `json:"commands"`  // it may register slash commands
+}
+
+// parsePermissions checks a manifest's "permissions" object. Its errors
+// name the field; the caller adds the file.
+func parsePermissions(raw json.RawMessage) (*extPermissions, error) {
+	const shape = `an object like {"events": ["turn_start"], "intercept": ["tool_call"], "tools": false, "commands": true}`
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("field \"permissions\" must be %s", shape)
+	}
+	g := &extPermissions{Events: []string{}, Intercept: []string{}}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same error every time
+	for _, key := range keys {
+		v := fields[key]
+		if string(v) == "null" {
+			continue
+		}
+		var err error
+		switch key {
+		case "events":
+			g.Events, err = permissionNames(key, v, extEventList)
+		case "intercept":
+			g.Intercept, err = permissionNames(key, v, extInterceptList)
+		case "tools", "commands":
+			dst := &g.Tools
+			if key == "commands" {
+				dst = &g.Commands
+			}
+			if json.Unmarshal(v, dst) != nil {
+				err = fmt.Errorf("field \"permissions.%s\" must be true or false", key)
+			}
+		default:
+			err = fmt.Errorf("field \"permissions\" has an unknown key %q (known: events, intercept, tools, commands)", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// permissionNames reads a list of event names, each one of known, and
+// returns them once each, in the order of known.
+func permissionNames(key string, v json.RawMessage, known []string) ([]string, error) {
+	var names []string
+	if json.Unmarshal(v, &names) != nil {
+		return nil, fmt.Errorf("field \"permissions.%s\" must be a list of event names (%s)", key, strings.Join(known, ", "))
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("field \"permissions.%s\": %q is not one of %s", key, n, strings.Join(known, ", "))
+		}
+	}
+	out := []string{}
+	for _, n := range known {
+		if slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// allows reports whether the grant lets the extension register or subscribe
+// to name; kind is command, tool, event or intercept.
+func (g *extPermissions) allows(kind, name string) bool {
+	if g == nil {
+		return true
+	}
+	switch kind {
+	case "event":
+		return slices.Contains(g.Events, name)
+	case "intercept":
+		return slices.Contains(g.Intercept, name)
+	case "tool":
+		return g.Tools
+	case "command":
+		return g.Commands
+	}
+	return false
+}
+
+// effective is the grant spelt out: everything for a nil one.
+func (g *extPermissions) effective() extPermissions {
+	if g == nil {
+		return extPermissions{Events: slices.Clone(extEventList), Intercept: slices.Clone(extInterceptList), Tools: true, Commands: true}
+	}
+	return *g
+}
+
+// String is the grant as `zot ext list` and the logs show it:
+// "events=turn_start,tool_call intercept=none tools=no commands=yes".
+func (g *extPermissions) String() string {
+	if g == nil {
+		return "all (no permissions in manifest)"
+	}
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ",")
+	}
+	return fmt.Sprintf("events=%s intercept=%s tools=%s commands=%s", list(g.Events), list(g.Intercept), yesNo(g.Tools), yesNo(g.Commands))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // validExtName keeps names safe as file names (logs, install directories).
@@ -521,10 +655,24 @@ func (m *ExtManager) syncRegistrations() {
 	}
 }
 
+// registrations are the extension's commands and tools. Only what its
+// grant allows is there (register refuses the rest); the filter is a second
+// check before anything is published.
 func (p *extProc) registrations() (commands, tools []extRegistration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]extRegistration(nil), p.commands...), append([]extRegistration(nil), p.tools...)
+	g := p.mf.Permissions
+	for _, r := range p.commands {
+		if g.allows("command", r.Name) {
+			commands = append(commands, r)
+		}
+	}
+	for _, r := range p.tools {
+		if g.allows("tool", r.Name) {
+			tools = append(tools, r)
+		}
+	}
+	return commands, tools
 }
 
 // extState is what `zot ext list` learns about an extension's last run.
@@ -532,6 +680,7 @@ type extState struct {
 	Commands []string `json:"commands"`
 	Tools    []string `json:"tools"`
 	Shadowed []string `json:"shadowed"`
+	Refused  []string `json:"refused,omitempty"` // outside the manifest's permissions
 }
 
 func extStatePath(home, name string) string {
@@ -541,15 +690,8 @@ func extStatePath(home, name string) string {
 // setShadowed logs names shadowed for the first time and records the
 // registrations for `zot ext list`.
 func (p *extProc) setShadowed(list []string) {
-	cmds, tools := p.registrations()
-	st := extState{Shadowed: list}
-	for _, c := range cmds {
-		st.Commands = append(st.Commands, c.Name)
-	}
-	for _, t := range tools {
-		st.Tools = append(st.Tools, t.Name)
-	}
 	p.mu.Lock()
+	p.shadowed = list
 	var fresh []string
 	for _, s := range list {
 		if !p.logged[s] {
@@ -557,13 +699,32 @@ func (p *extProc) setShadowed(list []string) {
 			fresh = append(fresh, s)
 		}
 	}
-	key := fmt.Sprint(st.Commands, st.Tools, st.Shadowed)
-	changed := key != p.stateKey
-	p.stateKey = key
 	p.mu.Unlock()
 	for _, s := range fresh {
 		p.log.Printf("shadowed: %s", s)
 	}
+	p.recordState()
+}
+
+// recordState writes the extension's registrations, shadowed names and
+// refusals to its state file when they changed.
+func (p *extProc) recordState() {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	cmds, tools := p.registrations()
+	var st extState
+	for _, c := range cmds {
+		st.Commands = append(st.Commands, c.Name)
+	}
+	for _, t := range tools {
+		st.Tools = append(st.Tools, t.Name)
+	}
+	p.mu.Lock()
+	st.Shadowed, st.Refused = p.shadowed, slices.Clone(p.refused)
+	key := fmt.Sprint(st.Commands, st.Tools, st.Shadowed, st.Refused)
+	changed := key != p.stateKey
+	p.stateKey = key
+	p.mu.Unlock()
 	if changed {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		if err := writeStateFile(extStatePath(p.m.cfg.Home, p.name()), append(b, '\n')); err != nil {
@@ -667,10 +828,13 @@ func (m *ExtManager) Attach(a *Agent) {
 	m.syncRegistrations()
 }
 
-// consults reports whether the extension is asked about ev: it subscribed,
-// or it is fail_closed and not (yet) ready, so what it would intercept is
-// unknown.
+// consults reports whether the extension is asked about ev: its grant
+// allows intercepting ev, and it subscribed, or it is fail_closed and not
+// (yet) ready, so what it would intercept is unknown.
 func (p *extProc) consults(ev string) bool {
+	if !p.mf.Permissions.allows("intercept", ev) {
+		return false
+	}
 	return p.intercepts(ev) || (p.mf.FailClosed && !p.isReady())
 }
 
@@ -709,6 +873,11 @@ func (m *ExtManager) interceptsAny(ev string) bool {
 // fail_closed extension, waited for until ready, turns out not to intercept
 // ev.
 func (m *ExtManager) ask(ctx context.Context, p *extProc, ev extEvent) (msg extMsg, skip bool, err error) {
+	if g := p.mf.Permissions; !g.allows("intercept", ev.Name) {
+		// consults keeps this from happening; this is the second check.
+		p.log.Printf("not sent: %s intercept, outside the manifest's permissions (%s)", ev.Name, g)
+		return msg, true, nil
+	}
 	if !p.isReady() && !p.intercepts(ev.Name) {
 		wctx, cancel := context.WithTimeout(ctx, m.lim.intercept)
 		select {
@@ -888,7 +1057,9 @@ func (m *ExtManager) broadcast(ev extEvent) {
 	ev.Frame = "event"
 	var line []byte
 	for _, p := range m.snapshot() {
-		if !p.subscribed(ev.Name) {
+		// subscribe admitted only granted events; the grant is checked
+		// again here so that nothing outside it is ever sent.
+		if !p.subscribed(ev.Name) || !p.mf.Permissions.allows("event", ev.Name) {
 			continue
 		}
 		if line == nil {

@@ -22,7 +22,7 @@ import (
 const extHelp = `zot ext — manage extensions
 
 Usage:
-  zot ext list [--project] [--json]          installed extensions: scope, name, version, state, directory, shadowed names
+  zot ext list [--project] [--json]          installed extensions: scope, name, version, state, directory, permissions, shadowed and refused names
   zot ext install <path|git-url> [--force]   copy a directory (or git clone --depth 1) into the extensions directory
   zot ext remove <name> [-y]                 delete an installed extension (asks unless -y)
   zot ext enable <name>                      set "enabled": true in its manifest
@@ -137,17 +137,28 @@ func (c *extCLI) scope() string {
 
 // extListRow is one line of `zot ext list`, and its --json object.
 type extListRow struct {
-	Scope       string   `json:"scope"`
-	Name        string   `json:"name,omitempty"`
-	Version     string   `json:"version,omitempty"`
-	Enabled     bool     `json:"enabled"`
-	FailClosed  bool     `json:"fail_closed,omitempty"`
-	Language    string   `json:"language,omitempty"`
-	Description string   `json:"description,omitempty"`
-	Directory   string   `json:"directory"`
-	ShadowedBy  string   `json:"shadowed_by,omitempty"`
-	Shadowed    []string `json:"shadowed"`
-	Error       string   `json:"error,omitempty"`
+	Scope       string        `json:"scope"`
+	Name        string        `json:"name,omitempty"`
+	Version     string        `json:"version,omitempty"`
+	Enabled     bool          `json:"enabled"`
+	FailClosed  bool          `json:"fail_closed"`
+	Permissions *extListGrant `json:"permissions,omitempty"`
+	Language    string        `json:"language,omitempty"`
+	Description string        `json:"description,omitempty"`
+	Directory   string        `json:"directory"`
+	ShadowedBy  string        `json:"shadowed_by,omitempty"`
+	Shadowed    []string      `json:"shadowed"`
+	Refused     []string      `json:"refused"`
+	Error       string        `json:"error,omitempty"`
+
+	grant string // the text form
+}
+
+// extListGrant is an extension's effective grant in `zot ext list --json`:
+// spelt out in full when the manifest declares none (Declared false).
+type extListGrant struct {
+	Declared bool `json:"declared"`
+	extPermissions
 }
 
 func (c *extCLI) list(asJSON bool) error {
@@ -156,7 +167,7 @@ func (c *extCLI) list(asJSON bool) error {
 		if c.project && f.Scope != "project" {
 			continue
 		}
-		r := extListRow{Scope: f.Scope, Directory: f.Dir, Shadowed: []string{}}
+		r := extListRow{Scope: f.Scope, Directory: f.Dir, Shadowed: []string{}, Refused: []string{}}
 		if f.Err != nil {
 			r.Error = f.Err.Error()
 			rows = append(rows, r)
@@ -165,12 +176,19 @@ func (c *extCLI) list(asJSON bool) error {
 		mf := f.Manifest
 		r.Name, r.Version, r.Enabled, r.FailClosed = mf.Name, mf.Version, mf.Enabled, mf.FailClosed
 		r.Language, r.Description = mf.Language, mf.Description
+		r.Permissions = &extListGrant{Declared: mf.Permissions != nil, extPermissions: mf.Permissions.effective()}
+		r.grant = mf.Permissions.String()
 		if f.ShadowedBy != nil {
 			r.ShadowedBy = f.ShadowedBy.Scope + " " + f.ShadowedBy.Dir
 		} else if b, err := os.ReadFile(extStatePath(c.home, mf.Name)); err == nil {
 			var st extState
-			if json.Unmarshal(b, &st) == nil && st.Shadowed != nil {
-				r.Shadowed = st.Shadowed
+			if json.Unmarshal(b, &st) == nil {
+				if st.Shadowed != nil {
+					r.Shadowed = st.Shadowed
+				}
+				if st.Refused != nil {
+					r.Refused = st.Refused
+				}
 			}
 		}
 		rows = append(rows, r)
@@ -188,7 +206,10 @@ func (c *extCLI) list(asJSON bool) error {
 		fmt.Fprintf(c.stdout, "no extensions in %s\n", where)
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	// The table is laid out alone, so that the detail lines under each
+	// row do not break its columns.
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tNAME\tVERSION\tENABLED\tLANGUAGE\tDIRECTORY")
 	dash := func(s string) string {
 		if s == "" {
@@ -205,17 +226,30 @@ func (c *extCLI) list(asJSON bool) error {
 			enabled = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scope, dash(r.Name), dash(r.Version), enabled, dash(r.Language), dash(r.Directory))
+	}
+	tw.Flush()
+	lines := strings.SplitAfter(table.String(), "\n")
+	var out strings.Builder
+	out.WriteString(lines[0])
+	for i, r := range rows {
+		out.WriteString(lines[i+1])
 		if r.Error != "" {
-			fmt.Fprintf(tw, "  error: %s\n", sanitizeExtText(r.Error))
+			fmt.Fprintf(&out, "  error: %s\n", sanitizeExtText(r.Error))
+			continue
 		}
+		fmt.Fprintf(&out, "  permissions: %s; fail_closed=%s\n", r.grant, yesNo(r.FailClosed))
 		if r.ShadowedBy != "" {
-			fmt.Fprintf(tw, "  not loaded: shadowed by the %s extension of the same name\n", sanitizeExtText(r.ShadowedBy))
+			fmt.Fprintf(&out, "  not loaded: shadowed by the %s extension of the same name\n", sanitizeExtText(r.ShadowedBy))
 		}
 		for _, s := range r.Shadowed {
-			fmt.Fprintf(tw, "  shadowed at the last run: %s\n", sanitizeExtText(s))
+			fmt.Fprintf(&out, "  shadowed at the last run: %s\n", sanitizeExtText(s))
+		}
+		if len(r.Refused) > 0 {
+			fmt.Fprintf(&out, "  refused at the last run (outside its permissions): %s\n", sanitizeExtText(strings.Join(r.Refused, ", ")))
 		}
 	}
-	return tw.Flush()
+	_, err := io.WriteString(c.stdout, out.String())
+	return err
 }
 
 func (c *extCLI) install(src string, force bool) error {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,7 +98,11 @@ type extProc struct {
 	events    map[string]bool
 	intercept map[string]bool
 	logged    map[string]bool // shadowed names already written to the log
+	shadowed  []string        // names lost to conflicts, from the last sync
+	refused   []string        // what admit refused, once each: "intercept tool_call"
 	stateKey  string          // what the state file holds
+
+	stateMu sync.Mutex // serialises writes of the state file
 }
 
 // extRegistration is a command or tool an extension registered.
@@ -797,7 +802,7 @@ func (p *extProc) register(msg extMsg) {
 		}
 	}
 	if err := p.admit(kind, name); err != nil {
-		p.log.Printf("refused %s %q: %v", kind, name, err)
+		p.refuse([]string{kind + " " + name}, err)
 		return
 	}
 	p.mu.Lock()
@@ -821,40 +826,71 @@ func (p *extProc) register(msg extMsg) {
 }
 
 func (p *extProc) subscribe(msg extMsg) {
-	p.mu.Lock()
-	var bad []string
-	for _, ev := range msg.Events {
-		if !extEventNames[ev] {
-			bad = append(bad, "event "+ev)
-		} else if err := p.admit("event", ev); err != nil {
-			bad = append(bad, "event "+ev+": "+err.Error())
-		} else {
-			p.events[ev] = true
+	var unknown, refused []string
+	var why error
+	add := func(kind string, names []string, known map[string]bool, set map[string]bool) {
+		for _, ev := range names {
+			if !known[ev] {
+				unknown = append(unknown, kind+" "+ev)
+			} else if err := p.admit(kind, ev); err != nil {
+				refused, why = append(refused, kind+" "+ev), err
+			} else {
+				p.mu.Lock()
+				set[ev] = true
+				p.mu.Unlock()
+			}
 		}
 	}
-	for _, ev := range msg.Intercept {
-		if !extInterceptNames[ev] {
-			bad = append(bad, "intercept "+ev)
-		} else if err := p.admit("intercept", ev); err != nil {
-			bad = append(bad, "intercept "+ev+": "+err.Error())
-		} else {
-			p.intercept[ev] = true
-		}
+	add("event", msg.Events, extEventNames, p.events)
+	add("intercept", msg.Intercept, extInterceptNames, p.intercept)
+	if len(unknown) > 0 {
+		p.log.Printf("subscribe: ignored %s", strings.Join(unknown, ", "))
 	}
-	p.mu.Unlock()
-	if len(bad) > 0 {
-		p.log.Printf("subscribe: ignored %s", strings.Join(bad, ", "))
+	if len(refused) > 0 {
+		p.refuse(refused, why)
 	}
 }
 
 // admit decides whether the extension may register or subscribe to name
-// (kind: command, tool, event, intercept). Everything is allowed today; a
-// manifest's permission scopes will refuse here.
-func (p *extProc) admit(kind, name string) error { return nil }
+// (kind: command, tool, event or intercept): the manifest's permissions,
+// when it has any, must grant it. It is the one place that refuses on
+// their account; broadcast and ask check the grant again before sending.
+func (p *extProc) admit(kind, name string) error {
+	if g := p.mf.Permissions; !g.allows(kind, name) {
+		return fmt.Errorf("not granted by the manifest's permissions (%s)", g)
+	}
+	return nil
+}
 
-var extEventNames = map[string]bool{"session_start": true, "turn_start": true, "tool_call": true, "turn_end": true, "assistant_message": true}
+// refuse logs what admit refused and keeps it for `zot ext list`.
+func (p *extProc) refuse(what []string, why error) {
+	p.log.Printf("refused %s: %v", strings.Join(what, ", "), why)
+	p.mu.Lock()
+	for _, w := range what {
+		if !slices.Contains(p.refused, w) {
+			p.refused = append(p.refused, w)
+		}
+	}
+	p.mu.Unlock()
+	p.recordState()
+}
 
-var extInterceptNames = map[string]bool{"tool_call": true, "turn_start": true, "assistant_message": true}
+// extEventList and extInterceptList are the events an extension can
+// observe and intercept, in the order docs/extensions.md lists them.
+var (
+	extEventList      = []string{"session_start", "turn_start", "tool_call", "turn_end", "assistant_message"}
+	extInterceptList  = []string{"tool_call", "turn_start", "assistant_message"}
+	extEventNames     = nameSet(extEventList)
+	extInterceptNames = nameSet(extInterceptList)
+)
+
+func nameSet(names []string) map[string]bool {
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
 
 func validRegistrationName(kind, name string) error {
 	if name == "" {
