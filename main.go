@@ -49,6 +49,7 @@ type options struct {
 	sessionPath          string
 	noSession            bool
 	noSkills             bool
+	approveAsks, noAudit bool
 	prompt               []string
 }
 
@@ -97,6 +98,8 @@ var flagTable = []flagSpec{
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
+	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
+	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -161,6 +164,7 @@ Usage:
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
   zot skills list|show NAME              the skills a session sees (zot skills --help)
+  zot validate -- COMMAND LINE           ask the command validators without running it
 
 Flags:
 `)
@@ -467,6 +471,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "skills" {
 		return runSkillsCommand(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "validate" {
+		return runValidateCommand(args[1:], stdin, stdout, stderr)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v\n", err)
@@ -546,6 +553,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, n := range s.notes {
 		fmt.Fprintf(stderr, "zot: %s\n", n)
 	}
+	s.guardTools(NonInteractiveConfirm(o.approveAsks), stderr)
 	ctx, stop := signalContext()
 	defer stop()
 
