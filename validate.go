@@ -43,6 +43,10 @@ const (
 	validatorMaxResponse    = 1 << 20 // bytes of one response
 	validatorMaxText        = 4 << 10 // bytes of a message or fix suggestion shown
 	validatorParallel       = 4       // validator processes at once for one line
+	validateMaxLine         = 1 << 20 // bytes of a command line zot validate reads from stdin
+	// splitterAnswer names the answer zot itself gives about a line it
+	// could not follow; validator names may not start with "zot:".
+	splitterAnswer = "zot:splitter"
 )
 
 // validatorFiles are where validators are configured; both apply, the
@@ -151,6 +155,9 @@ func parseValidatorEntry(raw json.RawMessage, dir string) (v Validator, unknown 
 		return v, unknown, bad("name", "want at most 64 characters on one line without control characters")
 	}
 	v.Name = name
+	if strings.HasPrefix(name, "zot:") {
+		return v, unknown, bad("name", "names starting with \"zot:\" are zot's own")
+	}
 	if json.Unmarshal(fields["executor"], &executor) != nil || strings.TrimSpace(executor) == "" {
 		return v, unknown, bad("executor", "want a non-empty string: the program and its arguments, e.g. \"python3 ./checks/no_post.py\"")
 	}
@@ -370,7 +377,9 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	runCtx, cancel := context.WithTimeout(ctx, v.Timeout)
 	defer cancel()
 	// At the deadline: kill the group and unblock the read below.
+	timerDone := make(chan struct{})
 	stopTimer := context.AfterFunc(runCtx, func() {
+		defer close(timerDone)
 		kill()
 		outR.SetReadDeadline(time.Now())
 	})
@@ -386,7 +395,9 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	out := &countingReader{r: io.LimitReader(outR, validatorMaxResponse)}
 	var resp validateResponse
 	decodeErr := json.NewDecoder(out).Decode(&resp)
-	stopTimer()
+	if !stopTimer() {
+		<-timerDone // it is killing the group: let it finish before the reap
+	}
 	kill()
 	inW.Close()
 	outR.Close()
@@ -580,7 +591,7 @@ func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) Val
 		r.Answers[i].ValidatorReply = j.reply
 	}
 	if r.Incomplete && len(vs) > 0 {
-		r.Answers = append(r.Answers, ValidatorAnswer{Validator: "zot", Command: -1, ValidatorReply: ValidatorReply{
+		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
 			Status:  "ask",
 			Message: fmt.Sprintf("the command line nests more than %d levels deep, beyond what zot follows, so validators did not see all of it", maxShellDepth),
 		}})
@@ -638,7 +649,11 @@ func (r ValidationReport) gateResult() GateResult {
 	var denials []string
 	for _, name := range order {
 		a := worst[name]
-		res.Notes = append(res.Notes, GateNote{By: "validator:" + name, Decision: a.Status, Reason: r.explain(a)})
+		by := "validator:" + name
+		if name == splitterAnswer {
+			by = name
+		}
+		res.Notes = append(res.Notes, GateNote{By: by, Decision: a.Status, Reason: r.explain(a)})
 		if a.Status == "deny" {
 			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
 		}
@@ -684,10 +699,15 @@ func NonInteractiveConfirm(approveAsks bool) ConfirmFunc {
 }
 
 // guardTools wires the checks around tool calls: the gates — front first
-// (the extension interception gate goes there), then the command
-// validators — and, unless --no-audit, the audit log.
+// (the extension interception gate goes there; nil ones are skipped), then
+// the command validators — and, unless --no-audit, the audit log.
 func (s *setup) guardTools(confirm ConfirmFunc, stderr io.Writer, front ...ToolGate) {
-	gates := append([]ToolGate(nil), front...)
+	var gates []ToolGate
+	for _, g := range front {
+		if g != nil {
+			gates = append(gates, g)
+		}
+	}
 	vs := LoadValidators(s.home, s.cwd, func(msg string) { fmt.Fprintf(stderr, "zot: %s\n", validatorText(msg)) })
 	if len(vs) > 0 {
 		gates = append(gates, ValidatorGate(vs, s.cwd))
@@ -752,7 +772,7 @@ func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer
 				return exitUsage
 			}
 		}
-		b, err := io.ReadAll(io.LimitReader(stdin, validatorMaxConfig))
+		b, err := io.ReadAll(io.LimitReader(stdin, validateMaxLine))
 		if err != nil {
 			fmt.Fprintf(stderr, "zot: read the command line from stdin: %v\n", err)
 			return exitFailure

@@ -27,7 +27,9 @@ type ShellCommand struct {
 	// Env holds the variables assigned for the command: VAR=value before it,
 	// through env, or assigned or exported earlier in the line.
 	Env map[string]string
-	// Raw is the command's text in the line (or in the string a wrapper ran).
+	// Raw is the command's text in the line (or in the string a bash -c
+	// or eval ran); for a command unwrapped from sudo, env, … it is the
+	// wrapper's text.
 	Raw string
 	// Via names the wrappers it was found in ("sudo", "bash -c"), if any.
 	Via string
@@ -103,7 +105,7 @@ type cmdBuilder struct {
 	words       []word
 	started     bool
 	start, end  int
-	header      bool // for/select/function header: words that are not a command
+	header      bool // a for/select header: words that are not a command
 	afterTime   bool
 	docsFrom    int      // p.pending[docsFrom:] are this command's here-documents
 	herestrings []string // <<< words
@@ -304,12 +306,15 @@ func (p *shellParser) finish(c *cmdBuilder) {
 	if header || len(words) == 0 {
 		return
 	}
-	env := map[string]string{}
+	var env map[string]string
 	i := 0
 	for ; i < len(words); i++ {
 		name, val, ok := assignment(words[i])
 		if !ok {
 			break
+		}
+		if env == nil {
+			env = map[string]string{}
 		}
 		env[name] = val
 	}
@@ -322,6 +327,9 @@ func (p *shellParser) finish(c *cmdBuilder) {
 	for _, from := range []map[string]string{p.out.vars, p.env} {
 		for k, v := range from {
 			if _, ok := env[k]; !ok {
+				if env == nil {
+					env = map[string]string{}
+				}
 				env[k] = v
 			}
 		}
@@ -337,14 +345,21 @@ func (p *shellParser) finish(c *cmdBuilder) {
 		Raw:   strings.TrimSpace(p.src[start:end]),
 		Via:   p.via,
 	}
+	mark := len(p.out.cmds)
 	p.emit(cmd, 0)
-	if shellNames[cmd.Name] && readsScriptFromStdin(cmd.Words[1:]) {
+	// A shell reading its script from stdin — itself or through a wrapper
+	// (sudo bash <<EOF) — runs the here-documents and here-strings.
+	for _, sh := range p.out.cmds[mark:] {
+		if sh.Raw != cmd.Raw || !shellNames[sh.Name] || !readsScriptFromStdin(sh.Words[1:]) {
+			continue
+		}
 		for i := min(docsFrom, len(p.pending)); i < len(p.pending); i++ {
-			p.pending[i].shell = &cmd
+			p.pending[i].shell = &sh
 		}
 		for _, h := range herestrings {
-			p.script(h, cmd, cmd.Name+" <<<")
+			p.script(h, sh, sh.Name+" <<<")
 		}
+		break
 	}
 	if cmd.Name == "export" {
 		for _, w := range words[i+1:] {
@@ -386,7 +401,7 @@ func (p *shellParser) emit(c ShellCommand, level int) {
 		}
 		for k, v := range c.Env {
 			if _, set := env[k]; !set {
-				env[k] = v
+				env[k] = v // env is never nil when ok
 			}
 		}
 		p.emit(ShellCommand{Name: commandName(rest[0]), Words: rest, Env: env, Raw: c.Raw, Via: joinVia(c.Via, c.Name)}, level+1)
@@ -714,6 +729,10 @@ func (p *shellParser) word() word {
 	start := p.pos
 	var b strings.Builder
 	w := word{plain: true}
+	// Plain bytes are copied in runs; a word that is all plain bytes is a
+	// substring of the line and copies nothing.
+	run := start
+	flush := func() { b.WriteString(p.src[run:p.pos]) }
 loop:
 	for p.pos < len(p.src) {
 		switch p.src[p.pos] {
@@ -723,22 +742,35 @@ loop:
 			if !isArrayAssignment(p.src[start:p.pos]) {
 				break loop
 			}
+			flush()
 			w.plain = false
 			p.nest(func() { p.arrayValue(&b) })
 		case '<', '>':
 			if p.peek(1) != '(' {
 				break loop
 			}
+			flush()
 			w.plain = false
 			s := p.pos
 			p.pos += 2
 			p.nest(func() { p.list(true, false) })
 			b.WriteString(p.src[s:p.pos])
-		default:
+		case '\\', '\'', '"', '`', '$':
+			flush()
 			p.wordPart(&b, &w)
+		default:
+			p.pos++
+			continue
 		}
+		run = p.pos
 	}
-	w.val, w.raw = b.String(), p.src[start:p.pos]
+	w.raw = p.src[start:p.pos]
+	if run == start {
+		w.val = w.raw
+	} else {
+		flush()
+		w.val = b.String()
+	}
 	return w
 }
 

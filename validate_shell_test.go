@@ -127,6 +127,8 @@ var splitterCases = []struct {
 	{"cat <<A <<B\nx\nA\ny\nB\necho z", []string{`cat`, `echo "z"`}},
 	{"bash <<'EOF'\ncurl -X POST x\nEOF", []string{`bash`, `curl -X=POST "x"`}},
 	{`sh <<< 'rm -rf /'`, []string{`sh`, `rm -f= -r= "/"`}},
+	{"sudo bash <<'EOF'\nrm -rf /x\nEOF", []string{`sudo "bash"`, `bash`, `rm -f= -r= "/x"`}},
+	{"bash script.sh <<'EOF'\nrm -rf /x\nEOF", []string{`bash "script.sh"`}},
 	{`grep x <<< "$(curl y)"`, []string{`curl "y"`, `grep "x"`}},
 
 	// assignments

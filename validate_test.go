@@ -223,8 +223,10 @@ func TestCheckCommandLineCombines(t *testing.T) {
 		t.Errorf("no validators: %+v", r)
 	}
 	deep := strings.Repeat("$(", 100) + "curl x" + strings.Repeat(")", 100)
-	if r := CheckCommandLine(context.Background(), []Validator{allow}, deep, "/"); r.Decision != "ask" || !r.Incomplete {
-		t.Errorf("too deep: %+v", r.Decision)
+	r := CheckCommandLine(context.Background(), []Validator{allow}, deep, "/")
+	g := r.gateResult()
+	if r.Decision != "ask" || !r.Incomplete || g.Verdict != GateAsk || g.Notes[len(g.Notes)-1].By != "zot:splitter" || !strings.Contains(g.Notes[len(g.Notes)-1].Reason, "nests more than 64 levels") {
+		t.Errorf("too deep: %s %+v", r.Decision, g)
 	}
 }
 
@@ -243,7 +245,8 @@ func TestValidatorConfig(t *testing.T) {
 		{"name": "frac-timeout", "executor": "x", "timeout_ms": 1.5},
 		{"name": "global", "executor": "again"},
 		"not an object",
-		{"name": "typo", "executor": "x", "timeout": 5}
+		{"name": "typo", "executor": "x", "timeout": 5},
+		{"name": "zot:splitter", "executor": "x"}
 	]`), 0o644)
 	os.WriteFile(filepath.Join(cwd, ".zot", "validators.json"), []byte(`[{"name": "global", "executor": "/abs/project-check"}]`), 0o644)
 	var warnings []string
@@ -279,6 +282,7 @@ func TestValidatorConfig(t *testing.T) {
 		file + `: entry 10 ("global"): field "name": another entry of this file has that name`,
 		file + `: entry 11: want an object`,
 		file + `: entry 12 ("typo"): unknown field "timeout" ignored`,
+		file + `: entry 13 ("zot:splitter"): field "name": names starting with "zot:" are zot's own`,
 	} {
 		found := false
 		for _, w := range warnings {
