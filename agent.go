@@ -407,7 +407,7 @@ func ChainGates(gates []ToolGate, confirm ConfirmFunc) func(ctx context.Context,
 			why = append(why, a.By+": "+a.Reason)
 		}
 		d.Block = true
-		d.Reason = fmt.Sprintf("not run: confirmation required (%s) and %s declined", strings.Join(why, "; "), by)
+		d.Reason = fmt.Sprintf("not run: confirmation required (%s); declined by %s", strings.Join(why, "; "), by)
 		return d
 	}
 }

@@ -225,7 +225,7 @@ func readManifest(dir, scope string) (*extManifest, error) {
 // extPermissions is a manifest's "permissions": what the extension may do
 // over the protocol. A nil grant (no "permissions" in the manifest) allows
 // everything; in a declared one, what is not listed is refused. It limits
-// the protocol, not the process (see docs/security-extensions.md).
+// the protocol, not the process (see docs/security.md).
 type extPermissions struct {
 	Events    []string `json:"events"`    // events it may observe, in extEventList order
 	Intercept []string `json:"intercept"` // events it may intercept, in extInterceptList order

@@ -54,6 +54,7 @@ type options struct {
 	ext                  []string
 	noExt                bool
 	noYolo               bool
+	approveAsks, noAudit bool
 	prompt               []string
 	interactive          bool // the TUI: a missing key is reported there, not fatal
 }
@@ -108,6 +109,8 @@ var flagTable = []flagSpec{
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
 	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
+	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
+	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -174,6 +177,7 @@ Usage:
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
+  zot validate -- COMMAND LINE           ask the command validators without running it
 
 Flags:
 `)
@@ -562,6 +566,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			args = append([]string{"--rpc"}, args[1:]...)
 		}
 	}
+	if len(args) > 0 && args[0] == "validate" {
+		return runValidateCommand(args[1:], stdin, stdout, stderr)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v\n", err)
@@ -647,11 +654,12 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, n := range s.notes {
 		fmt.Fprintf(stderr, "zot: %s\n", n)
 	}
+	s.guardTools()
 	ctx, stop := signalContext()
 	defer stop()
 	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr))
 	defer stopPlugins()
-	s.agent.BeforeToolExecute = ChainGates(s.gates, denyAsks)
+	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 
 	var sink Sink
 	var final string
@@ -699,7 +707,8 @@ func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err er
 	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log}, func(server, level, msg string) {
 		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 	})
-	s.agent.BeforeToolExecute = ChainGates(s.gates, denyAsks)
+	s.guardTools()
+	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(s.opts.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) { return exts.Reload(ctx), nil }
 	srv.Observe = exts.Observe
 	return stop, nil
@@ -713,6 +722,7 @@ func wireTUI(s *setup, t *TUI) (stop func()) {
 			t.Note(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 		}
 	})
+	s.guardTools()
 	t.Ext, t.Observe = exts, exts.Observe
 	if len(s.skills) > 0 {
 		t.Skills = func() (string, func(string) (string, error)) {
@@ -735,11 +745,6 @@ func extLevel(level string) string {
 		return "warn"
 	}
 	return level
-}
-
-// denyAsks answers a gate's question when nobody can be asked.
-func denyAsks(context.Context, ToolCall, []GateNote) (bool, string) {
-	return false, "non-interactive mode"
 }
 
 func fail(stderr io.Writer, err error) int {

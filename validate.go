@@ -1,0 +1,871 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Command validators (seed 002, runok-compatible): programs asked about each
+// simple command of a bash call before it runs. One process per question:
+// zot writes one JSON-RPC 2.0 validateCommand request to its stdin, closes
+// it, and reads one response from its stdout; stderr goes to /dev/null. The
+// answer is allow, deny or ask; a validator that fails in any way — cannot
+// start, times out, prints garbage, answers with a JSON-RPC error or an
+// unknown status — counts as ask, so a broken validator never silently
+// allows. The splitter that finds the simple commands is in
+// validate_shell.go.
+
+// Validator is one configured validator.
+type Validator struct {
+	Name     string        `json:"name"`
+	Argv     []string      `json:"argv"`               // the executor, split, relative paths resolved
+	Commands []string      `json:"commands,omitempty"` // base command names it is asked about; none: every command
+	Env      []string      `json:"env,omitempty"`      // variables passed in params.env
+	Timeout  time.Duration `json:"-"`
+	Source   string        `json:"source"` // the validators.json it came from
+}
+
+const (
+	validatorDefaultTimeout = 5 * time.Second
+	validatorMaxTimeout     = 600 * time.Second
+	validatorMaxConfig      = 1 << 20 // bytes of validators.json
+	validatorMaxResponse    = 1 << 20 // bytes of one response
+	validatorMaxText        = 4 << 10 // bytes of a message or fix suggestion shown
+	validatorParallel       = 4       // validator processes at once for one line
+	validateMaxLine         = 1 << 20 // bytes of a command line zot validate reads from stdin
+	// splitterAnswer names the answer zot itself gives about a line it
+	// could not follow; validator names may not start with "zot:".
+	splitterAnswer = "zot:splitter"
+)
+
+// validatorFiles are where validators are configured; both apply, the
+// user's first.
+func validatorFiles(home, cwd string) []string {
+	return []string{filepath.Join(home, "validators.json"), filepath.Join(cwd, ".zot", "validators.json")}
+}
+
+// LoadValidators reads the validators that apply in cwd. A file or entry
+// that is wrong is reported through warn, naming the file, the entry and
+// the field, and skipped; the others still apply.
+func LoadValidators(home, cwd string, warn func(msg string)) []Validator {
+	var vs []Validator
+	seen := map[string]bool{}
+	for _, path := range validatorFiles(home, cwd) {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		if seen[path] { // $ZOT_HOME is ./.zot
+			continue
+		}
+		seen[path] = true
+		data, err := readValidatorFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			warn(fmt.Sprintf("%s: %v; no validator from this file applies", path, err))
+			continue
+		}
+		vs = append(vs, parseValidators(path, data, warn)...)
+	}
+	return vs
+}
+
+func readValidatorFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, validatorMaxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > validatorMaxConfig {
+		return nil, fmt.Errorf("larger than %d bytes", validatorMaxConfig)
+	}
+	return data, nil
+}
+
+// parseValidators reads the entries of one validators.json.
+func parseValidators(path string, data []byte, warn func(string)) []Validator {
+	var entries []json.RawMessage
+	if err := json.Unmarshal(data, &entries); err != nil {
+		warn(fmt.Sprintf("%s: want a JSON list of validators ([{\"name\": …, \"executor\": …}]): %v; no validator from this file applies", path, err))
+		return nil
+	}
+	var vs []Validator
+	names := map[string]bool{}
+	for i, raw := range entries {
+		v, unknown, err := parseValidatorEntry(raw, filepath.Dir(path))
+		where := fmt.Sprintf("%s: entry %d", path, i+1)
+		if v.Name != "" {
+			where += fmt.Sprintf(" (%q)", v.Name)
+		}
+		for _, k := range unknown {
+			warn(fmt.Sprintf("%s: unknown field %q ignored (fields: name, executor, commands, env, timeout_ms)", where, k))
+		}
+		if err == nil && names[v.Name] {
+			err = errors.New(`field "name": another entry of this file has that name`)
+		}
+		if err != nil {
+			warn(fmt.Sprintf("%s: %v; entry skipped", where, err))
+			continue
+		}
+		names[v.Name] = true
+		v.Source = path
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// parseValidatorEntry checks one entry; relative paths in its executor
+// resolve against dir.
+func parseValidatorEntry(raw json.RawMessage, dir string) (v Validator, unknown []string, err error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return v, nil, errors.New("want an object {\"name\": …, \"executor\": …}")
+	}
+	for k := range fields {
+		switch k {
+		case "name", "executor", "commands", "env", "timeout_ms":
+		default:
+			unknown = append(unknown, k)
+		}
+	}
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("field %q: %s", field, fmt.Sprintf(format, args...))
+	}
+	var name, executor string
+	if json.Unmarshal(fields["name"], &name) != nil || strings.TrimSpace(name) == "" {
+		return v, unknown, bad("name", "want a non-empty string")
+	}
+	if len(name) > 64 || validatorText(name) != name || strings.ContainsAny(name, "\n\r\t") {
+		return v, unknown, bad("name", "want at most 64 characters on one line without control characters")
+	}
+	v.Name = name
+	if strings.HasPrefix(name, "zot:") {
+		return v, unknown, bad("name", "names starting with \"zot:\" are zot's own")
+	}
+	if json.Unmarshal(fields["executor"], &executor) != nil || strings.TrimSpace(executor) == "" {
+		return v, unknown, bad("executor", "want a non-empty string: the program and its arguments, e.g. \"python3 ./checks/no_post.py\"")
+	}
+	argv, err := splitExecutor(executor)
+	if err != nil {
+		return v, unknown, bad("executor", "%v", err)
+	}
+	v.Argv = resolveExecutor(argv, dir)
+	if raw, ok := fields["commands"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &v.Commands) != nil {
+			return v, unknown, bad("commands", "want a list of command names, e.g. [\"curl\", \"git\"]")
+		}
+		for _, c := range v.Commands {
+			if c == "" || strings.ContainsAny(c, "/ \t\n") {
+				return v, unknown, bad("commands", "%q is not a base command name (write \"curl\", not \"/usr/bin/curl\")", c)
+			}
+		}
+	}
+	if raw, ok := fields["env"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &v.Env) != nil {
+			return v, unknown, bad("env", "want a list of environment variable names, e.g. [\"AWS_PROFILE\"]")
+		}
+		for _, e := range v.Env {
+			if _, n := assignmentName(e + "="); n != len(e)+1 {
+				return v, unknown, bad("env", "%q is not an environment variable name", e)
+			}
+		}
+	}
+	v.Timeout = validatorDefaultTimeout
+	if raw, ok := fields["timeout_ms"]; ok && string(raw) != "null" {
+		var ms float64
+		if json.Unmarshal(raw, &ms) != nil || ms != float64(int64(ms)) || ms < 1 || ms > float64(validatorMaxTimeout/time.Millisecond) {
+			return v, unknown, bad("timeout_ms", "want a whole number of milliseconds from 1 to %d, got %s", validatorMaxTimeout/time.Millisecond, raw)
+		}
+		v.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	return v, unknown, nil
+}
+
+// splitExecutor splits an executor string the way a shell splits words —
+// whitespace separates, '…' and "…" quote, backslash escapes — without
+// running a shell or expanding anything.
+func splitExecutor(s string) ([]string, error) {
+	var words []string
+	var b strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r':
+			if inWord {
+				words = append(words, b.String())
+				b.Reset()
+				inWord = false
+			}
+		case '\\':
+			if i+1 >= len(s) {
+				return nil, errors.New("ends with a lone backslash")
+			}
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			inWord = true
+		case '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, errors.New("a single quote is not closed")
+			}
+			b.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case '"':
+			closed := false
+			for i++; i < len(s); i++ {
+				if s[i] == '"' {
+					closed = true
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
+					i++
+					if s[i] == '\n' {
+						continue
+					}
+				}
+				b.WriteByte(s[i])
+			}
+			if !closed {
+				return nil, errors.New("a double quote is not closed")
+			}
+			inWord = true
+		default:
+			b.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, b.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("names no program")
+	}
+	return words, nil
+}
+
+// resolveExecutor makes relative paths absolute against the config file's
+// directory: the program when it contains a slash (./check.sh, bin/check),
+// an argument when it starts with ./ or ../. A bare program name is looked
+// up in $PATH.
+func resolveExecutor(argv []string, dir string) []string {
+	out := append([]string(nil), argv...)
+	for i, a := range out {
+		rel := strings.HasPrefix(a, "./") || strings.HasPrefix(a, "../")
+		if i == 0 {
+			rel = strings.Contains(a, "/") && !filepath.IsAbs(a)
+		}
+		if rel {
+			out[i] = filepath.Join(dir, a)
+		}
+	}
+	return out
+}
+
+// appliesTo reports whether the validator is asked about a command.
+func (v Validator) appliesTo(command string) bool {
+	if len(v.Commands) == 0 {
+		return true
+	}
+	for _, c := range v.Commands {
+		if c == command {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateParams are the params of a validateCommand request.
+type ValidateParams struct {
+	Command        string            `json:"command"`
+	Flags          map[string]string `json:"flags"`
+	Args           []string          `json:"args"`
+	RawCommandLine string            `json:"raw_command_line"`
+	Env            map[string]string `json:"env"`
+	Cwd            string            `json:"cwd"`
+}
+
+type validateRequest struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      int            `json:"id"`
+	Method  string         `json:"method"`
+	Params  ValidateParams `json:"params"`
+}
+
+type validateResponse struct {
+	Result *struct {
+		Status        *string `json:"status"`
+		Message       string  `json:"message"`
+		FixSuggestion string  `json:"fix_suggestion"`
+	} `json:"result"`
+	Error *struct {
+		Code    json.Number `json:"code"`
+		Message string      `json:"message"`
+	} `json:"error"`
+}
+
+// ValidatorReply is one validator's answer about one command. Failure, when
+// set, says how the validator failed; Status is then ask.
+type ValidatorReply struct {
+	Status        string `json:"status"`
+	Message       string `json:"message,omitempty"`
+	FixSuggestion string `json:"fix_suggestion,omitempty"`
+	Failure       string `json:"failure,omitempty"`
+}
+
+// Ask runs the validator once about one command. The process gets its own
+// process group; once its answer is read — or the timeout passes, or ctx
+// ends — the whole group is killed and reaped, so nothing it started
+// outlives the question.
+func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
+	failed := func(format string, args ...any) ValidatorReply {
+		how := validatorText(fmt.Sprintf(format, args...))
+		return ValidatorReply{Status: "ask", Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
+	}
+	req, err := json.Marshal(validateRequest{JSONRPC: "2.0", ID: 1, Method: "validateCommand", Params: p})
+	if err != nil {
+		return failed("encode the request: %v", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return failed("create a pipe: %v", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return failed("create a pipe: %v", err)
+	}
+	cmd := exec.Command(v.Argv[0], v.Argv[1:]...)
+	if st, err := os.Stat(p.Cwd); err == nil && st.IsDir() {
+		cmd.Dir = p.Cwd
+	}
+	cmd.Env = validatorEnviron()
+	cmd.Stdin, cmd.Stdout = inR, outW // Stderr nil: /dev/null
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return failed("could not start %s: %v", v.Argv[0], err)
+	}
+	pgid := cmd.Process.Pid
+	// The leader is reaped only by cmd.Wait below, after every kill, so
+	// its process group id cannot be reused while we signal it.
+	kill := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+
+	runCtx, cancel := context.WithTimeout(ctx, v.Timeout)
+	defer cancel()
+	// At the deadline: kill the group and unblock the read below.
+	timerDone := make(chan struct{})
+	stopTimer := context.AfterFunc(runCtx, func() {
+		defer close(timerDone)
+		kill()
+		outR.SetReadDeadline(time.Now())
+	})
+	wrote := make(chan struct{})
+	// Writes the request. Ends when it is written, or when inW is closed
+	// below after the answer: a validator need not read its stdin.
+	go func() {
+		defer close(wrote)
+		inW.Write(req)
+		inW.Close()
+	}()
+
+	out := &countingReader{r: io.LimitReader(outR, validatorMaxResponse)}
+	var resp validateResponse
+	decodeErr := json.NewDecoder(out).Decode(&resp)
+	if !stopTimer() {
+		<-timerDone // it is killing the group: let it finish before the reap
+	}
+	kill()
+	inW.Close()
+	outR.Close()
+	waitErr := cmd.Wait()
+	<-wrote
+
+	switch {
+	case decodeErr == nil:
+	case ctx.Err() != nil:
+		return failed("zot stopped waiting for it (%v)", ctx.Err())
+	case runCtx.Err() != nil:
+		return failed("no answer within %v; killed it", v.Timeout)
+	case out.n >= validatorMaxResponse:
+		return failed("answered with more than %d bytes", validatorMaxResponse)
+	case errors.Is(decodeErr, io.EOF):
+		status := "exit status 0"
+		if waitErr != nil {
+			status = waitErr.Error()
+		}
+		return failed("exited without answering (%s)", status)
+	default:
+		return failed("invalid response: not a JSON-RPC response: %v", decodeErr)
+	}
+	switch {
+	case resp.Error != nil:
+		return failed("invalid response: JSON-RPC error %s: %s", resp.Error.Code, resp.Error.Message)
+	case resp.Result == nil:
+		return failed("invalid response: no \"result\"")
+	case resp.Result.Status == nil:
+		return failed("invalid response: the result has no \"status\"")
+	}
+	r := ValidatorReply{
+		Status:        *resp.Result.Status,
+		Message:       validatorText(resp.Result.Message),
+		FixSuggestion: validatorText(resp.Result.FixSuggestion),
+	}
+	switch r.Status {
+	case "allow", "deny", "ask":
+	default:
+		r.Failure = validatorText(fmt.Sprintf("unknown status %q (want allow, deny or ask)", r.Status))
+		r.Status = "ask"
+		msg := fmt.Sprintf("validator %q answered with an %s", v.Name, r.Failure)
+		if r.Message != "" {
+			msg += ": " + r.Message
+		}
+		r.Message = msg
+	}
+	return r
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// validatorEnviron is the environment a validator runs with: zot's, minus
+// the provider keys and RPC token, which a validator has no use for.
+func validatorEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// validatorText makes text a validator printed safe to show: ASCII control
+// characters other than \n, \r and \t are stripped (seed 002), and so are
+// C1 controls and invalid UTF-8, which some terminals also act on. It is
+// cut at validatorMaxText bytes.
+func validatorText(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if b.Len() >= validatorMaxText {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"): // an invalid byte
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// ValidationReport is what the validators said about one command line.
+type ValidationReport struct {
+	Line     string             `json:"command_line"`
+	Cwd      string             `json:"cwd"`
+	Commands []ValidatedCommand `json:"commands"`
+	Answers  []ValidatorAnswer  `json:"answers"`
+	Decision string             `json:"decision"` // allow, deny or ask
+	// Incomplete is set when the line nests deeper than the splitter
+	// follows; with validators configured the decision is then at least ask.
+	Incomplete bool `json:"incomplete,omitempty"`
+}
+
+// ValidatedCommand is one simple command of the line, as validators see it
+// (params.env aside: each validator gets the variables it names).
+type ValidatedCommand struct {
+	Raw      string            `json:"raw"`
+	Via      string            `json:"via,omitempty"`
+	Command  string            `json:"command"`
+	Flags    map[string]string `json:"flags"`
+	Args     []string          `json:"args"`
+	Assigned map[string]string `json:"assigned,omitempty"` // VAR=value set for it in the line
+}
+
+// ValidatorAnswer is one validator's reply about one command (an index
+// into Commands; -1 for the line as a whole).
+type ValidatorAnswer struct {
+	Validator string `json:"validator"`
+	Command   int    `json:"command"`
+	ValidatorReply
+}
+
+// CheckCommandLine asks every validator that applies about every simple
+// command of line and combines the answers: deny beats ask beats allow;
+// with nothing to ask, the line is allowed.
+func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) ValidationReport {
+	cmds, complete := SplitCommandLine(line)
+	r := ValidationReport{Line: line, Cwd: cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: "allow", Incomplete: !complete}
+	for _, c := range cmds {
+		flags, args := commandFlags(c.Name, c.Words[1:])
+		r.Commands = append(r.Commands, ValidatedCommand{Raw: c.Raw, Via: c.Via, Command: c.Name, Flags: flags, Args: args, Assigned: c.Env})
+	}
+
+	// One process per distinct question: echo a; echo a asks once.
+	type job struct {
+		v      Validator
+		params ValidateParams
+		reply  ValidatorReply
+	}
+	var jobs []*job
+	var answerJob []*job // the job that answers r.Answers[i]
+	byKey := map[string]*job{}
+	for i, c := range r.Commands {
+		for _, v := range vs {
+			if !v.appliesTo(c.Command) {
+				continue
+			}
+			p := ValidateParams{Command: c.Command, Flags: c.Flags, Args: c.Args, RawCommandLine: line, Env: map[string]string{}, Cwd: cwd}
+			for _, name := range v.Env {
+				if val, ok := c.Assigned[name]; ok {
+					p.Env[name] = val
+				} else if val, ok := os.LookupEnv(name); ok {
+					p.Env[name] = val
+				}
+			}
+			key, _ := json.Marshal(p)
+			k := v.Source + "\x00" + v.Name + "\x00" + string(key)
+			j := byKey[k]
+			if j == nil {
+				j = &job{v: v, params: p}
+				byKey[k] = j
+				jobs = append(jobs, j)
+			}
+			r.Answers = append(r.Answers, ValidatorAnswer{Validator: v.Name, Command: i})
+			answerJob = append(answerJob, j)
+		}
+	}
+	sem := make(chan struct{}, validatorParallel)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		// Owned by CheckCommandLine, which waits for it; it ends when the
+		// validator has answered or its timeout has killed it.
+		go func(j *job) {
+			defer wg.Done()
+			j.reply = j.v.Ask(ctx, j.params)
+			<-sem
+		}(j)
+	}
+	wg.Wait()
+	for i, j := range answerJob {
+		r.Answers[i].ValidatorReply = j.reply
+	}
+	if r.Incomplete && len(vs) > 0 {
+		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
+			Status:  "ask",
+			Message: fmt.Sprintf("the command line nests more than %d levels deep, beyond what zot follows, so validators did not see all of it", maxShellDepth),
+		}})
+	}
+	for _, a := range r.Answers {
+		r.Decision = worseStatus(r.Decision, a.Status)
+	}
+	return r
+}
+
+// worseStatus combines two answers: deny beats ask beats allow.
+func worseStatus(a, b string) string {
+	rank := map[string]int{"allow": 0, "ask": 1, "deny": 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// ValidatorGate is the ToolGate that asks the validators about bash calls;
+// other tools pass. It belongs after the extension interception gate in
+// ChainGates, so it sees the command as rewritten.
+func ValidatorGate(vs []Validator, cwd string) ToolGate {
+	return func(ctx context.Context, call ToolCall) GateResult {
+		if call.Name != "bash" {
+			return GateResult{}
+		}
+		// Read the command exactly as the bash tool will: duplicate or
+		// differently cased keys must not show validators another command.
+		a := parseToolArgs("bash", call.Args)
+		command := a.str("command")
+		if a.err != nil || command == "" {
+			return GateResult{} // the tool refuses these arguments itself
+		}
+		return CheckCommandLine(ctx, vs, command, cwd).gateResult()
+	}
+}
+
+// gateResult turns a report into a gate's answer: one note per validator
+// (its worst answer over the line's commands), for the audit trail and the
+// confirm dialog; on deny, a reason the model can act on.
+func (r ValidationReport) gateResult() GateResult {
+	var res GateResult
+	var order []string
+	worst := map[string]ValidatorAnswer{}
+	for _, a := range r.Answers {
+		w, seen := worst[a.Validator]
+		if !seen {
+			order = append(order, a.Validator)
+		}
+		if !seen || worseStatus(w.Status, a.Status) != w.Status {
+			worst[a.Validator] = a
+		}
+	}
+	var denials []string
+	for _, name := range order {
+		a := worst[name]
+		by := "validator:" + name
+		if name == splitterAnswer {
+			by = name
+		}
+		res.Notes = append(res.Notes, GateNote{By: by, Decision: a.Status, Reason: r.explain(a)})
+		if a.Status == "deny" {
+			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
+		}
+	}
+	switch r.Decision {
+	case "deny":
+		res.Verdict = GateDeny
+		res.Reason = "not run: " + strings.Join(denials, "\n")
+	case "ask":
+		res.Verdict = GateAsk
+	}
+	return res
+}
+
+// explain is an answer as a person or the model reads it: the message,
+// then "suggested fix: …", then the simple command it was about when the
+// line has several. The TUI's confirm dialog shows it as it is.
+func (r ValidationReport) explain(a ValidatorAnswer) string {
+	var lines []string
+	if a.Message != "" {
+		lines = append(lines, a.Message)
+	} else {
+		lines = append(lines, "(no message)")
+	}
+	if a.FixSuggestion != "" {
+		lines = append(lines, "suggested fix: "+a.FixSuggestion)
+	}
+	if len(r.Commands) > 1 && a.Command >= 0 && a.Command < len(r.Commands) {
+		lines = append(lines, "command: "+validatorText(r.Commands[a.Command].Raw))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// NonInteractiveConfirm answers confirmations in -p, --json and rpc modes,
+// where nobody can be asked: no, unless --approve-asks was given.
+func NonInteractiveConfirm(approveAsks bool) ConfirmFunc {
+	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+		if approveAsks {
+			return true, "--approve-asks"
+		}
+		return false, "non-interactive mode (pass --approve-asks to allow)"
+	}
+}
+
+// guardTools adds the command validators to the tool gates (after the
+// ones already there: the extension interception chain, hooks) and, unless
+// --no-audit, the audit log. Problems go to the agent's log.
+func (s *setup) guardTools() {
+	vs := LoadValidators(s.home, s.cwd, func(msg string) { s.agent.logf("%s", validatorText(msg)) })
+	if len(vs) > 0 {
+		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
+	}
+	if !s.opts.noAudit {
+		s.agent.AfterToolExecute = s.auditHook()
+	}
+}
+
+const validateUsage = `Usage:
+  zot validate [--json] [--cwd DIR] -- COMMAND LINE
+  zot validate [--json] [--cwd DIR] < script.sh
+
+Asks the validators configured in $ZOT_HOME/validators.json and
+./.zot/validators.json about a command line without running it, and prints
+the simple commands found, each validator's answer and the decision. Quote
+the command line as one word to keep its quotes: zot validate -- 'curl -H "A: b" x'
+
+Exit status: 0 allow, 1 deny, 3 ask, 2 usage error.
+`
+
+// exitAsk is zot validate's exit status for a line a validator asks about.
+const exitAsk = 3
+
+// runValidateCommand is zot validate.
+func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var words []string
+	asJSON, cwd := false, ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-h" || a == "--help":
+			fmt.Fprint(stdout, validateUsage)
+			return exitOK
+		case a == "--json":
+			asJSON = true
+		case a == "--cwd":
+			if i+1 >= len(args) {
+				fmt.Fprintln(stderr, "zot: --cwd needs a value (DIR)")
+				return exitUsage
+			}
+			i++
+			cwd = args[i]
+		case strings.HasPrefix(a, "--cwd="):
+			cwd = strings.TrimPrefix(a, "--cwd=")
+		case a == "--":
+			words = append(words, args[i+1:]...)
+			i = len(args)
+		case len(a) > 1 && a[0] == '-':
+			fmt.Fprintf(stderr, "zot: unknown flag %s for zot validate (put the command line after --)\n%s", a, validateUsage)
+			return exitUsage
+		default:
+			words = append(words, a)
+		}
+	}
+	line := strings.Join(words, " ")
+	if len(words) == 0 {
+		if f, ok := stdin.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				fmt.Fprint(stderr, "zot: no command line\n"+validateUsage)
+				return exitUsage
+			}
+		}
+		b, err := io.ReadAll(io.LimitReader(stdin, validateMaxLine))
+		if err != nil {
+			fmt.Fprintf(stderr, "zot: read the command line from stdin: %v\n", err)
+			return exitFailure
+		}
+		line = string(b)
+	}
+	if strings.TrimSpace(line) == "" {
+		fmt.Fprint(stderr, "zot: no command line\n"+validateUsage)
+		return exitUsage
+	}
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	home := zotHome()
+	var warnings []string
+	vs := LoadValidators(home, cwd, func(msg string) {
+		warnings = append(warnings, validatorText(msg))
+		fmt.Fprintf(stderr, "zot: %s\n", validatorText(msg))
+	})
+	ctx, stop := signalContext()
+	defer stop()
+	r := CheckCommandLine(ctx, vs, line, cwd)
+
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		views := []validatorView{}
+		for _, v := range vs {
+			views = append(views, validatorView{v, int64(v.Timeout / time.Millisecond)})
+		}
+		enc.Encode(struct {
+			ValidationReport
+			Validators   []validatorView `json:"validators"`
+			ConfigErrors []string        `json:"config_errors"`
+		}{r, views, append([]string{}, warnings...)})
+	} else {
+		writeValidationReport(stdout, r, vs, validatorFiles(home, cwd))
+	}
+	switch r.Decision {
+	case "deny":
+		return exitFailure
+	case "ask":
+		return exitAsk
+	}
+	return exitOK
+}
+
+// validatorView is a validator as zot validate --json shows it.
+type validatorView struct {
+	Validator
+	TimeoutMS int64 `json:"timeout_ms"`
+}
+
+// writeValidationReport prints a report for a person; everything from the
+// line or a validator is sanitised first.
+func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, files []string) {
+	safe := validatorText
+	indent := func(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
+	fmt.Fprintf(w, "command line: %s\n", indent(safe(r.Line), "              "))
+	if len(vs) == 0 {
+		fmt.Fprintf(w, "no validators configured (looked in %s)\n", strings.Join(files, " and "))
+	}
+	if len(r.Commands) == 0 {
+		fmt.Fprintln(w, "no simple commands found")
+	}
+	for i, c := range r.Commands {
+		fmt.Fprintf(w, "\n%d. %s\n", i+1, indent(safe(c.Raw), "   "))
+		if c.Via != "" {
+			fmt.Fprintf(w, "   via %s\n", safe(c.Via))
+		}
+		flags, _ := json.Marshal(c.Flags)
+		args, _ := json.Marshal(c.Args)
+		fmt.Fprintf(w, "   command %s  flags %s  args %s\n", safe(c.Command), safe(string(flags)), safe(string(args)))
+		asked := false
+		for _, a := range r.Answers {
+			if a.Command != i {
+				continue
+			}
+			asked = true
+			fmt.Fprintf(w, "   %s: %s", safe(a.Validator), a.Status)
+			if a.Message != "" {
+				fmt.Fprintf(w, " — %s", indent(a.Message, "     "))
+			}
+			if a.FixSuggestion != "" {
+				fmt.Fprintf(w, "\n     suggested fix: %s", indent(a.FixSuggestion, "     "))
+			}
+			fmt.Fprintln(w)
+		}
+		if !asked && len(vs) > 0 {
+			fmt.Fprintln(w, "   (no validator applies)")
+		}
+	}
+	for _, a := range r.Answers {
+		if a.Command < 0 {
+			fmt.Fprintf(w, "\n%s: %s — %s\n", a.Validator, a.Status, a.Message)
+		}
+	}
+	fmt.Fprintf(w, "\ndecision: %s\n", r.Decision)
+}
