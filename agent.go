@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Message is one entry of the transcript. Role is "user" or "assistant";
@@ -497,6 +498,7 @@ func (a *Agent) SetMessages(msgs []Message, total Usage) error {
 	}
 	a.messages = append([]Message(nil), msgs...)
 	a.cumulative = total
+	a.lastInput = 0
 	return nil
 }
 
@@ -746,7 +748,10 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 				emit(Event{Type: "text_delta", Delta: se.Delta})
 			}
 		case "thinking":
-			emit(Event{Type: "thinking_delta", Delta: se.Delta})
+			// Reasoning can repeat what a redacting hook would hide.
+			if !holdText {
+				emit(Event{Type: "thinking_delta", Delta: se.Delta})
+			}
 		case "tool_start":
 			emit(Event{Type: "tool_use_start", ID: se.ID, Name: se.Name})
 		case "tool_args":
@@ -771,7 +776,7 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 		}
 		shown.Content = nil
 		for _, b := range msg.Content {
-			if b.Type != "text" {
+			if b.Type != "text" && b.Type != "thinking" {
 				shown.Content = append(shown.Content, b)
 			}
 		}
@@ -880,12 +885,18 @@ func (a *Agent) finishAborted(partial Reply, emit Sink) {
 			if b.Text != "" {
 				content = append(content, b)
 			}
+		case "thinking":
+			// A finished, signed thinking block must stay before the tool
+			// calls that follow it, or Anthropic rejects the transcript.
+			if b.Signature != "" || b.Redacted {
+				content = append(content, b)
+			}
 		case "tool_call":
 			content = append(content, b)
 			calls = append(calls, ToolCall{ID: b.ID})
 		}
 	}
-	if len(content) > 0 {
+	if len(content) > 0 && content[len(content)-1].Type != "thinking" {
 		a.append(Message{Role: "assistant", Content: content, Time: time.Now().UTC()})
 		if len(calls) > 0 {
 			var results []Block
@@ -1061,6 +1072,72 @@ func projectContextFiles(cwd string) []string {
 		}
 	}
 	return files
+}
+
+// printable makes untrusted text (from a model, a tool, an extension, a
+// server) safe to write to a terminal: escape sequences are removed whole,
+// and so are other control characters but newline and tab, C1 controls,
+// bidirectional overrides and invalid UTF-8.
+func printable(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b {
+			i = skipEscape(s, i)
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r == utf8.RuneError && size == 1, r < 0x20, r >= 0x7f && r <= 0x9f,
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// skipEscape returns where the escape sequence starting at s[i] ends.
+func skipEscape(s string, i int) int {
+	i++
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[': // CSI: parameter and intermediate bytes, then one final byte
+		i++
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ESC \
+		for i++; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return i
+	}
+	return i + 1 // a two-byte sequence such as ESC c
 }
 
 func truncate(s string, n int) string {

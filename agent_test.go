@@ -561,3 +561,47 @@ func TestChainGatesOrderRewriteAskDeny(t *testing.T) {
 		t.Errorf("deny: %+v", d)
 	}
 }
+
+func TestAbortKeepsSignedThinkingBeforeToolCalls(t *testing.T) {
+	events := anthropicEvents(gen{Thinking: "plan the call"}, gen{ToolID: "t1", ToolName: "slow", ToolArgs: `{"a":1}`})
+	srv := startReplay(t, replayStep{Events: events, HangAfter: len(events) - 2})
+	a := newTestAgent(t, srv, &funcTool{name: "slow"})
+	ctx, cancel := context.WithCancel(context.Background())
+	a.Prompt(ctx, "go", nil, func(e Event) {
+		if e.Type == "tool_use_end" {
+			cancel()
+		}
+	})
+	msgs := a.Messages()
+	if len(msgs) != 3 {
+		t.Fatalf("transcript = %+v", msgs)
+	}
+	asst := msgs[1].Content
+	if len(asst) != 2 || asst[0].Type != "thinking" || asst[0].Signature == "" || asst[1].Type != "tool_call" {
+		t.Errorf("assistant = %+v, want the signed thinking kept before the call", asst)
+	}
+	if r := msgs[2].Content[0]; r.Type != "tool_result" || r.CallID != "t1" || !r.IsError {
+		t.Errorf("result = %+v", r)
+	}
+}
+
+func TestHeldTextHoldsThinkingToo(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Thinking: "the key is SECRET"}, gen{Text: "done"})})
+	a := newTestAgent(t, srv)
+	a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) { return text, false }
+	var log eventLog
+	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
+		t.Fatal(err)
+	}
+	if d := log.ofType("thinking_delta"); len(d) != 0 {
+		t.Errorf("thinking streamed while text was held: %+v", d)
+	}
+	for _, b := range log.ofType("assistant_message")[0].Content {
+		if b.Type == "thinking" {
+			t.Errorf("thinking shown while text was held")
+		}
+	}
+	if a.Messages()[1].Content[0].Type != "thinking" {
+		t.Errorf("the transcript must keep the thinking")
+	}
+}

@@ -1266,33 +1266,3 @@ func sanitizeExtText(s string) string {
 	}
 	return b.String()
 }
-
-// skipEscape returns where the escape sequence starting at s[i] ends.
-func skipEscape(s string, i int) int {
-	i++
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '[': // CSI: parameter and intermediate bytes, then one final byte
-		i++
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
-			i++
-		}
-		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-			i++
-		}
-		return i
-	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ESC \
-		for i++; i < len(s); i++ {
-			if s[i] == 0x07 {
-				return i + 1
-			}
-			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-		}
-		return i
-	}
-	return i + 1 // a two-byte sequence such as ESC c
-}

@@ -329,7 +329,7 @@ func (c *extCLI) gitClone(url, dir string) error {
 	ctx, stop := signalContext()
 	defer stop()
 	cmd := exec.CommandContext(ctx, "git", "clone", "--quiet", "--depth", "1", "--", url, dir)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(childEnviron(), "GIT_TERMINAL_PROMPT=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -525,6 +525,11 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 	if err := s.agent.SetMessages(loaded.Messages, loaded.Usage); err != nil {
 		return err
 	}
+	// A resumed conversation goes on with its own model unless --model
+	// says otherwise (a model of another provider cannot be taken over).
+	if s.opts.model == "" && loaded.Meta.Provider == s.provider && loaded.Meta.Model != "" {
+		s.model, s.agent.Model = loaded.Meta.Model, loaded.Meta.Model
+	}
 	s.session = sess
 	s.agent.Recorder = sess
 	return nil
@@ -571,7 +576,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o, err := parseFlags(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "zot: %v\n", err)
+		fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
 		return exitUsage
 	}
 	switch {
@@ -675,6 +680,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
+		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
+			final = printable(final)
+		}
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
 	switch {
@@ -684,7 +692,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "zot: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "zot: %v\n", err)
+	fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
 	return exitFailure
 }
 
@@ -748,7 +756,7 @@ func extLevel(level string) string {
 }
 
 func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "zot: %v\n", err)
+	fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage

@@ -1174,22 +1174,11 @@ func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
 			return
 		}
 		if server == "" {
-			fmt.Fprintf(stderr, "zot: mcp: %s\n", mcpPrintable(msg))
+			fmt.Fprintf(stderr, "zot: mcp: %s\n", printable(msg))
 			return
 		}
-		fmt.Fprintf(stderr, "zot: mcp server %q: %s\n", server, mcpPrintable(msg))
+		fmt.Fprintf(stderr, "zot: mcp server %q: %s\n", server, printable(msg))
 	}
-}
-
-// mcpPrintable drops control characters (escape sequences among them) from
-// text a server sent, keeping newlines and tabs.
-func mcpPrintable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) && r != unicode.ReplacementChar {
-			return r
-		}
-		return -1
-	}, s)
 }
 
 const mcpUsage = `usage:
@@ -1269,7 +1258,7 @@ func runMCPCommand(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		if st[0].State != "ready" {
-			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, mcpPrintable(st[0].Error))
+			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, printable(st[0].Error))
 			return exitFailure
 		}
 		tools := reg.List()
@@ -1301,9 +1290,9 @@ func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%-20s %-6s %-9s %5s  %s\n", "NAME", "TYPE", "STATE", "TOOLS", "SOURCE")
 	for _, s := range list {
-		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", mcpPrintable(s.Name), s.Transport, s.State, s.Tools, s.Source)
+		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", printable(s.Name), s.Transport, s.State, s.Tools, s.Source)
 		if s.Error != "" {
-			fmt.Fprintf(stdout, "    %s\n", mcpPrintable(s.Error))
+			fmt.Fprintf(stdout, "    %s\n", printable(s.Error))
 		}
 	}
 	return exitOK
@@ -1314,15 +1303,15 @@ func mcpPrintTools(tools []Tool, stdout io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s\n", mcpPrintable(t.Name()))
+		fmt.Fprintf(stdout, "%s\n", printable(t.Name()))
 		for _, line := range strings.Split(strings.TrimSpace(t.Description()), "\n") {
-			fmt.Fprintf(stdout, "  %s\n", mcpPrintable(line))
+			fmt.Fprintf(stdout, "  %s\n", printable(line))
 		}
 		b, err := json.MarshalIndent(json.RawMessage(t.Schema()), "  ", "  ")
 		if err != nil {
 			b = t.Schema()
 		}
-		fmt.Fprintf(stdout, "  input schema: %s\n", mcpPrintable(string(b)))
+		fmt.Fprintf(stdout, "  input schema: %s\n", printable(string(b)))
 	}
 	if len(tools) == 0 {
 		fmt.Fprintln(stdout, "(the server offers no tools)")
@@ -1347,18 +1336,18 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 		}
 	}
 	if tool == nil {
-		fmt.Fprintf(stderr, "zot mcp call: server %q has no tool %q; it has: %s\n", server, name, mcpPrintable(strings.Join(names, ", ")))
+		fmt.Fprintf(stderr, "zot mcp call: server %q has no tool %q; it has: %s\n", server, name, printable(strings.Join(names, ", ")))
 		return exitFailure
 	}
 	res := tool.Run(ctx, json.RawMessage(args), func(line string) {
-		fmt.Fprintf(stderr, "progress: %s\n", mcpPrintable(line))
+		fmt.Fprintf(stderr, "progress: %s\n", printable(line))
 	})
 	for _, b := range res.Content {
 		switch b.Type {
 		case "image":
 			fmt.Fprintf(stdout, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		default:
-			fmt.Fprintln(stdout, strings.TrimRight(mcpPrintable(b.Text), "\n"))
+			fmt.Fprintln(stdout, strings.TrimRight(printable(b.Text), "\n"))
 		}
 	}
 	if res.IsError {

@@ -271,7 +271,7 @@ func TestMCPCommandLine(t *testing.T) {
 		stdout, stderr string
 	}{
 		{[]string{"mcp", "call", "fake", "echo", `{"text":"hi"}`}, 0, "hi\n", ""},
-		{[]string{"mcp", "call", "fake", "mcp__fake__echo", `{"text":"\u001b[31mred\u0007"}`}, 0, "[31mred\n", ""},
+		{[]string{"mcp", "call", "fake", "mcp__fake__echo", `{"text":"\u001b[31mred\u0007"}`}, 0, "red\n", ""},
 		{[]string{"mcp", "call", "fake", "fail"}, 1, "it went wrong\n", ""},
 		{[]string{"mcp", "call", "fake", "progress"}, 0, "done\n", "progress: step 1 (1/3)\nprogress: step 2 (2/3)\nprogress: step 3 (3/3)\n"},
 		{[]string{"mcp", "call", "fake", "nope"}, 1, "", `zot mcp call: server "fake" has no tool "nope"; it has: ask, big, change,`},
@@ -300,11 +300,11 @@ func TestMCPCommandLine(t *testing.T) {
 	for _, s := range list {
 		states[s.Name] = fmt.Sprintf("%s %s %d", s.Transport, s.State, s.Tools)
 	}
-	if states["fake"] != "stdio ready 10" || states["off"] != "stdio disabled 0" || states["bad"] != " invalid 0" {
+	if states["fake"] != "stdio ready 11" || states["off"] != "stdio disabled 0" || states["bad"] != " invalid 0" {
 		t.Errorf("list --json states = %v", states)
 	}
 	stdout, _, _ = z.run("mcp", "list")
-	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready        10  "+filepath.Join(z.cwd, ".mcp.json")) {
+	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready        11  "+filepath.Join(z.cwd, ".mcp.json")) {
 		t.Errorf("list:\n%s", stdout)
 	}
 }

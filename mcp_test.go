@@ -149,14 +149,14 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 		t.Errorf("isError result = %+v", r)
 	}
 	st := h.settle()
-	if len(st) != 1 || st[0].State != "ready" || st[0].Tools != 10 || st[0].Transport != "stdio" {
+	if len(st) != 1 || st[0].State != "ready" || st[0].Tools != 11 || st[0].Transport != "stdio" {
 		t.Errorf("status = %+v", st)
 	}
-	if said := h.said(); len(said) != 1 || said[0] != "fake info: ready, 10 tools" {
+	if said := h.said(); len(said) != 1 || said[0] != "fake info: ready, 11 tools" {
 		t.Errorf("OnStatus = %q", said)
 	}
 	log, _ := os.ReadFile(filepath.Join(h.home, "logs", "mcp-fake.log"))
-	for _, want := range []string{"fake server normal starting", "server log [info] fake: hello from the fake server", "ready, 10 tools"} {
+	for _, want := range []string{"fake server normal starting", "server log [info] fake: hello from the fake server", "ready, 11 tools"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -174,8 +174,8 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 	h := newMCPHarness(t, map[string]string{"paged": fakeServer(t, "paged", t.TempDir(), "")})
 	h.tool("mcp__paged__env") // the last page
-	if st := h.settle(); st[0].Tools != 10 {
-		t.Errorf("tools = %d, want all 10 of 5 pages", st[0].Tools)
+	if st := h.settle(); st[0].Tools != 11 {
+		t.Errorf("tools = %d, want all 11 of 6 pages", st[0].Tools)
 	}
 }
 
@@ -662,4 +662,29 @@ func TestMCPExpandVars(t *testing.T) {
 			t.Errorf("expandVars(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
+}
+
+// TestMCPTornWriteRestartsTheServer: a message cut off part-way (the server
+// stopped reading, the call timed out) must not be glued to the next one;
+// the server is stopped and the next calls get a fresh one.
+func TestMCPTornWriteRestartsTheServer(t *testing.T) {
+	state := t.TempDir()
+	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, "")})
+	deaf, echo := h.tool("mcp__fake__deaf"), h.tool("mcp__fake__echo")
+	deafCtx, stopDeaf := context.WithCancel(context.Background())
+	defer stopDeaf()
+	go deaf.Run(deafCtx, json.RawMessage(`{}`), func(string) {}) // ends with stopDeaf or the server
+	waitFor(t, "the server to stop reading", func() bool { return readState(state, "deaf") != "" })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 1<<20)})
+	if r := echo.Run(ctx, big, func(string) {}); !r.IsError {
+		t.Fatalf("a call the server never read succeeded: %s", truncate(textOf(r), 200))
+	}
+	cancel()
+	h.m.restartEvery = 0 // the minute has passed
+	waitFor(t, "a restarted server to answer", func() bool {
+		r := mcpRun(t, echo, `{"text":"after"}`)
+		return !r.IsError && strings.Contains(textOf(r), "after")
+	})
 }

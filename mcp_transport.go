@@ -518,6 +518,10 @@ type stdioTransport struct {
 	pgid   int
 	log    *mcpLog
 	wmu    sync.Mutex // one writer at a time; lines never interleave
+	// torn is set, under wmu, when a write stopped part-way: the server's
+	// stdin then ends in half a message, and whatever followed would be
+	// glued to it.
+	torn   bool
 	closed sync.Once
 	done   chan struct{}
 	// exitErr says how the process ended; set before done closes.
@@ -629,11 +633,22 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 	}
 	// A server that stops reading its stdin must not hang us: the write
 	// gives up at ctx's deadline.
+	if t.torn {
+		return errors.New("an earlier message to the server was cut off; it is being restarted")
+	}
 	deadline, _ := ctx.Deadline()
 	t.stdin.SetWriteDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { t.stdin.SetWriteDeadline(time.Now()) })
 	defer stop()
-	_, err := t.stdin.Write(append(msg, '\n'))
+	n, err := t.stdin.Write(append(msg, '\n'))
+	if err != nil && n > 0 {
+		// Closing stdin ends the server (or the group is stopped), and the
+		// crash path restarts it for the next call.
+		t.torn = true
+		t.stdin.Close()
+		// Owner: this transport; it ends once the group is gone (≤ killGrace).
+		go stopGroup(t.pgid)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -933,7 +948,7 @@ func visibleASCII(s string) bool {
 // mergeEnv is the inherited environment with the server's variables on top,
 // in a stable order.
 func mergeEnv(extra map[string]string) []string {
-	env := os.Environ()
+	env := childEnviron()
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		keys = append(keys, k)

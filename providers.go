@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -80,7 +81,7 @@ func (e *ProviderError) Error() string {
 	if e.Hint != "" {
 		b.WriteString(" (" + e.Hint + ")")
 	}
-	return b.String()
+	return printable(b.String())
 }
 
 func (e *ProviderError) Is(target error) bool {
@@ -105,7 +106,7 @@ type ProviderConfig struct {
 // NewProvider builds the client for cfg.Name.
 func NewProvider(cfg ProviderConfig) (Provider, error) {
 	h := &httpStreamer{client: cfg.Client, retries: cfg.Retries, keySource: cfg.KeySource,
-		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, sleep: sleepCtx}
+		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, idle: 10 * time.Minute, sleep: sleepCtx}
 	if h.client == nil {
 		h.client = &http.Client{}
 	}
@@ -148,7 +149,11 @@ type httpStreamer struct {
 	keySource string
 	baseDelay time.Duration
 	maxDelay  time.Duration
-	sleep     func(ctx context.Context, d time.Duration) error
+	// idle is how long a started stream may stay silent before it counts as
+	// stalled. Generous: a reasoning model may think for minutes, but a
+	// server that stopped answering must not hang a run forever.
+	idle  time.Duration
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
@@ -171,6 +176,9 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 			}
 			err = fmt.Errorf("%s: %w", h.name, scrubURLError(err))
 		case resp.StatusCode == http.StatusOK:
+			if err := notAStream(h.name, resp); err != nil {
+				return nil, err
+			}
 			return resp, nil
 		default:
 			perr := h.httpError(resp)
@@ -197,6 +205,19 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 			return nil, serr
 		}
 	}
+}
+
+// notAStream refuses a 200 answer that is plainly not an event stream — a
+// server or proxy that ignored "stream": true, or a login portal — with the
+// start of what it sent, rather than a puzzling "ended early after 0 events".
+func notAStream(name string, resp *http.Response) error {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	if !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/html") {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	return fmt.Errorf("%s: expected an event stream (text/event-stream) but got %s: %s", name, ct, printable(strings.TrimSpace(string(body))))
 }
 
 // scrubURLError drops the URL from a transport error: a base URL may carry
@@ -266,7 +287,8 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
-		return time.Duration(secs * float64(time.Second))
+		// Clamped before converting: a huge value would overflow.
+		return time.Duration(min(secs, 24*3600) * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
@@ -305,7 +327,8 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 	hasData := false
 	var long []byte
 	dispatch := func() error {
-		if !hasData && ev.Event == "" {
+		if !hasData { // the spec drops an event without data
+			ev = sseEvent{}
 			return nil
 		}
 		ev.Data = data
@@ -365,12 +388,25 @@ var errStopSSE = errors.New("end of stream")
 
 // streamBody reads the response body as SSE, counting events so that an
 // early end can say how far it got.
-func streamBody(ctx context.Context, name string, body io.ReadCloser, fn func(sseEvent) error) (events int, err error) {
+func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.Duration, fn func(sseEvent) error) (events int, err error) {
 	defer body.Close()
-	// Closing the body is what unblocks a read when ctx is cancelled.
+	// Closing the body is what unblocks a read when ctx is cancelled, or
+	// when the server has gone silent for longer than idle.
 	stop := context.AfterFunc(ctx, func() { body.Close() })
 	defer stop()
-	err = readSSE(body, func(ev sseEvent) error {
+	var stalled atomic.Bool
+	watchdog := time.AfterFunc(idle, func() {
+		stalled.Store(true)
+		body.Close()
+	})
+	defer watchdog.Stop()
+	err = readSSE(readFunc(func(p []byte) (int, error) {
+		n, err := body.Read(p)
+		if n > 0 {
+			watchdog.Reset(idle)
+		}
+		return n, err
+	}), func(ev sseEvent) error {
 		events++
 		return fn(ev)
 	})
@@ -381,6 +417,9 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, fn func(ss
 		if ctx.Err() != nil {
 			return events, ctx.Err()
 		}
+		if stalled.Load() {
+			return events, fmt.Errorf("%s: no data for %v after %d events; the server stalled", name, idle, events)
+		}
 		var perr *ProviderError
 		if errors.As(err, &perr) {
 			return events, err
@@ -389,6 +428,11 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, fn func(ss
 	}
 	return events, nil
 }
+
+// readFunc adapts a function to io.Reader.
+type readFunc func(p []byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 
 func streamEndedEarly(name string, events int) error {
 	return fmt.Errorf("%s: stream ended early after %d events", name, events)
@@ -616,7 +660,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(Str
 		return Reply{}, err
 	}
 	s := &anthStream{on: on}
-	events, err := streamBody(ctx, "anthropic", resp.Body, s.handle)
+	events, err := streamBody(ctx, "anthropic", resp.Body, p.http.idle, s.handle)
 	reply := Reply{Content: assemble(s.blocks), Stop: s.stop, Usage: s.usage}
 	if err == nil && !s.done {
 		err = streamEndedEarly("anthropic", events)
@@ -869,9 +913,11 @@ func oaiMessages(msgs []Message) []oaiMessage {
 	var out []oaiMessage
 	for _, m := range msgs {
 		if m.Role == "assistant" {
-			om := oaiMessage{Role: "assistant", Content: json.RawMessage("null")}
-			if text := m.Text(); text != "" {
-				om.Content = jsonString(text)
+			// content may be null only beside tool_calls; a reply that was
+			// all reasoning (or cut off) has neither, and goes as "".
+			om := oaiMessage{Role: "assistant", Content: jsonString(m.Text())}
+			if len(m.ToolCalls()) > 0 && m.Text() == "" {
+				om.Content = json.RawMessage("null")
 			}
 			for _, c := range m.ToolCalls() {
 				var tc oaiToolCall
@@ -948,7 +994,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 		return Reply{}, err
 	}
 	s := &oaiStream{name: p.name, on: on}
-	events, err := streamBody(ctx, p.name, resp.Body, s.handle)
+	events, err := streamBody(ctx, p.name, resp.Body, p.http.idle, s.handle)
 	reply := Reply{Stop: s.stop, Usage: s.usage}
 	if s.thinking != nil {
 		reply.Content = append(reply.Content, s.thinking.block())

@@ -694,3 +694,39 @@ func FuzzToolArgAssembly(f *testing.F) {
 }
 
 func replyText(r Reply) string { return Message{Content: r.Content}.Text() }
+
+func TestStalledStreamIsAnError(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "then silence"}), HangAfter: 3})
+	p, _ := testProvider(t, "anthropic", srv.URL)
+	p.(*anthropicProvider).http.idle = 50 * time.Millisecond
+	got := callProvider(t, p, Request{})
+	if got.err == nil || !strings.Contains(got.err.Error(), "anthropic: no data for 50ms after 3 events; the server stalled") {
+		t.Fatalf("err = %v", got.err)
+	}
+}
+
+func TestNonStreamAnswerIsNamed(t *testing.T) {
+	srv := startReplay(t, replayStep{Header: http.Header{"Content-Type": {"application/json"}}, Events: []string{`{"id":"x","choices":[]}`}})
+	p, _ := testProvider(t, "openai", srv.URL)
+	got := callProvider(t, p, Request{Model: "m"})
+	if got.err == nil || !strings.Contains(got.err.Error(), `expected an event stream (text/event-stream) but got application/json: {"id":"x"`) {
+		t.Fatalf("err = %v", got.err)
+	}
+}
+
+func TestEventWithoutDataIsDropped(t *testing.T) {
+	var n int
+	readSSE(strings.NewReader("event: ping\n\nevent: a\ndata: x\n\n"), func(ev sseEvent) error {
+		n++
+		if ev.Event != "a" {
+			t.Errorf("event %+v", ev)
+		}
+		return nil
+	})
+	if n != 1 {
+		t.Errorf("%d events", n)
+	}
+	if d := retryAfter("1e20", time.Now()); d <= 0 {
+		t.Errorf("huge Retry-After = %v", d)
+	}
+}

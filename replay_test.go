@@ -70,7 +70,9 @@ func (rs *replayServer) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, step.Body)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+	}
 	w.WriteHeader(200)
 	flusher := w.(http.Flusher)
 	flusher.Flush()

@@ -948,18 +948,7 @@ func FormatSkillList(skills []Skill) string {
 // skillOneLine folds whitespace runs into single spaces and drops control
 // characters, so text from a skill file fits on one terminal line safely.
 func skillOneLine(s string) string {
-	return strings.Join(strings.Fields(skillSafeText(s)), " ")
-}
-
-// skillSafeText drops control characters except newline and tab: escape
-// sequences in a skill file must not reach the terminal.
-func skillSafeText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
-			return r
-		}
-		return -1
-	}, s)
+	return strings.Join(strings.Fields(printable(s)), " ")
 }
 
 // skillTool is the skill tool: it returns a skill's body and the files
@@ -1074,7 +1063,7 @@ func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 		return
 	}
 	s.skills = LoadSkills(s.home, s.cwd, func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", skillSafeText(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(stderr, "zot: %s\n", printable(fmt.Sprintf(format, args...)))
 	})
 	reg.SetSource("skill", []Tool{skillTool{s.skills}})
 }
@@ -1140,7 +1129,7 @@ func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", skillSafeText(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(stderr, "zot: %s\n", printable(fmt.Sprintf(format, args...)))
 	}
 	switch {
 	case len(words) == 1 && words[0] == "list":
@@ -1149,11 +1138,11 @@ func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
 	case len(words) == 2 && words[0] == "show":
 		for _, s := range LoadSkills(zotHome(), abs, log) {
 			if s.Name == words[1] {
-				fmt.Fprintln(stdout, skillSafeText(s.Body))
+				fmt.Fprintln(stdout, printable(s.Body))
 				return exitOK
 			}
 		}
-		fmt.Fprintf(stderr, "zot: no skill named %q (zot skills list shows them)\n", skillSafeText(words[1]))
+		fmt.Fprintf(stderr, "zot: no skill named %q (zot skills list shows them)\n", printable(words[1]))
 		return exitFailure
 	}
 	fmt.Fprint(stderr, skillsUsage)

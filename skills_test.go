@@ -480,9 +480,9 @@ func TestSkillListFormat(t *testing.T) {
 		{Name: "demo", Description: "Demo \x1b[31mred\x1b[0m\nskill", Source: ".zot/skills"},
 		{Name: "write-zot-extension", Description: strings.Repeat("long ", 30), Source: "built-in", UserOnly: true},
 	})
-	manifest := SkillManifest([]Skill{{Name: "demo", Description: "Demo [31mred[0m skill"}})
+	manifest := SkillManifest([]Skill{{Name: "demo", Description: "Demo red skill"}})
 	want := "NAME                 SOURCE       DESCRIPTION\n" +
-		"demo                 .zot/skills  Demo [31mred[0m skill\n" +
+		"demo                 .zot/skills  Demo red skill\n" +
 		"write-zot-extension  built-in     (user only) " + strings.Repeat("long ", 14) + "l…\n" +
 		fmt.Sprintf("\n2 skills; the manifest in the system prompt costs about %d tokens (an estimate at 4 bytes a token).\n", (len(manifest)+3)/4)
 	if got != want {
@@ -572,7 +572,7 @@ func TestSkillsCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list: exit %d %s", code, stderr)
 	}
-	for _, want := range []string{"demo                 .claude/skills  Demonstrates ]0;titleskills.\n", "write-zot-extension  built-in", "2 skills; the manifest in the system prompt costs about", "(an estimate at 4 bytes a token)"} {
+	for _, want := range []string{"demo                 .claude/skills  Demonstrates skills.\n", "write-zot-extension  built-in", "2 skills; the manifest in the system prompt costs about", "(an estimate at 4 bytes a token)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("list lacks %q:\n%s", want, stdout)
 		}

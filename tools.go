@@ -161,6 +161,32 @@ func (r *ToolRegistry) Specs() []ToolSpec {
 	return specs
 }
 
+// secretEnvVars are zot's own secrets. The processes zot starts — bash,
+// extensions, MCP servers, validators, hooks — do not inherit them, so a
+// command cannot print a key into a transcript, a session or an event.
+var secretEnvVars = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN"}
+
+func isSecretEnv(name string) bool {
+	for _, s := range secretEnvVars {
+		if name == s {
+			return true
+		}
+	}
+	return false
+}
+
+// childEnviron is the environment of a process zot starts: zot's own minus
+// its secrets.
+func childEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !isSecretEnv(name) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // toolFilter builds the --tools allow-list: exact names or path.Match globs
 // such as "mcp__fs__*".
 func toolFilter(patterns []string) func(string) bool {
@@ -1200,6 +1226,7 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 		return errorResult("bash: create output pipe: %v", err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Env = childEnviron()
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin nil: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -963,3 +963,15 @@ func TestWriteUnderFileSizeLimit(t *testing.T) {
 	r := call(t, write, map[string]any{"path": "f.txt", "content": strings.Repeat("x", 64<<10)})
 	mustFail(t, r, "write f.txt", "file too large", "the file is unchanged")
 }
+
+func TestBashDoesNotInheritZotSecrets(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-secret-a")
+	t.Setenv("OPENAI_API_KEY", "sk-secret-o")
+	t.Setenv("ZOT_HARMLESS", "kept")
+	_, _, tools := toolsIn(t, false)
+	r := call(t, tools["bash"], map[string]any{"command": "env"})
+	out := r.Content[0].Text
+	if strings.Contains(out, "sk-secret") || !strings.Contains(out, "ZOT_HARMLESS=kept") {
+		t.Errorf("bash environment:\n%s", out)
+	}
+}

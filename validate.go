@@ -358,7 +358,7 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	if st, err := os.Stat(p.Cwd); err == nil && st.IsDir() {
 		cmd.Dir = p.Cwd
 	}
-	cmd.Env = validatorEnviron()
+	cmd.Env = childEnviron()
 	cmd.Stdin, cmd.Stdout = inR, outW // Stderr nil: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
@@ -459,42 +459,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// validatorEnviron is the environment a validator runs with: zot's, minus
-// the provider keys and RPC token, which a validator has no use for.
-func validatorEnviron() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
 // validatorText makes text a validator printed safe to show: ASCII control
 // characters other than \n, \r and \t are stripped (seed 002), and so are
 // C1 controls and invalid UTF-8, which some terminals also act on. It is
 // cut at validatorMaxText bytes.
 func validatorText(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if b.Len() >= validatorMaxText {
-			b.WriteString("…")
-			break
+	s = printable(s)
+	if len(s) > validatorMaxText {
+		cut := validatorMaxText
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
 		}
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"): // an invalid byte
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
-		default:
-			b.WriteRune(r)
-		}
+		s = s[:cut] + "…"
 	}
-	return b.String()
+	return s
 }
 
 // ValidationReport is what the validators said about one command line.
@@ -557,7 +535,7 @@ func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) Val
 			for _, name := range v.Env {
 				if val, ok := c.Assigned[name]; ok {
 					p.Env[name] = val
-				} else if val, ok := os.LookupEnv(name); ok {
+				} else if val, ok := os.LookupEnv(name); ok && !isSecretEnv(name) {
 					p.Env[name] = val
 				}
 			}

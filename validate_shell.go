@@ -395,6 +395,12 @@ func (p *shellParser) emit(c ShellCommand, level int) {
 			p.emit(ShellCommand{Name: commandName(inner[0]), Words: inner, Env: c.Env, Raw: c.Raw, Via: joinVia(c.Via, "find -exec")}, level+1)
 		}
 	default:
+		if dashCWrappers[c.Name] {
+			if script, ok := dashCScript(args); ok {
+				p.script(script, c, c.Name+" -c")
+				return
+			}
+		}
 		rest, env, ok := unwrapArgs(c.Name, args)
 		if !ok || len(rest) == 0 {
 			return
@@ -1199,18 +1205,56 @@ type wrapperSpec struct {
 }
 
 var wrapperSpecs = map[string]wrapperSpec{
-	"sudo":    {values: "-u -g -h -p -C -D -r -t -T -U -R --user --group --host --prompt --close-from --chdir --role --type --command-timeout --other-user --chroot", stop: "-e --edit -l --list -v --validate -V --version -K --remove-timestamp", assigns: true},
-	"doas":    {values: "-u -C"},
-	"env":     {values: "-u -C -S --unset --chdir --split-string", assigns: true},
-	"nice":    {values: "-n --adjustment"},
-	"nohup":   {},
-	"timeout": {values: "-s -k --signal --kill-after", operands: 1},
-	"xargs":   {values: "-a -d -E -I -L -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars --process-slot-var"},
-	"exec":    {values: "-a"},
-	"command": {stop: "-v -V"},
-	"builtin": {},
-	"time":    {values: "-f -o --format --output"},
-	"stdbuf":  {values: "-i -o -e --input --output --error"},
+	"sudo":        {values: "-u -g -h -p -C -D -r -t -T -U -R --user --group --host --prompt --close-from --chdir --role --type --command-timeout --other-user --chroot", stop: "-e --edit -l --list -v --validate -V --version -K --remove-timestamp", assigns: true},
+	"doas":        {values: "-u -C"},
+	"env":         {values: "-u -C -S --unset --chdir --split-string", assigns: true},
+	"nice":        {values: "-n --adjustment"},
+	"nohup":       {},
+	"timeout":     {values: "-s -k --signal --kill-after", operands: 1},
+	"xargs":       {values: "-a -d -E -I -L -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars --process-slot-var"},
+	"exec":        {values: "-a"},
+	"command":     {stop: "-v -V"},
+	"builtin":     {},
+	"time":        {values: "-f -o --format --output"},
+	"stdbuf":      {values: "-i -o -e --input --output --error"},
+	"setsid":      {},
+	"flock":       {values: "-w -E --timeout --conflict-exit-code", operands: 1},
+	"ionice":      {values: "-c -n -p -P -u --class --classdata --pid --pgid --uid"},
+	"chroot":      {values: "--userspec --groups", operands: 1},
+	"watch":       {values: "-n -d -q --interval --differences --equexit"},
+	"unbuffer":    {},
+	"busybox":     {},
+	"unshare":     {values: "-S -G --setuid --setgid --root --wd --propagation --map-user --map-group"},
+	"nsenter":     {values: "-t -S -G -r -w --target --setuid --setgid --root --wd"},
+	"systemd-run": {values: "-p -u -E -M --property --unit --setenv --description --slice --working-directory --uid --gid --nice --machine"},
+	"taskset":     {operands: 1, stop: "-p --pid"},
+	"chrt":        {operands: 1, stop: "-p --pid -m --max"},
+	"sg":          {operands: 1},
+	"runuser":     {values: "-u -g -G -s -w --user --group --supp-group --shell --whitelist-environment"},
+}
+
+// dashCWrappers run a command string given with -c (or --command) through
+// a shell: su -c '…', runuser -c '…', script -qc '…', flock LOCK -c '…',
+// sg GROUP -c '…'.
+var dashCWrappers = map[string]bool{"su": true, "runuser": true, "script": true, "flock": true, "sg": true}
+
+// dashCScript finds the command string of a -c wrapper.
+func dashCScript(args []string) (string, bool) {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return "", false
+		case a == "--command" || a == "--session-command":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+		case strings.HasPrefix(a, "--command="):
+			return strings.TrimPrefix(a, "--command="), true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, "c") && i+1 < len(args):
+			return args[i+1], true
+		}
+	}
+	return "", false
 }
 
 // unwrapArgs skips a wrapper's options and returns the command it runs and

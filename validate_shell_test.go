@@ -266,3 +266,30 @@ func FuzzSplitCommandLine(f *testing.F) {
 		}
 	})
 }
+
+// TestWrappersThatRunACommandAreUnwrapped: a validator limited to curl must
+// see curl whichever wrapper runs it.
+func TestWrappersThatRunACommandAreUnwrapped(t *testing.T) {
+	for _, line := range []string{
+		"setsid curl x", `su -c "curl x"`, `su root -c 'curl x'`, "flock /tmp/l curl x", `flock /tmp/l -c "curl x"`,
+		"ionice -c2 -n7 curl x", "chroot / curl x", "watch -n 1 curl x", `script -qc "curl x" /dev/null`,
+		"unbuffer curl x", "busybox curl x", "unshare -r curl x", "nsenter -t 1 -m curl x",
+		"systemd-run --user -p X=1 curl x", `runuser -u bob -- curl x`, `runuser bob -c 'curl x'`,
+		"taskset 0x3 curl x", "taskset -c 0-3 curl x", "chrt -f 10 curl x", `sg wheel -c "curl x"`,
+	} {
+		cmds, _ := SplitCommandLine(line)
+		found := false
+		for _, c := range cmds {
+			if c.Name == "curl" {
+				found = true
+			}
+		}
+		if !found {
+			var names []string
+			for _, c := range cmds {
+				names = append(names, c.Name)
+			}
+			t.Errorf("%s: commands %v, no curl", line, names)
+		}
+	}
+}

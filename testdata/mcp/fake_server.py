@@ -17,6 +17,7 @@ per tools/call) and cancelled (one line per notifications/cancelled).
 Tools: echo, read_file, crash, big, slow, progress, ask, change, fail, env.
 """
 import json
+import time
 import os
 import select
 import signal
@@ -33,6 +34,7 @@ TOOLS = [
     {"name": "crash", "description": "Exit in the middle of the call.", "inputSchema": {"type": "object"}},
     {"name": "big", "description": "Return 5 MB of text.", "inputSchema": {"type": "object"}},
     {"name": "slow", "description": "Never answer; note a cancellation.", "inputSchema": {"type": "object"}},
+    {"name": "deaf", "description": "Stop reading stdin for a minute.", "inputSchema": {"type": "object"}},
     {"name": "progress", "description": "Report progress three times.", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "Ask the client roots/list, sampling and ping.", "inputSchema": {"type": "object"}},
     {"name": "change", "description": "Add a tool and announce list_changed.", "inputSchema": {"type": "object"}},
@@ -107,6 +109,9 @@ def call(msg):
         os._exit(3)
     elif name == "big":
         result(msg, text("x" * (5 << 20)))
+    elif name == "deaf":
+        note("deaf", "yes")
+        time.sleep(60)
     elif name == "slow":
         while True:
             m = read(60)
