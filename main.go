@@ -53,6 +53,7 @@ type options struct {
 	noMCP                bool
 	ext                  []string
 	noExt                bool
+	claudeHooks          bool
 	prompt               []string
 }
 
@@ -105,6 +106,7 @@ var flagTable = []flagSpec{
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
+	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *options, _ string) error { o.claudeHooks = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -576,7 +578,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer mcp.Shutdown(context.Background())
 	exts := s.startExtensions(ctx, stderrExtHooks(stderr))
 	defer exts.Shutdown(context.Background())
-	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
+	hooks := s.startHooks(ctx, hooksStderrNotes(stderr))
+	defer hooks.SessionEnd(context.Background())
+	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate, hooks.ToolGate}, denyAsks)
 
 	var sink Sink
 	var final string
@@ -615,10 +619,12 @@ func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err er
 		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: level, Message: msg})
 	})
 	exts := s.startExtensions(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log})
-	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate}, denyAsks)
+	hooks := s.startHooks(ctx, func(level, msg string) { srv.Notify(ExtNote{Extension: "hooks", Level: level, Message: msg}) })
+	s.agent.BeforeToolExecute = ChainGates([]ToolGate{exts.ToolGate, hooks.ToolGate}, denyAsks)
 	srv.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) { return exts.Reload(ctx), nil }
 	srv.Observe = exts.Observe
 	return func() {
+		hooks.SessionEnd(context.Background())
 		exts.Shutdown(context.Background())
 		mcp.Shutdown(context.Background())
 	}, nil
