@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The SDKs (sdk/python, sdk/js, sdk/go) are tested by one extension
+// written with each (testdata/sdk, whose README is the behaviour), driven
+// through zot: the extension host in-process for the whole protocol, and
+// the built binary end to end.
+
+var sdkLangs = []string{"python", "js", "go"}
+
+// sdkManifest is the manifest running the test extension of lang, with
+// absolute paths so it works from any directory; extra fields join it.
+func sdkManifest(t testing.TB, lang string, extra obj) obj {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", "sdk", lang))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := obj{"name": "sdk-" + lang, "version": "1.0.0"}
+	switch lang {
+	case "python":
+		mf["exec"], mf["args"] = "python3", []string{filepath.Join(src, "ext.py")}
+	case "js":
+		mf["exec"], mf["args"] = "node", []string{filepath.Join(src, "ext.mjs")}
+	case "go":
+		mf["exec"] = buildGo(t, src)
+	}
+	for k, v := range extra {
+		mf[k] = v
+	}
+	return mf
+}
+
+func sdkExt(t testing.TB, lang string, extra obj) string {
+	t.Helper()
+	return writeManifest(t, filepath.Join(t.TempDir(), "sdk-"+lang), sdkManifest(t, lang, extra))
+}
+
+func TestSDKProtocol(t *testing.T) {
+	for _, lang := range sdkLangs {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			name := "sdk-" + lang
+			h := newExtHarness(t, nil, sdkExt(t, lang, nil))
+			if st := h.start(); st.Ready != 1 || len(st.Errors) != 0 {
+				t.Fatalf("start: %+v %s", st, h.gotLogs())
+			}
+			if log := h.extLogText(name); strings.Contains(log, "counted as ready") {
+				t.Errorf("the SDK did not send ready:\n%s", log)
+			}
+			ctx := context.Background()
+			invoke := func(cmd, args string) CommandResponse {
+				t.Helper()
+				r, err := h.m.InvokeCommand(ctx, cmd, args)
+				if err != nil {
+					t.Fatalf("/%s: %v", cmd, err)
+				}
+				return r
+			}
+
+			if r := invoke("echo", "hi there"); r.Action != "prompt" || r.Prompt != "echo: hi there" {
+				t.Errorf("/echo: %+v", r)
+			}
+			waited := make(chan CommandResponse, 1)
+			// Ends when /wait is answered (at most 10 s, the extension's limit).
+			go func() {
+				r, _ := h.m.InvokeCommand(ctx, "wait", "")
+				waited <- r
+			}()
+			waitFor(t, "/wait to be running", func() bool { return hasNote(h, "waiting") })
+			invoke("release", "")
+			if r := <-waited; r.Display != "released" {
+				t.Errorf("/wait answered %+v: a handler blocked the frame loop", r)
+			}
+			if r := invoke("boom", ""); r.Action != "noop" || !strings.Contains(r.Error, "boom") {
+				t.Errorf("/boom: %+v", r)
+			}
+			if r := invoke("info", ""); r.Display != "1 "+name {
+				t.Errorf("/info: %+v", r)
+			}
+			invoke("notes", "")
+			waitFor(t, "the note and its retraction", func() bool { n := h.gotNotes(); return len(n) >= 3 && n[len(n)-1].Clear })
+			if n := h.gotNotes(); n[len(n)-2] != (ExtNote{Extension: name, Level: "warn", Message: "hello"}) {
+				t.Errorf("notes %+v", n)
+			}
+
+			r := invoke("panel", "")
+			if r.Panel == nil || r.Panel.ID != "p1" || r.Panel.Title != "counter" || jsonOf(r.Panel.Lines) != `["0"]` || r.Panel.Footer != "+ adds, q closes" {
+				t.Fatalf("/panel: %+v", r.Panel)
+			}
+			h.m.PanelKey("p1", "rune", "+")
+			h.m.PanelKey("p1", "rune", "+")
+			waitFor(t, "two renders", func() bool { return len(h.gotPanels()) >= 3 })
+			if p := h.gotPanels()[2]; p.Kind != "render" || jsonOf(p.Panel.Lines) != `["2"]` {
+				t.Errorf("render %+v", p)
+			}
+			h.m.PanelKey("p1", "rune", "q")
+			waitFor(t, "the panel to close", func() bool { p := h.gotPanels(); return p[len(p)-1].Kind == "close" })
+			invoke("panel", "")
+			h.m.ClosePanel("p1")
+			waitFor(t, "the close note", func() bool { return hasNote(h, "closed p1") })
+
+			a := NewAgent(nil, "m", NewToolRegistry())
+			h.m.Attach(a)
+			run := func(tool, args string) ToolResult {
+				tl, ok := a.Tools.Lookup(tool)
+				if !ok {
+					t.Fatalf("no tool %s", tool)
+				}
+				return tl.Run(ctx, json.RawMessage(args), func(string) {})
+			}
+			if r := run("add", `{"a":2,"b":3}`); r.IsError || (Message{Content: r.Content}).Text() != "5" {
+				t.Errorf("add: %+v", r)
+			}
+			if r := run("fail", `{}`); !r.IsError || !strings.Contains((Message{Content: r.Content}).Text(), "tool broke") {
+				t.Errorf("fail: %+v", r)
+			}
+			if r := run("pic", `{}`); r.IsError || len(r.Content) != 1 || r.Content[0].Type != "image" || r.Content[0].MimeType != "image/png" {
+				t.Errorf("pic: %+v", r)
+			}
+
+			gate := func(cmd string) GateResult {
+				return h.m.ToolGate(ctx, ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(jsonOf(obj{"command": cmd}))})
+			}
+			if g := gate("rm -rf /"); g.Verdict != GateDeny || g.Reason != "no rm -rf" {
+				t.Errorf("rm -rf: %+v", g)
+			}
+			if g := gate("ls"); g.Verdict != GateAllow || string(g.Args) != `{"command":"ls -la"}` {
+				t.Errorf("ls: %+v %s", g, g.Args)
+			}
+			if g := gate("throw"); g.Verdict != GateAllow || !strings.Contains(g.Notes[0].Reason, "interceptor broke") {
+				t.Errorf("throw: %+v", g)
+			}
+			if g := h.m.ToolGate(ctx, ToolCall{ID: "c", Name: "read", Args: json.RawMessage(`{"path":"x"}`)}); g.Verdict != GateAllow || g.Args != nil {
+				t.Errorf("read: %+v", g)
+			}
+			if block, reason := h.m.beforeTurn(ctx, 5); !block || reason != "turn budget: 4" {
+				t.Errorf("turn 5: %v %q", block, reason)
+			}
+			if block, _ := h.m.beforeTurn(ctx, 1); block {
+				t.Errorf("turn 1 blocked")
+			}
+			for text, want := range map[string]string{"the SECRET is out": "the [redacted] is out", "HIDE me": "", "throw it": "throw it", "plain": "plain"} {
+				if shown, block := h.m.beforeAssistantMessage(ctx, text); shown != want || block != (want == "") {
+					t.Errorf("%q shown as %q (block %v)", text, shown, block)
+				}
+			}
+
+			h.m.SessionStart()
+			h.m.Observe(Event{Type: "turn_end", Stop: "end_turn"})
+			waitFor(t, "the event notes", func() bool { return hasNote(h, "session started") && hasNote(h, "turn_end end_turn") })
+
+			h.m.Shutdown(ctx)
+			if b, _ := os.ReadFile(filepath.Join(h.home, "ext-data", name, "shutdown.txt")); string(b) != "bye" {
+				t.Errorf("on_shutdown did not run: %q", b)
+			}
+			if log := h.extLogText(name); !strings.Contains(log, "shutdown acknowledged") || strings.Contains(log, "SIGTERM") {
+				t.Errorf("shutdown was not clean:\n%s", log)
+			}
+		})
+	}
+}
+
+func hasNote(h *extHarness, msg string) bool {
+	for _, n := range h.gotNotes() {
+		if n.Message == msg {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSDKThrowingInterceptorHonoursFailClosed: with "fail_closed": true in
+// the manifest, an interceptor that throws blocks instead of allowing.
+func TestSDKThrowingInterceptorHonoursFailClosed(t *testing.T) {
+	for _, lang := range sdkLangs {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			h := newExtHarness(t, nil, sdkExt(t, lang, obj{"fail_closed": true}))
+			h.start()
+			g := h.m.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"throw"}`)})
+			if g.Verdict != GateDeny || !strings.Contains(g.Reason, "interceptor broke") {
+				t.Errorf("%+v", g)
+			}
+			if shown, block := h.m.beforeAssistantMessage(context.Background(), "throw"); !block || shown != "" {
+				t.Errorf("assistant_message: %q %v", shown, block)
+			}
+		})
+	}
+}
+
+func TestSDKExtensionsPassTheChecker(t *testing.T) {
+	for _, lang := range sdkLangs {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			r := checkExt(t, sdkExt(t, lang, nil), nil)
+			if !r.Conformant || len(r.Warnings) != 0 {
+				t.Errorf("%s", r.text())
+			}
+		})
+	}
+}
+
+// TestSDKEndToEnd runs each SDK's extension in the built binary: the model
+// calls its tool, its interceptor rewrites a bash call, it redacts the
+// answer, and its event handlers' notes reach stderr.
+func TestSDKEndToEnd(t *testing.T) {
+	for _, lang := range sdkLangs {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			srv := startReplay(t,
+				toolStep("t1", "add", obj{"a": 2, "b": 3}),
+				toolStep("t2", "bash", obj{"command": "ls"}),
+				toolStep("t3", "bash", obj{"command": "rm -rf ."}),
+				replayStep{Events: anthropicEvents(gen{Text: "The SECRET is 5."})})
+			z := newZotRun(t)
+			os.WriteFile(filepath.Join(z.cwd, "marker.txt"), []byte("x"), 0o644)
+			stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--ext", sdkExt(t, lang, nil), "add", "things")...)
+			if code != 0 || stdout != "The [redacted] is 5.\n" {
+				t.Fatalf("exit %d stdout %q stderr:\n%s", code, stdout, stderr)
+			}
+			name := "sdk-" + lang
+			for _, want := range []string{"[" + name + "] info: session started", "[" + name + "] info: turn_end tool_use", "[" + name + "] info: turn_end end_turn"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 4 {
+				t.Fatalf("requests = %d", len(reqs))
+			}
+			for i, want := range []string{
+				`"tool_use_id":"t1","content":[{"type":"text","text":"5"}]`,
+				`marker.txt`, // ls -la ran
+				`"tool_use_id":"t3","content":[{"type":"text","text":"no rm -rf"}],"is_error":true`,
+			} {
+				if body := string(reqs[i+1].Body); !strings.Contains(body, want) {
+					t.Errorf("request %d lacks %s:\n%s", i+1, want, truncate(body, 3000))
+				}
+			}
+			if !strings.Contains(string(reqs[2].Body), `"text":"total `) {
+				t.Errorf("bash ran ls, not the rewritten ls -la")
+			}
+			if _, err := os.Stat(filepath.Join(z.cwd, "marker.txt")); err != nil {
+				t.Errorf("rm -rf ran")
+			}
+		})
+	}
+}
