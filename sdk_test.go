@@ -255,3 +255,128 @@ func TestSDKEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// goExampleExt is a Go example extension, built, in a directory of its own
+// with its manifest (whose exec is ./<bin>).
+func goExampleExt(t testing.TB, name, bin string) string {
+	t.Helper()
+	src := exampleExt(t, name)
+	built := buildGo(t, src)
+	dir := filepath.Join(t.TempDir(), name)
+	os.MkdirAll(dir, 0o755)
+	mf, err := os.ReadFile(filepath.Join(src, "extension.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "extension.json"), mf, 0o644)
+	if err := copyFile(built, filepath.Join(dir, bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestSDKExamplesPassTheChecker(t *testing.T) {
+	for name, dir := range map[string]string{
+		"todo-py":    exampleExt(t, "todo-py"),
+		"turn-timer": exampleExt(t, "turn-timer"),
+		"calc-go":    goExampleExt(t, "calc-go", "calc"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := checkExt(t, dir, nil)
+			if !r.Conformant || len(r.Warnings) != 0 {
+				t.Errorf("%s", r.text())
+			}
+			want := map[string]string{
+				"todo-py":    `tool             todo_done {"number":1} → 1 block(s) [text]`,
+				"turn-timer": `intercept        turn_start: step 1 → allow`,
+				"calc-go":    `command          /calc "" → display "usage: /calc <expression>`,
+			}[name]
+			if !strings.Contains(r.text(), want) {
+				t.Errorf("report lacks %q:\n%s", want, r.text())
+			}
+		})
+	}
+}
+
+func TestSDKExampleTodo(t *testing.T) {
+	srv := startReplay(t,
+		toolStep("t1", "todo_add", obj{"text": "buy milk"}),
+		toolStep("t2", "todo_list", obj{}),
+		replayStep{Events: anthropicEvents(gen{Text: "Noted."})})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--ext", exampleExt(t, "todo-py"), "remind me to buy milk")...)
+	if code != 0 || stdout != "Noted.\n" || !strings.Contains(stderr, "[todo] info: the model added #1: buy milk") {
+		t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
+	}
+	if body := string(srv.Requests()[2].Body); !strings.Contains(body, `"text":"  1. [ ] buy milk"`) {
+		t.Errorf("todo_list result: %s", truncate(body, 3000))
+	}
+
+	h := newExtHarness(t, nil, exampleExt(t, "todo-py"))
+	h.start()
+	ctx := context.Background()
+	for _, args := range []string{"add water the plants", "add call mum"} {
+		h.m.InvokeCommand(ctx, "todo", args)
+	}
+	r, err := h.m.InvokeCommand(ctx, "todo", "")
+	if err != nil || r.Panel == nil || jsonOf(r.Panel.Lines) != `["\u003e 1. [ ] water the plants","  2. [ ] call mum"]` {
+		t.Fatalf("%+v %v", r.Panel, err)
+	}
+	h.m.PanelKey("todo", "down", "")
+	h.m.PanelKey("todo", "enter", "")
+	waitFor(t, "the ticked render", func() bool {
+		p := h.gotPanels()
+		return len(p) >= 3 && jsonOf(p[len(p)-1].Panel.Lines) == `["  1. [ ] water the plants","\u003e 2. [x] call mum"]`
+	})
+	if r, _ := h.m.InvokeCommand(ctx, "todo", "list"); r.Display != "  1. [ ] water the plants\n  2. [x] call mum" {
+		t.Errorf("/todo list: %q", r.Display)
+	}
+}
+
+func TestSDKExampleTurnTimer(t *testing.T) {
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "echo one"}),
+		toolStep("t2", "bash", obj{"command": "echo two"}))
+	z := newZotRun(t)
+	z.env = append(z.env, "TURN_BUDGET=1")
+	_, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--ext", exampleExt(t, "turn-timer"), "work")...)
+	if code != 1 || !strings.Contains(stderr, "turn budget of 1 reached") || len(srv.Requests()) != 1 {
+		t.Fatalf("exit %d requests %d stderr %s", code, len(srv.Requests()), stderr)
+	}
+	if !strings.Contains(stderr, "[turn-timer] info: turn 1: ") || !strings.Contains(stderr, " s, 1 tool call") {
+		t.Errorf("no timing note: %s", stderr)
+	}
+
+	h := newExtHarness(t, nil, exampleExt(t, "turn-timer"))
+	h.start()
+	ctx := context.Background()
+	if r, _ := h.m.InvokeCommand(ctx, "budget", "3"); r.Display != "at most 3 turns per prompt" {
+		t.Errorf("/budget 3: %+v", r)
+	}
+	if block, _ := h.m.beforeTurn(ctx, 4); !block {
+		t.Errorf("turn 4 was not refused")
+	}
+	if r, _ := h.m.InvokeCommand(ctx, "budget", "lots"); !strings.Contains(r.Error, `want a positive number or "off"`) {
+		t.Errorf("/budget lots: %+v", r)
+	}
+}
+
+func TestSDKExampleCalc(t *testing.T) {
+	srv := startReplay(t,
+		toolStep("t1", "calc", obj{"expression": "2*(3+4)^2"}),
+		toolStep("t2", "calc", obj{"expression": "1/0"}),
+		replayStep{Events: anthropicEvents(gen{Text: "98."})})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--ext", goExampleExt(t, "calc-go", "calc"), "compute")...)
+	if code != 0 || stdout != "98.\n" {
+		t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
+	}
+	reqs := srv.Requests()
+	if body := string(reqs[1].Body); !strings.Contains(body, `"tool_use_id":"t1","content":[{"type":"text","text":"98"}]`) {
+		t.Errorf("calc result: %s", truncate(body, 3000))
+	}
+	if body := string(reqs[2].Body); !strings.Contains(body, `"text":"division by zero"}],"is_error":true`) {
+		t.Errorf("calc error: %s", truncate(body, 3000))
+	}
+}

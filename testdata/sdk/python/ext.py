@@ -4,6 +4,7 @@ import os
 import sys
 import threading
 
+sys.dont_write_bytecode = True  # keep the repository clean of __pycache__
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk", "python"))
 from zot_ext import Extension, Panel, block, display, image_result, noop, prompt, replace, rewrite  # noqa: E402
 
