@@ -71,16 +71,18 @@ type extChecker struct {
 	gone    bool // stdout ended: the extension can no longer answer
 	spoke   bool // it said hello: what it writes is checked
 
-	ids         int
-	commands    []extRegistration
-	tools       []extRegistration
-	events      map[string]bool
-	intercepts  map[string]bool
-	panels      map[string]bool
-	acked       time.Time
-	strayCount  int
-	badFrames   int
-	unknownSeen map[string]bool
+	ids          int
+	commands     []extRegistration
+	tools        []extRegistration
+	events       map[string]bool
+	intercepts   map[string]bool
+	panels       map[string]bool
+	acked        time.Time
+	strayCount   int
+	badFrames    int
+	dropped      int // report lines beyond maxCheckLines
+	droppedFails int
+	unknownSeen  map[string]bool
 }
 
 func runExtCheck(dir string, asJSON bool, stdout, stderr io.Writer) int {
@@ -125,6 +127,11 @@ func (c *extChecker) run(dir string) {
 }
 
 func (c *extChecker) add(check, status string, ms *int64, format string, args ...any) {
+	if len(c.report.Lines) >= maxCheckLines {
+		c.dropped++
+		c.droppedFails += btoi(status == "fail")
+		return
+	}
 	msg := sanitizeExtText(fmt.Sprintf(format, args...))
 	c.report.Lines = append(c.report.Lines, checkLine{Check: check, Status: status, Message: msg, Ms: ms})
 	switch status {
@@ -310,6 +317,9 @@ func (c *extChecker) handshake(home string) bool {
 		return false
 	case !got:
 		c.fail("hello", "no frame within %s: the first line must be a hello frame, sent at once", c.lim.hello)
+		return false
+	case !f.tooLong && f.err != nil && f.msg.Type == "hello":
+		c.fail("hello", "a malformed hello: %v: %s (zot stops it)", f.err, excerpt(f.line))
 		return false
 	case f.tooLong || f.err != nil || f.msg.Type != "hello":
 		c.fail("hello", "the first line must be a hello frame, got %s", frameExcerpt(f))
@@ -815,6 +825,16 @@ func (c *extChecker) shutdown() {
 	c.gone = true
 }
 
+// maxCheckLines bounds the report of an extension that floods stdout.
+const maxCheckLines = 200
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // finish writes the summary lines and decides conformance.
 func (c *extChecker) finish() {
 	if c.cmd != nil {
@@ -831,6 +851,13 @@ func (c *extChecker) finish() {
 		c.report.Stderr = lines
 		if n := c.stderr.count; n > 0 {
 			c.info("stderr", "%d line(s) (zot appends them to $ZOT_HOME/logs/ext-%s.log)", n, c.mf.Name)
+		}
+	}
+	if c.dropped > 0 {
+		c.report.Lines = append(c.report.Lines, checkLine{Check: "report", Status: "info",
+			Message: fmt.Sprintf("%d more lines not shown, %d of them violations", c.dropped, c.droppedFails)})
+		if c.droppedFails > 0 {
+			c.report.Violations = append(c.report.Violations, fmt.Sprintf("report: %d more violations not shown", c.droppedFails))
 		}
 	}
 	c.report.Conformant = len(c.report.Violations) == 0

@@ -159,6 +159,13 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 	}
 }
 
+func TestExtCheckReportOfAFloodIsBounded(t *testing.T) {
+	r := checkExt(t, scriptExt(t, "flood", "flood.sh"), nil)
+	if r.Conformant || len(r.Lines) > maxCheckLines+1 || !strings.Contains(strings.Join(r.Violations, "\n"), "more violations not shown") {
+		t.Errorf("%d lines, violations %d: %s", len(r.Lines), len(r.Violations), truncate(r.text(), 2000))
+	}
+}
+
 func TestExtCheckSampleArgsFollowTheSchema(t *testing.T) {
 	tests := []struct{ schema, want string }{
 		{`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`, `{"city":"zot-ext-check"}`},

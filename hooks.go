@@ -812,7 +812,8 @@ func (h *Hooks) BeforePrompt(ctx context.Context, text string) (block bool, reas
 		}
 	}
 	if len(reasons) > 0 {
-		return true, strings.Join(reasons, "\n"), ""
+		// The user reads it (on stderr in -p): no escape sequences.
+		return true, hooksPrintable(strings.Join(reasons, "\n")), ""
 	}
 	return false, "", strings.Join(context, "\n\n")
 }
@@ -965,6 +966,7 @@ func (h *Hooks) takeContext(callID string) []string {
 
 // stop remembers a "continue": false; the next turn is refused with reason.
 func (h *Hooks) stop(reason string) {
+	reason = hooksPrintable(reason) // the user reads it
 	if strings.TrimSpace(reason) == "" {
 		reason = "a hook stopped the agent"
 	}

@@ -131,7 +131,7 @@ func TestHooksEndToEndPromptRefused(t *testing.T) {
 	claudeSettings(t, z, obj{"UserPromptSubmit": []obj{group("", pyHook(t, obj{"stderr": "no deploys on Fridays\x1b]0;pwned\x07", "exit": 2}))}})
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "deployed"})})
 	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--json", "--claude-hooks", "deploy")...)
-	if code != 1 || !strings.Contains(stderr, "prompt refused: no deploys on Fridays") || len(srv.Requests()) != 0 {
+	if code != 1 || !strings.Contains(stderr, "prompt refused: no deploys on Fridays") || strings.ContainsRune(stderr, 0x1b) || len(srv.Requests()) != 0 {
 		t.Fatalf("exit %d requests %d stderr %q", code, len(srv.Requests()), stderr)
 	}
 	if !strings.Contains(stdout, `{"type":"turn_end","stop":"error","error":"no deploys on Fridays`) || strings.Contains(stdout, `"user_message"`) {
