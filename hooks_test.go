@@ -689,3 +689,26 @@ func FuzzHookOutput(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkHooksPreToolUse is the cost a hook adds to each tool call: one
+// sh hook that reads its input and exits 0.
+func BenchmarkHooksPreToolUse(b *testing.B) {
+	cwd := b.TempDir()
+	writeSettings(b, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("Bash", "cat >/dev/null")}})
+	h := NewHooks(HookConfig{Cwd: cwd})
+	call := ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"go test ./..."}`)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := h.ToolGate(context.Background(), call); r.Verdict != GateAllow {
+			b.Fatal(r)
+		}
+	}
+}
+
+// BenchmarkHooksDecodeOutput is the JSON decoder on a typical answer.
+func BenchmarkHooksDecodeOutput(b *testing.B) {
+	out := []byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"ls -la"}},"systemMessage":"ok"}`)
+	for i := 0; i < b.N; i++ {
+		decodeHookOutput(out)
+	}
+}
