@@ -1,5 +1,5 @@
 // zot-ext: write zot extensions in JavaScript (or TypeScript, through
-// zot-ext.d.ts beside this file).
+// zot-ext.d.mts beside this file).
 //
 // One file, Node 18+ and no packages: copy it next to your extension. It
 // speaks zot's extension protocol v1 (docs/extensions.md) in full:

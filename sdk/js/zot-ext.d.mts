@@ -1,5 +1,6 @@
 // Types for zot-ext.mjs, so TypeScript extensions get checked:
 //   import { Extension, prompt } from "./zot-ext.mjs";
+// (.d.mts is the name TypeScript looks for beside an .mjs module.)
 // Protocol: docs/extensions.md. Reference: docs/sdk.md.
 
 export declare const PROTOCOL_VERSION: 1;
