@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,7 +130,9 @@ func (c *extChecker) run(dir string) {
 func (c *extChecker) add(check, status string, ms *int64, format string, args ...any) {
 	if len(c.report.Lines) >= maxCheckLines {
 		c.dropped++
-		c.droppedFails += btoi(status == "fail")
+		if status == "fail" {
+			c.droppedFails++
+		}
 		return
 	}
 	msg := sanitizeExtText(fmt.Sprintf(format, args...))
@@ -491,7 +494,7 @@ func (c *extChecker) register(m extMsg) {
 		if m.Description == "" {
 			c.warn("register_tool", "%s: no description: the model reads it to decide when to call the tool", name)
 		}
-	} else if reserved := builtinCommandNames; contains(reserved, name) {
+	} else if slices.Contains(builtinCommandNames, name) {
 		c.warn("register_command", "/%s: a built-in command has this name and wins", name)
 	}
 	for i := range *list {
@@ -503,15 +506,6 @@ func (c *extChecker) register(m extMsg) {
 	}
 	*list = append(*list, r)
 	c.ok(m.Type, "%s", name)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkToolSchema finds what model APIs would refuse in a tool's schema.
@@ -827,13 +821,6 @@ func (c *extChecker) shutdown() {
 
 // maxCheckLines bounds the report of an extension that floods stdout.
 const maxCheckLines = 200
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // finish writes the summary lines and decides conformance.
 func (c *extChecker) finish() {
