@@ -488,7 +488,7 @@ func (c *extChecker) register(m extMsg) {
 				c.fail("register_tool", "%s: %s", name, p)
 			}
 		}
-		if builtin := map[string]bool{"read": true, "write": true, "edit": true, "bash": true, "skill": true}; builtin[name] {
+		if slices.Contains(builtinToolNames, name) {
 			c.warn("register_tool", "%s: a built-in tool has this name and wins", name)
 		}
 		if m.Description == "" {
