@@ -40,6 +40,7 @@ func TestExtCheckExamplesAreConformant(t *testing.T) {
 			if !r.Conformant || len(r.Violations) != 0 {
 				t.Fatalf("not conformant:\n%s", r.text())
 			}
+			r.Warnings = untimedWarnings(r)
 			want := map[string]string{
 				"hello-py": `command          /hellopy "" → prompt`,
 				"clock":    `command          /clock "" → display "It is `,
@@ -57,9 +58,23 @@ func TestExtCheckExamplesAreConformant(t *testing.T) {
 	}
 }
 
+// untimedWarnings leaves out the warnings a loaded machine can cause (an
+// interceptor slower than 1 s).
+func untimedWarnings(r checkReport) []string {
+	var out []string
+	for _, w := range r.Warnings {
+		if !strings.Contains(w, "; slow: ") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func TestExtCheckReportsEachViolation(t *testing.T) {
+	// Generous enough for a loaded machine; the cases that need a limit
+	// to pass set it lower.
 	short := func(l *extLimits) {
-		l.command, l.tool, l.intercept, l.grace, l.term = 2*time.Second, 2*time.Second, 300*time.Millisecond, 500*time.Millisecond, 300*time.Millisecond
+		l.command, l.tool, l.intercept, l.grace, l.term = 2*time.Second, 2*time.Second, 1500*time.Millisecond, 3*time.Second, 300*time.Millisecond
 	}
 	broken := scriptedExt(t, "broken", obj{
 		"name": "broken-hello",
@@ -86,7 +101,7 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 		"intercept": obj{
 			"tool_call":         []obj{{"reply": obj{"modified_args": "rm -rf /"}}},
 			"turn_start":        []obj{{"raw": `{"type":"event_intercept_response","id":"{id}","block":"yes"}`}},
-			"assistant_message": []obj{{"delay": 0.6}},
+			"assistant_message": []obj{{"delay": 2.0}}, // answers after the limit, before shutdown's
 		},
 	})
 	nohello := writeManifest(t, filepath.Join(t.TempDir(), "quitter"), obj{"name": "quitter", "exec": "sh", "args": []string{"-c", "echo giving up >&2; exit 3"}})
@@ -127,7 +142,7 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			`tool: req: block 0 has unknown type "video"`,
 			`intercept: tool_call: modified_args is not a JSON object: "\"rm -rf /\""`,
 			`intercept: turn_start: a malformed event_intercept_response`,
-			`intercept: assistant_message: no event_intercept_response within 300ms`,
+			`intercept: assistant_message: no event_intercept_response within 1.5s`,
 			`event_intercept_response: for id "check-`,
 		}, []string{`hello: names "broken-hello" but the manifest says "broken"`, "req: no description"}},
 	}
@@ -136,8 +151,11 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			t.Parallel()
 			r := checkExt(t, tt.dir, func(l *extLimits) {
 				short(l)
-				if tt.name == "silent" {
+				switch tt.name {
+				case "silent":
 					l.hello = 500 * time.Millisecond
+				case "ignores shutdown":
+					l.grace = 500 * time.Millisecond
 				}
 			})
 			if r.Conformant {

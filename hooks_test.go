@@ -434,7 +434,7 @@ func TestHooksTimeoutAndExitKillTheProcessGroup(t *testing.T) {
 		timeout     float64
 		note        string
 	}{
-		{"timeout", "30", 0.3, "timed out after 300ms (its processes were killed); ignored"},
+		{"timeout", "30", 2, "timed out after 2s (its processes were killed); ignored"},
 		{"exit leaves a child", "0", 10, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
