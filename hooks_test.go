@@ -353,6 +353,7 @@ func TestHooksPreToolUseDecisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("Bash", tt.commands(t)...)}})
 			r := h.ToolGate(context.Background(), ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(jsonOf(obj{"command": tt.command}))})
 			var trail []string
@@ -438,6 +439,7 @@ func TestHooksTimeoutAndExitKillTheProcessGroup(t *testing.T) {
 		{"exit leaves a child", "0", 10, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			pidFile := filepath.Join(t.TempDir(), "pgid")
 			h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{{"hooks": []obj{{"type": "command", "command": shHook(t, "linger.sh", pidFile, tt.sleep), "timeout": tt.timeout}}}}})
 			r := h.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)})
@@ -556,6 +558,7 @@ func TestHooksUserPromptSubmit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			rec := filepath.Join(t.TempDir(), "in.jsonl")
 			spec := obj{"record": rec}
 			for k, v := range tt.spec {
