@@ -413,7 +413,9 @@ func ChainGates(gates []ToolGate, confirm ConfirmFunc) func(ctx context.Context,
 	}
 }
 
-// ToolRecord is one finished tool call, given to AfterToolExecute.
+// ToolRecord is one finished tool call, given to AfterToolExecute. What that
+// hook leaves in Result (feedback appended, say) is what the model and the
+// tool_result event get.
 type ToolRecord struct {
 	Call     ToolCall
 	Executed json.RawMessage // arguments as run, when a gate rewrote them
@@ -827,11 +829,12 @@ func abortedResult(callID string) Block {
 	return Block{Type: "tool_result", CallID: callID, IsError: true, Content: []Block{TextBlock("aborted by the user before it ran")}}
 }
 
-func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) ToolResult {
+func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) (result ToolResult) {
 	rec := ToolRecord{Call: call}
 	defer func() {
 		if a.AfterToolExecute != nil {
 			a.AfterToolExecute(ctx, &rec)
+			result = rec.Result
 		}
 	}()
 	tool, ok := a.Tools.Lookup(call.Name)

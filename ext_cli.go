@@ -28,6 +28,7 @@ Usage:
   zot ext enable <name>                      set "enabled": true in its manifest
   zot ext disable <name>                     set "enabled": false in its manifest
   zot ext logs <name> [-f]                   print its log (-f: follow)
+  zot ext check <dir> [--json]               run an extension once and check it speaks the protocol
   zot ext help                               this text
 
 --project works on ./.zot/extensions instead of $ZOT_HOME/extensions.
@@ -56,6 +57,7 @@ func runExtCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		"enable":  {"--project"},
 		"disable": {"--project"},
 		"logs":    {"-f", "--follow"},
+		"check":   {"--json"},
 		"help":    {},
 	}
 	allowed, ok := switches[sub]
@@ -87,10 +89,13 @@ func runExtCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		}
 		words = append(words, a)
 	}
-	want := map[string]int{"list": 0, "install": 1, "remove": 1, "enable": 1, "disable": 1, "logs": 1, "help": 0}[sub]
+	want := map[string]int{"list": 0, "install": 1, "remove": 1, "enable": 1, "disable": 1, "logs": 1, "check": 1, "help": 0}[sub]
 	if len(words) != want {
 		fmt.Fprintf(stderr, "zot ext %s: wrong number of arguments\n\n%s", sub, extHelp)
 		return exitUsage
+	}
+	if sub == "check" {
+		return runExtCheck(words[0], set["--json"], stdout, stderr)
 	}
 	cwd, _ := os.Getwd()
 	c := &extCLI{home: zotHome(), cwd: cwd, stdin: stdin, stdout: stdout, stderr: stderr, project: set["--project"]}

@@ -55,6 +55,7 @@ type options struct {
 	noExt                bool
 	noYolo               bool
 	approveAsks, noAudit bool
+	claudeHooks          bool
 	prompt               []string
 	interactive          bool // the TUI: a missing key is reported there, not fatal
 }
@@ -111,6 +112,7 @@ var flagTable = []flagSpec{
 	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
 	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
+	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *options, _ string) error { o.claudeHooks = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -659,11 +661,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, n := range s.notes {
 		fmt.Fprintf(stderr, "zot: %s\n", n)
 	}
-	s.guardTools()
 	ctx, stop := signalContext()
 	defer stop()
-	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr))
+	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
 	defer stopPlugins()
+	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 
 	var sink Sink
@@ -696,14 +698,17 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// startPlugins starts what runs beside the agent — MCP servers and
-// extensions — and puts their tool gates into s.gates in order. Each mode
+// startPlugins starts what runs beside the agent — MCP servers, extensions
+// and hook commands — and puts their tool gates first in s.gates: extension
+// interceptors, then hooks (validators follow, from guardTools). Each mode
 // passes where notes and failures go; stop shuts everything down.
-func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus func(server, level, msg string)) (exts *ExtManager, stop func()) {
+func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
 	mcp := s.startMCP(ctx, mcpStatus)
 	exts = s.startExtensions(ctx, extHooks)
-	s.gates = append([]ToolGate{exts.ToolGate}, s.gates...)
+	hooks := s.startHooks(ctx, hookNote)
+	s.gates = append([]ToolGate{exts.ToolGate, hooks.ToolGate}, s.gates...)
 	return exts, func() {
+		hooks.SessionEnd(context.Background())
 		exts.Shutdown(context.Background())
 		mcp.Shutdown(context.Background())
 	}
@@ -714,6 +719,8 @@ func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus 
 func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error) {
 	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log}, func(server, level, msg string) {
 		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
+	}, func(level, msg string) {
+		srv.Notify(ExtNote{Extension: "hooks", Level: level, Message: msg})
 	})
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(s.opts.approveAsks))
@@ -729,6 +736,8 @@ func wireTUI(s *setup, t *TUI) (stop func()) {
 		if level != "info" {
 			t.Note(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 		}
+	}, func(level, msg string) {
+		t.Note(ExtNote{Extension: "hooks", Level: level, Message: msg})
 	})
 	s.guardTools()
 	t.Ext, t.Observe = exts, exts.Observe

@@ -685,7 +685,15 @@ func (s *setup) guardTools() {
 		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
 	}
 	if !s.opts.noAudit {
-		s.agent.AfterToolExecute = s.auditHook()
+		// The audit line comes last, after PostToolUse hooks changed the
+		// result, so it records what the model saw.
+		prev, audit := s.agent.AfterToolExecute, s.auditHook()
+		s.agent.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
+			if prev != nil {
+				prev(ctx, rec)
+			}
+			audit(ctx, rec)
+		}
 	}
 }
 

@@ -1,0 +1,1297 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+)
+
+// Claude Code–compatible hooks (docs/hooks.md): shell commands that teams
+// wrote for Claude Code's settings files run unmodified at PreToolUse,
+// PostToolUse, UserPromptSubmit, Stop, SessionStart and SessionEnd, with
+// Claude Code's JSON on stdin, its exit codes and its JSON output. They are
+// off unless the user turns them on: a settings file in a repository must
+// not run commands on its own.
+
+const (
+	hookDefaultTimeout = 60 * time.Second
+	hookOutputLimit    = 1 << 20                // bytes kept of a hook's stdout and of its stderr
+	hookDrain          = 500 * time.Millisecond // reading what a hook left in its pipes after it exited
+	hookSettingsLimit  = 4 << 20
+	hookReasonLimit    = 16 << 10 // bytes of a hook's stderr the model or user sees as a reason
+)
+
+// hookEventNames are the events zot fires. Others in a settings file
+// (Notification, PreCompact…) are reported once and ignored.
+var hookEventNames = map[string]bool{
+	"PreToolUse": true, "PostToolUse": true, "UserPromptSubmit": true,
+	"Stop": true, "SessionStart": true, "SessionEnd": true,
+}
+
+// HookConfig is what the hooks need from their host.
+type HookConfig struct {
+	// Cwd is the session's working directory: where ./.claude and ./.zot
+	// are read, the hooks' working directory and CLAUDE_PROJECT_DIR.
+	Cwd string
+	// UserHome holds ~/.claude/settings.json; "" skips that file.
+	UserHome string
+	// SessionID and TranscriptPath (the session file, "" without one) go
+	// to every hook as session_id and transcript_path.
+	SessionID, TranscriptPath string
+	Model                     string
+	// Source is how the session started, for SessionStart: "startup" or
+	// "resume".
+	Source string
+	// OnNote shows the user one line (level info, warn or error): a
+	// hook's systemMessage, a hook that failed, a problem with a settings
+	// file. The text is already safe for a terminal. It is called from
+	// the goroutine that fired the event.
+	OnNote func(level, msg string)
+}
+
+// Hooks runs the hook commands of one session. The zero value (and a Hooks
+// whose settings hold no command) does nothing. Its methods are safe for
+// concurrent use.
+type Hooks struct {
+	cfg    HookConfig
+	events map[string][]hookGroup
+
+	mu         sync.Mutex          // guards the fields below
+	context    map[string][]string // PreToolUse additionalContext, by tool call id
+	stopActive bool                // the agent goes on because a Stop hook said so
+	halt       *string             // a hook said "continue": false; the next turn is refused
+}
+
+// hookGroup is one matcher and its commands.
+type hookGroup struct {
+	matcher  string
+	match    func(subject string) bool
+	handlers []hookHandler
+}
+
+// hookHandler is one command of a settings file.
+type hookHandler struct {
+	Command string
+	Timeout time.Duration
+}
+
+// hookSettingsFiles are the files hooks come from, in the order their
+// commands run: Claude Code's project, local and user settings, then zot's
+// project settings.
+func hookSettingsFiles(cwd, userHome string) []string {
+	files := []string{
+		filepath.Join(cwd, ".claude", "settings.json"),
+		filepath.Join(cwd, ".claude", "settings.local.json"),
+	}
+	if userHome != "" {
+		files = append(files, filepath.Join(userHome, ".claude", "settings.json"))
+	}
+	files = append(files, filepath.Join(cwd, ".zot", "settings.json"))
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f = filepath.Clean(f); !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// NewHooks reads the settings files. Problems (a file that is not JSON, an
+// entry of the wrong shape, an invalid matcher) go to cfg.OnNote naming the
+// file and the entry; the rest still loads.
+func NewHooks(cfg HookConfig) *Hooks {
+	h := &Hooks{cfg: cfg, events: map[string][]hookGroup{}, context: map[string][]string{}}
+	disabled := ""
+	for _, path := range hookSettingsFiles(cfg.Cwd, cfg.UserHome) {
+		groups, off := readHookSettings(path, h.note)
+		if off && disabled == "" {
+			disabled = path
+		}
+		for _, ev := range sortedKeys(groups) {
+			h.events[ev] = append(h.events[ev], groups[ev]...)
+		}
+	}
+	if disabled != "" {
+		h.events = map[string][]hookGroup{}
+		h.note("warn", fmt.Sprintf("hooks: %s sets \"disableAllHooks\": true; no hook runs", disabled))
+	}
+	return h
+}
+
+// readHookSettings reads the hooks key of one settings file; report gets
+// its problems. A missing file is no problem.
+func readHookSettings(path string, report func(level, msg string)) (events map[string][]hookGroup, disableAll bool) {
+	warn := func(format string, args ...any) { report("warn", "hooks: "+fmt.Sprintf(format, args...)) }
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false
+	}
+	if err != nil {
+		warn("read %s: %v", path, err)
+		return nil, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, hookSettingsLimit+1))
+	if err != nil {
+		warn("read %s: %v", path, err)
+		return nil, false
+	}
+	if len(b) > hookSettingsLimit {
+		warn("%s is larger than %d bytes; its hooks are skipped", path, hookSettingsLimit)
+		return nil, false
+	}
+	var file struct {
+		Hooks      map[string]json.RawMessage `json:"hooks"`
+		DisableAll bool                       `json:"disableAllHooks"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		warn("%s: not a settings object with a \"hooks\" object: %v; its hooks are skipped", path, err)
+		return nil, false
+	}
+	events = map[string][]hookGroup{}
+	for _, ev := range sortedKeys(file.Hooks) {
+		if !hookEventNames[ev] {
+			report("info", fmt.Sprintf("hooks: %s: zot has no %s event; those hooks do not run", path, ev))
+			continue
+		}
+		var groups []json.RawMessage
+		if err := json.Unmarshal(file.Hooks[ev], &groups); err != nil {
+			warn("%s: hooks.%s must be a list of {\"matcher\", \"hooks\"}; skipped", path, ev)
+			continue
+		}
+		for i, raw := range groups {
+			g, probs := parseHookGroup(raw, fmt.Sprintf("%s: hooks.%s[%d]", path, ev, i))
+			for _, p := range probs {
+				warn("%s", p)
+			}
+			if len(g.handlers) > 0 {
+				events[ev] = append(events[ev], g)
+			}
+		}
+	}
+	return events, file.DisableAll
+}
+
+func parseHookGroup(raw json.RawMessage, where string) (hookGroup, []string) {
+	var g hookGroup
+	var problems []string
+	var group struct {
+		Matcher *string           `json:"matcher"`
+		Hooks   []json.RawMessage `json:"hooks"`
+	}
+	if err := json.Unmarshal(raw, &group); err != nil {
+		return g, []string{where + ": want {\"matcher\": \"…\", \"hooks\": [{\"type\": \"command\", \"command\": \"…\"}]}; skipped"}
+	}
+	if group.Matcher != nil {
+		g.matcher = *group.Matcher
+	}
+	var err error
+	if g.match, err = compileHookMatcher(g.matcher); err != nil {
+		problems = append(problems, fmt.Sprintf("%s: matcher %q is not a regular expression zot understands (%v); it matches only that exact name", where, g.matcher, err))
+	}
+	for j, hraw := range group.Hooks {
+		var hd struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Timeout *float64 `json:"timeout"`
+		}
+		at := fmt.Sprintf("%s.hooks[%d]", where, j)
+		if err := json.Unmarshal(hraw, &hd); err != nil {
+			problems = append(problems, at+": want {\"type\": \"command\", \"command\": \"…\", \"timeout\": seconds}; skipped")
+			continue
+		}
+		switch {
+		case hd.Type != "command":
+			problems = append(problems, fmt.Sprintf("%s: type %q is not supported by zot (only \"command\"); skipped", at, hd.Type))
+			continue
+		case strings.TrimSpace(hd.Command) == "":
+			problems = append(problems, at+": no command; skipped")
+			continue
+		}
+		timeout := hookDefaultTimeout
+		if hd.Timeout != nil {
+			if *hd.Timeout > 0 && *hd.Timeout <= 24*3600 {
+				timeout = time.Duration(*hd.Timeout * float64(time.Second))
+			} else {
+				problems = append(problems, fmt.Sprintf("%s: timeout %v is not a positive number of seconds; using %s", at, *hd.Timeout, hookDefaultTimeout))
+			}
+		}
+		g.handlers = append(g.handlers, hookHandler{Command: hd.Command, Timeout: timeout})
+	}
+	return g, problems
+}
+
+// literalHookMatcher is the shape Claude Code compares by name instead of
+// as a regular expression: "Bash", "Edit|Write", "Edit, Write".
+var literalHookMatcher = regexp.MustCompile(`^[a-zA-Z0-9_|, -]+$`)
+
+// compileHookMatcher follows Claude Code: "" and "*" match everything; a
+// list of names matches exactly those names; anything else is an
+// unanchored regular expression. One Go cannot compile matches only the
+// identical name (and the error says why).
+func compileHookMatcher(m string) (func(string) bool, error) {
+	if m == "" || m == "*" {
+		return func(string) bool { return true }, nil
+	}
+	if literalHookMatcher.MatchString(m) {
+		names := map[string]bool{}
+		for _, n := range strings.FieldsFunc(m, func(r rune) bool { return r == '|' || r == ',' }) {
+			names[strings.TrimSpace(n)] = true
+		}
+		return func(s string) bool { return names[s] }, nil
+	}
+	re, err := regexp.Compile(m)
+	if err != nil {
+		return func(s string) bool { return s == m }, err
+	}
+	return re.MatchString, nil
+}
+
+// Has reports whether any command is configured for event.
+func (h *Hooks) Has(event string) bool { return h != nil && len(h.events[event]) > 0 }
+
+// handlers lists the commands of event whose matcher takes subject, each
+// command once (Claude Code runs identical commands once).
+func (h *Hooks) handlers(event, subject string) []hookHandler {
+	var out []hookHandler
+	seen := map[string]bool{}
+	for _, g := range h.events[event] {
+		// UserPromptSubmit and Stop have no matcher: every group applies.
+		if event != "UserPromptSubmit" && event != "Stop" && !g.match(subject) {
+			continue
+		}
+		for _, hd := range g.handlers {
+			if !seen[hd.Command] {
+				seen[hd.Command] = true
+				out = append(out, hd)
+			}
+		}
+	}
+	return out
+}
+
+// hookInput is the JSON a hook reads on stdin, as Claude Code sends it.
+type hookInput struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	PermissionMode string          `json:"permission_mode"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name,omitempty"`
+	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
+	ToolResponse   json.RawMessage `json:"tool_response,omitempty"`
+	ToolUseID      string          `json:"tool_use_id,omitempty"`
+	Prompt         *string         `json:"prompt,omitempty"`
+	StopHookActive *bool           `json:"stop_hook_active,omitempty"`
+	Source         string          `json:"source,omitempty"`
+	Model          string          `json:"model,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+}
+
+// hookOutput is the JSON a hook may print on stdout when it exits 0.
+type hookOutput struct {
+	Continue       *bool               `json:"continue"`
+	StopReason     string              `json:"stopReason"`
+	SuppressOutput bool                `json:"suppressOutput"`
+	SystemMessage  string              `json:"systemMessage"`
+	Decision       string              `json:"decision"`
+	Reason         string              `json:"reason"`
+	Specific       *hookSpecificOutput `json:"hookSpecificOutput"`
+}
+
+type hookSpecificOutput struct {
+	HookEventName            string          `json:"hookEventName"`
+	PermissionDecision       string          `json:"permissionDecision"`
+	PermissionDecisionReason string          `json:"permissionDecisionReason"`
+	UpdatedInput             json.RawMessage `json:"updatedInput"`
+	AdditionalContext        string          `json:"additionalContext"`
+}
+
+// decodeHookOutput reads what a hook printed after exiting 0. Output that
+// does not start with "{" is plain text (context, for UserPromptSubmit and
+// SessionStart); output that does must be a valid hook JSON object.
+func decodeHookOutput(stdout []byte) (out hookOutput, isJSON bool, err error) {
+	s := bytes.TrimSpace(stdout)
+	if len(s) == 0 || s[0] != '{' {
+		return out, false, nil
+	}
+	if err := json.Unmarshal(s, &out); err != nil {
+		return hookOutput{}, true, fmt.Errorf("its JSON output is invalid: %v", err)
+	}
+	switch out.Decision {
+	case "", "approve", "block":
+	default:
+		return hookOutput{}, true, fmt.Errorf("its JSON output has \"decision\": %q (want \"block\" or \"approve\")", out.Decision)
+	}
+	if sp := out.Specific; sp != nil {
+		switch sp.PermissionDecision {
+		case "", "allow", "deny", "ask":
+		default:
+			return hookOutput{}, true, fmt.Errorf("its JSON output has \"permissionDecision\": %q (want allow, deny or ask)", sp.PermissionDecision)
+		}
+		if u := bytes.TrimSpace(sp.UpdatedInput); len(u) > 0 && string(u) != "null" && u[0] != '{' {
+			return hookOutput{}, true, errors.New("its JSON output has an \"updatedInput\" that is not an object")
+		}
+	}
+	return out, true, nil
+}
+
+// stops reports whether the output says "continue": false.
+func (o hookOutput) stops() bool { return o.Continue != nil && !*o.Continue }
+
+// permission is the PreToolUse decision, the deprecated approve/block
+// mapped to allow/deny.
+func (o hookOutput) permission() (decision, reason string) {
+	if o.Specific != nil && o.Specific.PermissionDecision != "" {
+		return o.Specific.PermissionDecision, o.Specific.PermissionDecisionReason
+	}
+	switch o.Decision {
+	case "approve":
+		return "allow", o.Reason
+	case "block":
+		return "deny", o.Reason
+	}
+	return "", ""
+}
+
+func (o hookOutput) additionalContext() string {
+	if o.Specific == nil {
+		return ""
+	}
+	return strings.TrimSpace(o.Specific.AdditionalContext)
+}
+
+func (o hookOutput) updatedInput() json.RawMessage {
+	if o.Specific == nil {
+		return nil
+	}
+	u := bytes.TrimSpace(o.Specific.UpdatedInput)
+	if len(u) == 0 || string(u) == "null" {
+		return nil
+	}
+	return u
+}
+
+// hookRun is what one command did.
+type hookRun struct {
+	event  string
+	h      hookHandler
+	code   int // exit status; -1 when it did not exit by itself
+	stdout []byte
+	stderr []byte
+	err    error // it could not start, timed out, or its output was unusable
+	out    hookOutput
+	json   bool // exit 0 with a JSON object on stdout
+}
+
+// ok is exit 0 with usable output.
+func (r *hookRun) ok() bool { return r.err == nil && r.code == 0 }
+
+// blocks is exit 2.
+func (r *hookRun) blocks() bool { return r.err == nil && r.code == 2 }
+
+// text is trimmed stdout: context for UserPromptSubmit and SessionStart.
+func (r *hookRun) text() string { return strings.TrimSpace(string(r.stdout)) }
+
+// reason is exit 2's stderr, or a sentence naming the hook when it said
+// nothing.
+func (r *hookRun) reason() string {
+	if s := strings.TrimSpace(string(r.stderr)); s != "" {
+		return truncate(s, hookReasonLimit)
+	}
+	return fmt.Sprintf("blocked by %s hook %q", r.event, r.h.Command)
+}
+
+// by names the hook in the audit trail.
+func (r *hookRun) by() string { return "hook:" + truncate(r.h.Command, 200) }
+
+// run fires event: every command whose matcher takes subject runs, all in
+// parallel, with in on stdin. Results come back in configuration order;
+// failures and systemMessages have been shown to the user.
+func (h *Hooks) run(ctx context.Context, event, subject string, in hookInput) []hookRun {
+	if h == nil {
+		return nil
+	}
+	handlers := h.handlers(event, subject)
+	if len(handlers) == 0 {
+		return nil
+	}
+	in.SessionID, in.TranscriptPath, in.Cwd = h.cfg.SessionID, h.cfg.TranscriptPath, h.cfg.Cwd
+	in.PermissionMode, in.HookEventName = "default", event
+	stdin, err := json.Marshal(in)
+	if err != nil { // only a RawMessage that is not JSON gets here
+		h.note("error", fmt.Sprintf("hooks: encode %s input: %v", event, err))
+		return nil
+	}
+	runs := make([]hookRun, len(handlers))
+	var wg sync.WaitGroup
+	for i, hd := range handlers {
+		wg.Add(1)
+		// Ends when the command and what it left behind are gone.
+		go func() {
+			defer wg.Done()
+			runs[i] = runHookCommand(ctx, h.cfg.Cwd, hd, stdin)
+			runs[i].event = event
+		}()
+	}
+	wg.Wait()
+	for i := range runs {
+		r := &runs[i]
+		if r.err == nil && r.code == 0 {
+			r.out, r.json, r.err = decodeHookOutput(r.stdout)
+		}
+		switch {
+		case r.err != nil && ctx.Err() != nil:
+		case r.err != nil:
+			h.note("warn", fmt.Sprintf("%s hook %q: %v; ignored%s", event, r.h.Command, r.err, stderrExcerpt(r.stderr)))
+		case r.code != 0 && r.code != 2:
+			h.note("warn", fmt.Sprintf("%s hook %q failed with exit status %d; ignored%s", event, r.h.Command, r.code, stderrExcerpt(r.stderr)))
+		case r.json && r.out.SystemMessage != "":
+			h.note("warn", fmt.Sprintf("%s hook: %s", event, r.out.SystemMessage))
+		}
+	}
+	return runs
+}
+
+func stderrExcerpt(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return ""
+	}
+	return ": " + truncate(s, 500)
+}
+
+// runHookCommand runs one command with sh -c in its own process group,
+// stdin, stdout and stderr on pipes of our own. When the shell exits, or
+// the timeout passes, or ctx is cancelled, the whole group is killed: no
+// process a hook started outlives it. What the hook wrote is read until
+// its pipes close, or hookDrain after it exited (a process that left the
+// group may hold them open).
+func runHookCommand(ctx context.Context, cwd string, hd hookHandler, stdin []byte) hookRun {
+	r := hookRun{h: hd, code: -1}
+	var files []*os.File
+	pipe := func() (rd, wr *os.File, err error) {
+		rd, wr, err = os.Pipe()
+		files = append(files, rd, wr)
+		return rd, wr, err
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+		r.err = fmt.Errorf("create pipes: %v", err)
+		return r
+	}
+	cmd := exec.Command("/bin/sh", "-c", hd.Command)
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+cwd)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err := cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		r.err = fmt.Errorf("start: %v", err)
+		return r
+	}
+	pgid := cmd.Process.Pid
+	stdout := &cappedBuffer{max: hookOutputLimit}
+	stderr := &cappedBuffer{max: hookOutputLimit}
+	var pipes sync.WaitGroup
+	pipes.Add(3)
+	// The feeder ends when the input is written or the pipe breaks (the
+	// hook exited without reading it, or its write deadline passed).
+	go func() {
+		defer pipes.Done()
+		inW.Write(stdin)
+		inW.Close()
+	}()
+	// The readers end at EOF or at their read deadline.
+	for _, p := range []struct {
+		f   *os.File
+		buf *cappedBuffer
+	}{{outR, stdout}, {errR, stderr}} {
+		go func() {
+			defer pipes.Done()
+			io.Copy(p.buf, p.f)
+			p.f.Close()
+		}()
+	}
+	exited := make(chan struct{})
+	// The waiter reaps the shell; it ends when the shell exits or is killed.
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	tctx, cancel := context.WithTimeout(ctx, hd.Timeout)
+	defer cancel()
+	select {
+	case <-exited:
+	case <-tctx.Done():
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-exited
+		if ctx.Err() != nil {
+			r.err = errors.New("aborted")
+		} else {
+			r.err = fmt.Errorf("timed out after %s (its processes were killed)", hd.Timeout)
+		}
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL) // whatever it left running
+	deadline := time.Now().Add(hookDrain)
+	inW.SetWriteDeadline(deadline)
+	outR.SetReadDeadline(deadline)
+	errR.SetReadDeadline(deadline)
+	pipes.Wait()
+	r.stdout, r.stderr = stdout.Bytes(), stderr.Bytes()
+	if r.err == nil {
+		r.code = cmd.ProcessState.ExitCode()
+		if r.code == -1 {
+			r.err = fmt.Errorf("killed (%s)", cmd.ProcessState)
+		} else if r.code == 0 && stdout.truncated {
+			r.err = fmt.Errorf("its output is longer than %d bytes", hookOutputLimit)
+		}
+	}
+	return r
+}
+
+// cappedBuffer keeps the first max bytes written to it and counts the rest
+// away, so a chatty hook never blocks on a full pipe nor fills memory.
+type cappedBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room < len(p) {
+		c.truncated = true
+		c.buf.Write(p[:max(room, 0)])
+	} else {
+		c.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) Bytes() []byte { return c.buf.Bytes() }
+
+func (h *Hooks) note(level, msg string) {
+	if h.cfg.OnNote != nil {
+		h.cfg.OnNote(level, hooksPrintable(msg))
+	}
+}
+
+// hooksPrintable drops control characters (escape sequences among them)
+// from text a hook wrote, keeping newlines and tabs.
+func hooksPrintable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) && r != unicode.ReplacementChar {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// ToolGate is PreToolUse, a gate for ChainGates: the matching commands run
+// in parallel; any deny (exit 2, "permissionDecision": "deny", the
+// deprecated "decision": "block", "continue": false) blocks with the
+// reasons, the model sees; else any ask asks; an updatedInput (the first
+// in configuration order) rewrites the call. Each hook's say is a note in
+// the audit trail.
+func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
+	if h == nil || !h.Has("PreToolUse") {
+		return GateResult{}
+	}
+	name := claudeToolName(call.Name)
+	runs := h.run(ctx, "PreToolUse", name, hookInput{
+		ToolName: name, ToolInput: claudeToolInput(call.Name, call.Args, h.cfg.Cwd), ToolUseID: call.ID,
+	})
+	if len(runs) == 0 {
+		return GateResult{}
+	}
+	if ctx.Err() != nil {
+		return GateResult{Verdict: GateDeny, Reason: "not run: aborted while hooks were deciding"}
+	}
+	var res GateResult
+	var denies []string
+	var rewrite *hookRun
+	asked := false
+	for i := range runs {
+		r := &runs[i]
+		note := GateNote{By: r.by(), Decision: "allow"}
+		switch {
+		case r.blocks():
+			note.Decision, note.Reason = "deny", r.reason()
+		case !r.ok():
+			note.Reason = "hook failed (" + hookFailure(r) + "); ignored"
+		case r.out.stops():
+			h.stop(r.out.StopReason)
+			note.Decision, note.Reason = "deny", stopText(r)
+		default:
+			decision, reason := r.out.permission()
+			if c := r.out.additionalContext(); c != "" {
+				h.addContext(call.ID, c)
+			}
+			note.Reason = reason
+			switch decision {
+			case "deny":
+				note.Decision = "deny"
+				if note.Reason == "" {
+					note.Reason = fmt.Sprintf("denied by PreToolUse hook %q", r.h.Command)
+				}
+			case "ask":
+				note.Decision = "ask"
+				if note.Reason == "" {
+					note.Reason = "asks for confirmation"
+				}
+			}
+			if note.Decision != "deny" && r.out.updatedInput() != nil {
+				if rewrite == nil {
+					rewrite = r
+				} else {
+					h.note("warn", fmt.Sprintf("PreToolUse hook %q: updatedInput ignored: hook %q rewrote the call first", r.h.Command, rewrite.h.Command))
+				}
+			}
+		}
+		if note.Decision == "deny" {
+			denies = append(denies, note.Reason)
+		}
+		asked = asked || note.Decision == "ask"
+		res.Notes = append(res.Notes, note)
+	}
+	if len(denies) > 0 {
+		res.Verdict, res.Reason = GateDeny, strings.Join(denies, "\n")
+		return res
+	}
+	if rewrite != nil {
+		args, err := zotToolArgs(call.Name, rewrite.out.updatedInput())
+		if err != nil {
+			reason := fmt.Sprintf("not run: PreToolUse hook %q returned an updatedInput zot cannot use: %v", rewrite.h.Command, err)
+			res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: "deny", Reason: reason})
+			res.Verdict, res.Reason = GateDeny, reason
+			return res
+		}
+		res.Args = args
+		res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: "rewrite", Reason: string(args)})
+	}
+	if asked {
+		res.Verdict = GateAsk
+	}
+	return res
+}
+
+// hookFailure says why a run counts as failed.
+func hookFailure(r *hookRun) string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	return fmt.Sprintf("exit status %d", r.code)
+}
+
+func stopText(r *hookRun) string {
+	if s := strings.TrimSpace(r.out.StopReason); s != "" {
+		return s
+	}
+	return fmt.Sprintf("stopped by %s hook %q", r.event, r.h.Command)
+}
+
+// AfterTool is PostToolUse, for Agent.AfterToolExecute: after a call that
+// ran and succeeded, the matching commands run; exit 2's stderr, a
+// "decision": "block" reason and additionalContext are added to the result
+// the model sees, after any additionalContext PreToolUse hooks gave for the
+// call.
+func (h *Hooks) AfterTool(ctx context.Context, rec *ToolRecord) {
+	if h == nil {
+		return
+	}
+	var extra []string
+	for _, c := range h.takeContext(rec.Call.ID) {
+		extra = append(extra, "PreToolUse hook: "+c)
+	}
+	if rec.Ran && !rec.Result.IsError && h.Has("PostToolUse") {
+		args := rec.Call.Args
+		if rec.Executed != nil {
+			args = rec.Executed
+		}
+		name := claudeToolName(rec.Call.Name)
+		runs := h.run(ctx, "PostToolUse", name, hookInput{
+			ToolName: name, ToolInput: claudeToolInput(rec.Call.Name, args, h.cfg.Cwd),
+			ToolResponse: claudeToolResponse(rec.Call.Name, args, rec.Result, h.cfg.Cwd), ToolUseID: rec.Call.ID,
+		})
+		for i := range runs {
+			r := &runs[i]
+			switch {
+			case r.blocks():
+				extra = append(extra, "PostToolUse hook: "+r.reason())
+			case !r.ok():
+			default:
+				if r.out.stops() {
+					h.stop(r.out.StopReason)
+				}
+				if r.out.Decision == "block" {
+					reason := strings.TrimSpace(r.out.Reason)
+					if reason == "" {
+						reason = fmt.Sprintf("hook %q objects to this result", r.h.Command)
+					}
+					extra = append(extra, "PostToolUse hook: "+reason)
+				}
+				if c := r.out.additionalContext(); c != "" {
+					extra = append(extra, "PostToolUse hook: "+c)
+				}
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return
+	}
+	content := append([]Block(nil), rec.Result.Content...)
+	for _, e := range extra {
+		content = append(content, TextBlock(e))
+	}
+	rec.Result.Content = content
+}
+
+// BeforePrompt is UserPromptSubmit: exit 2, "decision": "block" or
+// "continue": false refuse the prompt with the reason the user sees; plain
+// stdout and additionalContext become context added to the prompt.
+func (h *Hooks) BeforePrompt(ctx context.Context, text string) (block bool, reason, extra string) {
+	if h == nil {
+		return false, "", ""
+	}
+	h.mu.Lock()
+	h.stopActive, h.halt = false, nil
+	h.mu.Unlock()
+	var reasons, context []string
+	for _, r := range h.run(ctx, "UserPromptSubmit", "", hookInput{Prompt: &text}) {
+		switch {
+		case r.blocks():
+			reasons = append(reasons, r.reason())
+		case !r.ok():
+		case r.out.stops():
+			reasons = append(reasons, stopText(&r))
+		case r.out.Decision == "block":
+			why := strings.TrimSpace(r.out.Reason)
+			if why == "" {
+				why = fmt.Sprintf("refused by UserPromptSubmit hook %q", r.h.Command)
+			}
+			reasons = append(reasons, why)
+		case r.json:
+			if c := r.out.additionalContext(); c != "" {
+				context = append(context, c)
+			}
+		default:
+			if t := r.text(); t != "" {
+				context = append(context, t)
+			}
+		}
+	}
+	if len(reasons) > 0 {
+		// The user reads it (on stderr in -p): no escape sequences.
+		return true, hooksPrintable(strings.Join(reasons, "\n")), ""
+	}
+	return false, "", strings.Join(context, "\n\n")
+}
+
+// OnStop is Stop: exit 2's stderr or a "decision": "block" reason makes the
+// agent go on with it as the next user message ("continue": false wins
+// over both). stop_hook_active tells the hooks whether the agent is already
+// going on because of them.
+func (h *Hooks) OnStop(ctx context.Context, last Message) (cont bool, message string) {
+	if h == nil {
+		return false, ""
+	}
+	h.mu.Lock()
+	active := h.stopActive
+	h.mu.Unlock()
+	var msgs []string
+	halt := false
+	for _, r := range h.run(ctx, "Stop", "", hookInput{StopHookActive: &active}) {
+		switch {
+		case r.blocks():
+			msgs = append(msgs, r.reason())
+		case !r.ok():
+		case r.out.stops():
+			halt = true
+		case r.out.Decision == "block":
+			why := strings.TrimSpace(r.out.Reason)
+			if why == "" {
+				why = "A Stop hook asks you to go on."
+			}
+			msgs = append(msgs, why)
+		}
+	}
+	cont = !halt && len(msgs) > 0
+	h.mu.Lock()
+	h.stopActive = cont
+	h.mu.Unlock()
+	return cont, strings.Join(msgs, "\n")
+}
+
+// SessionStart runs the SessionStart commands (their matcher takes the
+// source: startup or resume) and returns the context they gave: plain
+// stdout and additionalContext. Exit 2's stderr is shown to the user.
+func (h *Hooks) SessionStart(ctx context.Context) string {
+	if h == nil {
+		return ""
+	}
+	var context []string
+	for _, r := range h.run(ctx, "SessionStart", h.cfg.Source, hookInput{Source: h.cfg.Source, Model: h.cfg.Model}) {
+		switch {
+		case r.blocks():
+			h.note("warn", "SessionStart hook: "+r.reason())
+		case !r.ok():
+		case r.json:
+			if c := r.out.additionalContext(); c != "" {
+				context = append(context, c)
+			}
+		default:
+			if t := r.text(); t != "" {
+				context = append(context, t)
+			}
+		}
+	}
+	return strings.Join(context, "\n\n")
+}
+
+// SessionEnd runs the SessionEnd commands (reason "other"; they cannot
+// stop anything). Exit 2's stderr is shown to the user.
+func (h *Hooks) SessionEnd(ctx context.Context) {
+	if h == nil {
+		return
+	}
+	for _, r := range h.run(ctx, "SessionEnd", "other", hookInput{Reason: "other"}) {
+		if r.blocks() {
+			h.note("warn", "SessionEnd hook: "+r.reason())
+		}
+	}
+}
+
+// Attach gives the agent the hooks: BeforePrompt, OnStop, AfterToolExecute
+// and a BeforeTurn that ends the prompt after a hook said "continue":
+// false. Hooks already set run first. PreToolUse is ToolGate, for the
+// caller to chain after the extension gate.
+func (h *Hooks) Attach(a *Agent) {
+	if h == nil || len(h.events) == 0 {
+		return
+	}
+	prevPrompt := a.BeforePrompt
+	a.BeforePrompt = func(ctx context.Context, text string) (bool, string, string) {
+		var extra string
+		if prevPrompt != nil {
+			block, reason, e := prevPrompt(ctx, text)
+			if block {
+				return true, reason, ""
+			}
+			extra = e
+		}
+		block, reason, e := h.BeforePrompt(ctx, text)
+		if extra != "" && e != "" {
+			e = extra + "\n\n" + e
+		} else if e == "" {
+			e = extra
+		}
+		return block, reason, e
+	}
+	prevTurn := a.BeforeTurn
+	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
+		if prevTurn != nil {
+			if block, reason := prevTurn(ctx, step); block {
+				return true, reason
+			}
+		}
+		if reason, ok := h.takeStop(); ok {
+			return true, reason
+		}
+		return false, ""
+	}
+	prevAfter := a.AfterToolExecute
+	a.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
+		if prevAfter != nil {
+			prevAfter(ctx, rec)
+		}
+		h.AfterTool(ctx, rec)
+	}
+	if h.Has("Stop") {
+		prevStop := a.OnStop
+		a.OnStop = func(ctx context.Context, last Message) (bool, string) {
+			if prevStop != nil {
+				if cont, msg := prevStop(ctx, last); cont {
+					return true, msg
+				}
+			}
+			return h.OnStop(ctx, last)
+		}
+	}
+}
+
+func (h *Hooks) addContext(callID, text string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.context[callID] = append(h.context[callID], text)
+}
+
+func (h *Hooks) takeContext(callID string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.context[callID]
+	delete(h.context, callID)
+	return c
+}
+
+// stop remembers a "continue": false; the next turn is refused with reason.
+func (h *Hooks) stop(reason string) {
+	reason = hooksPrintable(reason) // the user reads it
+	if strings.TrimSpace(reason) == "" {
+		reason = "a hook stopped the agent"
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.halt == nil {
+		h.halt = &reason
+	}
+}
+
+func (h *Hooks) takeStop() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.halt == nil {
+		return "", false
+	}
+	reason := *h.halt
+	h.halt = nil
+	return reason, true
+}
+
+// claudeToolName is the name Claude Code hooks know a tool by: the
+// built-ins capitalised, the rest (mcp__server__tool, extension tools) as
+// they are.
+func claudeToolName(name string) string {
+	switch name {
+	case "bash":
+		return "Bash"
+	case "read":
+		return "Read"
+	case "write":
+		return "Write"
+	case "edit":
+		return "Edit"
+	}
+	return name
+}
+
+// claudeToolInput maps a built-in's arguments to Claude Code's field names:
+// bash command/timeout (seconds → milliseconds); read, write and edit
+// file_path (made absolute), offset/limit, content, and one edit as
+// old_string/new_string or several as edits: [{old_string, new_string}].
+// Other tools' arguments go as they are.
+func claudeToolInput(tool string, args json.RawMessage, cwd string) json.RawMessage {
+	var in map[string]json.RawMessage
+	if claudeToolName(tool) == tool || json.Unmarshal(args, &in) != nil || in == nil {
+		return argsJSON(args)
+	}
+	out := map[string]any{}
+	put := func(key string, v json.RawMessage) {
+		if v != nil {
+			out[key] = v
+		}
+	}
+	if p, ok := in["path"]; ok {
+		var s string
+		if json.Unmarshal(p, &s) == nil && s != "" && !filepath.IsAbs(s) {
+			p, _ = json.Marshal(filepath.Join(cwd, s))
+		}
+		out["file_path"] = p
+	}
+	switch tool {
+	case "bash":
+		put("command", in["command"])
+		if t, ok := in["timeout"]; ok {
+			if secs, ok := jsonNumber(t); ok {
+				out["timeout"] = int64(secs*1000 + 0.5)
+			} else {
+				out["timeout"] = t
+			}
+		}
+	case "read":
+		put("offset", in["offset"])
+		put("limit", in["limit"])
+	case "write":
+		put("content", in["content"])
+	case "edit":
+		type ourEdit struct {
+			Old *string `json:"oldText"`
+			New *string `json:"newText"`
+		}
+		type claudeEdit struct {
+			Old *string `json:"old_string"`
+			New *string `json:"new_string"`
+		}
+		var edits []ourEdit
+		switch {
+		case in["edits"] == nil && in["oldText"] != nil:
+			put("old_string", in["oldText"])
+			put("new_string", in["newText"])
+		case json.Unmarshal(in["edits"], &edits) != nil:
+			put("edits", in["edits"])
+		case len(edits) == 1:
+			out["old_string"], out["new_string"] = edits[0].Old, edits[0].New
+		default:
+			list := make([]claudeEdit, len(edits))
+			for i, e := range edits {
+				list[i] = claudeEdit(e)
+			}
+			out["edits"] = list
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return argsJSON(args)
+	}
+	return b
+}
+
+// zotToolArgs maps a hook's updatedInput back to our argument names. Like
+// Claude Code, it replaces the arguments whole. Fields our tools do not
+// have (description, run_in_background, replace_all) are dropped.
+func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(updated, &in) != nil || in == nil {
+		return nil, errors.New("it is not a JSON object")
+	}
+	if claudeToolName(tool) == tool {
+		var buf bytes.Buffer
+		json.Compact(&buf, updated)
+		return buf.Bytes(), nil
+	}
+	out := map[string]any{}
+	put := func(key string, v json.RawMessage) {
+		if v != nil {
+			out[key] = v
+		}
+	}
+	need := func(key string) error {
+		if in[key] == nil {
+			return fmt.Errorf("%s needs %q", claudeToolName(tool), key)
+		}
+		return nil
+	}
+	if tool != "bash" {
+		if err := need("file_path"); err != nil {
+			return nil, err
+		}
+		out["path"] = in["file_path"]
+	}
+	switch tool {
+	case "bash":
+		if err := need("command"); err != nil {
+			return nil, err
+		}
+		out["command"] = in["command"]
+		if t, ok := in["timeout"]; ok {
+			ms, ok := jsonNumber(t)
+			if !ok {
+				return nil, errors.New("Bash timeout must be a number of milliseconds")
+			}
+			out["timeout"] = ms / 1000
+		}
+	case "read":
+		put("offset", in["offset"])
+		put("limit", in["limit"])
+	case "write":
+		if err := need("content"); err != nil {
+			return nil, err
+		}
+		out["content"] = in["content"]
+	case "edit":
+		type ourEdit struct {
+			Old json.RawMessage `json:"oldText"`
+			New json.RawMessage `json:"newText"`
+		}
+		var list []struct {
+			Old json.RawMessage `json:"old_string"`
+			New json.RawMessage `json:"new_string"`
+		}
+		switch {
+		case in["edits"] != nil:
+			if json.Unmarshal(in["edits"], &list) != nil {
+				return nil, errors.New("Edit edits must be a list of {old_string, new_string}")
+			}
+		case in["old_string"] != nil && in["new_string"] != nil:
+			list = append(list, struct {
+				Old json.RawMessage `json:"old_string"`
+				New json.RawMessage `json:"new_string"`
+			}{in["old_string"], in["new_string"]})
+		default:
+			return nil, errors.New(`Edit needs "old_string" and "new_string", or "edits"`)
+		}
+		edits := make([]ourEdit, len(list))
+		for i, e := range list {
+			edits[i] = ourEdit{Old: e.Old, New: e.New}
+		}
+		out["edits"] = edits
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// claudeToolResponse is tool_response for PostToolUse, in the shape Claude
+// Code gives its own tools: Bash {stdout, stderr, interrupted, isImage},
+// Read {type, file: {filePath, content}}, Write and Edit {filePath,
+// success}; other tools get their content blocks.
+func claudeToolResponse(tool string, args json.RawMessage, res ToolResult, cwd string) json.RawMessage {
+	text := Message{Content: res.Content}.Text()
+	var path string
+	var in struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &in) == nil && in.Path != "" {
+		path = in.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cwd, path)
+		}
+	}
+	var v any
+	switch tool {
+	case "bash":
+		v = map[string]any{"stdout": text, "stderr": "", "interrupted": false, "isImage": false}
+	case "read":
+		v = map[string]any{"type": "text", "file": map[string]any{"filePath": path, "content": text}}
+	case "write", "edit":
+		v = map[string]any{"filePath": path, "success": true}
+	default:
+		blocks := []map[string]any{}
+		for _, b := range res.Content {
+			switch b.Type {
+			case "text":
+				blocks = append(blocks, map[string]any{"type": "text", "text": b.Text})
+			case "image":
+				blocks = append(blocks, map[string]any{"type": "image", "mimeType": b.MimeType, "data": b.Data})
+			}
+		}
+		v = blocks
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// jsonNumber reads a number, or a string holding one (models quote
+// numbers; the tools accept both).
+func jsonNumber(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// hooksEnabled says whether the user turned hooks on: --claude-hooks, or
+// "claude_hooks": true in $ZOT_HOME/config.json.
+func hooksEnabled(flag bool, home string) (bool, error) {
+	if flag {
+		return true, nil
+	}
+	path := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, nil // main reports an unreadable config
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil || cfg["claude_hooks"] == nil {
+		return false, nil
+	}
+	var on bool
+	if err := json.Unmarshal(cfg["claude_hooks"], &on); err != nil {
+		return false, fmt.Errorf("%s: \"claude_hooks\" must be true or false; hooks stay off", path)
+	}
+	return on, nil
+}
+
+// startHooks loads the Claude Code hooks when the user turned them on,
+// attaches them to the agent and runs SessionStart, whose context joins
+// the system prompt. The caller chains ToolGate after the extension gate
+// and calls SessionEnd at exit. onNote shows the user one line.
+func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) *Hooks {
+	on, err := hooksEnabled(s.opts.claudeHooks, s.home)
+	if err != nil {
+		onNote("warn", "hooks: "+err.Error())
+	}
+	if !on {
+		return nil
+	}
+	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	cfg.UserHome, _ = os.UserHomeDir()
+	if s.session != nil {
+		cfg.SessionID, cfg.TranscriptPath = s.session.Meta.ID, s.session.Path
+	} else {
+		var b [8]byte
+		rand.Read(b[:])
+		cfg.SessionID = hex.EncodeToString(b[:])
+	}
+	if len(s.agent.Messages()) > 0 {
+		cfg.Source = "resume"
+	}
+	h := NewHooks(cfg)
+	h.Attach(s.agent)
+	if extra := h.SessionStart(ctx); extra != "" {
+		s.agent.System += "\n\nContext from SessionStart hooks:\n\n" + extra
+	}
+	return h
+}
+
+// hooksStderrNotes prints notes as "zot: hooks: …" lines, as -p and --json
+// do; info lines are left out.
+func hooksStderrNotes(w io.Writer) func(level, msg string) {
+	var mu sync.Mutex
+	return func(level, msg string) {
+		if level == "info" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "zot: %s\n", msg)
+	}
+}

@@ -1,0 +1,3 @@
+module zot.local/zotext
+
+go 1.22
