@@ -81,8 +81,9 @@ type ExtConfig struct {
 	Paths []string
 	// NoDiscovery (--no-ext) skips ./.zot/extensions and $ZOT_HOME/extensions.
 	NoDiscovery bool
-	// ReservedCommands are slash commands of the host UI that extensions
-	// may not take, besides builtinCommandNames.
+	// ReservedCommands are the host UI's own slash commands (a leading "/"
+	// is ignored), which extensions may not take. The TUI passes its list;
+	// -p, --json and rpc have no slash commands and reserve none.
 	ReservedCommands []string
 	// OnNote receives notify and clear_notes frames. It is called from the
 	// extensions' reader goroutines, in each extension's frame order, and
@@ -100,12 +101,6 @@ type ExtConfig struct {
 // builtinToolNames are tools extensions cannot replace.
 var builtinToolNames = []string{"read", "write", "edit", "bash", "skill"}
 
-// builtinCommandNames are the TUI's slash commands; extensions cannot take them.
-var builtinCommandNames = []string{
-	"help", "model", "sessions", "fork", "compact", "clear", "jail", "unjail",
-	"reload-ext", "skills", "login", "logout", "yolo", "exit", "quit",
-}
-
 // ExtManager owns the extension processes of one zot process: it starts
 // them, publishes their commands and tools, routes calls and events to
 // them, and stops them. Its methods are safe for concurrent use.
@@ -116,6 +111,11 @@ type ExtManager struct {
 	reserved map[string]bool
 
 	runMu sync.Mutex // serialises Start, Reload and Shutdown
+	gate  interceptGate
+
+	// onReloadStop, when set (by tests), is called by Reload once it holds
+	// the gate, before it stops the old extensions.
+	onReloadStop func()
 
 	mu      sync.Mutex // guards the fields below
 	procs   []*extProc // the running extensions, in load order
@@ -134,7 +134,7 @@ type ExtManager struct {
 // NewExtManager returns a manager; Start starts the extensions.
 func NewExtManager(cfg ExtConfig) *ExtManager {
 	m := &ExtManager{cfg: cfg, lim: defaultExtLimits, reserved: map[string]bool{}, panels: map[string]*extProc{}}
-	for _, n := range append(builtinCommandNames, cfg.ReservedCommands...) {
+	for _, n := range cfg.ReservedCommands {
 		m.reserved[strings.TrimPrefix(n, "/")] = true
 	}
 	return m
@@ -528,15 +528,30 @@ wait:
 
 // Reload stops every extension, reads the manifests again (discovery and
 // the remembered --ext paths), starts them, and rebuilds the tools of the
-// attached agents in place.
+// attached agents in place. It holds the intercept gate throughout, so
+// intercepts wait for the new extensions instead of finding none; it first
+// waits for the intercepts in progress (each bounded by its own timeout),
+// and gives up without changing anything if ctx ends meanwhile. Commands
+// and tools stay with the old extensions until the new ones have
+// registered; once the old ones are stopping, calls to them fail with an
+// error naming the extension.
 func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
+	if err := m.gate.lock(ctx); err != nil {
+		return ReloadStats{Errors: []string{fmt.Sprintf("reload of the extensions cancelled while intercepts were in progress: %v; nothing was changed", err)}}
+	}
+	defer m.gate.unlock()
 	m.mu.Lock()
-	old := m.procs
-	m.procs, m.cmds, m.cmdList = nil, nil, nil
-	m.gen++
+	closed, old := m.closed, m.procs
+	m.loading = !closed // nothing is published from the old extensions as they stop
 	m.mu.Unlock()
+	if closed {
+		return ReloadStats{Errors: []string{"extensions were shut down"}}
+	}
+	if m.onReloadStop != nil {
+		m.onReloadStop()
+	}
 	m.stopAll(ctx, old)
 	stats := m.load(ctx)
 	stats.Stopped = len(old)
@@ -550,16 +565,18 @@ func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
 }
 
 // Shutdown stops every extension, all in parallel: shutdown, 2 s, SIGTERM,
-// 1 s, SIGKILL. Cancelling ctx goes straight to SIGKILL.
+// 1 s, SIGKILL. Cancelling ctx goes straight to SIGKILL. The stopped
+// extensions stay in place, so what is asked of them afterwards fails as
+// it would had they exited: with an error naming the extension, and a
+// block from a fail_closed interceptor.
 func (m *ExtManager) Shutdown(ctx context.Context) {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	m.mu.Lock()
-	old := m.procs
-	m.procs, m.closed = nil, true
-	m.gen++
+	procs := m.procs
+	m.closed = true
 	m.mu.Unlock()
-	m.stopAll(ctx, old)
+	m.stopAll(ctx, procs)
 }
 
 func (m *ExtManager) stopAll(ctx context.Context, procs []*extProc) {
@@ -725,36 +742,18 @@ func (p *extProc) recordState() {
 	changed := key != p.stateKey
 	p.stateKey = key
 	p.mu.Unlock()
-	if changed {
-		b, _ := json.MarshalIndent(st, "", "  ")
-		if err := writeStateFile(extStatePath(p.m.cfg.Home, p.name()), append(b, '\n')); err != nil {
-			p.log.Printf("record state for `zot ext list`: %v", err)
-		}
+	if !changed {
+		return
 	}
-}
-
-// writeStateFile replaces path whole (temp file and rename) unless it holds
-// data already. The content being a hint for `zot ext list`, it does not
-// wait for the disk.
-func writeStateFile(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
+	b, _ := json.MarshalIndent(st, "", "  ")
+	b = append(b, '\n')
+	path := extStatePath(p.m.cfg.Home, p.name())
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return // as the last run left it
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".state-*")
-	if err != nil {
-		return err
+	if err := writeFileAtomic(path, b, 0o600); err != nil {
+		p.log.Printf("record state for `zot ext list` in %s: %v", path, err)
 	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // extTool is an extension's tool in the agent's registry.
@@ -820,7 +819,7 @@ func (m *ExtManager) Attach(a *Agent) {
 		return shown, false
 	}
 	a.HoldText = func() bool {
-		if m.interceptsAny("assistant_message") {
+		if m.holdText() {
 			return true
 		}
 		return prevMsg != nil && (prevHold == nil || prevHold())
@@ -860,9 +859,16 @@ func (m *ExtManager) interceptors(ev string) []*extProc {
 	return out
 }
 
-func (m *ExtManager) interceptsAny(ev string) bool {
+// holdText says whether the answer's text must wait for the
+// assistant_message interceptors rather than stream: while one may
+// intercept, and while a reload is replacing them.
+func (m *ExtManager) holdText() bool {
+	if !m.gate.tryEnter() {
+		return true
+	}
+	defer m.gate.leave()
 	for _, p := range m.snapshot() {
-		if p.consults(ev) {
+		if p.consults("assistant_message") {
 			return true
 		}
 	}
@@ -921,6 +927,10 @@ func (m *ExtManager) failed(p *extProc, ev string, err error) (block bool, reaso
 // them. The first block wins and its reason becomes the tool's error result;
 // modified_args (a JSON object) replaces the arguments.
 func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
+	if m.gate.enter(ctx) != nil {
+		return GateResult{Verdict: GateDeny, Reason: "not run: aborted while the extensions were reloading"}
+	}
+	defer m.gate.leave()
 	procs := m.interceptors("tool_call")
 	if len(procs) == 0 {
 		return GateResult{}
@@ -974,6 +984,10 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 
 // beforeTurn is the turn_start intercept chain: block only.
 func (m *ExtManager) beforeTurn(ctx context.Context, step int) (bool, string) {
+	if m.gate.enter(ctx) != nil {
+		return false, "" // the agent sees the cancellation itself
+	}
+	defer m.gate.leave()
 	for _, p := range m.interceptors("turn_start") {
 		msg, skip, err := m.ask(ctx, p, extEvent{Name: "turn_start", Step: step})
 		switch {
@@ -1002,6 +1016,10 @@ func (m *ExtManager) beforeAssistantMessage(ctx context.Context, text string) (s
 	if text == "" {
 		return "", false
 	}
+	if m.gate.enter(ctx) != nil {
+		return "", true // never show what an interceptor did not get to see
+	}
+	defer m.gate.leave()
 	for _, p := range m.interceptors("assistant_message") {
 		msg, skip, err := m.ask(ctx, p, extEvent{Name: "assistant_message", Text: text})
 		switch {
@@ -1019,6 +1037,122 @@ func (m *ExtManager) beforeAssistantMessage(ctx context.Context, text string) (s
 		}
 	}
 	return text, false
+}
+
+// interceptGate keeps interception whole across a reload. The intercept
+// chains (ToolGate, turn_start, assistant_message, holdText) enter it,
+// many at once, while they consult the extensions; Reload holds it alone
+// from stopping the old extensions until the new ones are loaded. A chain
+// that comes while Reload holds it waits, so no tool call, turn or message
+// gets past extensions that are being replaced. It is a read-write lock
+// whose waiting honours a context. Only Reload locks it (under runMu), so
+// there is one writer at a time.
+type interceptGate struct {
+	mu      sync.Mutex
+	readers int           // chains inside
+	held    bool          // Reload holds it or waits for the readers to leave
+	waiting int           // chains waiting for Reload, for tests to see
+	changed chan struct{} // closed and replaced when held goes, or the last reader leaves while held
+}
+
+// enter waits while Reload holds the gate. It fails only when ctx ends
+// first; a context ended already does not keep it from entering.
+func (g *interceptGate) enter(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.held {
+		ch := g.next()
+		g.waiting++
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		g.waiting--
+		if g.held && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	g.readers++
+	return nil
+}
+
+// tryEnter enters unless Reload holds the gate.
+func (g *interceptGate) tryEnter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		return false
+	}
+	g.readers++
+	return true
+}
+
+func (g *interceptGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.readers--
+	if g.readers == 0 && g.held {
+		g.broadcast()
+	}
+}
+
+// lock keeps new chains out at once, then waits for those inside to leave.
+// If ctx ends first it lets the waiting chains in again and fails.
+func (g *interceptGate) lock(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = true
+	for g.readers > 0 {
+		ch := g.next()
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		if g.readers > 0 && ctx.Err() != nil {
+			g.release()
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (g *interceptGate) unlock() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.release()
+}
+
+// release lets the waiting chains in; g.mu is held.
+func (g *interceptGate) release() {
+	g.held = false
+	g.broadcast()
+}
+
+// next is the channel the next change closes; g.mu is held.
+func (g *interceptGate) next() chan struct{} {
+	if g.changed == nil {
+		g.changed = make(chan struct{})
+	}
+	return g.changed
+}
+
+// broadcast wakes whoever waits for a change; g.mu is held.
+func (g *interceptGate) broadcast() {
+	if g.changed != nil {
+		close(g.changed)
+		g.changed = nil
+	}
+}
+
+// waiters is how many chains wait for Reload (tests wait for them).
+func (g *interceptGate) waiters() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting
 }
 
 // Observe passes agent events to the extensions subscribed to them:

@@ -268,3 +268,79 @@ func TestExtAttachKeepsExistingHooks(t *testing.T) {
 		t.Errorf("shown %q hold %v", shown, a.HoldText())
 	}
 }
+
+// TestExtInterceptsWaitWhileExtensionsReload: with a fail_closed guard that
+// blocks every tool call and turn and a redactor of the answers, a tool
+// call, a turn and a finished message that come while Reload is stopping
+// the old processes wait for the new ones and are decided by them: never
+// allowed, never shown unredacted, and the answer's text is held.
+func TestExtInterceptsWaitWhileExtensionsReload(t *testing.T) {
+	guard := scriptedExt(t, "guard", obj{
+		"frames": []obj{{"type": "subscribe", "intercept": []string{"tool_call", "turn_start"}}},
+		"intercept": obj{
+			"tool_call":  []obj{{"reply": obj{"block": true, "reason": "guarded"}}},
+			"turn_start": []obj{{"reply": obj{"block": true, "reason": "closed"}}},
+		},
+	}, obj{"fail_closed": true})
+	redact := scriptedExt(t, "redact", obj{
+		"frames":    []obj{{"type": "subscribe", "intercept": []string{"assistant_message"}}},
+		"intercept": obj{"assistant_message": []obj{{"reply": obj{"replace_text": "[redacted]"}}}},
+	})
+	h := newExtHarness(t, nil, guard, redact)
+	if st := h.start(); st.Ready != 2 {
+		t.Fatalf("stats %+v, logs %s", st, h.gotLogs())
+	}
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+
+	stopping, release := make(chan struct{}), make(chan struct{})
+	h.m.onReloadStop = func() { close(stopping); <-release }
+	reloaded := make(chan ReloadStats, 1)
+	// Ends when Reload returns, which is after release.
+	go func() { reloaded <- h.m.Reload(context.Background()) }()
+	<-stopping
+
+	ctx := context.Background()
+	if !a.HoldText() {
+		t.Error("HoldText is false while the extensions reload: the answer would stream unredacted")
+	}
+	gate, turn, shown := make(chan GateResult, 1), make(chan string, 1), make(chan string, 1)
+	// Each ends when its intercept chain has decided.
+	go func() {
+		gate <- h.m.ToolGate(ctx, ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"rm -rf /"}`)})
+	}()
+	go func() {
+		block, reason := a.BeforeTurn(ctx, 1)
+		if !block {
+			reason = "(allowed)"
+		}
+		turn <- reason
+	}()
+	go func() {
+		text, hidden := a.BeforeAssistantMessage(ctx, "the key is sk-secret")
+		if hidden {
+			text = "(hidden)"
+		}
+		shown <- text
+	}()
+	waitFor(t, "the intercepts to wait for the reload, or to be decided without it", func() bool {
+		return h.m.gate.waiters() == 3 || len(gate)+len(turn)+len(shown) > 0
+	})
+	close(release)
+	if r := <-gate; r.Verdict != GateDeny || r.Reason != "guarded" {
+		t.Errorf("a tool call during the reload: %+v", r)
+	}
+	if reason := <-turn; reason != "closed" {
+		t.Errorf("a turn during the reload: %s", reason)
+	}
+	if text := <-shown; text != "[redacted]" {
+		t.Errorf("a message during the reload was shown as %q", text)
+	}
+	if st := <-reloaded; st.Stopped != 2 || st.Ready != 2 {
+		t.Errorf("reload stats %+v", st)
+	}
+	h.track()
+	if !a.HoldText() {
+		t.Error("HoldText is false after the reload")
+	}
+}

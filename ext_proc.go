@@ -554,6 +554,7 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	}
 	cmd := exec.Command(execPath, mf.Args...)
 	cmd.Dir = mf.Dir
+	cmd.Env = extEnviron()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
@@ -615,6 +616,12 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 }
 
 func (p *extProc) name() string { return p.mf.Name }
+
+// extEnviron builds the environment of extension processes; nothing else
+// does. It is zot's own for now, provider keys and ZOTCORE_RPC_TOKEN
+// included; childEnviron (tools.go, on its way) is to replace it, dropping
+// zot's secrets. A variable so that a test can see it is the one source.
+var extEnviron = os.Environ
 
 // waitExit reaps the process, then kills whatever is left of its process
 // group: an extension's children do not outlive it. The reader, seeing

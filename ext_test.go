@@ -37,10 +37,17 @@ type extHarness struct {
 // is reaped and every goroutine serving one has ended.
 func newExtHarness(t *testing.T, tune func(*extLimits), paths ...string) *extHarness {
 	t.Helper()
+	return newExtHarnessReserving(t, nil, tune, paths...)
+}
+
+// newExtHarnessReserving is newExtHarness for a host whose UI has the slash
+// commands reserved.
+func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimits), paths ...string) *extHarness {
+	t.Helper()
 	h := &extHarness{t: t, home: t.TempDir(), cwd: t.TempDir()}
 	h.m = NewExtManager(ExtConfig{
 		Home: h.home, Cwd: h.cwd, Provider: "anthropic", Model: "claude-test",
-		Paths: paths, NoDiscovery: true,
+		Paths: paths, NoDiscovery: true, ReservedCommands: reserved,
 		OnNote:  func(n ExtNote) { h.mu.Lock(); h.notes = append(h.notes, n); h.mu.Unlock() },
 		OnPanel: func(u PanelUpdate) { h.mu.Lock(); h.panels = append(h.panels, u); h.mu.Unlock() },
 		Log: func(format string, args ...any) {
@@ -89,9 +96,13 @@ func assertProcGone(t *testing.T, p *extProc) {
 		}
 	}
 	// Orphaned children become zombies of an init that may never reap
-	// them; groupAlive does not count those.
-	if groupAlive(p.pgid) {
-		t.Errorf("extension %s: its process group %d outlived it", p.name(), p.pgid)
+	// them; groupAlive does not count those. A member killed a moment ago
+	// may still be exiting on a busy machine, so this waits a while.
+	for deadline := time.Now().Add(10 * time.Second); groupAlive(p.pgid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("extension %s: its process group %d outlived it", p.name(), p.pgid)
+			break
+		}
 	}
 }
 
@@ -745,7 +756,7 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 	}
 	reg("alpha", []string{"read", "dup", "mine"}, []string{"help", "dup"})
 	reg("beta", []string{"dup", "skill"}, []string{"dup", "own"})
-	h := newExtHarness(t, nil)
+	h := newExtHarnessReserving(t, []string{"/help", "model"}, nil)
 	h.m.cfg.Home, h.m.cfg.NoDiscovery = home, false
 	h.home = home
 	h.start()
@@ -783,6 +794,48 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 	if len(rows) != 2 || strings.Join(rows[1].Shadowed, "; ") != `command /dup (extension "alpha" loads first); tool dup (extension "alpha" loads first); tool skill (the built-in tool wins)` {
 		t.Errorf("list = %s", out.String())
 	}
+	// The state files behind it are written whole, private, with nothing
+	// left beside them.
+	entries, _ := os.ReadDir(filepath.Join(home, "logs"))
+	for _, e := range entries {
+		info, err := e.Info()
+		switch {
+		case err != nil:
+			t.Error(err)
+		case !strings.HasSuffix(e.Name(), ".log") && !strings.HasSuffix(e.Name(), ".state.json"):
+			t.Errorf("left in logs: %s", e.Name())
+		case info.Mode().Perm() != 0o600:
+			t.Errorf("%s has mode %v, want 0600", e.Name(), info.Mode().Perm())
+		}
+	}
+}
+
+// TestExtReservedCommandsComeFromTheHost: only the slash commands the host
+// UI reserves are kept from extensions; a mode without slash commands of
+// its own (-p, --json, rpc) reserves none.
+func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
+	dir := scriptedExt(t, "cmds", obj{"frames": []obj{
+		{"type": "register_command", "name": "help"},
+		{"type": "register_command", "name": "model"},
+	}})
+	names := func(h *extHarness) string {
+		var out []string
+		for _, c := range h.m.Commands() {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	h := newExtHarness(t, nil, dir)
+	h.start()
+	if got := names(h); got != "help model" {
+		t.Errorf("with nothing reserved, commands = %q", got)
+	}
+	h = newExtHarnessReserving(t, []string{"/help"}, nil, dir)
+	h.start()
+	if got := names(h); got != "model" {
+		t.Errorf("with /help reserved, commands = %q", got)
+	}
+	h.waitLog("cmds", "shadowed: command /help (a built-in command wins)")
 }
 
 func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
@@ -949,5 +1002,136 @@ func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
 	}
 	if m := NewExtManager(ExtConfig{}); m.lim != want {
 		t.Errorf("a new manager has %+v", m.lim)
+	}
+}
+
+// TestExtCallsDuringAReloadAndAfterShutdown: while a reload has begun, the
+// old processes still answer commands; after shutdown every call fails
+// with an error naming the extension, and a fail_closed guard blocks.
+func TestExtCallsDuringAReloadAndAfterShutdown(t *testing.T) {
+	svc := scriptedExt(t, "svc", obj{
+		"frames":   []obj{{"type": "register_command", "name": "hi"}, {"type": "register_tool", "name": "work"}},
+		"commands": obj{"hi": obj{"action": "display", "display": "hello"}},
+	})
+	guard := interceptor(t, "guard", "", []obj{{"reply": obj{}}}, obj{"fail_closed": true})
+	h := newExtHarness(t, nil, svc, guard)
+	if st := h.start(); st.Ready != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+	ctx := context.Background()
+
+	stopping, release := make(chan struct{}), make(chan struct{})
+	h.m.onReloadStop = func() { close(stopping); <-release }
+	reloaded := make(chan ReloadStats, 1)
+	// Ends when Reload returns, which is after release.
+	go func() { reloaded <- h.m.Reload(ctx) }()
+	<-stopping
+	if resp, err := h.m.InvokeCommand(ctx, "hi", ""); err != nil || resp.Display != "hello" {
+		t.Errorf("/hi once the reload began: %+v %v", resp, err)
+	}
+	close(release)
+	if st := <-reloaded; st.Stopped != 2 || st.Ready != 2 {
+		t.Errorf("reload stats %+v", st)
+	}
+	h.m.onReloadStop = nil
+	h.track()
+
+	h.m.Shutdown(ctx)
+	if _, err := h.m.InvokeCommand(ctx, "hi", ""); err == nil || !strings.Contains(err.Error(), `extension "svc" was stopped`) {
+		t.Errorf("/hi after shutdown: %v", err)
+	}
+	tool, ok := a.Tools.Lookup("work")
+	if !ok {
+		t.Fatal("no tool work")
+	}
+	if r := tool.Run(ctx, json.RawMessage(`{}`), func(string) {}); !r.IsError || !strings.Contains(r.Content[0].Text, `extension "svc" was stopped`) {
+		t.Errorf("tool after shutdown: %+v", r)
+	}
+	r := h.m.ToolGate(ctx, ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)})
+	if r.Verdict != GateDeny || !strings.Contains(r.Reason, `extension "guard" is fail_closed`) || !strings.Contains(r.Reason, `extension "guard" was stopped`) {
+		t.Errorf("tool call after shutdown: %+v", r)
+	}
+	if st := h.m.Reload(ctx); st.Loaded != 0 || strings.Join(st.Errors, "; ") != "extensions were shut down" {
+		t.Errorf("reload after shutdown: %+v", st)
+	}
+}
+
+// TestExtReloadsAreSerialised: two reloads at once run one after the
+// other: the second stops what the first started.
+func TestExtReloadsAreSerialised(t *testing.T) {
+	h := newExtHarness(t, nil, scriptedExt(t, "one", obj{}))
+	h.start()
+	var mu sync.Mutex
+	var stopped []*extProc
+	h.m.onReloadStop = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = append(stopped, h.m.snapshot()...)
+	}
+	var stats [2]ReloadStats
+	var wg sync.WaitGroup
+	for i := range stats {
+		wg.Add(1)
+		// Ends when its Reload returns.
+		go func() {
+			defer wg.Done()
+			stats[i] = h.m.Reload(context.Background())
+		}()
+	}
+	wg.Wait()
+	h.track()
+	for _, st := range stats {
+		if st.Stopped != 1 || st.Loaded != 1 || st.Ready != 1 || len(st.Errors) != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	}
+	final := h.proc("one")
+	if len(stopped) != 2 || stopped[0] == stopped[1] || stopped[1] == final || stopped[0] == final {
+		var pids []int
+		for _, p := range stopped {
+			pids = append(pids, p.pgid)
+		}
+		t.Fatalf("the reloads stopped the processes %v, and %d runs", pids, final.pgid)
+	}
+	for _, p := range stopped {
+		assertProcGone(t, p)
+	}
+}
+
+// TestExtEnvironmentIsExtEnviron: an extension process gets the
+// environment extEnviron builds, not zot's own.
+func TestExtEnvironmentIsExtEnviron(t *testing.T) {
+	t.Setenv("ZOT_EXT_TEST_SECRET", "not for extensions")
+	saved := extEnviron
+	t.Cleanup(func() { extEnviron = saved })
+	extEnviron = func() []string {
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "ZOT_EXT_TEST_SECRET=") {
+				env = append(env, kv)
+			}
+		}
+		return append(env, "ZOT_EXT_TEST_GIVEN=yes")
+	}
+	out := filepath.Join(t.TempDir(), "env.json")
+	h := newExtHarness(t, nil, scriptedExt(t, "env", obj{"env_file": out}))
+	if st := h.start(); st.Ready != 1 {
+		t.Fatalf("stats %+v, logs %s", st, h.gotLogs())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["ZOT_EXT_TEST_SECRET"]; ok {
+		t.Error("the extension got ZOT_EXT_TEST_SECRET, which extEnviron leaves out")
+	}
+	if got["ZOT_EXT_TEST_GIVEN"] != "yes" {
+		t.Error("the extension lacks ZOT_EXT_TEST_GIVEN, which extEnviron gives it")
 	}
 }

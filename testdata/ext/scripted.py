@@ -21,6 +21,8 @@ Spec keys (all optional):
   commands      {name: {reply fields; "{args}" in strings is replaced}}
   panels        answer panel_key with panel_render, close on key "q"
   shutdown      "ack" (default) or "ignore"
+  env_file      file that gets the process's environment as one JSON object,
+                written before hello
 """
 import base64, json, os, sys, time
 
@@ -40,6 +42,9 @@ def rec(frame):
             f.write(json.dumps(frame) + "\n")
 
 
+if spec.get("env_file"):
+    with open(spec["env_file"], "w") as f:
+        json.dump(dict(os.environ), f)
 if "first_line" in spec:
     emit(spec["first_line"])
 else:
