@@ -494,7 +494,7 @@ func (c *extChecker) register(m extMsg) {
 		if m.Description == "" {
 			c.warn("register_tool", "%s: no description: the model reads it to decide when to call the tool", name)
 		}
-	} else if slices.Contains(builtinCommandNames, name) {
+	} else if slices.Contains(tuiCommandNames(), name) {
 		c.warn("register_command", "/%s: a built-in command has this name and wins", name)
 	}
 	for i := range *list {

@@ -618,10 +618,10 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 func (p *extProc) name() string { return p.mf.Name }
 
 // extEnviron builds the environment of extension processes; nothing else
-// does. It is zot's own for now, provider keys and ZOTCORE_RPC_TOKEN
-// included; childEnviron (tools.go, on its way) is to replace it, dropping
-// zot's secrets. A variable so that a test can see it is the one source.
-var extEnviron = os.Environ
+// does. It is zot's own minus its secrets (provider keys,
+// ZOTCORE_RPC_TOKEN). A variable so that a test can see it is the one
+// source.
+var extEnviron = childEnviron
 
 // waitExit reaps the process, then kills whatever is left of its process
 // group: an extension's children do not outlive it. The reader, seeing

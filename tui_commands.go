@@ -22,6 +22,16 @@ type slashCommand struct {
 	run              func(t *TUI, args string)
 }
 
+// tuiCommandNames are the TUI's own slash commands, which extensions
+// cannot take.
+func tuiCommandNames() []string {
+	var names []string
+	for _, c := range builtinCommands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 func builtinCommands() []slashCommand {
 	return []slashCommand{
 		{"help", "", "keys and commands", false, (*TUI).cmdHelp},
