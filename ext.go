@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 )
 
 // The extension host: subprocess extensions speaking protocol v1 (see
@@ -1373,30 +1372,11 @@ func stderrExtHooks(w io.Writer) ExtConfig {
 	return ExtConfig{
 		OnNote: func(n ExtNote) {
 			if !n.Clear {
-				print(fmt.Sprintf("[%s] %s: %s", n.Extension, n.Level, sanitizeExtText(n.Message)))
+				print(fmt.Sprintf("[%s] %s: %s", n.Extension, n.Level, printable(n.Message)))
 			}
 		},
 		Log: func(format string, args ...any) {
-			print("zot: " + sanitizeExtText(fmt.Sprintf(format, args...)))
+			print("zot: " + printable(fmt.Sprintf(format, args...)))
 		},
 	}
-}
-
-// sanitizeExtText makes extension text safe for a terminal: escape
-// sequences (CSI, OSC and the like) and control characters other than
-// newline and tab are removed.
-func sanitizeExtText(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b {
-			i = skipEscape(s, i)
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if r == '\n' || r == '\t' || !(r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -135,7 +135,7 @@ func (c *extChecker) add(check, status string, ms *int64, format string, args ..
 		}
 		return
 	}
-	msg := sanitizeExtText(fmt.Sprintf(format, args...))
+	msg := printable(fmt.Sprintf(format, args...))
 	c.report.Lines = append(c.report.Lines, checkLine{Check: check, Status: status, Message: msg, Ms: ms})
 	switch status {
 	case "fail":
@@ -911,7 +911,7 @@ func (t *cappedTail) lines(n int) []string {
 		all = all[len(all)-n:]
 	}
 	for i := range all {
-		all[i] = sanitizeExtText(all[i])
+		all[i] = printable(all[i])
 	}
 	return all
 }

@@ -974,23 +974,6 @@ func FuzzExtFrames(f *testing.F) {
 	})
 }
 
-func TestSanitizeExtTextRemovesEscapes(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain\ttext\n":                    "plain\ttext\n",
-		"red \x1b[31mtext\x1b[0m":          "red text",
-		"clip \x1b]52;c;aGk=\x07 board":    "clip  board",
-		"title \x1b]0;pwned\x1b\\ done":    "title  done",
-		"over\rwrite \x1bc reset \x00\x7f": "overwrite  reset ",
-		"c1 \u009b31m and é ok":            "c1 31m and é ok",
-		"dangling \x1b":                    "dangling ",
-		"bad utf8 \xff":                    "bad utf8 \ufffd",
-	} {
-		if got := sanitizeExtText(in); got != want {
-			t.Errorf("%q → %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestExtDefaultLimitsAreTheProtocols keeps the limits the tests shorten at
 // the values docs/extensions.md promises.
 func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
