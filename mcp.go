@@ -1190,41 +1190,19 @@ flags: --mcp-config FILE (repeatable), --no-mcp, --cwd DIR
 
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
 func runMCPCommand(args []string, stdout, stderr io.Writer) int {
-	var words, files []string
+	var files, cwds []string
 	var asJSON, noMCP bool
-	cwd := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, value, hasValue := strings.Cut(a, "=")
-		switch {
-		case a == "--json":
-			asJSON = true
-		case a == "--no-mcp":
-			noMCP = true
-		case a == "-h" || a == "--help":
-			fmt.Fprint(stdout, mcpUsage)
-			return exitOK
-		case name == "--mcp-config" || name == "--cwd":
-			if !hasValue {
-				if i+1 >= len(args) {
-					fmt.Fprintf(stderr, "zot mcp: %s needs a value\n", name)
-					return exitUsage
-				}
-				i++
-				value = args[i]
-			}
-			if name == "--cwd" {
-				cwd = value
-			} else {
-				files = append(files, value)
-			}
-		case len(a) > 1 && a[0] == '-' && a != "-":
-			fmt.Fprintf(stderr, "zot mcp: unknown flag %s\n%s", a, mcpUsage)
-			return exitUsage
-		default:
-			words = append(words, a)
-		}
+	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
+		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds})
+	switch {
+	case help:
+		fmt.Fprint(stdout, mcpUsage)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage)
+		return exitUsage
 	}
+	cwd := lastOr(cwds, "")
 	if len(words) == 0 {
 		fmt.Fprint(stderr, mcpUsage)
 		return exitUsage

@@ -1093,33 +1093,17 @@ the first skill found with a name wins.
 // runSkillsCommand is `zot skills …`: exit 0, 1 for an unknown skill, 2 for
 // a usage mistake.
 func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
-	var words []string
-	cwd := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-h" || a == "--help":
-			fmt.Fprint(stdout, skillsUsage)
-			return exitOK
-		case a == "--cwd":
-			if i+1 >= len(args) {
-				fmt.Fprintln(stderr, "zot: --cwd needs a value (DIR)")
-				return exitUsage
-			}
-			i++
-			cwd = args[i]
-		case strings.HasPrefix(a, "--cwd="):
-			cwd = strings.TrimPrefix(a, "--cwd=")
-		case a == "--":
-			words = append(words, args[i+1:]...)
-			i = len(args)
-		case len(a) > 1 && a[0] == '-':
-			fmt.Fprintf(stderr, "zot: unknown flag %s for zot skills\n%s", a, skillsUsage)
-			return exitUsage
-		default:
-			words = append(words, a)
-		}
+	var cwds []string
+	words, help, err := subcommandArgs(args, nil, map[string]*[]string{"--cwd": &cwds})
+	switch {
+	case help:
+		fmt.Fprint(stdout, skillsUsage)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "zot skills: %v\n%s", err, skillsUsage)
+		return exitUsage
 	}
+	cwd := lastOr(cwds, "")
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}

@@ -606,7 +606,7 @@ func TestSkillsCommand(t *testing.T) {
 		{[]string{"skills"}, 2, "Usage:"},
 		{[]string{"skills", "frob"}, 2, "Usage:"},
 		{[]string{"skills", "show"}, 2, "Usage:"},
-		{[]string{"skills", "list", "--frob"}, 2, "unknown flag --frob for zot skills"},
+		{[]string{"skills", "list", "--frob"}, 2, "zot skills: unknown flag --frob"},
 		{[]string{"skills", "list", "--cwd"}, 2, "--cwd needs a value"},
 		{[]string{"skills", "list", "--cwd", filepath.Join(other, "missing")}, 2, "is not a directory"},
 	}

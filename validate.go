@@ -714,35 +714,18 @@ const exitAsk = 3
 
 // runValidateCommand is zot validate.
 func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var words []string
-	asJSON, cwd := false, ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-h" || a == "--help":
-			fmt.Fprint(stdout, validateUsage)
-			return exitOK
-		case a == "--json":
-			asJSON = true
-		case a == "--cwd":
-			if i+1 >= len(args) {
-				fmt.Fprintln(stderr, "zot: --cwd needs a value (DIR)")
-				return exitUsage
-			}
-			i++
-			cwd = args[i]
-		case strings.HasPrefix(a, "--cwd="):
-			cwd = strings.TrimPrefix(a, "--cwd=")
-		case a == "--":
-			words = append(words, args[i+1:]...)
-			i = len(args)
-		case len(a) > 1 && a[0] == '-':
-			fmt.Fprintf(stderr, "zot: unknown flag %s for zot validate (put the command line after --)\n%s", a, validateUsage)
-			return exitUsage
-		default:
-			words = append(words, a)
-		}
+	var asJSON bool
+	var cwds []string
+	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
+	switch {
+	case help:
+		fmt.Fprint(stdout, validateUsage)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "zot validate: %v (put the command line after --)\n%s", err, validateUsage)
+		return exitUsage
 	}
+	cwd := lastOr(cwds, "")
 	line := strings.Join(words, " ")
 	if len(words) == 0 {
 		if f, ok := stdin.(*os.File); ok {

@@ -266,7 +266,7 @@ func TestValidateCommand(t *testing.T) {
 	if _, _, code = z.run("validate"); code != exitUsage {
 		t.Errorf("no line: exit %d", code)
 	}
-	if _, stderr, code = z.run("validate", "ls", "-la"); code != exitUsage || !strings.Contains(stderr, "unknown flag -la for zot validate (put the command line after --)") {
+	if _, stderr, code = z.run("validate", "ls", "-la"); code != exitUsage || !strings.Contains(stderr, "zot validate: unknown flag -la (put the command line after --)") {
 		t.Errorf("flag before --: exit %d %s", code, stderr)
 	}
 
