@@ -40,6 +40,11 @@ type extLimits struct {
 	maxLog    int64         // log size that triggers rotation
 }
 
+// extGoneWait bounds how long a dead extension's last output is waited for:
+// an exited process's pipes end at once, but one that only closed its stdin
+// may keep running.
+const extGoneWait = time.Second
+
 var defaultExtLimits = extLimits{
 	hello:     5 * time.Second,
 	idle:      250 * time.Millisecond,
@@ -680,13 +685,14 @@ func (p *extProc) readFrames() {
 	p.failWhenGone(p.exited, errors.New("closed its stdout"))
 }
 
-// failWhenGone marks the extension dead once gone closes (or 200 ms have
-// passed), with the best account of why: stopped, its exit status, or
-// otherwise.
+// failWhenGone marks the extension dead once gone closes (or extGoneWait
+// has passed), with the best account of why: stopped, its exit status, or
+// otherwise. Waiting for the reader keeps a reply written just before an
+// exit: it is delivered, not failed.
 func (p *extProc) failWhenGone(gone chan struct{}, otherwise error) {
 	select {
 	case <-gone:
-	case <-time.After(200 * time.Millisecond):
+	case <-time.After(extGoneWait):
 	}
 	p.mu.Lock()
 	state := p.exitState

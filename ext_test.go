@@ -56,6 +56,9 @@ func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimit
 			h.mu.Unlock()
 		},
 	})
+	// A loaded CI machine can take seconds to start a few interpreters;
+	// tests of these limits set their own.
+	h.m.lim.hello, h.m.lim.startup = 20*time.Second, 20*time.Second
 	if tune != nil {
 		tune(&h.m.lim)
 	}
