@@ -141,3 +141,32 @@ func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
 		t.Errorf("config.json: %s %v", b, err)
 	}
 }
+
+// TestConfigIsPrivate: config.json can hold a base URL with credentials
+// in it, so it is written 0600 whatever mode it had, unless its own mode
+// is stricter.
+func TestConfigIsPrivate(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "config.json")
+	cfg := userConfig{Provider: "openai", Model: "m", BaseURL: "https://user:secret@llm.example/v1?key=k"}
+	for _, c := range []struct{ had, want os.FileMode }{{0, 0o600}, {0o644, 0o600}, {0o666, 0o600}, {0o640, 0o600}, {0o400, 0o400}} {
+		if c.had != 0 {
+			if err := os.Chmod(path, c.had); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := saveConfig(home, cfg); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != c.want {
+			t.Errorf("config.json that was %o is now %o, want %o", c.had, info.Mode().Perm(), c.want)
+		}
+		if got, err := loadConfig(home); err != nil || got != cfg {
+			t.Errorf("config read back: %+v %v", got, err)
+		}
+	}
+}
