@@ -725,7 +725,7 @@ func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err er
 // wireTUI plugs MCP servers, extensions and skills into the TUI. MCP
 // servers report only trouble there: a ready server is not news.
 func wireTUI(s *setup, t *TUI) (stop func()) {
-	exts, stop := s.startPlugins(context.Background(), ExtConfig{OnNote: t.Note, OnPanel: t.Panel, Log: t.Logf}, func(server, level, msg string) {
+	exts, stop := s.startPlugins(context.Background(), ExtConfig{ReservedCommands: tuiCommandNames(), OnNote: t.Note, OnPanel: t.Panel, Log: t.Logf}, func(server, level, msg string) {
 		if level != "info" {
 			t.Note(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 		}

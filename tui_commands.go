@@ -41,6 +41,16 @@ func builtinCommands() []slashCommand {
 	}
 }
 
+// tuiCommandNames are the names of the built-in commands, which
+// extensions may not take: main.go reserves them in the extension host.
+func tuiCommandNames() []string {
+	var names []string
+	for _, c := range builtinCommands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 func builtinItems() []popupItem {
 	var items []popupItem
 	for _, c := range builtinCommands() {

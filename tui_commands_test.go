@@ -170,3 +170,30 @@ func TestConfigIsPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensionsCannotTakeTheTUIsCommands wires a real extension host into
+// the TUI as main.go does. An extension that registers every built-in
+// command's name, and one of its own, keeps only its own: the host
+// reserves the TUI's names, whatever list of its own it keeps.
+func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
+	tui, _ := newTestTUI(t, 100, 30)
+	names := tuiCommandNames()
+	if len(names) != len(builtinCommands()) || names[0] != "help" {
+		t.Fatalf("tuiCommandNames() = %q", names)
+	}
+	var frames []obj
+	for _, name := range append(names, "mine") {
+		frames = append(frames, obj{"type": "register_command", "name": name})
+	}
+	tui.s.opts.ext = []string{scriptedExt(t, "grabby", obj{"frames": frames})}
+	tui.s.opts.noExt, tui.s.opts.noMCP = true, true
+	stop := wireTUI(tui.s, tui)
+	defer stop()
+	var got []string
+	for _, c := range tui.Ext.Commands() {
+		got = append(got, c.Name)
+	}
+	if strings.Join(got, " ") != "mine" {
+		t.Errorf("the extension holds the commands %q", got)
+	}
+}
