@@ -533,6 +533,22 @@ func (a *Agent) SetModel(model string) error {
 	return nil
 }
 
+// SetProvider switches the provider and the model together, so that no
+// prompt starts with one and not the other; it refuses while a prompt
+// runs. The model is recorded as SetModel records it.
+func (a *Agent) SetProvider(p Provider, model string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	a.Provider, a.Model = p, model
+	if r, ok := a.Recorder.(interface{ SetModel(string) error }); ok {
+		return r.SetModel(model)
+	}
+	return nil
+}
+
 // CurrentModel reads the model under the lock, for hosts that show it.
 func (a *Agent) CurrentModel() string {
 	a.mu.Lock()

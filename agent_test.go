@@ -400,6 +400,43 @@ func TestBusyAgentRefusesOverlaps(t *testing.T) {
 	}
 }
 
+// TestSetProviderSwitchesBothOrNeither: while a prompt runs the agent
+// keeps its provider and model; when idle it takes both at once and the
+// session records the model.
+func TestSetProviderSwitchesBothOrNeither(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow"}), HangAfter: 2})
+	a := newTestAgent(t, srv)
+	sess := NewSession(t.TempDir(), t.TempDir(), "anthropic", "claude-sonnet-4-5")
+	a.Recorder = sess
+	before := a.Provider
+	other, err := NewProvider(ProviderConfig{Name: "openai", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- a.Prompt(ctx, "first", nil, func(e Event) {
+			if e.Type == "assistant_start" {
+				close(started)
+			}
+		})
+	}()
+	<-started
+	if err := a.SetProvider(other, "gpt-5"); !errors.Is(err, ErrBusy) {
+		t.Errorf("set provider while busy: %v", err)
+	}
+	cancel()
+	<-done
+	if a.Provider != before || a.CurrentModel() != "claude-sonnet-4-5" {
+		t.Errorf("a refused switch changed the agent: %s/%s", a.Provider.Name(), a.CurrentModel())
+	}
+	if err := a.SetProvider(other, "gpt-5"); err != nil || a.Provider != other || a.CurrentModel() != "gpt-5" || sess.Meta.Model != "gpt-5" {
+		t.Errorf("set provider when idle: %v; %s/%s, session %q", err, a.Provider.Name(), a.CurrentModel(), sess.Meta.Model)
+	}
+}
+
 // history builds a transcript of n prompts, each with a tool round trip.
 func history(n int) []Message {
 	var msgs []Message

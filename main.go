@@ -233,16 +233,24 @@ type userConfig struct {
 }
 
 // saveConfig remembers the user's choices in config.json, written whole.
+// The file is private (0600, or the file's own mode when that is
+// stricter): a base URL can carry credentials (https://user:pass@host,
+// ?key=).
 func saveConfig(home string, c userConfig) error {
+	path := filepath.Join(home, "config.json")
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("save %s: %w", filepath.Join(home, "config.json"), err)
+		return fmt.Errorf("save %s: %w", path, err)
 	}
-	if err := writeFileAtomic(filepath.Join(home, "config.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("save %s: %w", filepath.Join(home, "config.json"), err)
+	mode := os.FileMode(0o600)
+	if info, err := os.Stat(path); err == nil {
+		mode &= info.Mode().Perm()
+	}
+	if err := writeFileAtomic(path, append(b, '\n'), mode); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
 	}
 	return nil
 }

@@ -115,8 +115,9 @@ type runState struct {
 type streamState struct {
 	thinking   []byte
 	thinkStart time.Time
-	text       []byte   // the assistant text's unfinished line
-	shown      int      // cells of it already committed
+	line       mdStream // the assistant text's unfinished line, its cells not yet committed
+	inLine     bool     // text arrived since the last line break
+	started    bool     // rows of the unfinished line were committed
 	md         mdState  // markdown state after the committed lines
 	liveText   []string // rows of the unfinished line not yet committed
 	cells      []cell   // reused for laying out the unfinished line

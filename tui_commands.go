@@ -22,16 +22,6 @@ type slashCommand struct {
 	run              func(t *TUI, args string)
 }
 
-// tuiCommandNames are the TUI's own slash commands, which extensions
-// cannot take.
-func tuiCommandNames() []string {
-	var names []string
-	for _, c := range builtinCommands() {
-		names = append(names, c.name)
-	}
-	return names
-}
-
 func builtinCommands() []slashCommand {
 	return []slashCommand{
 		{"help", "", "keys and commands", false, (*TUI).cmdHelp},
@@ -49,6 +39,16 @@ func builtinCommands() []slashCommand {
 		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
 		{"exit", "", "leave zot", false, func(t *TUI, _ string) { t.exit(exitOK) }},
 	}
+}
+
+// tuiCommandNames are the names of the built-in commands, which
+// extensions may not take: main.go reserves them in the extension host.
+func tuiCommandNames() []string {
+	var names []string
+	for _, c := range builtinCommands() {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 func builtinItems() []popupItem {
@@ -212,22 +212,22 @@ func (t *TUI) parseModel(arg string) (provider, id string) {
 // switchModel changes the model, and the provider with it when it differs,
 // and remembers the choice in config.json.
 func (t *TUI) switchModel(provider, id string) {
+	if !t.idle("/model") {
+		return
+	}
 	id = strings.TrimSpace(id)
 	if id == "" || cleanText(id) != id || strings.ContainsAny(id, " \n") {
 		t.logf(fgRed, "/model: %q is not a model id", id)
 		return
 	}
+	var ok bool
 	if provider != t.s.provider {
-		if err := t.useProvider(provider); err != nil {
-			t.logf(fgRed, "/model: %v", err)
-			return
-		}
+		ok = t.useProvider("/model", provider, id)
+	} else {
+		ok = t.applied("/model", t.s.agent.SetModel(id))
 	}
-	if err := t.s.agent.SetModel(id); errors.Is(err, ErrBusy) {
-		t.logf(fgRed, "/model: %v", err)
+	if !ok {
 		return
-	} else if err != nil {
-		t.logf(fgYellow, "/model: the session file did not record the switch: %v", err)
 	}
 	t.s.model = id
 	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}
@@ -244,24 +244,54 @@ func (t *TUI) switchModel(provider, id string) {
 }
 
 // useProvider rebuilds the provider client for name with its key and base
-// URL, and makes the agent use it.
-func (t *TUI) useProvider(name string) error {
+// URL, and makes the agent use it with model: one step, which the agent
+// refuses while a prompt runs. It reports whether the switch was made.
+func (t *TUI) useProvider(what, name, model string) bool {
 	key, source, err := t.keyFor(name)
-	if err != nil {
-		return err
-	}
 	base := t.baseURLFor(name)
-	prov, err := NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source})
-	if err != nil {
-		return err
+	var prov Provider
+	if err == nil {
+		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source})
 	}
-	t.s.agent.Provider = prov
+	if err != nil {
+		t.logf(fgRed, "%s: %v", what, err)
+		return false
+	}
+	if !t.applied(what, t.s.agent.SetProvider(prov, model)) {
+		return false
+	}
 	t.s.provider = name
 	t.s.missingKey = ""
 	if key == "" && name != "ollama" && base == "" {
 		t.s.missingKey = "no API key for " + name
 	}
-	return nil
+	return true
+}
+
+// applied reports whether the agent made a change it was asked for: it
+// refuses while a prompt runs. A session file that failed to record the
+// change does not undo it, but the user is told.
+func (t *TUI) applied(what string, err error) bool {
+	switch {
+	case errors.Is(err, ErrBusy):
+		t.logf(fgRed, "%s: %v", what, err)
+		return false
+	case err != nil:
+		t.logf(fgYellow, "%s: the session file did not record the switch: %v", what, err)
+	}
+	return true
+}
+
+// idle reports whether no prompt runs. Dialogs and asynchronous replies
+// check it before they touch the agent, since a prompt may have started
+// after they opened (an extension command's "prompt"); if one runs, what
+// was asked for is not done, and the user is told why.
+func (t *TUI) idle(what string) bool {
+	if t.run == nil {
+		return true
+	}
+	t.logf(fgYellow, "%s: busy: finish or esc the running prompt first", what)
+	return false
 }
 
 // keyFor finds the key for a provider as at startup; --api-key counts only
@@ -320,6 +350,9 @@ func (t *TUI) cmdSessions(string) {
 
 // resumeSession switches to a saved session and shows its transcript.
 func (t *TUI) resumeSession(path string) {
+	if !t.idle("/sessions") {
+		return
+	}
 	if t.s.session != nil && t.s.session.Path == path {
 		t.logf(sDim, "already in this session")
 		return
@@ -380,6 +413,9 @@ func (t *TUI) cmdFork(string) {
 // forkAt continues the conversation as it was before message at (the n-th
 // prompt) in a new session; the prompt goes back into the editor.
 func (t *TUI) forkAt(at, n int, msgs []Message) {
+	if !t.idle("/fork") {
+		return
+	}
 	prompt := Message{Content: msgs[at].Content}.Text()
 	if t.s.session != nil {
 		child, err := t.s.session.Fork(at, msgs)
@@ -560,6 +596,9 @@ func (t *TUI) cmdSkills(args string) {
 
 func (t *TUI) cmdLogin(args string) {
 	ask := func(t *TUI, provider string) {
+		if !t.idle("/login") {
+			return
+		}
 		if provider == "ollama" {
 			t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
 			return
@@ -586,6 +625,9 @@ func (t *TUI) cmdLogin(args string) {
 }
 
 func (t *TUI) login(provider, key string) {
+	if !t.idle("/login") {
+		return
+	}
 	key = strings.TrimSpace(key)
 	if key == "" {
 		t.logf(sDim, "/login: no key entered; nothing saved")
@@ -600,9 +642,7 @@ func (t *TUI) login(provider, key string) {
 		t.logf(fgYellow, "%s is set in the environment and is used before the saved key", env)
 	}
 	if provider == t.s.provider {
-		if err := t.useProvider(provider); err != nil {
-			t.logf(fgRed, "/login: %v", err)
-		}
+		t.useProvider("/login", provider, t.s.agent.CurrentModel())
 	}
 }
 
@@ -624,9 +664,7 @@ func (t *TUI) cmdLogout(args string) {
 		t.logf(fgYellow, "%s is still set in the environment and still used", env)
 	}
 	if provider == t.s.provider {
-		if err := t.useProvider(provider); err != nil {
-			t.logf(fgRed, "/logout: %v", err)
-		}
+		t.useProvider("/logout", provider, t.s.agent.CurrentModel())
 		if t.s.missingKey != "" {
 			t.warnNoKey()
 		}

@@ -122,66 +122,193 @@ func cleanText(s string) string {
 	if plain {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	col := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\n':
-			b.WriteByte('\n')
-			col = 0
-			i++
-		case c == '\t':
-			n := tabWidth - col%tabWidth
-			b.WriteString("    "[:n])
-			col += n
-			i++
-		case c == '\r':
-			if i+1 == len(s) || s[i+1] == '\n' {
-				i++ // a line ending, not an overwrite
-				continue
-			}
-			b.WriteRune(0x240d)
-			col++
-			i++
-		case c == 0x1b:
-			n, silent := escapeLen(s[i:])
-			if !silent {
-				b.WriteRune(0x241b)
-				col++
-			}
-			i += n
-		case c < 0x20:
-			b.WriteRune(0x2400 + rune(c))
-			col++
-			i++
-		case c == 0x7f:
-			b.WriteRune(0x2421)
-			col++
-			i++
-		case c < 0x80:
-			b.WriteByte(c)
-			col++
-			i++
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			i += size
-			switch {
-			case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
-				b.WriteRune(utf8.RuneError)
-				col++
-			case r == 0xfeff:
-			case r == 0x2028 || r == 0x2029:
-				b.WriteByte(' ')
-				col++
-			default:
-				b.WriteRune(r)
-				col += runeWidth(r)
-			}
+	b := make([]byte, 0, len(s))
+	var c cleaner
+	for {
+		line, rest, more := strings.Cut(s, "\n")
+		b = c.end(c.write(b, line))
+		if !more {
+			return string(b)
 		}
+		b = append(b, '\n')
+		s = rest
 	}
-	return b.String()
+}
+
+// cleaner is cleanText for one line (no "\n") that arrives in pieces. It
+// holds back what depends on the bytes after it — an escape sequence not
+// yet ended, a carriage return (one that ends the line is dropped), part of
+// a UTF-8 character — and never anything else, so what write returns is
+// final.
+type cleaner struct {
+	col   int // columns so far, for tab stops
+	esc   escState
+	sgr   bool // the control sequence so far may be a colour sequence
+	cr    bool
+	part  [utf8.UTFMax]byte // a UTF-8 character begun: its first nPart bytes
+	nPart int
+}
+
+type escState uint8
+
+const (
+	escNone      escState = iota
+	escStart              // ESC
+	escShort              // ESC and intermediate bytes
+	escCSI                // ESC [ and parameter bytes
+	escCSIMid             // … and intermediate bytes
+	escString             // OSC, DCS, APC, PM or SOS: up to BEL or ESC \
+	escStringEsc          // … and an ESC
+)
+
+// write appends the clean text that raw, the next piece of the line,
+// decides.
+func (c *cleaner) write(dst []byte, raw string) []byte {
+	for i := 0; i < len(raw); i++ {
+		dst = c.byte(dst, raw[i])
+	}
+	return dst
+}
+
+func (c *cleaner) byte(dst []byte, b byte) []byte {
+	if c.nPart > 0 || (b >= 0x80 && c.esc == escNone && !c.cr) {
+		c.part[c.nPart] = b
+		c.nPart++
+		if !utf8.FullRune(c.part[:c.nPart]) {
+			return dst
+		}
+		r, size := utf8.DecodeRune(c.part[:c.nPart])
+		dst = c.rune(dst, r)
+		rest, n := c.part, c.nPart // a copy: reading it may begin another character
+		c.nPart = 0
+		for _, b := range rest[size:n] {
+			dst = c.byte(dst, b)
+		}
+		return dst
+	}
+	switch c.esc {
+	case escStart:
+		switch {
+		case b == '[':
+			c.esc, c.sgr = escCSI, true
+			return dst
+		case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
+			c.esc = escString
+			return dst
+		case b >= 0x20 && b <= 0x2f:
+			c.esc = escShort
+			return dst
+		}
+		return c.escEnd(dst, b, b >= 0x30 && b <= 0x7e)
+	case escShort:
+		if b >= 0x20 && b <= 0x2f {
+			return dst
+		}
+		return c.escEnd(dst, b, b >= 0x30 && b <= 0x7e)
+	case escCSI, escCSIMid:
+		switch {
+		case c.esc == escCSI && b >= 0x30 && b <= 0x3f:
+			c.sgr = c.sgr && (b <= '9' || b == ';' || b == ':')
+			return dst
+		case b >= 0x20 && b <= 0x2f:
+			c.esc, c.sgr = escCSIMid, false
+			return dst
+		case b >= 0x40 && b <= 0x7e:
+			if b == 'm' && c.sgr {
+				c.esc = escNone
+				return dst
+			}
+			return c.escEnd(dst, b, true)
+		}
+		return c.escEnd(dst, b, false)
+	case escString:
+		switch b {
+		case 0x07:
+			return c.escEnd(dst, b, true)
+		case 0x1b:
+			c.esc = escStringEsc
+		}
+		return dst
+	case escStringEsc:
+		if b == '\\' {
+			return c.escEnd(dst, b, true)
+		}
+		// The string ended at the ESC, which begins a new sequence.
+		dst = c.picture(dst, 0x241b)
+		c.esc = escStart
+		return c.byte(dst, b)
+	}
+	if c.cr {
+		c.cr = false
+		dst = c.picture(dst, 0x240d)
+	}
+	switch {
+	case b == '\t':
+		n := tabWidth - c.col%tabWidth
+		c.col += n
+		return append(dst, "    "[:n]...)
+	case b == '\r':
+		c.cr = true
+		return dst
+	case b == 0x1b:
+		c.esc = escStart
+		return dst
+	case b < 0x20:
+		return c.picture(dst, 0x2400+rune(b))
+	case b == 0x7f:
+		return c.picture(dst, 0x2421)
+	case b >= 0x80:
+		return c.byte(dst, b) // a character begins after a picture
+	}
+	c.col++
+	return append(dst, b)
+}
+
+// escEnd ends an escape sequence with ␛; b, the byte after it, is part of
+// the sequence when used, else it is read again on its own.
+func (c *cleaner) escEnd(dst []byte, b byte, used bool) []byte {
+	c.esc = escNone
+	dst = c.picture(dst, 0x241b)
+	if used {
+		return dst
+	}
+	return c.byte(dst, b)
+}
+
+func (c *cleaner) picture(dst []byte, r rune) []byte {
+	c.col++
+	return utf8.AppendRune(dst, r)
+}
+
+func (c *cleaner) rune(dst []byte, r rune) []byte {
+	switch {
+	case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
+		return c.picture(dst, utf8.RuneError)
+	case r == 0xfeff:
+		return dst
+	case r == 0x2028 || r == 0x2029:
+		c.col++
+		return append(dst, ' ')
+	}
+	c.col += runeWidth(r)
+	return utf8.AppendRune(dst, r)
+}
+
+// end appends what the line's last bytes mean now that it is over, and
+// readies the cleaner for the next line.
+func (c *cleaner) end(dst []byte) []byte {
+	switch c.esc {
+	case escStringEsc:
+		dst = utf8.AppendRune(dst, 0x241b)
+		fallthrough
+	case escStart, escShort, escCSI, escCSIMid, escString:
+		dst = utf8.AppendRune(dst, 0x241b)
+	}
+	for range c.nPart {
+		dst = utf8.AppendRune(dst, utf8.RuneError) // each byte of a cut character
+	}
+	*c = cleaner{}
+	return dst
 }
 
 func isBidiControl(r rune) bool {
@@ -309,6 +436,11 @@ type cell struct {
 	st style
 }
 
+// maxCellBytes bounds a cell: zero-width characters piled on one
+// character beyond it (Zalgo text) are dropped, which keeps a line of them
+// as cheap to draw as any other.
+const maxCellBytes = 64
+
 // appendCells adds the cells of clean text s in style st. Text that was
 // not cleaned cannot do harm here either: a control character becomes its
 // picture and invalid UTF-8 or a C1 control becomes U+FFFD.
@@ -334,7 +466,9 @@ func appendCells(dst []cell, s string, st style) []cell {
 		}
 		w := runeWidth(r)
 		if w == 0 && len(dst) > 0 {
-			dst[len(dst)-1].s += s[i : i+size]
+			if last := &dst[len(dst)-1]; len(last.s)+size <= maxCellBytes {
+				last.s += s[i : i+size]
+			}
 		} else {
 			dst = append(dst, cell{s: s[i : i+size], w: uint8(w), st: st})
 		}
@@ -435,14 +569,11 @@ func fitLine(width int, spans ...span) string {
 // Wrapping.
 
 // wrapSpec says how to break cells into rows: the prefixes of the first
-// and later rows, whether to break anywhere (code) or between words, and
-// how many cells at the start were shown already (rows for them are not
-// made; the first row made then takes the later-row prefix).
+// and later rows, and whether to break anywhere (code) or between words.
 type wrapSpec struct {
 	width       int
 	first, cont []span
 	hard        bool
-	skip        int
 }
 
 // wrapCells breaks cells into rows no wider than the width. ends[i] is the
@@ -450,8 +581,7 @@ type wrapSpec struct {
 // Rows other than the last never change when cells are appended, which is
 // what lets streamed text be committed row by row.
 func wrapCells(cells []cell, ws wrapSpec) (rows []string, ends []int) {
-	pos := min(ws.skip, len(cells))
-	first := pos == 0
+	pos, first := 0, true
 	// prefixFor gives the prefix of the next row and the columns left after it;
 	// a prefix that leaves too little room is dropped.
 	prefixFor := func() ([]span, int) {
@@ -464,9 +594,9 @@ func wrapCells(cells []cell, ws wrapSpec) (rows []string, ends []int) {
 		}
 		return nil, max(ws.width, 1)
 	}
-	if pos == len(cells) {
+	if len(cells) == 0 {
 		p, _ := prefixFor()
-		return []string{string(renderRow(nil, p, nil))}, []int{pos}
+		return []string{string(renderRow(nil, p, nil))}, []int{0}
 	}
 	for {
 		prefix, avail := prefixFor()
@@ -523,69 +653,321 @@ const (
 
 // parseMarkdownLine parses one line (no newline) of assistant text in
 // state st, which it advances, appending the cells to dst. base is added
-// to every style (dim for thinking). The text is cleaned first. Every choice it makes depends on at
-// most two characters after the one decided, so a line that grows while it
-// streams keeps the rendering of what came before.
+// to every style (dim for thinking). The text is cleaned first.
 func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
-	line := cleanText(raw)
-	var m mdLine
-	if st.fence != "" {
-		if isFenceClose(line, st.fence) {
-			st.fence = ""
-			m.cells = appendCells(dst, line, base|sDim)
-			return m
-		}
-		m.cells = appendCells(dst, line, base|codeStyle)
-		m.hard = true
-		return m
-	}
-	trimmed := strings.TrimLeft(line, " ")
-	indent := len(line) - len(trimmed)
-	if f := fenceOpen(trimmed); f != "" && indent <= 3 {
-		st.fence = f
-		m.cells = appendCells(dst, line, base|sDim)
-		return m
-	}
-	if indent <= 3 {
-		if n := headingLevel(trimmed); n > 0 {
-			hs := base | headingStyle
-			if n == 1 {
-				hs |= sUnderline
-			}
-			m.cells = inlineCells(dst, strings.TrimLeft(trimmed[n:], " "), hs)
-			return m
-		}
-		if isRule(trimmed) {
-			m.cells = appendCells(dst, strings.Repeat("─", 40), base|sDim)
-			return m
-		}
-		if strings.HasPrefix(trimmed, ">") {
-			var bars strings.Builder
-			for strings.HasPrefix(trimmed, ">") {
-				bars.WriteString("│ ")
-				trimmed = strings.TrimPrefix(trimmed[1:], " ")
-			}
-			p := []span{{bars.String(), base | quoteStyle}}
-			m.first, m.cont = p, p
-			m.cells = inlineCells(dst, trimmed, base|sItalic)
-			return m
-		}
-	}
-	if marker, rest, ok := listItem(trimmed); ok {
-		pad := strings.Repeat(" ", min(indent, 12))
-		m.first = []span{{pad, 0}, {marker, base | fgCyan}}
-		m.cont = []span{{pad + strings.Repeat(" ", stringWidth(marker)), 0}}
-		m.cells = inlineCells(dst, rest, base)
-		return m
-	}
-	m.cells = inlineCells(dst, line, base)
-	return m
+	var m mdStream
+	m.reset(*st, base)
+	m.cells = dst
+	m.write(raw)
+	*st = m.end()
+	return mdLine{cells: m.cells, first: m.blk.first, cont: m.blk.cont, hard: m.blk.hard}
 }
 
-func fenceOpen(s string) string {
+// mdStream parses one line of markdown that arrives in pieces, reading
+// each byte once (link text twice): streamed text can be one line of
+// megabytes.
+// What a piece decides is final and goes to cells; what depends on text
+// still to come (how the line is drawn while only its first bytes are
+// known, a run of markers, a ']' that may be followed by '(', a '[' that
+// opens a link only if a "](" follows) waits, and pending shows it as if
+// the line ended there. Once a '[' turns out to open a link, the cells
+// from it on that are still in cells are styled again: cells already
+// taken away keep the style they were shown in.
+type mdStream struct {
+	base  style
+	fence string
+	clean cleaner
+	head  []byte // the cleaned line while its block is undecided
+	blk   mdBlock
+	known bool // blk is decided
+	in    inlineState
+	cells []cell // the cells decided so far, after the first off
+	off   int    // cells taken from the front of cells (committed)
+
+	cand     *inlineState // after the first '[' that may open a link
+	candCell int          // the index of that '[' among all the line's cells
+	candText []byte       // the line after it
+
+	buf []byte
+}
+
+func (m *mdStream) reset(st mdState, base style) {
+	*m = mdStream{base: base, fence: st.fence, in: inlineState{prev: ' '},
+		head: m.head[:0], cells: m.cells[:0], candText: m.candText[:0], buf: m.buf[:0]}
+}
+
+// write adds the next piece of the line.
+func (m *mdStream) write(raw string) {
+	m.buf = m.clean.write(m.buf[:0], raw)
+	m.take(m.buf, false)
+}
+
+// end finishes the line, leaving in cells everything still pending, and
+// returns the state for the next line.
+func (m *mdStream) end() mdState {
+	m.buf = m.clean.end(m.buf[:0])
+	m.finish(m.buf)
+	return mdState{fence: m.blk.fence}
+}
+
+// finish reads the clean end of the line.
+func (m *mdStream) finish(text []byte) {
+	m.take(text, true)
+	if m.blk.inline {
+		m.cells = m.in.end(m.cells, m.blk.st)
+	}
+	m.cand = nil
+}
+
+// drop forgets the first n cells, which were shown for good.
+func (m *mdStream) drop(n int) {
+	m.cells = append(m.cells[:0], m.cells[n:]...)
+	m.off += n
+}
+
+// pending appends to dst the cells of what is still undecided, drawn as
+// if the line ended now, and says how the line is wrapped. dst should
+// hold a copy of cells: a zero-width character may join the last one.
+func (m *mdStream) pending(dst []cell) ([]cell, mdBlock) {
+	c := m.clean
+	tail := c.end(nil)
+	if !m.known {
+		line := mdStream{base: m.base, fence: m.fence, in: inlineState{prev: ' '}, head: append([]byte(nil), m.head...), cells: dst}
+		line.finish(tail)
+		return line.cells, line.blk
+	}
+	in := m.in
+	return m.blk.cells(dst, &in, string(tail), true), m.blk
+}
+
+// take reads clean text: first until the line's block is known, then as
+// the block's content.
+func (m *mdStream) take(text []byte, final bool) {
+	if !m.known {
+		m.head = append(m.head, text...)
+		b, ok := blockOf(m.head, m.fence, m.base, final)
+		if !ok {
+			return
+		}
+		m.blk, m.known = b, true
+		text = m.head[b.start:]
+	}
+	if len(text) == 0 && !m.blk.rule {
+		return
+	}
+	if !m.blk.inline {
+		m.cells = m.blk.cells(m.cells, nil, string(text), final)
+		return
+	}
+	m.inline(string(text))
+}
+
+// inline reads inline markdown, noting the first '[' that may open a link
+// and reading again from it when a "](" shows that it does.
+func (m *mdStream) inline(s string) {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		rs := s[i : i+size]
+		i += size
+		if m.cand != nil {
+			m.candText = append(m.candText, rs...)
+			if r == '(' && m.in.prev == ']' {
+				m.linkFound()
+				continue
+			}
+		}
+		m.cells = m.in.rune(m.cells, r, rs, m.blk.st)
+		if m.in.maybeLink {
+			m.in.maybeLink = false
+			if m.cand == nil {
+				cand := m.in
+				m.cand, m.candCell, m.candText = &cand, m.off+len(m.cells)-1, m.candText[:0]
+			}
+		}
+	}
+}
+
+// linkFound reads the text after the pending '[' again now that a "]("
+// shows it opens a link, and restyles its cells still in cells.
+func (m *mdStream) linkFound() {
+	in := *m.cand
+	in.link, in.linkAhead = true, true
+	cells := appendCells(nil, "[", m.blk.st)
+	s := string(m.candText)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		cells = in.rune(cells, r, s[i:i+size], m.blk.st)
+		i += size
+	}
+	in.linkAhead = false
+	m.in, m.cand = in, nil
+	at := m.candCell - m.off
+	if at < 0 {
+		cells, at = cells[min(-at, len(cells)):], 0
+	}
+	m.cells = append(m.cells[:min(at, len(m.cells))], cells...)
+}
+
+// blockLookahead bounds how much of a line decides how it is drawn: a
+// longer line is never a rule, a ``` fence or the end of a fence, so
+// that a line of any length is laid out as it arrives.
+const blockLookahead = 256
+
+// mdBlock is how a line is drawn: its wrap prefixes, whether it is code
+// (broken anywhere), and its content — from start on — either inline
+// markdown in style st, text drawn as it is in st, or a rule.
+type mdBlock struct {
+	first, cont []span
+	st          style
+	inline      bool
+	rule        bool
+	hard        bool
+	start       int
+	fence       string // the fence open after the line
+}
+
+// blockOf decides the block of a line from its cleaned start h, all of
+// it when ended. It reports false while the bytes to come may still
+// change the decision; only the first blockLookahead bytes count.
+func blockOf(h []byte, fence string, base style, ended bool) (mdBlock, bool) {
+	long := len(h) >= blockLookahead
+	s := string(h[:min(len(h), blockLookahead)])
+	if !ended && !long && !blockSettled(s, fence) {
+		return mdBlock{}, false
+	}
+	return blockFinal(s, fence, base, ended && !long), true
+}
+
+// blockFinal is how a line that starts with h is drawn; whole says h is
+// all of it.
+func blockFinal(h, fence string, base style, whole bool) mdBlock {
+	b := mdBlock{fence: fence}
+	if fence != "" {
+		if whole && isFenceClose(h, fence) {
+			b.fence, b.st = "", base|sDim
+			return b
+		}
+		b.st, b.hard = base|codeStyle, true
+		return b
+	}
+	t := strings.TrimLeft(h, " ")
+	indent := len(h) - len(t)
+	if indent <= 3 {
+		if f := fenceOpen(t, whole); f != "" {
+			b.fence, b.st = f, base|sDim
+			return b
+		}
+		if n := headingLevel(t); n > 0 {
+			b.inline, b.st = true, base|headingStyle
+			if n == 1 {
+				b.st |= sUnderline
+			}
+			b.start = len(h) - len(strings.TrimLeft(t[n:], " "))
+			return b
+		}
+		if whole && isRule(t) {
+			b.rule, b.st = true, base|sDim
+			return b
+		}
+		if strings.HasPrefix(t, ">") {
+			var bars strings.Builder
+			for strings.HasPrefix(t, ">") {
+				bars.WriteString("│ ")
+				t = strings.TrimPrefix(t[1:], " ")
+			}
+			p := []span{{bars.String(), base | quoteStyle}}
+			b.first, b.cont = p, p
+			b.inline, b.st, b.start = true, base|sItalic, len(h)-len(t)
+			return b
+		}
+	}
+	if marker, rest, ok := listItem(t); ok {
+		pad := strings.Repeat(" ", min(indent, 12))
+		b.first = []span{{pad, 0}, {marker, base | fgCyan}}
+		b.cont = []span{{pad + strings.Repeat(" ", stringWidth(marker)), 0}}
+		b.inline, b.st, b.start = true, base, len(h)-len(rest)
+		return b
+	}
+	b.inline, b.st = true, base
+	return b
+}
+
+// blockSettled reports whether h, the start of a line, already decides
+// its block whatever follows.
+func blockSettled(h, fence string) bool {
+	if fence != "" {
+		return !mayCloseFence(h, fence)
+	}
+	t := strings.TrimLeft(h, " ")
+	if t == "" {
+		return false
+	}
+	c := t[0]
+	if len(h)-len(t) <= 3 {
+		switch c {
+		case '`', '~':
+			n := len(t) - len(strings.TrimLeft(t, t[:1]))
+			if n == len(t) {
+				return false
+			}
+			return n < 3 || c == '~' || strings.Contains(t[n:], "`")
+		case '#':
+			n := len(t) - len(strings.TrimLeft(t, "#"))
+			if n == len(t) {
+				return false
+			}
+			return n > 6 || t[n] != ' ' || strings.TrimLeft(t[n:], " ") != ""
+		case '-', '*', '_':
+			if strings.Trim(t, t[:1]+" ") == "" {
+				return false // it may be a rule
+			}
+		case '>':
+			for strings.HasPrefix(t, ">") {
+				t = strings.TrimPrefix(t[1:], " ")
+			}
+			return t != ""
+		}
+	}
+	switch {
+	case c == '-' || c == '*' || c == '+':
+		return len(t) >= 2
+	case c >= '0' && c <= '9':
+		n := 0
+		for n < len(t) && n < 9 && t[n] >= '0' && t[n] <= '9' {
+			n++
+		}
+		return n < len(t) && (t[n] != '.' && t[n] != ')' || n+1 < len(t))
+	}
+	return true
+}
+
+// cells appends the cells of text, content of a line drawn as b, read
+// with in (for inline markdown); final ends the line.
+func (b *mdBlock) cells(dst []cell, in *inlineState, text string, final bool) []cell {
+	switch {
+	case b.rule:
+		if final {
+			return appendCells(dst, strings.Repeat("─", 40), b.st)
+		}
+		return dst
+	case !b.inline:
+		return appendCells(dst, text, b.st)
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		dst = in.rune(dst, r, text[i:i+size], b.st)
+		i += size
+	}
+	if final {
+		dst = in.end(dst, b.st)
+	}
+	return dst
+}
+
+func fenceOpen(s string, whole bool) string {
 	for _, c := range []string{"`", "~"} {
 		n := len(s) - len(strings.TrimLeft(s, c))
-		if n >= 3 && (c == "~" || !strings.Contains(s[n:], "`")) {
+		if n >= 3 && (c == "~" || whole && !strings.Contains(s[n:], "`")) {
 			return s[:n]
 		}
 	}
@@ -599,6 +981,19 @@ func isFenceClose(line, fence string) bool {
 	}
 	s = strings.TrimLeft(s, fence[:1])
 	return strings.TrimSpace(s) == ""
+}
+
+// mayCloseFence reports whether a line that starts with h may still turn
+// out to close the fence.
+func mayCloseFence(h, fence string) bool {
+	s := strings.TrimLeft(h, " ")
+	switch {
+	case len(h)-len(s) > 3:
+		return false
+	case len(s) < len(fence):
+		return strings.HasPrefix(fence, s)
+	}
+	return isFenceClose(h, fence)
 }
 
 func headingLevel(s string) int {
@@ -650,86 +1045,155 @@ func listItem(s string) (marker, rest string, ok bool) {
 	return "", "", false
 }
 
-// inlineCells renders inline markdown: `code`, **bold**, *italic*,
-// _italic_, [links](url). Markers that open or close a style are hidden;
-// link text is underlined and its address dimmed, brackets kept.
-func inlineCells(dst []cell, s string, base style) []cell {
-	var bold, italic, link bool
-	code, url := 0, 0 // backticks of the open code span; paren depth of a link address
-	for i := 0; i < len(s); {
-		c := s[i]
-		st := base
-		switch {
-		case code > 0:
-			if c == '`' {
-				n := runLength(s, i)
-				i += n
-				if n == code {
-					code = 0
-				} else {
-					dst = appendCells(dst, s[i-n:i], base|codeStyle)
-				}
-				continue
-			}
-			st |= codeStyle
-		case url > 0:
-			switch c {
-			case '(':
-				url++
-			case ')':
-				url--
-			}
-			st |= sDim
-		case c == '`':
-			code = runLength(s, i)
-			i += code
-			continue
-		case c == '*' || c == '_':
-			n := runLength(s, i)
-			prev, next := runeBefore(s, i), runeAfter(s, i+n)
-			canOpen := !unicode.IsSpace(next) && next != 0 && (c == '*' || !isWordRune(prev))
-			canClose := !unicode.IsSpace(prev) && prev != 0 && (c == '*' || !isWordRune(next))
-			toggled := false
-			if n == 2 || n == 3 {
-				if bold && canClose || !bold && canOpen {
-					bold, toggled = !bold, true
-				}
-			}
-			if n == 1 || n == 3 {
-				if italic && canClose || !italic && canOpen {
-					italic, toggled = !italic, true
-				}
-			}
-			if toggled {
-				i += n
-				continue
-			}
-			dst = appendCells(dst, s[i:i+n], base|styleOf(bold, italic, link))
-			i += n
-			continue
-		case c == '[' && !link:
-			link = strings.Contains(s[i:], "](")
-		case c == ']' && link:
-			link = false
-			if i+1 < len(s) && s[i+1] == '(' {
-				dst = appendCells(dst, "](", base|sDim)
-				i += 2
-				url = 1
-				continue
-			}
+// inlineState reads inline markdown — `code`, **bold**, *italic*,
+// _italic_, [links](url) — one rune at a time. Markers that open or close
+// a style are hidden; link text is underlined and its address dimmed,
+// brackets kept. A run of markers means something only once the rune
+// after it is known, and a ']' ending link text only once it is known
+// whether '(' follows: until then they wait here.
+type inlineState struct {
+	bold, italic, link bool
+	code               int  // backticks of the open code span
+	url                int  // parenthesis depth in a link's address
+	prev               rune // the rune before the next one (' ' at the start)
+
+	run     rune // the marker of a run being read ('`', '*', '_'), or 0
+	runN    int
+	runPrev rune  // the rune before the run
+	runLit  bool  // the run can no longer be a marker: it is drawn as it grows
+	runSt   style // … in this style
+	bracket bool  // a ']' ended link text
+
+	// A '[' opens a link when a "](" follows anywhere later in the line.
+	// linkAhead says one does; otherwise the '[' is drawn as text and
+	// maybeLink tells the caller, who may read the text again later.
+	linkAhead, maybeLink bool
+}
+
+// rune reads r, whose encoding is text, appending the cells it decides in
+// style base and those of the markers before it that it decides.
+func (s *inlineState) rune(dst []cell, r rune, text string, base style) []cell {
+	if s.run != 0 {
+		if r == s.run {
+			s.runN++
+			return s.growRun(dst, text, base)
 		}
-		if st == base {
-			st |= styleOf(bold, italic, link)
-			if link && c == '[' {
-				st = base
-			}
+		dst = s.endRun(dst, r, base)
+	}
+	if s.bracket {
+		s.bracket = false
+		if r == '(' {
+			s.url, s.prev = 1, r
+			return appendCells(dst, "](", base|sDim)
 		}
-		size := 1
-		if c >= 0x80 {
-			_, size = utf8.DecodeRuneInString(s[i:])
+		dst = appendCells(dst, "]", base|styleOf(s.bold, s.italic, false))
+	}
+	st := base
+	switch {
+	case s.code > 0:
+		if r == '`' {
+			s.startRun(r)
+			return dst
 		}
-		dst = appendCells(dst, s[i:i+size], st)
-		i += size
+		st |= codeStyle
+	case s.url > 0:
+		switch r {
+		case '(':
+			s.url++
+		case ')':
+			s.url--
+		}
+		st |= sDim
+	case r == '`' || r == '*' || r == '_':
+		s.startRun(r)
+		return dst
+	case r == '[' && !s.link:
+		s.link = s.linkAhead
+		s.maybeLink = !s.linkAhead
+	case r == ']' && s.link:
+		s.link, s.bracket, s.prev = false, true, r
+		return dst
+	}
+	if st == base {
+		st |= styleOf(s.bold, s.italic, s.link)
+		if s.link && r == '[' {
+			st = base
+		}
+	}
+	s.prev = r
+	return appendCells(dst, text, st)
+}
+
+func (s *inlineState) startRun(r rune) {
+	s.run, s.runN, s.runPrev, s.runLit = r, 1, s.prev, false
+	s.prev = r
+}
+
+// growRun takes one more marker of the run. A run of four or more '*' or
+// '_', or of more backticks than opened the code span, means nothing
+// whatever follows, so it is drawn from then on.
+func (s *inlineState) growRun(dst []cell, text string, base style) []cell {
+	if s.runLit {
+		return appendCells(dst, text, s.runSt)
+	}
+	switch {
+	case s.run == '`' && s.code > 0 && s.runN > s.code:
+		s.runSt = base | codeStyle
+	case s.run != '`' && s.runN >= 4:
+		s.runSt = base | styleOf(s.bold, s.italic, s.link)
+	default:
+		return dst
+	}
+	s.runLit = true
+	return appendCells(dst, strings.Repeat(string(s.run), s.runN), s.runSt)
+}
+
+// endRun decides the run now that the rune after it, next, is known (0 at
+// the end of the line).
+func (s *inlineState) endRun(dst []cell, next rune, base style) []cell {
+	c, n := s.run, s.runN
+	s.run = 0
+	switch {
+	case s.runLit:
+		return dst
+	case c == '`' && s.code > 0:
+		if n == s.code {
+			s.code = 0
+			return dst
+		}
+		return appendCells(dst, strings.Repeat("`", n), base|codeStyle)
+	case c == '`':
+		s.code = n
+		return dst
+	}
+	prev := s.runPrev
+	canOpen := !unicode.IsSpace(next) && next != 0 && (c == '*' || !isWordRune(prev))
+	canClose := !unicode.IsSpace(prev) && prev != 0 && (c == '*' || !isWordRune(next))
+	toggled := false
+	if n == 2 || n == 3 {
+		if s.bold && canClose || !s.bold && canOpen {
+			s.bold, toggled = !s.bold, true
+		}
+	}
+	if n == 1 || n == 3 {
+		if s.italic && canClose || !s.italic && canOpen {
+			s.italic, toggled = !s.italic, true
+		}
+	}
+	if toggled {
+		return dst
+	}
+	return appendCells(dst, strings.Repeat(string(c), n), base|styleOf(s.bold, s.italic, s.link))
+}
+
+// end decides what still waits when the line ends.
+func (s *inlineState) end(dst []cell, base style) []cell {
+	if s.run != 0 {
+		dst = s.endRun(dst, 0, base)
+	}
+	if s.bracket {
+		s.bracket = false
+		dst = appendCells(dst, "]", base|styleOf(s.bold, s.italic, false))
 	}
 	return dst
 }
@@ -748,31 +1212,6 @@ func styleOf(bold, italic, link bool) style {
 	return st
 }
 
-func runLength(s string, i int) int {
-	n := 1
-	for i+n < len(s) && s[i+n] == s[i] {
-		n++
-	}
-	return n
-}
-
-func runeBefore(s string, i int) rune {
-	if i == 0 {
-		return ' '
-	}
-	r, _ := utf8.DecodeLastRuneInString(s[:i])
-	return r
-}
-
-// runeAfter is the rune at i, or 0 when the text (so far) ends there.
-func runeAfter(s string, i int) rune {
-	if i >= len(s) {
-		return 0
-	}
-	r, _ := utf8.DecodeRuneInString(s[i:])
-	return r
-}
-
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // renderMarkdown renders whole text to rows of the given width.
@@ -780,18 +1219,10 @@ func renderMarkdown(text string, width int, base style) []string {
 	var st mdState
 	var rows []string
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		rows = append(rows, markdownRows(line, &st, width, base, 0)...)
+		m := parseMarkdownLine(nil, line, &st, base)
+		r, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard})
+		rows = append(rows, r...)
 	}
-	return rows
-}
-
-// markdownRows renders one logical line, skipping cells already shown.
-func markdownRows(line string, st *mdState, width int, base style, skip int) []string {
-	m := parseMarkdownLine(nil, line, st, base)
-	if skip > 0 && skip >= len(m.cells) {
-		return nil
-	}
-	rows, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard, skip: skip})
 	return rows
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,52 +208,77 @@ func (t *TUI) dropLiveTool(id string) {
 // appendText adds streamed assistant text. Finished lines are committed to
 // the scrollback at once; of the unfinished line, every row but the last is
 // committed too, so the live region stays one row tall however long the
-// paragraph grows.
+// paragraph grows. Each byte is parsed once and each cell wrapped about
+// once, however long the line: a reply can be megabytes without a newline.
 func (t *TUI) appendText(delta string) {
 	st := &t.stream
 	if !st.hasText {
 		t.blockBreak("text")
 	}
 	st.hasText = true
-	st.text = append(st.text, delta...)
 	for {
-		i := bytes.IndexByte(st.text, '\n')
-		if i < 0 {
+		line, rest, more := strings.Cut(delta, "\n")
+		if line != "" || more {
+			if !st.inLine {
+				st.line.reset(st.md, 0)
+				st.inLine = true
+			}
+			st.line.write(line)
+		}
+		if !more {
 			break
 		}
-		t.commitRows(markdownRows(string(st.text[:i]), &st.md, t.width, 0, st.shown))
-		st.shown = 0
-		st.text = st.text[i+1:]
+		t.flushText()
+		delta = rest
 	}
 	t.flowText()
 }
 
-// flowText lays out the unfinished line at the current width.
+// flowText commits the rows of the unfinished line that are decided and
+// will not change, and lays out the rest at the current width.
 func (t *TUI) flowText() {
 	st := &t.stream
 	st.liveText = nil
-	if len(st.text) == 0 {
+	if !st.inLine {
 		return
 	}
-	md := st.md
-	m := parseMarkdownLine(st.cells[:0], string(st.text), &md, 0)
-	st.cells = m.cells
-	rows, ends := wrapCells(m.cells, wrapSpec{width: t.width, first: m.first, cont: m.cont, hard: m.hard, skip: st.shown})
-	if n := len(rows); n > 1 {
-		t.commitRows(rows[:n-1])
-		st.shown = ends[n-2]
-		rows = rows[n-1:]
+	m := &st.line
+	if m.known {
+		rows, ends := wrapCells(m.cells, st.wrapSpec(m.blk, t.width))
+		if n := len(rows); n > 1 {
+			t.commitRows(rows[:n-1])
+			m.drop(ends[n-2])
+			st.started = true
+			rows = rows[n-1:]
+		}
+		st.liveText = rows
 	}
-	st.liveText = rows
+	cells, blk := m.pending(append(st.cells[:0], m.cells...))
+	st.cells = cells
+	if !m.known || len(cells) > len(m.cells) {
+		st.liveText, _ = wrapCells(cells, st.wrapSpec(blk, t.width))
+	}
 }
 
 // flushText commits the unfinished line: the text block ended.
 func (t *TUI) flushText() {
 	st := &t.stream
-	if len(st.text) > 0 {
-		t.commitRows(markdownRows(string(st.text), &st.md, t.width, 0, st.shown))
+	if st.inLine {
+		st.md = st.line.end()
+		rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
+		t.commitRows(rows)
 	}
-	st.text, st.shown, st.liveText = nil, 0, nil
+	st.inLine, st.started, st.liveText = false, false, nil
+}
+
+// wrapSpec is how the rest of the unfinished line is wrapped: after its
+// first row was committed, the rest takes the continuation prefix.
+func (st *streamState) wrapSpec(b mdBlock, width int) wrapSpec {
+	first := b.first
+	if st.started {
+		first = b.cont
+	}
+	return wrapSpec{width: width, first: first, cont: b.cont, hard: b.hard}
 }
 
 // endThinking collapses the thinking shown so far into one line.

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hangProvider answers nothing until the request is cancelled: a prompt
+// that runs for as long as a test needs.
+type hangProvider struct{ name string }
+
+func (p *hangProvider) Name() string { return p.name }
+
+func (p *hangProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	<-ctx.Done()
+	return Reply{}, ctx.Err()
+}
+
+// startExtPrompt runs an extension command that answers with a prompt,
+// as a slow command's reply does when it arrives while a dialog is open,
+// and waits until the agent is in its turn.
+func startExtPrompt(t *testing.T, tui *TUI) {
+	t.Helper()
+	tui.Ext = &fakeExt{resp: map[string]CommandResponse{"go": {Action: "prompt", Prompt: "hello"}}}
+	tui.runExtCommand("go", "")
+	handleUntil(t, tui, isCmdDone)
+	if tui.run == nil {
+		t.Fatal("the extension's prompt did not start a run")
+	}
+	handleUntil(t, tui, func(m any) bool { e, ok := m.(msgEvent); return ok && e.ev.Type == "assistant_start" })
+}
+
+func stopRun(t *testing.T, tui *TUI) {
+	t.Helper()
+	tui.abort()
+	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
+}
+
+// homeFiles lists the files under dir.
+func homeFiles(dir string) []string {
+	var files []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return nil
+	})
+	return files
+}
+
+// TestDialogAnswersWaitForTheRunningPrompt opens each dialog whose answer
+// changes the agent while it is idle, starts a prompt the way a slow
+// extension command's reply does, then answers: nothing about the agent
+// may change (no provider swapped under the running prompt, no key saved,
+// no session resumed or forked), and the user is told why.
+func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
+	for _, c := range []struct {
+		name, args string
+		pick       string // the picker item to choose
+		keys       string
+	}{
+		{"model", "", "openai/", "\r"},
+		{"login", "anthropic", "", "sk-new\r"},
+		{"login", "", "openai", "\r"},
+		{"sessions", "", "", "\r"},
+		{"fork", "", "", "\r"},
+	} {
+		t.Run(c.name+" "+c.args, func(t *testing.T) {
+			tui, v := newTestTUI(t, 120, 30)
+			prov := &hangProvider{"anthropic"}
+			tui.s.agent.Provider = prov
+			old := NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
+			if err := old.Append(Message{Role: "user", Content: []Block{TextBlock("an old prompt")}}); err != nil {
+				t.Fatal(err)
+			}
+			old.Close()
+			tui.swapSession(NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5"))
+			tui.s.agent.SetMessages([]Message{{Role: "user", Content: []Block{TextBlock("earlier")}}, {Role: "assistant", Content: []Block{TextBlock("ok")}}}, Usage{})
+
+			tui.command(c.name, c.args)
+			if len(tui.dialogs) != 1 {
+				t.Fatalf("/%s %s opened %d dialogs", c.name, c.args, len(tui.dialogs))
+			}
+			if p, ok := tui.dialogs[0].(*pickerDialog); ok {
+				for i, it := range p.items {
+					if strings.Contains(it, c.pick) {
+						p.sel = i
+						break
+					}
+				}
+			}
+			startExtPrompt(t, tui)
+			session, msgs, files := tui.s.session, len(tui.s.agent.Messages()), homeFiles(tui.s.home)
+			tui.input([]byte(c.keys), false)
+			tui.render()
+			if want := "/" + c.name + ": busy: finish or esc the running prompt first"; !strings.Contains(v.String(), want) {
+				t.Errorf("the screen does not say %q:\n%s", want, v.String())
+			}
+			if tui.s.agent.Provider != prov || tui.s.provider != "anthropic" || tui.s.agent.CurrentModel() != "claude-sonnet-4-5" {
+				t.Errorf("the running prompt's provider changed: %s/%s (%T)", tui.s.provider, tui.s.agent.CurrentModel(), tui.s.agent.Provider)
+			}
+			if tui.s.session != session || len(tui.s.agent.Messages()) != msgs || len(tui.dialogs) != 0 {
+				t.Errorf("session %v → %v, %d → %d messages, %d dialogs open", session.Path, tui.s.session.Path, msgs, len(tui.s.agent.Messages()), len(tui.dialogs))
+			}
+			if now := homeFiles(tui.s.home); strings.Join(now, "\n") != strings.Join(files, "\n") {
+				t.Errorf("files in ZOT_HOME changed while the prompt ran:\n%s\nnow:\n%s", strings.Join(files, "\n"), strings.Join(now, "\n"))
+			}
+			stopRun(t, tui)
+		})
+	}
+}
+
+// TestModelPickerSwitchesProviderAndModelTogether picks a model of
+// another provider when the agent is idle: the agent gets the new client
+// and the new model in one step, and the session file records the model.
+func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
+	tui, _ := newTestTUI(t, 120, 30)
+	tui.s.agent.Provider = &hangProvider{"anthropic"}
+	sess := NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
+	tui.swapSession(sess)
+	tui.command("model", "")
+	p := tui.dialogs[0].(*pickerDialog)
+	want := modelsFor("openai")[0].ID
+	for i, it := range p.items {
+		if strings.Contains(it, "openai/"+want+" ") {
+			p.sel = i
+		}
+	}
+	tui.input([]byte("\r"), false)
+	if got := tui.s.agent.Provider; got == nil || got.Name() != "openai" || tui.s.agent.CurrentModel() != want || tui.s.provider != "openai" {
+		t.Fatalf("after picking openai/%s: %s/%s", want, tui.s.provider, tui.s.agent.CurrentModel())
+	}
+	if sess.Meta.Model != want {
+		t.Errorf("the session records model %q", sess.Meta.Model)
+	}
+	if b, err := os.ReadFile(filepath.Join(tui.s.home, "config.json")); err != nil || !strings.Contains(string(b), want) {
+		t.Errorf("config.json: %s %v", b, err)
+	}
+}
+
+// TestConfigIsPrivate: config.json can hold a base URL with credentials
+// in it, so it is written 0600 whatever mode it had, unless its own mode
+// is stricter.
+func TestConfigIsPrivate(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "config.json")
+	cfg := userConfig{Provider: "openai", Model: "m", BaseURL: "https://user:secret@llm.example/v1?key=k"}
+	for _, c := range []struct{ had, want os.FileMode }{{0, 0o600}, {0o644, 0o600}, {0o666, 0o600}, {0o640, 0o600}, {0o400, 0o400}} {
+		if c.had != 0 {
+			if err := os.Chmod(path, c.had); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := saveConfig(home, cfg); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != c.want {
+			t.Errorf("config.json that was %o is now %o, want %o", c.had, info.Mode().Perm(), c.want)
+		}
+		if got, err := loadConfig(home); err != nil || got != cfg {
+			t.Errorf("config read back: %+v %v", got, err)
+		}
+	}
+}
+
+// TestExtensionsCannotTakeTheTUIsCommands wires a real extension host into
+// the TUI as main.go does. An extension that registers every built-in
+// command's name, and one of its own, keeps only its own: the host
+// reserves the TUI's names, whatever list of its own it keeps.
+func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
+	tui, _ := newTestTUI(t, 100, 30)
+	names := tuiCommandNames()
+	if len(names) != len(builtinCommands()) || names[0] != "help" {
+		t.Fatalf("tuiCommandNames() = %q", names)
+	}
+	var frames []obj
+	for _, name := range append(names, "mine") {
+		frames = append(frames, obj{"type": "register_command", "name": name})
+	}
+	tui.s.opts.ext = []string{scriptedExt(t, "grabby", obj{"frames": frames})}
+	tui.s.opts.noExt, tui.s.opts.noMCP = true, true
+	stop := wireTUI(tui.s, tui)
+	defer stop()
+	var got []string
+	for _, c := range tui.Ext.Commands() {
+		got = append(got, c.Name)
+	}
+	if strings.Join(got, " ") != "mine" {
+		t.Errorf("the extension holds the commands %q", got)
+	}
+}
