@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // eventWriter writes JSON lines — events and RPC responses — through one
@@ -750,8 +751,20 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 	defer signal.Stop(pipe)
 	ctx, stop := signalContext()
 	defer stop()
+	// After the first signal, a second one kills at once.
+	defer context.AfterFunc(ctx, stop)()
+	out := stdout
+	if f, ok := stdout.(*os.File); ok {
+		if pf := pollableOutput(f); pf != nil {
+			out = pf
+			// A client that stopped reading would hold a write, and with it
+			// the whole shutdown, forever: after a signal it has a moment to
+			// take the last lines, then writes fail and the server unwinds.
+			defer context.AfterFunc(ctx, func() { pf.SetWriteDeadline(time.Now().Add(rpcLastLinesGrace)) })()
+		}
+	}
 
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Token: token, Log: s.agent.Log}, stdin, stdout)
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Token: token, Log: s.agent.Log}, stdin, out)
 	if wire != nil {
 		done, err := wire(ctx, s, srv)
 		if err != nil {
@@ -773,4 +786,23 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 	}
 	fmt.Fprintf(stderr, "zot: rpc: %v\n", err)
 	return exitFailure
+}
+
+// rpcLastLinesGrace is how long, after a signal, the client has to read
+// the last lines before zot stops waiting for it.
+const rpcLastLinesGrace = 2 * time.Second
+
+// pollableOutput reopens a pipe or socket stdout in non-blocking mode, so
+// that a write to a client that stopped reading can be given a deadline.
+// A terminal is left alone: the shell that shares it expects it blocking.
+func pollableOutput(f *os.File) *os.File {
+	info, err := f.Stat()
+	if err != nil || info.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return nil
+	}
+	fd := int(f.Fd())
+	if syscall.SetNonblock(fd, true) != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), f.Name())
 }

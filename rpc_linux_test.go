@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// A client that stops reading must not make zot deaf to signals: with its
+// stdout pipe full, SIGTERM still stops zot.
+func TestRPCBinarySIGTERMWhileTheClientStopsReading(t *testing.T) {
+	z := newZotRun(t)
+	cmd := z.cmd("rpc", "--provider", "anthropic", "--api-key", "k")
+	cmd.Stdin = nil
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdoutR.Close()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdoutW, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdoutW.Close()
+	exited := make(chan error, 1)
+	// Owned by the test; ends when zot exits.
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	// Owned by the test; ends when all is written or zot's stdin closes.
+	go func() {
+		defer stdin.Close()
+		for i := 0; i < 20000; i++ {
+			if _, err := io.WriteString(stdin, `{"type":"get_state"}`+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	// Nearly full: zot has thousands of answers still to write, so it is
+	// blocked on the pipe now or will be after its next few.
+	waitFor(t, "zot's stdout pipe to fill up", func() bool {
+		n, err := pipeQueued(stdoutR)
+		return err == nil && n > 60000
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+			t.Errorf("exit: %v (want %d); stderr %s", err, exitInterrupted, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("zot ignored SIGTERM while its stdout was full; stderr %s", stderr.String())
+	}
+}
+
+// pipeQueued is how many bytes wait in the pipe for its reader.
+func pipeQueued(f *os.File) (int, error) {
+	var n int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
