@@ -449,6 +449,9 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 	req, err := decodeRPCRequest(l.data)
 	if err != nil {
 		s.reply(req, nil, err)
+		if req.Type == "hello" && s.Token != "" {
+			return errRPCAuth // a token that is not even a string is a wrong one
+		}
 		return nil
 	}
 	if req.Type == "hello" {
@@ -532,8 +535,8 @@ func (s *rpcServer) enqueue(ctx context.Context, req rpcRequest, j *rpcJob) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ack := rpcPromptData{Started: true}
-	if n := len(s.jobs); n > 0 {
-		ack = rpcPromptData{Queued: true, Position: n}
+	if len(s.jobs) > 0 {
+		ack = rpcPromptData{Queued: true, Position: 1 + s.waiting()}
 	}
 	s.jobs = append(s.jobs, j)
 	s.reply(req, ack, nil)
@@ -559,9 +562,22 @@ func (s *rpcServer) abort(all bool) rpcAbortData {
 	return d
 }
 
+// waiting counts the queued jobs that will still run: those dropped by an
+// abort stay in the queue until the worker gives them their done, but
+// nothing waits behind them. The caller holds s.mu.
+func (s *rpcServer) waiting() int {
+	n := 0
+	for _, j := range s.jobs[min(1, len(s.jobs)):] {
+		if j.ctx.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *rpcServer) state() rpcStateData {
 	s.mu.Lock()
-	n := len(s.jobs)
+	busy, queued := len(s.jobs) > 0, s.waiting()
 	s.mu.Unlock()
 	cum, _ := s.Agent.Totals()
 	return rpcStateData{
@@ -569,8 +585,8 @@ func (s *rpcServer) state() rpcStateData {
 		Model:        s.Agent.CurrentModel(),
 		Cwd:          s.Cwd,
 		MessageCount: len(s.Agent.Messages()),
-		Busy:         n > 0,
-		Queued:       max(n-1, 0),
+		Busy:         busy,
+		Queued:       queued,
 		Usage:        cum,
 	}
 }
@@ -779,7 +795,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errRPCAuth):
-		fmt.Fprintln(stderr, "zot: rpc: the first hello carried the wrong token (ZOTCORE_RPC_TOKEN is set)")
+		fmt.Fprintln(stderr, "zot: rpc: a hello carried the wrong token (ZOTCORE_RPC_TOKEN is set)")
 		return exitFailure
 	case ctx.Err() != nil:
 		return exitInterrupted

@@ -427,6 +427,26 @@ func TestRPCAbortAllDropsTheQueue(t *testing.T) {
 	}
 }
 
+// Prompts dropped by abort all wait in the queue only for their done: a
+// prompt sent right after is next, whatever the worker has reached.
+func TestRPCQueuePositionSkipsDroppedPrompts(t *testing.T) {
+	var out bytes.Buffer
+	s := newRPCServer(rpcConfig{Agent: newTestAgent(t, startReplay(t))}, strings.NewReader(""), &out)
+	ctx := context.Background()
+	for _, msg := range []string{"running", "queued 1", "queued 2"} {
+		s.enqueue(ctx, rpcRequest{Type: "prompt"}, &rpcJob{kind: "prompt", text: msg})
+	}
+	s.abort(true)
+	s.enqueue(ctx, rpcRequest{Type: "prompt"}, &rpcJob{kind: "prompt", text: "after the abort"})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if got, want := lines[len(lines)-1], `"data":{"queued":true,"position":1}`; !strings.Contains(got, want) {
+		t.Errorf("answer = %s, want %s", got, want)
+	}
+	if st := s.state(); !st.Busy || st.Queued != 1 {
+		t.Errorf("state = %+v, want busy with 1 queued", st)
+	}
+}
+
 func TestRPCClearAndSetModelRefuseWhileBusy(t *testing.T) {
 	srv := startReplay(t, slowStep("slow"), textStep("ok"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
@@ -513,6 +533,7 @@ func TestRPCAuth(t *testing.T) {
 	for _, tc := range []struct{ name, line, want string }{
 		{"wrong", `{"id":"h","type":"hello","token":"guess"}`, "invalid token"},
 		{"missing", `{"id":"h","type":"hello"}`, `hello needs "token"`},
+		{"not a string", `{"id":"h","type":"hello","token":123}`, `field "token" must be a string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Token = "s3cret" })
