@@ -937,7 +937,10 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 	defer a.end()
 	emit := serialSink(sink)
 	err := a.compact(ctx, emit)
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil:
+		emit(Event{Type: "turn_end", Stop: StopAborted})
+	case err != nil:
 		emit(Event{Type: "error", Message: "compact: " + err.Error()})
 	}
 	emit(Event{Type: "done"})
@@ -945,8 +948,12 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 }
 
 // keepPrompts is how many of the latest user prompts (with everything after
-// them) survive a compaction verbatim.
-const keepPrompts = 2
+// them) survive a compaction verbatim; keepSteps is how many of the latest
+// model turns do when the last prompt's tool loop alone is long.
+const (
+	keepPrompts = 2
+	keepSteps   = 2
+)
 
 // compactThreshold is the share of the context window whose use triggers an
 // automatic compaction before the next turn.
@@ -998,14 +1005,28 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 }
 
 // compactCut picks where the verbatim tail starts: at the keepPrompts-th
-// prompt from the end, so no tool call is separated from its result.
+// prompt from the end — or, when the latest prompt's own tool loop has
+// more than keepSteps steps, at the keepSteps-th step from the end, so one
+// long task (a whole -p run is one prompt) can be compacted too. A cut
+// falls on a prompt or on an assistant message, never between a tool call
+// and its result.
 func compactCut(msgs []Message) int {
+	steps, stepCut := 0, 0
 	seen := 0
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].isPrompt() {
+		switch {
+		case msgs[i].isPrompt():
+			if seen == 0 && steps > keepSteps {
+				return stepCut
+			}
 			seen++
 			if seen == keepPrompts {
 				return i
+			}
+		case seen == 0 && msgs[i].Role == "assistant":
+			steps++
+			if steps == keepSteps {
+				stepCut = i
 			}
 		}
 	}

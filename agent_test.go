@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -469,6 +470,77 @@ func TestCompactSummarisesAllButTheLastPrompts(t *testing.T) {
 	body := string(srv.Requests()[0].Body)
 	if !strings.Contains(body, "prompt hb") || strings.Contains(body, "prompt hc") || !strings.Contains(body, "Summarise the conversation") {
 		t.Errorf("summary request should cover only the older prompts: %s", truncate(body, 3000))
+	}
+}
+
+// One prompt whose tool loop fills the context window — a long -p run —
+// is compacted between its steps: all but the last two steps are
+// summarised, and the loop goes on.
+func TestAutoCompactInsideOneLongToolLoop(t *testing.T) {
+	step := func(id string, input int) replayStep {
+		ev := anthropicEvents(gen{ToolID: id, ToolName: "echo", ToolArgs: `{}`})
+		ev[0] = strings.Replace(ev[0], `"input_tokens":100`, `"input_tokens":`+strconv.Itoa(input), 1)
+		return replayStep{Events: ev}
+	}
+	srv := startReplay(t, step("t1", 100), step("t2", 100), step("t3", 180000),
+		replayStep{Events: anthropicEvents(gen{Text: "- ran t1"})},
+		replayStep{Events: anthropicEvents(gen{Text: "finished"})})
+	a := newTestAgent(t, srv, &funcTool{name: "echo"})
+	var log eventLog
+	if err := a.Prompt(context.Background(), "the only prompt", nil, log.sink); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(log.ofType("compact_done")); n != 1 {
+		t.Fatalf("compactions = %d; events %s", n, log.types())
+	}
+	summaryReq := string(srv.Requests()[3].Body)
+	if !strings.Contains(summaryReq, "the only prompt") || strings.Contains(summaryReq, `"t2"`) {
+		t.Errorf("the summary should cover the prompt and step 1 only: %s", truncate(summaryReq, 3000))
+	}
+	msgs := a.Messages()
+	if len(msgs) != 6 || !strings.Contains(msgs[0].Text(), "- ran t1") || msgs[1].ToolCalls()[0].ID != "t2" || msgs[5].Text() != "finished" {
+		t.Fatalf("after compaction: %d messages, first %q", len(msgs), msgs[0].Text())
+	}
+}
+
+func TestCompactCut(t *testing.T) {
+	prompt := Message{Role: "user", Content: []Block{TextBlock("p")}}
+	call := Message{Role: "assistant", Content: []Block{{Type: "tool_call", ID: "c", Name: "echo"}}}
+	result := Message{Role: "user", Content: []Block{{Type: "tool_result", CallID: "c"}}}
+	answer := Message{Role: "assistant", Content: []Block{TextBlock("a")}}
+	for _, tc := range []struct {
+		name string
+		msgs []Message
+		want int
+	}{
+		{"empty", nil, 0},
+		{"one short prompt", []Message{prompt, answer}, 0},
+		{"one prompt, two steps", []Message{prompt, call, result, answer}, 0},
+		{"one prompt, three steps", []Message{prompt, call, result, call, result, answer}, 3},
+		{"two prompts", []Message{prompt, answer, prompt, answer}, 0},
+		{"three prompts", []Message{prompt, answer, prompt, answer, prompt, answer}, 2},
+		{"long loop after older prompts", []Message{prompt, answer, prompt, answer, prompt, call, result, call, result, call, result}, 7},
+	} {
+		if got := compactCut(tc.msgs); got != tc.want {
+			t.Errorf("%s: cut at %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAbortedCompactionEndsLikeAnAbortedTurn(t *testing.T) {
+	a := newTestAgent(t, startReplay(t, slowStep("never ends")))
+	a.SetMessages(history(4), Usage{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var log eventLog
+	if err := a.Compact(ctx, log.sink); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := log.types(); got != "turn_end:aborted done" {
+		t.Errorf("events = %s", got)
+	}
+	if len(a.Messages()) != len(history(4)) {
+		t.Errorf("an aborted compaction changed the transcript")
 	}
 }
 
