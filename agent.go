@@ -418,7 +418,7 @@ func ChainGates(gates []ToolGate, confirm ConfirmFunc) func(ctx context.Context,
 // tool_result event get.
 type ToolRecord struct {
 	Call     ToolCall
-	Executed json.RawMessage // arguments as run, when a gate rewrote them
+	Executed json.RawMessage // arguments after a gate rewrote them: what ran, or what a later gate blocked
 	Decision ToolDecision
 	Ran      bool
 	Result   ToolResult
@@ -826,8 +826,13 @@ func (a *Agent) recordUsage(u Usage, emit Sink) {
 func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (results []Block, aborted bool) {
 	for _, call := range calls {
 		if ctx.Err() != nil {
-			results = append(results, abortedResult(call.ID))
+			block := abortedResult(call.ID)
+			results = append(results, block)
 			aborted = true
+			// Never run, but a call the model made: the audit trail has it.
+			if a.AfterToolExecute != nil {
+				a.AfterToolExecute(ctx, &ToolRecord{Call: call, Result: ToolResult{IsError: true, Content: block.Content}})
+			}
 			continue
 		}
 		emit(Event{Type: "tool_call", ID: call.ID, Name: call.Name, Args: call.Args})
@@ -872,13 +877,13 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) (result T
 	}
 	if a.BeforeToolExecute != nil {
 		rec.Decision = a.BeforeToolExecute(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
-		if rec.Decision.Block {
-			rec.Result = errorResult("%s", rec.Decision.Reason)
-			return rec.Result
-		}
 		if rec.Decision.Args != nil {
 			args = rec.Decision.Args
 			rec.Executed = args
+		}
+		if rec.Decision.Block {
+			rec.Result = errorResult("%s", rec.Decision.Reason)
+			return rec.Result
 		}
 	}
 	rec.Ran = true

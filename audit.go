@@ -38,7 +38,8 @@ type auditEntry struct {
 	CallID  string          `json:"call_id"`
 	Args    json.RawMessage `json:"args"` // as the model sent them
 	ArgsCut *auditCut       `json:"args_truncated,omitempty"`
-	// Executed are the arguments the tool ran with, when a gate rewrote them.
+	// Executed are the arguments after a gate rewrote them: what ran, or
+	// what a later gate blocked.
 	Executed    json.RawMessage `json:"executed,omitempty"`
 	ExecutedCut *auditCut       `json:"executed_truncated,omitempty"`
 	Decisions   []GateNote      `json:"decisions"`

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 		toolStep("t3", "bash", obj{"command": "rm -rf /tmp/nothing-here"}),
 		toolStep("t4", "bash", obj{"command": "curl -X POST https://api.example.com"}),
 		toolStep("t5", "nosuch", obj{}),
+		toolStep("t6", "bash", obj{"command": "echo harmless"}),
 		replayStep{Events: anthropicEvents(gen{Text: "done"})})
 	a := newTestAgent(t, srv, BuiltinTools(NewToolEnv(cwd, false))...)
 	s := &setup{home: home, cwd: cwd, agent: a, session: NewSession(home, cwd, "anthropic", "test")}
@@ -31,6 +33,8 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 		switch command := a.str("command"); {
 		case command == "echo original":
 			return GateResult{Args: json.RawMessage(`{"command":"echo rewritten"}`), Notes: []GateNote{{By: "extension:guard", Decision: "rewrite"}}}
+		case command == "echo harmless":
+			return GateResult{Args: json.RawMessage(`{"command":"curl -X POST https://api.example.com"}`), Notes: []GateNote{{By: "extension:guard", Decision: "rewrite"}}}
 		case strings.HasPrefix(command, "rm "):
 			return GateResult{Verdict: GateDeny, Reason: "guard: no rm", Notes: []GateNote{{By: "extension:guard", Decision: "block", Reason: "no rm"}}}
 		}
@@ -45,7 +49,7 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 	}
 
 	lines := auditLines(t, home)
-	if len(lines) != 5 {
+	if len(lines) != 6 {
 		t.Fatalf("%d lines", len(lines))
 	}
 	for _, e := range lines {
@@ -57,7 +61,7 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 		b, _ := json.Marshal(e.Decisions)
 		return string(b)
 	}
-	allowed, rewritten, blocked, denied, failed := lines[0], lines[1], lines[2], lines[3], lines[4]
+	allowed, rewritten, blocked, denied, failed, rewrittenThenDenied := lines[0], lines[1], lines[2], lines[3], lines[4], lines[5]
 	if allowed.Outcome != "ran" || *allowed.ExitCode != 0 || allowed.IsError || allowed.Executed != nil || decisions(allowed) != "[]" || string(allowed.Args) != `{"command":"echo allowed"}` {
 		t.Errorf("allowed: %+v", allowed)
 	}
@@ -74,6 +78,34 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 	}
 	if failed.Tool != "nosuch" || failed.Outcome != "error" || !failed.IsError || !strings.Contains(failed.Reason, `unknown tool "nosuch"`) {
 		t.Errorf("unknown tool: %+v", failed)
+	}
+	if rewrittenThenDenied.Outcome != "blocked" || string(rewrittenThenDenied.Args) != `{"command":"echo harmless"}` ||
+		string(rewrittenThenDenied.Executed) != `{"command":"curl -X POST https://api.example.com"}` {
+		t.Errorf("rewritten, then denied: the line must show what was denied: %+v", rewrittenThenDenied)
+	}
+}
+
+// A call the model made but an abort kept from running is in the log too.
+func TestAuditLogRecordsCallsAbortedBeforeTheyRan(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	srv := startReplay(t, replayStep{Events: anthropicEvents(
+		gen{ToolID: "t1", ToolName: "stop", ToolArgs: `{}`},
+		gen{ToolID: "t2", ToolName: "bash", ToolArgs: `{"command":"echo never"}`})})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := &funcTool{name: "stop", run: func(context.Context, json.RawMessage) ToolResult { cancel(); return textResult("stopping") }}
+	a := newTestAgent(t, srv, append(BuiltinTools(NewToolEnv(cwd, false)), stop)...)
+	s := &setup{home: home, cwd: cwd, agent: a}
+	s.guardTools()
+	if err := a.Prompt(ctx, "go", nil, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	lines := auditLines(t, home)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per call", len(lines))
+	}
+	if e := lines[1]; e.CallID != "t2" || e.Outcome != "error" || !strings.Contains(e.Reason, "aborted by the user before it ran") {
+		t.Errorf("aborted call: %+v", e)
 	}
 }
 
