@@ -901,6 +901,9 @@ func isJSONObject(raw json.RawMessage) bool {
 // finishAborted keeps what the model said before the abort and answers its
 // tool calls, so the transcript stays one a provider accepts.
 func (a *Agent) finishAborted(partial Reply, emit Sink) {
+	if partial.Usage != (Usage{}) {
+		a.recordUsage(partial.Usage, emit)
+	}
 	var content []Block
 	var calls []ToolCall
 	for _, b := range partial.Content {

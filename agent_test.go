@@ -279,8 +279,12 @@ func TestAbortMidStreamKeepsPartialText(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if got := log.types(); got != "user_message turn_start assistant_start text_delta turn_end:aborted done" {
+	if got := log.types(); got != "user_message turn_start assistant_start text_delta usage turn_end:aborted done" {
 		t.Fatalf("events = %s", got)
+	}
+	// The prompt was sent and read: its tokens count, aborted or not.
+	if cum, _ := a.Totals(); cum.Input != 100 || cum.CacheRead != 50 {
+		t.Errorf("totals after abort = %+v", cum)
 	}
 	msgs := a.Messages()
 	full := "partial text then much more"

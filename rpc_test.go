@@ -343,7 +343,7 @@ func TestRPCSecondPromptQueuesBehindASlowFirst(t *testing.T) {
 	}
 	_, all := p.collect(3, "abort")
 	got := eventTypes(all)
-	want := "turn_end:aborted done " +
+	want := "usage turn_end:aborted done " +
 		"user_message turn_start assistant_start text_delta assistant_message usage turn_end:end_turn done " +
 		"user_message turn_start assistant_start text_delta assistant_message usage turn_end:end_turn done"
 	if got != want {
@@ -416,7 +416,7 @@ func TestRPCAbortAllDropsTheQueue(t *testing.T) {
 	if d := decodeData[rpcAbortData](t, r); !d.Aborted || d.Dropped != 2 {
 		t.Errorf("abort all = %s", r.Raw)
 	}
-	if got := eventTypes(all); got != "turn_end:aborted done done done" {
+	if got := eventTypes(all); got != "usage turn_end:aborted done done done" {
 		t.Errorf("events = %s", got)
 	}
 	if st := decodeData[rpcStateData](t, p.call("get_state")); st.Busy || st.Queued != 0 || st.MessageCount != 2 {
