@@ -672,25 +672,31 @@ func listModels(o options, stdout io.Writer) int {
 	return exitOK
 }
 
-// promptText is the prompt from the words, else from piped stdin.
+// promptText is the prompt: the words, then what was piped on stdin
+// (`git diff | zot -p "review this"` sends both). A terminal or /dev/null
+// on stdin is not read.
 func promptText(o options, stdin io.Reader) (string, error) {
-	if len(o.prompt) > 0 {
-		return strings.Join(o.prompt, " "), nil
-	}
-	if f, ok := stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return "", usageError{"no prompt: give it as words or pipe it on stdin"}
+	words := strings.Join(o.prompt, " ")
+	piped := ""
+	if f, ok := stdin.(*os.File); stdin != nil && (!ok || !isCharDevice(f)) {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("read the prompt from stdin: %w", err)
 		}
+		piped = strings.TrimSpace(string(b))
 	}
-	b, err := io.ReadAll(stdin)
-	if err != nil {
-		return "", err
-	}
-	text := strings.TrimSpace(string(b))
-	if text == "" {
+	switch {
+	case words != "" && piped != "":
+		return words + "\n\n" + piped, nil
+	case words == "" && piped == "":
 		return "", usageError{"no prompt: give it as words or pipe it on stdin"}
 	}
-	return text, nil
+	return words + piped, nil
+}
+
+func isCharDevice(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // runOnce is -p and --json: one prompt, then exit.

@@ -181,6 +181,18 @@ func TestPromptFromStdin(t *testing.T) {
 	}
 }
 
+func TestPromptWordsAndPipedStdinGoTogether(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "reviewed"})})
+	z := newZotRun(t)
+	z.stdin = "diff --git a/x b/x\n+added line\n"
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "review", "this")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if body := string(srv.Requests()[0].Body); !strings.Contains(body, `review this\n\ndiff --git a/x b/x\n+added line`) {
+		t.Errorf("request does not carry the words then stdin: %s", truncate(body, 2000))
+	}
+}
+
 func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "compat"})})
 	z := newZotRun(t)
