@@ -561,9 +561,20 @@ func splitList(v string) []string {
 	return out
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM: the one way to stop.
+// signalContext is cancelled by SIGINT, SIGTERM or SIGHUP (the terminal or
+// ssh session went away): the one way to stop.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// catchSIGPIPE keeps a reader that goes away (`zot --json | head`) from
+// killing zot with SIGPIPE before it has stopped what it started: the write
+// fails instead, and the caller winds down. Notify, unlike Ignore, is not
+// inherited by the processes zot starts.
+func catchSIGPIPE() (stop func()) {
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return func() { signal.Stop(pipe) }
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -718,6 +729,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	defer catchSIGPIPE()()
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
 	defer stopPlugins()
 	s.guardTools()
@@ -725,9 +739,14 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	var sink Sink
 	var final string
+	var events *eventWriter
 	if o.json {
-		w := newEventWriter(stdout)
-		sink = func(e Event) { w.Write(e) }
+		events = newEventWriter(stdout)
+		sink = func(e Event) {
+			if events.Write(e) != nil && events.Err() != nil {
+				cancelRun() // nobody reads the events any more
+			}
+		}
 	} else {
 		sink = func(e Event) {
 			if e.Type == "assistant_message" {
@@ -745,6 +764,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case events != nil && events.Err() != nil:
+		err = fmt.Errorf("write events: %w", events.Err())
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "zot: interrupted")
 		return exitInterrupted

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -296,6 +298,63 @@ func TestInterruptAbortsTheStream(t *testing.T) {
 			t.Errorf("an abort is not an error: %s", l)
 		}
 	}
+}
+
+// startSleeperRun starts zot with a model whose bash call leaves a
+// background sleeper and keeps printing, and returns once the sleeper runs.
+func startSleeperRun(t *testing.T, args ...string) (cmd *exec.Cmd, stdout io.ReadCloser, stderr *bytes.Buffer, sleeper int) {
+	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "sleep 300 & echo $! > sleeper.pid; while :; do echo tick; sleep 0.05; done"}))
+	z := newZotRun(t)
+	cmd = z.cmd(append(anthropicFlags(srv), args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFor(t, "the tool to start its sleeper", func() bool {
+		b, _ := os.ReadFile(filepath.Join(z.cwd, "sleeper.pid"))
+		sleeper, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return sleeper > 0
+	})
+	return cmd, stdout, stderr, sleeper
+}
+
+// A closed terminal or ssh session (SIGHUP) stops zot as SIGINT does: the
+// tool's process group is killed, nothing outlives zot.
+func TestHangupStopsTheToolAndExits(t *testing.T) {
+	cmd, stdout, stderr, sleeper := startSleeperRun(t, "-p", "go")
+	cmd.Process.Signal(syscall.SIGHUP)
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); exitCode(err) != exitInterrupted {
+		t.Fatalf("wait: %v, stderr %s", err, stderr)
+	}
+	waitFor(t, "the sleeper to be gone", func() bool { return !processAlive(sleeper) })
+}
+
+// `zot --json | head`: when the reader goes away, zot stops the run and
+// its tools and says why, instead of dying of SIGPIPE and leaving them.
+func TestJSONReaderGoneStopsTheToolAndExits(t *testing.T) {
+	cmd, stdout, stderr, sleeper := startSleeperRun(t, "--json", "go")
+	stdout.Close()
+	if err := cmd.Wait(); exitCode(err) != exitFailure || !strings.Contains(stderr.String(), "write events") {
+		t.Fatalf("wait: %v (a signal death shows as -1), stderr %s", err, stderr)
+	}
+	waitFor(t, "the sleeper to be gone", func() bool { return !processAlive(sleeper) })
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -2
+	}
+	return 0
 }
 
 func TestContinueResumesTheLatestSession(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"sort"
 	"strings"
@@ -759,12 +758,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 	for _, n := range s.notes {
 		fmt.Fprintf(stderr, "zot: %s\n", n)
 	}
-	// A client that closes its end of stdout must not kill zot with SIGPIPE
-	// before it has stopped its subprocesses; the write fails instead and
-	// the server stops. Notify, unlike Ignore, is not inherited by them.
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+	defer catchSIGPIPE()()
 	ctx, stop := signalContext()
 	defer stop()
 	// After the first signal, a second one kills at once.
