@@ -546,16 +546,41 @@ type anthRequest struct {
 
 var thinkingBudget = map[string]int{"low": 4096, "medium": 16384, "high": 32768}
 
+// Thinking shares max_tokens with the answer: answerRoom is what is left
+// for the answer at least, and the API takes no budget below
+// minThinkingBudget.
+const (
+	answerRoom        = 8192
+	minThinkingBudget = 1024
+)
+
+// reasoningFor is the --reasoning level to send: none for a model the
+// catalogue knows cannot reason (the API would refuse the request), as
+// asked for every other model (a local server's model is the user's call).
+func reasoningFor(info ModelInfo, level string) string {
+	if info.Known && !info.Reasoning {
+		return ""
+	}
+	return level
+}
+
 func (p *anthropicProvider) buildRequest(req Request) anthRequest {
 	info := lookupModel("anthropic", req.Model)
 	out := anthRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true, Messages: anthMessages(req.Messages)}
 	if out.MaxTokens == 0 {
 		out.MaxTokens = info.MaxOutput
 	}
-	if budget, ok := thinkingBudget[req.Reasoning]; ok {
-		out.Thinking = &anthThinking{Type: "enabled", BudgetTokens: budget}
-		if out.MaxTokens <= budget {
-			out.MaxTokens = budget + 8192
+	if budget, ok := thinkingBudget[reasoningFor(info, req.Reasoning)]; ok {
+		switch {
+		case out.MaxTokens >= budget+answerRoom:
+		case !info.Known:
+			out.MaxTokens = budget + answerRoom
+		default:
+			// The model's output limit is firm: the budget gives way.
+			budget = max(minThinkingBudget, out.MaxTokens-answerRoom)
+		}
+		if budget < out.MaxTokens {
+			out.Thinking = &anthThinking{Type: "enabled", BudgetTokens: budget}
 		}
 	}
 	if req.System != "" {
@@ -890,7 +915,8 @@ func jsonString(s string) json.RawMessage {
 }
 
 func (p *openaiProvider) buildRequest(req Request) oaiRequest {
-	out := oaiRequest{Model: req.Model, Stream: true, ReasoningEffort: req.Reasoning, MaxTokens: req.MaxTokens}
+	effort := reasoningFor(lookupModel("openai", req.Model), req.Reasoning)
+	out := oaiRequest{Model: req.Model, Stream: true, ReasoningEffort: effort, MaxTokens: req.MaxTokens}
 	out.StreamOptions.IncludeUsage = true
 	if req.System != "" {
 		out.Messages = append(out.Messages, oaiMessage{Role: "system", Content: jsonString(req.System)})

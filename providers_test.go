@@ -260,6 +260,39 @@ func TestOpenAITextThenToolCall(t *testing.T) {
 	}
 }
 
+// --reasoning never makes a request the model cannot take: the budget
+// fits under the model's output limit, and a model that cannot reason is
+// sent none.
+func TestReasoningFitsTheModel(t *testing.T) {
+	anth := &anthropicProvider{}
+	for _, tc := range []struct {
+		model, level      string
+		maxTokens, budget int // budget 0: no thinking sent
+	}{
+		{"claude-sonnet-4-5", "high", 64000, 32768},
+		{"claude-opus-4-1", "high", 32000, 32000 - answerRoom},
+		{"claude-opus-4-1", "medium", 32000, 16384},
+		{"claude-3-5-haiku-latest", "high", 8192, 0},
+		{"my-local-model", "high", 32768 + answerRoom, 32768},
+		{"claude-sonnet-4-5", "", 64000, 0},
+	} {
+		r := anth.buildRequest(Request{Model: tc.model, Reasoning: tc.level})
+		budget := 0
+		if r.Thinking != nil {
+			budget = r.Thinking.BudgetTokens
+		}
+		if r.MaxTokens != tc.maxTokens || budget != tc.budget {
+			t.Errorf("%s --reasoning %q: max_tokens %d budget %d, want %d and %d", tc.model, tc.level, r.MaxTokens, budget, tc.maxTokens, tc.budget)
+		}
+	}
+	oai := &openaiProvider{}
+	for model, want := range map[string]string{"gpt-5": "high", "o3": "high", "gpt-4o": "", "qwen3-coder": "high"} {
+		if got := oai.buildRequest(Request{Model: model, Reasoning: "high"}).ReasoningEffort; got != want {
+			t.Errorf("%s: reasoning_effort %q, want %q", model, got, want)
+		}
+	}
+}
+
 func TestAnthropicRequestShape(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	p, _ := testProvider(t, "anthropic", srv.URL)
