@@ -378,13 +378,22 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 			}
 		}
 		if err == io.EOF {
-			return dispatch()
+			derr := dispatch()
+			var perr *ProviderError
+			if derr != nil && derr != errStopSSE && !errors.As(derr, &perr) {
+				return errCutEvent
+			}
+			return derr
 		}
 	}
 }
 
 // errStopSSE ends readSSE without an error, at a terminal event.
 var errStopSSE = errors.New("end of stream")
+
+// errCutEvent is an event pending at EOF that does not parse: the
+// connection dropped in the middle of it.
+var errCutEvent = errors.New("the last event was cut off")
 
 // streamBody reads the response body as SSE, counting events so that an
 // early end can say how far it got.
@@ -423,6 +432,9 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 		var perr *ProviderError
 		if errors.As(err, &perr) {
 			return events, err
+		}
+		if err == errCutEvent {
+			return events, fmt.Errorf("%w (%v)", streamEndedEarly(name, events-1), err)
 		}
 		return events, fmt.Errorf("%s: stream interrupted after %d events: %w", name, events, err)
 	}

@@ -577,6 +577,28 @@ func TestStreamWithoutTerminalEventIsAnError(t *testing.T) {
 	}
 }
 
+// A connection dropped in the middle of an event is an early end too, and
+// says so, rather than a JSON error about half an event.
+func TestStreamCutInsideAnEventEndedEarly(t *testing.T) {
+	full := anthropicEvents(gen{Text: "hello"})
+	oai := openaiEvents(gen{Text: "hello"})
+	for _, tt := range []struct {
+		provider string
+		events   []string
+	}{
+		{"anthropic", append(full[:3:3], full[3][:len(full[3])/2])},
+		{"openai", append(oai[:1:1], oai[1][:len(oai[1])/2])},
+	} {
+		srv := startReplay(t, replayStep{Events: tt.events})
+		p, _ := testProvider(t, tt.provider, srv.URL)
+		got := callProvider(t, p, Request{Model: "m"})
+		want := tt.provider + ": stream ended early after " + strconv.Itoa(len(tt.events)-1) + " events (the last event was cut off)"
+		if got.err == nil || got.err.Error() != want {
+			t.Errorf("%s: err = %v, want %q", tt.provider, got.err, want)
+		}
+	}
+}
+
 func TestOpenAIErrorInDataLine(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: []string{
 		openaiEvents(gen{Text: "x"})[0],
