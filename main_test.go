@@ -403,14 +403,14 @@ func TestAuthFileMustBePrivate(t *testing.T) {
 	}
 }
 
-// TestCoreCopyBuilds keeps the embedding promise: the four core files and a
+// TestCoreCopyBuilds keeps the embedding promise: the core files and a
 // ten-line main build on their own.
 func TestCoreCopyBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"agent.go", "session.go", "providers.go", "tools.go"} {
+	for _, f := range []string{"agent.go", "session.go", "providers.go", "tools.go", "tools_edit.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

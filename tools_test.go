@@ -669,6 +669,26 @@ func TestEditKeepsCRLFAndBOM(t *testing.T) {
 	}
 }
 
+// In a file with mixed endings every line the edit does not touch keeps
+// its own; new lines take the ending of the line they land on.
+func TestEditKeepsMixedLineEndings(t *testing.T) {
+	dir, _, tools := toolsIn(t, false)
+	path := filepath.Join(dir, "mixed.txt")
+	for _, tc := range []struct{ file, oldText, newText, want string }{
+		{"first\nsecond\r\nthird\r\nfourth\r\n", "fourth", "FOURTH", "first\nsecond\r\nthird\r\nFOURTH\r\n"},
+		{"first\nsecond\r\nthird\r\n", "second\nthird", "2\n2.5\n3", "first\n2\r\n2.5\r\n3\r\n"},
+		{"a\r\nb\nc", "c", "c\nd", "a\r\nb\nc\nd"},
+		{"a\r\nb\r\nlast", "last", "last\nmore", "a\r\nb\r\nlast\r\nmore"},
+		{"one line", "one", "1\n", "1\n line"},
+	} {
+		writeFile(t, path, tc.file, 0o644)
+		mustOK(t, call(t, tools["edit"], map[string]any{"path": "mixed.txt", "edits": []map[string]string{{"oldText": tc.oldText, "newText": tc.newText}}}))
+		if got := fileContent(t, path); got != tc.want {
+			t.Errorf("%q: %q → %q gives %q, want %q", tc.file, tc.oldText, tc.newText, got, tc.want)
+		}
+	}
+}
+
 func TestEditKeepsFileMode(t *testing.T) {
 	dir, _, tools := toolsIn(t, false)
 	path := filepath.Join(dir, "run.sh")
