@@ -127,6 +127,19 @@ type SessionInfo struct {
 	CostUSD     float64
 	FirstPrompt string
 	Model       string // the model in use at the end
+	// Newer is set for a session written by a newer zot: listed, so that
+	// it does not silently vanish, but not something this zot can open.
+	Newer *newerSessionError
+}
+
+// newerSessionError is a session whose format is newer than this zot's.
+type newerSessionError struct {
+	path    string
+	version int
+}
+
+func (e *newerSessionError) Error() string {
+	return fmt.Sprintf("session %s was written by a newer zot (format %d); upgrade zot to open it", e.path, e.version)
 }
 
 // NewSession prepares a new session for cwd under home ($ZOT_HOME). Nothing
@@ -558,7 +571,7 @@ func scanSession(path string, r io.Reader) (*sessionScan, error) {
 				return nil, fmt.Errorf("open session %s: not a zot session file (line %d is not a meta row)", path, lineNo)
 			}
 			if row.Version > sessionVersion {
-				return nil, fmt.Errorf("session %s was written by a newer zot (format %d); upgrade zot to open it", path, row.Version)
+				return nil, &newerSessionError{path, row.Version}
 			}
 			if row.Version < 1 {
 				return nil, fmt.Errorf("open session %s: meta row has no valid version (%d)", path, row.Version)
@@ -713,7 +726,13 @@ func ListSessions(home, cwd string) ([]SessionInfo, error) {
 		}
 		path := filepath.Join(dir, e.Name())
 		info, err := readSessionInfo(path)
-		if err != nil {
+		var newer *newerSessionError
+		if errors.As(err, &newer) {
+			info = SessionInfo{Path: path, Newer: newer}
+			if st, err := e.Info(); err == nil {
+				info.Updated = st.ModTime()
+			}
+		} else if err != nil {
 			continue
 		}
 		list = append(list, info)
@@ -782,26 +801,33 @@ func LatestSession(home, cwd string) (string, error) {
 		return cands[i].path > cands[j].path
 	})
 	for _, c := range cands {
-		if sessionHasMeta(c.path) {
+		switch version := sessionVersionOf(c.path); {
+		case version > sessionVersion:
+			return "", fmt.Errorf("the latest %w; or pick an older one with --resume", &newerSessionError{c.path, version})
+		case version >= 1:
 			return c.path, nil
 		}
 	}
 	return "", fmt.Errorf("no session to continue in %s (sessions are kept in %s); start one without --continue", cwd, dir)
 }
 
-// sessionHasMeta tells whether a file starts with a meta row this zot reads.
-func sessionHasMeta(path string) bool {
+// sessionVersionOf is the format version in a file's meta row, 0 when the
+// file does not start with one.
+func sessionVersionOf(path string) int {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return 0
 	}
 	defer f.Close()
 	line, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
 	if err != nil {
-		return false
+		return 0
 	}
 	var row sessionRow
-	return json.Unmarshal(line, &row) == nil && row.Type == "meta" && row.Version >= 1 && row.Version <= sessionVersion
+	if json.Unmarshal(line, &row) != nil || row.Type != "meta" {
+		return 0
+	}
+	return max(row.Version, 0)
 }
 
 // Fork starts a new session, whose parent is s, holding msgs[:at]. The cut
@@ -872,7 +898,10 @@ func FormatSessionList(list []SessionInfo, now time.Time) string {
 	var b strings.Builder
 	for i, info := range list {
 		prompt := sessionOneLine(info.FirstPrompt, 60)
-		if prompt == "" {
+		switch {
+		case info.Newer != nil:
+			prompt = fmt.Sprintf("(written by a newer zot, format %d: upgrade zot to open it)", info.Newer.version)
+		case prompt == "":
 			prompt = "(no prompt)"
 		}
 		pad := strings.Repeat(" ", modelW-utf8.RuneCountInString(models[i]))

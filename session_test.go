@@ -538,6 +538,20 @@ func TestLatestSession(t *testing.T) {
 	if err != nil || got != a {
 		t.Fatalf("LatestSession = %q, %v; want %q (the newest real session)", got, err, a)
 	}
+
+	// The newest session, from a newer zot: --continue says so instead of
+	// quietly continuing an older one, and the --resume list shows it.
+	future := filepath.Join(sessionDir(home, cwd), "future.jsonl")
+	os.WriteFile(future, []byte(`{"type":"meta","version":99,"id":"f","cwd":"x"}`+"\n"), 0o600)
+	mt := sessionT0.Add(time.Hour)
+	os.Chtimes(future, mt, mt)
+	if _, err := LatestSession(home, cwd); err == nil || !strings.Contains(err.Error(), "written by a newer zot (format 99)") {
+		t.Errorf("LatestSession with a newer newest session: err = %v", err)
+	}
+	list, err := ListSessions(home, cwd)
+	if err != nil || len(list) != 3 || list[0].Path != future || !strings.Contains(FormatSessionList(list, sessionT0), "newer zot, format 99") {
+		t.Errorf("ListSessions = %+v, %v", list, err)
+	}
 }
 
 func TestSessionFork(t *testing.T) {
