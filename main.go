@@ -793,7 +793,13 @@ func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus 
 // wireRPC plugs MCP servers and extensions into an RPC server: their notes
 // and failures become ext_notify events.
 func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error) {
-	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: s.agent.Log}, func(server, level, msg string) {
+	// The extension host's own problems (a bad manifest, a missing hello, a
+	// crash) reach the client as ext_notify from "extensions", beside stderr.
+	hostLog := func(format string, args ...any) {
+		s.agent.Log(format, args...)
+		srv.Notify(ExtNote{Extension: "extensions", Level: "error", Message: fmt.Sprintf(format, args...)})
+	}
+	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: hostLog}, func(server, level, msg string) {
 		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 	}, func(level, msg string) {
 		srv.Notify(ExtNote{Extension: "hooks", Level: level, Message: msg})

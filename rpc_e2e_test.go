@@ -284,6 +284,24 @@ func TestRPCBinarySIGTERMStopsTheToolAndExits(t *testing.T) {
 	waitFor(t, fmt.Sprintf("sleeper %d to be gone", pid), func() bool { return !processAlive(pid) })
 }
 
+// The extension host's problems reach the client, not only stderr.
+func TestRPCBinaryReportsExtensionProblems(t *testing.T) {
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, "extension.json"), []byte(`{"name":"broken"}`), 0o644)
+	z := newZotRun(t)
+	p := startRPCProc(t, z, "rpc", "--provider", "anthropic", "--api-key", "k", "--ext", bad)
+	p.send(`{"id":"1","type":"ping"}`)
+	var note rpcOut
+	for _, o := range p.until(isResponse("1")) {
+		if o.Type == "ext_notify" {
+			note = o
+		}
+	}
+	if !strings.Contains(note.Raw, `"extension":"extensions","level":"error"`) || !strings.Contains(note.Raw, "exec") {
+		t.Errorf("no ext_notify about the bad manifest; got %q, stderr %s", note.Raw, p.stderr)
+	}
+}
+
 // processAlive says whether pid runs; a zombie waiting for its reaper does
 // not count.
 func processAlive(pid int) bool {
