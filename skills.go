@@ -1122,6 +1122,10 @@ func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
 	case len(words) == 2 && words[0] == "show":
 		for _, s := range LoadSkills(zotHome(), abs, log) {
 			if s.Name == words[1] {
+				if len(s.AllowedTools) > 0 {
+					// On stderr, so stdout stays the body for scripts.
+					fmt.Fprintf(stderr, "allowed-tools: %s (not enforced by zot)\n", printable(strings.Join(s.AllowedTools, ", ")))
+				}
 				fmt.Fprintln(stdout, printable(s.Body))
 				return exitOK
 			}

@@ -563,7 +563,7 @@ func TestSkillsOffWithNoSkillsOrToolFilter(t *testing.T) {
 
 func TestSkillsCommand(t *testing.T) {
 	z := newZotRun(t)
-	writeSkill(t, filepath.Join(z.cwd, ".claude", "skills"), "demo", skillFM("name: demo", "description: Demonstrates \x1b]0;title\x07skills."))
+	writeSkill(t, filepath.Join(z.cwd, ".claude", "skills"), "demo", skillFM("name: demo", "description: Demonstrates \x1b]0;title\x07skills.", "allowed-tools: Read, Bash(git diff:*)"))
 	bad := writeSkill(t, filepath.Join(z.home, "skills"), "broken", "---\nname: broken\n")
 	other := t.TempDir()
 	writeSkill(t, filepath.Join(other, ".agents", "skills"), "elsewhere", skillFM("name: elsewhere", "description: d"))
@@ -587,9 +587,9 @@ func TestSkillsCommand(t *testing.T) {
 		t.Errorf("--cwd ignored:\n%s", stdout)
 	}
 
-	stdout, _, code = z.run("skills", "show", "demo")
-	if code != 0 || stdout != "# Body\n\nDo the thing.\n" {
-		t.Errorf("show: exit %d %q", code, stdout)
+	stdout, stderr, code = z.run("skills", "show", "demo")
+	if code != 0 || stdout != "# Body\n\nDo the thing.\n" || stderr != "allowed-tools: Read, Bash(git diff:*) (not enforced by zot)\n" {
+		t.Errorf("show: exit %d %q, stderr %q", code, stdout, stderr)
 	}
 	if stdout, _, code := z.run("skills", "show", "write-zot-extension"); code != 0 || !strings.HasPrefix(stdout, "# Writing a zot extension") {
 		t.Errorf("show built-in: exit %d %q", code, truncate(stdout, 80))
