@@ -78,7 +78,7 @@ func (e *editor) insertText(s string) { e.insert([]rune(s)) }
 func (e *editor) paste(s string) {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
-	lines := strings.Count(s, "\n") + 1
+	lines := textLines(s)
 	if lines > pasteFoldLines {
 		ph := fmt.Sprintf("[pasted %d lines]", lines)
 		for n := 2; e.pastes[ph] != "" || strings.Contains(string(e.buf), ph); n++ {
@@ -92,6 +92,16 @@ func (e *editor) paste(s string) {
 		return
 	}
 	e.insertText(editorClean(s))
+}
+
+// textLines counts the lines of s as an editor shows them: a final newline
+// ends the last line rather than starting another.
+func textLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
 }
 
 // editorClean keeps what the editor can show: no control characters but
@@ -733,10 +743,6 @@ func attachFile(ref string, resolve func(string) (string, error)) (Block, string
 	if bytes.IndexByte(data, 0) >= 0 {
 		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
 	}
-	lines := bytes.Count(data, []byte("\n"))
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		lines++
-	}
 	text := fmt.Sprintf("<file path=%q>\n%s\n</file>", ref, strings.TrimRight(string(data), "\n"))
-	return TextBlock(text), fmt.Sprintf("@%s (%d lines)", ref, lines), nil
+	return TextBlock(text), fmt.Sprintf("@%s (%d lines)", ref, textLines(string(data))), nil
 }

@@ -300,6 +300,33 @@ func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
 	}
 }
 
+// A copied block of lines usually ends with a newline; the empty segment
+// after it is not a line, so ten lines of it are not "over 10 lines".
+func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
+	cases := []struct {
+		text   string
+		folded string // the placeholder, or "" when inserted as text
+	}{
+		{strings.Repeat("x\n", 10), ""},
+		{strings.Repeat("x\n", 9) + "x", ""},
+		{strings.Repeat("x\n", 11), "[pasted 11 lines]"},
+		{strings.Repeat("x\r\n", 11), "[pasted 11 lines]"},
+		{strings.Repeat("x\n", 10) + "x", "[pasted 11 lines]"},
+		{strings.Repeat("x\n", 10) + "\n", "[pasted 11 lines]"},
+	}
+	for _, c := range cases {
+		e := edFrom("|")
+		e.key(key{code: keyPaste, text: c.text}, 80)
+		want := c.folded
+		if want == "" {
+			want = strings.ReplaceAll(c.text, "\r\n", "\n")
+		}
+		if got := e.text(); got != want {
+			t.Errorf("paste %q shows as %q, want %q", c.text, got, want)
+		}
+	}
+}
+
 func TestEditorLayoutPlacesTheCursorAfterWideCharacters(t *testing.T) {
 	cases := []struct {
 		text       string

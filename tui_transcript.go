@@ -409,7 +409,7 @@ func toolSummary(name string, raw json.RawMessage) string {
 		return oneLine(s)
 	case "write":
 		content := str("content")
-		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), strings.Count(content, "\n")+boolInt(content != "" && !strings.HasSuffix(content, "\n"))))
+		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), textLines(content)))
 	case "edit":
 		var edits []json.RawMessage
 		json.Unmarshal(args["edits"], &edits)
@@ -430,13 +430,6 @@ func toolSummary(name string, raw json.RawMessage) string {
 		parts = append(parts, k+"="+v)
 	}
 	return oneLine(truncate(strings.Join(parts, " "), 300))
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func plural(n int, one, many string) string {
