@@ -356,22 +356,48 @@ func (t *TUI) commitToolResult(name, summary, details string, isErr bool, conten
 	if len(lines) == 1 && lines[0] == "" {
 		return
 	}
+	// An edit's result is a sentence and a unified diff; what the user
+	// wants to see is the lines it changed.
+	what, isDiff := "line", false
+	if name == "edit" && !isErr {
+		if changed := diffChanges(lines); len(changed) > 0 {
+			lines, what, isDiff = changed, "changed line", true
+		}
+	}
 	for i, line := range lines {
 		if i == toolPreviewLines {
-			t.commitLine(span{fmt.Sprintf("  … %d more lines", len(lines)-i), sDim})
+			n := len(lines) - i
+			t.commitLine(span{fmt.Sprintf("  … %d more %s", n, plural(n, what, what+"s")), sDim})
 			break
 		}
 		st := sDim
 		switch {
 		case isErr:
 			st = fgRed
-		case name == "edit" && strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
-			st = fgGreen
-		case name == "edit" && strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+		case isDiff && line[0] == '-':
 			st = fgRed
+		case isDiff:
+			st = fgGreen
 		}
 		t.commitLine(span{"  │ ", sDim}, span{line, st})
 	}
+}
+
+// diffChanges picks the removed and added lines out of a unified diff. The
+// "---" and "+++" file headers come before the first hunk; inside a hunk
+// such a line is a change (a removed "-- comment").
+func diffChanges(lines []string) []string {
+	var changed []string
+	inHunk := false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "@@"):
+			inHunk = true
+		case inHunk && (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")):
+			changed = append(changed, l)
+		}
+	}
+	return changed
 }
 
 // toolSummary is the one line a tool call is shown as: the command of
