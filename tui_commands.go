@@ -362,7 +362,7 @@ func (t *TUI) resumeSession(path string) {
 		t.logf(fgRed, "/sessions: %v", err)
 		return
 	}
-	if err := t.s.agent.SetMessages(loaded.Messages, loaded.Usage); err != nil {
+	if err := loaded.Restore(t.s.agent); err != nil {
 		sess.Close()
 		t.logf(fgRed, "/sessions: %v", err)
 		return

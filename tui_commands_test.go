@@ -197,3 +197,25 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 		t.Errorf("the extension holds the commands %q", got)
 	}
 }
+
+// A resumed session shows how full its context is at once, not "ctx 0%"
+// until the next model call: through /sessions and through -c.
+func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
+	tui, _ := newTestTUI(t, 150, 30)
+	path := newTestSession(t, tui.s.home, tui.s.cwd, sampleTranscript(), Usage{Input: 60000})
+	tui.resumeSession(path)
+	if row := plain(tui.statusRow(150)); !strings.Contains(row, "ctx 30%") {
+		t.Errorf("after /sessions the status bar is %q, want ctx 30%%", row)
+	}
+	defer tui.s.session.Close()
+
+	s := &setup{home: tui.s.home, cwd: tui.s.cwd, provider: "anthropic", opts: options{continueLast: true},
+		agent: NewAgent(nil, "claude-sonnet-4-5", nil)}
+	if err := s.openSession(true, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if _, last := s.agent.Totals(); last != 60000 {
+		t.Errorf("after -c the last context is %d, want 60000", last)
+	}
+}
