@@ -643,8 +643,19 @@ func quoteRowType(t string) string {
 
 func (sc *sessionScan) noteFirstPrompt(m Message) {
 	if sc.firstPrompt == "" && m.isPrompt() {
-		sc.firstPrompt = m.Text()
+		sc.firstPrompt, _ = splitPrompt(m)
 	}
+}
+
+// splitPrompt parts a prompt message into what the user typed and what was
+// added to it — attached files and images, hooks' context — which
+// Agent.Prompt puts first, the typed text last in a block of its own. A
+// prompt of images alone has no typed text.
+func splitPrompt(m Message) (typed string, added []Block) {
+	if n := len(m.Content); n > 0 && m.Content[n-1].Type == "text" {
+		return m.Content[n-1].Text, m.Content[:n-1]
+	}
+	return "", m.Content
 }
 
 // repairOrphanedCalls answers every tool call whose result is missing with

@@ -394,8 +394,9 @@ func (t *TUI) cmdFork(string) {
 	var items []string
 	for i, m := range msgs {
 		if m.isPrompt() {
+			typed, _ := splitPrompt(m)
 			at = append(at, i)
-			items = append(items, fmt.Sprintf("%d) %s", len(at), sessionOneLine(Message{Content: m.Content}.Text(), 80)))
+			items = append(items, fmt.Sprintf("%d) %s", len(at), sessionOneLine(typed, 80)))
 		}
 	}
 	if len(at) == 0 {
@@ -416,7 +417,7 @@ func (t *TUI) forkAt(at, n int, msgs []Message) {
 	if !t.idle("/fork") {
 		return
 	}
-	prompt := Message{Content: msgs[at].Content}.Text()
+	prompt, _ := splitPrompt(msgs[at])
 	if t.s.session != nil {
 		child, err := t.s.session.Fork(at, msgs)
 		if err != nil {

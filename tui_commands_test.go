@@ -219,3 +219,65 @@ func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
 		t.Errorf("after -c the last context is %d, want 60000", last)
 	}
 }
+
+// A prompt's attached files are blocks of their own before the text the
+// user typed. /fork, the session lists and a resumed transcript show that
+// text, not the files: re-sending a forked prompt attaches them once.
+func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
+	tui, v := newTestTUI(t, 100, 30)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Read it."})})
+	tui.s.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
+	tui.s.agent.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	tui.s.session = NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
+	tui.s.agent.Recorder = tui.s.session
+	defer func() { tui.s.session.Close() }()
+	os.WriteFile(filepath.Join(tui.s.cwd, "notes.txt"), []byte("secret contents\n"), 0o644)
+
+	tui.startPrompt(queuedPrompt{display: "check @notes.txt", text: "check @notes.txt"})
+	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
+	tui.render()
+	if s := v.String(); !strings.Contains(s, "› check @notes.txt") || !strings.Contains(s, "+ @notes.txt (1 lines)") {
+		t.Fatalf("the prompt was not shown with its attachment:\n%s", s)
+	}
+	msgs := tui.s.agent.Messages()
+	if typed, added := splitPrompt(msgs[0]); typed != "check @notes.txt" || len(added) != 2 {
+		t.Errorf("splitPrompt = %q, %+v", typed, added)
+	}
+
+	list, err := ListSessions(tui.s.home, tui.s.cwd)
+	if err != nil || len(list) != 1 || list[0].FirstPrompt != "check @notes.txt" {
+		t.Errorf("sessions list %+v, %v: want the first prompt as typed", list, err)
+	}
+
+	resumed, rv := newTestTUI(t, 100, 30)
+	resumed.showTranscript(msgs)
+	resumed.render()
+	s := rv.String()
+	if !strings.Contains(s, "› check @notes.txt") || !strings.Contains(s, "+ @notes.txt (1 lines)") {
+		t.Errorf("the resumed transcript does not show the prompt as it was sent:\n%s", s)
+	}
+	if strings.Contains(s, "secret contents") || strings.Contains(s, "<file") || strings.Contains(s, "context from a hook") {
+		t.Errorf("the resumed transcript shows what was attached:\n%s", s)
+	}
+
+	for b, want := range map[*Block]string{
+		{Type: "image", MimeType: "image/png", Data: "iVBORw=="}:   "image (image/png, 4 bytes)",
+		{Type: "text", Text: "<file path=\"a b.txt\">\n\n</file>"}: "@a b.txt (0 lines)",
+		{Type: "text", Text: "<file path=\"x\">\nno end"}:          "",
+		{Type: "text", Text: "context from a hook"}:                "",
+	} {
+		if got, ok := describeAttachment(*b); got != want || ok != (want != "") {
+			t.Errorf("describeAttachment(%+v) = %q, %v; want %q", *b, got, ok, want)
+		}
+	}
+
+	tui.cmdFork("")
+	picker, ok := tui.dialogs[len(tui.dialogs)-1].(*pickerDialog)
+	if !ok || len(picker.items) != 1 || picker.items[0] != "1) check @notes.txt" {
+		t.Fatalf("fork picker %+v", tui.dialogs)
+	}
+	tui.input([]byte("\r"), false)
+	if got := tui.ed.text(); got != "check @notes.txt" {
+		t.Errorf("after /fork the editor holds %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -743,6 +744,33 @@ func attachFile(ref string, resolve func(string) (string, error)) (Block, string
 	if bytes.IndexByte(data, 0) >= 0 {
 		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
 	}
-	text := fmt.Sprintf("<file path=%q>\n%s\n</file>", ref, strings.TrimRight(string(data), "\n"))
-	return TextBlock(text), fmt.Sprintf("@%s (%d lines)", ref, textLines(string(data))), nil
+	b := TextBlock(fmt.Sprintf("%s%q>\n%s%s", fileOpen, ref, strings.TrimRight(string(data), "\n"), fileClose))
+	desc, _ := describeAttachment(b)
+	return b, desc, nil
+}
+
+// The text block of an attached file is the file between these, its path
+// quoted as Go quotes it.
+const (
+	fileOpen  = "<file path="
+	fileClose = "\n</file>"
+)
+
+// describeAttachment is the line that lists a block attached to a prompt:
+// "@path (N lines)" for a file, "image (type, size)" for an image. It
+// reports false for other blocks: the typed text, a hook's context.
+func describeAttachment(b Block) (string, bool) {
+	switch b.Type {
+	case "image":
+		return fmt.Sprintf("image (%s, %s)", b.MimeType, sizeString(int64(base64Len(b.Data)))), true
+	case "text":
+		rest, isFile := strings.CutPrefix(b.Text, fileOpen)
+		quoted, body, _ := strings.Cut(rest, ">\n")
+		path, err := strconv.Unquote(quoted)
+		if !isFile || err != nil || !strings.HasSuffix(body, fileClose) {
+			return "", false
+		}
+		return fmt.Sprintf("@%s (%d lines)", path, textLines(strings.TrimSuffix(body, fileClose))), true
+	}
+	return "", false
 }

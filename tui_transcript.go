@@ -117,7 +117,8 @@ func (t *TUI) event(e Event) {
 	case "user_message":
 		t.run.prompts++
 		if t.run.prompts > 1 {
-			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(Message{Content: e.Content}.Text()), sDim})
+			typed, _ := splitPrompt(Message{Content: e.Content})
+			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(typed), sDim})
 		}
 	case "assistant_start":
 		st.md, st.hasText = mdState{}, false
@@ -478,7 +479,14 @@ func (t *TUI) showTranscript(msgs []Message) {
 	}
 	for _, m := range msgs {
 		if m.isPrompt() {
-			t.commitPrompt(Message{Content: m.Content}.Text(), nil)
+			typed, added := splitPrompt(m)
+			var attached []string
+			for _, b := range added {
+				if desc, ok := describeAttachment(b); ok {
+					attached = append(attached, desc)
+				}
+			}
+			t.commitPrompt(typed, attached)
 			continue
 		}
 		if m.Role != "assistant" {
