@@ -504,6 +504,15 @@ func (a *Agent) SetMessages(msgs []Message, total Usage) error {
 	return nil
 }
 
+// SetLastContext restores the input size of the last provider call, which
+// SetMessages forgets: after loading a session the context gauge and
+// auto-compaction then see how full the conversation already is.
+func (a *Agent) SetLastContext(tokens int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lastInput = tokens
+}
+
 // Clear drops the transcript; it refuses while a prompt runs.
 func (a *Agent) Clear() error {
 	a.mu.Lock()

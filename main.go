@@ -532,7 +532,7 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 	for _, r := range loaded.Repairs {
 		s.notes = append(s.notes, "session repaired: "+r)
 	}
-	if err := s.agent.SetMessages(loaded.Messages, loaded.Usage); err != nil {
+	if err := loaded.Restore(s.agent); err != nil {
 		return err
 	}
 	// A resumed conversation goes on with its own model unless --model

@@ -109,13 +109,25 @@ type Session struct {
 }
 
 // LoadedSession is what OpenSession read: the transcript as it stands after
-// every reset and repair, the summed usage, and a sentence for each repair.
+// every reset and repair, the summed usage, the context size of the last
+// provider call since the last reset, and a sentence for each repair.
 // Meta.Model is the model in use at the end of the file.
 type LoadedSession struct {
-	Meta     SessionMeta
-	Messages []Message
-	Usage    Usage
-	Repairs  []string
+	Meta        SessionMeta
+	Messages    []Message
+	Usage       Usage
+	LastContext int
+	Repairs     []string
+}
+
+// Restore gives the agent the loaded conversation: its messages, its usage
+// and how full its context was, as if it had never stopped.
+func (l *LoadedSession) Restore(a *Agent) error {
+	if err := a.SetMessages(l.Messages, l.Usage); err != nil {
+		return err
+	}
+	a.SetLastContext(l.LastContext)
+	return nil
 }
 
 // SessionInfo describes one session for a resume list.
@@ -445,7 +457,7 @@ func OpenSession(path string) (*Session, *LoadedSession, error) {
 	}
 	s := &Session{Path: path, Meta: sc.meta, f: f, size: sc.size}
 	s.Meta.Model = sc.model
-	loaded := &LoadedSession{Meta: s.Meta, Usage: sc.usage, Repairs: sc.repairs}
+	loaded := &LoadedSession{Meta: s.Meta, Usage: sc.usage, LastContext: sc.lastContext, Repairs: sc.repairs}
 
 	fail := func(err error) (*Session, *LoadedSession, error) {
 		f.Close()
@@ -502,6 +514,7 @@ type sessionScan struct {
 	msgs        []Message // the transcript after every reset
 	lines       []int     // the line each message came from
 	usage       Usage
+	lastContext int // of the last usage row after the last reset
 	firstPrompt string
 	repairs     []string
 
@@ -601,7 +614,11 @@ func scanSession(path string, r io.Reader) (*sessionScan, error) {
 				continue
 			}
 			sc.usage.Add(*row.Usage)
+			sc.lastContext = row.Usage.ContextTokens()
 		case "reset":
+			// Compaction and /clear reset the transcript, and the agent
+			// forgets the context size with it.
+			sc.lastContext = 0
 			sc.msgs = row.Messages
 			sc.lines = make([]int, len(row.Messages), len(row.Messages)+16)
 			for i := range sc.msgs {
@@ -639,8 +656,19 @@ func quoteRowType(t string) string {
 
 func (sc *sessionScan) noteFirstPrompt(m Message) {
 	if sc.firstPrompt == "" && m.isPrompt() {
-		sc.firstPrompt = m.Text()
+		sc.firstPrompt, _ = splitPrompt(m)
 	}
+}
+
+// splitPrompt parts a prompt message into what the user typed and what was
+// added to it — attached files and images, hooks' context — which
+// Agent.Prompt puts first, the typed text last in a block of its own. A
+// prompt of images alone has no typed text.
+func splitPrompt(m Message) (typed string, added []Block) {
+	if n := len(m.Content); n > 0 && m.Content[n-1].Type == "text" {
+		return m.Content[n-1].Text, m.Content[:n-1]
+	}
+	return "", m.Content
 }
 
 // repairOrphanedCalls answers every tool call whose result is missing with

@@ -554,6 +554,39 @@ func TestLatestSession(t *testing.T) {
 	}
 }
 
+// The context gauge after a resume is the size of the last call, as it was
+// when the session stopped; a reset (compaction, /clear) forgets it, as
+// the agent does.
+func TestOpenSessionRestoresTheLastContextSize(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	path := newTestSession(t, home, cwd, sampleTranscript(), Usage{Input: 1000, Output: 10}, Usage{Input: 50000, CacheRead: 10000, Output: 20})
+	s, loaded, err := OpenSession(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.LastContext != 60000 {
+		t.Errorf("LastContext = %d, want 60000", loaded.LastContext)
+	}
+	a := NewAgent(nil, "claude-sonnet-4-5", nil)
+	if err := loaded.Restore(a); err != nil {
+		t.Fatal(err)
+	}
+	if total, last := a.Totals(); last != 60000 || total.Input != 51000 || len(a.Messages()) != len(sampleTranscript()) {
+		t.Errorf("restored totals %+v, last context %d, %d messages", total, last, len(a.Messages()))
+	}
+	if err := s.Reset([]Message{userMsg("[Summary of the earlier conversation]", 9)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, loaded, err = OpenSession(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.LastContext != 0 {
+		t.Errorf("after a reset LastContext = %d, want 0", loaded.LastContext)
+	}
+}
+
 func TestSessionFork(t *testing.T) {
 	home, cwd := t.TempDir(), t.TempDir()
 	msgs := append(sampleTranscript(), userMsg("now the docs", 4), assistantMsg("ok", 5))

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -362,7 +364,7 @@ func (t *TUI) resumeSession(path string) {
 		t.logf(fgRed, "/sessions: %v", err)
 		return
 	}
-	if err := t.s.agent.SetMessages(loaded.Messages, loaded.Usage); err != nil {
+	if err := loaded.Restore(t.s.agent); err != nil {
 		sess.Close()
 		t.logf(fgRed, "/sessions: %v", err)
 		return
@@ -394,8 +396,9 @@ func (t *TUI) cmdFork(string) {
 	var items []string
 	for i, m := range msgs {
 		if m.isPrompt() {
+			typed, _ := splitPrompt(m)
 			at = append(at, i)
-			items = append(items, fmt.Sprintf("%d) %s", len(at), sessionOneLine(Message{Content: m.Content}.Text(), 80)))
+			items = append(items, fmt.Sprintf("%d) %s", len(at), sessionOneLine(typed, 80)))
 		}
 	}
 	if len(at) == 0 {
@@ -416,7 +419,7 @@ func (t *TUI) forkAt(at, n int, msgs []Message) {
 	if !t.idle("/fork") {
 		return
 	}
-	prompt := Message{Content: msgs[at].Content}.Text()
+	prompt, _ := splitPrompt(msgs[at])
 	if t.s.session != nil {
 		child, err := t.s.session.Fork(at, msgs)
 		if err != nil {
@@ -800,15 +803,22 @@ func (d *secretDialog) key(t *TUI, k key) bool {
 	return false
 }
 
-// confirmDialog asks whether a tool call may run. When it opens while the
-// user is typing, keys other than esc are ignored until armAt, so that a
-// prompt being typed cannot answer it by accident.
+// confirmDialog asks whether a tool call may run. It shows the call whole
+// (see callRows); when that is taller than the terminal, the call scrolls,
+// and a yes is taken only once its last row has been on screen. When it
+// opens while the user is typing, keys other than esc are ignored until
+// armAt, so that a prompt being typed cannot answer it by accident.
 type confirmDialog struct {
 	req   *confirmReq
 	yolo  bool // only --no-yolo asked: offer the "this session" answers
 	sel   int
 	sent  bool
 	armAt time.Time
+
+	body      []string // the call and who asks, laid out for bodyWidth
+	bodyWidth int
+	top, room int  // the first body row shown, and how many fit
+	seenAll   bool // every body row has been on screen
 }
 
 const (
@@ -828,15 +838,42 @@ func (d *confirmDialog) options() [][2]string {
 	return [][2]string{{"y", "yes, run it"}, {"n", "no: the model is told the call was refused"}}
 }
 
-func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
-	c := d.req.call
-	body := []string{fitLine(width-2, span{oneLine(c.Name), sBold}, span{"  " + toolSummary(c.Name, c.Args), 0})}
-	for _, a := range d.req.asks {
-		who := oneLine(a.By) + " asks"
-		first := []span{{who + ": ", fgYellow}}
-		for _, r := range plainRows(cleanText(a.Reason), width-2, 0, first, []span{{"  ", 0}}) {
-			body = append(body, r)
+// layout fits the body into the terminal beside the dialog's fixed rows
+// (title, options, footer) and the status bar, and notes whether the end
+// of the body is on screen.
+func (d *confirmDialog) layout(t *TUI, width int) {
+	if d.body == nil || d.bodyWidth != width {
+		d.body, d.bodyWidth = callRows(d.req.call, width-2), width
+		for _, a := range d.req.asks {
+			first := []span{{oneLine(a.By) + " asks: ", fgYellow}}
+			d.body = append(d.body, plainRows(cleanText(a.Reason), width-2, 0, first, []span{{"  ", 0}})...)
 		}
+	}
+	// The live region is at most height-1 rows; beside the status bar, one
+	// row is kept for the rule or a hint, and the dialog's title, options
+	// and footer take theirs.
+	d.room = max(t.height-1-2-(2+len(d.options())), 3)
+	if len(d.body) > d.room {
+		d.room = max(d.room-1, 3) // for the row that says where the view is
+	}
+	d.top = max(min(d.top, len(d.body)-d.room), 0)
+	if d.top+d.room >= len(d.body) {
+		d.seenAll = true
+	}
+}
+
+func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
+	d.layout(t, width)
+	end := min(d.top+d.room, len(d.body))
+	body := append([]string(nil), d.body[d.top:end]...)
+	if len(d.body) > d.room {
+		where := fmt.Sprintf("rows %d–%d of %d · pgup pgdn home end scroll", d.top+1, end, len(d.body))
+		st := sDim
+		if !d.seenAll {
+			where = fmt.Sprintf("rows %d–%d of %d · read to the end (pgdn) before answering yes", d.top+1, end, len(d.body))
+			st = fgYellow
+		}
+		body = append(body, fitLine(width-2, span{where, st}))
 	}
 	for i, o := range d.options() {
 		mark, st := "  ", style(0)
@@ -855,6 +892,9 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 func (d *confirmDialog) key(t *TUI, k key) bool {
 	opts := d.options()
 	choose := func(letter string) bool {
+		if letter != "n" && !d.seenAll {
+			return false // a yes waits until the whole call was on screen
+		}
 		switch letter {
 		case "y":
 		case "t":
@@ -868,6 +908,18 @@ func (d *confirmDialog) key(t *TUI, k key) bool {
 		d.answer(true)
 		return true
 	}
+	d.layout(t, t.width) // the dialog may not have been drawn yet
+	switch k.code {
+	case keyPgDn:
+		d.top += max(d.room-1, 1)
+	case keyPgUp:
+		d.top -= max(d.room-1, 1)
+	case keyHome:
+		d.top = 0
+	case keyEnd:
+		d.top = len(d.body)
+	}
+	d.layout(t, t.width) // clamps the scroll and notes what is now seen
 	if k.code != keyEsc && time.Now().Before(d.armAt) {
 		return false
 	}
@@ -888,6 +940,98 @@ func (d *confirmDialog) key(t *TUI, k key) bool {
 		}
 	}
 	return false
+}
+
+// confirmArgRows bounds each argument a confirmation shows, except for
+// bash: what a shell will run is always shown whole.
+const confirmArgRows = 20
+
+// callRows lays out a tool call for the confirmation dialog, width columns
+// wide: the tool, then each argument as "key: value" when that fits on one
+// row, else as numbered lines broken at any column, so that neither a run
+// of spaces nor a newline can push part of a command out of sight. For
+// tools other than bash a long argument is cut after confirmArgRows rows,
+// and a row says how much is not shown.
+func callRows(call ToolCall, width int) []string {
+	rows := []string{fitLine(width, span{oneLine(call.Name), sBold})}
+	limit := confirmArgRows
+	if call.Name == "bash" {
+		limit = 0
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(call.Args, &args) != nil || args == nil {
+		return append(rows, argRows("arguments (not a JSON object)", string(call.Args), width, limit)...)
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	// What a call acts on comes first: the command, the path.
+	rank := func(k string) int {
+		switch k {
+		case "command":
+			return 0
+		case "path":
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v := args[k]
+		var text string
+		if json.Unmarshal(v, &text) != nil {
+			var b bytes.Buffer
+			if json.Indent(&b, v, "", "  ") == nil {
+				text = b.String()
+			} else {
+				text = string(v)
+			}
+		}
+		rows = append(rows, argRows(k, text, width, limit)...)
+	}
+	return rows
+}
+
+// argRows lays out one argument (see callRows); limit 0 shows it whole.
+func argRows(key, value string, width, limit int) []string {
+	value = cleanText(value)
+	lines := strings.Split(value, "\n")
+	if len(lines) == 1 && stringWidth(key)+2+stringWidth(value) <= width {
+		return []string{fitLine(width, span{key + ": ", sDim}, span{value, 0})}
+	}
+	head := key + ":"
+	if len(lines) > 1 {
+		head += fmt.Sprintf(" (%d lines)", len(lines))
+	}
+	rows := []string{fitLine(width, span{head, sDim})}
+	numW := len(fmt.Sprint(len(lines)))
+	cont := []span{{strings.Repeat(" ", numW+2) + "┆ ", sDim}}
+	for i, line := range lines {
+		first := []span{{fmt.Sprintf("  %*d│ ", numW, i+1), sDim}}
+		wrapped, _ := wrapCells(appendCells(nil, line, 0), wrapSpec{width: width, first: first, cont: cont, hard: true})
+		room := limit - (len(rows) - 1)
+		if limit == 0 || len(wrapped) <= room {
+			rows = append(rows, wrapped...)
+			continue
+		}
+		rows = append(rows, wrapped[:room]...)
+		more := len(lines) - i - 1
+		note := fmt.Sprintf("… %d more %s not shown", more+1, plural(more+1, "line", "lines"))
+		if room > 0 {
+			note = fmt.Sprintf("… the rest of line %d and %d more %s not shown", i+1, more, plural(more, "line", "lines"))
+			if more == 0 {
+				note = fmt.Sprintf("… the rest of line %d not shown", i+1)
+			}
+		}
+		return append(rows, fitLine(width, span{"  " + note, fgYellow}))
+	}
+	return rows
 }
 
 // answer replies once; the agent's goroutine is waiting.

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hangProvider answers nothing until the request is cancelled: a prompt
@@ -195,5 +199,248 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "mine" {
 		t.Errorf("the extension holds the commands %q", got)
+	}
+}
+
+// A resumed session shows how full its context is at once, not "ctx 0%"
+// until the next model call: through /sessions and through -c.
+func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
+	tui, _ := newTestTUI(t, 150, 30)
+	path := newTestSession(t, tui.s.home, tui.s.cwd, sampleTranscript(), Usage{Input: 60000})
+	tui.resumeSession(path)
+	if row := plain(tui.statusRow(150)); !strings.Contains(row, "ctx 30%") {
+		t.Errorf("after /sessions the status bar is %q, want ctx 30%%", row)
+	}
+	defer tui.s.session.Close()
+
+	s := &setup{home: tui.s.home, cwd: tui.s.cwd, provider: "anthropic", opts: options{continueLast: true},
+		agent: NewAgent(nil, "claude-sonnet-4-5", nil)}
+	if err := s.openSession(true, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if _, last := s.agent.Totals(); last != 60000 {
+		t.Errorf("after -c the last context is %d, want 60000", last)
+	}
+}
+
+// A prompt's attached files are blocks of their own before the text the
+// user typed. /fork, the session lists and a resumed transcript show that
+// text, not the files: re-sending a forked prompt attaches them once.
+func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
+	tui, v := newTestTUI(t, 100, 30)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Read it."})})
+	tui.s.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
+	tui.s.agent.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	tui.s.session = NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
+	tui.s.agent.Recorder = tui.s.session
+	defer func() { tui.s.session.Close() }()
+	os.WriteFile(filepath.Join(tui.s.cwd, "notes.txt"), []byte("secret contents\n"), 0o644)
+
+	tui.startPrompt(queuedPrompt{display: "check @notes.txt", text: "check @notes.txt"})
+	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
+	tui.render()
+	if s := v.String(); !strings.Contains(s, "› check @notes.txt") || !strings.Contains(s, "+ @notes.txt (1 lines)") {
+		t.Fatalf("the prompt was not shown with its attachment:\n%s", s)
+	}
+	msgs := tui.s.agent.Messages()
+	if typed, added := splitPrompt(msgs[0]); typed != "check @notes.txt" || len(added) != 2 {
+		t.Errorf("splitPrompt = %q, %+v", typed, added)
+	}
+
+	list, err := ListSessions(tui.s.home, tui.s.cwd)
+	if err != nil || len(list) != 1 || list[0].FirstPrompt != "check @notes.txt" {
+		t.Errorf("sessions list %+v, %v: want the first prompt as typed", list, err)
+	}
+
+	resumed, rv := newTestTUI(t, 100, 30)
+	resumed.showTranscript(msgs)
+	resumed.render()
+	s := rv.String()
+	if !strings.Contains(s, "› check @notes.txt") || !strings.Contains(s, "+ @notes.txt (1 lines)") {
+		t.Errorf("the resumed transcript does not show the prompt as it was sent:\n%s", s)
+	}
+	if strings.Contains(s, "secret contents") || strings.Contains(s, "<file") || strings.Contains(s, "context from a hook") {
+		t.Errorf("the resumed transcript shows what was attached:\n%s", s)
+	}
+
+	for b, want := range map[*Block]string{
+		{Type: "image", MimeType: "image/png", Data: "iVBORw=="}:   "image (image/png, 4 bytes)",
+		{Type: "text", Text: "<file path=\"a b.txt\">\n\n</file>"}: "@a b.txt (0 lines)",
+		{Type: "text", Text: "<file path=\"x\">\nno end"}:          "",
+		{Type: "text", Text: "context from a hook"}:                "",
+	} {
+		if got, ok := describeAttachment(*b); got != want || ok != (want != "") {
+			t.Errorf("describeAttachment(%+v) = %q, %v; want %q", *b, got, ok, want)
+		}
+	}
+
+	tui.cmdFork("")
+	picker, ok := tui.dialogs[len(tui.dialogs)-1].(*pickerDialog)
+	if !ok || len(picker.items) != 1 || picker.items[0] != "1) check @notes.txt" {
+		t.Fatalf("fork picker %+v", tui.dialogs)
+	}
+	tui.input([]byte("\r"), false)
+	if got := tui.ed.text(); got != "check @notes.txt" {
+		t.Errorf("after /fork the editor holds %q", got)
+	}
+}
+
+// commandFromRows reads a command back from the rows callRows made for it:
+// the numbered lines, and the rows each wrapped onto, without the gutter.
+func commandFromRows(t *testing.T, rows []string) string {
+	t.Helper()
+	gutter := regexp.MustCompile(`^ +(\d+│|┆) `)
+	var lines []string
+	for _, r := range rows {
+		r = plain(r)
+		m := gutter.FindString(r)
+		switch {
+		case m == "":
+			continue
+		case strings.Contains(m, "│"):
+			lines = append(lines, r[len(m):])
+		case len(lines) == 0:
+			t.Fatalf("a continuation row before the first line: %q", r)
+		default:
+			lines[len(lines)-1] += r[len(m):]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A confirmation shows every character of a bash command: a run of
+// spaces or a newline cannot push its dangerous part out of sight.
+func TestConfirmShowsTheWholeBashCommand(t *testing.T) {
+	padded := "echo safe" + strings.Repeat(" ", 150) + "; echo DANGER > pwned.txt"
+	multi := "echo hi\nrm -rf ~/important\n\n  echo done"
+	long := strings.Repeat("echo line\n", 299) + "rm -rf ~/the-end"
+	for _, width := range []int{20, 78, 200} {
+		for _, cmd := range []string{padded, multi, long} {
+			args, _ := json.Marshal(obj{"command": cmd, "timeout": 30})
+			rows := callRows(ToolCall{Name: "bash", Args: args}, width)
+			for _, r := range rows {
+				if w := visibleWidth(r); w > width {
+					t.Fatalf("width %d: row %q is %d wide", width, plain(r), w)
+				}
+			}
+			text := plain(strings.Join(rows, "\n"))
+			if !strings.HasPrefix(text, "bash\n") || !strings.Contains(text, "timeout: 30") {
+				t.Errorf("width %d: rows:\n%s", width, text)
+			}
+			inline := "command: " + cmd
+			if strings.Contains(text, inline) {
+				continue // it fitted on one row, all of it
+			}
+			if got := commandFromRows(t, rows); got != cmd {
+				t.Errorf("width %d: the rows show the command as\n%q\nwant\n%q", width, got, cmd)
+			}
+		}
+	}
+	args, _ := json.Marshal(obj{"command": multi})
+	text := plain(strings.Join(callRows(ToolCall{Name: "bash", Args: args}, 60), "\n"))
+	if !strings.Contains(text, "command: (4 lines)\n  1│ echo hi\n  2│ rm -rf ~/important\n  3│ \n  4│   echo done") {
+		t.Errorf("a command of several lines is not shown line by line:\n%s", text)
+	}
+}
+
+// Other tools' arguments are shown too; a long one is cut after a bounded
+// number of rows, saying how much is left out.
+func TestConfirmShowsOtherToolsArgumentsAndWhatItLeavesOut(t *testing.T) {
+	content := strings.Repeat("some text\n", 99) + "last line"
+	args, _ := json.Marshal(obj{"path": "notes.txt", "content": content})
+	text := plain(strings.Join(callRows(ToolCall{Name: "write", Args: args}, 80), "\n"))
+	for _, want := range []string{"write\npath: notes.txt\ncontent: (100 lines)\n    1│ some text", " 20│ some text", "… 80 more lines not shown"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, " 21│") || strings.Contains(text, "last line") {
+		t.Errorf("a long argument was not cut:\n%s", text)
+	}
+	huge, _ := json.Marshal(obj{"data": strings.Repeat("x", 5000) + "\nsecond"})
+	text = plain(strings.Join(callRows(ToolCall{Name: "mcp__x", Args: huge}, 80), "\n"))
+	if !strings.Contains(text, "… the rest of line 1 and 1 more line not shown") || strings.Contains(text, "second") {
+		t.Errorf("a huge line was not cut:\n%s", text)
+	}
+	edits, _ := json.Marshal(obj{"path": "a.go", "edits": []obj{{"oldText": "a", "newText": "b"}}})
+	text = plain(strings.Join(callRows(ToolCall{Name: "edit", Args: edits}, 80), "\n"))
+	if !strings.Contains(text, "path: a.go\nedits: (6 lines)") || !strings.Contains(text, `"newText": "b"`) {
+		t.Errorf("edit arguments:\n%s", text)
+	}
+	bad := plain(strings.Join(callRows(ToolCall{Name: "bash", Args: json.RawMessage(`{"command": "rm -rf`)}, 80), "\n"))
+	if !strings.Contains(bad, `{"command": "rm -rf`) {
+		t.Errorf("arguments that are not JSON are not shown:\n%s", bad)
+	}
+}
+
+// A call taller than the terminal scrolls, and yes is taken only once its
+// last row has been on screen; no is always taken.
+func TestConfirmDialogScrollsAndWantsTheEndSeenBeforeYes(t *testing.T) {
+	tui, _ := newTestTUI(t, 80, 24)
+	var cmd strings.Builder
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&cmd, "echo step-%d\n", i)
+	}
+	cmd.WriteString("rm -rf ~/hidden-at-the-end")
+	args, _ := json.Marshal(obj{"command": cmd.String()})
+	req := &confirmReq{ctx: context.Background(), call: ToolCall{ID: "1", Name: "bash", Args: args},
+		asks: []GateNote{{By: "--no-yolo", Decision: "ask"}}, reply: make(chan bool, 1)}
+	tui.handle(msgConfirm{req})
+	seen := map[string]bool{}
+	look := func() string {
+		tui.render()
+		rows, _, _ := tui.view()
+		if len(rows) > 23 {
+			t.Fatalf("the live region is %d rows in a 24-row terminal", len(rows))
+		}
+		view := plain(strings.Join(rows, "\n"))
+		for _, l := range strings.Split(view, "\n") {
+			if i := strings.Index(l, "│ echo step-"); i >= 0 {
+				seen[l[i+len("│ "):]] = true
+			}
+			if strings.Contains(l, "rm -rf ~/hidden-at-the-end") {
+				seen["end"] = true
+			}
+		}
+		if !strings.Contains(view, "› yes") || !strings.Contains(view, "esc: no") {
+			t.Fatalf("the options or the footer are off screen:\n%s", view)
+		}
+		return view
+	}
+	if view := look(); !strings.Contains(view, "read to the end (pgdn) before answering yes") || seen["end"] {
+		t.Fatalf("a tall call is not scrolled:\n%s", view)
+	}
+	for _, yes := range []string{"y", "a", "t", "\r"} {
+		tui.input([]byte(yes), false)
+		if len(tui.dialogs) != 1 || len(req.reply) != 0 {
+			t.Fatalf("%q answered before the end of the call was seen", yes)
+		}
+	}
+	for i := 0; i < 10 && !seen["end"]; i++ {
+		tui.input([]byte("\x1b[6~"), false) // page down
+		look()
+	}
+	if len(seen) != 61 {
+		t.Errorf("paging showed %d of the 61 lines", len(seen))
+	}
+	if view := look(); !strings.Contains(view, "pgup pgdn home end scroll") {
+		t.Errorf("at the end:\n%s", view)
+	}
+	tui.input([]byte("\x1b[H"), false) // home: back to the top, yes still taken
+	if view := look(); !strings.Contains(view, "rows 1–") {
+		t.Errorf("home did not go back to the top:\n%s", view)
+	}
+	tui.input([]byte("y"), false)
+	if len(tui.dialogs) != 0 || !<-req.reply {
+		t.Errorf("yes after reading to the end was not taken")
+	}
+
+	req = &confirmReq{ctx: context.Background(), call: req.call, asks: req.asks, reply: make(chan bool, 1)}
+	tui.lastKeyAt = time.Time{} // not typing
+	tui.handle(msgConfirm{req})
+	tui.input([]byte("n"), false)
+	if len(tui.dialogs) != 0 || <-req.reply {
+		t.Errorf("no was not taken at once")
 	}
 }

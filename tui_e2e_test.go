@@ -409,6 +409,36 @@ func TestTUINoYoloAsksBeforeEachTool(t *testing.T) {
 	tm.exitAndCheck()
 }
 
+// The confirmation shows all of a command: neither a run of spaces nor a
+// newline hides its second half behind "echo safe …".
+func TestTUINoYoloShowsTheWholeCommand(t *testing.T) {
+	needTmux(t)
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "echo safe" + strings.Repeat(" ", 150) + "; echo DANGER > pwned.txt"}),
+		toolStep("t2", "bash", obj{"command": "echo hi\necho DANGER > second.txt"}),
+		replayStep{Events: anthropicEvents(gen{Text: "Both refused."})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, append(anthropicFlags(srv), "--no-yolo")...)
+	tm.waitFor("/help for keys")
+	tm.typeText("run things")
+	tm.keys("Enter")
+	tm.waitScreen("the padded command whole in the dialog", func(s string) bool {
+		return strings.Contains(s, "allow this tool call?") && strings.Contains(s, "; echo DANGER > pwned.txt") && strings.Contains(s, "enter, or the letter")
+	})
+	tm.typeText("n")
+	tm.waitScreen("both lines of the second command in the dialog", func(s string) bool {
+		return strings.Contains(s, "1│ echo hi") && strings.Contains(s, "2│ echo DANGER > second.txt") && strings.Contains(s, "enter, or the letter")
+	})
+	tm.typeText("n")
+	tm.waitFor("Both refused.")
+	for _, f := range []string{"pwned.txt", "second.txt"} {
+		if _, err := os.Stat(filepath.Join(z.cwd, f)); err == nil {
+			t.Errorf("the refused command made %s", f)
+		}
+	}
+	tm.exitAndCheck()
+}
+
 func TestTUIHostileModelTextIsDefused(t *testing.T) {
 	needTmux(t)
 	hostile := "Safe start.\x1b]0;PWNED-TITLE\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[H moved \x1b[31mred\x1b[0m rm -rf /\roverwritten\n"

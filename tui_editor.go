@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -78,7 +79,7 @@ func (e *editor) insertText(s string) { e.insert([]rune(s)) }
 func (e *editor) paste(s string) {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
-	lines := strings.Count(s, "\n") + 1
+	lines := textLines(s)
 	if lines > pasteFoldLines {
 		ph := fmt.Sprintf("[pasted %d lines]", lines)
 		for n := 2; e.pastes[ph] != "" || strings.Contains(string(e.buf), ph); n++ {
@@ -92,6 +93,16 @@ func (e *editor) paste(s string) {
 		return
 	}
 	e.insertText(editorClean(s))
+}
+
+// textLines counts the lines of s as an editor shows them: a final newline
+// ends the last line rather than starting another.
+func textLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
 }
 
 // editorClean keeps what the editor can show: no control characters but
@@ -733,10 +744,33 @@ func attachFile(ref string, resolve func(string) (string, error)) (Block, string
 	if bytes.IndexByte(data, 0) >= 0 {
 		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
 	}
-	lines := bytes.Count(data, []byte("\n"))
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		lines++
+	b := TextBlock(fmt.Sprintf("%s%q>\n%s%s", fileOpen, ref, strings.TrimRight(string(data), "\n"), fileClose))
+	desc, _ := describeAttachment(b)
+	return b, desc, nil
+}
+
+// The text block of an attached file is the file between these, its path
+// quoted as Go quotes it.
+const (
+	fileOpen  = "<file path="
+	fileClose = "\n</file>"
+)
+
+// describeAttachment is the line that lists a block attached to a prompt:
+// "@path (N lines)" for a file, "image (type, size)" for an image. It
+// reports false for other blocks: the typed text, a hook's context.
+func describeAttachment(b Block) (string, bool) {
+	switch b.Type {
+	case "image":
+		return fmt.Sprintf("image (%s, %s)", b.MimeType, sizeString(int64(base64Len(b.Data)))), true
+	case "text":
+		rest, isFile := strings.CutPrefix(b.Text, fileOpen)
+		quoted, body, _ := strings.Cut(rest, ">\n")
+		path, err := strconv.Unquote(quoted)
+		if !isFile || err != nil || !strings.HasSuffix(body, fileClose) {
+			return "", false
+		}
+		return fmt.Sprintf("@%s (%d lines)", path, textLines(strings.TrimSuffix(body, fileClose))), true
 	}
-	text := fmt.Sprintf("<file path=%q>\n%s\n</file>", ref, strings.TrimRight(string(data), "\n"))
-	return TextBlock(text), fmt.Sprintf("@%s (%d lines)", ref, lines), nil
+	return "", false
 }

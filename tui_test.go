@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -297,6 +298,33 @@ func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
 	e.key(key{code: keyPaste, text: short}, 80)
 	if e.text() != short || len(e.pastes) != 0 {
 		t.Errorf("short paste = %q", e.text())
+	}
+}
+
+// A copied block of lines usually ends with a newline; the empty segment
+// after it is not a line, so ten lines of it are not "over 10 lines".
+func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
+	cases := []struct {
+		text   string
+		folded string // the placeholder, or "" when inserted as text
+	}{
+		{strings.Repeat("x\n", 10), ""},
+		{strings.Repeat("x\n", 9) + "x", ""},
+		{strings.Repeat("x\n", 11), "[pasted 11 lines]"},
+		{strings.Repeat("x\r\n", 11), "[pasted 11 lines]"},
+		{strings.Repeat("x\n", 10) + "x", "[pasted 11 lines]"},
+		{strings.Repeat("x\n", 10) + "\n", "[pasted 11 lines]"},
+	}
+	for _, c := range cases {
+		e := edFrom("|")
+		e.key(key{code: keyPaste, text: c.text}, 80)
+		want := c.folded
+		if want == "" {
+			want = strings.ReplaceAll(c.text, "\r\n", "\n")
+		}
+		if got := e.text(); got != want {
+			t.Errorf("paste %q shows as %q, want %q", c.text, got, want)
+		}
 	}
 }
 
@@ -673,6 +701,47 @@ func TestToolCallsShowASummaryAndTheFirstLines(t *testing.T) {
 	}
 	if got := toolSummary("mcp__x", json.RawMessage(`{"b":2,"a":"s\u001b[2J"}`)); got != "a=s␛ b=2" {
 		t.Errorf("generic summary = %q", got)
+	}
+}
+
+// The edit tool's result is "Applied …", a blank line and a unified diff:
+// the transcript shows its -/+ lines, coloured, not the headers.
+func TestEditResultShowsTheChangedLines(t *testing.T) {
+	tui, _ := newTestTUI(t, 80, 30)
+	var file strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&file, "line %d\n", i)
+	}
+	os.WriteFile(filepath.Join(tui.s.cwd, "a.go"), []byte(file.String()), 0o644)
+	args, _ := json.Marshal(obj{"path": "a.go", "edits": []obj{
+		{"oldText": "line 3\n", "newText": "three\n"},
+		{"oldText": "line 15\nline 16\n", "newText": "fifteen\n"},
+	}})
+	edit, _ := tui.s.agent.Tools.Lookup("edit")
+	res := edit.Run(context.Background(), args, nil)
+	if res.IsError {
+		t.Fatalf("edit failed: %+v", res.Content)
+	}
+	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content)
+	rows := strings.Join(tui.commit, "\n")
+	s := plain(rows)
+	for _, want := range []string{"✓ edit  a.go (2 edits)", "│ -line 3", "│ +three", "│ -line 15", "│ -line 16", "… 1 more changed line"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("lacks %q:\n%s", want, s)
+		}
+	}
+	for _, unwanted := range []string{"Applied", "--- a/", "+++ b/", "@@", "line 2"} {
+		if strings.Contains(s, unwanted) {
+			t.Errorf("shows %q:\n%s", unwanted, s)
+		}
+	}
+	if !strings.Contains(rows, "31m-line 3") || !strings.Contains(rows, "32m+three") {
+		t.Errorf("the changed lines are not coloured: %q", rows)
+	}
+	// Inside a hunk a line that starts like a header is a change.
+	diff := []string{"--- a/q.sql", "+++ b/q.sql", "@@ -1,2 +1,2 @@", "--- a comment", "+++ a counter", " kept"}
+	if got := diffChanges(diff); strings.Join(got, "|") != "--- a comment|+++ a counter" {
+		t.Errorf("diffChanges = %q", got)
 	}
 }
 

@@ -117,7 +117,8 @@ func (t *TUI) event(e Event) {
 	case "user_message":
 		t.run.prompts++
 		if t.run.prompts > 1 {
-			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(Message{Content: e.Content}.Text()), sDim})
+			typed, _ := splitPrompt(Message{Content: e.Content})
+			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(typed), sDim})
 		}
 	case "assistant_start":
 		st.md, st.hasText = mdState{}, false
@@ -356,22 +357,48 @@ func (t *TUI) commitToolResult(name, summary, details string, isErr bool, conten
 	if len(lines) == 1 && lines[0] == "" {
 		return
 	}
+	// An edit's result is a sentence and a unified diff; what the user
+	// wants to see is the lines it changed.
+	what, isDiff := "line", false
+	if name == "edit" && !isErr {
+		if changed := diffChanges(lines); len(changed) > 0 {
+			lines, what, isDiff = changed, "changed line", true
+		}
+	}
 	for i, line := range lines {
 		if i == toolPreviewLines {
-			t.commitLine(span{fmt.Sprintf("  … %d more lines", len(lines)-i), sDim})
+			n := len(lines) - i
+			t.commitLine(span{fmt.Sprintf("  … %d more %s", n, plural(n, what, what+"s")), sDim})
 			break
 		}
 		st := sDim
 		switch {
 		case isErr:
 			st = fgRed
-		case name == "edit" && strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++"):
-			st = fgGreen
-		case name == "edit" && strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---"):
+		case isDiff && line[0] == '-':
 			st = fgRed
+		case isDiff:
+			st = fgGreen
 		}
 		t.commitLine(span{"  │ ", sDim}, span{line, st})
 	}
+}
+
+// diffChanges picks the removed and added lines out of a unified diff. The
+// "---" and "+++" file headers come before the first hunk; inside a hunk
+// such a line is a change (a removed "-- comment").
+func diffChanges(lines []string) []string {
+	var changed []string
+	inHunk := false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "@@"):
+			inHunk = true
+		case inHunk && (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")):
+			changed = append(changed, l)
+		}
+	}
+	return changed
 }
 
 // toolSummary is the one line a tool call is shown as: the command of
@@ -409,7 +436,7 @@ func toolSummary(name string, raw json.RawMessage) string {
 		return oneLine(s)
 	case "write":
 		content := str("content")
-		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), strings.Count(content, "\n")+boolInt(content != "" && !strings.HasSuffix(content, "\n"))))
+		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), textLines(content)))
 	case "edit":
 		var edits []json.RawMessage
 		json.Unmarshal(args["edits"], &edits)
@@ -432,13 +459,6 @@ func toolSummary(name string, raw json.RawMessage) string {
 	return oneLine(truncate(strings.Join(parts, " "), 300))
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -459,7 +479,14 @@ func (t *TUI) showTranscript(msgs []Message) {
 	}
 	for _, m := range msgs {
 		if m.isPrompt() {
-			t.commitPrompt(Message{Content: m.Content}.Text(), nil)
+			typed, added := splitPrompt(m)
+			var attached []string
+			for _, b := range added {
+				if desc, ok := describeAttachment(b); ok {
+					attached = append(attached, desc)
+				}
+			}
+			t.commitPrompt(typed, attached)
 			continue
 		}
 		if m.Role != "assistant" {
