@@ -212,6 +212,59 @@ func TestMCPCrashFailsPendingCallAtOnceAndRestartsOncePerMinute(t *testing.T) {
 	}
 }
 
+// TestMCPCrashIsSeenWhileAChildHoldsStdout: a child the server started keeps
+// its stdout open after it exits; the exit must still fail the call at once,
+// and the child must not outlive the server.
+func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
+	state := t.TempDir()
+	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "orphan", state, `"timeout_ms": 600000`)})
+	crash := h.tool("mcp__fake__crash")
+	// Only a missed exit waits this long: the call's own timeout is 10 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := crash.Run(ctx, json.RawMessage(`{}`), func(string) {})
+	var child int
+	fmt.Sscan(readState(state, "child"), &child)
+	if child > 0 {
+		t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	}
+	if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 4)") {
+		t.Fatalf("crash result = %q", textOf(r))
+	}
+	if child == 0 {
+		t.Fatal("the server noted no child")
+	}
+	waitFor(t, "the server's child to be killed", func() bool { return processGone(child) })
+	waitFor(t, "the server to be marked exited", func() bool { return h.m.Status()[0].State == "exited" })
+}
+
+// TestMCPServerThatClosesStdoutIsStopped: a server that closes its stdout
+// but keeps running can answer nothing more; its calls fail and it is
+// stopped, to be restarted like a crashed one.
+func TestMCPServerThatClosesStdoutIsStopped(t *testing.T) {
+	state := t.TempDir()
+	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "mute", state, `"timeout_ms": 600000`)})
+	crash := h.tool("mcp__fake__crash")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := crash.Run(ctx, json.RawMessage(`{}`), func(string) {})
+	if !r.IsError || !strings.Contains(textOf(r), "server closed its stdout") {
+		t.Fatalf("result = %q", textOf(r))
+	}
+	waitFor(t, "the server to be stopped", func() bool { return fakeServerGone(state) })
+	waitFor(t, "the report", func() bool {
+		for _, s := range h.said() {
+			if strings.Contains(s, "fake error: exited unexpectedly (closed its stdout while running, so zot stopped it: signal: terminated)") {
+				return true
+			}
+		}
+		return false
+	})
+	if st := h.m.Status()[0]; st.State != "exited" {
+		t.Errorf("state = %s", st.State)
+	}
+}
+
 func TestMCPServerThatNeverInitializesFailsWithoutBlocking(t *testing.T) {
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"mute": fakeServer(t, "noinit", state, `"startup_timeout_ms": 3000`)})
