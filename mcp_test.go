@@ -179,32 +179,53 @@ func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 	}
 }
 
-func TestMCPCrashFailsPendingCallAtOnceAndRestartsOncePerMinute(t *testing.T) {
+// TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute: the first crash
+// is followed by the restart zot promises, however soon after the start it
+// came; a crash within a minute of that restart waits out the minute, and
+// the report and the refusal both say until when.
+func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"timeout_ms": 600000`)})
-	crash := h.tool("mcp__fake__crash")
-	r := mcpRun(t, crash, `{}`) // the 10-minute timeout would fail the test first
-	if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 3)") {
-		t.Fatalf("crash result = %q", textOf(r))
-	}
-	waitFor(t, "the crash report", func() bool {
-		for _, s := range h.said() {
-			if strings.Contains(s, "fake error: exited unexpectedly (exit status 3); it restarts on its next tool call") {
-				return true
-			}
+	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
+	crashAndReport := func(promise string) string {
+		t.Helper()
+		r := mcpRun(t, crash, `{}`) // the 10-minute timeout would fail the test first
+		if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 3)") {
+			t.Fatalf("crash result = %q", textOf(r))
 		}
-		return false
-	})
-	echo := h.tool("mcp__fake__echo")
-	r = mcpRun(t, echo, `{"text":"again"}`)
-	if !r.IsError || !strings.Contains(textOf(r), "at most once a minute: try again after") {
+		var report string
+		waitFor(t, "the crash report", func() bool {
+			for _, s := range h.said() {
+				if strings.Contains(s, "fake error: exited unexpectedly (exit status 3); "+promise) {
+					report = s
+				}
+			}
+			return report != ""
+		})
+		return report
+	}
+
+	crashAndReport("it restarts on its next tool call (log: ")
+	if r := mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
+		t.Fatalf("call after the first crash = %q", textOf(r))
+	}
+
+	report := crashAndReport("restarted less than a minute ago, it restarts on its first tool call after ")
+	r := mcpRun(t, echo, `{"text":"again"}`)
+	if !r.IsError || !strings.Contains(textOf(r), "zot restarts a crashed server at most once a minute (the last restart was at ") {
 		t.Fatalf("call within the minute = %q", textOf(r))
 	}
+	_, after, _ := strings.Cut(report, "first tool call after ")
+	_, tryAfter, _ := strings.Cut(textOf(r), "try again after ")
+	if len(after) < 8 || len(tryAfter) < 8 || after[:8] != tryAfter[:8] {
+		t.Errorf("the report says after %s, the refusal after %s", after[:8], tryAfter[:8])
+	}
+
 	h.m.restartEvery = 0 // the minute has passed
 	if r = mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
-		t.Fatalf("call after the restart = %q", textOf(r))
+		t.Fatalf("call after the minute = %q", textOf(r))
 	}
-	if calls := readState(state, "calls"); calls != "crash\necho\n" {
+	if calls := readState(state, "calls"); calls != "crash\necho\ncrash\necho\n" {
 		t.Errorf("calls the servers saw = %q", calls)
 	}
 	if st := h.m.Status(); st[0].State != "ready" {
