@@ -370,7 +370,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 }
 
 // emit records a simple command and, when it is a wrapper (sudo, env,
-// bash -c, eval, find -exec …), the command it runs. level counts the
+// bash -c, eval, watch, find -exec …), the command it runs. level counts the
 // wrappers already unwrapped on this path.
 func (p *shellParser) emit(c ShellCommand, level int) {
 	p.out.cmds = append(p.out.cmds, c)
@@ -400,8 +400,12 @@ func (p *shellParser) emit(c ShellCommand, level int) {
 				return
 			}
 		}
-		rest, env, ok := unwrapArgs(c.Name, args)
+		rest, env, viaShell, ok := unwrapArgs(c.Name, args)
 		if !ok || len(rest) == 0 {
+			return
+		}
+		if viaShell {
+			p.script(strings.Join(rest, " "), c, c.Name)
 			return
 		}
 		for k, v := range c.Env {
@@ -413,7 +417,7 @@ func (p *shellParser) emit(c ShellCommand, level int) {
 	}
 }
 
-// script splits a command string a wrapper runs (bash -c, eval).
+// script splits a command string a wrapper runs (bash -c, eval, watch).
 func (p *shellParser) script(src string, wrapper ShellCommand, via string) {
 	k := p.child(src)
 	if k == nil {

@@ -155,6 +155,15 @@ var splitterCases = []struct {
 	{`exec curl x`, []string{`exec "curl" "x"`, `curl "x"`}},
 	{`sudo -e /etc/hosts`, []string{`sudo -e= "/etc/hosts"`}},
 	{`bash script.sh -c x`, []string{`bash "script.sh" "-c" "x"`}},
+	// watch runs its words joined with spaces through sh -c, unless -x
+	{`watch -n1 -t "curl -X POST https://x"`, []string{`watch -n=1 -t= "curl -X POST https://x"`, `curl -X=POST "https://x"`}},
+	{`watch -n 5 curl -X POST https://x`, []string{`watch -n=5 "curl" "-X" "POST" "https://x"`, `curl -X=POST "https://x"`}},
+	{`watch 'kubectl get pods | grep Crash'`, []string{`watch "kubectl get pods | grep Crash"`, `kubectl "get" "pods"`, `grep "Crash"`}},
+	{`watch --interval=2 -- 'rm -rf /tmp/x; ls'`, []string{`watch -interval=2 "rm -rf /tmp/x; ls"`, `rm -f= -r= "/tmp/x"`, `ls`}},
+	{`watch -d curl 'a;b'`, []string{`watch -d= "curl" "a;b"`, `curl "a"`, `b`}},
+	{`watch -x curl 'a;b'`, []string{`watch -x= "curl" "a;b"`, `curl "a;b"`}},
+	{`watch -tx -n 2 curl x`, []string{`watch -n=2 -t= -x= "curl" "x"`, `curl "x"`}},
+	{`watch --exec sh -c 'curl x'`, []string{`watch -exec= "sh" "-c" "curl x"`, `sh -c=curl x`, `curl "x"`}},
 }
 
 func TestSplitCommandLineTable(t *testing.T) {
