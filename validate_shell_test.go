@@ -257,6 +257,21 @@ func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
 	}
 }
 
+// TestShellQuoteIsReadBackAsOneWord: the splitter reads a quoted word back
+// as that word, whatever it holds.
+func TestShellQuoteIsReadBackAsOneWord(t *testing.T) {
+	for _, w := range []string{"plain", "-m", "--a=b", "fix bug", "", "it's", `"q"`, `a\b`, "$HOME", "`x`", "$(rm -rf /)",
+		"a;b", "a|b", "a && b", "*.go", "~", "#c", "x\ny", "tab\there", "'", "''", "é"} {
+		cmds, complete := SplitCommandLine("echo " + shellQuote(w))
+		if !complete || len(cmds) != 1 || len(cmds[0].Words) != 2 || cmds[0].Words[1] != w {
+			t.Errorf("%q quoted as %s reads back as %+v", w, shellQuote(w), cmds)
+		}
+	}
+	if got := shellQuote("commit"); got != "commit" {
+		t.Errorf("a plain word is quoted: %s", got)
+	}
+}
+
 func FuzzSplitCommandLine(f *testing.F) {
 	for _, tc := range splitterCases {
 		f.Add(tc.line)
