@@ -449,12 +449,13 @@ func (s *mcpServer) stop(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	switch {
-	case t == nil || prev == "failed" || prev == "exited":
+	case t == nil || prev == "failed": // closed when it failed
 	case prev == "starting":
 		// Nothing to finish yet: no grace, so that a -p prompt that ended
 		// before its servers were up does not wait for them.
 		closeNow(t)
 	default:
+		// For a crashed server: wait until what it left running is stopped.
 		t.close(ctx)
 	}
 }
@@ -706,7 +707,7 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 	s.mu.Lock()
-	state, why, last, next := s.state, s.lastErr, s.restartedAt, s.nextRestart()
+	state, why, last, next, crashed := s.state, s.lastErr, s.restartedAt, s.nextRestart(), s.conn
 	now := time.Now()
 	restart := state == "exited" && !now.Before(next)
 	if restart {
@@ -723,6 +724,8 @@ func (s *mcpServer) ready(ctx context.Context) error {
 			s.cfg.Name, why, last.Format("15:04:05"), next.Format("15:04:05"), s.logPath())
 	}
 	s.report("info", "restarting after a crash")
+	// Whatever the crashed server left running goes before a new one starts.
+	crashed.t.close(ctx)
 	if err := s.connect(ctx); err != nil {
 		s.mu.Lock()
 		if s.state == "failed" { // not stopped meanwhile: may be restarted again, a minute on

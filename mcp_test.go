@@ -235,28 +235,46 @@ func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
 
 // TestMCPCrashIsSeenWhileAChildHoldsStdout: a child the server started keeps
 // its stdout open after it exits; the exit must still fail the call at once,
-// and the child must not outlive the server.
+// and the child, which ignores SIGTERM, must be gone before the server
+// restarts, or when zot shuts down.
 func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "orphan", state, `"timeout_ms": 600000`)})
-	crash := h.tool("mcp__fake__crash")
-	// Only a missed exit waits this long: the call's own timeout is 10 minutes.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r := crash.Run(ctx, json.RawMessage(`{}`), func(string) {})
-	var child int
-	fmt.Sscan(readState(state, "child"), &child)
-	if child > 0 {
-		t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
+	crashLeavingAChild := func() (child int) {
+		t.Helper()
+		// Only a missed exit waits this long: the call's own timeout is 10 minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		before := readState(state, "child")
+		r := crash.Run(ctx, json.RawMessage(`{}`), func(string) {})
+		fmt.Sscan(strings.TrimPrefix(readState(state, "child"), before), &child)
+		if child > 0 {
+			t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+		}
+		if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 4)") {
+			t.Fatalf("crash result = %q", textOf(r))
+		}
+		if child == 0 {
+			t.Fatal("the server noted no child")
+		}
+		waitFor(t, "the server to be marked exited", func() bool { return h.m.Status()[0].State == "exited" })
+		return child
 	}
-	if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 4)") {
-		t.Fatalf("crash result = %q", textOf(r))
+
+	child := crashLeavingAChild()
+	if r := mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
+		t.Fatalf("call after the crash = %q", textOf(r))
 	}
-	if child == 0 {
-		t.Fatal("the server noted no child")
+	if !processGone(child) {
+		t.Error("the crashed server's child outlived its restart")
 	}
-	waitFor(t, "the server's child to be killed", func() bool { return processGone(child) })
-	waitFor(t, "the server to be marked exited", func() bool { return h.m.Status()[0].State == "exited" })
+
+	child = crashLeavingAChild()
+	h.m.Shutdown(context.Background())
+	if !processGone(child) {
+		t.Error("the crashed server's child outlived Shutdown")
+	}
 }
 
 // TestMCPServerThatClosesStdoutIsStopped: a server that closes its stdout

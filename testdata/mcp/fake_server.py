@@ -10,8 +10,8 @@ MODE picks a misbehaviour:
   garbage    writes non-JSON and broken JSON-RPC lines among its answers
   paged      lists its tools two per page
   stubborn   ignores stdin EOF and SIGTERM (only SIGKILL stops it)
-  orphan     its crash tool starts a child that outlives it (pid in
-             STATE_DIR/child), then exits with status 4
+  orphan     its crash tool starts a child that ignores SIGTERM and
+             outlives it (pid in STATE_DIR/child), then exits with status 4
   mute       its crash tool closes stdout and keeps running
 
 STATE_DIR, when given, receives pid (this process's pid), calls (one line
@@ -111,7 +111,8 @@ def call(msg):
     elif name == "crash":
         sys.stdout.flush()
         if MODE == "orphan":
-            child = subprocess.Popen(["sleep", "600"])
+            child = subprocess.Popen(["sleep", "600"],
+                                     preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
             note("child", str(child.pid))
             os._exit(4)
         if MODE == "mute":
