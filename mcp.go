@@ -32,7 +32,7 @@ var mcpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "20
 
 const (
 	mcpDefaultTimeout = 60 * time.Second
-	mcpRestartEvery   = time.Minute // a crashed server restarts at most this often
+	mcpRestartEvery   = time.Minute // a crashed server is restarted at most this often
 	mcpMaxText        = 100 << 10   // text of one result given to the model
 	mcpMaxPages       = 100         // tools/list pages followed
 	mcpMaxToolName    = 64          // what the provider APIs accept
@@ -69,7 +69,7 @@ type MCPServerStatus struct {
 // Shutdown.
 type MCPManager struct {
 	cfg          MCPConfig
-	restartEvery time.Duration // a crashed server restarts at most this often
+	restartEvery time.Duration // a crashed server is restarted at most this often
 
 	mu        sync.Mutex
 	servers   []*mcpServer
@@ -260,7 +260,7 @@ type mcpServer struct {
 	conn        *mcpConn
 	http        *httpTransport // nil for stdio
 	gen         int            // counts sessions, so concurrent re-inits start one
-	startedAt   time.Time
+	restartedAt time.Time      // the last restart after a crash; zero before the first
 	tools       []Tool
 	listing     bool // a tools/list is under way
 	relistAgain bool // list_changed arrived during it
@@ -337,7 +337,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		s.mu.Unlock()
 		return errors.New("stopped")
 	}
-	s.state, s.lastErr, s.startedAt = "starting", "", time.Now()
+	s.state, s.lastErr = "starting", ""
 	s.gen++
 	s.mu.Unlock()
 
@@ -414,9 +414,24 @@ func (s *mcpServer) exited(conn *mcpConn, err error) {
 		return
 	}
 	s.state, s.lastErr = "exited", fmt.Sprintf("exited unexpectedly (%v)", err)
+	next := s.nextRestart()
 	s.mu.Unlock()
 	s.log.printf("exited unexpectedly (%v)", err)
-	s.report("error", fmt.Sprintf("exited unexpectedly (%v); it restarts on its next tool call (log: %s)", err, s.logPath()))
+	promise := "it restarts on its next tool call"
+	if time.Now().Before(next) {
+		promise = "restarted less than a minute ago, it restarts on its first tool call after " + next.Format("15:04:05")
+	}
+	s.report("error", fmt.Sprintf("exited unexpectedly (%v); %s (log: %s)", err, promise, s.logPath()))
+}
+
+// nextRestart is when a crashed server may be restarted: at once the first
+// time, then no sooner than restartEvery after the last restart, so that a
+// server that dies at once does not spin. The caller holds s.mu.
+func (s *mcpServer) nextRestart() time.Time {
+	if s.restartedAt.IsZero() {
+		return time.Time{}
+	}
+	return s.restartedAt.Add(s.m.restartEvery)
 }
 
 func (s *mcpServer) stop(ctx context.Context) {
@@ -434,12 +449,13 @@ func (s *mcpServer) stop(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	switch {
-	case t == nil || prev == "failed" || prev == "exited":
+	case t == nil || prev == "failed": // closed when it failed
 	case prev == "starting":
 		// Nothing to finish yet: no grace, so that a -p prompt that ended
 		// before its servers were up does not wait for them.
 		closeNow(t)
 	default:
+		// For a crashed server: wait until what it left running is stopped.
 		t.close(ctx)
 	}
 }
@@ -677,7 +693,7 @@ func (s *mcpServer) onNotify(method string, params json.RawMessage) {
 }
 
 // ready makes sure the server can take a tool call, restarting a crashed
-// stdio server if its last start was at least mcpRestartEvery ago.
+// stdio server unless its last restart was less than restartEvery ago.
 func (s *mcpServer) ready(ctx context.Context) error {
 	s.mu.Lock()
 	state := s.state
@@ -691,26 +707,33 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 	s.mu.Lock()
-	state, started, why := s.state, s.startedAt, s.lastErr
+	state, why, last, next, crashed := s.state, s.lastErr, s.restartedAt, s.nextRestart(), s.conn
+	now := time.Now()
+	restart := state == "exited" && !now.Before(next)
+	if restart {
+		s.restartedAt = now
+	}
 	s.mu.Unlock()
-	if state == "ready" { // another call restarted it
+	switch {
+	case state == "ready": // another call restarted it
 		return nil
-	}
-	if state != "exited" {
+	case state != "exited":
 		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
-	}
-	if next := started.Add(s.m.restartEvery); time.Now().Before(next) {
-		return fmt.Errorf("mcp server %s %s; zot restarts a crashed server at most once a minute: try again after %s (log: %s)",
-			s.cfg.Name, why, next.Format("15:04:05"), s.logPath())
+	case !restart:
+		return fmt.Errorf("mcp server %s %s; zot restarts a crashed server at most once a minute (the last restart was at %s): try again after %s (log: %s)",
+			s.cfg.Name, why, last.Format("15:04:05"), next.Format("15:04:05"), s.logPath())
 	}
 	s.report("info", "restarting after a crash")
+	// Whatever the crashed server left running goes before a new one starts.
+	crashed.t.close(ctx)
 	if err := s.connect(ctx); err != nil {
 		s.mu.Lock()
-		if s.state == "failed" {
-			s.state = "exited" // may be restarted again, a minute on
+		if s.state == "failed" { // not stopped meanwhile: may be restarted again, a minute on
+			s.state, s.lastErr = "exited", fmt.Sprintf("crashed, and its restart failed (%v)", err)
 		}
 		s.mu.Unlock()
-		s.report("error", fmt.Sprintf("restart failed: %v (log: %s)", err, s.logPath()))
+		s.report("error", fmt.Sprintf("restart failed: %v; it restarts on its first tool call after %s (log: %s)",
+			err, now.Add(s.m.restartEvery).Format("15:04:05"), s.logPath()))
 		return fmt.Errorf("mcp server %s crashed and its restart failed: %v", s.cfg.Name, err)
 	}
 	s.report("info", "restarted")

@@ -179,36 +179,128 @@ func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 	}
 }
 
-func TestMCPCrashFailsPendingCallAtOnceAndRestartsOncePerMinute(t *testing.T) {
+// TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute: the first crash
+// is followed by the restart zot promises, however soon after the start it
+// came; a crash within a minute of that restart waits out the minute, and
+// the report and the refusal both say until when.
+func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"timeout_ms": 600000`)})
-	crash := h.tool("mcp__fake__crash")
-	r := mcpRun(t, crash, `{}`) // the 10-minute timeout would fail the test first
-	if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 3)") {
-		t.Fatalf("crash result = %q", textOf(r))
+	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
+	crashAndReport := func(promise string) string {
+		t.Helper()
+		r := mcpRun(t, crash, `{}`) // the 10-minute timeout would fail the test first
+		if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 3)") {
+			t.Fatalf("crash result = %q", textOf(r))
+		}
+		var report string
+		waitFor(t, "the crash report", func() bool {
+			for _, s := range h.said() {
+				if strings.Contains(s, "fake error: exited unexpectedly (exit status 3); "+promise) {
+					report = s
+				}
+			}
+			return report != ""
+		})
+		return report
 	}
-	waitFor(t, "the crash report", func() bool {
+
+	crashAndReport("it restarts on its next tool call (log: ")
+	if r := mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
+		t.Fatalf("call after the first crash = %q", textOf(r))
+	}
+
+	report := crashAndReport("restarted less than a minute ago, it restarts on its first tool call after ")
+	r := mcpRun(t, echo, `{"text":"again"}`)
+	if !r.IsError || !strings.Contains(textOf(r), "zot restarts a crashed server at most once a minute (the last restart was at ") {
+		t.Fatalf("call within the minute = %q", textOf(r))
+	}
+	_, after, _ := strings.Cut(report, "first tool call after ")
+	_, tryAfter, _ := strings.Cut(textOf(r), "try again after ")
+	if len(after) < 8 || len(tryAfter) < 8 || after[:8] != tryAfter[:8] {
+		t.Errorf("the report says after %s, the refusal after %s", after[:8], tryAfter[:8])
+	}
+
+	h.m.restartEvery = 0 // the minute has passed
+	if r = mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
+		t.Fatalf("call after the minute = %q", textOf(r))
+	}
+	if calls := readState(state, "calls"); calls != "crash\necho\ncrash\necho\n" {
+		t.Errorf("calls the servers saw = %q", calls)
+	}
+	if st := h.m.Status(); st[0].State != "ready" {
+		t.Errorf("state = %s", st[0].State)
+	}
+}
+
+// TestMCPCrashIsSeenWhileAChildHoldsStdout: a child the server started keeps
+// its stdout open after it exits; the exit must still fail the call at once,
+// and the child, which ignores SIGTERM, must be gone before the server
+// restarts, or when zot shuts down.
+func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
+	state := t.TempDir()
+	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "orphan", state, `"timeout_ms": 600000`)})
+	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
+	crashLeavingAChild := func() (child int) {
+		t.Helper()
+		// Only a missed exit waits this long: the call's own timeout is 10 minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		before := readState(state, "child")
+		r := crash.Run(ctx, json.RawMessage(`{}`), func(string) {})
+		fmt.Sscan(strings.TrimPrefix(readState(state, "child"), before), &child)
+		if child > 0 {
+			t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
+		}
+		if !r.IsError || !strings.Contains(textOf(r), "server exited (exit status 4)") {
+			t.Fatalf("crash result = %q", textOf(r))
+		}
+		if child == 0 {
+			t.Fatal("the server noted no child")
+		}
+		waitFor(t, "the server to be marked exited", func() bool { return h.m.Status()[0].State == "exited" })
+		return child
+	}
+
+	child := crashLeavingAChild()
+	if r := mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
+		t.Fatalf("call after the crash = %q", textOf(r))
+	}
+	if !processGone(child) {
+		t.Error("the crashed server's child outlived its restart")
+	}
+
+	child = crashLeavingAChild()
+	h.m.Shutdown(context.Background())
+	if !processGone(child) {
+		t.Error("the crashed server's child outlived Shutdown")
+	}
+}
+
+// TestMCPServerThatClosesStdoutIsStopped: a server that closes its stdout
+// but keeps running can answer nothing more; its calls fail and it is
+// stopped, to be restarted like a crashed one.
+func TestMCPServerThatClosesStdoutIsStopped(t *testing.T) {
+	state := t.TempDir()
+	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "mute", state, `"timeout_ms": 600000`)})
+	crash := h.tool("mcp__fake__crash")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := crash.Run(ctx, json.RawMessage(`{}`), func(string) {})
+	if !r.IsError || !strings.Contains(textOf(r), "server closed its stdout") {
+		t.Fatalf("result = %q", textOf(r))
+	}
+	waitFor(t, "the server to be stopped", func() bool { return fakeServerGone(state) })
+	waitFor(t, "the report", func() bool {
 		for _, s := range h.said() {
-			if strings.Contains(s, "fake error: exited unexpectedly (exit status 3); it restarts on its next tool call") {
+			if strings.Contains(s, "fake error: exited unexpectedly (closed its stdout while running, so zot stopped it: signal: terminated)") {
 				return true
 			}
 		}
 		return false
 	})
-	echo := h.tool("mcp__fake__echo")
-	r = mcpRun(t, echo, `{"text":"again"}`)
-	if !r.IsError || !strings.Contains(textOf(r), "at most once a minute: try again after") {
-		t.Fatalf("call within the minute = %q", textOf(r))
-	}
-	h.m.restartEvery = 0 // the minute has passed
-	if r = mcpRun(t, echo, `{"text":"again"}`); r.IsError || textOf(r) != "again" {
-		t.Fatalf("call after the restart = %q", textOf(r))
-	}
-	if calls := readState(state, "calls"); calls != "crash\necho\n" {
-		t.Errorf("calls the servers saw = %q", calls)
-	}
-	if st := h.m.Status(); st[0].State != "ready" {
-		t.Errorf("state = %s", st[0].State)
+	if st := h.m.Status()[0]; st.State != "exited" {
+		t.Errorf("state = %s", st.State)
 	}
 }
 

@@ -511,6 +511,14 @@ func (l *mcpLog) close() {
 
 // stdioTransport runs a server as a child process in its own process group:
 // messages are lines on its stdin and stdout, its stderr goes to the log.
+//
+// Two goroutines watch the server, both owned by the transport. The reader
+// delivers stdout's lines until EOF; an EOF while the process runs on means
+// the server closed its stdout, and the reader fails the calls and stops
+// the group. The waiter waits for the process itself, because a child the
+// server started may hold stdout open long after the server exited: it
+// lets the reader finish, fails the calls, reports the exit and stops
+// whatever is left in the group. It ends last.
 type stdioTransport struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
@@ -523,14 +531,31 @@ type stdioTransport struct {
 	// glued to it.
 	torn   bool
 	closed sync.Once
-	done   chan struct{}
-	// exitErr says how the process ended; set before done closes.
+	// waited closes when the process has been reaped.
+	waited chan struct{}
+	// exited closes when the process has exited and its stdout is read
+	// out; exitErr says how it ended, set before.
+	exited  chan struct{}
 	exitErr error
+	// done closes when the waiter ends: nothing is left of the group.
+	done chan struct{}
+	// stdoutClosed is set by the reader, before it ends, when the server
+	// closed its stdout but ran on.
+	stdoutClosed bool
 }
 
-// startStdio starts the process. Its reader goroutine delivers each line to
-// conn, and when stdout ends reaps the process, fails conn's pending calls
-// and calls exited; it ends then.
+const (
+	// mcpStdoutGrace is how long a server whose stdout ended has to exit
+	// before it counts as one that closed its stdout and runs on.
+	mcpStdoutGrace = time.Second
+	// mcpDrainGrace is how long a server's stdout is still read after it
+	// exited, for what it wrote before; a child holding stdout open would
+	// otherwise keep the reader forever.
+	mcpDrainGrace = 200 * time.Millisecond
+)
+
+// startStdio starts the process and its reader and waiter. When the
+// process has ended, conn's pending calls fail and exited hears how.
 func startStdio(command, rawCommand string, args []string, env []string, dir string, conn *mcpConn, stderr *os.File, exited func(error)) (*stdioTransport, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -549,6 +574,8 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 	if stderr != nil {
 		cmd.Stderr = stderr
 	}
+	// Its own group, so that stopping the server stops the children it
+	// started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	inR.Close()
@@ -566,30 +593,70 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 		}
 		return nil, fmt.Errorf("start %s in %s: %w", rawCommand, dir, err)
 	}
-	t := &stdioTransport{cmd: cmd, stdin: inW, stdout: outR, pgid: cmd.Process.Pid, done: make(chan struct{}), log: conn.log}
+	t := &stdioTransport{cmd: cmd, stdin: inW, stdout: outR, pgid: cmd.Process.Pid, log: conn.log,
+		waited: make(chan struct{}), exited: make(chan struct{}), done: make(chan struct{})}
 	conn.t = t
-	// Owned by the transport; ends when the server's stdout closes (exit,
-	// crash, or the kill in close).
+	readerDone := make(chan struct{})
+	// The reader: ends at stdout's EOF, or at the read deadline the waiter
+	// sets once the process has exited.
 	go func() {
-		readMCPLines(outR, conn)
-		outR.Close()
+		defer close(readerDone)
+		t.read(conn)
+	}()
+	// The waiter: ends when the process has exited and its group is gone.
+	go func() {
+		defer close(t.done)
 		werr := cmd.Wait()
+		close(t.waited)
+		t.stdout.SetReadDeadline(time.Now().Add(mcpDrainGrace))
+		<-readerDone
+		t.stdout.Close()
 		if werr == nil {
 			werr = errors.New("exit status 0")
 		}
 		t.exitErr = werr
-		close(t.done)
+		close(t.exited)
+		why := werr
+		if t.stdoutClosed {
+			why = fmt.Errorf("closed its stdout while running, so zot stopped it: %v", werr)
+		}
 		conn.failAll(fmt.Errorf("server exited (%v)", werr))
 		if exited != nil {
-			exited(werr)
+			exited(why)
 		}
+		// Children it left behind must not outlive it.
+		stopGroup(t.pgid)
+		t.stdin.Close()
 	}()
 	return t, nil
 }
 
-// readMCPLines reads newline-delimited messages until EOF. A line longer than
-// maxMCPMessage is dropped whole and reported; reading goes on.
-func readMCPLines(r io.Reader, conn *mcpConn) {
+// read delivers the server's messages until its stdout ends. If the server
+// runs on without stdout it can answer nothing more: its calls fail at once
+// and its group is stopped (the waiter then reports the exit).
+func (t *stdioTransport) read(conn *mcpConn) {
+	err := readMCPLines(t.stdout, conn)
+	timer := time.NewTimer(mcpStdoutGrace)
+	defer timer.Stop()
+	select {
+	case <-t.waited:
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.log.printf("exited while a process it started still holds its stdout")
+		} else if err != nil {
+			t.log.printf("read stdout: %v", err)
+		}
+	case <-timer.C:
+		t.stdoutClosed = true
+		t.log.printf("closed its stdout but still runs: stopping it")
+		conn.failAll(errors.New("server closed its stdout"))
+		stopGroup(t.pgid)
+	}
+}
+
+// readMCPLines reads newline-delimited messages until EOF (nil) or a read
+// error. A line longer than maxMCPMessage is dropped whole and reported;
+// reading goes on.
+func readMCPLines(r io.Reader, conn *mcpConn) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
 	tooLong := false
@@ -614,11 +681,11 @@ func readMCPLines(r io.Reader, conn *mcpConn) {
 			}
 			conn.deliverData(line, "stdout")
 		}
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
-			if err != io.EOF {
-				conn.log.printf("read stdout: %v", err)
-			}
-			return
+			return err
 		}
 	}
 }
@@ -627,7 +694,7 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	select {
-	case <-t.done:
+	case <-t.exited:
 		return fmt.Errorf("server exited (%v)", t.exitErr)
 	default:
 	}
@@ -660,7 +727,7 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 
 // close stops the server as the MCP lifecycle asks: close its stdin, give
 // it killGrace to exit, then SIGTERM and SIGKILL to its process group
-// (stopGroup). It returns when the process is reaped.
+// (stopGroup). It returns when the process is reaped and its group gone.
 func (t *stdioTransport) close(ctx context.Context) {
 	t.closed.Do(func() { t.stop(ctx) })
 	<-t.done
@@ -673,16 +740,13 @@ func (t *stdioTransport) stop(ctx context.Context) {
 	timer := time.NewTimer(killGrace)
 	defer timer.Stop()
 	select {
-	case <-t.done:
+	case <-t.waited:
+		return // the waiter stops what is left of the group
 	case <-timer.C:
 		t.log.printf("still running %s after its stdin closed: SIGTERM", killGrace)
 	case <-ctx.Done():
 	}
-	// Also when the leader exited: children it left behind hold the group.
 	stopGroup(t.pgid)
-	// A process that left the group may still hold stdout open: stop
-	// waiting for its EOF.
-	t.stdout.SetReadDeadline(time.Now().Add(time.Second))
 }
 
 // httpTransport speaks Streamable HTTP: each message is a POST; a request's

@@ -703,11 +703,27 @@ const validateUsage = `Usage:
 
 Asks the validators configured in $ZOT_HOME/validators.json and
 ./.zot/validators.json about a command line without running it, and prints
-the simple commands found, each validator's answer and the decision. Quote
-the command line as one word to keep its quotes: zot validate -- 'curl -H "A: b" x'
+the simple commands found, each validator's answer and the decision.
+Several words after -- are the words of one command, as the shell passed
+them: zot validate -- git commit -m "fix bug". One word is a whole command
+line, read as the shell would: zot validate -- 'curl -H "A: b" x | jq .'
 
 Exit status: 0 allow, 1 deny, 3 ask, 2 usage error.
 `
+
+// commandLineOf makes the command line of zot validate's words. One word is
+// the line as typed ('curl x | jq .'); several are the words of one
+// command, each quoted as needed, so that "fix bug" stays one word.
+func commandLineOf(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shellQuote(w)
+	}
+	return strings.Join(quoted, " ")
+}
 
 // exitAsk is zot validate's exit status for a line a validator asks about.
 const exitAsk = 3
@@ -726,7 +742,7 @@ func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer
 		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
-	line := strings.Join(words, " ")
+	line := commandLineOf(words)
 	if len(words) == 0 {
 		if f, ok := stdin.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {

@@ -258,6 +258,18 @@ func TestValidateCommand(t *testing.T) {
 		t.Errorf("report %+v", r)
 	}
 
+	// Words given separately are the words of one command, quoted as the
+	// shell would need them: the message stays one flag value.
+	stdout, _, _ = z.run("validate", "--json", "--", "git", "commit", "-m", "fix bug", "--author=O'Brien <o@b>")
+	r.Commands = nil
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if c := r.Commands; r.Line != `git commit -m 'fix bug' '--author=O'\''Brien <o@b>'` || len(c) != 1 ||
+		c[0].Flags["m"] != "fix bug" || c[0].Flags["author"] != "O'Brien <o@b>" || len(c[0].Args) != 1 || c[0].Args[0] != "commit" {
+		t.Errorf("separate words: line %s, commands %+v", r.Line, r.Commands)
+	}
+
 	z.stdin = "ls -la\nwhoami\n"
 	if stdout, _, code = z.run("validate"); code != 0 || !strings.Contains(stdout, "2. whoami") || !strings.Contains(stdout, "decision: allow") {
 		t.Errorf("from stdin: exit %d\n%s", code, stdout)

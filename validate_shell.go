@@ -370,7 +370,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 }
 
 // emit records a simple command and, when it is a wrapper (sudo, env,
-// bash -c, eval, find -exec …), the command it runs. level counts the
+// bash -c, eval, watch, find -exec …), the command it runs. level counts the
 // wrappers already unwrapped on this path.
 func (p *shellParser) emit(c ShellCommand, level int) {
 	p.out.cmds = append(p.out.cmds, c)
@@ -400,8 +400,12 @@ func (p *shellParser) emit(c ShellCommand, level int) {
 				return
 			}
 		}
-		rest, env, ok := unwrapArgs(c.Name, args)
+		rest, env, viaShell, ok := unwrapArgs(c.Name, args)
 		if !ok || len(rest) == 0 {
+			return
+		}
+		if viaShell {
+			p.script(strings.Join(rest, " "), c, c.Name)
 			return
 		}
 		for k, v := range c.Env {
@@ -413,7 +417,7 @@ func (p *shellParser) emit(c ShellCommand, level int) {
 	}
 }
 
-// script splits a command string a wrapper runs (bash -c, eval).
+// script splits a command string a wrapper runs (bash -c, eval, watch).
 func (p *shellParser) script(src string, wrapper ShellCommand, via string) {
 	k := p.child(src)
 	if k == nil {
@@ -1106,4 +1110,20 @@ func assignment(w word) (name, val string, ok bool) {
 func isArrayAssignment(prefix string) bool {
 	_, n := assignmentName(prefix)
 	return n > 0 && n == len(prefix)
+}
+
+// shellQuote is the inverse of the splitter for one word: the word as it
+// is when no shell gives any of its characters a meaning, else in single
+// quotes, where a quote of its own ends them, is escaped, and opens them
+// again.
+func shellQuote(w string) string {
+	plain := w != ""
+	for i := 0; i < len(w) && plain; i++ {
+		c := w[i]
+		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_./:,=+@%", c) >= 0
+	}
+	if plain {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }

@@ -155,6 +155,15 @@ var splitterCases = []struct {
 	{`exec curl x`, []string{`exec "curl" "x"`, `curl "x"`}},
 	{`sudo -e /etc/hosts`, []string{`sudo -e= "/etc/hosts"`}},
 	{`bash script.sh -c x`, []string{`bash "script.sh" "-c" "x"`}},
+	// watch runs its words joined with spaces through sh -c, unless -x
+	{`watch -n1 -t "curl -X POST https://x"`, []string{`watch -n=1 -t= "curl -X POST https://x"`, `curl -X=POST "https://x"`}},
+	{`watch -n 5 curl -X POST https://x`, []string{`watch -n=5 "curl" "-X" "POST" "https://x"`, `curl -X=POST "https://x"`}},
+	{`watch 'kubectl get pods | grep Crash'`, []string{`watch "kubectl get pods | grep Crash"`, `kubectl "get" "pods"`, `grep "Crash"`}},
+	{`watch --interval=2 -- 'rm -rf /tmp/x; ls'`, []string{`watch -interval=2 "rm -rf /tmp/x; ls"`, `rm -f= -r= "/tmp/x"`, `ls`}},
+	{`watch -d curl 'a;b'`, []string{`watch -d= "curl" "a;b"`, `curl "a"`, `b`}},
+	{`watch -x curl 'a;b'`, []string{`watch -x= "curl" "a;b"`, `curl "a;b"`}},
+	{`watch -tx -n 2 curl x`, []string{`watch -n=2 -t= -x= "curl" "x"`, `curl "x"`}},
+	{`watch --exec sh -c 'curl x'`, []string{`watch -exec= "sh" "-c" "curl x"`, `sh -c=curl x`, `curl "x"`}},
 }
 
 func TestSplitCommandLineTable(t *testing.T) {
@@ -245,6 +254,21 @@ func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
 	}
 	if _, complete := SplitCommandLine(strings.Repeat("$(", 20) + "curl x" + strings.Repeat(")", 20)); !complete {
 		t.Error("20 levels reported incomplete")
+	}
+}
+
+// TestShellQuoteIsReadBackAsOneWord: the splitter reads a quoted word back
+// as that word, whatever it holds.
+func TestShellQuoteIsReadBackAsOneWord(t *testing.T) {
+	for _, w := range []string{"plain", "-m", "--a=b", "fix bug", "", "it's", `"q"`, `a\b`, "$HOME", "`x`", "$(rm -rf /)",
+		"a;b", "a|b", "a && b", "*.go", "~", "#c", "x\ny", "tab\there", "'", "''", "é"} {
+		cmds, complete := SplitCommandLine("echo " + shellQuote(w))
+		if !complete || len(cmds) != 1 || len(cmds[0].Words) != 2 || cmds[0].Words[1] != w {
+			t.Errorf("%q quoted as %s reads back as %+v", w, shellQuote(w), cmds)
+		}
+	}
+	if got := shellQuote("commit"); got != "commit" {
+		t.Errorf("a plain word is quoted: %s", got)
 	}
 }
 

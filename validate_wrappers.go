@@ -102,6 +102,10 @@ type wrapperSpec struct {
 	stop     string // options after which no command follows (command -v)
 	assigns  bool   // NAME=value words may come before the command
 	operands int    // positional words before the command (timeout's duration)
+	// execs, when set, marks a wrapper that joins its command's words with
+	// spaces and runs them with sh -c, unless one of these options makes it
+	// exec them as they are (watch -x).
+	execs string
 }
 
 var wrapperSpecs = map[string]wrapperSpec{
@@ -121,7 +125,7 @@ var wrapperSpecs = map[string]wrapperSpec{
 	"flock":       {values: "-w -E --timeout --conflict-exit-code", operands: 1},
 	"ionice":      {values: "-c -n -p -P -u --class --classdata --pid --pgid --uid"},
 	"chroot":      {values: "--userspec --groups", operands: 1},
-	"watch":       {values: "-n -d -q --interval --differences --equexit"},
+	"watch":       {values: "-n -q --interval --equexit", execs: "-x --exec"},
 	"unbuffer":    {},
 	"busybox":     {},
 	"unshare":     {values: "-S -G --setuid --setgid --root --wd --propagation --map-user --map-group"},
@@ -157,15 +161,17 @@ func dashCScript(args []string) (string, bool) {
 	return "", false
 }
 
-// unwrapArgs skips a wrapper's options and returns the command it runs and
-// the variables it sets for it.
-func unwrapArgs(name string, args []string) (rest []string, env map[string]string, ok bool) {
+// unwrapArgs skips a wrapper's options and returns the command it runs,
+// the variables it sets for it, and whether it runs the command's words
+// joined as a sh -c script rather than as they are.
+func unwrapArgs(name string, args []string) (rest []string, env map[string]string, viaShell, ok bool) {
 	spec, ok := wrapperSpecs[name]
 	if !ok {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	env = map[string]string{}
 	split := ""
+	viaShell = spec.execs != ""
 	i := 0
 options:
 	for ; i < len(args); i++ {
@@ -177,9 +183,12 @@ options:
 		case len(a) < 2 || a[0] != '-':
 			break options
 		case hasWord(spec.stop, a):
-			return nil, nil, false
+			return nil, nil, false, false
 		case strings.HasPrefix(a, "--"):
 			k, v, eq := strings.Cut(a, "=")
+			if hasWord(spec.execs, k) {
+				viaShell = false
+			}
 			if !eq && hasWord(spec.values, k) && i+1 < len(args) {
 				i++
 				v = args[i]
@@ -190,6 +199,9 @@ options:
 		default:
 			for j := 1; j < len(a); j++ {
 				opt := "-" + a[j:j+1]
+				if hasWord(spec.execs, opt) {
+					viaShell = false
+				}
 				if !hasWord(spec.values, opt) {
 					continue
 				}
@@ -218,9 +230,9 @@ options:
 		rest = append(words, rest...)
 	}
 	if len(rest) < spec.operands {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
-	return rest[spec.operands:], env, true
+	return rest[spec.operands:], env, viaShell, true
 }
 
 // hasWord reports whether w is one of the space-separated words of list.

@@ -10,6 +10,9 @@ MODE picks a misbehaviour:
   garbage    writes non-JSON and broken JSON-RPC lines among its answers
   paged      lists its tools two per page
   stubborn   ignores stdin EOF and SIGTERM (only SIGKILL stops it)
+  orphan     its crash tool starts a child that ignores SIGTERM and
+             outlives it (pid in STATE_DIR/child), then exits with status 4
+  mute       its crash tool closes stdout and keeps running
 
 STATE_DIR, when given, receives pid (this process's pid), calls (one line
 per tools/call) and cancelled (one line per notifications/cancelled).
@@ -21,6 +24,7 @@ import time
 import os
 import select
 import signal
+import subprocess
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
@@ -106,6 +110,15 @@ def call(msg):
             result(msg, text(str(e), True))
     elif name == "crash":
         sys.stdout.flush()
+        if MODE == "orphan":
+            child = subprocess.Popen(["sleep", "600"],
+                                     preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+            note("child", str(child.pid))
+            os._exit(4)
+        if MODE == "mute":
+            os.close(1)
+            note("mute", "yes")
+            time.sleep(600)
         os._exit(3)
     elif name == "big":
         result(msg, text("x" * (5 << 20)))
