@@ -620,6 +620,38 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	return p, nil
 }
 
+// standIn takes the place of a fail_closed extension that could not be
+// started (why: a broken manifest, a missing or unexecutable program). It
+// is an extension that died before it was ready, so every intercept its
+// grant allows blocks, with why, until a reload (see consults). It has no
+// process and no goroutine: stop has nothing to do.
+func (m *ExtManager) standIn(mf *extManifest, why error) *extProc {
+	gone := make(chan struct{})
+	close(gone)
+	p := &extProc{
+		m: m, mf: mf, log: &extLog{}, err: why,
+		q:     newExtQueue(0),
+		ready: make(chan struct{}), dead: gone, exited: gone,
+		readerDone: gone, writerDone: gone, copierDone: gone,
+		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
+		logged: map[string]bool{},
+	}
+	p.q.close()
+	p.failOnce.Do(func() {})
+	p.stopOnce.Do(func() {})
+	if validExtName(mf.Name) {
+		p.logPath = filepath.Join(m.cfg.Home, "logs", "ext-"+mf.Name+".log")
+		if lg, err := openExtLog(p.logPath, m.lim.maxLog); err == nil {
+			lg.Printf("not started: %v; as it is fail_closed, what it may intercept is blocked until a reload", why)
+			lg.Close()
+		}
+	}
+	return p
+}
+
+// started reports whether the extension has a process: a stand-in has none.
+func (p *extProc) started() bool { return p.cmd != nil }
+
 func (p *extProc) name() string { return p.mf.Name }
 
 // extEnviron builds the environment of extension processes; nothing else
