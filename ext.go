@@ -500,6 +500,9 @@ func (m *ExtManager) load(ctx context.Context) ReloadStats {
 		case f.Err != nil:
 			report("extension skipped: " + f.Err.Error())
 		case f.ShadowedBy != nil:
+			if f.Scope == "--ext" { // discovered ones are shadowed on purpose; zot ext list shows them
+				report(fmt.Sprintf("extension %q in %s is shadowed by the --ext %s of the same name; not started", f.Manifest.Name, f.Dir, f.ShadowedBy.Dir))
+			}
 		case !f.Manifest.Enabled:
 			if f.Scope == "--ext" {
 				report(fmt.Sprintf("extension %q in %s is disabled (\"enabled\": false); not started", f.Manifest.Name, f.Dir))

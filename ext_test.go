@@ -844,6 +844,22 @@ func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
 	h.waitLog("cmds", "shadowed: command /help (a built-in command wins)")
 }
 
+// TestExtShadowedExtIsReported: of two --ext paths with the same manifest
+// name the first runs, and the second is reported, not dropped silently.
+func TestExtShadowedExtIsReported(t *testing.T) {
+	first := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "first"}}})
+	second := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "second"}}})
+	h := newExtHarness(t, nil, first, second)
+	st := h.start()
+	want := fmt.Sprintf(`extension "same" in %s is shadowed by the --ext %s of the same name; not started`, second, first)
+	if st.Loaded != 1 || len(st.Errors) != 1 || st.Errors[0] != want || h.gotLogs() != want {
+		t.Errorf("stats %+v, logs %q; want %q", st, h.gotLogs(), want)
+	}
+	if cmds := h.m.Commands(); len(cmds) != 1 || cmds[0].Name != "first" {
+		t.Errorf("commands %+v", cmds)
+	}
+}
+
 func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
 	home, cwd := t.TempDir(), t.TempDir()
 	global := filepath.Join(home, "extensions")
