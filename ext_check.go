@@ -477,16 +477,19 @@ func (c *extChecker) register(m extMsg) {
 	list := &c.commands
 	if kind == "tool" {
 		list = &c.tools
-		if len(m.Schema) == 0 || string(m.Schema) == "null" {
-			r.Schema = json.RawMessage(`{"type":"object","properties":{}}`)
-			c.info("register_tool", "%s: no schema: it takes no arguments", name)
-		} else if !isJSONObject(m.Schema) {
-			c.fail("register_tool", "%s: refused: its schema must be a JSON object, got %s", name, excerpt(m.Schema))
+		schema, err := toolSchema(m.Schema)
+		switch {
+		case err != nil:
+			c.fail("register_tool", "%s: refused: %v", name, err)
 			return
-		} else {
-			for _, p := range checkToolSchema(m.Schema) {
-				c.fail("register_tool", "%s: %s", name, p)
-			}
+		case len(m.Schema) == 0 || string(m.Schema) == "null":
+			c.info("register_tool", "%s: no schema: it takes no arguments", name)
+		case !bytes.Equal(schema, m.Schema): // zot added the "type"
+			c.warn("register_tool", `%s: schema has no "type": zot adds "type": "object", other hosts may refuse it`, name)
+		}
+		r.Schema = schema
+		for _, p := range checkToolSchema(schema) {
+			c.fail("register_tool", "%s: %s", name, p)
 		}
 		if slices.Contains(builtinToolNames, name) {
 			c.warn("register_tool", "%s: a built-in tool has this name and wins", name)
@@ -508,10 +511,10 @@ func (c *extChecker) register(m extMsg) {
 	c.ok(m.Type, "%s", name)
 }
 
-// checkToolSchema finds what model APIs would refuse in a tool's schema.
+// checkToolSchema finds what model APIs would refuse in the properties of
+// a schema toolSchema accepted.
 func checkToolSchema(raw json.RawMessage) []string {
 	var s struct {
-		Type       json.RawMessage `json:"type"`
 		Properties json.RawMessage `json:"properties"`
 		Required   json.RawMessage `json:"required"`
 	}
@@ -519,9 +522,6 @@ func checkToolSchema(raw json.RawMessage) []string {
 		return []string{"schema: " + err.Error()}
 	}
 	var problems []string
-	if string(s.Type) != `"object"` {
-		problems = append(problems, `schema "type" must be "object": providers refuse tools whose arguments are not an object`)
-	}
 	var props map[string]json.RawMessage
 	if len(s.Properties) > 0 {
 		if err := json.Unmarshal(s.Properties, &props); err != nil || props == nil {

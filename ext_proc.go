@@ -837,14 +837,12 @@ func (p *extProc) register(msg extMsg) {
 	}
 	r := extRegistration{Name: name, Description: msg.Description}
 	if kind == "tool" {
-		if len(msg.Schema) == 0 || string(msg.Schema) == "null" {
-			r.Schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !isJSONObject(msg.Schema) {
-			p.log.Printf("refused tool %q: schema must be a JSON object, got %s", name, excerpt(msg.Schema))
+		schema, err := toolSchema(msg.Schema)
+		if err != nil {
+			p.log.Printf("refused tool %q: %v", name, err)
 			return
-		} else {
-			r.Schema = append(json.RawMessage(nil), msg.Schema...)
 		}
+		r.Schema = schema
 	}
 	if err := p.admit(kind, name); err != nil {
 		p.refuse([]string{kind + " " + name}, err)
@@ -868,6 +866,32 @@ func (p *extProc) register(msg extMsg) {
 	if p.isReady() {
 		p.m.syncRegistrations()
 	}
+}
+
+// toolSchema checks the schema a tool is registered with and returns the
+// one the model is offered. Providers refuse a tool whose arguments are not
+// an object, and then every request fails, so the schema must be a JSON
+// object of "type" "object": no schema means no arguments, a missing
+// "type" is added, any other is refused. The host and `zot ext check`
+// both hold schemas to this rule.
+func toolSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	var fields map[string]json.RawMessage
+	if !isJSONObject(raw) || json.Unmarshal(raw, &fields) != nil {
+		return nil, fmt.Errorf("schema must be a JSON object, got %s", excerpt(raw))
+	}
+	typ, ok := fields["type"]
+	if !ok || string(typ) == "null" {
+		fields["type"] = json.RawMessage(`"object"`)
+		return json.Marshal(fields)
+	}
+	var s string
+	if json.Unmarshal(typ, &s) != nil || s != "object" {
+		return nil, fmt.Errorf(`schema "type" must be "object", got %s: providers refuse tools whose arguments are not an object`, typ)
+	}
+	return append(json.RawMessage(nil), raw...), nil
 }
 
 func (p *extProc) subscribe(msg extMsg) {

@@ -463,6 +463,47 @@ func TestExtToolCallsAndResults(t *testing.T) {
 	h.waitLog("tools", `unknown type "video" skipped`)
 }
 
+// TestExtToolSchemaMustBeOfTypeObject: providers refuse a tool whose
+// arguments are not an object (and then every request fails), so such a
+// registration is refused, and a schema without "type" gets "object".
+func TestExtToolSchemaMustBeOfTypeObject(t *testing.T) {
+	tests := []struct {
+		name, schema string
+		want         string // the schema offered to the model; "" for refused
+	}{
+		{"stringy", `{"type":"string"}`, ""},
+		{"nullable", `{"type":["object","null"]}`, ""},
+		{"typeless", `{"properties":{"a":{"type":"string"}},"required":["a"]}`, `{"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}`},
+		{"nulltype", `{"type":null}`, `{"type":"object"}`},
+		{"object", `{"type":"object","properties":{"b":{"type":"integer"}}}`, `{"type":"object","properties":{"b":{"type":"integer"}}}`},
+	}
+	var frames []obj
+	for _, tt := range tests {
+		frames = append(frames, obj{"type": "register_tool", "name": tt.name, "schema": json.RawMessage(tt.schema)})
+	}
+	h := newExtHarness(t, nil, scriptedExt(t, "schemas", obj{"frames": frames}))
+	h.start()
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+	for _, tt := range tests {
+		tool, ok := a.Tools.Lookup(tt.name)
+		var schema bytes.Buffer
+		if ok {
+			json.Compact(&schema, tool.Schema()) // as the extension spaced it
+		}
+		switch {
+		case tt.want == "" && ok:
+			t.Errorf("%s: registered with %s", tt.name, tool.Schema())
+		case tt.want == "":
+			h.waitLog("schemas", fmt.Sprintf(`refused tool %q: schema "type" must be "object", got `, tt.name))
+		case !ok:
+			t.Errorf("%s: not registered", tt.name)
+		case schema.String() != tt.want:
+			t.Errorf("%s: schema %s, want %s", tt.name, schema.String(), tt.want)
+		}
+	}
+}
+
 func TestExtNotifyAndClearNotes(t *testing.T) {
 	dir := scriptedExt(t, "noisy", obj{"frames": []obj{
 		{"type": "notify", "level": "warn", "message": "careful"},
