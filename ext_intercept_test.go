@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 		first, second []obj
 		firstExtra    []obj
 		verdict       GateVerdict
-		reason        string // substring
+		reason        string // a regular expression
 		args          string // the arguments the tool would get; "" for unchanged
 		decisions     string
 		secondSaw     string // the tool_args the second interceptor got; "" for never asked
@@ -68,7 +69,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 			decisions: "extension:first=allow extension:second=allow", secondSaw: `{"command": "rm -rf /"}`},
 		{name: "fail_closed crash blocks",
 			first: []obj{{"exit": 1}}, firstExtra: []obj{failClosed},
-			verdict: GateDeny, reason: `extension "first" exited (exit status 1)`,
+			verdict: GateDeny, reason: `extension "first" (exited \(exit status 1\)|closed its stdout)`,
 			decisions: "extension:first=block"},
 		{name: "fail_closed invalid answer blocks",
 			first:      []obj{{"raw": `{"type":"event_intercept_response","id":"{id}","block":"yes"}`}},
@@ -96,7 +97,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 			}
 			call := ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"rm -rf /"}`)}
 			r := h.m.ToolGate(context.Background(), call)
-			if r.Verdict != tt.verdict || !strings.Contains(r.Reason, tt.reason) || (tt.reason == "" && r.Reason != "") {
+			if r.Verdict != tt.verdict || !regexp.MustCompile(tt.reason).MatchString(r.Reason) || (tt.reason == "" && r.Reason != "") {
 				t.Errorf("verdict %v reason %q; want %v %q", r.Verdict, r.Reason, tt.verdict, tt.reason)
 			}
 			if string(r.Args) != tt.args {

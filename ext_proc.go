@@ -35,15 +35,11 @@ type extLimits struct {
 	intercept time.Duration // event_intercept → event_intercept_response
 	grace     time.Duration // shutdown → exit, before SIGTERM
 	term      time.Duration // SIGTERM → exit, before SIGKILL
+	gone      time.Duration // a failed write to stdin → dead, if stdout has not ended by then
 	queue     int           // events waiting for one extension before the oldest are dropped
 	maxFrame  int           // longest line an extension may write
 	maxLog    int64         // log size that triggers rotation
 }
-
-// extGoneWait bounds how long a dead extension's last output is waited for:
-// an exited process's pipes end at once, but one that only closed its stdin
-// may keep running.
-const extGoneWait = time.Second
 
 var defaultExtLimits = extLimits{
 	hello:     5 * time.Second,
@@ -54,6 +50,7 @@ var defaultExtLimits = extLimits{
 	intercept: 5 * time.Second,
 	grace:     2 * time.Second,
 	term:      time.Second,
+	gone:      time.Second,
 	queue:     1024,
 	maxFrame:  8 << 20,
 	maxLog:    5 << 20,
@@ -662,12 +659,18 @@ var extEnviron = childEnviron
 
 // waitExit reaps the process, then kills whatever is left of its process
 // group: an extension's children do not outlive it. The reader, seeing
-// stdout end, marks the extension dead once it has read what was left.
+// stdout end, marks the extension dead once it has read what was left;
+// when that came first, the exit status goes to the log here.
 func (p *extProc) waitExit() {
 	p.cmd.Wait()
+	state := p.cmd.ProcessState.String()
 	p.mu.Lock()
-	p.exitState = p.cmd.ProcessState.String()
+	p.exitState = state
+	diedFirst := p.err != nil // so its reason lacks the exit status
 	p.mu.Unlock()
+	if diedFirst && !p.stopping.Load() {
+		p.log.Printf("exited (%s)", state)
+	}
 	close(p.exited)
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
 	// A process that left the group may hold the pipes open; what is
@@ -714,30 +717,15 @@ func (p *extProc) readFrames() {
 		}
 		p.handle(msg, line)
 	}
-	p.failWhenGone(p.exited, errors.New("closed its stdout"))
+	// Everything it wrote has been read: nothing more can answer a call,
+	// whether or not the process is still running.
+	p.fail(errGone{errors.New("closed its stdout")})
 }
 
-// failWhenGone marks the extension dead once gone closes (or extGoneWait
-// has passed), with the best account of why: stopped, its exit status, or
-// otherwise. Waiting for the reader keeps a reply written just before an
-// exit: it is delivered, not failed.
-func (p *extProc) failWhenGone(gone chan struct{}, otherwise error) {
-	select {
-	case <-gone:
-	case <-time.After(extGoneWait):
-	}
-	p.mu.Lock()
-	state := p.exitState
-	p.mu.Unlock()
-	switch {
-	case p.stopping.Load():
-		p.fail(errors.New("was stopped"))
-	case state != "":
-		p.fail(errors.New("exited (" + state + ")"))
-	default:
-		p.fail(otherwise)
-	}
-}
+// errGone is why an extension whose pipe ended can no longer answer, when
+// nothing better is known: fail prefers "was stopped" and, once the
+// process has been reaped, its exit status.
+type errGone struct{ error }
 
 func (p *extProc) writeFrames() {
 	defer close(p.writerDone)
@@ -755,9 +743,17 @@ func (p *extProc) writeFrames() {
 		}
 		if _, err := p.stdin.Write(o.line); err != nil {
 			// The extension is gone or closed its stdin. What it wrote
-			// before that (a reply, say) is read first.
+			// before that (a reply, say) is read first: the reader marks
+			// it dead at the end of its stdout, unless that end does not
+			// come, because the process only closed its stdin.
 			p.closeStdin()
-			p.failWhenGone(p.readerDone, fmt.Errorf("stopped reading its stdin (%v)", err))
+			t := time.NewTimer(p.m.lim.gone)
+			select {
+			case <-p.readerDone:
+			case <-t.C:
+			}
+			t.Stop()
+			p.fail(errGone{fmt.Errorf("stopped reading its stdin (%v)", err)})
 			return
 		}
 		if o.last {
@@ -1016,6 +1012,16 @@ func (p *extProc) isDead() bool {
 func (p *extProc) fail(err error) {
 	p.failOnce.Do(func() {
 		p.mu.Lock()
+		// Decided under p.mu, as waitExit records the exit: either the
+		// reason has the exit status, or waitExit logs it.
+		if errors.As(err, new(errGone)) {
+			switch {
+			case p.stopping.Load():
+				err = errors.New("was stopped")
+			case p.exitState != "":
+				err = errors.New("exited (" + p.exitState + ")")
+			}
+		}
 		p.err = fmt.Errorf("extension %q %v; see %s", p.name(), err, p.logPath)
 		p.pending = nil
 		p.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -665,6 +666,17 @@ func TestExtEventOrderUnderLoad(t *testing.T) {
 	h.waitLog("recorder", "oldest events: the extension reads too slowly")
 }
 
+// diedOf is the error of an extension whose stdout ended as its process
+// exited with status: which of the two came first to zot decides whether
+// the exit status is in the error or (later) only in the log.
+func diedOf(h *extHarness, name, status string) []string {
+	logPath := filepath.Join(h.home, "logs", "ext-"+name+".log")
+	return []string{
+		fmt.Sprintf("extension %q exited (%s); see %s", name, status, logPath),
+		fmt.Sprintf("extension %q closed its stdout; see %s", name, logPath),
+	}
+}
+
 func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	h := newExtHarness(t, nil, scriptExt(t, "crash", "crash.sh"))
 	h.start()
@@ -672,11 +684,11 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	h.m.Attach(a)
 	tool, _ := a.Tools.Lookup("boom")
 	r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {})
-	logPath := filepath.Join(h.home, "logs", "ext-crash.log")
-	want := `extension "crash" exited (exit status 3); see ` + logPath
-	if !r.IsError || r.Content[0].Text != want {
-		t.Fatalf("result = %+v, want %q", r, want)
+	want := r.Content[0].Text
+	if !r.IsError || !slices.Contains(diedOf(h, "crash", "exit status 3"), want) {
+		t.Fatalf("result = %+v, want one of %q", r, diedOf(h, "crash", "exit status 3"))
 	}
+	h.waitLog("crash", "exited (exit status 3)")
 	// Until a reload, the tool and the command answer with the same error.
 	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); r.Content[0].Text != want {
 		t.Errorf("second call = %+v", r)
@@ -686,6 +698,31 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	}
 	waitFor(t, "the crash to be reported", func() bool { return strings.Contains(h.gotLogs(), want) })
 	h.waitLog("crash", "crashing on purpose")
+}
+
+// TestExtStdoutClosedFailsCallsAtOnce: an extension that closes its
+// stdout but keeps running can no longer answer; the call waiting on it
+// fails then, not at its timeout nor after a grace period. Its exit status,
+// which comes later, goes to its log.
+func TestExtStdoutClosedFailsCallsAtOnce(t *testing.T) {
+	// Only the end of its stdout can end the call with this error: the
+	// tool timeout ends it with another, and the wait for a process whose
+	// stdin is not read never ends it.
+	h := newExtHarness(t, func(l *extLimits) { l.tool, l.gone = 20*time.Second, time.Hour }, scriptExt(t, "hangup", "hangup.sh"))
+	h.start()
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+	tool, _ := a.Tools.Lookup("hangup")
+	r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {})
+	want := `extension "hangup" closed its stdout; see ` + filepath.Join(h.home, "logs", "ext-hangup.log")
+	if !r.IsError || r.Content[0].Text != want {
+		t.Fatalf("result = %+v, want %q", r, want)
+	}
+	if !strings.Contains(h.extLogText("hangup"), "closing stdout, still running") {
+		t.Errorf("log:\n%s", h.extLogText("hangup"))
+	}
+	// Its stdin is closed once it is dead, and so it exits.
+	h.waitLog("hangup", "exited (exit status 0)")
 }
 
 func TestExtReplyJustBeforeExitArrives(t *testing.T) {
@@ -701,7 +738,7 @@ func TestExtReplyJustBeforeExitArrives(t *testing.T) {
 	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); r.IsError || r.Content[0].Text != "last words" {
 		t.Fatalf("result = %+v", r)
 	}
-	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); !r.IsError || !strings.Contains(r.Content[0].Text, `extension "oneshot" exited (exit status 0)`) {
+	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); !r.IsError || !slices.Contains(diedOf(h, "oneshot", "exit status 0"), r.Content[0].Text) {
 		t.Errorf("after the exit: %+v", r)
 	}
 }
@@ -1042,7 +1079,7 @@ func FuzzExtFrames(f *testing.F) {
 func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
 	want := extLimits{hello: 5 * time.Second, idle: 250 * time.Millisecond, startup: 3 * time.Second,
 		command: 30 * time.Second, tool: 60 * time.Second, intercept: 5 * time.Second,
-		grace: 2 * time.Second, term: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
+		grace: 2 * time.Second, term: time.Second, gone: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
 	if defaultExtLimits != want {
 		t.Errorf("limits = %+v, want %+v", defaultExtLimits, want)
 	}
