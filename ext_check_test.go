@@ -116,7 +116,7 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 		{"no manifest", t.TempDir(), []string{"manifest: ", "no extension.json in this directory"}, nil},
 		{"exec not found", writeManifest(t, filepath.Join(t.TempDir(), "ghost"), obj{"name": "ghost", "exec": "./nowhere"}), []string{"spawn: start ", "nowhere"}, nil},
 		{"silent", scriptExt(t, "silent", "nohello.sh"), []string{"hello: no frame within 500ms: the first line must be a hello frame"}, nil},
-		{"exits before hello", nohello, []string{"hello: it exited before saying hello (exit status 3)"}, nil},
+		{"exits before hello", nohello, []string{"hello: it exited (exit status 3) before saying hello"}, nil},
 		{"first line not hello", scriptedExt(t, "rude", obj{"first_line": "hi there"}), []string{`hello: the first line must be a hello frame, got "hi there"`}, nil},
 		{"garbage", scriptExt(t, "garbage", "garbage.sh"), []string{
 			`stdout: stray output, not a JSON frame: "this is not json"`,
@@ -127,7 +127,8 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			`register_tool: refused: name "bad name!" may only hold letters, digits, _ and -`,
 		}, []string{"after_garbage: no description"}},
 		{"never answers", scriptExt(t, "noready", "noready.sh"), []string{"command: /late: no command_response within 2s"}, []string{"ready: no ready frame: counted as ready after 250ms"}},
-		{"crashes mid-call", scriptExt(t, "crash", "crash.sh"), []string{"command: /boom: it exited instead of answering (exit status 3)"}, nil},
+		{"crashes mid-call", scriptExt(t, "crash", "crash.sh"), []string{"command: /boom: it exited (exit status 3) instead of answering"}, nil},
+		{"closes stdout mid-call", scriptExt(t, "hangup", "hangup.sh"), []string{"tool: hangup: it closed its stdout but is still running instead of answering"}, nil},
 		{"ignores shutdown", scriptExt(t, "stubborn", "stubborn.sh"), []string{"shutdown: no shutdown_ack (optional), but still running 500ms after shutdown: zot would send SIGTERM now"}, []string{"registered: nothing"}},
 		{"broken answers", broken, []string{
 			`register_tool: stringy: refused: schema "type" must be "object", got "string"`,
