@@ -117,7 +117,7 @@ type ExtManager struct {
 	onReloadStop func()
 
 	mu      sync.Mutex // guards the fields below
-	procs   []*extProc // the running extensions, in load order
+	procs   []*extProc // the extensions, in load order: started ones and stand-ins
 	gen     int        // bumped whenever procs is replaced
 	cmds    map[string]*extProc
 	cmdList []ExtCommand

@@ -626,7 +626,8 @@ func (m *ExtManager) standIn(mf *extManifest, why error) *extProc {
 	gone := make(chan struct{})
 	close(gone)
 	p := &extProc{
-		m: m, mf: mf, log: &extLog{}, err: why,
+		m: m, mf: mf, err: why,
+		log:   &extLog{}, // discards: the failure is logged once, below
 		q:     newExtQueue(0),
 		ready: make(chan struct{}), dead: gone, exited: gone,
 		readerDone: gone, writerDone: gone, copierDone: gone,
