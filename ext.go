@@ -117,7 +117,7 @@ type ExtManager struct {
 	onReloadStop func()
 
 	mu      sync.Mutex // guards the fields below
-	procs   []*extProc // the running extensions, in load order
+	procs   []*extProc // the extensions, in load order: started ones and stand-ins
 	gen     int        // bumped whenever procs is replaced
 	cmds    map[string]*extProc
 	cmdList []ExtCommand
@@ -161,6 +161,18 @@ type extManifest struct {
 // readManifest reads and checks dir/extension.json. Its errors name the
 // file and the field.
 func readManifest(dir, scope string) (*extManifest, error) {
+	mf, err := parseManifest(dir, scope)
+	if err != nil {
+		return nil, err
+	}
+	return mf, nil
+}
+
+// parseManifest is readManifest that, when the file is a JSON object with
+// a bad field, returns with the error the fields it could read as well, so
+// that the host can honour a broken manifest's fail_closed. A fail_closed
+// of the wrong type counts as true: whoever wrote it meant something.
+func parseManifest(dir, scope string) (*extManifest, error) {
 	path := filepath.Join(dir, "extension.json")
 	f, err := os.Open(path)
 	if err != nil {
@@ -179,11 +191,12 @@ func readManifest(dir, scope string) (*extManifest, error) {
 		return nil, fmt.Errorf("%s: not a JSON object: %v", path, err)
 	}
 	mf := &extManifest{Enabled: true, Dir: dir, Path: path, Scope: scope, Extra: map[string]json.RawMessage{}}
+	var bad error // the first bad field: permissions, then the others by name
 	if v, ok := raw["permissions"]; ok {
 		delete(raw, "permissions")
 		if string(v) != "null" {
 			if mf.Permissions, err = parsePermissions(v); err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
+				bad = fmt.Errorf("%s: %w", path, err)
 			}
 		}
 	}
@@ -193,7 +206,8 @@ func readManifest(dir, scope string) (*extManifest, error) {
 		"enabled": &mf.Enabled, "fail_closed": &mf.FailClosed,
 	}
 	wants := map[string]string{"args": "a list of strings", "enabled": "true or false", "fail_closed": "true or false"}
-	for key, v := range raw {
+	for _, key := range sortedKeys(raw) { // the same error every time
+		v := raw[key]
 		dst, known := fields[key]
 		if !known {
 			mf.Extra[key] = v
@@ -203,22 +217,28 @@ func readManifest(dir, scope string) (*extManifest, error) {
 			continue
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
+			if key == "fail_closed" {
+				mf.FailClosed = true
+			}
 			want := wants[key]
 			if want == "" {
 				want = "a string"
 			}
-			return nil, fmt.Errorf("%s: field %q must be %s", path, key, want)
+			if bad == nil {
+				bad = fmt.Errorf("%s: field %q must be %s", path, key, want)
+			}
 		}
 	}
 	switch {
+	case bad != nil:
 	case mf.Name == "":
-		return nil, fmt.Errorf("%s: field \"name\" is required", path)
+		bad = fmt.Errorf("%s: field \"name\" is required", path)
 	case !validExtName(mf.Name):
-		return nil, fmt.Errorf("%s: field \"name\" %q may only hold letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')", path, mf.Name)
+		bad = fmt.Errorf("%s: field \"name\" %q may only hold letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')", path, mf.Name)
 	case mf.Exec == "":
-		return nil, fmt.Errorf("%s: field \"exec\" is required", path)
+		bad = fmt.Errorf("%s: field \"exec\" is required", path)
 	}
-	return mf, nil
+	return mf, bad
 }
 
 // extPermissions is a manifest's "permissions": what the extension may do
@@ -241,12 +261,7 @@ func parsePermissions(raw json.RawMessage) (*extPermissions, error) {
 		return nil, fmt.Errorf("field \"permissions\" must be %s", shape)
 	}
 	g := &extPermissions{Events: []string{}, Intercept: []string{}}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // the same error every time
-	for _, key := range keys {
+	for _, key := range sortedKeys(fields) { // the same error every time
 		v := fields[key]
 		if string(v) == "null" {
 			continue
@@ -364,7 +379,8 @@ type extFound struct {
 	Dir        string
 	Manifest   *extManifest // nil when Err is set
 	Err        error
-	ShadowedBy *extFound // a higher-precedence manifest of the same name
+	Broken     *extManifest // with Err: the fields of a bad manifest that could be read
+	ShadowedBy *extFound    // a higher-precedence manifest of the same name
 }
 
 // discoverExtensions lists extension directories in load order: the --ext
@@ -383,7 +399,11 @@ func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*e
 		}
 		seen[dir] = true
 		f := &extFound{Scope: scope, Dir: dir}
-		f.Manifest, f.Err = readManifest(dir, scope)
+		if mf, err := parseManifest(dir, scope); err != nil {
+			f.Err, f.Broken = err, mf
+		} else {
+			f.Manifest = mf
+		}
 		out = append(out, f)
 	}
 	for _, p := range paths {
@@ -421,6 +441,11 @@ func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*e
 	byName := map[string]*extFound{}
 	for _, f := range out {
 		if f.Manifest == nil {
+			// A broken manifest takes no name, but one that an earlier
+			// manifest shadows is not the user's choice either.
+			if f.Broken != nil && validExtName(f.Broken.Name) {
+				f.ShadowedBy = byName[f.Broken.Name]
+			}
 			continue
 		}
 		if w := byName[f.Manifest.Name]; w != nil {
@@ -455,42 +480,64 @@ func (m *ExtManager) load(ctx context.Context) ReloadStats {
 		stats.Errors = append(stats.Errors, "extensions were shut down")
 		return stats
 	}
-	var load []*extManifest
+	// What to run, in load order. A fail_closed extension that cannot run
+	// (a broken manifest, a failed start) keeps its place as a stand-in
+	// that blocks for it: allowing would let through what it guards.
+	type loadItem struct {
+		mf  *extManifest
+		p   *extProc
+		err error // why it cannot run
+	}
+	var items []loadItem
 	for _, f := range discoverExtensions(m.cfg.Home, m.cfg.Cwd, m.cfg.Paths, m.cfg.NoDiscovery) {
 		switch {
+		case f.Err != nil && f.Broken != nil && f.Broken.FailClosed && f.Broken.Enabled && f.ShadowedBy == nil:
+			mf := f.Broken
+			if !validExtName(mf.Name) {
+				mf.Name = f.Dir // a name for the messages; the stand-in uses no file of its name
+			}
+			items = append(items, loadItem{mf: mf, err: fmt.Errorf("extension %q skipped: %w", mf.Name, f.Err)})
 		case f.Err != nil:
 			report("extension skipped: " + f.Err.Error())
 		case f.ShadowedBy != nil:
+			if f.Scope == "--ext" { // discovered ones are shadowed on purpose; zot ext list shows them
+				report(fmt.Sprintf("extension %q in %s is shadowed by the --ext %s of the same name; not started", f.Manifest.Name, f.Dir, f.ShadowedBy.Dir))
+			}
 		case !f.Manifest.Enabled:
 			if f.Scope == "--ext" {
 				report(fmt.Sprintf("extension %q in %s is disabled (\"enabled\": false); not started", f.Manifest.Name, f.Dir))
 			}
 		default:
-			load = append(load, f.Manifest)
+			items = append(items, loadItem{mf: f.Manifest})
 		}
 	}
-	procs := make([]*extProc, len(load))
-	errs := make([]error, len(load))
 	var wg sync.WaitGroup
-	for i, mf := range load {
+	for i := range items {
+		if items[i].err != nil {
+			continue
+		}
 		wg.Add(1)
 		// Each spawn returns as soon as the process is started.
 		go func() {
 			defer wg.Done()
-			procs[i], errs[i] = m.spawn(mf)
+			items[i].p, items[i].err = m.spawn(items[i].mf)
 		}()
 	}
 	wg.Wait()
-	var running []*extProc
-	for i := range load {
-		if errs[i] != nil {
-			report(errs[i].Error())
-		} else {
-			running = append(running, procs[i])
+	var procs, running []*extProc
+	for _, it := range items {
+		switch {
+		case it.err == nil:
+			procs, running = append(procs, it.p), append(running, it.p)
+		case it.mf.FailClosed:
+			report(it.err.Error() + "; it is fail_closed: until it is fixed and the extensions are reloaded, the tool calls, turns and messages it may intercept are blocked")
+			procs = append(procs, m.standIn(it.mf, it.err))
+		default:
+			report(it.err.Error())
 		}
 	}
 	m.mu.Lock()
-	m.procs = running
+	m.procs = procs
 	m.gen++
 	m.mu.Unlock()
 	stats.Loaded = len(running)
@@ -553,7 +600,11 @@ func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
 	}
 	m.stopAll(ctx, old)
 	stats := m.load(ctx)
-	stats.Stopped = len(old)
+	for _, p := range old {
+		if p.started() { // a stand-in ran nothing to stop
+			stats.Stopped++
+		}
+	}
 	m.mu.Lock()
 	session := m.session
 	m.mu.Unlock()
@@ -725,6 +776,9 @@ func (p *extProc) setShadowed(list []string) {
 // recordState writes the extension's registrations, shadowed names and
 // refusals to its state file when they changed.
 func (p *extProc) recordState() {
+	if !p.started() {
+		return // a stand-in registered nothing, and its name may not be a file name
+	}
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
 	cmds, tools := p.registrations()

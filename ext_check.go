@@ -61,16 +61,17 @@ type extChecker struct {
 	cwd    string // hello_ack cwd
 	report checkReport
 
-	mf      *extManifest
-	cmd     *exec.Cmd
-	pgid    int
-	started time.Time
-	stdin   *os.File
-	frames  chan checkFrame // closed at EOF
-	exited  chan struct{}   // closed when the process is reaped
-	stderr  *cappedTail
-	gone    bool // stdout ended: the extension can no longer answer
-	spoke   bool // it said hello: what it writes is checked
+	mf         *extManifest
+	cmd        *exec.Cmd
+	pgid       int
+	started    time.Time
+	stdin      *os.File
+	frames     chan checkFrame // closed at the end of its stdout
+	exited     chan struct{}   // closed when the process is reaped
+	stderr     *cappedTail     // the copier's until stderrDone is closed
+	stderrDone chan struct{}
+	gone       bool // stdout ended: the extension can no longer answer
+	spoke      bool // it said hello: what it writes is checked
 
 	ids          int
 	commands     []extRegistration
@@ -221,7 +222,7 @@ func (c *extChecker) start(dir, home string) bool {
 	}
 	c.cmd, c.pgid, c.stdin = cmd, cmd.Process.Pid, inW
 	c.frames, c.exited = make(chan checkFrame, 64), make(chan struct{})
-	c.stderr = &cappedTail{max: 64 << 10}
+	c.stderr, c.stderrDone = &cappedTail{max: 64 << 10}, make(chan struct{})
 	// The waiter reaps the process; it ends when the process exits.
 	go func() {
 		cmd.Wait()
@@ -231,15 +232,15 @@ func (c *extChecker) start(dir, home string) bool {
 		outR.SetReadDeadline(deadline)
 		errR.SetReadDeadline(deadline)
 	}()
-	stderrDone := make(chan struct{})
 	// The copier keeps the end of stderr; it ends at EOF or the deadline.
 	go func() {
 		io.Copy(c.stderr, errR)
 		errR.Close()
-		close(stderrDone)
+		close(c.stderrDone)
 	}()
-	// The reader turns stdout into frames; it ends at EOF or the deadline
-	// (once the copier is done too), closing frames.
+	// The reader turns stdout into frames; it ends at EOF or the deadline,
+	// closing frames: an extension that closed its stdout cannot answer,
+	// even if it runs on with its stderr open.
 	go func() {
 		defer close(c.frames)
 		defer outR.Close()
@@ -251,7 +252,6 @@ func (c *extChecker) start(dir, home string) bool {
 				continue
 			}
 			if err != nil {
-				<-stderrDone
 				return
 			}
 			if len(bytes.TrimSpace(line)) == 0 {
@@ -286,13 +286,15 @@ func (c *extChecker) next(d time.Duration) (f checkFrame, got bool) {
 	}
 }
 
-// exitState says how the process ended, once it has.
-func (c *extChecker) exitState() string {
+// whyGone says how the extension's stdout ended: it exited, or it only
+// closed its stdout. Its exit comes a moment after the end of its stdout,
+// so that is waited for.
+func (c *extChecker) whyGone() string {
 	select {
 	case <-c.exited:
-		return c.cmd.ProcessState.String()
+		return "it exited (" + c.cmd.ProcessState.String() + ")"
 	case <-time.After(500 * time.Millisecond):
-		return "still running, but its stdout is closed"
+		return "it closed its stdout but is still running"
 	}
 }
 
@@ -316,7 +318,7 @@ func (c *extChecker) handshake(home string) bool {
 	f, got := c.next(c.lim.hello)
 	switch {
 	case !got && c.gone:
-		c.fail("hello", "it exited before saying hello (%s)", c.exitState())
+		c.fail("hello", "%s before saying hello", c.whyGone())
 		return false
 	case !got:
 		c.fail("hello", "no frame within %s: the first line must be a hello frame, sent at once", c.lim.hello)
@@ -350,7 +352,7 @@ func (c *extChecker) handshake(home string) bool {
 		if !got {
 			switch {
 			case c.gone:
-				c.fail("ready", "it exited during registration (%s)", c.exitState())
+				c.fail("ready", "%s during registration", c.whyGone())
 				return false
 			case time.Now().Before(deadline):
 				ms := time.Since(c.started).Milliseconds()
@@ -477,16 +479,19 @@ func (c *extChecker) register(m extMsg) {
 	list := &c.commands
 	if kind == "tool" {
 		list = &c.tools
-		if len(m.Schema) == 0 || string(m.Schema) == "null" {
-			r.Schema = json.RawMessage(`{"type":"object","properties":{}}`)
-			c.info("register_tool", "%s: no schema: it takes no arguments", name)
-		} else if !isJSONObject(m.Schema) {
-			c.fail("register_tool", "%s: refused: its schema must be a JSON object, got %s", name, excerpt(m.Schema))
+		schema, err := toolSchema(m.Schema)
+		switch {
+		case err != nil:
+			c.fail("register_tool", "%s: refused: %v", name, err)
 			return
-		} else {
-			for _, p := range checkToolSchema(m.Schema) {
-				c.fail("register_tool", "%s: %s", name, p)
-			}
+		case len(m.Schema) == 0 || string(m.Schema) == "null":
+			c.info("register_tool", "%s: no schema: it takes no arguments", name)
+		case !bytes.Equal(schema, m.Schema): // zot added the "type"
+			c.warn("register_tool", `%s: schema has no "type": zot adds "type": "object", other hosts may refuse it`, name)
+		}
+		r.Schema = schema
+		for _, p := range checkToolSchema(schema) {
+			c.fail("register_tool", "%s: %s", name, p)
 		}
 		if slices.Contains(builtinToolNames, name) {
 			c.warn("register_tool", "%s: a built-in tool has this name and wins", name)
@@ -508,10 +513,10 @@ func (c *extChecker) register(m extMsg) {
 	c.ok(m.Type, "%s", name)
 }
 
-// checkToolSchema finds what model APIs would refuse in a tool's schema.
+// checkToolSchema finds what model APIs would refuse in the properties of
+// a schema toolSchema accepted.
 func checkToolSchema(raw json.RawMessage) []string {
 	var s struct {
-		Type       json.RawMessage `json:"type"`
 		Properties json.RawMessage `json:"properties"`
 		Required   json.RawMessage `json:"required"`
 	}
@@ -519,9 +524,6 @@ func checkToolSchema(raw json.RawMessage) []string {
 		return []string{"schema: " + err.Error()}
 	}
 	var problems []string
-	if string(s.Type) != `"object"` {
-		problems = append(problems, `schema "type" must be "object": providers refuse tools whose arguments are not an object`)
-	}
 	var props map[string]json.RawMessage
 	if len(s.Properties) > 0 {
 		if err := json.Unmarshal(s.Properties, &props); err != nil || props == nil {
@@ -593,7 +595,7 @@ func (c *extChecker) await(check, what string, frame func(id string) any, want s
 		f, got := c.next(max(time.Until(deadline), 0))
 		if !got {
 			if c.gone {
-				c.fail(check, "%s: it exited instead of answering (%s)", what, c.exitState())
+				c.fail(check, "%s: %s instead of answering", what, c.whyGone())
 			} else {
 				c.fail(check, "%s: no %s within %s", what, want, d)
 			}
@@ -834,6 +836,7 @@ func (c *extChecker) finish() {
 		if c.strayCount == 0 {
 			c.ok("stdout", "every line was a JSON frame")
 		}
+		<-c.stderrDone // soon: the process group is gone, and the pipe has a read deadline
 		lines := c.stderr.lines(10)
 		c.report.Stderr = lines
 		if n := c.stderr.count; n > 0 {

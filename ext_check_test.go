@@ -80,6 +80,8 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 		"name": "broken-hello",
 		"frames": []obj{
 			{"type": "register_tool", "name": "stringy", "description": "d", "schema": obj{"type": "string"}},
+			{"type": "register_tool", "name": "typeless", "description": "d", "schema": obj{"properties": obj{"a": obj{"type": "string"}}}},
+			{"type": "register_tool", "name": "img", "description": "d", "schema": obj{"type": "object"}},
 			{"type": "register_tool", "name": "req", "schema": obj{"type": "object", "properties": obj{"a": obj{"type": "string"}}, "required": []string{"b"}}},
 			{"type": "register_command", "name": "act", "description": "unknown action"},
 			{"type": "register_command", "name": "wrongtype", "description": "answers with a tool_result"},
@@ -95,8 +97,8 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			"nopanelid": obj{"action": "noop", "open_panel": obj{"title": "no id"}},
 		},
 		"tools": obj{
-			"stringy": obj{"raw": `{"type":"tool_result","id":"{id}","content":[{"type":"image","mime_type":"text/plain","data":"!!"}]}`},
-			"req":     obj{"raw": `{"type":"tool_result","id":"{id}","content":[{"type":"video","text":"x"}]}`},
+			"img": obj{"raw": `{"type":"tool_result","id":"{id}","content":[{"type":"image","mime_type":"text/plain","data":"!!"}]}`},
+			"req": obj{"raw": `{"type":"tool_result","id":"{id}","content":[{"type":"video","text":"x"}]}`},
 		},
 		"intercept": obj{
 			"tool_call":         []obj{{"reply": obj{"modified_args": "rm -rf /"}}},
@@ -114,21 +116,22 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 		{"no manifest", t.TempDir(), []string{"manifest: ", "no extension.json in this directory"}, nil},
 		{"exec not found", writeManifest(t, filepath.Join(t.TempDir(), "ghost"), obj{"name": "ghost", "exec": "./nowhere"}), []string{"spawn: start ", "nowhere"}, nil},
 		{"silent", scriptExt(t, "silent", "nohello.sh"), []string{"hello: no frame within 500ms: the first line must be a hello frame"}, nil},
-		{"exits before hello", nohello, []string{"hello: it exited before saying hello (exit status 3)"}, nil},
+		{"exits before hello", nohello, []string{"hello: it exited (exit status 3) before saying hello"}, nil},
 		{"first line not hello", scriptedExt(t, "rude", obj{"first_line": "hi there"}), []string{`hello: the first line must be a hello frame, got "hi there"`}, nil},
 		{"garbage", scriptExt(t, "garbage", "garbage.sh"), []string{
 			`stdout: stray output, not a JSON frame: "this is not json"`,
 			`frame: unknown type "no_such_frame"`,
 			`tool_result: for id "999999999", which no request has`,
 			`stdout: stray output, not a JSON frame: "[1,2,3]"`,
-			`register_tool: badschema: refused: its schema must be a JSON object, got "[1]"`,
+			`register_tool: badschema: refused: schema must be a JSON object, got "[1]"`,
 			`register_tool: refused: name "bad name!" may only hold letters, digits, _ and -`,
 		}, []string{"after_garbage: no description"}},
 		{"never answers", scriptExt(t, "noready", "noready.sh"), []string{"command: /late: no command_response within 2s"}, []string{"ready: no ready frame: counted as ready after 250ms"}},
-		{"crashes mid-call", scriptExt(t, "crash", "crash.sh"), []string{"command: /boom: it exited instead of answering (exit status 3)"}, nil},
+		{"crashes mid-call", scriptExt(t, "crash", "crash.sh"), []string{"command: /boom: it exited (exit status 3) instead of answering"}, nil},
+		{"closes stdout mid-call", scriptExt(t, "hangup", "hangup.sh"), []string{"tool: hangup: it closed its stdout but is still running instead of answering"}, nil},
 		{"ignores shutdown", scriptExt(t, "stubborn", "stubborn.sh"), []string{"shutdown: no shutdown_ack (optional), but still running 500ms after shutdown: zot would send SIGTERM now"}, []string{"registered: nothing"}},
 		{"broken answers", broken, []string{
-			`register_tool: stringy: schema "type" must be "object"`,
+			`register_tool: stringy: refused: schema "type" must be "object", got "string"`,
 			`register_tool: req: schema requires "b", which is not among its properties`,
 			`notify: level "loud" is not info, success, warn or error`,
 			`panel_render: for panel "ghost", which it has not opened`,
@@ -138,13 +141,13 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			`command: /act answered with unknown action "explode"`,
 			`command: /wrongtype: answered with tool_result instead of command_response`,
 			`command: /nopanelid opened a panel without an id`,
-			`tool: stringy: block 0 is an invalid image`,
+			`tool: img: block 0 is an invalid image`,
 			`tool: req: block 0 has unknown type "video"`,
 			`intercept: tool_call: modified_args is not a JSON object: "\"rm -rf /\""`,
 			`intercept: turn_start: a malformed event_intercept_response`,
 			`intercept: assistant_message: no event_intercept_response within 1.5s`,
 			`event_intercept_response: for id "check-`,
-		}, []string{`hello: names "broken-hello" but the manifest says "broken"`, "req: no description"}},
+		}, []string{`hello: names "broken-hello" but the manifest says "broken"`, "req: no description", `typeless: schema has no "type": zot adds "type": "object"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

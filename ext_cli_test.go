@@ -80,6 +80,34 @@ func fakeWeather(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// TestExtEndToEndFailClosedGuardThatCannotStart runs the built binary with
+// the example guard (fail_closed) on a $PATH without python3: the guard
+// cannot start, so nothing it guards may run, rm -rf least of all.
+func TestExtEndToEndFailClosedGuardThatCannotStart(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"sh", "rm"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Skip(err)
+		}
+		os.Symlink(p, filepath.Join(bin, name))
+	}
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "rm -rf precious"}),
+		replayStep{Events: anthropicEvents(gen{Text: "gone"})})
+	z := newZotRun(t)
+	z.env = append(z.env, "PATH="+bin)
+	os.MkdirAll(filepath.Join(z.cwd, "precious"), 0o755)
+	stdout, stderr, _ := z.run(append(anthropicFlags(srv), "--json", "-e", exampleExt(t, "guard"), "clean up")...)
+	if _, err := os.Stat(filepath.Join(z.cwd, "precious")); err != nil {
+		t.Fatalf("rm -rf ran: %v\nstdout:\n%s", err, stdout)
+	}
+	want := `blocked: extension \"guard\" is fail_closed and gave no valid answer about turn_start: extension \"guard\": exec \"python3\" is not in $PATH`
+	if !strings.Contains(stdout, want) || !strings.Contains(stderr, "it is fail_closed: until it is fixed") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+}
+
 // TestExtEndToEndToolAndGuard runs the built binary: the model calls the
 // weather extension's tool, then tries rm -rf, which the guard blocks.
 func TestExtEndToEndToolAndGuard(t *testing.T) {

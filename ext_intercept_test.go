@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 		first, second []obj
 		firstExtra    []obj
 		verdict       GateVerdict
-		reason        string // substring
+		reason        string // a regular expression
 		args          string // the arguments the tool would get; "" for unchanged
 		decisions     string
 		secondSaw     string // the tool_args the second interceptor got; "" for never asked
@@ -67,7 +69,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 			decisions: "extension:first=allow extension:second=allow", secondSaw: `{"command": "rm -rf /"}`},
 		{name: "fail_closed crash blocks",
 			first: []obj{{"exit": 1}}, firstExtra: []obj{failClosed},
-			verdict: GateDeny, reason: `extension "first" exited (exit status 1)`,
+			verdict: GateDeny, reason: `extension "first" (exited \(exit status 1\)|closed its stdout)`,
 			decisions: "extension:first=block"},
 		{name: "fail_closed invalid answer blocks",
 			first:      []obj{{"raw": `{"type":"event_intercept_response","id":"{id}","block":"yes"}`}},
@@ -95,7 +97,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 			}
 			call := ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"rm -rf /"}`)}
 			r := h.m.ToolGate(context.Background(), call)
-			if r.Verdict != tt.verdict || !strings.Contains(r.Reason, tt.reason) || (tt.reason == "" && r.Reason != "") {
+			if r.Verdict != tt.verdict || !regexp.MustCompile(tt.reason).MatchString(r.Reason) || (tt.reason == "" && r.Reason != "") {
 				t.Errorf("verdict %v reason %q; want %v %q", r.Verdict, r.Reason, tt.verdict, tt.reason)
 			}
 			if string(r.Args) != tt.args {
@@ -137,6 +139,81 @@ func TestExtFailClosedThatNeverStartedBlocks(t *testing.T) {
 	if block, reason := h.m.beforeTurn(context.Background(), 1); !block || !strings.Contains(reason, "fail_closed") {
 		t.Errorf("turn: %v %q", block, reason)
 	}
+}
+
+// TestExtFailClosedThatCannotStartBlocks: a fail_closed extension whose
+// program cannot be started, or whose manifest is broken, blocks what it
+// may intercept, naming itself and the failure, until a reload; one that
+// is not fail_closed is skipped and blocks nothing.
+func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
+	guard := func(t *testing.T, fields obj) string {
+		mf := obj{"name": "guard", "exec": "python3", "args": []string{"guard.py"}, "fail_closed": true}
+		for k, v := range fields {
+			mf[k] = v
+		}
+		dir := writeManifest(t, filepath.Join(t.TempDir(), "guard"), mf)
+		os.WriteFile(filepath.Join(dir, "guard.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o644) // no execute bit
+		return dir
+	}
+	tests := []struct {
+		name   string
+		fields obj
+		named  string // how the reason names the extension
+		why    string
+		turn   bool // whether turns are blocked too
+	}{
+		{"exec not in $PATH", obj{"exec": "zot-no-such-interpreter"}, `extension "guard"`, `exec "zot-no-such-interpreter" is not in $PATH`, true},
+		{"script without execute bit", obj{"exec": "./guard.sh", "args": nil}, `extension "guard"`, "permission denied (is it executable? chmod +x)", true},
+		{"missing binary", obj{"exec": "./guard-bin", "args": nil}, `extension "guard"`, "no such file or directory", true},
+		{"args of the wrong type", obj{"args": "guard.py"}, `extension "guard"`, `field "args" must be a list of strings`, true},
+		{"fail_closed of the wrong type", obj{"fail_closed": "yes"}, `extension "guard"`, `field "fail_closed" must be true or false`, true},
+		{"no name", obj{"name": nil, "args": "guard.py"}, "guard", `field "args" must be a list of strings`, true},
+		{"broken, with a grant", obj{"args": 7, "permissions": obj{"intercept": []string{"tool_call"}}}, `extension "guard"`, `field "args" must be a list of strings`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := guard(t, tt.fields)
+			h := newExtHarness(t, nil, dir)
+			if st := h.start(); st.Loaded != 0 || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], tt.why) || !strings.Contains(st.Errors[0], "it is fail_closed: until it is fixed") {
+				t.Errorf("stats %+v", st)
+			}
+			r := h.m.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"rm -rf /"}`)})
+			if r.Verdict != GateDeny || !strings.Contains(r.Reason, "is fail_closed") || !strings.Contains(r.Reason, tt.named) || !strings.Contains(r.Reason, tt.why) {
+				t.Errorf("tool call: %+v", r)
+			}
+			if block, reason := h.m.beforeTurn(context.Background(), 1); block != tt.turn || (block && !strings.Contains(reason, tt.why)) {
+				t.Errorf("turn: %v %q", block, reason)
+			}
+			if _, hidden := h.m.beforeAssistantMessage(context.Background(), "hi"); hidden != tt.turn {
+				t.Errorf("message hidden: %v", hidden)
+			}
+		})
+	}
+	t.Run("not fail_closed", func(t *testing.T) {
+		h := newExtHarness(t, nil, guard(t, obj{"exec": "zot-no-such-interpreter", "fail_closed": false}), guard(t, obj{"args": "guard.py", "fail_closed": nil}))
+		if st := h.start(); len(st.Errors) != 2 || strings.Contains(strings.Join(st.Errors, "\n"), "it is fail_closed") {
+			t.Errorf("stats %+v", st)
+		}
+		if r := h.m.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{}`)}); r.Verdict != GateAllow {
+			t.Errorf("tool call: %+v", r)
+		}
+	})
+	t.Run("until a reload", func(t *testing.T) {
+		dir := guard(t, obj{"args": "guard.py"})
+		h := newExtHarness(t, nil, dir)
+		h.start()
+		if r := h.m.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{}`)}); r.Verdict != GateDeny {
+			t.Errorf("before the fix: %+v", r)
+		}
+		fixed := interceptor(t, "guard", "", []obj{{"reply": obj{}}}, obj{"fail_closed": true})
+		os.Rename(filepath.Join(fixed, "extension.json"), filepath.Join(dir, "extension.json"))
+		if st := h.reload(); st.Ready != 1 || len(st.Errors) != 0 {
+			t.Fatalf("reload %+v", st)
+		}
+		if r := h.m.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{}`)}); r.Verdict != GateAllow {
+			t.Errorf("after the fix and a reload: %+v", r)
+		}
+	})
 }
 
 func TestExtFailClosedStillStartingIsWaitedFor(t *testing.T) {

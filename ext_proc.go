@@ -35,15 +35,11 @@ type extLimits struct {
 	intercept time.Duration // event_intercept → event_intercept_response
 	grace     time.Duration // shutdown → exit, before SIGTERM
 	term      time.Duration // SIGTERM → exit, before SIGKILL
+	gone      time.Duration // a failed write to stdin → dead, if stdout has not ended by then
 	queue     int           // events waiting for one extension before the oldest are dropped
 	maxFrame  int           // longest line an extension may write
 	maxLog    int64         // log size that triggers rotation
 }
-
-// extGoneWait bounds how long a dead extension's last output is waited for:
-// an exited process's pipes end at once, but one that only closed its stdin
-// may keep running.
-const extGoneWait = time.Second
 
 var defaultExtLimits = extLimits{
 	hello:     5 * time.Second,
@@ -54,6 +50,7 @@ var defaultExtLimits = extLimits{
 	intercept: 5 * time.Second,
 	grace:     2 * time.Second,
 	term:      time.Second,
+	gone:      time.Second,
 	queue:     1024,
 	maxFrame:  8 << 20,
 	maxLog:    5 << 20,
@@ -620,6 +617,39 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	return p, nil
 }
 
+// standIn takes the place of a fail_closed extension that could not be
+// started (why: a broken manifest, a missing or unexecutable program). It
+// is an extension that died before it was ready, so every intercept its
+// grant allows blocks, with why, until a reload (see consults). It has no
+// process and no goroutine: stop has nothing to do.
+func (m *ExtManager) standIn(mf *extManifest, why error) *extProc {
+	gone := make(chan struct{})
+	close(gone)
+	p := &extProc{
+		m: m, mf: mf, err: why,
+		log:   &extLog{}, // discards: the failure is logged once, below
+		q:     newExtQueue(0),
+		ready: make(chan struct{}), dead: gone, exited: gone,
+		readerDone: gone, writerDone: gone, copierDone: gone,
+		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
+		logged: map[string]bool{},
+	}
+	p.q.close()
+	p.failOnce.Do(func() {})
+	p.stopOnce.Do(func() {})
+	if validExtName(mf.Name) {
+		p.logPath = filepath.Join(m.cfg.Home, "logs", "ext-"+mf.Name+".log")
+		if lg, err := openExtLog(p.logPath, m.lim.maxLog); err == nil {
+			lg.Printf("not started: %v; as it is fail_closed, what it may intercept is blocked until a reload", why)
+			lg.Close()
+		}
+	}
+	return p
+}
+
+// started reports whether the extension has a process: a stand-in has none.
+func (p *extProc) started() bool { return p.cmd != nil }
+
 func (p *extProc) name() string { return p.mf.Name }
 
 // extEnviron builds the environment of extension processes; nothing else
@@ -630,12 +660,18 @@ var extEnviron = childEnviron
 
 // waitExit reaps the process, then kills whatever is left of its process
 // group: an extension's children do not outlive it. The reader, seeing
-// stdout end, marks the extension dead once it has read what was left.
+// stdout end, marks the extension dead once it has read what was left;
+// when that came first, the exit status goes to the log here.
 func (p *extProc) waitExit() {
 	p.cmd.Wait()
+	state := p.cmd.ProcessState.String()
 	p.mu.Lock()
-	p.exitState = p.cmd.ProcessState.String()
+	p.exitState = state
+	diedFirst := p.err != nil // so its reason lacks the exit status
 	p.mu.Unlock()
+	if diedFirst && !p.stopping.Load() {
+		p.log.Printf("exited (%s)", state)
+	}
 	close(p.exited)
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
 	// A process that left the group may hold the pipes open; what is
@@ -682,30 +718,15 @@ func (p *extProc) readFrames() {
 		}
 		p.handle(msg, line)
 	}
-	p.failWhenGone(p.exited, errors.New("closed its stdout"))
+	// Everything it wrote has been read: nothing more can answer a call,
+	// whether or not the process is still running.
+	p.fail(errGone{errors.New("closed its stdout")})
 }
 
-// failWhenGone marks the extension dead once gone closes (or extGoneWait
-// has passed), with the best account of why: stopped, its exit status, or
-// otherwise. Waiting for the reader keeps a reply written just before an
-// exit: it is delivered, not failed.
-func (p *extProc) failWhenGone(gone chan struct{}, otherwise error) {
-	select {
-	case <-gone:
-	case <-time.After(extGoneWait):
-	}
-	p.mu.Lock()
-	state := p.exitState
-	p.mu.Unlock()
-	switch {
-	case p.stopping.Load():
-		p.fail(errors.New("was stopped"))
-	case state != "":
-		p.fail(errors.New("exited (" + state + ")"))
-	default:
-		p.fail(otherwise)
-	}
-}
+// errGone is why an extension whose pipe ended can no longer answer, when
+// nothing better is known: fail prefers "was stopped" and, once the
+// process has been reaped, its exit status.
+type errGone struct{ error }
 
 func (p *extProc) writeFrames() {
 	defer close(p.writerDone)
@@ -723,9 +744,17 @@ func (p *extProc) writeFrames() {
 		}
 		if _, err := p.stdin.Write(o.line); err != nil {
 			// The extension is gone or closed its stdin. What it wrote
-			// before that (a reply, say) is read first.
+			// before that (a reply, say) is read first: the reader marks
+			// it dead at the end of its stdout, unless that end does not
+			// come, because the process only closed its stdin.
 			p.closeStdin()
-			p.failWhenGone(p.readerDone, fmt.Errorf("stopped reading its stdin (%v)", err))
+			t := time.NewTimer(p.m.lim.gone)
+			select {
+			case <-p.readerDone:
+			case <-t.C:
+			}
+			t.Stop()
+			p.fail(errGone{fmt.Errorf("stopped reading its stdin (%v)", err)})
 			return
 		}
 		if o.last {
@@ -805,14 +834,12 @@ func (p *extProc) register(msg extMsg) {
 	}
 	r := extRegistration{Name: name, Description: msg.Description}
 	if kind == "tool" {
-		if len(msg.Schema) == 0 || string(msg.Schema) == "null" {
-			r.Schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !isJSONObject(msg.Schema) {
-			p.log.Printf("refused tool %q: schema must be a JSON object, got %s", name, excerpt(msg.Schema))
+		schema, err := toolSchema(msg.Schema)
+		if err != nil {
+			p.log.Printf("refused tool %q: %v", name, err)
 			return
-		} else {
-			r.Schema = append(json.RawMessage(nil), msg.Schema...)
 		}
+		r.Schema = schema
 	}
 	if err := p.admit(kind, name); err != nil {
 		p.refuse([]string{kind + " " + name}, err)
@@ -836,6 +863,32 @@ func (p *extProc) register(msg extMsg) {
 	if p.isReady() {
 		p.m.syncRegistrations()
 	}
+}
+
+// toolSchema checks the schema a tool is registered with and returns the
+// one the model is offered. Providers refuse a tool whose arguments are not
+// an object, and then every request fails, so the schema must be a JSON
+// object of "type" "object": no schema means no arguments, a missing
+// "type" is added, any other is refused. The host and `zot ext check`
+// both hold schemas to this rule.
+func toolSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	var fields map[string]json.RawMessage
+	if !isJSONObject(raw) || json.Unmarshal(raw, &fields) != nil {
+		return nil, fmt.Errorf("schema must be a JSON object, got %s", excerpt(raw))
+	}
+	typ, ok := fields["type"]
+	if !ok || string(typ) == "null" {
+		fields["type"] = json.RawMessage(`"object"`)
+		return json.Marshal(fields)
+	}
+	var s string
+	if json.Unmarshal(typ, &s) != nil || s != "object" {
+		return nil, fmt.Errorf(`schema "type" must be "object", got %s: providers refuse tools whose arguments are not an object`, typ)
+	}
+	return append(json.RawMessage(nil), raw...), nil
 }
 
 func (p *extProc) subscribe(msg extMsg) {
@@ -960,6 +1013,16 @@ func (p *extProc) isDead() bool {
 func (p *extProc) fail(err error) {
 	p.failOnce.Do(func() {
 		p.mu.Lock()
+		// Decided under p.mu, as waitExit records the exit: either the
+		// reason has the exit status, or waitExit logs it.
+		if errors.As(err, new(errGone)) {
+			switch {
+			case p.stopping.Load():
+				err = errors.New("was stopped")
+			case p.exitState != "":
+				err = errors.New("exited (" + p.exitState + ")")
+			}
+		}
 		p.err = fmt.Errorf("extension %q %v; see %s", p.name(), err, p.logPath)
 		p.pending = nil
 		p.mu.Unlock()

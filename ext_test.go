@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +92,9 @@ func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimit
 
 func assertProcGone(t *testing.T, p *extProc) {
 	t.Helper()
+	if !p.started() {
+		return // a stand-in: no process, no goroutine
+	}
 	for name, ch := range map[string]chan struct{}{"exited": p.exited, "reader": p.readerDone, "writer": p.writerDone, "copier": p.copierDone} {
 		select {
 		case <-ch:
@@ -460,6 +464,47 @@ func TestExtToolCallsAndResults(t *testing.T) {
 	h.waitLog("tools", `unknown type "video" skipped`)
 }
 
+// TestExtToolSchemaMustBeOfTypeObject: providers refuse a tool whose
+// arguments are not an object (and then every request fails), so such a
+// registration is refused, and a schema without "type" gets "object".
+func TestExtToolSchemaMustBeOfTypeObject(t *testing.T) {
+	tests := []struct {
+		name, schema string
+		want         string // the schema offered to the model; "" for refused
+	}{
+		{"stringy", `{"type":"string"}`, ""},
+		{"nullable", `{"type":["object","null"]}`, ""},
+		{"typeless", `{"properties":{"a":{"type":"string"}},"required":["a"]}`, `{"properties":{"a":{"type":"string"}},"required":["a"],"type":"object"}`},
+		{"nulltype", `{"type":null}`, `{"type":"object"}`},
+		{"object", `{"type":"object","properties":{"b":{"type":"integer"}}}`, `{"type":"object","properties":{"b":{"type":"integer"}}}`},
+	}
+	var frames []obj
+	for _, tt := range tests {
+		frames = append(frames, obj{"type": "register_tool", "name": tt.name, "schema": json.RawMessage(tt.schema)})
+	}
+	h := newExtHarness(t, nil, scriptedExt(t, "schemas", obj{"frames": frames}))
+	h.start()
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+	for _, tt := range tests {
+		tool, ok := a.Tools.Lookup(tt.name)
+		var schema bytes.Buffer
+		if ok {
+			json.Compact(&schema, tool.Schema()) // as the extension spaced it
+		}
+		switch {
+		case tt.want == "" && ok:
+			t.Errorf("%s: registered with %s", tt.name, tool.Schema())
+		case tt.want == "":
+			h.waitLog("schemas", fmt.Sprintf(`refused tool %q: schema "type" must be "object", got `, tt.name))
+		case !ok:
+			t.Errorf("%s: not registered", tt.name)
+		case schema.String() != tt.want:
+			t.Errorf("%s: schema %s, want %s", tt.name, schema.String(), tt.want)
+		}
+	}
+}
+
 func TestExtNotifyAndClearNotes(t *testing.T) {
 	dir := scriptedExt(t, "noisy", obj{"frames": []obj{
 		{"type": "notify", "level": "warn", "message": "careful"},
@@ -621,6 +666,17 @@ func TestExtEventOrderUnderLoad(t *testing.T) {
 	h.waitLog("recorder", "oldest events: the extension reads too slowly")
 }
 
+// diedOf is the error of an extension whose stdout ended as its process
+// exited with status: which of the two came first to zot decides whether
+// the exit status is in the error or (later) only in the log.
+func diedOf(h *extHarness, name, status string) []string {
+	logPath := filepath.Join(h.home, "logs", "ext-"+name+".log")
+	return []string{
+		fmt.Sprintf("extension %q exited (%s); see %s", name, status, logPath),
+		fmt.Sprintf("extension %q closed its stdout; see %s", name, logPath),
+	}
+}
+
 func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	h := newExtHarness(t, nil, scriptExt(t, "crash", "crash.sh"))
 	h.start()
@@ -628,11 +684,11 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	h.m.Attach(a)
 	tool, _ := a.Tools.Lookup("boom")
 	r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {})
-	logPath := filepath.Join(h.home, "logs", "ext-crash.log")
-	want := `extension "crash" exited (exit status 3); see ` + logPath
-	if !r.IsError || r.Content[0].Text != want {
-		t.Fatalf("result = %+v, want %q", r, want)
+	want := r.Content[0].Text
+	if !r.IsError || !slices.Contains(diedOf(h, "crash", "exit status 3"), want) {
+		t.Fatalf("result = %+v, want one of %q", r, diedOf(h, "crash", "exit status 3"))
 	}
+	h.waitLog("crash", "exited (exit status 3)")
 	// Until a reload, the tool and the command answer with the same error.
 	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); r.Content[0].Text != want {
 		t.Errorf("second call = %+v", r)
@@ -642,6 +698,30 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 	}
 	waitFor(t, "the crash to be reported", func() bool { return strings.Contains(h.gotLogs(), want) })
 	h.waitLog("crash", "crashing on purpose")
+}
+
+// TestExtStdoutClosedFailsCallsAtOnce: an extension that closes its
+// stdout but keeps running can no longer answer; the call waiting on it
+// fails then, not at its timeout nor after a grace period. Its exit status,
+// which comes later, goes to its log.
+func TestExtStdoutClosedFailsCallsAtOnce(t *testing.T) {
+	// Only the end of its stdout can end the call with this error: the
+	// tool timeout ends it with another, and the wait for a process whose
+	// stdin is not read never ends it.
+	h := newExtHarness(t, func(l *extLimits) { l.tool, l.gone = 20*time.Second, time.Hour }, scriptExt(t, "hangup", "hangup.sh"))
+	h.start()
+	a := NewAgent(nil, "m", NewToolRegistry())
+	h.m.Attach(a)
+	tool, _ := a.Tools.Lookup("hangup")
+	r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {})
+	want := `extension "hangup" closed its stdout; see ` + filepath.Join(h.home, "logs", "ext-hangup.log")
+	if !r.IsError || r.Content[0].Text != want {
+		t.Fatalf("result = %+v, want %q", r, want)
+	}
+	// It exits only when its stdin is closed, which zot does once it is
+	// dead; and its exit status then goes to its log.
+	h.waitLog("hangup", "closing stdout, still running")
+	h.waitLog("hangup", "exited (exit status 0)")
 }
 
 func TestExtReplyJustBeforeExitArrives(t *testing.T) {
@@ -657,7 +737,7 @@ func TestExtReplyJustBeforeExitArrives(t *testing.T) {
 	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); r.IsError || r.Content[0].Text != "last words" {
 		t.Fatalf("result = %+v", r)
 	}
-	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); !r.IsError || !strings.Contains(r.Content[0].Text, `extension "oneshot" exited (exit status 0)`) {
+	if r := tool.Run(context.Background(), json.RawMessage(`{}`), func(string) {}); !r.IsError || !slices.Contains(diedOf(h, "oneshot", "exit status 0"), r.Content[0].Text) {
 		t.Errorf("after the exit: %+v", r)
 	}
 }
@@ -841,6 +921,22 @@ func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
 	h.waitLog("cmds", "shadowed: command /help (a built-in command wins)")
 }
 
+// TestExtShadowedExtIsReported: of two --ext paths with the same manifest
+// name the first runs, and the second is reported, not dropped silently.
+func TestExtShadowedExtIsReported(t *testing.T) {
+	first := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "first"}}})
+	second := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "second"}}})
+	h := newExtHarness(t, nil, first, second)
+	st := h.start()
+	want := fmt.Sprintf(`extension "same" in %s is shadowed by the --ext %s of the same name; not started`, second, first)
+	if st.Loaded != 1 || len(st.Errors) != 1 || st.Errors[0] != want || h.gotLogs() != want {
+		t.Errorf("stats %+v, logs %q; want %q", st, h.gotLogs(), want)
+	}
+	if cmds := h.m.Commands(); len(cmds) != 1 || cmds[0].Name != "first" {
+		t.Errorf("commands %+v", cmds)
+	}
+}
+
 func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
 	home, cwd := t.TempDir(), t.TempDir()
 	global := filepath.Join(home, "extensions")
@@ -982,7 +1078,7 @@ func FuzzExtFrames(f *testing.F) {
 func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
 	want := extLimits{hello: 5 * time.Second, idle: 250 * time.Millisecond, startup: 3 * time.Second,
 		command: 30 * time.Second, tool: 60 * time.Second, intercept: 5 * time.Second,
-		grace: 2 * time.Second, term: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
+		grace: 2 * time.Second, term: time.Second, gone: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
 	if defaultExtLimits != want {
 		t.Errorf("limits = %+v, want %+v", defaultExtLimits, want)
 	}

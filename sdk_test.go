@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -276,6 +277,39 @@ func goExampleExt(t testing.TB, name, bin string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// sdkCopies are the SDK files the script examples carry beside them, so
+// that they work wherever they are installed.
+var sdkCopies = map[string]string{
+	"examples/extensions/todo-py/zot_ext.py":     "sdk/python/zot_ext.py",
+	"examples/extensions/turn-timer/zot-ext.mjs": "sdk/js/zot-ext.mjs",
+}
+
+func TestSDKExampleCopiesAreTheSDK(t *testing.T) {
+	for copied, sdk := range sdkCopies {
+		a, errA := os.ReadFile(copied)
+		b, errB := os.ReadFile(sdk)
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s is not a copy of %s (%v, %v): cp %[2]s %[1]s", copied, sdk, errA, errB)
+		}
+	}
+}
+
+// TestSDKExamplesWorkOnceInstalled installs the script examples as their
+// README says and checks the installed copies, which have no zot
+// repository around them.
+func TestSDKExamplesWorkOnceInstalled(t *testing.T) {
+	z := newZotRun(t)
+	for example, name := range map[string]string{"todo-py": "todo", "turn-timer": "turn-timer"} {
+		if stdout, stderr, code := z.run("ext", "install", exampleExt(t, example)); code != 0 {
+			t.Fatalf("install %s: exit %d %s %s", example, code, stdout, stderr)
+		}
+		installed := filepath.Join(z.home, "extensions", name)
+		if stdout, stderr, code := z.run("ext", "check", installed); code != 0 {
+			t.Errorf("check of the installed %s: exit %d\n%s%s", example, code, stdout, stderr)
+		}
+	}
 }
 
 func TestSDKExamplesPassTheChecker(t *testing.T) {

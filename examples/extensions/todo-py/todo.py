@@ -15,11 +15,9 @@ import os
 import sys
 import threading
 
-# zot_ext.py next to this file (when you copied it here), else the SDK of
-# the zot repository this example lives in.
-here = os.path.dirname(os.path.abspath(__file__))
-sys.dont_write_bytecode = True
-sys.path[:0] = [here, os.path.join(here, "..", "..", "..", "sdk", "python")]
+# zot_ext.py beside this file (Python looks there first) is a copy of
+# zot's sdk/python/zot_ext.py: the example works wherever it is installed.
+sys.dont_write_bytecode = True  # no __pycache__ in the extension's directory
 from zot_ext import Extension, Panel, display, error_result, noop  # noqa: E402
 
 ext = Extension("todo", "1.0.0")

@@ -6,14 +6,9 @@
 //   /budget N | off          refuse turns after the Nth of a prompt
 //
 // TURN_BUDGET in the environment sets the budget at start (for -p runs).
-import { existsSync } from "node:fs";
-
-// zot-ext.mjs next to this file (when you copied it here), else the SDK of
-// the zot repository this example lives in.
-const local = new URL("./zot-ext.mjs", import.meta.url);
-const { Extension, block, display } = await import(
-  existsSync(local) ? local.href : new URL("../../../sdk/js/zot-ext.mjs", import.meta.url).href
-);
+// zot-ext.mjs beside this file is a copy of zot's sdk/js/zot-ext.mjs: the
+// example works wherever it is installed.
+import { Extension, block, display } from "./zot-ext.mjs";
 
 const ext = new Extension("turn-timer", "1.0.0");
 let budget = Number.parseInt(process.env.TURN_BUDGET ?? "", 10) || 0;
