@@ -674,7 +674,9 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 			return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
 		}
 		if extra != "" {
-			images = append(images, TextBlock(extra))
+			// First, so that the last block stays what the user typed
+			// (splitPrompt), even for a prompt of images alone.
+			images = append([]Block{TextBlock(extra)}, images...)
 		}
 	}
 	content := append([]Block{}, images...)
@@ -955,7 +957,7 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 	emit := serialSink(sink)
 	err := a.compact(ctx, emit)
 	switch {
-	case ctx.Err() != nil:
+	case err != nil && ctx.Err() != nil:
 		emit(Event{Type: "turn_end", Stop: StopAborted})
 	case err != nil:
 		emit(Event{Type: "error", Message: "compact: " + err.Error()})

@@ -531,6 +531,21 @@ func TestCompactCut(t *testing.T) {
 	}
 }
 
+// A hook's extra context never passes for what the user typed, even in a
+// prompt of images alone.
+func TestHookContextIsNotTheTypedText(t *testing.T) {
+	a := newTestAgent(t, startReplay(t, textStep("ok")))
+	a.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	img := Block{Type: "image", MimeType: "image/png", Data: "aGVsbG8="}
+	if err := a.Prompt(context.Background(), "", []Block{img}, nil); err != nil {
+		t.Fatal(err)
+	}
+	typed, added := splitPrompt(a.Messages()[0])
+	if typed != "" || len(added) != 2 || added[0].Text != "context from a hook" || added[1].Type != "image" {
+		t.Errorf("splitPrompt = %q, %+v", typed, added)
+	}
+}
+
 func TestAbortedCompactionEndsLikeAnAbortedTurn(t *testing.T) {
 	a := newTestAgent(t, startReplay(t, slowStep("never ends")))
 	a.SetMessages(history(4), Usage{})
@@ -545,6 +560,25 @@ func TestAbortedCompactionEndsLikeAnAbortedTurn(t *testing.T) {
 	}
 	if len(a.Messages()) != len(history(4)) {
 		t.Errorf("an aborted compaction changed the transcript")
+	}
+}
+
+// An abort that comes once the compaction is done changes nothing: it
+// finished, and says so.
+func TestAbortAfterACompactionFinishedIsNoAbort(t *testing.T) {
+	a := newTestAgent(t, startReplay(t, textStep("the summary")))
+	a.SetMessages(history(4), Usage{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log eventLog
+	err := a.Compact(ctx, func(e Event) {
+		log.sink(e)
+		if e.Type == "compact_done" {
+			cancel()
+		}
+	})
+	if err != nil || log.types() != "usage compact_done done" {
+		t.Errorf("err %v, events %s", err, log.types())
 	}
 }
 

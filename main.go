@@ -684,12 +684,11 @@ func listModels(o options, stdout io.Writer) int {
 }
 
 // promptText is the prompt: the words, then what was piped on stdin
-// (`git diff | zot -p "review this"` sends both). A terminal or /dev/null
-// on stdin is not read.
+// (`git diff | zot -p "review this"` sends both).
 func promptText(o options, stdin io.Reader) (string, error) {
 	words := strings.Join(o.prompt, " ")
 	piped := ""
-	if f, ok := stdin.(*os.File); stdin != nil && (!ok || !isCharDevice(f)) {
+	if carriesPrompt(stdin, words != "") {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return "", fmt.Errorf("read the prompt from stdin: %w", err)
@@ -705,9 +704,23 @@ func promptText(o options, stdin io.Reader) (string, error) {
 	return words + piped, nil
 }
 
-func isCharDevice(f *os.File) bool {
+// carriesPrompt says whether stdin is read for the prompt. A terminal or
+// /dev/null never is. Beside prompt words only a shell pipe or a file is:
+// a program that starts zot with words and leaves a socket on stdin open
+// (Node's spawn does by default) must not hang it.
+func carriesPrompt(stdin io.Reader, haveWords bool) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return stdin != nil
+	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	switch {
+	case err != nil || st.Mode()&os.ModeCharDevice != 0:
+		return false
+	case haveWords:
+		return st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular()
+	}
+	return true
 }
 
 // runOnce is -p and --json: one prompt, then exit.
@@ -743,7 +756,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.json {
 		events = newEventWriter(stdout)
 		sink = func(e Event) {
-			if events.Write(e) != nil && events.Err() != nil {
+			if events.Write(e); events.Err() != nil {
 				cancelRun() // nobody reads the events any more
 			}
 		}
@@ -797,7 +810,7 @@ func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err er
 	// crash) reach the client as ext_notify from "extensions", beside stderr.
 	hostLog := func(format string, args ...any) {
 		s.agent.Log(format, args...)
-		srv.Notify(ExtNote{Extension: "extensions", Level: "error", Message: fmt.Sprintf(format, args...)})
+		srv.Notify(ExtNote{Extension: "extensions", Level: "warn", Message: fmt.Sprintf(format, args...)})
 	}
 	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: hostLog}, func(server, level, msg string) {
 		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})

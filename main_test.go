@@ -195,6 +195,39 @@ func TestPromptWordsAndPipedStdinGoTogether(t *testing.T) {
 	}
 }
 
+// A program that runs `zot -p words` and leaves a socket on stdin open, as
+// Node's spawn does, gets its answer: zot does not wait for that stdin.
+func TestPromptWordsDoNotWaitForAnOpenSocketOnStdin(t *testing.T) {
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "answered"})})
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+	defer ours.Close() // held open until zot is done
+	z := newZotRun(t)
+	cmd := z.cmd(append(anthropicFlags(srv), "-p", "hi")...)
+	cmd.Stdin = theirs
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	done := make(chan error, 1)
+	// Owned by the test; ends when zot exits.
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || stdout.String() != "answered\n" {
+			t.Errorf("exit %v, stdout %q", err, stdout.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("zot -p with prompt words waited for its stdin socket")
+	}
+}
+
 func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "compat"})})
 	z := newZotRun(t)

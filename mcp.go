@@ -712,6 +712,7 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	restart := state == "exited" && !now.Before(next)
 	if restart {
 		s.restartedAt = now
+		next = s.nextRestart()
 	}
 	s.mu.Unlock()
 	switch {
@@ -733,7 +734,7 @@ func (s *mcpServer) ready(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		s.report("error", fmt.Sprintf("restart failed: %v; it restarts on its first tool call after %s (log: %s)",
-			err, now.Add(s.m.restartEvery).Format("15:04:05"), s.logPath()))
+			err, next.Format("15:04:05"), s.logPath()))
 		return fmt.Errorf("mcp server %s crashed and its restart failed: %v", s.cfg.Name, err)
 	}
 	s.report("info", "restarted")

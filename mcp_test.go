@@ -218,7 +218,7 @@ func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
 	_, after, _ := strings.Cut(report, "first tool call after ")
 	_, tryAfter, _ := strings.Cut(textOf(r), "try again after ")
 	if len(after) < 8 || len(tryAfter) < 8 || after[:8] != tryAfter[:8] {
-		t.Errorf("the report says after %s, the refusal after %s", after[:8], tryAfter[:8])
+		t.Errorf("the report says after %q, the refusal after %q", after, tryAfter)
 	}
 
 	h.m.restartEvery = 0 // the minute has passed

@@ -379,8 +379,8 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 		}
 		if err == io.EOF {
 			derr := dispatch()
-			var perr *ProviderError
-			if derr != nil && derr != errStopSSE && !errors.As(derr, &perr) {
+			var cut *json.SyntaxError
+			if errors.As(derr, &cut) {
 				return errCutEvent
 			}
 			return derr
@@ -391,7 +391,7 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 // errStopSSE ends readSSE without an error, at a terminal event.
 var errStopSSE = errors.New("end of stream")
 
-// errCutEvent is an event pending at EOF that does not parse: the
+// errCutEvent is an event pending at EOF whose JSON is not whole: the
 // connection dropped in the middle of it.
 var errCutEvent = errors.New("the last event was cut off")
 
@@ -771,7 +771,7 @@ func (s *anthStream) block(i int) *partialBlock {
 func (s *anthStream) handle(ev sseEvent) error {
 	var e anthEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
-		return fmt.Errorf("bad event %q: %v", truncate(string(ev.Data), 120), err)
+		return fmt.Errorf("bad event %q: %w", truncate(string(ev.Data), 120), err)
 	}
 	switch e.Type {
 	case "message_start":
@@ -1099,7 +1099,7 @@ func (s *oaiStream) handle(ev sseEvent) error {
 	}
 	var c oaiChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("bad chunk %q: %v", truncate(string(data), 120), err)
+		return fmt.Errorf("bad chunk %q: %w", truncate(string(data), 120), err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		typ, msg := decodeErrorValue(c.Error)

@@ -176,7 +176,9 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 	}
 	switch req.Type {
 	case "hello":
-		err = decodeRPCField("token", raw.Token, &req.Token)
+		if err = decodeRPCField("token", raw.Token, &req.Token); err != nil {
+			err = badTokenError{err}
+		}
 	case "abort":
 		err = decodeRPCField("all", raw.All, &req.All)
 	case "prompt":
@@ -300,6 +302,9 @@ type rpcServer struct {
 
 // maxHeldNotes bounds the notes kept for a client that has not said hello.
 const maxHeldNotes = 256
+
+// badTokenError is a hello whose token is not a string.
+type badTokenError struct{ error }
 
 // errRPCAuth ends the server after a hello with the wrong token.
 var errRPCAuth = errors.New("rpc: hello did not carry the ZOTCORE_RPC_TOKEN token")
@@ -448,7 +453,7 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 	req, err := decodeRPCRequest(l.data)
 	if err != nil {
 		s.reply(req, nil, err)
-		if req.Type == "hello" && s.Token != "" {
+		if errors.As(err, new(badTokenError)) && s.Token != "" {
 			return errRPCAuth // a token that is not even a string is a wrong one
 		}
 		return nil
@@ -765,7 +770,8 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 	defer context.AfterFunc(ctx, stop)()
 	out := stdout
 	if f, ok := stdout.(*os.File); ok {
-		if pf := pollableOutput(f); pf != nil {
+		if pf, restore := pollableOutput(f); pf != nil {
+			defer restore()
 			out = pf
 			// A client that stopped reading would hold a write, and with it
 			// the whole shutdown, forever: after a signal it has a moment to
@@ -802,17 +808,28 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 // the last lines before zot stops waiting for it.
 const rpcLastLinesGrace = 2 * time.Second
 
-// pollableOutput reopens a pipe or socket stdout in non-blocking mode, so
-// that a write to a client that stopped reading can be given a deadline.
-// A terminal is left alone: the shell that shares it expects it blocking.
-func pollableOutput(f *os.File) *os.File {
+// pollableOutput opens a copy of a pipe or socket stdout in non-blocking
+// mode, so that a write to a client that stopped reading can be given a
+// deadline. The mode belongs to the pipe, which others may share (`(zot rpc;
+// echo done) | client`): restore closes the copy and makes it blocking
+// again. A terminal is left alone: were zot killed, the shell would be left
+// with a non-blocking terminal.
+func pollableOutput(f *os.File) (pf *os.File, restore func()) {
 	info, err := f.Stat()
 	if err != nil || info.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
-		return nil
+		return nil, nil
 	}
-	fd := int(f.Fd())
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, nil
+	}
 	if syscall.SetNonblock(fd, true) != nil {
-		return nil
+		syscall.Close(fd)
+		return nil, nil
 	}
-	return os.NewFile(uintptr(fd), f.Name())
+	pf = os.NewFile(uintptr(fd), f.Name())
+	return pf, func() {
+		pf.Close()
+		syscall.SetNonblock(int(f.Fd()), false)
+	}
 }

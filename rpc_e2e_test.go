@@ -297,7 +297,7 @@ func TestRPCBinaryReportsExtensionProblems(t *testing.T) {
 			note = o
 		}
 	}
-	if !strings.Contains(note.Raw, `"extension":"extensions","level":"error"`) || !strings.Contains(note.Raw, "exec") {
+	if !strings.Contains(note.Raw, `"extension":"extensions","level":"warn"`) || !strings.Contains(note.Raw, "exec") {
 		t.Errorf("no ext_notify about the bad manifest; got %q, stderr %s", note.Raw, p.stderr)
 	}
 }

@@ -70,3 +70,30 @@ func pipeQueued(f *os.File) (int, error) {
 	}
 	return int(n), nil
 }
+
+// The pipe zot writes to may be shared (`(zot rpc; echo done) | client`):
+// zot leaves it blocking, as it found it.
+func TestRPCBinaryLeavesStdoutBlocking(t *testing.T) {
+	z := newZotRun(t)
+	z.stdin = `{"type":"ping"}` + "\n"
+	cmd := z.cmd("rpc", "--provider", "anthropic", "--api-key", "k")
+	// A raw pipe: os.Pipe's files would switch modes themselves.
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer r.Close()
+	defer w.Close()
+	cmd.Stdout = w
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fds[1]), syscall.F_GETFL, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	if flags&syscall.O_NONBLOCK != 0 {
+		t.Error("zot left its stdout pipe non-blocking")
+	}
+}

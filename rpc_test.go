@@ -530,6 +530,15 @@ func TestRPCAuth(t *testing.T) {
 			t.Errorf("a prompt before hello reached the provider")
 		}
 	})
+	t.Run("a malformed hello with the right token is not a wrong token", func(t *testing.T) {
+		p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Token = "s3cret" })
+		p.send(`{"id":true,"type":"hello","token":"s3cret"}`)
+		if r := p.next(); r.Success || !strings.Contains(r.Error, `"id"`) {
+			t.Errorf("reply = %s", r.Raw)
+		}
+		p.call("hello", "token", "s3cret")
+		p.call("ping")
+	})
 	for _, tc := range []struct{ name, line, want string }{
 		{"wrong", `{"id":"h","type":"hello","token":"guess"}`, "invalid token"},
 		{"missing", `{"id":"h","type":"hello"}`, `hello needs "token"`},
