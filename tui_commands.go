@@ -962,10 +962,6 @@ func callRows(call ToolCall, width int) []string {
 	if json.Unmarshal(call.Args, &args) != nil || args == nil {
 		return append(rows, argRows("arguments (not a JSON object)", string(call.Args), width, limit)...)
 	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
 	// What a call acts on comes first: the command, the path.
 	rank := func(k string) int {
 		switch k {
@@ -976,12 +972,8 @@ func callRows(call ToolCall, width int) []string {
 		}
 		return 2
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
-			return ri < rj
-		}
-		return keys[i] < keys[j]
-	})
+	keys := sortedKeys(args)
+	sort.SliceStable(keys, func(i, j int) bool { return rank(keys[i]) < rank(keys[j]) })
 	for _, k := range keys {
 		v := args[k]
 		var text string
