@@ -597,7 +597,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o, err := parseFlags(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 		return exitUsage
 	}
 	switch {
@@ -770,7 +770,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
 		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
-			final = printable(final)
+			final = sanitize(final)
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
@@ -783,7 +783,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "zot: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
+	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	return exitFailure
 }
 
@@ -860,7 +860,7 @@ func extLevel(level string) string {
 }
 
 func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
+	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage

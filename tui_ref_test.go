@@ -67,6 +67,13 @@ func refCleanText(s string) string {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			i += size
 			switch {
+			case c1Escapes[r] != "": // measured as its 7-bit form
+				n, silent := escapeLen("\x1b" + c1Escapes[r] + s[i:])
+				if !silent {
+					b.WriteRune(0x241b)
+					col++
+				}
+				i += n - 2
 			case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
 				b.WriteRune(utf8.RuneError)
 				col++
@@ -82,6 +89,10 @@ func refCleanText(s string) string {
 	}
 	return b.String()
 }
+
+// c1Escapes are the 8-bit C1 controls that begin an escape sequence, and
+// the byte that begins it after ESC.
+var c1Escapes = map[rune]string{0x9b: "[", 0x9d: "]", 0x90: "P", 0x9f: "_", 0x9e: "^", 0x98: "X"}
 
 func refMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 	line := refCleanText(raw)

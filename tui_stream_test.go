@@ -222,10 +222,10 @@ func TestCleanerMatchesTheReference(t *testing.T) {
 func checkCleaner(t *testing.T, s string, piece int) {
 	t.Helper()
 	want := refCleanText(s)
-	if got := cleanText(s); got != want {
-		t.Fatalf("cleanText(%q) = %q, want %q", s, got, want)
+	if got := drawText(s); got != want {
+		t.Fatalf("drawText(%q) = %q, want %q", s, got, want)
 	}
-	var c cleaner
+	c := sanitizer{width: runeWidth}
 	var b []byte
 	for i, line := range strings.Split(s, "\n") {
 		if i > 0 {
