@@ -753,7 +753,7 @@ func TestThinkingIsDimAndCollapses(t *testing.T) {
 // placeholders.
 func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	hostile := "A\x1b]52;c;cHduZWQ=\x07B\x1b]0;TITLE\x07C\x1b[2J\x1b[HD\x1b[5A\x1b[31mE\x1b[0m rm -rf /\roverwrite\x1bPdcs\x1b\\F\u009b2JG\u202eH\a\x00I"
-	want := "A␛B␛C␛␛D␛EX rm -rf /␍overwrite␛F�2JG�H␇␀I"
+	want := "A␛B␛C␛␛D␛EX rm -rf /␍overwrite␛F␛G�H␇␀I"
 	want = strings.Replace(want, "X", "", 1)
 	tui, v := newTestTUI(t, 200, 40)
 	args, _ := json.Marshal(obj{"command": hostile})
