@@ -157,6 +157,24 @@ func TestExtEndToEndToolAndGuard(t *testing.T) {
 	}
 }
 
+// TestExtHostLogOnStderrIsSanitized: a repository names an extension
+// directory with a title escape; the host's complaint about it reaches
+// stderr with the escape made visible, not raw.
+func TestExtHostLogOnStderrIsSanitized(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	z := newZotRun(t)
+	bad := filepath.Join(z.cwd, ".zot", "extensions", "evil\x1b]0;pwned\x07")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(bad, "manifest.json"), []byte("{not json"), 0o644)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "x")...)
+	if code != 0 || stdout != "ok\n" || !strings.Contains(stderr, "evil␛") || strings.ContainsAny(stderr, "\x1b\x07") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}
+
 func TestExtNotesGoToStderrInPrintMode(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	dir := scriptedExt(t, "chatty", obj{"frames": []obj{{"type": "notify", "level": "warn", "message": "hi\x1b[2Jthere"}}})

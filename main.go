@@ -477,7 +477,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		toolNames = append(toolNames, t.Name())
 	}
 	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: s.skillsPrompt(reg)})
-	a.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "zot: "+format+"\n", args...) }
+	a.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...))) }
 	s.agent = a
 	return s, nil
 }
@@ -738,7 +738,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", n)
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
 	}
 	ctx, stop := signalContext()
 	defer stop()
