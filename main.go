@@ -477,7 +477,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		toolNames = append(toolNames, t.Name())
 	}
 	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: s.skillsPrompt(reg)})
-	a.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...))) }
+	a.Log = func(format string, args ...any) {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
+	}
 	s.agent = a
 	return s, nil
 }
