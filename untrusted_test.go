@@ -170,3 +170,22 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSanitize is the cost per byte of cleaning plain text (the fast
+// path) and text full of escapes, controls and non-ASCII characters.
+func BenchmarkSanitize(b *testing.B) {
+	plain := strings.Repeat("go test -count=1 ./... # plain ASCII output\n", 100)
+	var hostile strings.Builder
+	for _, c := range sanitizeCases {
+		hostile.WriteString(c.in)
+	}
+	for _, c := range []struct{ name, text string }{{"plain", plain}, {"hostile", strings.Repeat(hostile.String(), 4)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				sanitize(c.text)
+			}
+		})
+	}
+}
