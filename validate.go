@@ -458,9 +458,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// validatorText makes text a validator printed safe to show (seed 002
-// asks that control characters be stripped; sanitize does that and more)
-// and cuts it at validatorMaxText bytes.
+// validatorText makes text a validator printed safe to show and cuts it at
+// validatorMaxText bytes. Seed 002 asks that control characters be
+// stripped; sanitize shows them as pictures instead, so the user sees that
+// something was there (docs/security.md).
 func validatorText(s string) string {
 	return truncate(sanitize(s), validatorMaxText)
 }
