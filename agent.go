@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // Message is one entry of the transcript. Role is "user" or "assistant";
@@ -1131,77 +1130,4 @@ func projectContextFiles(cwd string) []string {
 		}
 	}
 	return files
-}
-
-// printable makes untrusted text (from a model, a tool, an extension, a
-// server) safe to write to a terminal: escape sequences are removed whole,
-// and so are other control characters but newline and tab, C1 controls,
-// bidirectional overrides and invalid UTF-8.
-func printable(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c >= 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b {
-			i = skipEscape(s, i)
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case r == utf8.RuneError && size == 1, r < 0x20, r >= 0x7f && r <= 0x9f,
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// skipEscape returns where the escape sequence starting at s[i] ends.
-func skipEscape(s string, i int) int {
-	i++
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '[': // CSI: parameter and intermediate bytes, then one final byte
-		i++
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
-			i++
-		}
-		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-			i++
-		}
-		return i
-	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ESC \
-		for i++; i < len(s); i++ {
-			if s[i] == 0x07 {
-				return i + 1
-			}
-			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-		}
-		return i
-	}
-	return i + 1 // a two-byte sequence such as ESC c
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

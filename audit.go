@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // The audit log: one JSON line per tool call in $ZOT_HOME/logs/audit.jsonl
@@ -86,16 +85,16 @@ func (l *AuditLog) Record(rec *ToolRecord) error {
 		e.Executed, e.ExecutedCut = auditArgs(rec.Executed)
 	}
 	for _, n := range rec.Decision.Trail {
-		n.Reason = cutText(n.Reason, auditMaxReason)
+		n.Reason = truncate(n.Reason, auditMaxReason)
 		e.Decisions = append(e.Decisions, n)
 	}
 	switch {
 	case rec.Decision.Block:
-		e.Outcome, e.Reason = "blocked", cutText(rec.Decision.Reason, auditMaxReason)
+		e.Outcome, e.Reason = "blocked", truncate(rec.Decision.Reason, auditMaxReason)
 	case rec.Ran:
 		e.Outcome = "ran"
 	default:
-		e.Reason = cutText(Message{Content: rec.Result.Content}.Text(), auditMaxReason)
+		e.Reason = truncate(Message{Content: rec.Result.Content}.Text(), auditMaxReason)
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
@@ -137,19 +136,8 @@ func auditArgs(raw json.RawMessage) (json.RawMessage, *auditCut) {
 		return args, nil
 	}
 	sum := sha256.Sum256(raw)
-	head, _ := json.Marshal(cutText(string(raw), auditMaxArgs) + " [truncated]")
+	head, _ := json.Marshal(truncate(string(raw), auditMaxArgs) + " [truncated]")
 	return head, &auditCut{Bytes: len(raw), SHA256: hex.EncodeToString(sum[:])}
-}
-
-// cutText cuts s to at most n bytes on a character boundary, marking the cut.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // auditHook is the AfterToolExecute hook that records every tool call. A log

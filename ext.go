@@ -1426,11 +1426,11 @@ func stderrExtHooks(w io.Writer) ExtConfig {
 	return ExtConfig{
 		OnNote: func(n ExtNote) {
 			if !n.Clear {
-				print(fmt.Sprintf("[%s] %s: %s", n.Extension, n.Level, printable(n.Message)))
+				print(fmt.Sprintf("[%s] %s: %s", n.Extension, n.Level, sanitize(n.Message)))
 			}
 		},
 		Log: func(format string, args ...any) {
-			print("zot: " + printable(fmt.Sprintf(format, args...)))
+			print("zot: " + sanitize(fmt.Sprintf(format, args...)))
 		},
 	}
 }

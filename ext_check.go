@@ -136,7 +136,7 @@ func (c *extChecker) add(check, status string, ms *int64, format string, args ..
 		}
 		return
 	}
-	msg := printable(fmt.Sprintf(format, args...))
+	msg := sanitize(fmt.Sprintf(format, args...))
 	c.report.Lines = append(c.report.Lines, checkLine{Check: check, Status: status, Message: msg, Ms: ms})
 	switch status {
 	case "fail":
@@ -914,7 +914,7 @@ func (t *cappedTail) lines(n int) []string {
 		all = all[len(all)-n:]
 	}
 	for i := range all {
-		all[i] = printable(all[i])
+		all[i] = sanitize(all[i])
 	}
 	return all
 }

@@ -115,7 +115,7 @@ func runExtCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		err = c.logs(words[0], set["-f"] || set["--follow"])
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "zot ext %s: %s\n", sub, printable(err.Error()))
+		fmt.Fprintf(stderr, "zot ext %s: %s\n", sub, sanitize(err.Error()))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage
@@ -220,7 +220,7 @@ func (c *extCLI) list(asJSON bool) error {
 		if s == "" {
 			return "-"
 		}
-		return printable(s)
+		return sanitize(s)
 	}
 	for _, r := range rows {
 		enabled := "yes"
@@ -239,18 +239,18 @@ func (c *extCLI) list(asJSON bool) error {
 	for i, r := range rows {
 		out.WriteString(lines[i+1])
 		if r.Error != "" {
-			fmt.Fprintf(&out, "  error: %s\n", printable(r.Error))
+			fmt.Fprintf(&out, "  error: %s\n", sanitize(r.Error))
 			continue
 		}
 		fmt.Fprintf(&out, "  permissions: %s; fail_closed=%s\n", r.grant, yesNo(r.FailClosed))
 		if r.ShadowedBy != "" {
-			fmt.Fprintf(&out, "  not loaded: shadowed by the %s extension of the same name\n", printable(r.ShadowedBy))
+			fmt.Fprintf(&out, "  not loaded: shadowed by the %s extension of the same name\n", sanitize(r.ShadowedBy))
 		}
 		for _, s := range r.Shadowed {
-			fmt.Fprintf(&out, "  shadowed at the last run: %s\n", printable(s))
+			fmt.Fprintf(&out, "  shadowed at the last run: %s\n", sanitize(s))
 		}
 		if len(r.Refused) > 0 {
-			fmt.Fprintf(&out, "  refused at the last run (outside its permissions): %s\n", printable(strings.Join(r.Refused, ", ")))
+			fmt.Fprintf(&out, "  refused at the last run (outside its permissions): %s\n", sanitize(strings.Join(r.Refused, ", ")))
 		}
 	}
 	_, err := io.WriteString(c.stdout, out.String())
@@ -566,7 +566,7 @@ func (c *extCLI) logs(name string, follow bool) error {
 		if i < 0 {
 			return nil
 		}
-		_, err = io.WriteString(c.stdout, printable(string(pending[:i+1])))
+		_, err = io.WriteString(c.stdout, sanitize(string(pending[:i+1])))
 		pending = append(pending[:0], pending[i+1:]...)
 		return err
 	}

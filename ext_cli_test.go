@@ -157,11 +157,29 @@ func TestExtEndToEndToolAndGuard(t *testing.T) {
 	}
 }
 
+// TestExtHostLogOnStderrIsSanitized: a repository names an extension
+// directory with a title escape; the host's complaint about it reaches
+// stderr with the escape made visible, not raw.
+func TestExtHostLogOnStderrIsSanitized(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	z := newZotRun(t)
+	bad := filepath.Join(z.cwd, ".zot", "extensions", "evil\x1b]0;pwned\x07")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(bad, "manifest.json"), []byte("{not json"), 0o644)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "x")...)
+	if code != 0 || stdout != "ok\n" || !strings.Contains(stderr, "evil␛") || strings.ContainsAny(stderr, "\x1b\x07") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+}
+
 func TestExtNotesGoToStderrInPrintMode(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	dir := scriptedExt(t, "chatty", obj{"frames": []obj{{"type": "notify", "level": "warn", "message": "hi\x1b[2Jthere"}}})
 	stdout, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--ext", dir, "x")...)
-	if code != 0 || stdout != "ok\n" || !strings.Contains(stderr, "[chatty] warn: hithere\n") {
+	if code != 0 || stdout != "ok\n" || !strings.Contains(stderr, "[chatty] warn: hi␛there\n") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 }
@@ -428,7 +446,7 @@ func TestExtCLILogs(t *testing.T) {
 	os.MkdirAll(logs, 0o700)
 	os.WriteFile(filepath.Join(logs, "ext-demo.log"), []byte("line one\nevil \x1b]52;c;aGk=\x07 end\n"), 0o600)
 	stdout, _, code := z.run("ext", "logs", "demo")
-	if code != 0 || stdout != "line one\nevil  end\n" {
+	if code != 0 || stdout != "line one\nevil ␛ end\n" {
 		t.Errorf("logs: %d %q", code, stdout)
 	}
 	if _, stderr, code := z.run("ext", "logs", "nobody"); code != 1 || !strings.Contains(stderr, `extension "nobody" has no log yet`) {

@@ -1241,7 +1241,7 @@ func (p *extProc) extToolResult(msg extMsg) ToolResult {
 // excerpt shows the start of a bad line in a log, quoted.
 func excerpt(b []byte) string {
 	if len(b) > 200 {
-		return strconv.Quote(string(b[:200])) + "…"
+		return strconv.Quote(string(utf8Prefix(b, 200))) + ellipsis
 	}
 	return strconv.Quote(string(b))
 }

@@ -19,7 +19,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
 )
 
 // Claude Code–compatible hooks (docs/hooks.md): shell commands that teams
@@ -603,19 +602,8 @@ func (c *cappedBuffer) Bytes() []byte { return c.buf.Bytes() }
 
 func (h *Hooks) note(level, msg string) {
 	if h.cfg.OnNote != nil {
-		h.cfg.OnNote(level, hooksPrintable(msg))
+		h.cfg.OnNote(level, sanitize(msg))
 	}
-}
-
-// hooksPrintable drops control characters (escape sequences among them)
-// from text a hook wrote, keeping newlines and tabs.
-func hooksPrintable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) && r != unicode.ReplacementChar {
-			return r
-		}
-		return -1
-	}, s)
 }
 
 // ToolGate is PreToolUse, a gate for ChainGates: the matching commands run
@@ -813,7 +801,7 @@ func (h *Hooks) BeforePrompt(ctx context.Context, text string) (block bool, reas
 	}
 	if len(reasons) > 0 {
 		// The user reads it (on stderr in -p): no escape sequences.
-		return true, hooksPrintable(strings.Join(reasons, "\n")), ""
+		return true, sanitize(strings.Join(reasons, "\n")), ""
 	}
 	return false, "", strings.Join(context, "\n\n")
 }
@@ -966,7 +954,7 @@ func (h *Hooks) takeContext(callID string) []string {
 
 // stop remembers a "continue": false; the next turn is refused with reason.
 func (h *Hooks) stop(reason string) {
-	reason = hooksPrintable(reason) // the user reads it
+	reason = sanitize(reason) // the user reads it
 	if strings.TrimSpace(reason) == "" {
 		reason = "a hook stopped the agent"
 	}

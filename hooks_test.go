@@ -345,7 +345,7 @@ func TestHooksPreToolUseDecisions(t *testing.T) {
 		}, "ls", GateAllow, "", "", "allow", `"permissionDecision": "maybe"`},
 		{"systemMessage is shown", func(t *testing.T) []string {
 			return []string{pyHook(t, obj{"stdout": obj{"systemMessage": "careful\x1b[31m now"}})}
-		}, "ls", GateAllow, "", "", "allow", "PreToolUse hook: careful[31m now"},
+		}, "ls", GateAllow, "", "", "allow", "PreToolUse hook: careful now"},
 		{"one deny among allows wins", func(t *testing.T) []string {
 			return []string{pyHook(t, obj{}), shHook(t, "block-rm.sh"), pyHook(t, obj{"stdout": ask})}
 		}, "rm -rf /", GateDeny, "rm -rf is not allowed", "", "allow deny ask", ""},

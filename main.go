@@ -477,7 +477,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		toolNames = append(toolNames, t.Name())
 	}
 	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: s.skillsPrompt(reg)})
-	a.Log = func(format string, args ...any) { fmt.Fprintf(stderr, "zot: "+format+"\n", args...) }
+	a.Log = func(format string, args ...any) {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
+	}
 	s.agent = a
 	return s, nil
 }
@@ -597,7 +599,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o, err := parseFlags(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 		return exitUsage
 	}
 	switch {
@@ -738,7 +740,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", n)
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -770,7 +772,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
 		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
-			final = printable(final)
+			final = sanitize(final)
 		}
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
@@ -783,7 +785,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "zot: interrupted")
 		return exitInterrupted
 	}
-	fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
+	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	return exitFailure
 }
 
@@ -860,7 +862,7 @@ func extLevel(level string) string {
 }
 
 func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "zot: %s\n", printable(err.Error()))
+	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // MCP servers as tool sources. Configuration files name servers; the
@@ -853,11 +852,7 @@ func mcpResult(server string, raw json.RawMessage) ToolResult {
 			return
 		}
 		if len(s) > textLeft {
-			cut := textLeft
-			for cut > 0 && !utf8.RuneStart(s[cut]) {
-				cut--
-			}
-			s = s[:cut] + fmt.Sprintf("\n[output cut: over %d KB]", mcpMaxText>>10)
+			s = utf8Prefix(s, textLeft) + fmt.Sprintf("\n[output cut: over %d KB]", mcpMaxText>>10)
 		}
 		textLeft -= len(s)
 		blocks = append(blocks, TextBlock(s))
@@ -1198,10 +1193,10 @@ func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
 			return
 		}
 		if server == "" {
-			fmt.Fprintf(stderr, "zot: mcp: %s\n", printable(msg))
+			fmt.Fprintf(stderr, "zot: mcp: %s\n", sanitize(msg))
 			return
 		}
-		fmt.Fprintf(stderr, "zot: mcp server %q: %s\n", server, printable(msg))
+		fmt.Fprintf(stderr, "zot: mcp server %q: %s\n", server, sanitize(msg))
 	}
 }
 
@@ -1260,7 +1255,7 @@ func runMCPCommand(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		if st[0].State != "ready" {
-			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, printable(st[0].Error))
+			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, sanitize(st[0].Error))
 			return exitFailure
 		}
 		tools := reg.List()
@@ -1292,9 +1287,9 @@ func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%-20s %-6s %-9s %5s  %s\n", "NAME", "TYPE", "STATE", "TOOLS", "SOURCE")
 	for _, s := range list {
-		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", printable(s.Name), s.Transport, s.State, s.Tools, s.Source)
+		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", sanitize(s.Name), s.Transport, s.State, s.Tools, s.Source)
 		if s.Error != "" {
-			fmt.Fprintf(stdout, "    %s\n", printable(s.Error))
+			fmt.Fprintf(stdout, "    %s\n", sanitize(s.Error))
 		}
 	}
 	return exitOK
@@ -1305,15 +1300,15 @@ func mcpPrintTools(tools []Tool, stdout io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s\n", printable(t.Name()))
+		fmt.Fprintf(stdout, "%s\n", sanitize(t.Name()))
 		for _, line := range strings.Split(strings.TrimSpace(t.Description()), "\n") {
-			fmt.Fprintf(stdout, "  %s\n", printable(line))
+			fmt.Fprintf(stdout, "  %s\n", sanitize(line))
 		}
 		b, err := json.MarshalIndent(json.RawMessage(t.Schema()), "  ", "  ")
 		if err != nil {
 			b = t.Schema()
 		}
-		fmt.Fprintf(stdout, "  input schema: %s\n", printable(string(b)))
+		fmt.Fprintf(stdout, "  input schema: %s\n", sanitize(string(b)))
 	}
 	if len(tools) == 0 {
 		fmt.Fprintln(stdout, "(the server offers no tools)")
@@ -1338,18 +1333,18 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 		}
 	}
 	if tool == nil {
-		fmt.Fprintf(stderr, "zot mcp call: server %q has no tool %q; it has: %s\n", server, name, printable(strings.Join(names, ", ")))
+		fmt.Fprintf(stderr, "zot mcp call: server %q has no tool %q; it has: %s\n", server, name, sanitize(strings.Join(names, ", ")))
 		return exitFailure
 	}
 	res := tool.Run(ctx, json.RawMessage(args), func(line string) {
-		fmt.Fprintf(stderr, "progress: %s\n", printable(line))
+		fmt.Fprintf(stderr, "progress: %s\n", sanitize(line))
 	})
 	for _, b := range res.Content {
 		switch b.Type {
 		case "image":
 			fmt.Fprintf(stdout, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		default:
-			fmt.Fprintln(stdout, strings.TrimRight(printable(b.Text), "\n"))
+			fmt.Fprintln(stdout, strings.TrimRight(sanitize(b.Text), "\n"))
 		}
 	}
 	if res.IsError {

@@ -271,7 +271,7 @@ func TestMCPCommandLine(t *testing.T) {
 		stdout, stderr string
 	}{
 		{[]string{"mcp", "call", "fake", "echo", `{"text":"hi"}`}, 0, "hi\n", ""},
-		{[]string{"mcp", "call", "fake", "mcp__fake__echo", `{"text":"\u001b[31mred\u0007"}`}, 0, "red\n", ""},
+		{[]string{"mcp", "call", "fake", "mcp__fake__echo", `{"text":"\u001b[31mred\u0007"}`}, 0, "red␇\n", ""},
 		{[]string{"mcp", "call", "fake", "fail"}, 1, "it went wrong\n", ""},
 		{[]string{"mcp", "call", "fake", "progress"}, 0, "done\n", "progress: step 1 (1/3)\nprogress: step 2 (2/3)\nprogress: step 3 (3/3)\n"},
 		{[]string{"mcp", "call", "fake", "nope"}, 1, "", `zot mcp call: server "fake" has no tool "nope"; it has: ask, big, change,`},

@@ -81,7 +81,7 @@ func (e *ProviderError) Error() string {
 	if e.Hint != "" {
 		b.WriteString(" (" + e.Hint + ")")
 	}
-	return printable(b.String())
+	return sanitize(b.String())
 }
 
 func (e *ProviderError) Is(target error) bool {
@@ -217,7 +217,7 @@ func notAStream(name string, resp *http.Response) error {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-	return fmt.Errorf("%s: expected an event stream (text/event-stream) but got %s: %s", name, ct, printable(strings.TrimSpace(string(body))))
+	return fmt.Errorf("%s: expected an event stream (text/event-stream) but got %s: %s", name, ct, sanitize(strings.TrimSpace(string(body))))
 }
 
 // scrubURLError drops the URL from a transport error: a base URL may carry

@@ -761,7 +761,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", n)
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
 	}
 	defer catchSIGPIPE()()
 	ctx, stop := signalContext()

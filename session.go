@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -940,22 +939,12 @@ func FormatSessionList(list []SessionInfo, now time.Time) string {
 	return b.String()
 }
 
-// sessionOneLine folds whitespace to single spaces, drops control and
-// format characters (escape sequences, bidi overrides) and cuts the text to
-// n runes, marking the cut with "…".
+// sessionOneLine sanitizes s, folds it onto one line and cuts it to n
+// runes (a column of a list, not a byte budget), marking the cut with "…".
 func sessionOneLine(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case unicode.IsSpace(r):
-			return ' '
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == utf8.RuneError:
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(sanitize(s)), " ")
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return strings.TrimRight(string([]rune(s)[:n]), " ") + "…"
+	return strings.TrimRight(string([]rune(s)[:n]), " ") + ellipsis
 }

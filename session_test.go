@@ -695,7 +695,7 @@ func TestFormatSessionList(t *testing.T) {
 	got := FormatSessionList(list, now)
 	want := "" +
 		"1) 2026-11-22 10:45  claude-sonnet-4-5  12 msgs  $0.0123  fix the failing test\n" +
-		"2) 2026-11-22 09:45  gpt-5                1 msg  $0.0000  [31mred[0m tabs and lines and a very long prompt that goes o…\n" +
+		"2) 2026-11-22 09:45  gpt-5                1 msg  $0.0000  red tabs and lines \uFFFDand a very long prompt that goes on and…\n" +
 		"3) 2026-11-22 08:45  m                   0 msgs  $0.0000  (no prompt)\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -945,10 +945,10 @@ func FormatSkillList(skills []Skill) string {
 	return b.String()
 }
 
-// skillOneLine folds whitespace runs into single spaces and drops control
-// characters, so text from a skill file fits on one terminal line safely.
+// skillOneLine sanitizes text from a skill file and folds its whitespace
+// runs into single spaces, so it fits on one terminal line.
 func skillOneLine(s string) string {
-	return strings.Join(strings.Fields(printable(s)), " ")
+	return strings.Join(strings.Fields(sanitize(s)), " ")
 }
 
 // skillTool is the skill tool: it returns a skill's body and the files
@@ -1063,7 +1063,7 @@ func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 		return
 	}
 	s.skills = LoadSkills(s.home, s.cwd, func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", printable(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
 	})
 	reg.SetSource("skill", []Tool{skillTool{s.skills}})
 }
@@ -1113,7 +1113,7 @@ func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", printable(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
 	}
 	switch {
 	case len(words) == 1 && words[0] == "list":
@@ -1124,13 +1124,13 @@ func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
 			if s.Name == words[1] {
 				if len(s.AllowedTools) > 0 {
 					// On stderr, so stdout stays the body for scripts.
-					fmt.Fprintf(stderr, "allowed-tools: %s (not enforced by zot)\n", printable(strings.Join(s.AllowedTools, ", ")))
+					fmt.Fprintf(stderr, "allowed-tools: %s (not enforced by zot)\n", sanitize(strings.Join(s.AllowedTools, ", ")))
 				}
-				fmt.Fprintln(stdout, printable(s.Body))
+				fmt.Fprintln(stdout, sanitize(s.Body))
 				return exitOK
 			}
 		}
-		fmt.Fprintf(stderr, "zot: no skill named %q (zot skills list shows them)\n", printable(words[1]))
+		fmt.Fprintf(stderr, "zot: no skill named %q (zot skills list shows them)\n", sanitize(words[1]))
 		return exitFailure
 	}
 	fmt.Fprint(stderr, skillsUsage)

@@ -572,7 +572,7 @@ func TestSkillsCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list: exit %d %s", code, stderr)
 	}
-	for _, want := range []string{"demo                 .claude/skills  Demonstrates skills.\n", "write-zot-extension  built-in", "2 skills; the manifest in the system prompt costs about", "(an estimate at 4 bytes a token)"} {
+	for _, want := range []string{"demo                 .claude/skills  Demonstrates ␛skills.\n", "write-zot-extension  built-in", "2 skills; the manifest in the system prompt costs about", "(an estimate at 4 bytes a token)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("list lacks %q:\n%s", want, stdout)
 		}

@@ -649,21 +649,6 @@ func readLine(ctx context.Context, br *bufio.Reader, keep int, buf []byte) (line
 	}
 }
 
-// utf8Prefix cuts b to at most n bytes and drops a character split at
-// the end, by this cut or an earlier one.
-func utf8Prefix(b []byte, n int) []byte {
-	b = b[:min(n, len(b))]
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				b = b[:i]
-			}
-			break
-		}
-	}
-	return b
-}
-
 func sizeString(n int64) string {
 	switch {
 	case n >= 1<<30:

@@ -218,7 +218,7 @@ func (t *TUI) switchModel(provider, id string) {
 		return
 	}
 	id = strings.TrimSpace(id)
-	if id == "" || cleanText(id) != id || strings.ContainsAny(id, " \n") {
+	if id == "" || sanitize(id) != id || strings.ContainsAny(id, " \t\n") {
 		t.logf(fgRed, "/model: %q is not a model id", id)
 		return
 	}
@@ -559,7 +559,7 @@ func (t *TUI) extCommandDone(name string, resp CommandResponse, err error) {
 		t.updateSlashPopup()
 	case "display":
 		bar := []span{{"┃ ", fgMagenta}}
-		t.commitRows(plainRows(cleanText(resp.Display), t.width, 0, bar, bar))
+		t.commitRows(plainRows(drawText(resp.Display), t.width, 0, bar, bar))
 	case "noop", "":
 	default:
 		t.logf(fgRed, "/%s: the extension answered with an unknown action %q", name, oneLine(resp.Action))
@@ -580,7 +580,7 @@ func (t *TUI) cmdSkills(args string) {
 			t.logf(sDim, "no skills found")
 			return
 		}
-		t.commitRows(plainRows(cleanText(strings.TrimRight(list, "\n")), t.width, 0, nil, nil))
+		t.commitRows(plainRows(drawText(strings.TrimRight(list, "\n")), t.width, 0, nil, nil))
 		return
 	}
 	if show == nil {
@@ -846,7 +846,7 @@ func (d *confirmDialog) layout(t *TUI, width int) {
 		d.body, d.bodyWidth = callRows(d.req.call, width-2), width
 		for _, a := range d.req.asks {
 			first := []span{{oneLine(a.By) + " asks: ", fgYellow}}
-			d.body = append(d.body, plainRows(cleanText(a.Reason), width-2, 0, first, []span{{"  ", 0}})...)
+			d.body = append(d.body, plainRows(drawText(a.Reason), width-2, 0, first, []span{{"  ", 0}})...)
 		}
 	}
 	// The live region is at most height-1 rows; beside the status bar, one
@@ -992,7 +992,7 @@ func callRows(call ToolCall, width int) []string {
 
 // argRows lays out one argument (see callRows); limit 0 shows it whole.
 func argRows(key, value string, width, limit int) []string {
-	value = cleanText(value)
+	value = drawText(value)
 	lines := strings.Split(value, "\n")
 	if len(lines) == 1 && stringWidth(key)+2+stringWidth(value) <= width {
 		return []string{fitLine(width, span{key + ": ", sDim}, span{value, 0})}

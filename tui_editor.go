@@ -662,7 +662,7 @@ func fileCandidates(cwd, ref string) []string {
 		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) {
 			continue
 		}
-		if strings.ContainsAny(name, " \t\n") || cleanText(name) != name {
+		if strings.ContainsAny(name, " \t\n") || sanitize(name) != name {
 			continue // not something an @word can name
 		}
 		full := dir + name

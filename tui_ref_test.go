@@ -10,7 +10,9 @@ import (
 // whole line at once. The streaming parser (mdStream) must draw every line
 // shorter than blockLookahead exactly as this does, whole or in pieces.
 
-func refCleanText(s string) string {
+// refDrawText is drawText written plainly, a whole text at a time, escapes
+// measured by escapeLen.
+func refDrawText(s string) string {
 	plain := true
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\n') || c >= 0x7f {
@@ -67,6 +69,13 @@ func refCleanText(s string) string {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			i += size
 			switch {
+			case c1Escapes[r] != "": // measured as its 7-bit form
+				n, silent := escapeLen("\x1b" + c1Escapes[r] + s[i:])
+				if !silent {
+					b.WriteRune(0x241b)
+					col++
+				}
+				i += n - 2
 			case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
 				b.WriteRune(utf8.RuneError)
 				col++
@@ -83,8 +92,12 @@ func refCleanText(s string) string {
 	return b.String()
 }
 
+// c1Escapes are the 8-bit C1 controls that begin an escape sequence, and
+// the byte that begins it after ESC.
+var c1Escapes = map[rune]string{0x9b: "[", 0x9d: "]", 0x90: "P", 0x9f: "_", 0x9e: "^", 0x98: "X"}
+
 func refMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
-	line := refCleanText(raw)
+	line := refDrawText(raw)
 	var m mdLine
 	if st.fence != "" {
 		if isFenceClose(line, st.fence) {

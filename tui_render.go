@@ -8,7 +8,7 @@ import (
 )
 
 // The renderer turns text into terminal rows: a width table for wide and
-// zero-width runes, cleanText for anything that did not come from zot
+// zero-width runes, drawText for anything that did not come from zot
 // itself, styled cells wrapped to a width, markdown-lite for assistant
 // text, and screen, which draws rows inline by diff. Every escape sequence
 // zot writes to the terminal is produced in this file.
@@ -101,218 +101,11 @@ func visibleWidth(row string) int {
 
 // Untrusted text.
 
-const tabWidth = 4
-
-// cleanText makes text from the model, tools, files and extensions safe to
-// draw. Colour escapes (SGR) are dropped; every other escape sequence
-// becomes one visible ␛ and the rest of the sequence is dropped with it, so
-// nothing can move the cursor, set the title, write the clipboard or
-// change modes. Other control characters become their visible pictures
-// (␍ for a carriage return that would overwrite the line, ␇ for a bell),
-// C1 controls, bidirectional overrides and invalid UTF-8 become U+FFFD, and
-// tabs become spaces. "\n" and "\r\n" are line breaks.
-func cleanText(s string) string {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\n') || c >= 0x7f {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	var c cleaner
-	for {
-		line, rest, more := strings.Cut(s, "\n")
-		b = c.end(c.write(b, line))
-		if !more {
-			return string(b)
-		}
-		b = append(b, '\n')
-		s = rest
-	}
-}
-
-// cleaner is cleanText for one line (no "\n") that arrives in pieces. It
-// holds back what depends on the bytes after it — an escape sequence not
-// yet ended, a carriage return (one that ends the line is dropped), part of
-// a UTF-8 character — and never anything else, so what write returns is
-// final.
-type cleaner struct {
-	col   int // columns so far, for tab stops
-	esc   escState
-	sgr   bool // the control sequence so far may be a colour sequence
-	cr    bool
-	part  [utf8.UTFMax]byte // a UTF-8 character begun: its first nPart bytes
-	nPart int
-}
-
-type escState uint8
-
-const (
-	escNone      escState = iota
-	escStart              // ESC
-	escShort              // ESC and intermediate bytes
-	escCSI                // ESC [ and parameter bytes
-	escCSIMid             // … and intermediate bytes
-	escString             // OSC, DCS, APC, PM or SOS: up to BEL or ESC \
-	escStringEsc          // … and an ESC
-)
-
-// write appends the clean text that raw, the next piece of the line,
-// decides.
-func (c *cleaner) write(dst []byte, raw string) []byte {
-	for i := 0; i < len(raw); i++ {
-		dst = c.byte(dst, raw[i])
-	}
-	return dst
-}
-
-func (c *cleaner) byte(dst []byte, b byte) []byte {
-	if c.nPart > 0 || (b >= 0x80 && c.esc == escNone && !c.cr) {
-		c.part[c.nPart] = b
-		c.nPart++
-		if !utf8.FullRune(c.part[:c.nPart]) {
-			return dst
-		}
-		r, size := utf8.DecodeRune(c.part[:c.nPart])
-		dst = c.rune(dst, r)
-		rest, n := c.part, c.nPart // a copy: reading it may begin another character
-		c.nPart = 0
-		for _, b := range rest[size:n] {
-			dst = c.byte(dst, b)
-		}
-		return dst
-	}
-	switch c.esc {
-	case escStart:
-		switch {
-		case b == '[':
-			c.esc, c.sgr = escCSI, true
-			return dst
-		case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
-			c.esc = escString
-			return dst
-		case b >= 0x20 && b <= 0x2f:
-			c.esc = escShort
-			return dst
-		}
-		return c.escEnd(dst, b, b >= 0x30 && b <= 0x7e)
-	case escShort:
-		if b >= 0x20 && b <= 0x2f {
-			return dst
-		}
-		return c.escEnd(dst, b, b >= 0x30 && b <= 0x7e)
-	case escCSI, escCSIMid:
-		switch {
-		case c.esc == escCSI && b >= 0x30 && b <= 0x3f:
-			c.sgr = c.sgr && (b <= '9' || b == ';' || b == ':')
-			return dst
-		case b >= 0x20 && b <= 0x2f:
-			c.esc, c.sgr = escCSIMid, false
-			return dst
-		case b >= 0x40 && b <= 0x7e:
-			if b == 'm' && c.sgr {
-				c.esc = escNone
-				return dst
-			}
-			return c.escEnd(dst, b, true)
-		}
-		return c.escEnd(dst, b, false)
-	case escString:
-		switch b {
-		case 0x07:
-			return c.escEnd(dst, b, true)
-		case 0x1b:
-			c.esc = escStringEsc
-		}
-		return dst
-	case escStringEsc:
-		if b == '\\' {
-			return c.escEnd(dst, b, true)
-		}
-		// The string ended at the ESC, which begins a new sequence.
-		dst = c.picture(dst, 0x241b)
-		c.esc = escStart
-		return c.byte(dst, b)
-	}
-	if c.cr {
-		c.cr = false
-		dst = c.picture(dst, 0x240d)
-	}
-	switch {
-	case b == '\t':
-		n := tabWidth - c.col%tabWidth
-		c.col += n
-		return append(dst, "    "[:n]...)
-	case b == '\r':
-		c.cr = true
-		return dst
-	case b == 0x1b:
-		c.esc = escStart
-		return dst
-	case b < 0x20:
-		return c.picture(dst, 0x2400+rune(b))
-	case b == 0x7f:
-		return c.picture(dst, 0x2421)
-	case b >= 0x80:
-		return c.byte(dst, b) // a character begins after a picture
-	}
-	c.col++
-	return append(dst, b)
-}
-
-// escEnd ends an escape sequence with ␛; b, the byte after it, is part of
-// the sequence when used, else it is read again on its own.
-func (c *cleaner) escEnd(dst []byte, b byte, used bool) []byte {
-	c.esc = escNone
-	dst = c.picture(dst, 0x241b)
-	if used {
-		return dst
-	}
-	return c.byte(dst, b)
-}
-
-func (c *cleaner) picture(dst []byte, r rune) []byte {
-	c.col++
-	return utf8.AppendRune(dst, r)
-}
-
-func (c *cleaner) rune(dst []byte, r rune) []byte {
-	switch {
-	case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
-		return c.picture(dst, utf8.RuneError)
-	case r == 0xfeff:
-		return dst
-	case r == 0x2028 || r == 0x2029:
-		c.col++
-		return append(dst, ' ')
-	}
-	c.col += runeWidth(r)
-	return utf8.AppendRune(dst, r)
-}
-
-// end appends what the line's last bytes mean now that it is over, and
-// readies the cleaner for the next line.
-func (c *cleaner) end(dst []byte) []byte {
-	switch c.esc {
-	case escStringEsc:
-		dst = utf8.AppendRune(dst, 0x241b)
-		fallthrough
-	case escStart, escShort, escCSI, escCSIMid, escString:
-		dst = utf8.AppendRune(dst, 0x241b)
-	}
-	for range c.nPart {
-		dst = utf8.AppendRune(dst, utf8.RuneError) // each byte of a cut character
-	}
-	*c = cleaner{}
-	return dst
-}
-
-func isBidiControl(r rune) bool {
-	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+// drawText is sanitize as the renderer needs it: tabs become spaces, as
+// the cell builder has no tab stops.
+func drawText(s string) string {
+	c := sanitizer{width: runeWidth}
+	return c.text(s)
 }
 
 // escapeLen measures the escape sequence at the start of s (s[0] is ESC):
@@ -373,7 +166,7 @@ func isSGRParams(p string) bool {
 
 // oneLine cleans s and folds it onto one line (for summaries and lists).
 func oneLine(s string) string {
-	s = cleanText(s)
+	s = drawText(s)
 	if strings.IndexByte(s, '\n') < 0 {
 		return s
 	}
@@ -676,7 +469,7 @@ func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 type mdStream struct {
 	base  style
 	fence string
-	clean cleaner
+	clean sanitizer
 	head  []byte // the cleaned line while its block is undecided
 	blk   mdBlock
 	known bool // blk is decided
@@ -692,7 +485,7 @@ type mdStream struct {
 }
 
 func (m *mdStream) reset(st mdState, base style) {
-	*m = mdStream{base: base, fence: st.fence, in: inlineState{prev: ' '},
+	*m = mdStream{base: base, fence: st.fence, in: inlineState{prev: ' '}, clean: sanitizer{width: runeWidth},
 		head: m.head[:0], cells: m.cells[:0], candText: m.candText[:0], buf: m.buf[:0]}
 }
 

@@ -140,7 +140,7 @@ func checkMarkdownStream(t *testing.T, line, fence string, cuts []int) {
 	t.Helper()
 	st := mdState{fence: fence}
 	whole := parseMarkdownLine(nil, line, &st, 0)
-	if len(refCleanText(line)) < blockLookahead {
+	if len(refDrawText(line)) < blockLookahead {
 		rst := mdState{fence: fence}
 		ref := refMarkdownLine(nil, line, &rst, 0)
 		if !sameCells(whole.cells, ref.cells) || !reflect.DeepEqual([]any{whole.first, whole.cont, whole.hard, st}, []any{ref.first, ref.cont, ref.hard, rst}) {
@@ -211,21 +211,22 @@ func FuzzMarkdownStream(f *testing.F) {
 	})
 }
 
-// TestCleanerMatchesTheReference cleans text whole and a line at a time
+// TestDrawTextMatchesTheReference cleans text whole and a line at a time
 // in pieces: both must be what the reference makes of it.
-func TestCleanerMatchesTheReference(t *testing.T) {
-	for _, s := range append(markdownSeeds, "a\r\nb\r", "x\x1b]0;t\ny", "\x1b\n\x1b[\n\x1b]\x1b\n", "\t\n\t日\tx\n") {
-		checkCleaner(t, s, 3)
+func TestDrawTextMatchesTheReference(t *testing.T) {
+	for _, s := range append(markdownSeeds, "a\r\nb\r", "x\x1b]0;t\ny", "\x1b\n\x1b[\n\x1b]\x1b\n", "\t\n\t日\tx\n",
+		"\u009b31mx\u009d0;t\x07y\u009b2J\u0090d\x1b\\z\u009b") {
+		checkDrawText(t, s, 3)
 	}
 }
 
-func checkCleaner(t *testing.T, s string, piece int) {
+func checkDrawText(t *testing.T, s string, piece int) {
 	t.Helper()
-	want := refCleanText(s)
-	if got := cleanText(s); got != want {
-		t.Fatalf("cleanText(%q) = %q, want %q", s, got, want)
+	want := refDrawText(s)
+	if got := drawText(s); got != want {
+		t.Fatalf("drawText(%q) = %q, want %q", s, got, want)
 	}
-	var c cleaner
+	c := sanitizer{width: runeWidth}
 	var b []byte
 	for i, line := range strings.Split(s, "\n") {
 		if i > 0 {
@@ -239,16 +240,16 @@ func checkCleaner(t *testing.T, s string, piece int) {
 		b = c.end(b)
 	}
 	if string(b) != want {
-		t.Fatalf("cleaner in pieces of %d: %q = %q, want %q", piece, s, b, want)
+		t.Fatalf("sanitizer in pieces of %d: %q = %q, want %q", piece, s, b, want)
 	}
 }
 
-func FuzzCleaner(f *testing.F) {
+func FuzzDrawTextMatchesTheReference(f *testing.F) {
 	for i, s := range markdownSeeds {
 		f.Add(s, i%5)
 	}
 	f.Fuzz(func(t *testing.T, s string, piece int) {
-		checkCleaner(t, s, 1+(piece&0xff)%9)
+		checkDrawText(t, s, 1+(piece&0xff)%9)
 	})
 }
 

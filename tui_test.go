@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -369,34 +371,21 @@ func TestRuneWidth(t *testing.T) {
 	}
 }
 
-func TestCleanText(t *testing.T) {
+// TestDrawTextExpandsTabs: the renderer's text is sanitize's (see
+// untrusted_test.go) with tabs made spaces to the next stop, measured in
+// columns.
+func TestDrawTextExpandsTabs(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
-		{"plain text\nline", "plain text\nline"},
-		{"\x1b[31mred\x1b[0m", "red"},
-		{"\x1b]0;title\x07after", "␛after"},
-		{"\x1b]52;c;cHduZWQ=\x1b\\after", "␛after"},
-		{"\x1b[2J\x1b[Hhome", "␛␛home"},
-		{"\x1b7saved\x1b8", "␛saved␛"},
-		{"\x1b(Bcharset", "␛charset"},
-		{"bad\rgood", "bad␍good"},
-		{"crlf\r\nline\r", "crlf\nline"},
-		{"bell\a and nul\x00", "bell␇ and nul␀"},
-		{"del\x7f", "del␡"},
 		{"tab\there", "tab here"},
 		{"a\tb", "a   b"},
-		{"c1 \u009b31m", "c1 �31m"},
-		{"bidi \u202eevil\u202c", "bidi �evil�"},
-		{"bad utf8 \xff\xfe", "bad utf8 ��"},
-		{"\ufeffbom", "bom"},
-		{"emoji 🎉 zwj 👨\u200d👩", "emoji 🎉 zwj 👨\u200d👩"},
-		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "␛link␛"},
-		{"\x1bP1$r\x1b\\dcs", "␛dcs"},
-		{"unterminated \x1b]0;title", "unterminated ␛"},
-		{"\x1b", "␛"},
+		{"\t\n\t日\tx", "    \n    日  x"},
+		{"\x1b[31m\tred\x1b[0m\t", "    red "},
+		{"\x1b]0;t\x07\tx", "␛   x"},
 	}
 	for _, c := range cases {
-		if got := cleanText(c.in); got != c.want {
-			t.Errorf("cleanText(%q) = %q, want %q", c.in, got, c.want)
+		if got := drawText(c.in); got != c.want {
+			t.Errorf("drawText(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -764,7 +753,7 @@ func TestThinkingIsDimAndCollapses(t *testing.T) {
 // placeholders.
 func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	hostile := "A\x1b]52;c;cHduZWQ=\x07B\x1b]0;TITLE\x07C\x1b[2J\x1b[HD\x1b[5A\x1b[31mE\x1b[0m rm -rf /\roverwrite\x1bPdcs\x1b\\F\u009b2JG\u202eH\a\x00I"
-	want := "A␛B␛C␛␛D␛EX rm -rf /␍overwrite␛F�2JG�H␇␀I"
+	want := "A␛B␛C␛␛D␛EX rm -rf /␍overwrite␛F␛G�H␇␀I"
 	want = strings.Replace(want, "X", "", 1)
 	tui, v := newTestTUI(t, 200, 40)
 	args, _ := json.Marshal(obj{"command": hostile})
@@ -1189,16 +1178,24 @@ func TestSaveAuthKeyAndConfig(t *testing.T) {
 
 // TestTUISurvivesRandomKeysEventsAndResizes throws random input at the
 // whole TUI: keys (sequences and garbage), agent events and resizes. It must
-// not panic, and the emulator checks every byte written.
+// not panic, the emulator checks every byte written, and no escape sequence
+// from the events' text (a clipboard write, a title, a CSI with a marker,
+// their 8-bit forms) ever reaches the terminal, while the renderer's own
+// escapes do.
 func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	tui, v := newTestTUI(t, 60, 20)
 	tui.s.missingKey = "none in this test" // prompts are refused, not sent
+	watch := &escapeWatch{t: t, out: v, forbidden: []string{"\x1b]52;", "\x1b]0;", "\x1b]2;", "\x1b[31337", "\x1b[?31337", "\u009b", "\u009d"}}
+	tui.out = watch
+	hostile := "clip\x1b]52;c;ZXZpbA==\x07 title\x1b]0;pwned\x1b\\ set\x1b]2;pwned\x07 csi\x1b[31337;1H\x1b[?31337h " +
+		"c1\u009b31337J\u009d52;c;ZXZpbA==\x07 end"
 	seqs := []string{"a", "日", "e\u0301", " ", "\r", "\x1b[A", "\x1b[B", "\x1b[C", "\x1b[D", "\t", "\x7f", "\x1b\x7f",
 		"\x01", "\x05", "\x0b", "\x15", "\x17", "\x19", "\x1bb", "\x1bf", "\x1b\r", "\n", "/", "@", "/mo", "/help\r",
 		"/jail\r", "/yolo off\r", "/login\r", "/sessions\r", "\x1b", "\x03", "\x1b[200~pasted\ntext\x1b[201~",
 		"\x1b[200~" + strings.Repeat("l\n", 15) + "\x1b[201~", "\x1b]0;x\x07", "\xff", "\x1b[3~", "\x1b[1;5C"}
-	text := "Some **bold** `code` and\n- a list item that wraps\n```\ncode\n```\n日本語 \x1b[2J \r\n"
+	text := "Some **bold** `code` and\n- a list item that wraps\n```\ncode\n```\n日本語 \x1b[2J \r\n" + hostile + "\n"
+	args, _ := json.Marshal(map[string]string{"command": "ls " + hostile})
 	for i := 0; i < 2000; i++ {
 		switch r := rng.Intn(10); {
 		case r < 5:
@@ -1211,10 +1208,10 @@ func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
 			n := rng.Intn(len(text))
 			events := []Event{
 				{Type: "assistant_start"}, {Type: "text_delta", Delta: text[n:min(n+1+rng.Intn(6), len(text))]},
-				{Type: "thinking_delta", Delta: "hmm " + text[:n]}, {Type: "tool_use_start", ID: "t", Name: "bash"},
-				{Type: "tool_call", ID: "t", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)},
-				{Type: "tool_progress", ID: "t", Text: "line"}, {Type: "tool_result", ID: "t", Name: "bash", Content: []Block{TextBlock(text)}},
-				{Type: "assistant_message"}, {Type: "error", Message: "boom"}, {Type: "turn_end", Stop: StopAborted},
+				{Type: "thinking_delta", Delta: "hmm " + text[:n]}, {Type: "tool_use_start", ID: "t", Name: "bash" + hostile},
+				{Type: "tool_call", ID: "t", Name: "bash", Args: args},
+				{Type: "tool_progress", ID: "t", Text: "line " + hostile}, {Type: "tool_result", ID: "t", Name: "bash", Content: []Block{TextBlock(text)}},
+				{Type: "assistant_message"}, {Type: "error", Message: "boom " + hostile}, {Type: "turn_end", Stop: StopAborted},
 			}
 			feed(tui, events[rng.Intn(len(events))])
 		default:
@@ -1232,4 +1229,32 @@ func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
 			tui.dialogs = nil
 		}
 	}
+	if watch.escapes == 0 {
+		t.Fatal("the renderer wrote no escape sequence: the watch saw nothing it allows")
+	}
+}
+
+// escapeWatch passes what the TUI writes to the terminal and fails the
+// test when the output holds a forbidden string, even one split across
+// writes; it counts the escapes it lets through.
+type escapeWatch struct {
+	t         *testing.T
+	out       io.Writer
+	forbidden []string
+	tail      []byte // the end of the last write, for a string split across two
+	escapes   int
+	failed    bool
+}
+
+func (w *escapeWatch) Write(b []byte) (int, error) {
+	w.escapes += bytes.Count(b, []byte("\x1b["))
+	seen := append(w.tail, b...)
+	for _, f := range w.forbidden {
+		if i := bytes.Index(seen, []byte(f)); i >= 0 && !w.failed {
+			w.failed = true
+			w.t.Errorf("untrusted %q reached the terminal: …%q…", f, seen[max(i-40, 0):min(i+40, len(seen))])
+		}
+	}
+	w.tail = append([]byte(nil), seen[max(len(seen)-16, 0):]...)
+	return w.out.Write(b)
 }

@@ -176,7 +176,7 @@ func (t *TUI) event(e Event) {
 	case "error":
 		t.endThinking()
 		t.flushText()
-		t.commitRows(plainRows(cleanText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
+		t.commitRows(plainRows(drawText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
 	case "compact_done":
 		t.commitRule("compacted")
 		rows := renderMarkdown(e.Summary, t.width, sDim)
@@ -315,13 +315,13 @@ func (t *TUI) commitRule(label string) {
 
 // logf commits a message of zot's own.
 func (t *TUI) logf(st style, format string, args ...any) {
-	t.commitRows(plainRows(cleanText(fmt.Sprintf(format, args...)), t.width, st, nil, nil))
+	t.commitRows(plainRows(drawText(fmt.Sprintf(format, args...)), t.width, st, nil, nil))
 }
 
 func (t *TUI) commitPrompt(display string, attached []string) {
 	t.lastBlock = ""
 	t.commitRows([]string{""})
-	t.commitRows(plainRows(cleanText(display), t.width, sBold, []span{{editorPrompt, fgCyan | sBold}}, []span{{"  ", 0}}))
+	t.commitRows(plainRows(drawText(display), t.width, sBold, []span{{editorPrompt, fgCyan | sBold}}, []span{{"  ", 0}}))
 	for _, a := range attached {
 		t.commitLine(span{"  + " + oneLine(a), sDim})
 	}
@@ -353,7 +353,7 @@ func (t *TUI) commitToolResult(name, summary, details string, isErr bool, conten
 			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		}
 	}
-	lines := strings.Split(strings.TrimRight(cleanText(text.String()), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(drawText(text.String()), "\n"), "\n")
 	if len(lines) == 1 && lines[0] == "" {
 		return
 	}

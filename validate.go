@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 )
 
 // Command validators (seed 002, runok-compatible): programs asked about each
@@ -459,20 +458,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// validatorText makes text a validator printed safe to show: ASCII control
-// characters other than \n, \r and \t are stripped (seed 002), and so are
-// C1 controls and invalid UTF-8, which some terminals also act on. It is
-// cut at validatorMaxText bytes.
+// validatorText makes text a validator printed safe to show and cuts it at
+// validatorMaxText bytes. Seed 002 asks that control characters be
+// stripped; sanitize shows them as pictures instead, so the user sees that
+// something was there (docs/security.md).
 func validatorText(s string) string {
-	s = printable(s)
-	if len(s) > validatorMaxText {
-		cut := validatorMaxText
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return truncate(sanitize(s), validatorMaxText)
 }
 
 // ValidationReport is what the validators said about one command line.

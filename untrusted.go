@@ -1,0 +1,301 @@
+package main
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Text from outside zot — a model, a tool, a file, an extension, a hook, a
+// validator, a server — passes through this file on its way to a terminal
+// or a bounded field. There is one sanitiser (sanitize for whole text,
+// sanitizer for text that arrives in pieces) and one cut (utf8Prefix, and
+// truncate, which marks it). zot's renderer is the only code that writes
+// escape sequences; nothing that leaves here holds one.
+
+// sanitize returns s safe to write to a terminal, keeping line breaks and
+// tabs; sanitizer says what becomes of the rest.
+func sanitize(s string) string {
+	var c sanitizer
+	return c.text(s)
+}
+
+// sanitizer cleans untrusted text for a terminal a line at a time, the
+// line arriving whole or in pieces. In what it returns:
+//
+//   - a colour sequence (SGR, such as ESC [ 3 1 m) is dropped;
+//   - every other escape sequence — CSI, OSC (title, clipboard, hyperlink),
+//     DCS, APC, PM, SOS, two-byte escapes, and the 8-bit forms that begin
+//     with U+009B, U+009D, U+0090, U+009F, U+009E or U+0098 — becomes one
+//     visible ␛, and the rest of the sequence goes with it; a string
+//     sequence (OSC, DCS, APC, PM, SOS) ends at BEL, ESC \ or the end of the
+//     line, whichever comes first;
+//   - a carriage return that ends the line (as in "\r\n") is dropped, any
+//     other shows as ␍, so it cannot hide the text before it;
+//   - other C0 controls and DEL show as their pictures (␀, ␇, ␡);
+//   - other C1 controls, the bidirectional controls (U+061C, U+200E,
+//     U+200F, U+202A–U+202E, U+2066–U+2069) and each byte of invalid UTF-8
+//     show as U+FFFD; U+2028 and U+2029 become spaces; U+FEFF is dropped;
+//   - a tab is kept, or, when width is set, becomes spaces up to the next
+//     multiple of tabWidth columns, each rune measured by width.
+//
+// So the result is valid UTF-8 with no escape and no control character but
+// the tabs kept, and cleaning it again changes nothing. The sanitizer holds
+// back only what depends on bytes still to come — an escape sequence not
+// yet ended, a carriage return, part of a character — so what write returns
+// is final.
+type sanitizer struct {
+	width func(rune) int // of a rune in columns; set when tabs become spaces
+
+	col   int // columns so far, for tab stops
+	esc   escState
+	sgr   bool // the control sequence so far may be a colour sequence
+	cr    bool
+	part  [utf8.UTFMax]byte // a character begun: its first nPart bytes
+	nPart int
+}
+
+// tabWidth is the distance between tab stops when tabs become spaces.
+const tabWidth = 4
+
+type escState uint8
+
+const (
+	escNone      escState = iota
+	escStart              // ESC
+	escShort              // ESC and intermediate bytes
+	escCSI                // ESC [ (or U+009B) and parameter bytes
+	escCSIMid             // … and intermediate bytes
+	escString             // OSC, DCS, APC, PM or SOS: up to BEL or ESC \
+	escStringEsc          // … and an ESC
+)
+
+// text cleans the whole of s, line by line. The sanitizer must be fresh,
+// or just ended.
+func (c *sanitizer) text(s string) string {
+	if c.plain(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for {
+		line, rest, more := strings.Cut(s, "\n")
+		b = c.end(c.write(b, line))
+		if !more {
+			return string(b)
+		}
+		b = append(b, '\n')
+		s = rest
+	}
+}
+
+// plain reports whether s comes out of text as it went in.
+func (c *sanitizer) plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; (b < 0x20 || b >= 0x7f) && b != '\n' && (b != '\t' || c.width != nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// write appends the clean text that raw, the next piece of the line (it
+// holds no "\n"), decides.
+func (c *sanitizer) write(dst []byte, raw string) []byte {
+	for i := 0; i < len(raw); i++ {
+		dst = c.byte(dst, raw[i])
+	}
+	return dst
+}
+
+// end appends what the line's last bytes mean now that it is over, and
+// readies the sanitizer for the next line.
+func (c *sanitizer) end(dst []byte) []byte {
+	switch c.esc {
+	case escStringEsc:
+		dst = utf8.AppendRune(dst, '␛')
+		fallthrough
+	case escStart, escShort, escCSI, escCSIMid, escString:
+		dst = utf8.AppendRune(dst, '␛')
+	}
+	for range c.nPart {
+		dst = utf8.AppendRune(dst, utf8.RuneError) // each byte of a cut character
+	}
+	*c = sanitizer{width: c.width}
+	return dst
+}
+
+func (c *sanitizer) byte(dst []byte, b byte) []byte {
+	if c.nPart > 0 || (b >= 0x80 && c.esc == escNone && !c.cr) {
+		c.part[c.nPart] = b
+		c.nPart++
+		if !utf8.FullRune(c.part[:c.nPart]) {
+			return dst
+		}
+		r, size := utf8.DecodeRune(c.part[:c.nPart])
+		dst = c.rune(dst, r)
+		rest, n := c.part, c.nPart // a copy: reading it may begin another character
+		c.nPart = 0
+		for _, b := range rest[size:n] {
+			dst = c.byte(dst, b)
+		}
+		return dst
+	}
+	switch c.esc {
+	case escStart:
+		switch {
+		case b == '[':
+			c.esc, c.sgr = escCSI, true
+			return dst
+		case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
+			c.esc = escString
+			return dst
+		case b >= 0x20 && b <= 0x2f:
+			c.esc = escShort
+			return dst
+		}
+		return c.escEnd(dst, b, b >= 0x30 && b <= 0x7e)
+	case escShort:
+		if b >= 0x20 && b <= 0x2f {
+			return dst
+		}
+		return c.escEnd(dst, b, b >= 0x30 && b <= 0x7e)
+	case escCSI, escCSIMid:
+		switch {
+		case c.esc == escCSI && b >= 0x30 && b <= 0x3f:
+			c.sgr = c.sgr && (b <= '9' || b == ';' || b == ':')
+			return dst
+		case b >= 0x20 && b <= 0x2f:
+			c.esc, c.sgr = escCSIMid, false
+			return dst
+		case b >= 0x40 && b <= 0x7e:
+			if b == 'm' && c.sgr {
+				c.esc = escNone
+				return dst
+			}
+			return c.escEnd(dst, b, true)
+		}
+		return c.escEnd(dst, b, false)
+	case escString:
+		switch b {
+		case 0x07:
+			return c.escEnd(dst, b, true)
+		case 0x1b:
+			c.esc = escStringEsc
+		}
+		return dst
+	case escStringEsc:
+		if b == '\\' {
+			return c.escEnd(dst, b, true)
+		}
+		// The string ended at the ESC, which begins a new sequence.
+		dst = c.picture(dst, '␛')
+		c.esc = escStart
+		return c.byte(dst, b)
+	}
+	if c.cr {
+		c.cr = false
+		dst = c.picture(dst, '␍')
+	}
+	switch {
+	case b == '\t' && c.width == nil:
+		return append(dst, b)
+	case b == '\t':
+		n := tabWidth - c.col%tabWidth
+		c.col += n
+		return append(dst, "    "[:n]...)
+	case b == '\r':
+		c.cr = true
+		return dst
+	case b == 0x1b:
+		c.esc = escStart
+		return dst
+	case b < 0x20:
+		return c.picture(dst, 0x2400+rune(b))
+	case b == 0x7f:
+		return c.picture(dst, '␡')
+	case b >= 0x80:
+		return c.byte(dst, b) // a character begins after a picture
+	}
+	c.col++
+	return append(dst, b)
+}
+
+// escEnd ends an escape sequence with ␛; b, the byte after it, is part of
+// the sequence when used, else it is read again on its own.
+func (c *sanitizer) escEnd(dst []byte, b byte, used bool) []byte {
+	c.esc = escNone
+	dst = c.picture(dst, '␛')
+	if used {
+		return dst
+	}
+	return c.byte(dst, b)
+}
+
+func (c *sanitizer) picture(dst []byte, r rune) []byte {
+	c.col++
+	return utf8.AppendRune(dst, r)
+}
+
+func (c *sanitizer) rune(dst []byte, r rune) []byte {
+	switch {
+	case r == 0x9b: // CSI
+		c.esc, c.sgr = escCSI, true
+		return dst
+	case r == 0x9d, r == 0x90, r == 0x9f, r == 0x9e, r == 0x98: // OSC, DCS, APC, PM, SOS
+		c.esc = escString
+		return dst
+	case r == utf8.RuneError || r < 0xa0 || isBidiControl(r):
+		return c.picture(dst, utf8.RuneError)
+	case r == 0xfeff:
+		return dst
+	case r == 0x2028 || r == 0x2029:
+		c.col++
+		return append(dst, ' ')
+	}
+	if c.width != nil {
+		c.col += c.width(r)
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// isBidiControl reports the characters that reorder text on screen: the
+// Arabic letter mark, the left-to-right and right-to-left marks, the
+// embeddings and overrides, and the isolates. Shown raw they can make a
+// command or a line of code read differently from what it is.
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// ellipsis marks the place where truncate cut.
+const ellipsis = "…"
+
+// truncate returns s cut to at most n bytes: the cut never splits a
+// character and ends in "…", which counts toward the n bytes, so a cut text
+// is told from a whole one. Under 3 bytes there is no room for the mark and
+// the cut is bare. Bytes before the cut are not checked: sanitize what is
+// to be shown.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n < len(ellipsis) {
+		return utf8Prefix(s, n)
+	}
+	return utf8Prefix(s, n-len(ellipsis)) + ellipsis
+}
+
+// utf8Prefix returns the longest prefix of s of at most n bytes that does
+// not end inside a character: one split by this cut, or by an earlier one
+// that made s (a capture buffer that filled up), is left out whole. It adds
+// no mark; truncate does.
+func utf8Prefix[T ~string | ~[]byte](s T, n int) T {
+	s = s[:max(0, min(n, len(s)))]
+	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if !utf8.FullRuneInString(string(s[i:])) {
+				s = s[:i]
+			}
+			break
+		}
+	}
+	return s
+}
