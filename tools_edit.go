@@ -141,7 +141,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	}
 	ob.WriteString(text[endings.original(pos):])
 	out := ob.String()
-	if err := writeFileAtomic(real, []byte(out), keptMode(info)); err != nil {
+	if err := replaceFile(real, []byte(out), info); err != nil {
 		return errorResult("edit %s: %v (the file is unchanged)", p, err)
 	}
 	noun := "edits"
@@ -212,8 +212,12 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 			problems = append(problems, fmt.Sprintf("edit %d: oldText was not found. %s", n, closestLines(old, find)))
 			continue
 		}
-		if count, lines := occurrences(old, find, at); count > 1 {
-			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %d times (at lines %s); include more of the surrounding text so it matches once.", n, count, strings.Join(lines, ", ")))
+		if count, more, lines := occurrences(old, find, at); count > 1 {
+			times := fmt.Sprintf("%d times", count)
+			if more {
+				times = "more than " + times
+			}
+			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %s (at lines %s); include more of the surrounding text so it matches once.", n, times, strings.Join(lines, ", ")))
 			continue
 		}
 		spans = append(spans, editSpan{index: n, start: at, end: at + len(find), newText: strings.ReplaceAll(e.newText, "\r\n", "\n")})
@@ -232,10 +236,18 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 	return spans, ""
 }
 
+// maxCountedMatches bounds the counting of an ambiguous oldText: one
+// letter in a huge file would otherwise take a pass per match.
+const maxCountedMatches = 1000
+
 // occurrences counts the matches of find in s, overlapping ones included,
-// from the first at index first, and lists the lines of the first few.
-func occurrences(s, find string, first int) (count int, lines []string) {
-	for at := first; at >= 0 && count < 1000; count++ {
+// from the first at index first, and lists the lines of the first few. It
+// stops at maxCountedMatches; more says there are others after those.
+func occurrences(s, find string, first int) (count int, more bool, lines []string) {
+	for at := first; at >= 0; count++ {
+		if count == maxCountedMatches {
+			return count, true, lines
+		}
 		if len(lines) < 10 {
 			lines = append(lines, strconv.Itoa(1+strings.Count(s[:at], "\n")))
 		}
@@ -245,7 +257,7 @@ func occurrences(s, find string, first int) (count int, lines []string) {
 			at = -1
 		}
 	}
-	return count, lines
+	return count, false, lines
 }
 
 // closestLines shows the model where its oldText probably was meant to
