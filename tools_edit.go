@@ -112,6 +112,9 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 
 	spans, problem := locateEdits(old, edits)
 	if problem != "" {
+		if len(problem) > editMaxDiff {
+			problem = string(utf8Prefix([]byte(problem[:editMaxDiff]), editMaxDiff)) + "\n[… more problems cut; fix these first]"
+		}
 		return errorResult("edit %s failed; nothing was changed.\n%s", p, problem)
 	}
 	var b strings.Builder
@@ -310,11 +313,19 @@ func closestLines(old, find string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Line %d %s the first line of oldText. The file around it (line numbers are not part of the file):\n", best+1, how)
 	for i := from; i < to; i++ {
-		fmt.Fprintf(&b, "%d\t%s\n", i+1, lines[i])
+		line := lines[i]
+		if len(line) > closestLineMax {
+			// The whole of a minified line would drown the answer.
+			line = fmt.Sprintf("%s… [%d more bytes on this line]", utf8Prefix([]byte(line[:closestLineMax]), closestLineMax), len(line)-closestLineMax)
+		}
+		fmt.Fprintf(&b, "%d\t%s\n", i+1, line)
 	}
 	b.WriteString("Copy the text exactly as the file has it and retry.")
 	return b.String()
 }
+
+// closestLineMax is how much of each line closestLines shows.
+const closestLineMax = 1 << 10
 
 // squeezeSpace removes all white space, so indentation and spacing
 // differences do not hide a match.
@@ -399,9 +410,9 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 	}
 
 	const context = 3
-	var b strings.Builder
-	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", name, name)
-	for i := 0; i < len(changes); {
+	b := &diffBuilder{room: editMaxDiff}
+	b.WriteString(fmt.Sprintf("--- a/%s\n+++ b/%s\n", name, name))
+	for i := 0; i < len(changes) && !b.full; {
 		j := i
 		for j+1 < len(changes) && changes[j+1].oldFrom-changes[j].oldTo <= 2*context {
 			j++
@@ -409,18 +420,55 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 		first, last := changes[i], changes[j]
 		oldFrom, oldTo := max(0, first.oldFrom-context), min(len(oldLines), last.oldTo+context)
 		newFrom, newTo := first.newFrom-(first.oldFrom-oldFrom), last.newTo+(oldTo-last.oldTo)
-		fmt.Fprintf(&b, "@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo))
+		b.WriteString(fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo)))
 		at := oldFrom
 		for _, c := range changes[i : j+1] {
-			diffLines(&b, ' ', oldLines[at:c.oldFrom])
-			diffLines(&b, '-', oldLines[c.oldFrom:c.oldTo])
-			diffLines(&b, '+', newLines[c.newFrom:c.newTo])
+			b.lines(' ', oldLines[at:c.oldFrom])
+			b.lines('-', oldLines[c.oldFrom:c.oldTo])
+			b.lines('+', newLines[c.newFrom:c.newTo])
 			at = c.oldTo
 		}
-		diffLines(&b, ' ', oldLines[at:oldTo])
+		b.lines(' ', oldLines[at:oldTo])
 		i = j + 1
 	}
+	if b.full {
+		fmt.Fprintf(&b.Builder, "\n[… the diff is longer than %s and was cut here; every edit was applied. Read the file to check the rest.]\n", sizeString(editMaxDiff))
+	}
 	return b.String()
+}
+
+// editMaxDiff bounds the diff an edit returns, like read's and bash's
+// limits: a change to a huge line must not put megabytes into the
+// conversation, the session and every later request.
+const editMaxDiff = 50 << 10
+
+// diffBuilder holds at most room bytes of diff; what does not fit is
+// dropped and full is set, so a huge file costs no more than the cap.
+type diffBuilder struct {
+	strings.Builder
+	room int
+	full bool
+}
+
+func (b *diffBuilder) WriteString(s string) {
+	if b.full {
+		return
+	}
+	if room := b.room - b.Len(); len(s) > room {
+		s = string(utf8Prefix([]byte(s[:room]), room))
+		b.full = true
+	}
+	b.Builder.WriteString(s)
+}
+
+func (b *diffBuilder) lines(mark byte, lines []string) {
+	for _, l := range lines {
+		b.WriteString(string(mark))
+		b.WriteString(l)
+		if !strings.HasSuffix(l, "\n") {
+			b.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
 }
 
 func atLineStart(s string, i int) bool { return i == 0 || i == len(s) || s[i-1] == '\n' }
@@ -450,14 +498,4 @@ func hunkRange(from, to int) string {
 		return fmt.Sprintf("%d,0", from)
 	}
 	return fmt.Sprintf("%d,%d", from+1, to-from)
-}
-
-func diffLines(b *strings.Builder, mark byte, lines []string) {
-	for _, l := range lines {
-		b.WriteByte(mark)
-		b.WriteString(l)
-		if !strings.HasSuffix(l, "\n") {
-			b.WriteString("\n\\ No newline at end of file\n")
-		}
-	}
 }

@@ -199,3 +199,31 @@ func TestEditCountsAmbiguousMatchesHonestly(t *testing.T) {
 		}
 	}
 }
+
+// A change inside a huge line must not put the line, twice, into the
+// result (and from there into the session and every later request).
+func TestEditResultIsCapped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "min.js")
+	half := strings.Repeat("x", 5<<20)
+	writeFile(t, path, half+"needle"+half, 0o644)
+
+	got := mustOK(t, editIn(t, dir, "min.js", "needle", "pin"))
+	if len(got) > editMaxDiff+1024 {
+		t.Errorf("the result is %d bytes, above the %d cap", len(got), editMaxDiff)
+	}
+	for _, want := range []string{"Applied 1 edit to min.js.", "--- a/min.js", "-xxx", "was cut here; every edit was applied"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("result does not hold %q:\n%.300s", want, got)
+		}
+	}
+	if fileContent(t, path) != half+"pin"+half {
+		t.Error("the edit was not applied in full")
+	}
+
+	got = mustFail(t, editIn(t, dir, "min.js", strings.Repeat("x", 300)+"Q", "x"), "was not found", "more bytes on this line")
+	if len(got) > 4096 {
+		t.Errorf("the not-found answer is %d bytes", len(got))
+	}
+}
