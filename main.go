@@ -28,6 +28,10 @@ const (
 )
 
 func main() {
+	// First of all: see forbidDumps for what it covers and what not.
+	if err := forbidDumps(); err != nil {
+		fmt.Fprintf(os.Stderr, "zot: warning: could not make the process non-dumpable (%v): other processes of your user can read its environment\n", err)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

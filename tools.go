@@ -161,7 +161,8 @@ func (r *ToolRegistry) Specs() []ToolSpec {
 
 // secretEnvVars are zot's own secrets. The processes zot starts — bash,
 // extensions, MCP servers, validators, hooks — do not inherit them, so a
-// command cannot print a key into a transcript, a session or an event.
+// command does not come across a key in its environment. It can still read
+// files that hold one (auth.json): docs/security.md says how far this goes.
 var secretEnvVars = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN"}
 
 func isSecretEnv(name string) bool {
