@@ -543,6 +543,12 @@ func TestRPCAuth(t *testing.T) {
 		{"wrong", `{"id":"h","type":"hello","token":"guess"}`, "invalid token"},
 		{"missing", `{"id":"h","type":"hello"}`, `hello needs "token"`},
 		{"not a string", `{"id":"h","type":"hello","token":123}`, `field "token" must be a string`},
+		// encoding/json matches keys case-insensitively and lets the last
+		// one win: none of these may open the door.
+		{"another case", `{"id":"h","type":"hello","TOKEN":"s3cret"}`, `field "TOKEN": field names are case-sensitive`},
+		{"a later case variant", `{"id":"h","type":"hello","token":"guess","Token":"s3cret"}`, `field "Token": field names are case-sensitive`},
+		{"repeated", `{"id":"h","type":"hello","token":"guess","token":"s3cret"}`, `field "token" appears more than once`},
+		{"right then repeated", `{"id":"h","type":"hello","token":"s3cret","token":"guess"}`, `field "token" appears more than once`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Token = "s3cret" })
@@ -584,6 +590,10 @@ func TestRPCBadInputNeverStopsTheServer(t *testing.T) {
 		{`not json`, "invalid JSON: invalid character 'o'", "", ""},
 		{`[1,2]`, "want a JSON object, got array", "", ""},
 		{`"ping"`, "want a JSON object, got string", "", ""},
+		{`null`, "want a JSON object, got null", "", ""},
+		{`{"id":"p","type":"ping","type":"clear"}`, `field "type" appears more than once`, `"p"`, "ping"},
+		{`{"id":"q","Type":"clear"}`, `field "Type": field names are case-sensitive; write "type"`, `"q"`, ""},
+		{`{"id":"r","type":"prompt","Message":"x"}`, `field "Message": field names are case-sensitive`, `"r"`, "prompt"},
 		{`{"id":"a"}`, `missing "type"`, `"a"`, ""},
 		{`{"id":"b","type":"launch"}`, `unknown command type "launch"; known: hello, prompt`, `"b"`, "launch"},
 		{`{"id":"c","type":7}`, `field "type" must be a string, not number`, `"c"`, ""},
