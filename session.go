@@ -108,7 +108,6 @@ type Session struct {
 	mu      sync.Mutex
 	f       *os.File // nil until the first message of a new session
 	size    int64    // bytes known whole in the file
-	torn    bool     // a failed write left a fragment we could not cut off
 	dirty   bool     // rows written since the last fsync
 	newDir  bool     // the file is new: fsync its directory on the next Sync
 	closed  bool
@@ -378,9 +377,9 @@ func (s *Session) createLocked() error {
 }
 
 // writeRow appends one row with a single write call, so that a crash tears
-// at most this line. A write that fails halfway is cut off again; if even
-// that fails, the next row starts on a new line so the fragment stays a line
-// of its own, which loading skips.
+// at most this line. A write that fails halfway is cut off again (if even
+// that fails, loading drops the fragment as torn). After a failure nothing
+// more is written.
 func (s *Session) writeRow(row any) error {
 	if s.failed != nil {
 		return s.failedErr()
@@ -390,10 +389,8 @@ func (s *Session) writeRow(row any) error {
 		s.enc.SetEscapeHTML(false)
 	}
 	s.buf.Reset()
-	if s.torn {
-		s.buf.WriteByte('\n')
-	}
 	if err := s.enc.Encode(row); err != nil { // Encode ends the line with '\n'
+		s.failed = err
 		return err
 	}
 	n, err := s.f.Write(s.buf.Bytes())
@@ -405,16 +402,13 @@ func (s *Session) writeRow(row any) error {
 		s.dirty = true
 	}
 	if err != nil {
-		if n > 0 {
-			if st, serr := s.f.Stat(); serr != nil || st.Size() != s.size+int64(n) || s.f.Truncate(s.size) != nil {
-				s.torn = true
-			}
+		if st, serr := s.f.Stat(); n > 0 && serr == nil && st.Size() == s.size+int64(n) {
+			s.f.Truncate(s.size)
 		}
 		s.failed = err
 		return err
 	}
 	s.size += int64(n)
-	s.torn = false
 	return nil
 }
 

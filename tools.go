@@ -746,8 +746,8 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 // could leave a half-written file (or change a shared store's copy).
 func replaceFile(path string, data []byte, old fs.FileInfo) error {
 	st, ok := old.Sys().(*syscall.Stat_t)
-	if !ok {
-		return writeAtomic(path, data, keptMode(old), nil)
+	if !ok { // the owner is unknown, so it cannot be kept
+		return writeAtomic(path, data, keptMode(old)&^(fs.ModeSetuid|fs.ModeSetgid), nil)
 	}
 	if links := uint64(st.Nlink); links > 1 {
 		return fmt.Errorf("it has %d hard links, and replacing it would give only this name the new text; "+
