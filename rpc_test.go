@@ -851,6 +851,7 @@ func FuzzRPCDecode(f *testing.F) {
 		`{"id":"1","type":"prompt","message":"fix it","images":[{"mime_type":"image/png","data":"aGk="}]}`,
 		`{"type":"hello","token":"t"}`, `{"type":"abort","all":true}`, `{"id":7,"type":"set_model","model":"m"}`,
 		`{"type":"ping"}`, `[]`, `{"type":5}`, `{"id":{},"type":"ping"}`, `{"images":[1]}`, `null`, `{"type":"prompt","message":"\u2028"}`,
+		`{"type":"hello","token":"a","Token":"b"}`, `{"type":"hello","\u0074oken":"a"}`, `{"type":"hello","token":"a","token":"b"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -870,6 +871,12 @@ func FuzzRPCDecode(f *testing.F) {
 		}
 		if len(req.ID) > 0 && !json.Valid(req.ID) {
 			t.Fatalf("id %q is not JSON", req.ID)
+		}
+		// An accepted hello has one plain "token": encoding/json, which
+		// folds case and lets the last key win, must read the same one.
+		var loose struct{ Token string }
+		if req.Type == "hello" && (json.Unmarshal(line, &loose) != nil || loose.Token != req.Token) {
+			t.Fatalf("token %q, but encoding/json reads %q", req.Token, loose.Token)
 		}
 		// The reply to an accepted request is one line of JSON.
 		var buf bytes.Buffer
