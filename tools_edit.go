@@ -113,7 +113,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	spans, problem := locateEdits(old, edits)
 	if problem != "" {
 		if len(problem) > editMaxDiff {
-			problem = string(utf8Prefix([]byte(problem[:editMaxDiff]), editMaxDiff)) + "\n[… more problems cut; fix these first]"
+			problem = prefixOf(problem, editMaxDiff) + "\n[… more problems cut; fix these first]"
 		}
 		return errorResult("edit %s failed; nothing was changed.\n%s", p, problem)
 	}
@@ -316,7 +316,7 @@ func closestLines(old, find string) string {
 		line := lines[i]
 		if len(line) > closestLineMax {
 			// The whole of a minified line would drown the answer.
-			line = fmt.Sprintf("%s… [%d more bytes on this line]", utf8Prefix([]byte(line[:closestLineMax]), closestLineMax), len(line)-closestLineMax)
+			line = fmt.Sprintf("%s… [%d more bytes on this line]", prefixOf(line, closestLineMax), len(line)-closestLineMax)
 		}
 		fmt.Fprintf(&b, "%d\t%s\n", i+1, line)
 	}
@@ -411,7 +411,7 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 
 	const context = 3
 	b := &diffBuilder{room: editMaxDiff}
-	b.WriteString(fmt.Sprintf("--- a/%s\n+++ b/%s\n", name, name))
+	b.add(fmt.Sprintf("--- a/%s\n+++ b/%s\n", name, name))
 	for i := 0; i < len(changes) && !b.full; {
 		j := i
 		for j+1 < len(changes) && changes[j+1].oldFrom-changes[j].oldTo <= 2*context {
@@ -420,7 +420,7 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 		first, last := changes[i], changes[j]
 		oldFrom, oldTo := max(0, first.oldFrom-context), min(len(oldLines), last.oldTo+context)
 		newFrom, newTo := first.newFrom-(first.oldFrom-oldFrom), last.newTo+(oldTo-last.oldTo)
-		b.WriteString(fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo)))
+		b.add(fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo)))
 		at := oldFrom
 		for _, c := range changes[i : j+1] {
 			b.lines(' ', oldLines[at:c.oldFrom])
@@ -432,9 +432,9 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 		i = j + 1
 	}
 	if b.full {
-		fmt.Fprintf(&b.Builder, "\n[… the diff is longer than %s and was cut here; every edit was applied. Read the file to check the rest.]\n", sizeString(editMaxDiff))
+		fmt.Fprintf(&b.out, "\n[… the diff is longer than %s and was cut here; every edit was applied. Read the file to check the rest.]\n", sizeString(editMaxDiff))
 	}
-	return b.String()
+	return b.out.String()
 }
 
 // editMaxDiff bounds the diff an edit returns, like read's and bash's
@@ -445,30 +445,38 @@ const editMaxDiff = 50 << 10
 // diffBuilder holds at most room bytes of diff; what does not fit is
 // dropped and full is set, so a huge file costs no more than the cap.
 type diffBuilder struct {
-	strings.Builder
+	out  strings.Builder
 	room int
 	full bool
 }
 
-func (b *diffBuilder) WriteString(s string) {
+func (b *diffBuilder) add(s string) {
 	if b.full {
 		return
 	}
-	if room := b.room - b.Len(); len(s) > room {
-		s = string(utf8Prefix([]byte(s[:room]), room))
+	if room := b.room - b.out.Len(); len(s) > room {
+		s = prefixOf(s, room)
 		b.full = true
 	}
-	b.Builder.WriteString(s)
+	b.out.WriteString(s)
 }
 
 func (b *diffBuilder) lines(mark byte, lines []string) {
 	for _, l := range lines {
-		b.WriteString(string(mark))
-		b.WriteString(l)
+		b.add(string(mark))
+		b.add(l)
 		if !strings.HasSuffix(l, "\n") {
-			b.WriteString("\n\\ No newline at end of file\n")
+			b.add("\n\\ No newline at end of file\n")
 		}
 	}
+}
+
+// prefixOf cuts s to at most n bytes without splitting a character.
+func prefixOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return string(utf8Prefix([]byte(s[:n]), n))
 }
 
 func atLineStart(s string, i int) bool { return i == 0 || i == len(s) || s[i-1] == '\n' }
