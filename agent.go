@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -425,7 +426,11 @@ type ToolRecord struct {
 
 // Recorder persists the transcript as it grows (a session file). Append and
 // AppendUsage are called as the turn goes, Sync at the end of each turn, and
-// Reset when the transcript is replaced wholesale (compaction, clear).
+// Reset when the transcript is replaced wholesale (compaction, clear). A
+// failure ends the run with a recordError: going on would leave turns out
+// of the saved transcript. A Recorder should then refuse every later row
+// (Session does), so that a smaller row is not saved after a bigger one was
+// lost.
 type Recorder interface {
 	Append(m Message) error
 	AppendUsage(u Usage) error
@@ -594,16 +599,31 @@ func (a *Agent) end() {
 	a.mu.Unlock()
 }
 
-func (a *Agent) append(m Message) {
+// append adds m to the transcript and records it; what names m for the
+// error when it could not be recorded.
+func (a *Agent) append(m Message, what string) error {
 	a.mu.Lock()
 	a.messages = append(a.messages, m)
 	a.mu.Unlock()
 	if a.Recorder != nil {
 		if err := a.Recorder.Append(m); err != nil {
-			a.logf("session: %v", err)
+			return &recordError{what, err}
 		}
 	}
+	return nil
 }
+
+// recordError is a Recorder failure, which ends the run.
+type recordError struct {
+	what string // what was not saved
+	err  error
+}
+
+func (e *recordError) Error() string {
+	return fmt.Sprintf("could not save %s: %v; stopped the run here, so the saved conversation ends before it (nothing after it was saved)", e.what, e.err)
+}
+
+func (e *recordError) Unwrap() error { return e.err }
 
 func (a *Agent) logf(format string, args ...any) {
 	if a.Log != nil {
@@ -646,10 +666,16 @@ func (a *Agent) Prompt(ctx context.Context, text string, images []Block, sink Si
 	defer a.end()
 	emit := serialSink(sink)
 	err := a.run(ctx, text, images, emit)
+	if serr := a.sync(); err == nil {
+		err = serr
+	}
+	var rerr *recordError
+	if ctx.Err() != nil && errors.As(err, &rerr) {
+		a.logf("session: %v", err) // the interruption is what gets reported
+	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrBlocked) {
 		emit(Event{Type: "error", Message: err.Error()})
 	}
-	a.sync()
 	emit(Event{Type: "done"})
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -657,12 +683,13 @@ func (a *Agent) Prompt(ctx context.Context, text string, images []Block, sink Si
 	return err
 }
 
-func (a *Agent) sync() {
+func (a *Agent) sync() error {
 	if a.Recorder != nil {
 		if err := a.Recorder.Sync(); err != nil {
-			a.logf("session: %v", err)
+			return &recordError{"the conversation to disk", err}
 		}
 	}
+	return nil
 }
 
 func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink) error {
@@ -683,7 +710,9 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 		content = append(content, TextBlock(text))
 	}
 	user := Message{Role: "user", Content: content, Time: time.Now().UTC()}
-	a.append(user)
+	if err := a.append(user, "the prompt"); err != nil {
+		return err
+	}
 	emit(Event{Type: "user_message", Content: user.Content, Time: user.Time})
 
 	maxSteps := a.MaxSteps
@@ -727,28 +756,38 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 		}
 		msg := Message{Role: "assistant", Content: reply.Content, Time: time.Now().UTC()}
 		a.emitAssistant(ctx, msg, hold, emit)
-		a.append(msg)
-		a.recordUsage(reply.Usage, emit)
+		// The tools do not run when their calls could not be saved.
+		if err := cmp.Or(a.append(msg, "the assistant's message"), a.recordUsage(reply.Usage, emit)); err != nil {
+			emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+			return err
+		}
 
 		calls := msg.ToolCalls()
 		if len(calls) > 0 {
 			results, aborted := a.runTools(ctx, calls, emit)
-			a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()})
+			err := a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()}, "the tool results")
 			if aborted {
 				emit(Event{Type: "turn_end", Stop: StopAborted})
-				return ctx.Err()
+				return cmp.Or(err, ctx.Err())
+			}
+			if err = cmp.Or(err, a.sync()); err != nil {
+				emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+				return err
 			}
 			emit(Event{Type: "turn_end", Stop: StopToolUse})
-			a.sync()
 			continue
 		}
 		emit(Event{Type: "turn_end", Stop: reply.Stop})
-		a.sync()
+		if err := a.sync(); err != nil {
+			return err
+		}
 		if a.OnStop != nil && stopContinues < 3 {
 			if cont, message := a.OnStop(ctx, msg); cont {
 				stopContinues++
 				m := Message{Role: "user", Content: []Block{TextBlock(message)}, Time: time.Now().UTC()}
-				a.append(m)
+				if err := a.append(m, "the hook's follow-up prompt"); err != nil {
+					return err
+				}
 				emit(Event{Type: "user_message", Content: m.Content, Time: m.Time})
 				continue
 			}
@@ -816,7 +855,7 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 	emit(Event{Type: "assistant_message", Content: shown.Content, Time: shown.Time})
 }
 
-func (a *Agent) recordUsage(u Usage, emit Sink) {
+func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 	a.mu.Lock()
 	u.CostUSD = lookupModel(a.Provider.Name(), a.Model).Cost(u)
 	a.cumulative.Add(u)
@@ -824,11 +863,12 @@ func (a *Agent) recordUsage(u Usage, emit Sink) {
 	cum := a.cumulative
 	a.mu.Unlock()
 	if a.Recorder != nil {
-		if err := a.Recorder.AppendUsage(u); err != nil {
-			a.logf("session: %v", err)
+		if rerr := a.Recorder.AppendUsage(u); rerr != nil {
+			err = &recordError{"the usage of the last call", rerr}
 		}
 	}
 	emit(Event{Type: "usage", Usage: u, Cumulative: cum})
+	return err
 }
 
 // runTools runs the calls in the model's order. When ctx is cancelled the
@@ -909,10 +949,12 @@ func isJSONObject(raw json.RawMessage) bool {
 }
 
 // finishAborted keeps what the model said before the abort and answers its
-// tool calls, so the transcript stays one a provider accepts.
+// tool calls, so the transcript stays one a provider accepts. A failure to
+// save it is only logged: the abort is what the run reports.
 func (a *Agent) finishAborted(partial Reply, emit Sink) {
+	var errs []error
 	if partial.Usage != (Usage{}) {
-		a.recordUsage(partial.Usage, emit)
+		errs = append(errs, a.recordUsage(partial.Usage, emit))
 	}
 	var content []Block
 	var calls []ToolCall
@@ -934,14 +976,17 @@ func (a *Agent) finishAborted(partial Reply, emit Sink) {
 		}
 	}
 	if len(content) > 0 && content[len(content)-1].Type != "thinking" {
-		a.append(Message{Role: "assistant", Content: content, Time: time.Now().UTC()})
+		errs = append(errs, a.append(Message{Role: "assistant", Content: content, Time: time.Now().UTC()}, "the interrupted message"))
 		if len(calls) > 0 {
 			var results []Block
 			for _, c := range calls {
 				results = append(results, abortedResult(c.ID))
 			}
-			a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()})
+			errs = append(errs, a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()}, "the answers to its tool calls"))
 		}
+	}
+	if err := cmp.Or(errs...); err != nil {
+		a.logf("session: %v", err)
 	}
 	emit(Event{Type: "turn_end", Stop: StopAborted})
 }
@@ -1005,7 +1050,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	if summary == "" {
 		return errors.New("the model returned an empty summary")
 	}
-	a.recordUsage(reply.Usage, emit)
+	usageErr := a.recordUsage(reply.Usage, emit)
 	head := Message{Role: "user", Time: time.Now().UTC(), Content: []Block{TextBlock("[Summary of the earlier conversation]\n\n" + summary)}}
 	kept := append([]Message{head}, msgs[cut:]...)
 	a.mu.Lock()
@@ -1013,9 +1058,12 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	a.messages = kept
 	a.lastInput = 0
 	a.mu.Unlock()
+	if usageErr != nil {
+		return usageErr
+	}
 	if a.Recorder != nil {
 		if err := a.Recorder.Reset(kept); err != nil {
-			a.logf("session: %v", err)
+			return &recordError{"the compacted conversation", err}
 		}
 	}
 	emit(Event{Type: "compact_done", Summary: summary})

@@ -506,7 +506,7 @@ func runHookCommand(ctx context.Context, cwd string, hd hookHandler, stdin []byt
 	}
 	cmd := exec.Command("/bin/sh", "-c", hd.Command)
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+cwd)
+	cmd.Env = append(childEnviron(), "CLAUDE_PROJECT_DIR="+cwd)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err := cmd.Start()

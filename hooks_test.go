@@ -715,3 +715,13 @@ func BenchmarkHooksDecodeOutput(b *testing.B) {
 		decodeHookOutput(out)
 	}
 }
+
+// Hooks are processes zot starts like any other: no provider keys.
+func TestHooksDoNotGetZotsKeys(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-hook-secret")
+	h, _, _ := newTestHooks(t, obj{"UserPromptSubmit": []obj{group("", `echo "key=${ANTHROPIC_API_KEY:-none} dir=$CLAUDE_PROJECT_DIR"`)}})
+	_, _, extra := h.BeforePrompt(context.Background(), "hi")
+	if !strings.HasPrefix(extra, "key=none dir=/") {
+		t.Errorf("the hook saw %q", extra)
+	}
+}

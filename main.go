@@ -28,6 +28,10 @@ const (
 )
 
 func main() {
+	// First of all: see forbidDumps for what it covers and what not.
+	if err := forbidDumps(); err != nil {
+		fmt.Fprintf(os.Stderr, "zot: warning: could not make the process non-dumpable (%v): other processes of your user can read its environment\n", err)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -38,6 +42,7 @@ type options struct {
 	listModels           bool
 	provider, model      string
 	baseURL, apiKey      string
+	responseTimeout      time.Duration
 	cwd                  string
 	tools                string
 	noTools, jail        bool
@@ -77,6 +82,14 @@ var flagTable = []flagSpec{
 	{"model", "m", "ID", "model id (see --list-models)", func(o *options, v string) error { o.model = v; return nil }},
 	{"base-url", "", "URL", "provider base URL (an OpenAI-compatible server: llama.cpp, vLLM…)", func(o *options, v string) error { o.baseURL = v; return nil }},
 	{"api-key", "", "KEY", "API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json)", func(o *options, v string) error { o.apiKey = v; return nil }},
+	{"response-timeout", "", "DURATION", "how long the server may take to start answering a request (default 5m; e.g. 15m for a local server that loads a big model)", func(o *options, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("--response-timeout needs a positive duration such as 90s or 15m, not %q", v)
+		}
+		o.responseTimeout = d
+		return nil
+	}},
 	{"list-models", "", "", "list known models and exit", func(o *options, _ string) error { o.listModels = true; return nil }},
 	{"reasoning", "", "LEVEL", "thinking effort: low, medium or high", func(o *options, v string) error {
 		switch v {
@@ -445,7 +458,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source})
+	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}

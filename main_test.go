@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -479,5 +481,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// --response-timeout bounds the wait for a server that never answers, so
+// -p ends with an error instead of hanging.
+func TestResponseTimeoutFlagEndsAHangingRun(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	z := newZotRun(t)
+	_, stderr, code := z.run("-p", "--provider", "openai", "--model", "m", "--base-url", srv.URL, "--response-timeout", "200ms", "hi")
+	if code != 1 || !strings.Contains(stderr, "openai: no response within 200ms of sending the request") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	_, stderr, code = z.run("-p", "--response-timeout", "soon", "hi")
+	if code != 2 || !strings.Contains(stderr, "--response-timeout needs a positive duration") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
 }

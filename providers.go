@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,12 +102,22 @@ type ProviderConfig struct {
 	KeySource string // where the key came from, for error messages
 	Retries   int    // -1: none; 0: the default of 3
 	Client    *http.Client
+	// ResponseTimeout bounds the wait for a response's headers after a
+	// request is sent; 0 is DefaultResponseTimeout.
+	ResponseTimeout time.Duration
 }
+
+// DefaultResponseTimeout is how long a server may take to start answering:
+// long enough for a local server to load a large model on the first
+// request, short enough that one that accepted the connection and went
+// quiet does not hang -p or rpc forever.
+const DefaultResponseTimeout = 5 * time.Minute
 
 // NewProvider builds the client for cfg.Name.
 func NewProvider(cfg ProviderConfig) (Provider, error) {
 	h := &httpStreamer{client: cfg.Client, retries: cfg.Retries, keySource: cfg.KeySource,
-		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, idle: 10 * time.Minute, sleep: sleepCtx}
+		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, idle: 10 * time.Minute, sleep: sleepCtx,
+		headerTimeout: cmp.Or(cfg.ResponseTimeout, DefaultResponseTimeout)}
 	if h.client == nil {
 		h.client = &http.Client{}
 	}
@@ -149,11 +160,15 @@ type httpStreamer struct {
 	keySource string
 	baseDelay time.Duration
 	maxDelay  time.Duration
-	// idle is how long a started stream may stay silent before it counts as
-	// stalled. Generous: a reasoning model may think for minutes, but a
-	// server that stopped answering must not hang a run forever.
-	idle  time.Duration
-	sleep func(ctx context.Context, d time.Duration) error
+	// idle is how long a started stream may go without progress — a piece
+	// of the reply — before it counts as stalled. Keep-alive comments and
+	// pings are not progress, so a server cannot hold a run open with them.
+	// Generous: a reasoning model may think for minutes, but a server that
+	// stopped answering must not hang a run forever.
+	idle time.Duration
+	// headerTimeout bounds the wait for the response headers.
+	headerTimeout time.Duration
+	sleep         func(ctx context.Context, d time.Duration) error
 }
 
 var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
@@ -167,9 +182,13 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 		req.Header = header.Clone()
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
-		resp, err := h.client.Do(req)
+		resp, err := h.do(req)
 		var wait time.Duration
 		switch {
+		case errors.Is(err, errNoResponse):
+			// Not retried: a server that took the request and said nothing
+			// for minutes would only be given more minutes.
+			return nil, fmt.Errorf("%s: no response within %v of sending the request: the server accepted it but did not answer (overloaded, or still loading the model? --response-timeout gives it longer)", h.name, h.headerTimeout)
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -205,6 +224,47 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 			return nil, serr
 		}
 	}
+}
+
+// errNoResponse is a request whose response headers did not come within
+// headerTimeout.
+var errNoResponse = errors.New("no response headers in time")
+
+// do sends req, giving up when the response headers take longer than
+// headerTimeout. The timer's context stays with the response body, which
+// releases it when closed.
+func (h *httpStreamer) do(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(h.headerTimeout, func() { cancel(errNoResponse) })
+	resp, err := h.client.Do(req.WithContext(ctx))
+	if !timer.Stop() || context.Cause(ctx) == errNoResponse {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		if req.Context().Err() != nil {
+			return nil, req.Context().Err()
+		}
+		return nil, errNoResponse
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	resp.Body = cancelOnClose{resp.Body, func() { cancel(nil) }}
+	return resp, nil
+}
+
+// cancelOnClose releases a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // notAStream refuses a 200 answer that is plainly not an event stream — a
@@ -313,8 +373,8 @@ type sseEvent struct {
 	Data  []byte
 }
 
-// maxSSELine bounds one line of a stream, so a broken server cannot make us
-// buffer without end.
+// maxSSELine bounds one line, and one event's data, of a stream, so a
+// broken server cannot make us buffer without end.
 const maxSSELine = 16 << 20
 
 // readSSE reads a text/event-stream and calls fn for each event. An event
@@ -373,6 +433,9 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 				if hasData {
 					data = append(data, '\n')
 				}
+				if len(data)+len(value) > maxSSELine {
+					return fmt.Errorf("stream event longer than %d bytes", maxSSELine)
+				}
 				data = append(data, value...)
 				hasData = true
 			}
@@ -395,12 +458,38 @@ var errStopSSE = errors.New("end of stream")
 // connection dropped in the middle of it.
 var errCutEvent = errors.New("the last event was cut off")
 
+// replyBytesPerToken sizes the cap on one streamed reply: a token is a few
+// bytes of text, and far fewer than this even as escaped JSON in tool
+// arguments, so a reply past the model's output limit times this is not a
+// model talking but a server that will not stop.
+const (
+	replyBytesPerToken = 32
+	minReplyBytes      = 1 << 20
+)
+
+// maxReplyBytes is the most one reply of a model whose output limit is
+// maxTokens may hold.
+func maxReplyBytes(maxTokens int) int64 {
+	return max(int64(maxTokens)*replyBytesPerToken, minReplyBytes)
+}
+
+// sseHandler takes a stream's events and keeps the reply they build.
+// received is the reply's size so far, in bytes of text, thinking and
+// tool arguments plus a little for each block: what memory it holds.
+type sseHandler interface {
+	handle(sseEvent) error
+	received() int64
+}
+
 // streamBody reads the response body as SSE, counting events so that an
-// early end can say how far it got.
-func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.Duration, fn func(sseEvent) error) (events int, err error) {
+// early end can say how far it got. It ends the stream with an error when
+// the reply grows past maxBytes, or when nothing is added to the reply for
+// idle: comments, pings and empty deltas keep a connection alive but are
+// not progress.
+func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.Duration, maxBytes int64, h sseHandler) (events int, err error) {
 	defer body.Close()
 	// Closing the body is what unblocks a read when ctx is cancelled, or
-	// when the server has gone silent for longer than idle.
+	// when the server has made no progress for longer than idle.
 	stop := context.AfterFunc(ctx, func() { body.Close() })
 	defer stop()
 	var stalled atomic.Bool
@@ -409,15 +498,20 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 		body.Close()
 	})
 	defer watchdog.Stop()
-	err = readSSE(readFunc(func(p []byte) (int, error) {
-		n, err := body.Read(p)
-		if n > 0 {
+	var size int64
+	err = readSSE(body, func(ev sseEvent) error {
+		events++
+		if err := h.handle(ev); err != nil {
+			return err
+		}
+		if n := h.received(); n != size {
+			size = n
+			if size > maxBytes {
+				return errReplyTooLong
+			}
 			watchdog.Reset(idle)
 		}
-		return n, err
-	}), func(ev sseEvent) error {
-		events++
-		return fn(ev)
+		return nil
 	})
 	if err == errStopSSE {
 		return events, nil
@@ -426,8 +520,11 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 		if ctx.Err() != nil {
 			return events, ctx.Err()
 		}
+		if err == errReplyTooLong {
+			return events, fmt.Errorf("%s: the reply grew past %s (%d bytes per token of the model's output limit) without ending; stopped reading it", name, sizeString(maxBytes), replyBytesPerToken)
+		}
 		if stalled.Load() {
-			return events, fmt.Errorf("%s: no data for %v after %d events; the server stalled", name, idle, events)
+			return events, fmt.Errorf("%s: nothing new for %v after %d events (keep-alives do not count); the server stalled", name, idle, events)
 		}
 		var perr *ProviderError
 		if errors.As(err, &perr) {
@@ -441,10 +538,8 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 	return events, nil
 }
 
-// readFunc adapts a function to io.Reader.
-type readFunc func(p []byte) (int, error)
-
-func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+// errReplyTooLong ends a stream whose reply outgrew maxReplyBytes.
+var errReplyTooLong = errors.New("reply too long")
 
 func streamEndedEarly(name string, events int) error {
 	return fmt.Errorf("%s: stream ended early after %d events", name, events)
@@ -685,7 +780,8 @@ func anthConvert(b Block) (anthBlock, bool) {
 }
 
 func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
-	body, err := json.Marshal(p.buildRequest(req))
+	built := p.buildRequest(req)
+	body, err := json.Marshal(built)
 	if err != nil {
 		return Reply{}, fmt.Errorf("anthropic: encode request: %w", err)
 	}
@@ -697,7 +793,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(Str
 		return Reply{}, err
 	}
 	s := &anthStream{on: on}
-	events, err := streamBody(ctx, "anthropic", resp.Body, p.http.idle, s.handle)
+	events, err := streamBody(ctx, "anthropic", resp.Body, p.http.idle, maxReplyBytes(built.MaxTokens), s)
 	reply := Reply{Content: assemble(s.blocks), Stop: s.stop, Usage: s.usage}
 	if err == nil && !s.done {
 		err = streamEndedEarly("anthropic", events)
@@ -712,7 +808,14 @@ type anthStream struct {
 	stop   string
 	usage  Usage
 	done   bool
+	size   int64 // for received
 }
+
+// blockCost is what received counts for a block beside its text, so that
+// a stream of empty blocks is bounded too.
+const blockCost = 64
+
+func (s *anthStream) received() int64 { return s.size }
 
 type anthUsage struct {
 	InputTokens              *int `json:"input_tokens"`
@@ -784,6 +887,7 @@ func (s *anthStream) handle(ev sseEvent) error {
 			s.blocks = append(s.blocks, nil)
 		}
 		cb := e.ContentBlock
+		s.size += blockCost + int64(len(cb.Text)+len(cb.Thinking)+len(cb.Data)+len(cb.ID)+len(cb.Name))
 		var pb *partialBlock
 		switch cb.Type {
 		case "text":
@@ -811,6 +915,7 @@ func (s *anthStream) handle(ev sseEvent) error {
 			return nil
 		}
 		d := e.Delta
+		s.size += int64(len(d.Text) + len(d.Thinking) + len(d.Signature) + len(d.PartialJSON))
 		switch d.Type {
 		case "text_delta":
 			pb.text.WriteString(d.Text)
@@ -1032,7 +1137,8 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 		return Reply{}, err
 	}
 	s := &oaiStream{name: p.name, on: on}
-	events, err := streamBody(ctx, p.name, resp.Body, p.http.idle, s.handle)
+	maxTokens := cmp.Or(req.MaxTokens, lookupModel("openai", req.Model).MaxOutput)
+	events, err := streamBody(ctx, p.name, resp.Body, p.http.idle, maxReplyBytes(maxTokens), s)
 	reply := Reply{Stop: s.stop, Usage: s.usage}
 	if s.thinking != nil {
 		reply.Content = append(reply.Content, s.thinking.block())
@@ -1060,7 +1166,10 @@ type oaiStream struct {
 	stop     string
 	usage    Usage
 	done     bool
+	size     int64 // for received
 }
+
+func (s *oaiStream) received() int64 { return s.size }
 
 type oaiChunk struct {
 	Choices []struct {
@@ -1118,6 +1227,7 @@ func (s *oaiStream) handle(ev sseEvent) error {
 		}
 		d := ch.Delta
 		if r := firstNonEmpty(d.ReasoningContent, d.Reasoning); r != "" {
+			s.size += int64(len(r))
 			if s.thinking == nil {
 				s.thinking = &partialBlock{typ: "thinking"}
 			}
@@ -1125,6 +1235,7 @@ func (s *oaiStream) handle(ev sseEvent) error {
 			s.on(StreamEvent{Type: "thinking", Delta: r})
 		}
 		if t := firstNonEmpty(d.Content, d.Refusal); t != "" {
+			s.size += int64(len(t))
 			if s.text == nil {
 				s.text = &partialBlock{typ: "text"}
 			}
@@ -1169,14 +1280,17 @@ func (s *oaiStream) toolPiece(index *int, id, name, args string) {
 			id = fmt.Sprintf("call_%d", len(s.calls))
 		}
 		tc = &partialBlock{typ: "tool_call", id: id, open: true}
+		s.size += blockCost + int64(len(id))
 		s.byIndex[i] = tc
 		s.calls = append(s.calls, tc)
 	}
 	if name != "" && tc.name == "" {
+		s.size += int64(len(name))
 		tc.name = name
 		s.on(StreamEvent{Type: "tool_start", ID: tc.id, Name: name})
 	}
 	if args != "" {
+		s.size += int64(len(args))
 		tc.args.WriteString(args)
 		s.on(StreamEvent{Type: "tool_args", ID: tc.id, Delta: args})
 	}

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -755,7 +759,7 @@ func TestStalledStreamIsAnError(t *testing.T) {
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	p.(*anthropicProvider).http.idle = 50 * time.Millisecond
 	got := callProvider(t, p, Request{})
-	if got.err == nil || !strings.Contains(got.err.Error(), "anthropic: no data for 50ms after 3 events; the server stalled") {
+	if got.err == nil || !strings.Contains(got.err.Error(), "anthropic: nothing new for 50ms after 3 events (keep-alives do not count); the server stalled") {
 		t.Fatalf("err = %v", got.err)
 	}
 }
@@ -783,5 +787,133 @@ func TestEventWithoutDataIsDropped(t *testing.T) {
 	}
 	if d := retryAfter("1e20", time.Now()); d <= 0 {
 		t.Errorf("huge Retry-After = %v", d)
+	}
+}
+
+// endlessServer streams head, then body over and over until the client
+// goes away: a server that never ends its reply.
+func endlessServer(t *testing.T, head, body string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, head)
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, body); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// streamWithin calls the provider with a deadline, so a stream that is
+// never cut fails the test instead of hanging it.
+func streamWithin(t *testing.T, p Provider, req Request) (Reply, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if req.Model == "" {
+		req.Model = "claude-sonnet-4-5"
+	}
+	req.Messages = []Message{{Role: "user", Content: []Block{TextBlock("hi")}}}
+	reply, err := p.Stream(ctx, req, func(StreamEvent) {})
+	if ctx.Err() != nil {
+		t.Fatalf("the stream was not cut: %v", err)
+	}
+	return reply, err
+}
+
+// A server streaming text without end must not grow zot's memory without
+// end: one reply is capped at a multiple of the model's output limit.
+func TestEndlessReplyIsCut(t *testing.T) {
+	t.Parallel()
+	chunk := strings.Repeat("y", 4096)
+	for _, c := range []struct{ provider, head, body string }{
+		{"anthropic",
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n" +
+				"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", chunk)},
+		{"openai", "",
+			fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", chunk)},
+		{"openai", "",
+			fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"write\",\"arguments\":%q}}]}}]}\n\n", chunk)},
+	} {
+		srv := endlessServer(t, c.head, c.body)
+		p, _ := testProvider(t, c.provider, srv.URL)
+		reply, err := streamWithin(t, p, Request{MaxTokens: 1000})
+		want := fmt.Sprintf("%s: the reply grew past 1.0 MiB (32 bytes per token of the model's output limit) without ending", c.provider)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v", c.provider, err)
+		}
+		size := len(replyText(reply))
+		for _, b := range reply.Content {
+			size += len(b.Args)
+		}
+		if size > minReplyBytes+len(chunk) {
+			t.Errorf("%s: the reply held %d bytes", c.provider, size)
+		}
+	}
+	if got, want := maxReplyBytes(64000), int64(64000*32); got != want {
+		t.Errorf("maxReplyBytes(64000) = %d, want %d", got, want)
+	}
+}
+
+// Keep-alive comments and pings are not progress: a server that sends
+// only those is stalled, however busy it looks.
+func TestKeepAlivesDoNotHoldAStreamOpen(t *testing.T) {
+	t.Parallel()
+	srv := endlessServer(t,
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n",
+		": keep-alive\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n")
+	p, _ := testProvider(t, "anthropic", srv.URL)
+	p.(*anthropicProvider).http.idle = 100 * time.Millisecond
+	_, err := streamWithin(t, p, Request{})
+	if err == nil || !strings.Contains(err.Error(), "anthropic: nothing new for 100ms after") || !strings.Contains(err.Error(), "the server stalled") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A server that accepts the request and never answers must not hang a
+// run: the wait for the response headers is bounded, and not retried.
+func TestResponseHeadersTimeOut(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		io.Copy(io.Discard, r.Body) // the server notices the client leave only after the body
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	for _, name := range []string{"anthropic", "openai"} {
+		p, err := NewProvider(ProviderConfig{Name: name, BaseURL: srv.URL, APIKey: "k", ResponseTimeout: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = streamWithin(t, p, Request{})
+		want := name + ": no response within 50ms of sending the request"
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--response-timeout") {
+			t.Errorf("err = %v", err)
+		}
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d requests, want one per provider (no retries)", n)
+	}
+	if p, _ := NewProvider(ProviderConfig{Name: "anthropic"}); p.(*anthropicProvider).http.headerTimeout != DefaultResponseTimeout {
+		t.Errorf("the default wait for headers is not DefaultResponseTimeout")
+	}
+}
+
+// One event's data lines are bounded like one line: a server sending data
+// lines without the blank line that ends the event cannot grow memory.
+func TestEndlessEventIsAnError(t *testing.T) {
+	t.Parallel()
+	line := "data: " + strings.Repeat("z", 64<<10) + "\n"
+	r := io.MultiReader(strings.NewReader("event: x\n"), strings.NewReader(strings.Repeat(line, maxSSELine/len(line)+2)))
+	err := readSSE(r, func(sseEvent) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "stream event longer than") {
+		t.Fatalf("err = %v", err)
 	}
 }

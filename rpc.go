@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -134,32 +135,22 @@ type (
 // rpcImageTypes are the image formats both provider APIs accept.
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
+// rpcFieldNames are the top-level fields of a request, of every command.
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all"}
+
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
 // fails it. On error the request holds what could be read (its id and
 // type, for the reply).
 func decodeRPCRequest(line []byte) (rpcRequest, error) {
-	var raw struct {
-		ID      json.RawMessage `json:"id"`
-		Type    json.RawMessage `json:"type"`
-		Token   json.RawMessage `json:"token"`
-		Message json.RawMessage `json:"message"`
-		Images  json.RawMessage `json:"images"`
-		Model   json.RawMessage `json:"model"`
-		All     json.RawMessage `json:"all"`
-	}
 	var req rpcRequest
-	err := json.Unmarshal(line, &raw)
-	var notObject *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &notObject):
-		return req, fmt.Errorf("invalid request: want a JSON object, got %s", notObject.Value)
-	case err != nil:
-		return req, fmt.Errorf("invalid JSON: %v", err)
+	raw, keyErr := rpcFields(line)
+	if raw == nil {
+		return req, keyErr
 	}
 	// Each is read even when the other is bad, so the reply names what it can.
-	typeErr := decodeRPCField("type", raw.Type, &req.Type)
-	if id := raw.ID; len(id) > 0 && string(id) != "null" {
+	typeErr := decodeRPCField("type", raw["type"], &req.Type)
+	if id := raw["id"]; len(id) > 0 && string(id) != "null" {
 		if id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
 			return req, errors.New(`field "id" must be a string or a number`)
 		}
@@ -168,22 +159,29 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 	if typeErr != nil {
 		return req, typeErr
 	}
+	if keyErr != nil {
+		if req.Type == "hello" {
+			keyErr = badTokenError{keyErr} // a hello that cannot be read plainly proves nothing
+		}
+		return req, keyErr
+	}
 	if req.Type == "" {
 		return req, errors.New(`missing "type": say which command, e.g. {"type":"ping"}`)
 	}
 	if !slices.Contains(rpcCommands, req.Type) {
 		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, strings.Join(rpcCommands, ", "))
 	}
+	var err error
 	switch req.Type {
 	case "hello":
-		if err = decodeRPCField("token", raw.Token, &req.Token); err != nil {
+		if err = decodeRPCField("token", raw["token"], &req.Token); err != nil {
 			err = badTokenError{err}
 		}
 	case "abort":
-		err = decodeRPCField("all", raw.All, &req.All)
+		err = decodeRPCField("all", raw["all"], &req.All)
 	case "prompt":
-		if err = decodeRPCField("message", raw.Message, &req.Message); err == nil {
-			err = decodeRPCField("images", raw.Images, &req.Images)
+		if err = decodeRPCField("message", raw["message"], &req.Message); err == nil {
+			err = decodeRPCField("images", raw["images"], &req.Images)
 		}
 		if err == nil && req.Message == "" && len(req.Images) == 0 {
 			err = errors.New(`prompt needs "message" (or "images")`)
@@ -194,12 +192,69 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 			}
 		}
 	case "set_model":
-		err = decodeRPCField("model", raw.Model, &req.Model)
+		err = decodeRPCField("model", raw["model"], &req.Model)
 		if err == nil && strings.TrimSpace(req.Model) == "" {
 			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
 		}
 	}
 	return req, err
+}
+
+// rpcFields splits a request line into its top-level fields by exact key.
+// encoding/json would take "TOKEN" for a field tagged "token" and let a
+// second "token" replace the first, so one line could mean one thing to a
+// reader (a proxy, a log, a test) and another to zot. A repeated key, or
+// a key that differs from a field's name only in case, is an error; the
+// fields are returned with it, so the reply can still carry the id and
+// command. A line that is not a JSON object returns no fields.
+func rpcFields(line []byte) (map[string]json.RawMessage, error) {
+	if !json.Valid(line) {
+		var v any
+		return nil, fmt.Errorf("invalid JSON: %v", json.Unmarshal(line, &v))
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return nil, fmt.Errorf("invalid request: want a JSON object, got %s", jsonTokenKind(tok))
+	}
+	fields := map[string]json.RawMessage{}
+	var problem error
+	for dec.More() {
+		tok, err := dec.Token()
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err == nil {
+			err = dec.Decode(&value)
+		}
+		if err != nil { // json.Valid passed: not expected, but not trusted either
+			return nil, fmt.Errorf("invalid JSON: %v", err)
+		}
+		if _, seen := fields[key]; seen {
+			problem = cmp.Or(problem, fmt.Errorf("field %q appears more than once; send each field once", key))
+			continue
+		}
+		for _, name := range rpcFieldNames {
+			if key != name && strings.EqualFold(key, name) {
+				problem = cmp.Or(problem, fmt.Errorf("field %q: field names are case-sensitive; write %q", key, name))
+			}
+		}
+		fields[key] = value
+	}
+	return fields, problem
+}
+
+// jsonTokenKind names the JSON type of a value's first token.
+func jsonTokenKind(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return "null"
 }
 
 // decodeRPCField decodes one field's raw value; absent and null leave dst
@@ -303,7 +358,8 @@ type rpcServer struct {
 // maxHeldNotes bounds the notes kept for a client that has not said hello.
 const maxHeldNotes = 256
 
-// badTokenError is a hello whose token is not a string.
+// badTokenError is a hello whose token cannot be read plainly: not a
+// string, repeated, or under a key of another case.
 type badTokenError struct{ error }
 
 // errRPCAuth ends the server after a hello with the wrong token.
@@ -749,8 +805,13 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 	}
 	// The token is read once and kept from the tools' and extensions'
 	// environment, so the model cannot read it back.
-	token := os.Getenv("ZOTCORE_RPC_TOKEN")
+	token, tokenSet := os.LookupEnv("ZOTCORE_RPC_TOKEN")
 	os.Unsetenv("ZOTCORE_RPC_TOKEN")
+	if tokenSet && token == "" {
+		// Probably a variable that did not expand: running open would
+		// turn a mistake into no auth at all.
+		return fail(stderr, usageError{"ZOTCORE_RPC_TOKEN is set but empty: set it to the shared secret, or unset it to run without auth"})
+	}
 
 	s, err := newSetup(o, stderr)
 	if err != nil {

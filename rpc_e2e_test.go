@@ -237,6 +237,23 @@ func TestRPCBinaryUsageErrors(t *testing.T) {
 	}
 }
 
+// A token variable that is set but empty (one that did not expand) is a
+// mistake, not a request to run without auth.
+func TestRPCBinaryEmptyTokenIsAUsageError(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, textStep("never"))
+	z := newZotRun(t)
+	z.env = append(z.env, "ZOTCORE_RPC_TOKEN=")
+	z.stdin = `{"id":"1","type":"prompt","message":"hi"}` + "\n"
+	stdout, stderr, code := z.run(append([]string{"rpc"}, anthropicFlags(srv)...)...)
+	if code != 2 || !strings.Contains(stderr, "ZOTCORE_RPC_TOKEN is set but empty") || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests reached the provider", n)
+	}
+}
+
 func TestRPCBinaryStdinEOFWithAPromptInFlight(t *testing.T) {
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "sleep 0.3; echo slept"}), textStep("finished"))
 	z := newZotRun(t)

@@ -543,6 +543,12 @@ func TestRPCAuth(t *testing.T) {
 		{"wrong", `{"id":"h","type":"hello","token":"guess"}`, "invalid token"},
 		{"missing", `{"id":"h","type":"hello"}`, `hello needs "token"`},
 		{"not a string", `{"id":"h","type":"hello","token":123}`, `field "token" must be a string`},
+		// encoding/json matches keys case-insensitively and lets the last
+		// one win: none of these may open the door.
+		{"another case", `{"id":"h","type":"hello","TOKEN":"s3cret"}`, `field "TOKEN": field names are case-sensitive`},
+		{"a later case variant", `{"id":"h","type":"hello","token":"guess","Token":"s3cret"}`, `field "Token": field names are case-sensitive`},
+		{"repeated", `{"id":"h","type":"hello","token":"guess","token":"s3cret"}`, `field "token" appears more than once`},
+		{"right then repeated", `{"id":"h","type":"hello","token":"s3cret","token":"guess"}`, `field "token" appears more than once`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Token = "s3cret" })
@@ -584,6 +590,10 @@ func TestRPCBadInputNeverStopsTheServer(t *testing.T) {
 		{`not json`, "invalid JSON: invalid character 'o'", "", ""},
 		{`[1,2]`, "want a JSON object, got array", "", ""},
 		{`"ping"`, "want a JSON object, got string", "", ""},
+		{`null`, "want a JSON object, got null", "", ""},
+		{`{"id":"p","type":"ping","type":"clear"}`, `field "type" appears more than once`, `"p"`, "ping"},
+		{`{"id":"q","Type":"clear"}`, `field "Type": field names are case-sensitive; write "type"`, `"q"`, ""},
+		{`{"id":"r","type":"prompt","Message":"x"}`, `field "Message": field names are case-sensitive`, `"r"`, "prompt"},
 		{`{"id":"a"}`, `missing "type"`, `"a"`, ""},
 		{`{"id":"b","type":"launch"}`, `unknown command type "launch"; known: hello, prompt`, `"b"`, "launch"},
 		{`{"id":"c","type":7}`, `field "type" must be a string, not number`, `"c"`, ""},
@@ -841,6 +851,7 @@ func FuzzRPCDecode(f *testing.F) {
 		`{"id":"1","type":"prompt","message":"fix it","images":[{"mime_type":"image/png","data":"aGk="}]}`,
 		`{"type":"hello","token":"t"}`, `{"type":"abort","all":true}`, `{"id":7,"type":"set_model","model":"m"}`,
 		`{"type":"ping"}`, `[]`, `{"type":5}`, `{"id":{},"type":"ping"}`, `{"images":[1]}`, `null`, `{"type":"prompt","message":"\u2028"}`,
+		`{"type":"hello","token":"a","Token":"b"}`, `{"type":"hello","\u0074oken":"a"}`, `{"type":"hello","token":"a","token":"b"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -860,6 +871,12 @@ func FuzzRPCDecode(f *testing.F) {
 		}
 		if len(req.ID) > 0 && !json.Valid(req.ID) {
 			t.Fatalf("id %q is not JSON", req.ID)
+		}
+		// An accepted hello has one plain "token": encoding/json, which
+		// folds case and lets the last key win, must read the same one.
+		var loose struct{ Token string }
+		if req.Type == "hello" && (json.Unmarshal(line, &loose) != nil || loose.Token != req.Token) {
+			t.Fatalf("token %q, but encoding/json reads %q", req.Token, loose.Token)
 		}
 		// The reply to an accepted request is one line of JSON.
 		var buf bytes.Buffer

@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -91,6 +93,13 @@ type sessionRow struct {
 // file is created by the first message it records; Close flushes and closes
 // it. Meta is fixed when the session is made, except Meta.Model, which
 // SetModel changes.
+//
+// While a Session has its file open it holds an exclusive flock on it, so a
+// second zot cannot append to the same file (their rows would interleave);
+// opening a session another process holds fails with ErrSessionInUse. After
+// a row fails to be written (a full disk, EIO) every later write fails too:
+// a smaller row must not land after a bigger one that did not, leaving a
+// hole in the transcript.
 type Session struct {
 	Path string
 	Meta SessionMeta
@@ -98,10 +107,10 @@ type Session struct {
 	mu      sync.Mutex
 	f       *os.File // nil until the first message of a new session
 	size    int64    // bytes known whole in the file
-	torn    bool     // a failed write left a fragment we could not cut off
 	dirty   bool     // rows written since the last fsync
 	newDir  bool     // the file is new: fsync its directory on the next Sync
 	closed  bool
+	failed  error   // the first failed write or sync; nothing is written after it
 	pending []Usage // usage recorded before the file existed
 	buf     bytes.Buffer
 	enc     *json.Encoder
@@ -286,7 +295,10 @@ func (s *Session) Close() error {
 	if s.f == nil {
 		return nil
 	}
-	err := s.syncLocked()
+	var err error
+	if s.failed == nil { // a failure was reported when it happened
+		err = s.syncLocked()
+	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
@@ -300,7 +312,11 @@ func (s *Session) syncLocked() error {
 	if s.f == nil || !s.dirty {
 		return nil
 	}
+	if s.failed != nil {
+		return s.failedErr()
+	}
 	if err := s.f.Sync(); err != nil {
+		s.failed = err
 		return err
 	}
 	s.dirty = false
@@ -336,12 +352,17 @@ func (s *Session) createLocked() error {
 	if err != nil {
 		return err
 	}
+	if err := lockSession(f, s.Path); err != nil {
+		f.Close()
+		os.Remove(s.Path)
+		return err
+	}
 	s.f, s.size, s.newDir = f, 0, true
 	if err := s.writeRow(metaRow{"meta", s.Meta}); err != nil {
 		// Leave no meta-less file behind; the next Append tries again.
 		f.Close()
 		os.Remove(s.Path)
-		s.f = nil
+		s.f, s.failed = nil, nil
 		return err
 	}
 	pending := s.pending
@@ -355,19 +376,20 @@ func (s *Session) createLocked() error {
 }
 
 // writeRow appends one row with a single write call, so that a crash tears
-// at most this line. A write that fails halfway is cut off again; if even
-// that fails, the next row starts on a new line so the fragment stays a line
-// of its own, which loading skips.
+// at most this line. A write that fails halfway is cut off again (if even
+// that fails, loading drops the fragment as torn). After a failure nothing
+// more is written.
 func (s *Session) writeRow(row any) error {
+	if s.failed != nil {
+		return s.failedErr()
+	}
 	if s.enc == nil {
 		s.enc = json.NewEncoder(&s.buf)
 		s.enc.SetEscapeHTML(false)
 	}
 	s.buf.Reset()
-	if s.torn {
-		s.buf.WriteByte('\n')
-	}
 	if err := s.enc.Encode(row); err != nil { // Encode ends the line with '\n'
+		s.failed = err
 		return err
 	}
 	n, err := s.f.Write(s.buf.Bytes())
@@ -379,16 +401,74 @@ func (s *Session) writeRow(row any) error {
 		s.dirty = true
 	}
 	if err != nil {
-		if n > 0 {
-			if st, serr := s.f.Stat(); serr != nil || st.Size() != s.size+int64(n) || s.f.Truncate(s.size) != nil {
-				s.torn = true
-			}
+		if st, serr := s.f.Stat(); n > 0 && serr == nil && st.Size() == s.size+int64(n) {
+			s.f.Truncate(s.size)
 		}
+		s.failed = err
 		return err
 	}
 	s.size += int64(n)
-	s.torn = false
 	return nil
+}
+
+// failedErr is what every write after a failed one returns.
+func (s *Session) failedErr() error {
+	return fmt.Errorf("not written: an earlier row could not be written (%w), and writing later ones would leave a hole", s.failed)
+}
+
+// ErrSessionInUse matches (errors.Is) opening a session file that another
+// process holds open for appending.
+var ErrSessionInUse = errors.New("session in use")
+
+// lockSession takes the exclusive lock a Session holds on its file. flock
+// belongs to the open file: it ends when the file is closed or the process
+// dies (kill -9 included), and programs zot starts do not inherit it (the
+// file is close-on-exec).
+func lockSession(f *os.File, path string) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		who := "another process"
+		if pid := flockHolder(f); pid > 0 {
+			who = fmt.Sprintf("another process (pid %d)", pid)
+		}
+		return fmt.Errorf("session %s is in use by %s, another zot probably: two writers would interleave their turns in one file; wait for it to end, or start a new session (without --continue or --session): %w", path, who, ErrSessionInUse)
+	}
+	return fmt.Errorf("lock session %s: %w (use --no-session on a file system without locks)", path, err)
+}
+
+// flockHolder is the pid holding a flock on f, from /proc/locks where there
+// is one; 0 when it cannot be told.
+func flockHolder(f *os.File) int {
+	info, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	// Linux encodes a device number as 12 bits of major and 20 of minor,
+	// split around each other; /proc/locks shows them in hex.
+	dev := uint64(st.Dev)
+	major, minor := (dev>>8)&0xfff|(dev>>32)&^0xfff, dev&0xff|(dev>>12)&^0xff
+	want := fmt.Sprintf("%02x:%02x:%d", major, minor, st.Ino)
+	for _, line := range strings.Split(string(locks), "\n") {
+		// 1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF
+		fields := strings.Fields(line)
+		if len(fields) >= 6 && fields[1] == "FLOCK" && fields[5] == want {
+			if pid, err := strconv.Atoi(fields[4]); err == nil {
+				return pid
+			}
+		}
+	}
+	return 0
 }
 
 // sessionSafeMessages and sessionSafeMessage make messages encodable.
@@ -442,12 +522,17 @@ func sessionRestoreArgs(m *Message) {
 // or a hand edit left behind and says so in LoadedSession.Repairs: a torn
 // last line is dropped and the file truncated back to the last whole line;
 // invalid lines and unknown rows in the middle are skipped; tool calls left
-// without results are answered as aborted. A file without a meta row, or
+// without results are answered as interrupted. A file without a meta row, or
 // written by a newer zot, is refused.
 func OpenSession(path string) (*Session, *LoadedSession, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open session %s: %w", path, err)
+	}
+	// Before reading: a writer that is still at work is not a crash to repair.
+	if err := lockSession(f, path); err != nil {
+		f.Close()
+		return nil, nil, err
 	}
 	sc, err := scanSession(path, f)
 	if err != nil {
@@ -670,8 +755,16 @@ func splitPrompt(m Message) (typed string, added []Block) {
 	return "", m.Content
 }
 
+// interruptedResult answers, on load, a tool call the file has no result
+// for: zot stopped (a crash, kill -9, a power cut) while the call was
+// pending, perhaps while it ran, so the model must not take it as not run.
+func interruptedResult(callID string) Block {
+	return Block{Type: "tool_result", CallID: callID, IsError: true, Content: []Block{TextBlock(
+		"interrupted: zot stopped while this call was pending, and its result was lost; it may have run, in part or in full, so check before repeating it")}}
+}
+
 // repairOrphanedCalls answers every tool call whose result is missing with
-// an aborted result, so the transcript is one a provider accepts. A call's
+// an interrupted result, so the transcript is one a provider accepts. A call's
 // result belongs in the message right after it: a user message of tool
 // results, which gets the missing ones added, or else a new one is put in.
 // It returns msgs itself when nothing was missing; tailOnly says every
@@ -704,7 +797,7 @@ func repairOrphanedCalls(msgs []Message, lines []int) (out []Message, notes []st
 		var ids []string
 		for _, c := range calls {
 			if !answered[c.ID] {
-				missing = append(missing, abortedResult(c.ID))
+				missing = append(missing, interruptedResult(c.ID))
 				ids = append(ids, c.ID)
 			}
 		}
@@ -714,7 +807,7 @@ func repairOrphanedCalls(msgs []Message, lines []int) (out []Message, notes []st
 		if fixed == nil {
 			fixed = append(make([]Message, 0, len(msgs)+1), msgs[:i+1]...)
 		}
-		notes = append(notes, fmt.Sprintf("line %d: tool calls without results (%s); answered them as aborted", lines[i], strings.Join(ids, ", ")))
+		notes = append(notes, fmt.Sprintf("line %d: tool calls without results (%s); answered them as interrupted (they may have run)", lines[i], strings.Join(ids, ", ")))
 		if hasResults {
 			merged := msgs[i+1]
 			merged.Content = append(append([]Block(nil), merged.Content...), missing...)

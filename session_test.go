@@ -79,6 +79,36 @@ func openTestSession(t *testing.T, path string) (*Session, *LoadedSession) {
 	return s, loaded
 }
 
+// loadTestSession reads a session as OpenSession does and closes it, so
+// the file is free for the next opener.
+func loadTestSession(t *testing.T, path string) *LoadedSession {
+	t.Helper()
+	s, loaded, err := OpenSession(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return loaded
+}
+
+// scanTestSession reads a session file the way a lister does, without
+// opening it for appends (and so without its lock).
+func scanTestSession(t *testing.T, path string) *sessionScan {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc, err := scanSession(path, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 func appendRaw(t *testing.T, path, text string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -173,7 +203,7 @@ func TestSessionRoundTrip(t *testing.T) {
 		t.Errorf("dir mode %v, want 0700", st.Mode().Perm())
 	}
 
-	_, loaded := openTestSession(t, s.Path)
+	loaded := loadTestSession(t, s.Path)
 	sameMessages(t, loaded.Messages, msgs)
 	want := Usage{Input: 100 * (1 + 3 + 5), Output: 30, CacheRead: 15, CacheWrite: 3, CostUSD: 0.75}
 	if loaded.Usage != want {
@@ -231,7 +261,7 @@ func TestSessionReadsForwardCompatibleRows(t *testing.T) {
 	if err := os.WriteFile(path, src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, loaded := openTestSession(t, path)
+	loaded := loadTestSession(t, path)
 	sameMessages(t, loaded.Messages, []Message{userMsg("hello", 0), assistantMsg("hi there", 1)})
 	if loaded.Usage.Input != 7 || loaded.Meta.Model != "m2" || loaded.Meta.ID != "feedbeef" {
 		t.Errorf("usage %+v meta %+v", loaded.Usage, loaded.Meta)
@@ -262,7 +292,7 @@ func TestSessionResetRowsReplaceTheTranscript(t *testing.T) {
 	s.AppendUsage(Usage{Input: 1, CostUSD: 0.1})
 	s.Close()
 
-	_, loaded := openTestSession(t, s.Path)
+	loaded := loadTestSession(t, s.Path)
 	sameMessages(t, loaded.Messages, []Message{summary, msgs[3], next})
 	if loaded.Usage.CostUSD != 0.1 {
 		t.Errorf("usage %+v: resets must not drop usage", loaded.Usage)
@@ -299,7 +329,7 @@ func TestSessionWithoutPromptLeavesNoFile(t *testing.T) {
 	s.SetModel("m2")
 	s.Append(userMsg("hi", 0))
 	s.Close()
-	_, loaded := openTestSession(t, s.Path)
+	loaded := loadTestSession(t, s.Path)
 	if loaded.Usage.Input != 3 || loaded.Meta.Model != "m2" {
 		t.Errorf("usage %+v model %q, want the pending usage and m2", loaded.Usage, loaded.Meta.Model)
 	}
@@ -377,7 +407,7 @@ func TestSessionSkipsInvalidLinesInTheMiddle(t *testing.T) {
 	more.Close()
 	before := fileSize(t, path)
 
-	_, loaded := openTestSession(t, path)
+	loaded := loadTestSession(t, path)
 	sameMessages(t, loaded.Messages, msgs)
 	repairsMention(t, loaded.Repairs, "line 4: not valid JSON; skipped it")
 	repairsMention(t, loaded.Repairs, "line 5", "skipped it")
@@ -402,34 +432,34 @@ func TestSessionRepairsOrphanedToolCalls(t *testing.T) {
 		name: "crash while the tools ran",
 		file: append(append([]Message(nil), msgs...), orphan),
 		want: append(append([]Message(nil), msgs...), orphan,
-			Message{Role: "user", Content: []Block{abortedResult("c7"), abortedResult("c8")}, Time: orphan.Time}),
-		notes: []string{"line 6: tool calls without results (c7, c8); answered them as aborted"},
+			Message{Role: "user", Content: []Block{interruptedResult("c7"), interruptedResult("c8")}, Time: orphan.Time}),
+		notes: []string{"line 6: tool calls without results (c7, c8); answered them as interrupted (they may have run)"},
 	}, {
 		name: "a prompt followed the calls",
 		file: []Message{msgs[0], orphan, userMsg("hello?", 5), assistantMsg("hi", 6)},
 		want: []Message{msgs[0], orphan,
-			{Role: "user", Content: []Block{abortedResult("c7"), abortedResult("c8")}, Time: orphan.Time},
+			{Role: "user", Content: []Block{interruptedResult("c7"), interruptedResult("c8")}, Time: orphan.Time},
 			userMsg("hello?", 5), assistantMsg("hi", 6)},
 		notes: []string{"line 3: tool calls without results (c7, c8)"},
 	}, {
 		name: "some results missing",
 		file: []Message{msgs[0], orphan, resultsMsg(5, "c8"), assistantMsg("done", 6)},
 		want: []Message{msgs[0], orphan,
-			{Role: "user", Content: []Block{resultsMsg(5, "c8").Content[0], abortedResult("c7")}, Time: sessionT0.Add(5 * time.Second)},
+			{Role: "user", Content: []Block{resultsMsg(5, "c8").Content[0], interruptedResult("c7")}, Time: sessionT0.Add(5 * time.Second)},
 			assistantMsg("done", 6)},
 		notes: []string{"line 3: tool calls without results (c7)"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := newTestSession(t, t.TempDir(), t.TempDir(), tc.file)
-			_, loaded := openTestSession(t, path)
+			loaded := loadTestSession(t, path)
 			sameMessages(t, loaded.Messages, tc.want)
 			for _, n := range tc.notes {
 				repairsMention(t, loaded.Repairs, n)
 			}
 			// The repair was written to the file: a second load finds
 			// nothing to repair and the same transcript.
-			_, again := openTestSession(t, path)
+			again := loadTestSession(t, path)
 			sameMessages(t, again.Messages, tc.want)
 			if len(again.Repairs) > 0 {
 				t.Errorf("second load repaired again: %q", again.Repairs)
@@ -605,15 +635,14 @@ func TestSessionFork(t *testing.T) {
 		t.Errorf("fork at %s, want it beside its parent", child.Path)
 	}
 	// Written at once: a reader sees it before the child records anything.
-	_, fromDisk := openTestSession(t, child.Path)
-	sameMessages(t, fromDisk.Messages, msgs[:4])
-	if fromDisk.Meta.Parent != path || fromDisk.Meta.ForkedAt != 4 {
-		t.Errorf("meta on disk %+v", fromDisk.Meta)
+	fromDisk := scanTestSession(t, child.Path)
+	sameMessages(t, fromDisk.msgs, msgs[:4])
+	if fromDisk.meta.Parent != path || fromDisk.meta.ForkedAt != 4 {
+		t.Errorf("meta on disk %+v", fromDisk.meta)
 	}
 	// The child goes on by itself; the parent is untouched.
 	child.Append(userMsg("a different road", 9))
-	_, p := openTestSession(t, path)
-	sameMessages(t, p.Messages, msgs)
+	sameMessages(t, scanTestSession(t, path).msgs, msgs)
 
 	if whole, err := parent.Fork(len(msgs), msgs); err != nil {
 		t.Errorf("fork keeping everything: %v", err)
@@ -679,7 +708,7 @@ func TestSessionConcurrentAppendWritesWholeLines(t *testing.T) {
 	if want := 1 + 2*writers*each; lines != want {
 		t.Errorf("%d lines, want %d", lines, want)
 	}
-	_, loaded := openTestSession(t, s.Path)
+	loaded := loadTestSession(t, s.Path)
 	if len(loaded.Messages) != writers*each || loaded.Usage.Input != writers*each || len(loaded.Repairs) > 0 {
 		t.Errorf("%d messages, usage %+v, repairs %q", len(loaded.Messages), loaded.Usage, loaded.Repairs)
 	}

@@ -161,7 +161,8 @@ func (r *ToolRegistry) Specs() []ToolSpec {
 
 // secretEnvVars are zot's own secrets. The processes zot starts — bash,
 // extensions, MCP servers, validators, hooks — do not inherit them, so a
-// command cannot print a key into a transcript, a session or an event.
+// command does not come across a key in its environment. It can still read
+// files that hold one (auth.json): docs/security.md says how far this goes.
 var secretEnvVars = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN"}
 
 func isSecretEnv(name string) bool {
@@ -695,25 +696,50 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	if err != nil {
 		return errorResult("%v", err)
 	}
-	mode, what := fs.FileMode(0o644), "new file"
-	switch info, err := os.Stat(real); {
+	info, err := os.Stat(real)
+	switch {
 	case err == nil && info.IsDir():
 		return errorResult("write %s: it is a directory; choose a file path inside it", p)
 	case err == nil && !info.Mode().IsRegular():
 		// Renaming over a device or FIFO would replace it, not write to it.
 		return errorResult("write %s: not a regular file (a device, pipe or socket); use bash to write to it", p)
 	case err == nil:
-		mode, what = keptMode(info), "replaced"
+		if err := replaceFile(real, []byte(content), info); err != nil {
+			return errorResult("write %s: %v (the file is unchanged)", p, err)
+		}
+		return textResult(fmt.Sprintf("Wrote %d bytes to %s (replaced)", len(content), p))
 	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 		return errorResult("write %s: %v", p, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
 		return errorResult("write %s: create parent directories: %v", p, err)
 	}
-	if err := writeFileAtomic(real, []byte(content), mode); err != nil {
+	if err := writeFileAtomic(real, []byte(content), 0o644); err != nil {
 		return errorResult("write %s: %v (the file is unchanged)", p, err)
 	}
-	return textResult(fmt.Sprintf("Wrote %d bytes to %s (%s)", len(content), p, what))
+	return textResult(fmt.Sprintf("Wrote %d bytes to %s (new file)", len(content), p))
+}
+
+// replaceFile writes data over the existing regular file that old
+// describes, atomically (writeFileAtomic), keeping its mode and, where the
+// writer may set them, its owner and group: root keeps both, anyone keeps
+// a group they belong to. A set-user-ID or set-group-ID bit whose owner or
+// group could not be kept is dropped, as cp and install do, so replacing
+// another user's setuid program never makes a setuid program of the
+// writer's. A file with more than one hard link is refused: the rename
+// would leave the other names with the old text, and writing in place
+// could leave a half-written file (or change a shared store's copy).
+func replaceFile(path string, data []byte, old fs.FileInfo) error {
+	st, ok := old.Sys().(*syscall.Stat_t)
+	if !ok { // the owner is unknown, so it cannot be kept
+		return writeAtomic(path, data, keptMode(old)&^(fs.ModeSetuid|fs.ModeSetgid), nil)
+	}
+	if links := uint64(st.Nlink); links > 1 {
+		return fmt.Errorf("it has %d hard links, and replacing it would give only this name the new text; "+
+			"to change every name, write in place with bash (cat > FILE); to change only this one, copy it first "+
+			"with bash (cp -p FILE FILE.new && mv FILE.new FILE) and retry", links)
+	}
+	return writeAtomic(path, data, keptMode(old), &fileOwner{uid: int(st.Uid), gid: int(st.Gid)})
 }
 
 // keptMode is the part of a file's mode that a replacement keeps.
@@ -721,12 +747,50 @@ func keptMode(info fs.FileInfo) fs.FileMode {
 	return info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 }
 
-// writeFileAtomic replaces path with data so that a reader, or a crash,
-// sees the old file or the new one, never a mix: the data goes to a temp
-// file in the same directory (rename does not cross file systems), is
-// synced, and is renamed over path. On failure the temp file is removed
-// and path is untouched. A hard link to the old file keeps the old data.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+// fileOwner is the owner and group a replacement file should keep.
+type fileOwner struct{ uid, gid int }
+
+// keepOwner gives f the owner and group of want where the writer may,
+// and returns mode without the set-id bits whose owner or group was not
+// kept. It runs before the mode is set: chown clears set-id bits.
+func keepOwner(f *os.File, mode fs.FileMode, want fileOwner) (fs.FileMode, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return mode &^ (fs.ModeSetuid | fs.ModeSetgid), nil
+	}
+	uid, gid := int(st.Uid), int(st.Gid)
+	if uid != want.uid || gid != want.gid {
+		// EPERM is expected for anyone but root: the next best is the group.
+		if f.Chown(want.uid, want.gid) == nil {
+			uid, gid = want.uid, want.gid
+		} else if gid != want.gid && f.Chown(-1, want.gid) == nil {
+			gid = want.gid
+		}
+	}
+	if uid != want.uid {
+		mode &^= fs.ModeSetuid
+	}
+	if gid != want.gid {
+		mode &^= fs.ModeSetgid
+	}
+	return mode, nil
+}
+
+// writeFileAtomic creates or replaces path with data so that a reader, or
+// a crash, sees the old file or the new one, never a mix: the data goes to
+// a temp file in the same directory (rename does not cross file systems),
+// is synced, and is renamed over path. On failure the temp file is removed
+// and path is untouched. The new file belongs to the writer; replaceFile
+// keeps an existing file's owner.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	return writeAtomic(path, data, mode, nil)
+}
+
+func writeAtomic(path string, data []byte, mode fs.FileMode, owner *fileOwner) (err error) {
 	dir, base := filepath.Split(path)
 	if len(base) > 100 {
 		base = base[:100]
@@ -735,8 +799,12 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	if err != nil {
 		return err
 	}
-	// CreateTemp made it 0600; Chmod is not subject to the umask.
-	if _, err = tmp.Write(data); err == nil {
+	_, err = tmp.Write(data)
+	if err == nil && owner != nil {
+		mode, err = keepOwner(tmp, mode, *owner)
+	}
+	if err == nil {
+		// CreateTemp made it 0600; Chmod is not subject to the umask.
 		err = tmp.Chmod(mode)
 	}
 	if err == nil {

@@ -112,6 +112,9 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 
 	spans, problem := locateEdits(old, edits)
 	if problem != "" {
+		if len(problem) > editMaxDiff {
+			problem = prefixOf(problem, editMaxDiff) + "\n[… more problems cut; fix these first]"
+		}
 		return errorResult("edit %s failed; nothing was changed.\n%s", p, problem)
 	}
 	var b strings.Builder
@@ -141,7 +144,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	}
 	ob.WriteString(text[endings.original(pos):])
 	out := ob.String()
-	if err := writeFileAtomic(real, []byte(out), keptMode(info)); err != nil {
+	if err := replaceFile(real, []byte(out), info); err != nil {
 		return errorResult("edit %s: %v (the file is unchanged)", p, err)
 	}
 	noun := "edits"
@@ -212,8 +215,12 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 			problems = append(problems, fmt.Sprintf("edit %d: oldText was not found. %s", n, closestLines(old, find)))
 			continue
 		}
-		if count, lines := occurrences(old, find, at); count > 1 {
-			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %d times (at lines %s); include more of the surrounding text so it matches once.", n, count, strings.Join(lines, ", ")))
+		if count, more, lines := occurrences(old, find, at); count > 1 {
+			times := fmt.Sprintf("%d times", count)
+			if more {
+				times = "more than " + times
+			}
+			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %s (at lines %s); include more of the surrounding text so it matches once.", n, times, strings.Join(lines, ", ")))
 			continue
 		}
 		spans = append(spans, editSpan{index: n, start: at, end: at + len(find), newText: strings.ReplaceAll(e.newText, "\r\n", "\n")})
@@ -232,10 +239,18 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 	return spans, ""
 }
 
+// maxCountedMatches bounds the counting of an ambiguous oldText: one
+// letter in a huge file would otherwise take a pass per match.
+const maxCountedMatches = 1000
+
 // occurrences counts the matches of find in s, overlapping ones included,
-// from the first at index first, and lists the lines of the first few.
-func occurrences(s, find string, first int) (count int, lines []string) {
-	for at := first; at >= 0 && count < 1000; count++ {
+// from the first at index first, and lists the lines of the first few. It
+// stops at maxCountedMatches; more says there are others after those.
+func occurrences(s, find string, first int) (count int, more bool, lines []string) {
+	for at := first; at >= 0; count++ {
+		if count == maxCountedMatches {
+			return count, true, lines
+		}
 		if len(lines) < 10 {
 			lines = append(lines, strconv.Itoa(1+strings.Count(s[:at], "\n")))
 		}
@@ -245,7 +260,7 @@ func occurrences(s, find string, first int) (count int, lines []string) {
 			at = -1
 		}
 	}
-	return count, lines
+	return count, false, lines
 }
 
 // closestLines shows the model where its oldText probably was meant to
@@ -298,11 +313,19 @@ func closestLines(old, find string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Line %d %s the first line of oldText. The file around it (line numbers are not part of the file):\n", best+1, how)
 	for i := from; i < to; i++ {
-		fmt.Fprintf(&b, "%d\t%s\n", i+1, lines[i])
+		line := lines[i]
+		if len(line) > closestLineMax {
+			// The whole of a minified line would drown the answer.
+			line = fmt.Sprintf("%s… [%d more bytes on this line]", prefixOf(line, closestLineMax), len(line)-closestLineMax)
+		}
+		fmt.Fprintf(&b, "%d\t%s\n", i+1, line)
 	}
 	b.WriteString("Copy the text exactly as the file has it and retry.")
 	return b.String()
 }
+
+// closestLineMax is how much of each line closestLines shows.
+const closestLineMax = 1 << 10
 
 // squeezeSpace removes all white space, so indentation and spacing
 // differences do not hide a match.
@@ -387,9 +410,9 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 	}
 
 	const context = 3
-	var b strings.Builder
-	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", name, name)
-	for i := 0; i < len(changes); {
+	b := &diffBuilder{room: editMaxDiff}
+	b.add(fmt.Sprintf("--- a/%s\n+++ b/%s\n", name, name))
+	for i := 0; i < len(changes) && !b.full; {
 		j := i
 		for j+1 < len(changes) && changes[j+1].oldFrom-changes[j].oldTo <= 2*context {
 			j++
@@ -397,18 +420,63 @@ func unifiedDiff(name, old, updated string, spans []editSpan) string {
 		first, last := changes[i], changes[j]
 		oldFrom, oldTo := max(0, first.oldFrom-context), min(len(oldLines), last.oldTo+context)
 		newFrom, newTo := first.newFrom-(first.oldFrom-oldFrom), last.newTo+(oldTo-last.oldTo)
-		fmt.Fprintf(&b, "@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo))
+		b.add(fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(oldFrom, oldTo), hunkRange(newFrom, newTo)))
 		at := oldFrom
 		for _, c := range changes[i : j+1] {
-			diffLines(&b, ' ', oldLines[at:c.oldFrom])
-			diffLines(&b, '-', oldLines[c.oldFrom:c.oldTo])
-			diffLines(&b, '+', newLines[c.newFrom:c.newTo])
+			b.lines(' ', oldLines[at:c.oldFrom])
+			b.lines('-', oldLines[c.oldFrom:c.oldTo])
+			b.lines('+', newLines[c.newFrom:c.newTo])
 			at = c.oldTo
 		}
-		diffLines(&b, ' ', oldLines[at:oldTo])
+		b.lines(' ', oldLines[at:oldTo])
 		i = j + 1
 	}
-	return b.String()
+	if b.full {
+		fmt.Fprintf(&b.out, "\n[… the diff is longer than %s and was cut here; every edit was applied. Read the file to check the rest.]\n", sizeString(editMaxDiff))
+	}
+	return b.out.String()
+}
+
+// editMaxDiff bounds the diff an edit returns, like read's and bash's
+// limits: a change to a huge line must not put megabytes into the
+// conversation, the session and every later request.
+const editMaxDiff = 50 << 10
+
+// diffBuilder holds at most room bytes of diff; what does not fit is
+// dropped and full is set, so a huge file costs no more than the cap.
+type diffBuilder struct {
+	out  strings.Builder
+	room int
+	full bool
+}
+
+func (b *diffBuilder) add(s string) {
+	if b.full {
+		return
+	}
+	if room := b.room - b.out.Len(); len(s) > room {
+		s = prefixOf(s, room)
+		b.full = true
+	}
+	b.out.WriteString(s)
+}
+
+func (b *diffBuilder) lines(mark byte, lines []string) {
+	for _, l := range lines {
+		b.add(string(mark))
+		b.add(l)
+		if !strings.HasSuffix(l, "\n") {
+			b.add("\n\\ No newline at end of file\n")
+		}
+	}
+}
+
+// prefixOf cuts s to at most n bytes without splitting a character.
+func prefixOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return string(utf8Prefix([]byte(s[:n]), n))
 }
 
 func atLineStart(s string, i int) bool { return i == 0 || i == len(s) || s[i-1] == '\n' }
@@ -438,14 +506,4 @@ func hunkRange(from, to int) string {
 		return fmt.Sprintf("%d,0", from)
 	}
 	return fmt.Sprintf("%d,%d", from+1, to-from)
-}
-
-func diffLines(b *strings.Builder, mark byte, lines []string) {
-	for _, l := range lines {
-		b.WriteByte(mark)
-		b.WriteString(l)
-		if !strings.HasSuffix(l, "\n") {
-			b.WriteString("\n\\ No newline at end of file\n")
-		}
-	}
 }

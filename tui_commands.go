@@ -253,7 +253,7 @@ func (t *TUI) useProvider(what, name, model string) bool {
 	base := t.baseURLFor(name)
 	var prov Provider
 	if err == nil {
-		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source})
+		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.s.opts.responseTimeout})
 	}
 	if err != nil {
 		t.logf(fgRed, "%s: %v", what, err)

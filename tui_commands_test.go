@@ -211,7 +211,7 @@ func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
 	if row := plain(tui.statusRow(150)); !strings.Contains(row, "ctx 30%") {
 		t.Errorf("after /sessions the status bar is %q, want ctx 30%%", row)
 	}
-	defer tui.s.session.Close()
+	tui.s.session.Close() // one open at a time: the file is locked while open
 
 	s := &setup{home: tui.s.home, cwd: tui.s.cwd, provider: "anthropic", opts: options{continueLast: true},
 		agent: NewAgent(nil, "claude-sonnet-4-5", nil)}
