@@ -232,3 +232,14 @@ func TestExtCheckCommandLine(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestExtCheckKillsWhatTheExtensionLeftInItsSession: the checker stops the
+// extension as zot does, with what left its group but not its session.
+func TestExtCheckKillsWhatTheExtensionLeftInItsSession(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	checkExt(t, escapingExt(t, pidFile), nil)
+	if pid := readPid(t, pidFile); !processGone(pid) {
+		t.Errorf("process %d outlived the check", pid)
+	}
+}

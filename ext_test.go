@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1212,5 +1213,28 @@ func assertEnvHasNoSecrets(t *testing.T, path string) {
 	}
 	if got["ZOT_EXT_TEST_GIVEN"] != "yes" {
 		t.Error("the extension lacks ZOT_EXT_TEST_GIVEN, which is in zot's environment")
+	}
+}
+
+// escapingExt is an extension whose start leaves a process that left its
+// process group but not its session (setpgid); the pid goes to pidFile.
+func escapingExt(t *testing.T, pidFile string) string {
+	t.Helper()
+	cmd := escapeCommand(t, "setpgid", pidFile) + " && exec python3 " + strconv.Quote(testdataPath(t, "scripted.py")) + " '{}'"
+	return writeManifest(t, filepath.Join(t.TempDir(), "escaping"), obj{"name": "escaping", "exec": "/bin/sh", "args": []string{"-c", cmd}})
+}
+
+// TestExtStopKillsWhatTheExtensionLeftInItsSession: stopping an extension
+// stops what left its process group but not its session.
+func TestExtStopKillsWhatTheExtensionLeftInItsSession(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h := newExtHarness(t, nil, escapingExt(t, pidFile))
+	if st := h.start(); st.Ready != 1 {
+		t.Fatalf("stats %+v, logs %s", st, h.gotLogs())
+	}
+	pid := readPid(t, pidFile)
+	h.m.Shutdown(context.Background())
+	if !processGone(pid) {
+		t.Errorf("process %d outlived the extension", pid)
 	}
 }
