@@ -28,7 +28,10 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	release := adoptOrphans(killGrace)
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	release() // what the processes zot started left running stops with zot
+	os.Exit(code)
 }
 
 // options are the parsed command line.
@@ -457,6 +460,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		s.missingKey = "no API key for " + s.provider
 	}
 
+	// What a zot that did not get to close left behind a day ago is of no
+	// use to any session still running.
+	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
@@ -549,6 +555,7 @@ func (s *setup) close() {
 	if s.session != nil {
 		s.session.Close()
 	}
+	s.toolEnv.Close()
 }
 
 func splitList(v string) []string {
