@@ -18,12 +18,13 @@ import (
 
 // `zot ext check <dir>`: the conformance checker for extension authors. It
 // starts the extension as zot would (the same exec resolution, working
-// directory, process group and hello_ack) and drives every part of the
-// protocol the extension signed up for — each command, each tool with
-// arguments made from its schema, each intercept — then shuts it down,
-// reporting line by line what it did and how long it took. Unlike the host
-// (extProc), which hides an extension's mistakes behind logs so that zot
-// goes on, the checker reads the raw stream and calls out each one.
+// directory, session, environment and hello_ack: extProcSpec) and drives
+// every part of the protocol the extension signed up for — each command,
+// each tool with arguments made from its schema, each intercept — then
+// shuts it down, reporting line by line what it did and how long it took.
+// Unlike the host (extProc), which hides an extension's mistakes behind
+// logs so that zot goes on, the checker reads the raw stream and calls out
+// each one.
 
 // checkLine is one line of the report.
 type checkLine struct {
@@ -226,7 +227,7 @@ func (c *extChecker) start(dir, home string) bool {
 			c.frames <- f
 		}
 	}()
-	c.ok("spawn", "pid %d in its own process group, working directory %s", p.pid, mf.Dir)
+	c.ok("spawn", "pid %d in a session of its own, working directory %s", p.pid, mf.Dir)
 	return true
 }
 
@@ -794,7 +795,7 @@ func (c *extChecker) finish() {
 		if c.strayCount == 0 {
 			c.ok("stdout", "every line was a JSON frame")
 		}
-		<-c.stderrDone // soon: the process group is gone, and the pipe has a read deadline
+		<-c.stderrDone // soon: the session is gone, and the pipe has a read deadline
 		lines := c.stderr.lines(10)
 		c.report.Stderr = lines
 		if n := c.stderr.count; n > 0 {

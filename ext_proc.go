@@ -645,7 +645,7 @@ func (p *extProc) waitExit() {
 		p.log.Printf("exited (%s)", state)
 	}
 	close(p.exited)
-	// A process that left the group may hold the pipes open; what is
+	// A process that left the session may hold the pipes open; what is
 	// already in them is read before this deadline.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	p.stdout.SetReadDeadline(deadline)
@@ -1130,8 +1130,9 @@ func (p *extProc) failWaiter(id string, err error) bool {
 // stop ends the extension: shutdown, up to grace for it to exit, then the
 // stop sequence (proc.Stop) for its session: SIGTERM, up to term, SIGKILL.
 // One that never said hello does not speak the protocol and gets SIGTERM at
-// once. A ctx cancelled before SIGTERM skips to SIGKILL. It returns when the process and the goroutines serving it are
-// gone; a second call waits for the first.
+// once. A ctx cancelled before SIGTERM skips to SIGKILL. It returns when
+// the process and the goroutines serving it are gone; a second call waits
+// for the first.
 func (p *extProc) stop(ctx context.Context) {
 	p.stopOnce.Do(func() {
 		p.stopping.Store(true)
