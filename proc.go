@@ -291,7 +291,8 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 // look and the signal: a signal to zot's own unreaped child cannot reach a
 // stranger. A member whose parent is still alive could, in principle, be
 // reaped and its pid reused in that moment; the stranger would be a
-// process of the same user, whom the command could signal itself.
+// process the command could have signalled itself, as it runs as zot's
+// user.
 func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
 	children.Lock()
 	defer children.Unlock()
