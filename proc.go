@@ -237,8 +237,49 @@ const (
 	neededSIGKILL                   // something was still running after the grace period
 )
 
-// stopTick is how often Stop looks again for what is left of a session.
+// stopTick is how often the stop sequence looks again for what is left.
 const stopTick = 10 * time.Millisecond
+
+// escalation is the stop sequence's choice of signal for each target:
+// SIGTERM once until the grace period ends, SIGKILL from then on. A
+// second after that, the sequence gives up (a process stuck in the
+// kernel).
+type escalation struct {
+	killAt time.Time
+	termed map[int]bool
+	result stopResult
+}
+
+func newEscalation(grace time.Duration) *escalation {
+	return &escalation{killAt: time.Now().Add(grace), termed: map[int]bool{}}
+}
+
+func (e *escalation) signal(target int) syscall.Signal {
+	switch {
+	case !time.Now().Before(e.killAt):
+		e.result = neededSIGKILL
+		return syscall.SIGKILL
+	case e.termed[target]:
+		return 0
+	}
+	e.termed[target] = true
+	e.result = max(e.result, endedAtTERM)
+	return syscall.SIGTERM
+}
+
+func (e *escalation) givenUp() bool { return time.Since(e.killAt) > time.Second }
+
+// sendStop sends s (0: nothing) to target, a pid or a negated group id;
+// SIGTERM comes with SIGCONT, so a stopped process gets to act on it.
+func sendStop(target int, s syscall.Signal) {
+	if s == 0 {
+		return
+	}
+	syscall.Kill(target, s)
+	if s == syscall.SIGTERM {
+		syscall.Kill(target, syscall.SIGCONT)
+	}
+}
 
 // Stop ends the process and everything left in its session: SIGTERM (with
 // SIGCONT, so a stopped process gets to act on it) to each, up to grace
@@ -253,28 +294,13 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 	if p.released {
 		return nothingLeft
 	}
-	result := nothingLeft
-	termed := map[int]bool{} // 0 stands for the group
-	killAt := time.Now().Add(grace)
-	giveUp := killAt.Add(time.Second)
+	esc := newEscalation(grace)
 	tick := time.NewTicker(stopTick)
 	defer tick.Stop()
 	exited := p.exited
 	for {
-		kill := !time.Now().Before(killAt)
-		if !p.signalSession(func(target int) syscall.Signal {
-			switch {
-			case kill:
-				result = neededSIGKILL
-				return syscall.SIGKILL
-			case termed[target]:
-				return 0
-			}
-			termed[target] = true
-			result = max(result, endedAtTERM)
-			return syscall.SIGTERM
-		}) || time.Now().After(giveUp) {
-			return result
+		if !p.signalSession(esc.signal) || esc.givenUp() {
+			return esc.result
 		}
 		select {
 		case <-exited: // the leader's end is the usual one to wait for
@@ -284,26 +310,17 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 	}
 }
 
-// signalSession sends what sig chooses (0: nothing) to the group and to
-// each live process that left the group but not the session, and reports
-// whether anything of the session is left. It holds the children table
-// so that the orphan reaper does not reap an adopted member between the
-// look and the signal: a signal to zot's own unreaped child cannot reach a
-// stranger. A member whose parent is still alive could, in principle, be
-// reaped and its pid reused in that moment; the stranger would be a
+// signalSession sends what sig chooses for each target (the group is
+// target 0) to the group and to each live process that left the group but
+// not the session, and reports whether anything of the session is left.
+// Such a process is looked at again just before its signal, with the
+// children table locked so that the orphan reaper cannot reap it (an
+// adopted one is zot's child) and let its pid be reused in between. One
+// whose parent is still alive could, in principle, be reaped by that
+// parent and its pid reused in that moment; the stranger would be a
 // process the command could have signalled itself, as it runs as zot's
 // user.
 func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
-	children.Lock()
-	defer children.Unlock()
-	send := func(target int, s syscall.Signal) {
-		if s != 0 {
-			syscall.Kill(target, s)
-			if s == syscall.SIGTERM {
-				syscall.Kill(target, syscall.SIGCONT)
-			}
-		}
-	}
 	procs, ok := readProcs()
 	if !ok {
 		// No /proc: the group is what can be seen. kill(2) of a group
@@ -311,7 +328,7 @@ func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
 		if syscall.Kill(-p.pid, 0) == syscall.ESRCH {
 			return false
 		}
-		send(-p.pid, sig(0))
+		sendStop(-p.pid, sig(0))
 		return true
 	}
 	group := false
@@ -326,10 +343,16 @@ func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
 		}
 	}
 	if group {
-		send(-p.pid, sig(0))
+		sendStop(-p.pid, sig(0))
 	}
-	for _, pid := range others {
-		send(pid, sig(pid))
+	if len(others) > 0 {
+		children.Lock()
+		defer children.Unlock()
+		for _, pid := range others {
+			if s, ok := readProcStat(strconv.Itoa(pid)); ok && s.sid == p.pid && !s.zombie() {
+				sendStop(pid, sig(pid))
+			}
+		}
 	}
 	return group || len(others) > 0
 }
@@ -527,19 +550,8 @@ func adoptOrphans(grace time.Duration) (release func()) {
 		close(done)
 		<-reaperDone
 		signal.Stop(sigs)
-		killAt := time.Now().Add(grace)
-		giveUp := killAt.Add(time.Second)
-		termed := map[int]bool{}
-		for stopOrphans(func(pid int) syscall.Signal {
-			switch {
-			case !time.Now().Before(killAt):
-				return syscall.SIGKILL
-			case termed[pid]:
-				return 0
-			}
-			termed[pid] = true
-			return syscall.SIGTERM
-		}) && time.Now().Before(giveUp) {
+		esc := newEscalation(grace)
+		for stopOrphans(esc.signal) && !esc.givenUp() {
 			time.Sleep(stopTick)
 		}
 	}
@@ -553,18 +565,24 @@ func adoptOrphans(grace time.Duration) (release func()) {
 // tests do) shares zot's session and is left to its owner. The orphans'
 // own children become zot's when they die, and are found on a later call.
 func stopOrphans(sig func(pid int) syscall.Signal) (running bool) {
+	self := os.Getpid()
+	me, ok := readProcStat(strconv.Itoa(self))
+	if !ok {
+		return false
+	}
+	procs, _ := readProcs()
+	// Each candidate is looked at again with the table locked: a child of
+	// zot that is not in the table then is an orphan, since startProc
+	// holds the lock until its child is in it, and a child of zot keeps
+	// its pid until zot reaps it.
 	children.Lock()
 	defer children.Unlock()
-	procs, _ := readProcs()
-	self := os.Getpid()
-	ownSid := -1
-	for _, s := range procs {
-		if s.pid == self {
-			ownSid = s.sid
+	for _, seen := range procs {
+		if seen.ppid != self || seen.sid == me.sid {
+			continue
 		}
-	}
-	for _, s := range procs {
-		if s.ppid != self || s.sid == ownSid || ownSid < 0 || children.started[s.pid] {
+		s, ok := readProcStat(strconv.Itoa(seen.pid))
+		if !ok || s.ppid != self || children.started[s.pid] {
 			continue
 		}
 		if s.zombie() {
@@ -576,18 +594,11 @@ func stopOrphans(sig func(pid int) syscall.Signal) (running bool) {
 		if sig == nil {
 			continue
 		}
-		if send := sig(s.pid); send != 0 {
-			// Its pid is held until zot reaps it, under this lock: the
-			// signals cannot reach a stranger.
-			target := s.pid
-			if s.pgrp == s.pid {
-				target = -s.pid
-			}
-			syscall.Kill(target, send)
-			if send == syscall.SIGTERM {
-				syscall.Kill(target, syscall.SIGCONT)
-			}
+		target := s.pid
+		if s.pgrp == s.pid {
+			target = -s.pid
 		}
+		sendStop(target, sig(s.pid))
 	}
 	return running
 }
