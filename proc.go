@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -107,6 +108,7 @@ type proc struct {
 
 	mu       sync.RWMutex // Stop holds it shared and Reap exclusively, so no signal follows the reap
 	released bool         // reaped: its ids may be a stranger's now
+	empty    atomic.Bool  // no live process was left in its session: none can join it any more
 	reapOnce sync.Once
 	state    *os.ProcessState
 	waitErr  error
@@ -291,7 +293,7 @@ func sendStop(target int, s syscall.Signal) {
 func (p *proc) Stop(grace time.Duration) stopResult {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.released {
+	if p.released || p.empty.Load() {
 		return nothingLeft
 	}
 	esc := newEscalation(grace)
@@ -299,7 +301,19 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 	defer tick.Stop()
 	exited := p.exited
 	for {
-		if !p.signalSession(esc.signal) || esc.givenUp() {
+		select {
+		case <-p.exited:
+			if !p.signalSession(esc.signal) {
+				p.empty.Store(true)
+				return esc.result
+			}
+		default:
+			// The leader runs, so its group is there: signal it without
+			// a look at /proc. The rest of the session is looked for once
+			// the leader has exited.
+			sendStop(-p.pid, esc.signal(0))
+		}
+		if esc.givenUp() {
 			return esc.result
 		}
 		select {
@@ -367,6 +381,10 @@ func (p *proc) Reap() (*os.ProcessState, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if !p.early {
+			// Once more to the group, which a kill reaches at once
+			// whatever it is doing: a process that forks and exits in a
+			// loop can slip past a look at /proc.
+			syscall.Kill(-p.pid, syscall.SIGKILL)
 			p.waitErr = p.cmd.Wait()
 			p.state = p.cmd.ProcessState
 		}
@@ -471,7 +489,9 @@ type procStat struct {
 func (s procStat) zombie() bool { return s.state == 'Z' || s.state == 'X' }
 
 // readProcs reads every process's stat; ok is false where there is no
-// /proc. A process that ends while it is read is left out.
+// /proc. A process that ends while it is read is left out. It costs a few
+// milliseconds on a loaded machine, so Stop calls it only once the leader
+// has exited.
 func readProcs() (procs []procStat, ok bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
