@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -188,5 +191,38 @@ func TestRunToEndBoundsOutputAndKillsAtTheDeadline(t *testing.T) {
 	}
 	if ws, _ := run.state.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("state = %v, want killed", run.state)
+	}
+}
+
+// TestOnlyProcStartsAndSignalsProcesses keeps proc.go the one way: no other
+// file of zot starts, signals or reaps a process by itself.
+func TestOnlyProcStartsAndSignalsProcesses(t *testing.T) {
+	t.Parallel()
+	banned := map[string]bool{
+		"exec.Command": true, "exec.CommandContext": true, "os.StartProcess": true, "os.FindProcess": true,
+		"syscall.ForkExec": true, "syscall.StartProcess": true, "syscall.Exec": true,
+		"syscall.Kill": true, "syscall.Wait4": true,
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "proc") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if pkg, ok := sel.X.(*ast.Ident); ok && banned[pkg.Name+"."+sel.Sel.Name] {
+					t.Errorf("%s: %s.%s: start and stop processes through proc.go", fset.Position(sel.Pos()), pkg.Name, sel.Sel.Name)
+				}
+			}
+			return true
+		})
 	}
 }
