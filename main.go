@@ -555,7 +555,9 @@ func (s *setup) close() {
 	if s.session != nil {
 		s.session.Close()
 	}
-	s.toolEnv.Close()
+	if s.toolEnv != nil {
+		s.toolEnv.Close()
+	}
 }
 
 func splitList(v string) []string {
