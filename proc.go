@@ -79,9 +79,9 @@ const (
 
 // procSpec is what to start.
 type procSpec struct {
-	argv []string // the program (a bare name is looked up in $PATH) and its arguments
-	dir  string   // working directory; "" is zot's
-	env  envPolicy
+	argv []string  // the program (a bare name is looked up in $PATH) and its arguments
+	dir  string    // working directory; "" is zot's
+	env  envPolicy // required: which of zot's variables it inherits
 	// addEnv are NAME=value pairs set after the policy's variables; a
 	// name given twice takes its last value.
 	addEnv                []string
