@@ -820,7 +820,7 @@ func (bashTool) Description() string {
 	return "Run a shell command with /bin/sh -c in the working directory; stdin is empty, stdout and stderr are merged. " +
 		"timeout is in seconds (default 120, maximum 600). " +
 		"Output beyond 50 KiB keeps its first and last 25 KiB, and the full output is saved to a file named in the result. " +
-		"Processes the command leaves running in the background are stopped when it ends, except those started in a session of their own (setsid), which run until zot exits."
+		"Processes the command leaves running in the background are stopped when it ends, except those started in a session of their own (setsid), which keep running."
 }
 
 func (bashTool) Schema() json.RawMessage {
