@@ -8,24 +8,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
 // `zot ext check <dir>`: the conformance checker for extension authors. It
 // starts the extension as zot would (the same exec resolution, working
-// directory, process group and hello_ack) and drives every part of the
-// protocol the extension signed up for — each command, each tool with
-// arguments made from its schema, each intercept — then shuts it down,
-// reporting line by line what it did and how long it took. Unlike the host
-// (extProc), which hides an extension's mistakes behind logs so that zot
-// goes on, the checker reads the raw stream and calls out each one.
+// directory, session, environment and hello_ack: extProcSpec) and drives
+// every part of the protocol the extension signed up for — each command,
+// each tool with arguments made from its schema, each intercept — then
+// shuts it down, reporting line by line what it did and how long it took.
+// Unlike the host (extProc), which hides an extension's mistakes behind
+// logs so that zot goes on, the checker reads the raw stream and calls out
+// each one.
 
 // checkLine is one line of the report.
 type checkLine struct {
@@ -62,8 +61,7 @@ type extChecker struct {
 	report checkReport
 
 	mf         *extManifest
-	cmd        *exec.Cmd
-	pgid       int
+	proc       *proc
 	started    time.Time
 	stdin      *os.File
 	frames     chan checkFrame // closed at the end of its stdout
@@ -180,54 +178,21 @@ func (c *extChecker) start(dir, home string) bool {
 		c.fail("spawn", "%v", err)
 		return false
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		c.fail("spawn", "create pipes: %v", err)
-		return false
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		c.fail("spawn", "create pipes: %v", err)
-		return false
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-		c.fail("spawn", "create pipes: %v", err)
-		return false
-	}
-	cmd := exec.Command(execPath, mf.Args...)
-	cmd.Dir = mf.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.started = time.Now()
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	p, err := startProc(extProcSpec(mf, execPath))
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		hint := ""
-		if errors.Is(err, os.ErrPermission) {
-			hint = " (is it executable? chmod +x)"
-		}
-		c.fail("spawn", "start %s: %v%s", execPath, err, hint)
+		c.fail("spawn", "start %s: %v%s", execPath, err, startHint(err))
 		return false
 	}
-	c.cmd, c.pgid, c.stdin = cmd, cmd.Process.Pid, inW
+	c.proc, c.stdin = p, p.stdin
+	outR, errR := p.stdout, p.stderr
 	c.frames, c.exited = make(chan checkFrame, 64), make(chan struct{})
 	c.stderr, c.stderrDone = &cappedTail{max: 64 << 10}, make(chan struct{})
-	// The waiter reaps the process; it ends when the process exits.
+	// The waiter reaps the process once it exited, which kills what is
+	// left of its session first: its children do not outlive it.
 	go func() {
-		cmd.Wait()
+		p.Reap()
 		close(c.exited)
-		syscall.Kill(-c.pgid, syscall.SIGKILL) // its children do not outlive it
 		deadline := time.Now().Add(500 * time.Millisecond)
 		outR.SetReadDeadline(deadline)
 		errR.SetReadDeadline(deadline)
@@ -262,7 +227,7 @@ func (c *extChecker) start(dir, home string) bool {
 			c.frames <- f
 		}
 	}()
-	c.ok("spawn", "pid %d in its own process group, working directory %s", c.pgid, mf.Dir)
+	c.ok("spawn", "pid %d in a session of its own, working directory %s", p.pid, mf.Dir)
 	return true
 }
 
@@ -292,7 +257,8 @@ func (c *extChecker) next(d time.Duration) (f checkFrame, got bool) {
 func (c *extChecker) whyGone() string {
 	select {
 	case <-c.exited:
-		return "it exited (" + c.cmd.ProcessState.String() + ")"
+		state, _ := c.proc.Reap()
+		return "it exited (" + state.String() + ")"
 	case <-time.After(500 * time.Millisecond):
 		return "it closed its stdout but is still running"
 	}
@@ -760,10 +726,9 @@ func (c *extChecker) intercept(ev string) {
 // shutdown sends shutdown, closes stdin, and checks that the extension
 // exits within the grace period; then it stops it as zot would.
 func (c *extChecker) shutdown() {
-	if c.cmd == nil {
+	if c.proc == nil {
 		return
 	}
-	defer syscall.Kill(-c.pgid, syscall.SIGKILL)
 	sent := time.Now()
 	if !c.gone {
 		c.send(hostShutdown{Type: "shutdown"})
@@ -796,16 +761,10 @@ func (c *extChecker) shutdown() {
 	}
 	if !exited {
 		c.add("shutdown", "fail", ms, "%s, but still running %s after shutdown: zot would send SIGTERM now", ack, c.lim.grace)
-		syscall.Kill(-c.pgid, syscall.SIGTERM)
-		syscall.Kill(-c.pgid, syscall.SIGCONT)
-		select {
-		case <-c.exited:
-		case <-time.After(c.lim.term):
-			syscall.Kill(-c.pgid, syscall.SIGKILL)
-			<-c.exited
-		}
+		c.proc.Stop(c.lim.term)
+		<-c.exited
 	} else {
-		state := c.cmd.ProcessState
+		state, _ := c.proc.Reap()
 		status := "ok"
 		if !state.Success() {
 			status = "warn"
@@ -826,7 +785,7 @@ const maxCheckLines = 200
 
 // finish writes the summary lines and decides conformance.
 func (c *extChecker) finish() {
-	if c.cmd != nil {
+	if c.proc != nil {
 		if c.strayCount > 3 {
 			c.fail("stdout", "%d more lines of stray output", c.strayCount-3)
 		}
@@ -836,7 +795,7 @@ func (c *extChecker) finish() {
 		if c.strayCount == 0 {
 			c.ok("stdout", "every line was a JSON frame")
 		}
-		<-c.stderrDone // soon: the process group is gone, and the pipe has a read deadline
+		<-c.stderrDone // soon: the session is gone, and the pipe has a read deadline
 		lines := c.stderr.lines(10)
 		c.report.Stderr = lines
 		if n := c.stderr.count; n > 0 {

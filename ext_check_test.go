@@ -18,10 +18,20 @@ func checkExt(t *testing.T, dir string, tune func(*extLimits)) checkReport {
 		tune(&c.lim)
 	}
 	c.run(dir)
-	if c.pgid != 0 && groupAlive(c.pgid) {
-		t.Errorf("the checked extension's process group %d is still alive", c.pgid)
+	if c.proc != nil && groupAlive(c.proc.pid) {
+		t.Errorf("the checked extension's process group %d is still alive", c.proc.pid)
 	}
 	return c.report
+}
+
+// TestExtCheckEnvironmentHasNoSecrets: `zot ext check` starts the
+// extension as the host does, without zot's secrets.
+func TestExtCheckEnvironmentHasNoSecrets(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-not-for-extensions")
+	t.Setenv("ZOT_EXT_TEST_GIVEN", "yes")
+	out := filepath.Join(t.TempDir(), "env.json")
+	checkExt(t, scriptedExt(t, "env", obj{"env_file": out}), nil)
+	assertEnvHasNoSecrets(t, out)
 }
 
 func TestExtCheckExamplesAreConformant(t *testing.T) {
@@ -220,5 +230,16 @@ func TestExtCheckCommandLine(t *testing.T) {
 	}
 	if _, stderr, code := z.run("ext", "check"); code != 2 || !strings.Contains(stderr, "wrong number of arguments") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestExtCheckKillsWhatTheExtensionLeftInItsSession: the checker stops the
+// extension as zot does, with what left its group but not its session.
+func TestExtCheckKillsWhatTheExtensionLeftInItsSession(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	checkExt(t, escapingExt(t, pidFile), nil)
+	if pid := readPid(t, pidFile); !processGone(pid) {
+		t.Errorf("process %d outlived the check", pid)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -333,12 +332,16 @@ func looksLikeGitURL(s string) bool {
 func (c *extCLI) gitClone(url, dir string) error {
 	ctx, stop := signalContext()
 	defer stop()
-	cmd := exec.CommandContext(ctx, "git", "clone", "--quiet", "--depth", "1", "--", url, dir)
-	cmd.Env = append(childEnviron(), "GIT_TERMINAL_PROMPT=0")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git clone %s: %v: %s", url, err, strings.TrimSpace(out.String()))
+	spec := procSpec{argv: []string{"git", "clone", "--quiet", "--depth", "1", "--", url, dir}, env: envNoSecrets,
+		addEnv: []string{"GIT_TERMINAL_PROMPT=0"}, stderr: streamStdout}
+	run, err := runToEnd(ctx, spec, nil, 64<<10, time.Second)
+	switch {
+	case err != nil:
+		return fmt.Errorf("git clone %s: %v", url, err)
+	case run.stopped:
+		return fmt.Errorf("git clone %s: interrupted", url)
+	case !run.state.Success():
+		return fmt.Errorf("git clone %s: %v: %s", url, run.state, strings.TrimSpace(string(run.stdout.Bytes())))
 	}
 	return nil
 }

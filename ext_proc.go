@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -56,20 +55,19 @@ var defaultExtLimits = extLimits{
 	maxLog:    5 << 20,
 }
 
-// extProc is one running extension. Its process runs in its own process
-// group; four goroutines serve it, each started in spawn: the reader (owns
-// stdout, routes replies to waiting calls), the writer (owns stdin, drains
-// the queue), the stderr copier (into the log) and the waiter (reaps the
-// process). All four end once the process group is gone; stop guarantees
-// that and waits for them.
+// extProc is one running extension. Its process runs in a session of its
+// own (startProc); four goroutines serve it, each started in spawn: the
+// reader (owns stdout, routes replies to waiting calls), the writer (owns
+// stdin, drains the queue), the stderr copier (into the log) and the
+// waiter (reaps the process). All four end once the session is gone; stop
+// guarantees that and waits for them.
 type extProc struct {
 	m       *ExtManager
 	mf      *extManifest
 	logPath string
 	dataDir string
 	log     *extLog
-	cmd     *exec.Cmd
-	pgid    int
+	proc    *proc
 	stdin   *os.File
 	stdout  *os.File
 	stderr  *os.File
@@ -533,54 +531,17 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	}
 	lg.Printf("starting %s %s from %s", mf.Name, mf.Version, mf.Dir)
 
-	var files []*os.File // every pipe end, closed on failure
-	pipe := func() (r, w *os.File) {
-		if err != nil {
-			return nil, nil
-		}
-		r, w, err = os.Pipe()
-		files = append(files, r, w)
-		return r, w
-	}
-	stdinR, stdinW := pipe()
-	stdoutR, stdoutW := pipe()
-	stderrR, stderrW := pipe()
+	proc, err := startProc(extProcSpec(mf, execPath))
 	if err != nil {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
-			}
-		}
-		lg.Close()
-		return nil, failf("create pipes: %v", err)
-	}
-	cmd := exec.Command(execPath, mf.Args...)
-	cmd.Dir = mf.Dir
-	cmd.Env = extEnviron()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	// The child holds its ends now; ours must go, or EOF never comes.
-	stdinR.Close()
-	stdoutW.Close()
-	stderrW.Close()
-	if err != nil {
-		stdinW.Close()
-		stdoutR.Close()
-		stderrR.Close()
-		hint := ""
-		if errors.Is(err, os.ErrPermission) {
-			hint = " (is it executable? chmod +x)"
-		}
 		lg.Printf("start failed: %v", err)
 		lg.Close()
-		return nil, failf("start %s: %v%s", execPath, err, hint)
+		return nil, failf("start %s: %v%s", execPath, err, startHint(err))
 	}
 
 	p := &extProc{
 		m: m, mf: mf, logPath: logPath, dataDir: dataDir, log: lg,
-		cmd: cmd, pgid: cmd.Process.Pid,
-		stdin: stdinW, stdout: stdoutR, stderr: stderrR,
+		proc:  proc,
+		stdin: proc.stdin, stdout: proc.stdout, stderr: proc.stderr,
 		q:     newExtQueue(m.lim.queue),
 		ready: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), writerDone: make(chan struct{}), copierDone: make(chan struct{}),
@@ -648,23 +609,34 @@ func (m *ExtManager) standIn(mf *extManifest, why error) *extProc {
 }
 
 // started reports whether the extension has a process: a stand-in has none.
-func (p *extProc) started() bool { return p.cmd != nil }
+func (p *extProc) started() bool { return p.proc != nil }
 
 func (p *extProc) name() string { return p.mf.Name }
 
-// extEnviron builds the environment of extension processes; nothing else
-// does. It is zot's own minus its secrets (provider keys,
-// ZOTCORE_RPC_TOKEN). A variable so that a test can see it is the one
-// source.
-var extEnviron = childEnviron
+// extProcSpec is how an extension is started, by the host and by `zot ext
+// check` alike: in its directory, with zot's environment without zot's
+// secrets, speaking frames on stdin and stdout, stderr to its log.
+func extProcSpec(mf *extManifest, execPath string) procSpec {
+	return procSpec{argv: append([]string{execPath}, mf.Args...), dir: mf.Dir, env: envNoSecrets,
+		stdin: streamPipe, stdout: streamPipe, stderr: streamPipe}
+}
 
-// waitExit reaps the process, then kills whatever is left of its process
-// group: an extension's children do not outlive it. The reader, seeing
-// stdout end, marks the extension dead once it has read what was left;
-// when that came first, the exit status goes to the log here.
+// startHint is what to try when an extension's program did not start.
+func startHint(err error) string {
+	if errors.Is(err, os.ErrPermission) {
+		return " (is it executable? chmod +x)"
+	}
+	return ""
+}
+
+// waitExit reaps the process once it exited, which kills whatever is left
+// of its session first: an extension's children do not outlive it. The
+// reader, seeing stdout end, marks the extension dead once it has read
+// what was left; when that came first, the exit status goes to the log
+// here.
 func (p *extProc) waitExit() {
-	p.cmd.Wait()
-	state := p.cmd.ProcessState.String()
+	ps, _ := p.proc.Reap()
+	state := ps.String()
 	p.mu.Lock()
 	p.exitState = state
 	diedFirst := p.err != nil // so its reason lacks the exit status
@@ -673,8 +645,7 @@ func (p *extProc) waitExit() {
 		p.log.Printf("exited (%s)", state)
 	}
 	close(p.exited)
-	syscall.Kill(-p.pgid, syscall.SIGKILL)
-	// A process that left the group may hold the pipes open; what is
+	// A process that left the session may hold the pipes open; what is
 	// already in them is read before this deadline.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	p.stdout.SetReadDeadline(deadline)
@@ -1156,11 +1127,12 @@ func (p *extProc) failWaiter(id string, err error) bool {
 	return ok
 }
 
-// stop ends the extension: shutdown, up to grace for it to exit, SIGTERM to
-// its process group, up to term, SIGKILL. One that never said hello does
-// not speak the protocol and gets SIGTERM at once. Cancelling ctx skips to
-// SIGKILL. It returns when the process and the goroutines serving it are
-// gone; a second call waits for the first.
+// stop ends the extension: shutdown, up to grace for it to exit, then the
+// stop sequence (proc.Stop) for its session: SIGTERM, up to term, SIGKILL.
+// One that never said hello does not speak the protocol and gets SIGTERM at
+// once. A ctx cancelled before SIGTERM skips to SIGKILL. It returns when
+// the process and the goroutines serving it are gone; a second call waits
+// for the first.
 func (p *extProc) stop(ctx context.Context) {
 	p.stopOnce.Do(func() {
 		p.stopping.Store(true)
@@ -1171,17 +1143,18 @@ func (p *extProc) stop(ctx context.Context) {
 		if !p.helloSeen.Load() {
 			grace = 0
 		}
-		if !p.waitExited(ctx, grace) {
+		if !p.proc.waitExit(ctx, grace) {
 			p.log.Printf("no exit %s after shutdown; sending SIGTERM", grace)
-			syscall.Kill(-p.pgid, syscall.SIGTERM)
-			syscall.Kill(-p.pgid, syscall.SIGCONT)
 			p.closeStdin()
-			if !p.waitExited(ctx, lim.term) {
+			term := lim.term
+			if ctx.Err() != nil {
+				term = 0
+			}
+			if p.proc.Stop(term) == neededSIGKILL {
 				p.log.Printf("no exit %s after SIGTERM; sending SIGKILL", lim.term)
-				syscall.Kill(-p.pgid, syscall.SIGKILL)
-				<-p.exited
 			}
 		}
+		<-p.exited
 		p.fail(errors.New("was stopped"))
 		<-p.readerDone
 		<-p.writerDone
@@ -1192,23 +1165,6 @@ func (p *extProc) stop(ctx context.Context) {
 		p.log.Printf("stopped (%s)", state)
 		p.log.Close()
 	})
-}
-
-func (p *extProc) waitExited(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
 }
 
 // extToolResult turns a tool_result's blocks into content for the model.

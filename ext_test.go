@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -105,9 +106,9 @@ func assertProcGone(t *testing.T, p *extProc) {
 	// Orphaned children become zombies of an init that may never reap
 	// them; groupAlive does not count those. A member killed a moment ago
 	// may still be exiting on a busy machine, so this waits a while.
-	for deadline := time.Now().Add(10 * time.Second); groupAlive(p.pgid); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); groupAlive(p.proc.pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("extension %s: its process group %d outlived it", p.name(), p.pgid)
+			t.Errorf("extension %s: its process group %d outlived it", p.name(), p.proc.pid)
 			break
 		}
 	}
@@ -1173,36 +1174,33 @@ func TestExtReloadsAreSerialised(t *testing.T) {
 	if len(stopped) != 2 || stopped[0] == stopped[1] || stopped[1] == final || stopped[0] == final {
 		var pids []int
 		for _, p := range stopped {
-			pids = append(pids, p.pgid)
+			pids = append(pids, p.proc.pid)
 		}
-		t.Fatalf("the reloads stopped the processes %v, and %d runs", pids, final.pgid)
+		t.Fatalf("the reloads stopped the processes %v, and %d runs", pids, final.proc.pid)
 	}
 	for _, p := range stopped {
 		assertProcGone(t, p)
 	}
 }
 
-// TestExtEnvironmentIsExtEnviron: an extension process gets the
-// environment extEnviron builds, not zot's own.
-func TestExtEnvironmentIsExtEnviron(t *testing.T) {
-	t.Setenv("ZOT_EXT_TEST_SECRET", "not for extensions")
-	saved := extEnviron
-	t.Cleanup(func() { extEnviron = saved })
-	extEnviron = func() []string {
-		var env []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "ZOT_EXT_TEST_SECRET=") {
-				env = append(env, kv)
-			}
-		}
-		return append(env, "ZOT_EXT_TEST_GIVEN=yes")
-	}
+// TestExtEnvironmentHasNoSecrets: an extension process gets zot's
+// environment without zot's secrets.
+func TestExtEnvironmentHasNoSecrets(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-not-for-extensions")
+	t.Setenv("ZOT_EXT_TEST_GIVEN", "yes")
 	out := filepath.Join(t.TempDir(), "env.json")
 	h := newExtHarness(t, nil, scriptedExt(t, "env", obj{"env_file": out}))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats %+v, logs %s", st, h.gotLogs())
 	}
-	b, err := os.ReadFile(out)
+	assertEnvHasNoSecrets(t, out)
+}
+
+// assertEnvHasNoSecrets reads the environment an extension wrote to path
+// (scripted.py's env_file) and checks that it is zot's without the key.
+func assertEnvHasNoSecrets(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1210,10 +1208,33 @@ func TestExtEnvironmentIsExtEnviron(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := got["ZOT_EXT_TEST_SECRET"]; ok {
-		t.Error("the extension got ZOT_EXT_TEST_SECRET, which extEnviron leaves out")
+	if _, ok := got["ANTHROPIC_API_KEY"]; ok {
+		t.Error("the extension got ANTHROPIC_API_KEY")
 	}
 	if got["ZOT_EXT_TEST_GIVEN"] != "yes" {
-		t.Error("the extension lacks ZOT_EXT_TEST_GIVEN, which extEnviron gives it")
+		t.Error("the extension lacks ZOT_EXT_TEST_GIVEN, which is in zot's environment")
+	}
+}
+
+// escapingExt is an extension whose start leaves a process that left its
+// process group but not its session (setpgid); the pid goes to pidFile.
+func escapingExt(t *testing.T, pidFile string) string {
+	t.Helper()
+	cmd := escapeCommand(t, "setpgid", pidFile) + " && exec python3 " + strconv.Quote(testdataPath(t, "scripted.py")) + " '{}'"
+	return writeManifest(t, filepath.Join(t.TempDir(), "escaping"), obj{"name": "escaping", "exec": "/bin/sh", "args": []string{"-c", cmd}})
+}
+
+// TestExtStopKillsWhatTheExtensionLeftInItsSession: stopping an extension
+// stops what left its process group but not its session.
+func TestExtStopKillsWhatTheExtensionLeftInItsSession(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h := newExtHarness(t, nil, escapingExt(t, pidFile))
+	if st := h.start(); st.Ready != 1 {
+		t.Fatalf("stats %+v, logs %s", st, h.gotLogs())
+	}
+	pid := readPid(t, pidFile)
+	h.m.Shutdown(context.Background())
+	if !processGone(pid) {
+		t.Errorf("process %d outlived the extension", pid)
 	}
 }

@@ -10,14 +10,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -478,127 +476,39 @@ func stderrExcerpt(b []byte) string {
 	return ": " + truncate(s, 500)
 }
 
-// runHookCommand runs one command with sh -c in its own process group,
-// stdin, stdout and stderr on pipes of our own. When the shell exits, or
-// the timeout passes, or ctx is cancelled, the whole group is killed: no
-// process a hook started outlives it. What the hook wrote is read until
-// its pipes close, or hookDrain after it exited (a process that left the
-// group may hold them open).
+// runHookCommand runs one command with sh -c in a session of its own
+// (runToEnd), its input on stdin, stdout and stderr kept up to
+// hookOutputLimit each. Like the model's commands, a hook gets zot's
+// environment without zot's secrets, plus CLAUDE_PROJECT_DIR. When the
+// shell exits, or the timeout passes, or ctx is cancelled, the whole
+// session is killed: no process a hook started outlives it unless it
+// started a session of its own.
 func runHookCommand(ctx context.Context, cwd string, hd hookHandler, stdin []byte) hookRun {
 	r := hookRun{h: hd, code: -1}
-	var files []*os.File
-	pipe := func() (rd, wr *os.File, err error) {
-		rd, wr, err = os.Pipe()
-		files = append(files, rd, wr)
-		return rd, wr, err
-	}
-	inR, inW, err1 := pipe()
-	outR, outW, err2 := pipe()
-	errR, errW, err3 := pipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
-			}
-		}
-		r.err = fmt.Errorf("create pipes: %v", err)
-		return r
-	}
-	cmd := exec.Command("/bin/sh", "-c", hd.Command)
-	cmd.Dir = cwd
-	cmd.Env = append(childEnviron(), "CLAUDE_PROJECT_DIR="+cwd)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err := cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		r.err = fmt.Errorf("start: %v", err)
-		return r
-	}
-	pgid := cmd.Process.Pid
-	stdout := &cappedBuffer{max: hookOutputLimit}
-	stderr := &cappedBuffer{max: hookOutputLimit}
-	var pipes sync.WaitGroup
-	pipes.Add(3)
-	// The feeder ends when the input is written or the pipe breaks (the
-	// hook exited without reading it, or its write deadline passed).
-	go func() {
-		defer pipes.Done()
-		inW.Write(stdin)
-		inW.Close()
-	}()
-	// The readers end at EOF or at their read deadline.
-	for _, p := range []struct {
-		f   *os.File
-		buf *cappedBuffer
-	}{{outR, stdout}, {errR, stderr}} {
-		go func() {
-			defer pipes.Done()
-			io.Copy(p.buf, p.f)
-			p.f.Close()
-		}()
-	}
-	exited := make(chan struct{})
-	// The waiter reaps the shell; it ends when the shell exits or is killed.
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
 	tctx, cancel := context.WithTimeout(ctx, hd.Timeout)
 	defer cancel()
-	select {
-	case <-exited:
-	case <-tctx.Done():
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		<-exited
-		if ctx.Err() != nil {
-			r.err = errors.New("aborted")
-		} else {
-			r.err = fmt.Errorf("timed out after %s (its processes were killed)", hd.Timeout)
-		}
+	spec := procSpec{argv: []string{"/bin/sh", "-c", hd.Command}, dir: cwd, env: envNoSecrets, addEnv: []string{"CLAUDE_PROJECT_DIR=" + cwd}}
+	run, err := runToEnd(tctx, spec, stdin, hookOutputLimit, hookDrain)
+	switch {
+	case err != nil:
+		r.err = fmt.Errorf("start: %v", err)
+		return r
+	case run.stopped && ctx.Err() != nil:
+		r.err = errors.New("aborted")
+	case run.stopped:
+		r.err = fmt.Errorf("timed out after %s (its processes were killed)", hd.Timeout)
 	}
-	syscall.Kill(-pgid, syscall.SIGKILL) // whatever it left running
-	deadline := time.Now().Add(hookDrain)
-	inW.SetWriteDeadline(deadline)
-	outR.SetReadDeadline(deadline)
-	errR.SetReadDeadline(deadline)
-	pipes.Wait()
-	r.stdout, r.stderr = stdout.Bytes(), stderr.Bytes()
+	r.stdout, r.stderr = run.stdout.Bytes(), run.stderr.Bytes()
 	if r.err == nil {
-		r.code = cmd.ProcessState.ExitCode()
+		r.code = run.state.ExitCode()
 		if r.code == -1 {
-			r.err = fmt.Errorf("killed (%s)", cmd.ProcessState)
-		} else if r.code == 0 && stdout.truncated {
+			r.err = fmt.Errorf("killed (%s)", run.state)
+		} else if r.code == 0 && run.stdout.truncated {
 			r.err = fmt.Errorf("its output is longer than %d bytes", hookOutputLimit)
 		}
 	}
 	return r
 }
-
-// cappedBuffer keeps the first max bytes written to it and counts the rest
-// away, so a chatty hook never blocks on a full pipe nor fills memory.
-type cappedBuffer struct {
-	buf       bytes.Buffer
-	max       int
-	truncated bool
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room < len(p) {
-		c.truncated = true
-		c.buf.Write(p[:max(room, 0)])
-	} else {
-		c.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) Bytes() []byte { return c.buf.Bytes() }
 
 func (h *Hooks) note(level, msg string) {
 	if h.cfg.OnNote != nil {

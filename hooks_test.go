@@ -716,12 +716,31 @@ func BenchmarkHooksDecodeOutput(b *testing.B) {
 	}
 }
 
-// Hooks are processes zot starts like any other: no provider keys.
-func TestHooksDoNotGetZotsKeys(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "sk-hook-secret")
-	h, _, _ := newTestHooks(t, obj{"UserPromptSubmit": []obj{group("", `echo "key=${ANTHROPIC_API_KEY:-none} dir=$CLAUDE_PROJECT_DIR"`)}})
-	_, _, extra := h.BeforePrompt(context.Background(), "hi")
-	if !strings.HasPrefix(extra, "key=none dir=/") {
-		t.Errorf("the hook saw %q", extra)
+// TestHooksGetNoProviderKeys: a hook is a command like the model's: it gets
+// zot's environment without zot's secrets, plus CLAUDE_PROJECT_DIR.
+func TestHooksGetNoProviderKeys(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-not-for-hooks")
+	out := filepath.Join(t.TempDir(), "env")
+	h, notes, cwd := newTestHooks(t, obj{"PreToolUse": []obj{{"hooks": []obj{{"type": "command", "command": "env > " + strconv.Quote(out)}}}}})
+	if r := h.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)}); r.Verdict != GateAllow {
+		t.Fatalf("%+v notes %q", r, notes.text())
+	}
+	got := fileContent(t, out)
+	if strings.Contains(got, "ANTHROPIC_API_KEY") || !strings.Contains(got, "CLAUDE_PROJECT_DIR="+cwd+"\n") {
+		t.Errorf("the hook's environment:\n%s", got)
+	}
+}
+
+// TestHooksKillWhatAHookLeftInItsSession: a process that left the hook's
+// process group (setpgid) but not its session does not outlive the hook.
+func TestHooksKillWhatAHookLeftInItsSession(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{{"hooks": []obj{{"type": "command", "command": escapeCommand(t, "setpgid", pidFile)}}}}})
+	if r := h.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)}); r.Verdict != GateAllow {
+		t.Fatalf("%+v notes %q", r, notes.text())
+	}
+	if pid := readPid(t, pidFile); !processGone(pid) {
+		t.Errorf("process %d outlived the hook", pid)
 	}
 }

@@ -32,7 +32,10 @@ func main() {
 	if err := forbidDumps(); err != nil {
 		fmt.Fprintf(os.Stderr, "zot: warning: could not make the process non-dumpable (%v): other processes of your user can read its environment\n", err)
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	release := adoptOrphans(killGrace)
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	release() // what the processes zot started left running stops with zot
+	os.Exit(code)
 }
 
 // options are the parsed command line.
@@ -470,6 +473,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		s.missingKey = "no API key for " + s.provider
 	}
 
+	// What a zot that did not get to close left behind a day ago is of no
+	// use to any session still running.
+	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
@@ -563,6 +569,9 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 func (s *setup) close() {
 	if s.session != nil {
 		s.session.Close()
+	}
+	if s.toolEnv != nil {
+		s.toolEnv.Close()
 	}
 }
 

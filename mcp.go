@@ -344,7 +344,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	switch s.cfg.Type {
 	case "stdio":
 		s.log.printf("starting %s", s.cfg.RawCommand)
-		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, mergeEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
+		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, serverEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
 		if err != nil {
 			return s.fail(err)
 		}

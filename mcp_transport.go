@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -509,21 +508,21 @@ func (l *mcpLog) close() {
 	}
 }
 
-// stdioTransport runs a server as a child process in its own process group:
-// messages are lines on its stdin and stdout, its stderr goes to the log.
+// stdioTransport runs a server as a child process in a session of its own
+// (startProc): messages are lines on its stdin and stdout, its stderr goes
+// to the log.
 //
 // Two goroutines watch the server, both owned by the transport. The reader
 // delivers stdout's lines until EOF; an EOF while the process runs on means
 // the server closed its stdout, and the reader fails the calls and stops
-// the group. The waiter waits for the process itself, because a child the
-// server started may hold stdout open long after the server exited: it
-// lets the reader finish, fails the calls, reports the exit and stops
-// whatever is left in the group. It ends last.
+// the session. The waiter waits for the process itself, because a child
+// the server started may hold stdout open long after the server exited:
+// it lets the reader finish, stops whatever is left in the session, reaps
+// the server, fails the calls and reports the exit. It ends last.
 type stdioTransport struct {
-	cmd    *exec.Cmd
+	proc   *proc
 	stdin  *os.File
 	stdout *os.File
-	pgid   int
 	log    *mcpLog
 	wmu    sync.Mutex // one writer at a time; lines never interleave
 	// torn is set, under wmu, when a write stopped part-way: the server's
@@ -531,13 +530,11 @@ type stdioTransport struct {
 	// glued to it.
 	torn   bool
 	closed sync.Once
-	// waited closes when the process has been reaped.
-	waited chan struct{}
-	// exited closes when the process has exited and its stdout is read
-	// out; exitErr says how it ended, set before.
+	// exited closes when the process has exited, its stdout is read out
+	// and it is reaped; exitErr says how it ended, set before.
 	exited  chan struct{}
 	exitErr error
-	// done closes when the waiter ends: nothing is left of the group.
+	// done closes when the waiter ends: nothing is left of the session.
 	done chan struct{}
 	// stdoutClosed is set by the reader, before it ends, when the server
 	// closed its stdout but ran on.
@@ -554,35 +551,14 @@ const (
 	mcpDrainGrace = 200 * time.Millisecond
 )
 
-// startStdio starts the process and its reader and waiter. When the
-// process has ended, conn's pending calls fail and exited hears how.
+// startStdio starts the process and its reader and waiter. env holds the
+// server's own variables, set over zot's environment without its secrets.
+// When the process has ended, conn's pending calls fail and exited hears
+// how.
 func startStdio(command, rawCommand string, args []string, env []string, dir string, conn *mcpConn, stderr *os.File, exited func(error)) (*stdioTransport, error) {
-	inR, inW, err := os.Pipe()
+	p, err := startProc(procSpec{argv: append([]string{command}, args...), dir: dir, env: envNoSecrets, addEnv: env,
+		stdin: streamPipe, stdout: streamPipe, stderr: streamFile, stderrFile: stderr})
 	if err != nil {
-		return nil, fmt.Errorf("create stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("create stdout pipe: %w", err)
-	}
-	cmd := exec.Command(command, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout = inR, outW
-	if stderr != nil {
-		cmd.Stderr = stderr
-	}
-	// Its own group, so that stopping the server stops the children it
-	// started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
 		// Without the expanded path, which a ${VAR} may have filled in.
 		var ee *exec.Error
 		var pe *fs.PathError
@@ -593,8 +569,8 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 		}
 		return nil, fmt.Errorf("start %s in %s: %w", rawCommand, dir, err)
 	}
-	t := &stdioTransport{cmd: cmd, stdin: inW, stdout: outR, pgid: cmd.Process.Pid, log: conn.log,
-		waited: make(chan struct{}), exited: make(chan struct{}), done: make(chan struct{})}
+	t := &stdioTransport{proc: p, stdin: p.stdin, stdout: p.stdout, log: conn.log,
+		exited: make(chan struct{}), done: make(chan struct{})}
 	conn.t = t
 	readerDone := make(chan struct{})
 	// The reader: ends at stdout's EOF, or at the read deadline the waiter
@@ -603,14 +579,17 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 		defer close(readerDone)
 		t.read(conn)
 	}()
-	// The waiter: ends when the process has exited and its group is gone.
+	// The waiter: ends when the process has exited and its session is gone.
 	go func() {
 		defer close(t.done)
-		werr := cmd.Wait()
-		close(t.waited)
+		<-p.Exited()
 		t.stdout.SetReadDeadline(time.Now().Add(mcpDrainGrace))
 		<-readerDone
 		t.stdout.Close()
+		// Children it left behind must not outlive it; the server is
+		// reaped after them, so its ids stay its own until then.
+		p.Stop(killGrace)
+		_, werr := p.Reap()
 		if werr == nil {
 			werr = errors.New("exit status 0")
 		}
@@ -624,8 +603,6 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 		if exited != nil {
 			exited(why)
 		}
-		// Children it left behind must not outlive it.
-		stopGroup(t.pgid)
 		t.stdin.Close()
 	}()
 	return t, nil
@@ -633,13 +610,13 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 
 // read delivers the server's messages until its stdout ends. If the server
 // runs on without stdout it can answer nothing more: its calls fail at once
-// and its group is stopped (the waiter then reports the exit).
+// and its session is stopped (the waiter then reports the exit).
 func (t *stdioTransport) read(conn *mcpConn) {
 	err := readMCPLines(t.stdout, conn)
 	timer := time.NewTimer(mcpStdoutGrace)
 	defer timer.Stop()
 	select {
-	case <-t.waited:
+	case <-t.proc.Exited():
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			t.log.printf("exited while a process it started still holds its stdout")
 		} else if err != nil {
@@ -649,7 +626,7 @@ func (t *stdioTransport) read(conn *mcpConn) {
 		t.stdoutClosed = true
 		t.log.printf("closed its stdout but still runs: stopping it")
 		conn.failAll(errors.New("server closed its stdout"))
-		stopGroup(t.pgid)
+		t.proc.Stop(killGrace)
 	}
 }
 
@@ -713,8 +690,8 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 		// crash path restarts it for the next call.
 		t.torn = true
 		t.stdin.Close()
-		// Owner: this transport; it ends once the group is gone (≤ killGrace).
-		go stopGroup(t.pgid)
+		// Owner: this transport; it ends once the session is gone (≤ killGrace+1s).
+		go t.proc.Stop(killGrace)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -726,8 +703,9 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 }
 
 // close stops the server as the MCP lifecycle asks: close its stdin, give
-// it killGrace to exit, then SIGTERM and SIGKILL to its process group
-// (stopGroup). It returns when the process is reaped and its group gone.
+// it killGrace to exit, then the stop sequence for its session (SIGTERM,
+// killGrace, SIGKILL). It returns when the process is reaped and its
+// session gone.
 func (t *stdioTransport) close(ctx context.Context) {
 	t.closed.Do(func() { t.stop(ctx) })
 	<-t.done
@@ -737,16 +715,13 @@ func (t *stdioTransport) stop(ctx context.Context) {
 	t.wmu.Lock()
 	t.stdin.Close()
 	t.wmu.Unlock()
-	timer := time.NewTimer(killGrace)
-	defer timer.Stop()
-	select {
-	case <-t.waited:
-		return // the waiter stops what is left of the group
-	case <-timer.C:
-		t.log.printf("still running %s after its stdin closed: SIGTERM", killGrace)
-	case <-ctx.Done():
+	if t.proc.waitExit(ctx, killGrace) {
+		return // the waiter stops what is left of the session
 	}
-	stopGroup(t.pgid)
+	if ctx.Err() == nil {
+		t.log.printf("still running %s after its stdin closed: SIGTERM", killGrace)
+	}
+	t.proc.Stop(killGrace)
 }
 
 // httpTransport speaks Streamable HTTP: each message is a POST; a request's
@@ -1009,17 +984,16 @@ func visibleASCII(s string) bool {
 	return true
 }
 
-// mergeEnv is the inherited environment with the server's variables on top,
-// in a stable order.
-func mergeEnv(extra map[string]string) []string {
-	env := childEnviron()
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
+// serverEnv is a server's own variables as NAME=value, in a stable order.
+func serverEnv(vars map[string]string) []string {
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	env := make([]string, 0, len(keys))
 	for _, k := range keys {
-		env = append(env, k+"="+extra[k])
+		env = append(env, k+"="+vars[k])
 	}
 	return env
 }

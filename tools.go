@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -159,33 +158,6 @@ func (r *ToolRegistry) Specs() []ToolSpec {
 	return specs
 }
 
-// secretEnvVars are zot's own secrets. The processes zot starts — bash,
-// extensions, MCP servers, validators, hooks — do not inherit them, so a
-// command does not come across a key in its environment. It can still read
-// files that hold one (auth.json): docs/security.md says how far this goes.
-var secretEnvVars = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN"}
-
-func isSecretEnv(name string) bool {
-	for _, s := range secretEnvVars {
-		if name == s {
-			return true
-		}
-	}
-	return false
-}
-
-// childEnviron is the environment of a process zot starts: zot's own minus
-// its secrets.
-func childEnviron() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); !isSecretEnv(name) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // toolFilter builds the --tools allow-list: exact names or path.Match globs
 // such as "mcp__fs__*".
 func toolFilter(patterns []string) func(string) bool {
@@ -226,9 +198,16 @@ const (
 // model's mistakes, not against a hostile local process: a symlink swapped
 // between the check and the use is not caught, and bash is not jailed at
 // all, since a shell can reach any path anyway.
+//
+// The bash tool's spill files (the full output of a long command, which
+// the model may read later in the session) belong to the ToolEnv: Close
+// removes them.
 type ToolEnv struct {
 	Cwd  string
 	jail atomic.Bool
+
+	spillMu sync.Mutex
+	spills  []string
 }
 
 // NewToolEnv makes cwd absolute so a later chdir of the process cannot
@@ -245,6 +224,58 @@ func NewToolEnv(cwd string, jail bool) *ToolEnv {
 func (e *ToolEnv) SetJail(on bool) { e.jail.Store(on) }
 
 func (e *ToolEnv) Jailed() bool { return e.jail.Load() }
+
+func (e *ToolEnv) keepSpill(path string) {
+	e.spillMu.Lock()
+	defer e.spillMu.Unlock()
+	e.spills = append(e.spills, path)
+}
+
+// Close removes the spill files of the bash calls made with e. Call it
+// when the session's process is done with its tools.
+func (e *ToolEnv) Close() error {
+	e.spillMu.Lock()
+	defer e.spillMu.Unlock()
+	var errs []error
+	for _, p := range e.spills {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	e.spills = nil
+	return errors.Join(errs...)
+}
+
+// spillPattern names the bash tool's spill files in os.TempDir().
+const spillPattern = "zot-bash-*.log"
+
+// RemoveStaleSpills deletes, in dir, the spill files older than age that
+// a zot which did not get to Close (killed, crashed) left behind: only
+// names of spillPattern's form, only regular files, only the user's own.
+func RemoveStaleSpills(dir string, age time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	prefix, suffix, _ := strings.Cut(spillPattern, "*")
+	for _, e := range entries {
+		name := e.Name()
+		middle, hasPrefix := strings.CutPrefix(name, prefix)
+		middle, hasSuffix := strings.CutSuffix(middle, suffix)
+		if !hasPrefix || !hasSuffix || middle == "" || strings.Trim(middle, "0123456789") != "" {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < age {
+			continue
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Getuid() {
+			continue
+		}
+		os.Remove(path)
+	}
+}
 
 // BuiltinTools returns read, write, edit and bash, in that order.
 func BuiltinTools(env *ToolEnv) []Tool {
@@ -841,7 +872,7 @@ func (bashTool) Description() string {
 	return "Run a shell command with /bin/sh -c in the working directory; stdin is empty, stdout and stderr are merged. " +
 		"timeout is in seconds (default 120, maximum 600). " +
 		"Output beyond 50 KiB keeps its first and last 25 KiB, and the full output is saved to a file named in the result. " +
-		"Processes the command leaves running in the background are stopped when it ends."
+		"Processes the command leaves running in the background are stopped when it ends, except those started in a session of their own (setsid), which keep running."
 }
 
 func (bashTool) Schema() json.RawMessage {
@@ -874,39 +905,32 @@ func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(st
 		}
 		timeout = time.Duration(secs * float64(time.Second))
 	}
-	res := runShell(ctx, t.env.Cwd, command, timeout, progress)
+	res := runShell(ctx, t.env, command, timeout, progress)
 	if note != "" {
 		res.Content[0].Text += "\n" + note
 	}
 	return res
 }
 
-// runShell runs command in its own process group, stdout and stderr on one
-// pipe so their order is kept. When the shell exits, what its background
-// children write within bashDrain is read and the rest of the group is
-// stopped; when the timeout passes or ctx is cancelled, the whole group is
-// stopped (SIGTERM, SIGKILL after killGrace). Either way no process of the
-// group and no goroutine outlives the call. A process that left the group
-// (setsid) is beyond reach; the read deadline keeps it from holding the
-// call open.
-func runShell(ctx context.Context, dir, command string, timeout time.Duration, progress func(string)) ToolResult {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return errorResult("bash: create output pipe: %v", err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Env = childEnviron()
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = pw, pw // stdin nil: /dev/null
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	pw.Close() // the children hold the write end now; EOF comes when they are all gone
-	if err != nil {
-		pr.Close()
-		return errorResult("bash: start /bin/sh in %s: %v", dir, err)
-	}
-	pgid := cmd.Process.Pid
+// shellArgv is the command line that runs a bash tool command.
+func shellArgv(command string) []string { return []string{"/bin/sh", "-c", command} }
 
+// runShell runs command in a session of its own (startProc), stdout and
+// stderr on one pipe so their order is kept. When the shell exits, what its
+// background children write within bashDrain is read and the rest of its
+// session is stopped; when the timeout passes or ctx is cancelled, the
+// whole session is stopped (SIGTERM, SIGKILL after killGrace). Either way
+// no process of the session and no goroutine outlives the call. A process
+// that started a session of its own (setsid) is beyond the call's reach;
+// the read deadline keeps it from holding the call open. A spill file the
+// result names is registered with env, which removes it at Close.
+func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Duration, progress func(string)) ToolResult {
+	argv := shellArgv(command)
+	p, err := startProc(procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout})
+	if err != nil {
+		return errorResult("bash: start %s in %s: %v", argv[0], env.Cwd, err)
+	}
+	pr := p.stdout
 	out := newShellOutput()
 	readDone := make(chan struct{})
 	// The reader owns out until readDone closes; it stops at EOF or at the
@@ -915,44 +939,38 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 		defer close(readDone)
 		out.readFrom(pr, progress)
 	}()
-	waitDone := make(chan struct{})
-	// Reaps the shell; ends when the shell has exited.
-	go func() {
-		defer close(waitDone)
-		cmd.Wait()
-	}()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	stopped := ""
 	select {
-	case <-waitDone:
+	case <-p.Exited():
 	case <-timer.C:
 		stopped = fmt.Sprintf("timed out after %gs", timeout.Seconds())
 	case <-ctx.Done():
 		stopped = "aborted"
 	}
 	if stopped != "" {
-		stopGroup(pgid)
-		<-waitDone
+		p.Stop(killGrace)
+		<-p.Exited()
 	}
 	// The shell is gone, but children it left in the background may hold
 	// the pipe open: take what they write within bashDrain, stop them,
 	// then take what they wrote before they died.
 	pr.SetReadDeadline(time.Now().Add(bashDrain))
 	<-readDone
-	leftovers := stopped == "" && groupAlive(pgid)
-	if leftovers {
-		stopGroup(pgid)
-	}
+	leftovers := stopped == "" && p.Stop(killGrace) != nothingLeft
 	if !out.eof {
 		pr.SetReadDeadline(time.Now().Add(bashDrain))
 		out.readFrom(pr, progress)
 	}
 	pr.Close()
+	state, _ := p.Reap()
 
 	text, cut := out.result()
-	out.close(cut > 0)
+	if spill := out.close(cut > 0); spill != "" {
+		env.keepSpill(spill)
+	}
 	if text == "" {
 		text = "(no output)"
 	}
@@ -961,10 +979,10 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteByte('\n')
 	}
-	code := cmd.ProcessState.ExitCode() // -1 when killed by a signal
+	code := state.ExitCode() // -1 when killed by a signal
 	var ws syscall.WaitStatus
-	if cmd.ProcessState != nil {
-		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if state != nil {
+		ws, _ = state.Sys().(syscall.WaitStatus)
 	}
 	if ws.Signaled() {
 		code = 128 + int(ws.Signal()) // as the shell reports it
@@ -981,59 +999,6 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 		b.WriteString("\n[stopped processes the command left running in the background]")
 	}
 	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code}
-}
-
-// stopGroup ends every process in the group: SIGTERM (with SIGCONT, so a
-// stopped process gets to act on it), up to killGrace for them to exit,
-// then SIGKILL for whatever traps or ignores SIGTERM. While any process of
-// the group is alive its pgid cannot be reused, so the signals cannot
-// reach a stranger.
-func stopGroup(pgid int) {
-	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
-		return // ESRCH: the group is empty
-	}
-	syscall.Kill(-pgid, syscall.SIGCONT)
-	// Poll: there is nothing to wait on for processes not our children.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	kill, giveUp := time.Now().Add(killGrace), time.Now().Add(killGrace+time.Second)
-	for groupAlive(pgid) && time.Now().Before(giveUp) {
-		if time.Now().After(kill) {
-			syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-		<-tick.C
-	}
-}
-
-// groupAlive reports whether a process of the group is still running.
-// kill(pid, 0) also succeeds for zombies, and an init that never reaps
-// orphans (common in containers) would keep a dead group alive forever,
-// so where /proc exists it has the last word.
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	want := strconv.Itoa(pgid)
-	for _, e := range entries {
-		name := e.Name()
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) >= 3 && fields[2] == want && fields[0] != "Z" && fields[0] != "X" {
-			return true
-		}
-	}
-	return false
 }
 
 // shellOutput keeps what a command prints in fixed memory: the first
@@ -1103,7 +1068,7 @@ func (o *shellOutput) write(p []byte) {
 func (o *shellOutput) toSpill(p []byte) {
 	pieces := [][]byte{p}
 	if o.spill == nil && o.spillErr == nil {
-		o.spill, o.spillErr = os.CreateTemp("", "zot-bash-*.log")
+		o.spill, o.spillErr = os.CreateTemp("", spillPattern)
 		pieces = [][]byte{o.head, p}
 	}
 	for _, b := range pieces {
@@ -1185,13 +1150,16 @@ func (o *shellOutput) result() (string, int64) {
 	return b.String(), cut
 }
 
-// close closes the spill file and removes it unless the result names it.
-func (o *shellOutput) close(keep bool) {
+// close closes the spill file and removes it unless the result names it;
+// it returns the name of a file it kept.
+func (o *shellOutput) close(keep bool) string {
 	if o.spill == nil {
-		return
+		return ""
 	}
 	o.spill.Close()
 	if !keep || o.spillErr != nil {
 		os.Remove(o.spill.Name())
+		return ""
 	}
+	return o.spill.Name()
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -993,5 +995,113 @@ func TestBashDoesNotInheritZotSecrets(t *testing.T) {
 	out := r.Content[0].Text
 	if strings.Contains(out, "sk-secret") || !strings.Contains(out, "ZOT_HARMLESS=kept") {
 		t.Errorf("bash environment:\n%s", out)
+	}
+}
+
+// TestBashStopsWhatLeftTheProcessGroup: a process that leaves the
+// command's process group but not its session is stopped with it.
+func TestBashStopsWhatLeftTheProcessGroup(t *testing.T) {
+	for _, tt := range []struct{ name, command string }{
+		{"set -m", `bash -c 'set -m; sleep 405 & echo $! > escaped.pid'`},
+		{"setpgid", escapeCommand(t, "setpgid", "escaped.pid")},
+		{"setpgrp", escapeCommand(t, "setpgrp", "escaped.pid")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, _, tools := toolsIn(t, false)
+			got := mustOK(t, call(t, tools["bash"], map[string]any{"command": tt.command}))
+			if pid := readPid(t, filepath.Join(dir, "escaped.pid")); !processGone(pid) {
+				t.Errorf("process %d outlived the call", pid)
+			}
+			if !strings.Contains(got, "[stopped processes the command left running in the background]") {
+				t.Errorf("result %q", got)
+			}
+		})
+	}
+}
+
+// TestBashLeavesANewSessionRunning: a process that starts a session of its
+// own is beyond the call's reach (docs/tools.md); zot stops it when zot
+// exits (TestZotStopsAdoptedOrphansAtExit).
+func TestBashLeavesANewSessionRunning(t *testing.T) {
+	dir, _, tools := toolsIn(t, false)
+	mustOK(t, call(t, tools["bash"], map[string]any{"command": escapeCommand(t, "setsid", "escaped.pid")}))
+	if pid := readPid(t, filepath.Join(dir, "escaped.pid")); processGone(pid) {
+		t.Errorf("process %d in a session of its own was stopped with the call", pid)
+	}
+}
+
+// TestBashStopsLeftoversBeforeReapingTheShell: what the shell left gets
+// SIGTERM while the shell is an unreaped zombie, so the group id cannot
+// have been reused.
+func TestBashStopsLeftoversBeforeReapingTheShell(t *testing.T) {
+	dir, _, tools := toolsIn(t, false)
+	mustOK(t, call(t, tools["bash"], map[string]any{"command": "exec python3 " + strconv.Quote(procTestdata(t, "witness.py")) + " ."}))
+	for _, name := range []string{"in-group", "out-of-group"} {
+		if got := fileContent(t, filepath.Join(dir, name)); got != "Z" {
+			t.Errorf("%s: at SIGTERM the shell was %q, want Z", name, got)
+		}
+	}
+}
+
+func TestBashSpillFilesLiveUntilClose(t *testing.T) {
+	_, env, tools := toolsIn(t, false)
+	m := spillMarker.FindStringSubmatch(mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 100000"})))
+	if m == nil {
+		t.Fatal("no spill file named")
+	}
+	if _, err := os.Stat(m[2]); err != nil {
+		t.Fatalf("the spill file is gone before Close: %v", err)
+	}
+	if err := env.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m[2]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the spill file is still there after Close: %v", err)
+	}
+}
+
+// TestRemoveStaleSpills: only old regular files of the spill pattern that
+// the user owns go.
+func TestRemoveStaleSpills(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := time.Now().Add(-25 * time.Hour)
+	create := func(name string, age time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, age, age)
+		return p
+	}
+	stale := create("zot-bash-123.log", old)
+	keep := []string{
+		create("zot-bash-456.log", time.Now()),
+		create("zot-bash-abc.log", old),
+		create("zot-bash-.log", old),
+		create("other-123.log", old),
+	}
+	linkTarget := create("target", old)
+	link := filepath.Join(dir, "zot-bash-789.log")
+	os.Symlink(linkTarget, link)
+	subdir := filepath.Join(dir, "zot-bash-790.log")
+	os.Mkdir(subdir, 0o700)
+	os.Chtimes(subdir, old, old)
+	keep = append(keep, linkTarget, link, subdir)
+	if os.Getuid() == 0 {
+		foreign := create("zot-bash-791.log", old)
+		if err := os.Lchown(foreign, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, foreign)
+	}
+	RemoveStaleSpills(dir, 24*time.Hour)
+	if _, err := os.Lstat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there", stale)
+	}
+	for _, p := range keep {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed", p)
+		}
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -330,10 +328,10 @@ type ValidatorReply struct {
 	Failure       string `json:"failure,omitempty"`
 }
 
-// Ask runs the validator once about one command. The process gets its own
-// process group; once its answer is read — or the timeout passes, or ctx
-// ends — the whole group is killed and reaped, so nothing it started
-// outlives the question.
+// Ask runs the validator once about one command. The process gets a
+// session of its own (startProc); once its answer is read — or the timeout
+// passes, or ctx ends — the whole session is killed and the validator
+// reaped, so nothing it started outlives the question.
 func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	failed := func(format string, args ...any) ValidatorReply {
 		how := validatorText(fmt.Sprintf(format, args...))
@@ -343,39 +341,20 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	if err != nil {
 		return failed("encode the request: %v", err)
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return failed("create a pipe: %v", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return failed("create a pipe: %v", err)
-	}
-	cmd := exec.Command(v.Argv[0], v.Argv[1:]...)
+	spec := procSpec{argv: v.Argv, env: envNoSecrets, stdin: streamPipe, stdout: streamPipe} // stderr: /dev/null
 	if st, err := os.Stat(p.Cwd); err == nil && st.IsDir() {
-		cmd.Dir = p.Cwd
+		spec.dir = p.Cwd
 	}
-	cmd.Env = childEnviron()
-	cmd.Stdin, cmd.Stdout = inR, outW // Stderr nil: /dev/null
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
+	proc, err := startProc(spec)
 	if err != nil {
-		inW.Close()
-		outR.Close()
 		return failed("could not start %s: %v", v.Argv[0], err)
 	}
-	pgid := cmd.Process.Pid
-	// The leader is reaped only by cmd.Wait below, after every kill, so
-	// its process group id cannot be reused while we signal it.
-	kill := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	inW, outR := proc.stdin, proc.stdout
+	kill := func() { proc.Stop(0) }
 
 	runCtx, cancel := context.WithTimeout(ctx, v.Timeout)
 	defer cancel()
-	// At the deadline: kill the group and unblock the read below.
+	// At the deadline: kill the session and unblock the read below.
 	timerDone := make(chan struct{})
 	stopTimer := context.AfterFunc(runCtx, func() {
 		defer close(timerDone)
@@ -395,12 +374,12 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	var resp validateResponse
 	decodeErr := json.NewDecoder(out).Decode(&resp)
 	if !stopTimer() {
-		<-timerDone // it is killing the group: let it finish before the reap
+		<-timerDone // it is killing the session: let it finish before the reap
 	}
 	kill()
 	inW.Close()
 	outR.Close()
-	waitErr := cmd.Wait()
+	_, waitErr := proc.Reap()
 	<-wrote
 
 	switch {

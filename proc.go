@@ -1,0 +1,625 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// This file is the one way zot starts and stops a child process: the
+// model's commands, hooks, validators, extensions, MCP servers and git.
+//
+// Every child gets a session of its own (and so a process group of its
+// own, both numbered by its pid), an environment chosen by an explicit
+// policy, and exactly the streams its owner asked for. It is stopped by one
+// sequence — SIGTERM and SIGCONT, a grace period, SIGKILL — that reaches
+// its whole session: its group, and the processes that left the group
+// (`set -m`, setpgid, setpgrp) but cannot leave the session except by
+// starting a new one (setsid). The leader is reaped only after that
+// sequence, so while zot signals the group the leader's unreaped exit
+// holds the id, and a reused id is never signalled.
+
+// envPolicy says which of zot's environment variables a child inherits.
+// startProc refuses the zero value: every caller says which policy applies.
+type envPolicy int
+
+const (
+	// envNoSecrets is zot's environment without zot's secrets
+	// (secretEnvVars), so a child does not come across a key in its
+	// environment. It can still read files that hold one (auth.json):
+	// docs/security.md says how far this goes.
+	envNoSecrets envPolicy = iota + 1
+)
+
+// secretEnvVars are zot's own secrets: provider keys and the RPC token.
+var secretEnvVars = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZOTCORE_RPC_TOKEN"}
+
+func isSecretEnv(name string) bool {
+	for _, s := range secretEnvVars {
+		if name == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (e envPolicy) environ() ([]string, error) {
+	switch e {
+	case envNoSecrets:
+		var env []string
+		for _, kv := range os.Environ() {
+			if name, _, _ := strings.Cut(kv, "="); !isSecretEnv(name) {
+				env = append(env, kv)
+			}
+		}
+		return env, nil
+	}
+	return nil, fmt.Errorf("no environment policy given (%d); this is a bug in zot", e)
+}
+
+// procStream says what one of a child's standard streams is connected to.
+type procStream int
+
+const (
+	streamNull   procStream = iota // /dev/null
+	streamPipe                     // a pipe; zot holds the other end
+	streamStdout                   // stderr only: the stdout pipe, so the order of the two is kept
+	streamFile                     // stderr only: procSpec.stderrFile, written by the child directly
+)
+
+// procSpec is what to start.
+type procSpec struct {
+	argv []string  // the program (a bare name is looked up in $PATH) and its arguments
+	dir  string    // working directory; "" is zot's
+	env  envPolicy // required: which of zot's variables it inherits
+	// addEnv are NAME=value pairs set after the policy's variables; a
+	// name given twice takes its last value.
+	addEnv                []string
+	stdin, stdout, stderr procStream
+	stderrFile            *os.File // with stderr streamFile: a log the child appends to
+	// sys adds process attributes (namespaces, credentials: the sandbox
+	// launcher's Cloneflags and UidMappings). startProc owns the session
+	// and group fields and overwrites them.
+	sys *syscall.SysProcAttr
+}
+
+// proc is one started child. Its owner reads Exited or calls waitExit to
+// learn that it ended, may Stop it at any time before Reap, and must Reap
+// it once: Reap stops whatever its session left running and releases the
+// process. The streams asked for as pipes are zot's ends; the owner reads,
+// writes and closes them.
+type proc struct {
+	cmd    *exec.Cmd
+	pid    int // also its session id and process group id
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+	exited chan struct{} // closed when the leader has exited; it stays unreaped until Reap
+
+	mu       sync.RWMutex // Stop holds it shared and Reap exclusively, so no signal follows the reap
+	released bool         // reaped: its ids may be a stranger's now
+	empty    atomic.Bool  // no live process was left in its session: none can join it any more
+	reapOnce sync.Once
+	state    *os.ProcessState
+	waitErr  error
+	early    bool // reaped when it exited, where the system cannot wait without reaping
+}
+
+// startProc starts spec's program in a session of its own. Its errors are
+// the pipe's or exec's, unwrapped to what errors.As finds; the caller names
+// what it started.
+func startProc(spec procSpec) (*proc, error) {
+	if len(spec.argv) == 0 {
+		return nil, errors.New("no program to start; this is a bug in zot")
+	}
+	env, err := spec.env.environ()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
+	cmd.Dir = spec.dir
+	cmd.Env = append(env, spec.addEnv...)
+	attr := syscall.SysProcAttr{}
+	if spec.sys != nil {
+		attr = *spec.sys
+	}
+	attr.Setsid, attr.Setpgid, attr.Pgid, attr.Setctty, attr.Foreground = true, false, 0, false, false
+	cmd.SysProcAttr = &attr
+
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	var theirs []*os.File // the child's ends, closed once it holds them
+	fail := func(err error) (*proc, error) {
+		for _, f := range append(theirs, p.stdin, p.stdout, p.stderr) {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, err
+	}
+	pipe := func(forChild bool) (child, ours *os.File, err error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("create a pipe: %w", err)
+		}
+		if forChild { // the child reads: stdin
+			theirs = append(theirs, r)
+			return r, w, nil
+		}
+		theirs = append(theirs, w)
+		return w, r, nil
+	}
+	if spec.stdin == streamPipe {
+		if cmd.Stdin, p.stdin, err = pipe(true); err != nil {
+			return fail(err)
+		}
+	}
+	if spec.stdout == streamPipe {
+		if cmd.Stdout, p.stdout, err = pipe(false); err != nil {
+			return fail(err)
+		}
+	}
+	switch spec.stderr {
+	case streamPipe:
+		if cmd.Stderr, p.stderr, err = pipe(false); err != nil {
+			return fail(err)
+		}
+	case streamStdout:
+		cmd.Stderr = cmd.Stdout
+	case streamFile:
+		if spec.stderrFile != nil {
+			cmd.Stderr = spec.stderrFile
+		}
+	}
+
+	children.Lock()
+	err = cmd.Start()
+	if err == nil {
+		p.pid = cmd.Process.Pid
+		children.started[p.pid] = true
+	}
+	children.Unlock()
+	for _, f := range theirs {
+		f.Close() // the child holds them now; EOF comes when it and its children are gone
+	}
+	theirs = nil
+	if err != nil {
+		return fail(err)
+	}
+	// The watcher: ends when the leader has exited.
+	go func() {
+		if !waitUnreaped(p.pid) {
+			p.early = true
+			p.waitErr = cmd.Wait()
+			p.state = cmd.ProcessState
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Exited is closed when the leader has exited. Until Reap, its unreaped
+// exit keeps its session and group ids from being reused.
+func (p *proc) Exited() <-chan struct{} { return p.exited }
+
+// waitExit waits up to d, or until ctx ends, for the leader to exit, and
+// reports whether it has.
+func (p *proc) waitExit(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopResult is how a Stop went.
+type stopResult int
+
+const (
+	nothingLeft   stopResult = iota // nothing of the session was running
+	endedAtTERM                     // all of it ended within the grace period
+	neededSIGKILL                   // something was still running after the grace period
+)
+
+// stopTick is how often the stop sequence looks again for what is left.
+const stopTick = 10 * time.Millisecond
+
+// escalation is the stop sequence's choice of signal for each target:
+// SIGTERM once until the grace period ends, SIGKILL from then on. A
+// second after that, the sequence gives up (a process stuck in the
+// kernel).
+type escalation struct {
+	killAt time.Time
+	termed map[int]bool
+	result stopResult
+}
+
+func newEscalation(grace time.Duration) *escalation {
+	return &escalation{killAt: time.Now().Add(grace), termed: map[int]bool{}}
+}
+
+func (e *escalation) signal(target int) syscall.Signal {
+	switch {
+	case !time.Now().Before(e.killAt):
+		e.result = neededSIGKILL
+		return syscall.SIGKILL
+	case e.termed[target]:
+		return 0
+	}
+	e.termed[target] = true
+	e.result = max(e.result, endedAtTERM)
+	return syscall.SIGTERM
+}
+
+func (e *escalation) givenUp() bool { return time.Since(e.killAt) > time.Second }
+
+// sendStop sends s (0: nothing) to target, a pid or a negated group id;
+// SIGTERM comes with SIGCONT, so a stopped process gets to act on it.
+func sendStop(target int, s syscall.Signal) {
+	if s == 0 {
+		return
+	}
+	syscall.Kill(target, s)
+	if s == syscall.SIGTERM {
+		syscall.Kill(target, syscall.SIGCONT)
+	}
+}
+
+// Stop ends the process and everything left in its session: SIGTERM (with
+// SIGCONT, so a stopped process gets to act on it) to each, up to grace
+// for all of them to be gone, then SIGKILL. A grace of 0 is SIGKILL at
+// once. It returns when nothing of the session runs, or a second after
+// SIGKILL if something still does (a process stuck in the kernel). After
+// Reap it does nothing. Where /proc is missing (macOS) only the group is
+// seen.
+func (p *proc) Stop(grace time.Duration) stopResult {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.released || p.empty.Load() {
+		return nothingLeft
+	}
+	esc := newEscalation(grace)
+	tick := time.NewTicker(stopTick)
+	defer tick.Stop()
+	exited := p.exited
+	for {
+		select {
+		case <-p.exited:
+			if !p.signalSession(esc.signal) {
+				p.empty.Store(true)
+				return esc.result
+			}
+		default:
+			// The leader runs, so its group is there: signal it without
+			// a look at /proc. The rest of the session is looked for once
+			// the leader has exited.
+			sendStop(-p.pid, esc.signal(0))
+		}
+		if esc.givenUp() {
+			return esc.result
+		}
+		select {
+		case <-exited: // the leader's end is the usual one to wait for
+			exited = nil
+		case <-tick.C:
+		}
+	}
+}
+
+// signalSession sends what sig chooses for each target (the group is
+// target 0) to the group and to each live process that left the group but
+// not the session, and reports whether anything of the session is left.
+// Such a process is looked at again just before its signal, with the
+// children table locked so that the orphan reaper cannot reap it (an
+// adopted one is zot's child) and let its pid be reused in between. One
+// whose parent is still alive could, in principle, be reaped by that
+// parent and its pid reused in that moment; the stranger would be a
+// process the command could have signalled itself, as it runs as zot's
+// user.
+func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
+	procs, ok := readProcs()
+	if !ok {
+		// No /proc: the group is what can be seen. kill(2) of a group
+		// skips zombies on macOS, so the unreaped leader does not count.
+		if syscall.Kill(-p.pid, 0) == syscall.ESRCH {
+			return false
+		}
+		sendStop(-p.pid, sig(0))
+		return true
+	}
+	group := false
+	var others []int
+	for _, s := range procs {
+		switch {
+		case s.sid != p.pid || s.zombie():
+		case s.pgrp == p.pid:
+			group = true
+		default:
+			others = append(others, s.pid)
+		}
+	}
+	if group {
+		sendStop(-p.pid, sig(0))
+	}
+	if len(others) > 0 {
+		children.Lock()
+		defer children.Unlock()
+		for _, pid := range others {
+			if s, ok := readProcStat(strconv.Itoa(pid)); ok && s.sid == p.pid && !s.zombie() {
+				sendStop(pid, sig(pid))
+			}
+		}
+	}
+	return group || len(others) > 0
+}
+
+// Reap waits for the leader to exit, kills whatever its session left
+// running, and releases the process; it returns how the leader ended, as
+// exec.Cmd.Wait does. Later calls return the same.
+func (p *proc) Reap() (*os.ProcessState, error) {
+	<-p.exited
+	p.reapOnce.Do(func() {
+		p.Stop(0)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.early {
+			// Once more to the group, which a kill reaches at once
+			// whatever it is doing: a process that forks and exits in a
+			// loop can slip past a look at /proc.
+			syscall.Kill(-p.pid, syscall.SIGKILL)
+			p.waitErr = p.cmd.Wait()
+			p.state = p.cmd.ProcessState
+		}
+		p.released = true
+		children.Lock()
+		delete(children.started, p.pid)
+		children.Unlock()
+	})
+	return p.state, p.waitErr
+}
+
+// procRun is what runToEnd kept of a process that ran to its end.
+type procRun struct {
+	stdout, stderr cappedBuffer // stderr stays empty when merged into stdout
+	state          *os.ProcessState
+	stopped        bool // ctx ended first and the session was killed
+}
+
+// runToEnd runs a short-lived command: input on its stdin, at most limit
+// bytes kept of its stdout and of its stderr (or of both, merged, when
+// spec.stderr is streamStdout). When ctx ends first the whole session is
+// killed; when the process exits, whatever it left running is. What the
+// process wrote is read until its pipes close, or for drain after it
+// exited: a process that left the session may hold them open.
+func runToEnd(ctx context.Context, spec procSpec, input []byte, limit int, drain time.Duration) (procRun, error) {
+	spec.stdin, spec.stdout = streamPipe, streamPipe
+	if spec.stderr != streamStdout {
+		spec.stderr = streamPipe
+	}
+	p, err := startProc(spec)
+	if err != nil {
+		return procRun{}, err
+	}
+	r := procRun{stdout: cappedBuffer{max: limit}, stderr: cappedBuffer{max: limit}}
+	var pipes sync.WaitGroup
+	pipes.Add(1)
+	// The feeder ends when the input is written or the pipe breaks (the
+	// process exited without reading it, or the write deadline passed).
+	go func() {
+		defer pipes.Done()
+		p.stdin.Write(input)
+		p.stdin.Close()
+	}()
+	for _, s := range []struct {
+		f   *os.File
+		buf *cappedBuffer
+	}{{p.stdout, &r.stdout}, {p.stderr, &r.stderr}} {
+		if s.f == nil {
+			continue
+		}
+		pipes.Add(1)
+		// A reader ends at EOF or at its read deadline.
+		go func() {
+			defer pipes.Done()
+			io.Copy(s.buf, s.f)
+			s.f.Close()
+		}()
+	}
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		r.stopped = true
+		p.Stop(0)
+	}
+	r.state, _ = p.Reap()
+	deadline := time.Now().Add(drain)
+	for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
+		if f != nil {
+			f.SetDeadline(deadline)
+		}
+	}
+	pipes.Wait()
+	return r, nil
+}
+
+// cappedBuffer keeps the first max bytes written to it and counts the rest
+// away, so a chatty process never blocks on a full pipe nor fills memory.
+type cappedBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room < len(p) {
+		c.truncated = true
+		c.buf.Write(p[:max(room, 0)])
+	} else {
+		c.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) Bytes() []byte { return c.buf.Bytes() }
+
+// procStat is what /proc/<pid>/stat says of a process.
+type procStat struct {
+	pid, ppid, pgrp, sid int
+	state                byte
+}
+
+func (s procStat) zombie() bool { return s.state == 'Z' || s.state == 'X' }
+
+// readProcs reads every process's stat; ok is false where there is no
+// /proc. A process that ends while it is read is left out. It costs a few
+// milliseconds on a loaded machine, so Stop calls it only once the leader
+// has exited.
+func readProcs() (procs []procStat, ok bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, false
+	}
+	for _, e := range entries {
+		if name := e.Name(); name[0] >= '1' && name[0] <= '9' {
+			if s, ok := readProcStat(name); ok {
+				procs = append(procs, s)
+			}
+		}
+	}
+	return procs, true
+}
+
+func readProcStat(pid string) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// pid (comm) state ppid pgrp session …; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 4 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	s := procStat{state: f[0][0]}
+	var errs [4]error
+	s.pid, errs[0] = strconv.Atoi(pid)
+	s.ppid, errs[1] = strconv.Atoi(f[1])
+	s.pgrp, errs[2] = strconv.Atoi(f[2])
+	s.sid, errs[3] = strconv.Atoi(f[3])
+	return s, errors.Join(errs[:]...) == nil
+}
+
+// children are the processes startProc started and Reap has not reaped.
+// The orphan reaper leaves them to their owners. The lock is held across
+// each start, so the reaper never sees a child of startProc's that is not
+// in the table yet.
+var children = struct {
+	sync.Mutex
+	started map[int]bool
+}{started: map[int]bool{}}
+
+// adoptOrphans makes zot the reaper of the orphans of every process it
+// starts, where the system allows it (Linux: PR_SET_CHILD_SUBREAPER).
+// Without it, a process that outlives its parent — a command's background
+// job after the shell exited — is adopted by init and out of reach; with
+// it, such a process is zot's child: found by a look at /proc, stopped at
+// exit, and reaped as it exits (no zombies). It returns release, which
+// stops every adopted orphan still running (SIGTERM, grace, SIGKILL) and
+// ends the reaper. It changes the whole process, so only main calls it.
+func adoptOrphans(grace time.Duration) (release func()) {
+	if setSubreaper() != nil {
+		return func() {}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	done, reaperDone := make(chan struct{}), make(chan struct{})
+	// The reaper: reaps adopted orphans as they exit; ends at release.
+	go func() {
+		defer close(reaperDone)
+		for {
+			select {
+			case <-sigs:
+				stopOrphans(nil)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-reaperDone
+		signal.Stop(sigs)
+		esc := newEscalation(grace)
+		for stopOrphans(esc.signal) && !esc.givenUp() {
+			time.Sleep(stopTick)
+		}
+	}
+}
+
+// stopOrphans reaps the adopted orphans that have exited and sends what
+// sig chooses (nil: nothing) to each one still running, and to its group
+// when it leads one; it reports whether any is still running. An orphan is
+// a child of zot that startProc did not start and that is not in zot's
+// session: a child other code in this process started with os/exec (as
+// tests do) shares zot's session and is left to its owner. The orphans'
+// own children become zot's when they die, and are found on a later call.
+func stopOrphans(sig func(pid int) syscall.Signal) (running bool) {
+	self := os.Getpid()
+	me, ok := readProcStat(strconv.Itoa(self))
+	if !ok {
+		return false
+	}
+	procs, _ := readProcs()
+	// Each candidate is looked at again with the table locked: a child of
+	// zot that is not in the table then is an orphan, since startProc
+	// holds the lock until its child is in it, and a child of zot keeps
+	// its pid until zot reaps it.
+	children.Lock()
+	defer children.Unlock()
+	for _, seen := range procs {
+		if seen.ppid != self || seen.sid == me.sid {
+			continue
+		}
+		s, ok := readProcStat(strconv.Itoa(seen.pid))
+		if !ok || s.ppid != self || children.started[s.pid] {
+			continue
+		}
+		if s.zombie() {
+			var ws syscall.WaitStatus
+			syscall.Wait4(s.pid, &ws, syscall.WNOHANG, nil)
+			continue
+		}
+		running = true
+		if sig == nil {
+			continue
+		}
+		target := s.pid
+		if s.pgrp == s.pid {
+			target = -s.pid
+		}
+		sendStop(target, sig(s.pid))
+	}
+	return running
+}
