@@ -28,6 +28,16 @@ const (
 )
 
 func main() {
+	// zot started as its own sandbox launcher, or as the self-test program
+	// inside a sandbox: nothing of zot's start-up runs there.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case sandboxLauncherArg:
+			os.Exit(runSandboxLauncher(os.Args[2:]))
+		case sandboxSelfTestArg:
+			os.Exit(sandboxSelfTestMain(os.Args[2:]))
+		}
+	}
 	// First of all: see forbidDumps for what it covers and what not.
 	if err := forbidDumps(); err != nil {
 		fmt.Fprintf(os.Stderr, "zot: warning: could not make the process non-dumpable (%v): other processes of your user can read its environment\n", err)
@@ -49,6 +59,7 @@ type options struct {
 	cwd                  string
 	tools                string
 	noTools, jail        bool
+	sandbox              string // a mode; "" leaves it to config.json
 	systemPrompt         string
 	appendSystem         []string
 	reasoning            string
@@ -106,6 +117,11 @@ var flagTable = []flagSpec{
 	{"tools", "", "LIST", "comma-separated tools to enable (globs allowed, e.g. read,bash,mcp__fs__*)", func(o *options, v string) error { o.tools = v; return nil }},
 	{"no-tools", "", "", "give the model no tools", func(o *options, _ string) error { o.noTools = true; return nil }},
 	{"jail", "", "", "confine read/write/edit to paths inside the working directory", func(o *options, _ string) error { o.jail = true; return nil }},
+	{"sandbox", "", "MODE", "run commands in a kernel sandbox: off, workspace, workspace-offline or read-only (docs/sandbox.md)", func(o *options, v string) error {
+		m, err := parseSandboxMode(v)
+		o.sandbox = string(m)
+		return err
+	}},
 	{"system-prompt", "", "TEXT", "replace the system prompt", func(o *options, v string) error { o.systemPrompt = v; return nil }},
 	{"append-system-prompt", "", "TEXT", "append to the system prompt (repeatable)", func(o *options, v string) error { o.appendSystem = append(o.appendSystem, v); return nil }},
 	{"max-steps", "", "N", "most model turns per prompt (default 100)", func(o *options, v string) error {
@@ -196,6 +212,7 @@ Usage:
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
+  zot sandbox check                      what the kernel offers the sandbox, and a self-test
 
 Flags:
 `)
@@ -254,7 +271,22 @@ type userConfig struct {
 // ?key=).
 func saveConfig(home string, c userConfig) error {
 	path := filepath.Join(home, "config.json")
-	b, err := json.MarshalIndent(c, "", "  ")
+	// The other settings of the file ("sandbox", "claude_hooks"…) stay:
+	// losing "sandbox" would run the next session unconfined.
+	entries := map[string]json.RawMessage{}
+	if old, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(old, &entries); err != nil {
+			return fmt.Errorf("save %s: the file is not valid JSON (%v); fix or remove it", path, err)
+		}
+	}
+	for key, v := range map[string]string{"provider": c.Provider, "model": c.Model, "base_url": c.BaseURL} {
+		if v == "" {
+			delete(entries, key)
+		} else {
+			entries[key], _ = json.Marshal(v)
+		}
+	}
+	b, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -416,6 +448,7 @@ type setup struct {
 	gates   []ToolGate
 	agent   *Agent
 	toolEnv *ToolEnv
+	sandbox *Sandbox // nil: off
 	session *Session
 	skills  []Skill
 	notes   []string // things the user should know (session repairs)
@@ -476,7 +509,15 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
 	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
+	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home)
+	if err != nil {
+		return nil, err
+	}
+	s.notes = append(s.notes, notes...)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	if sb != nil {
+		s.sandbox, s.toolEnv.Sandbox = sb, sb
+	}
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
@@ -612,6 +653,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runMCPCommand(args[1:], stdout, stderr)
 		case "skills":
 			return runSkillsCommand(args[1:], stdout, stderr)
+		case "sandbox":
+			return runSandboxCommand(args[1:], stdout, stderr)
 		case "rpc":
 			args = append([]string{"--rpc"}, args[1:]...)
 		}
