@@ -134,6 +134,8 @@ type Event struct {
 	Summary    string
 	Extension  string
 	Level      string
+	Cwd        string // session_start
+	Sandbox    string // session_start
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -146,6 +148,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	t := typ{e.Type}
 	switch e.Type {
+	case "session_start":
+		return json.Marshal(struct {
+			typ
+			Cwd     string `json:"cwd"`
+			Sandbox string `json:"sandbox"`
+		}{t, e.Cwd, e.Sandbox})
 	case "turn_start":
 		return json.Marshal(struct {
 			typ

@@ -822,6 +822,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	var events *eventWriter
 	if o.json {
 		events = newEventWriter(stdout)
+		events.Write(Event{Type: "session_start", Cwd: s.cwd, Sandbox: string(s.sandbox.Mode())})
 		sink = func(e Event) {
 			if events.Write(e); events.Err() != nil {
 				cancelRun() // nobody reads the events any more

@@ -102,6 +102,7 @@ type (
 		Version         string `json:"version"`
 		Provider        string `json:"provider"`
 		Model           string `json:"model"`
+		Sandbox         string `json:"sandbox"`
 	}
 	rpcPromptData struct {
 		Started  bool `json:"started,omitempty"`
@@ -120,6 +121,7 @@ type (
 		Busy         bool   `json:"busy"`
 		Queued       int    `json:"queued"`
 		Usage        Usage  `json:"usage"`
+		Sandbox      string `json:"sandbox"`
 	}
 	rpcMessagesData struct {
 		Messages []WireMessage `json:"messages"`
@@ -311,6 +313,7 @@ type rpcConfig struct {
 	Agent    *Agent
 	Provider string
 	Cwd      string
+	Sandbox  string // the mode commands run in (docs/sandbox.md)
 	// Token is ZOTCORE_RPC_TOKEN; when set, the first command must be a
 	// hello carrying it.
 	Token string
@@ -573,7 +576,7 @@ func (s *rpcServer) hello(req rpcRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.authed = true
-	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel()}, nil)
+	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(), Sandbox: s.sandboxMode()}, nil)
 	for _, e := range s.held {
 		s.write(e)
 	}
@@ -635,6 +638,13 @@ func (s *rpcServer) waiting() int {
 	return n
 }
 
+func (s *rpcServer) sandboxMode() string {
+	if s.Sandbox == "" {
+		return "off"
+	}
+	return s.Sandbox
+}
+
 func (s *rpcServer) state() rpcStateData {
 	s.mu.Lock()
 	busy, queued := len(s.jobs) > 0, s.waiting()
@@ -648,6 +658,7 @@ func (s *rpcServer) state() rpcStateData {
 		Busy:         busy,
 		Queued:       queued,
 		Usage:        cum,
+		Sandbox:      s.sandboxMode(),
 	}
 }
 
@@ -841,7 +852,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring
 		}
 	}
 
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Token: token, Log: s.agent.Log}, stdin, out)
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log}, stdin, out)
 	if wire != nil {
 		done, err := wire(ctx, s, srv)
 		if err != nil {

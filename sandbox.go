@@ -147,7 +147,7 @@ func sandboxFromSettings(flag, cwd, home string) (*Sandbox, []string, error) {
 	if err != nil {
 		return nil, nil, usageError{err.Error()}
 	}
-	sb, more, err := newSandbox(mode, cwd, home, settings.Writable)
+	sb, more, err := newSandbox(sandboxConfig{Mode: mode, Cwd: cwd, Home: home, Temp: os.TempDir(), Writable: settings.Writable, Force: os.Getenv(sandboxForceEnv)})
 	switch {
 	case err != nil && flag != "":
 		return nil, nil, usageError{err.Error()}
@@ -157,17 +157,29 @@ func sandboxFromSettings(flag, cwd, home string) (*Sandbox, []string, error) {
 	return sb, append(notes, more...), nil
 }
 
-// newSandbox resolves mode for cwd: the writable set is cwd, the temp
-// directory and extra (read-only: the temp directory alone), and $ZOT_HOME
-// (home, created if missing) is hidden. It probes the system and returns
-// an error naming what is missing when the mode cannot be had; nil and no
-// error for off. notes are things the user should know (an entry of extra
-// that does not exist, and so was left out).
-func newSandbox(mode sandboxMode, cwd, home string, extra []string) (sb *Sandbox, notes []string, err error) {
+// sandboxConfig is what a sandbox is made from.
+type sandboxConfig struct {
+	Mode     sandboxMode
+	Cwd      string   // the working directory: writable but in read-only mode
+	Home     string   // $ZOT_HOME: hidden
+	Temp     string   // the temp directory: writable
+	Writable []string // sandbox_writable
+	Force    string   // ZOT_SANDBOX_FORCE (see sandboxForceEnv)
+}
+
+// newSandbox resolves a mode: the writable set is the working directory,
+// the temp directory and sandbox_writable (read-only: the temp directory
+// alone), and $ZOT_HOME (created if missing) is hidden. It probes the
+// system and returns an error naming what is missing when the mode cannot
+// be had; nil and no error for off. notes are things the user should
+// know (an entry of sandbox_writable that does not exist, and so was left
+// out).
+func newSandbox(c sandboxConfig) (sb *Sandbox, notes []string, err error) {
+	mode, home, extra := c.Mode, c.Home, c.Writable
 	if mode == sandboxOff || mode == "" {
 		return nil, nil, nil
 	}
-	sb = &Sandbox{mode: mode, home: home, cwd: cwd}
+	sb = &Sandbox{mode: mode, home: home, cwd: c.Cwd}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("sandbox %s: create $ZOT_HOME %s to hide it: %w", mode, home, err)
 	}
@@ -180,9 +192,9 @@ func newSandbox(mode sandboxMode, cwd, home string, extra []string) (sb *Sandbox
 	if lexical != realHome {
 		sb.hidden = append(sb.hidden, lexical)
 	}
-	dirs := []string{os.TempDir()}
+	dirs := []string{c.Temp}
 	if mode != sandboxReadOnly {
-		dirs = append([]string{cwd}, append(dirs, extra...)...)
+		dirs = append([]string{c.Cwd}, append(dirs, extra...)...)
 	}
 	for i, d := range dirs {
 		real, err := filepath.EvalSymlinks(d)
@@ -208,7 +220,7 @@ func newSandbox(mode sandboxMode, cwd, home string, extra []string) (sb *Sandbox
 		}
 		sb.writable = appendUnique(sb.writable, real)
 	}
-	if err := sb.choosePath(); err != nil {
+	if err := sb.choosePath(c.Force); err != nil {
 		return nil, nil, fmt.Errorf("sandbox %s is not available here: %w", mode, err)
 	}
 	if sb.path == "landlock-only" {
@@ -460,7 +472,7 @@ func sandboxSelfTest(ctx context.Context, mode sandboxMode, home string, extra [
 			return selfTestResult{}, err
 		}
 	}
-	sb, _, err := newSandbox(mode, work, home, extra)
+	sb, _, err := newSandbox(sandboxConfig{Mode: mode, Cwd: work, Home: home, Temp: os.TempDir(), Writable: extra, Force: os.Getenv(sandboxForceEnv)})
 	if err != nil {
 		return selfTestResult{}, err
 	}

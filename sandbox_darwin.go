@@ -21,8 +21,8 @@ import (
 const sandboxExec = "/usr/bin/sandbox-exec"
 
 // choosePath checks that sandbox-exec is there and accepts the profile.
-func (sb *Sandbox) choosePath() error {
-	if os.Getenv(sandboxForceEnv) == "unavailable" {
+func (sb *Sandbox) choosePath(force string) error {
+	if force == "unavailable" {
 		return fmt.Errorf("%s=unavailable pretends there is no sandbox-exec; use --sandbox off", sandboxForceEnv)
 	}
 	if _, err := os.Stat(sandboxExec); err != nil {

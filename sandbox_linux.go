@@ -125,9 +125,8 @@ func landlockABI() int {
 // they work, else Landlock and seccomp alone — and tries it for real, so
 // that a mode zot accepts is one the kernel gives. It fails naming what is
 // missing and what to do.
-func (sb *Sandbox) choosePath() error {
+func (sb *Sandbox) choosePath(force string) error {
 	sb.launcher = "/proc/self/exe"
-	force := os.Getenv(sandboxForceEnv)
 	sb.abi = landlockABI()
 	if force == "unavailable" {
 		sb.abi = 0

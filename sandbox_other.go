@@ -10,7 +10,7 @@ import (
 
 // On other systems zot has no sandbox: every mode but off is refused.
 
-func (sb *Sandbox) choosePath() error {
+func (sb *Sandbox) choosePath(force string) error {
 	return fmt.Errorf("zot has no sandbox for %s (Linux and macOS only); use --sandbox off", runtime.GOOS)
 }
 

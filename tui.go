@@ -831,7 +831,7 @@ func (t *TUI) streamRows(w int) []string {
 }
 
 // statusRow is the bottom line: model, directory, context used, tokens,
-// cost, jail and confirmation state, and while the agent works a spinner
+// cost, sandbox (or else jail) and confirmation state, and while the agent works a spinner
 // with the time elapsed.
 func (t *TUI) statusRow(w int) string {
 	model := t.s.agent.CurrentModel()
@@ -849,9 +849,12 @@ func (t *TUI) statusRow(w int) string {
 	if info.Known {
 		add(fmt.Sprintf("$%.4f", total.CostUSD), sDim)
 	}
-	if t.s.toolEnv.Jailed() {
+	switch {
+	case t.s.sandbox != nil:
+		add("sandbox "+string(t.s.sandbox.Mode()), fgGreen)
+	case t.s.toolEnv.Jailed():
 		add("jail", fgYellow)
-	} else {
+	default:
 		add("no jail", sDim)
 	}
 	t.gateMu.Lock()
