@@ -85,6 +85,8 @@ type Sandbox struct {
 	// launcher is the program that sets the sandbox up and starts the
 	// command (Linux: zot itself).
 	launcher string
+	// spare is a launcher started ahead for the next command (Linux).
+	spare spareLauncher
 }
 
 // sandboxSettings are the sandbox's lines in $ZOT_HOME/config.json.
@@ -563,7 +565,7 @@ func outsideDir(home string, extra []string) (string, error) {
 func runSelfTestProgram(ctx context.Context, sb *Sandbox, exe string, probes []sandboxProbe) ([]string, string, error) {
 	spec := procSpec{argv: []string{"/bin/sh", "-c", `exec "$0" ` + sandboxSelfTestArg + ` "$1"`, exe, mustJSON(probes)},
 		dir: sb.cwd, env: envNoSecrets, stderr: streamStdout}
-	spec, err := sb.Confine(spec)
+	spec, err := sb.confine(spec)
 	if err != nil {
 		return nil, "", err
 	}

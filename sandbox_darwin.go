@@ -31,7 +31,7 @@ func (sb *Sandbox) choosePath(force string) error {
 	sb.path, sb.launcher = "seatbelt", sandboxExec
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	spec, _ := sb.Confine(procSpec{argv: []string{"/usr/bin/true"}, dir: "/", env: envNoSecrets, stderr: streamStdout})
+	spec, _ := sb.confine(procSpec{argv: []string{"/usr/bin/true"}, dir: "/", env: envNoSecrets, stderr: streamStdout})
 	run, err := runToEnd(ctx, spec, nil, 4<<10, bashDrain)
 	switch {
 	case err != nil:
@@ -42,11 +42,22 @@ func (sb *Sandbox) choosePath(force string) error {
 	return nil
 }
 
-// Confine runs spec's program under sandbox-exec with sb's profile.
-func (sb *Sandbox) Confine(spec procSpec) (procSpec, error) {
+// confine runs spec's program under sandbox-exec with sb's profile.
+func (sb *Sandbox) confine(spec procSpec) (procSpec, error) {
 	spec.argv = append([]string{sb.launcher, "-p", seatbeltProfile(sb)}, spec.argv...)
 	return spec, nil
 }
+
+// spareLauncher: sandbox-exec starts fast; nothing is kept ready.
+type spareLauncher struct{}
+
+// Start starts spec's program under sandbox-exec.
+func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
+	spec, _ = sb.confine(spec)
+	return startProc(spec)
+}
+
+func (sb *Sandbox) Close() error { return nil }
 
 func sandboxSystemReport() string {
 	have := "present"

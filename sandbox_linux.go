@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -110,6 +111,9 @@ type launchPolicy struct {
 	Writable []string    `json:"writable"`
 	// Probe: set everything up, then exit 0 without starting anything.
 	Probe bool `json:"probe,omitempty"`
+	// Wait: set everything up, then read the command (a JSON list of
+	// words) from stdin, which becomes /dev/null for the command.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // landlockABI is the newest Landlock ABI the kernel offers, 0 for none.
@@ -172,10 +176,115 @@ func (sb *Sandbox) policy() launchPolicy {
 	return launchPolicy{Mode: sb.mode, Path: sb.path, ABI: sb.abi, Hidden: sb.hidden, Writable: sb.writable}
 }
 
-// Confine turns spec into the launcher's command line, which sets the
+// confine turns spec into the launcher's command line, which sets the
 // sandbox up and runs spec's program inside it.
-func (sb *Sandbox) Confine(spec procSpec) (procSpec, error) {
+func (sb *Sandbox) confine(spec procSpec) (procSpec, error) {
 	return sb.launch(spec, sb.policy()), nil
+}
+
+// spareLauncher is a launcher started ahead of the next command: it sets
+// the sandbox up and waits on its stdin for the command, so that a bash
+// call does not wait for a zot process to start and build the sandbox —
+// most of a call's cost. Each call that takes it starts the next one.
+type spareLauncher struct {
+	mu     sync.Mutex
+	next   chan *proc // the spare once started (nil if it could not be); nil when none is coming
+	spec   procSpec   // the command it was started for: its directory and streams
+	closed bool
+}
+
+// Start starts spec's program in the sandbox: through the spare launcher
+// when it was started for a command like spec, else through a launcher of
+// its own. It starts the spare for the next command.
+func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
+	s := &sb.spare
+	s.mu.Lock()
+	next := s.next
+	if next != nil && sameShape(s.spec, spec) {
+		s.next = nil
+	} else {
+		next = nil
+	}
+	refill := !s.closed && s.next == nil
+	s.mu.Unlock()
+	if refill {
+		sb.startSpare(spec)
+	}
+	if next != nil {
+		if p := <-next; p != nil {
+			if err := p.sendCommand(spec.argv); err == nil {
+				return p, nil
+			}
+			discard(p) // it died: a launcher of the command's own says why
+		}
+	}
+	return startProc(sb.launch(spec, sb.policy()))
+}
+
+// startSpare starts a launcher that waits for a command like spec.
+func (sb *Sandbox) startSpare(spec procSpec) {
+	s := &sb.spare
+	ch := make(chan *proc, 1)
+	s.mu.Lock()
+	s.next, s.spec = ch, spec
+	s.mu.Unlock()
+	pol := sb.policy()
+	pol.Wait = true
+	spare := spec
+	spare.argv, spare.stdin = nil, streamPipe
+	// The starter ends once the launcher is started; Start or Close
+	// takes what it sends.
+	go func() {
+		p, err := startProc(sb.launch(spare, pol))
+		if err != nil {
+			p = nil
+		}
+		ch <- p
+	}()
+}
+
+// Close stops the spare launcher and starts no more.
+func (sb *Sandbox) Close() error {
+	s := &sb.spare
+	s.mu.Lock()
+	s.closed = true
+	next := s.next
+	s.next = nil
+	s.mu.Unlock()
+	if next != nil {
+		if p := <-next; p != nil {
+			discard(p)
+		}
+	}
+	return nil
+}
+
+// sameShape reports whether a launcher started for a can run b: the same
+// directory, environment and streams.
+func sameShape(a, b procSpec) bool {
+	return a.dir == b.dir && a.env == b.env && len(a.addEnv) == 0 && len(b.addEnv) == 0 &&
+		a.stdin == b.stdin && a.stdout == b.stdout && a.stderr == b.stderr && a.stderrFile == nil && b.stderrFile == nil
+}
+
+// sendCommand gives a waiting launcher its command.
+func (p *proc) sendCommand(argv []string) error {
+	_, err := p.stdin.Write([]byte(mustJSON(argv)))
+	if cerr := p.stdin.Close(); err == nil {
+		err = cerr
+	}
+	p.stdin = nil
+	return err
+}
+
+// discard stops a launcher that will run nothing and releases it.
+func discard(p *proc) {
+	for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	p.Stop(0)
+	p.Reap()
 }
 
 func (sb *Sandbox) launch(spec procSpec, pol launchPolicy) procSpec {
@@ -263,7 +372,7 @@ func runSandboxLauncher(args []string) int {
 		return fail("the launcher needs POLICY -- COMMAND; it is started by zot's bash tool, not by hand")
 	}
 	argv := args[2:]
-	if !pol.Probe && len(argv) == 0 {
+	if !pol.Probe && !pol.Wait && len(argv) == 0 {
 		return fail("no command to run")
 	}
 	// A command must not read the launcher's memory (nor its policy
@@ -272,13 +381,9 @@ func runSandboxLauncher(args []string) int {
 	if err := forbidDumps(); err != nil {
 		return fail("make the launcher non-dumpable: %v", err)
 	}
-	var program string
-	if !pol.Probe {
-		p, err := exec.LookPath(argv[0])
-		if err != nil {
-			return fail("%v", err)
-		}
-		program = p
+	devNull, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fail("open /dev/null: %v", err)
 	}
 	if pol.Path == pathNamespaces {
 		if err := setUpNamespaces(pol); err != nil {
@@ -291,11 +396,51 @@ func runSandboxLauncher(args []string) int {
 	if pol.Probe {
 		return 0
 	}
+	if pol.Wait {
+		if argv, err = readCommand(); err != nil {
+			return fail("%v", err)
+		}
+		if err := syscall.Dup3(devNull, 0, 0); err != nil {
+			return fail("give the command an empty stdin: %v", err)
+		}
+	}
+	syscall.Close(devNull)
+	program, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fail("%v", err)
+	}
 	if pol.Path == pathLandlockOnly {
 		err := syscall.Exec(program, argv, os.Environ())
 		return fail("start %s: %v", argv[0], err)
 	}
 	return supervise(program, argv)
+}
+
+// readCommand reads the command a waiting launcher gets on stdin: a JSON
+// list of words, then end of file. End of file alone means zot has no
+// command for it after all.
+func readCommand() ([]string, error) {
+	const limit = 8 << 20 // well above what exec(2) takes
+	var buf []byte
+	chunk := make([]byte, 64<<10)
+	for len(buf) <= limit {
+		n, err := syscall.Read(0, chunk)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the command: %v", err)
+		}
+		if n == 0 {
+			break
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+	var argv []string
+	if err := json.Unmarshal(buf, &argv); err != nil || len(argv) == 0 {
+		return nil, errors.New("no command came")
+	}
+	return argv, nil
 }
 
 // setUpNamespaces prepares the launcher's fresh namespaces: private

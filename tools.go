@@ -201,7 +201,7 @@ const (
 //
 // The bash tool's spill files (the full output of a long command, which
 // the model may read later in the session) belong to the ToolEnv: Close
-// removes them.
+// removes them, and closes the sandbox.
 type ToolEnv struct {
 	Cwd  string
 	jail atomic.Bool
@@ -216,8 +216,10 @@ type ToolEnv struct {
 // CommandSandbox confines the model's commands and file tools
 // (sandbox*.go). The paths its checks get are absolute, symlinks resolved.
 type CommandSandbox interface {
-	// Confine rewrites spec so that its program runs inside the sandbox.
-	Confine(spec procSpec) (procSpec, error)
+	// Start starts spec's program inside the sandbox, as startProc does.
+	Start(spec procSpec) (*proc, error)
+	// Close stops what the sandbox keeps ready for the next command.
+	Close() error
 	// CheckRead and CheckWrite refuse a path the sandbox keeps from
 	// commands, saying which setting would allow it.
 	CheckRead(real string) error
@@ -260,6 +262,9 @@ func (e *ToolEnv) Close() error {
 		}
 	}
 	e.spills = nil
+	if e.Sandbox != nil {
+		errs = append(errs, e.Sandbox.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -963,13 +968,11 @@ func shellArgv(command string) []string { return []string{"/bin/sh", "-c", comma
 func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Duration, progress func(string)) ToolResult {
 	argv := shellArgv(command)
 	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout}
+	start := startProc
 	if env.Sandbox != nil {
-		var err error
-		if spec, err = env.Sandbox.Confine(spec); err != nil {
-			return errorResult("bash: the sandbox cannot run %s: %v", argv[0], err)
-		}
+		start = env.Sandbox.Start
 	}
-	p, err := startProc(spec)
+	p, err := start(spec)
 	if err != nil {
 		return errorResult("bash: start %s in %s: %v", argv[0], env.Cwd, err)
 	}
