@@ -187,7 +187,7 @@ func TestSandboxConfinesCommands(t *testing.T) {
 					"grandchild-work": writesWork, "grandchild-outside": false,
 					"append-outside": false, "truncate-outside": false, "remove-outside": false,
 					"read-auth": false, "zot-environ": false, "parent-environ": false,
-					"connect": online,
+					"connect":      online,
 					"unshare-read": false, "unshare-write": false, "umount-home": false, "mount-over": false,
 					"relaunch-wider": false,
 				}
