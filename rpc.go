@@ -102,7 +102,6 @@ type (
 		Version         string `json:"version"`
 		Provider        string `json:"provider"`
 		Model           string `json:"model"`
-		Sandbox         string `json:"sandbox"`
 	}
 	rpcPromptData struct {
 		Started  bool `json:"started,omitempty"`
@@ -576,7 +575,7 @@ func (s *rpcServer) hello(req rpcRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.authed = true
-	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(), Sandbox: s.sandboxMode()}, nil)
+	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel()}, nil)
 	for _, e := range s.held {
 		s.write(e)
 	}

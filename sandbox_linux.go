@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -410,10 +409,14 @@ func runSandboxLauncher(args []string) int {
 		return fail("%v", err)
 	}
 	if pol.Path == pathLandlockOnly {
-		err := syscall.Exec(program, argv, os.Environ())
+		err := execInPlace(program, argv)
 		return fail("start %s: %v", argv[0], err)
 	}
-	return supervise(program, argv)
+	status, err := runAsInit(program, argv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return status
 }
 
 // readCommand reads the command a waiting launcher gets on stdin: a JSON
@@ -783,41 +786,4 @@ func installSeccomp(offline bool) error {
 	}
 	runtime.KeepAlive(prog)
 	return nil
-}
-
-// supervise is PID 1 of the sandbox's namespaces: it starts the command
-// from the restricted thread, passes on the signals zot sends it to every
-// process of the namespace, reaps whatever is orphaned to it, and returns
-// the command's status once the command has exited. When it returns,
-// main exits and the kernel kills what is left in the namespace.
-func supervise(program string, argv []string) int {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	pid, err := syscall.ForkExec(program, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "zot: sandbox: start %s: %v\n", argv[0], err)
-		return sandboxSetupFailed
-	}
-	// The forwarder lives as long as the launcher: it ends with the process.
-	go func() {
-		for s := range sigs {
-			syscall.Kill(-1, s.(syscall.Signal)) // everyone in the namespace but the launcher
-		}
-	}()
-	for {
-		var ws syscall.WaitStatus
-		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err != nil:
-			fmt.Fprintf(os.Stderr, "zot: sandbox: wait for %s: %v\n", argv[0], err)
-			return sandboxSetupFailed
-		case wpid != pid:
-			continue // an orphan of the command, reaped
-		case ws.Signaled():
-			return 128 + int(ws.Signal())
-		}
-		return ws.ExitStatus()
-	}
 }

@@ -238,9 +238,6 @@ func TestRPCStateCarriesTheSandbox(t *testing.T) {
 		t.Errorf("default state sandbox %q", st.Sandbox)
 	}
 	p = startRPC(t, NewAgent(nil, "claude-sonnet-4-5", NewToolRegistry()), func(c *rpcConfig) { c.Sandbox = "read-only" })
-	if h := decodeData[rpcHelloData](t, p.call("hello")); h.Sandbox != "read-only" {
-		t.Errorf("hello sandbox %q", h.Sandbox)
-	}
 	if st := decodeData[rpcStateData](t, p.call("get_state")); st.Sandbox != "read-only" {
 		t.Errorf("state sandbox %q", st.Sandbox)
 	}
