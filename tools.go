@@ -777,15 +777,15 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	return nil
 }
 
-// bashTool runs a command line with /bin/sh. It is not jailed: a shell can
-// reach any path, so the jail would only pretend; command validators and
-// hooks are where shell commands are vetted.
+// bashTool runs a command line with bashToolShell. It is not jailed: a
+// shell can reach any path, so the jail would only pretend; command
+// validators and hooks are where shell commands are vetted.
 type bashTool struct{ env *ToolEnv }
 
 func (bashTool) Name() string { return "bash" }
 
 func (bashTool) Description() string {
-	return "Run a shell command with /bin/sh -c in the working directory; stdin is empty, stdout and stderr are merged. " +
+	return "Run a shell command with " + bashToolShell().Path + " -c in the working directory; stdin is empty, stdout and stderr are merged. " +
 		"timeout is in seconds (default 120, maximum 600). " +
 		"Output beyond 50 KiB keeps its first and last 25 KiB, and the full output is saved to a file named in the result. " +
 		"Processes the command leaves running in the background are stopped when it ends."
@@ -828,6 +828,27 @@ func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(st
 	return res
 }
 
+// commandShell is the shell the bash tool runs command lines with. The
+// validators' splitter reads a line by the grammar of this same shell.
+type commandShell struct {
+	Path string // absolute
+	Bash bool   // false: a POSIX sh, read as dash or bash --posix would
+}
+
+// bashToolShell finds the shell once: bash at a well-known path, else the
+// first bash on $PATH when zot started, else /bin/sh.
+var bashToolShell = sync.OnceValue(func() commandShell {
+	for _, p := range []string{"/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash", "/opt/homebrew/bin/bash"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return commandShell{Path: p, Bash: true}
+		}
+	}
+	if p, err := exec.LookPath("bash"); err == nil && filepath.IsAbs(p) {
+		return commandShell{Path: p, Bash: true}
+	}
+	return commandShell{Path: "/bin/sh"}
+})
+
 // runShell runs command in its own process group, stdout and stderr on one
 // pipe so their order is kept. When the shell exits, what its background
 // children write within bashDrain is read and the rest of the group is
@@ -841,7 +862,8 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 	if err != nil {
 		return errorResult("bash: create output pipe: %v", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", command)
+	shell := bashToolShell().Path
+	cmd := exec.Command(shell, "-c", command)
 	cmd.Env = childEnviron()
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin nil: /dev/null
@@ -850,7 +872,7 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, p
 	pw.Close() // the children hold the write end now; EOF comes when they are all gone
 	if err != nil {
 		pr.Close()
-		return errorResult("bash: start /bin/sh in %s: %v", dir, err)
+		return errorResult("bash: start %s in %s: %v", shell, dir, err)
 	}
 	pgid := cmd.Process.Pid
 
