@@ -224,7 +224,7 @@ func (p *shellParser) unfollow(what, where string) {
 // shOnly records bash syntax in a line a POSIX sh reads: dash reads it
 // one way, bash --posix another.
 func (p *shellParser) shOnly(what string, at int) {
-	p.unfollow(what+", which /bin/sh may read differently from bash", p.src[at:min(len(p.src), at+40)])
+	p.unfollow("bash syntax "+what+" that /bin/sh may read differently", p.src[at:min(len(p.src), at+40)])
 }
 
 func (p *shellParser) markTooDeep() {
@@ -318,7 +318,7 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 			switch {
 			case p.has(";;&"), p.has(";&"):
 				if !p.bash {
-					p.shOnly("the case terminator ;& or ;;&", p.pos)
+					p.shOnly(";& or ;;&", p.pos)
 				}
 				p.pos += 2
 				if p.has("&") {
@@ -341,7 +341,7 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 			continue
 		case ch == '&' || ch == '|':
 			if ch == '&' && p.peek(1) == '>' {
-				p.shOnly("&>, which dash reads as & then a redirection,", p.pos)
+				p.shOnly("&> (dash: & then a redirection)", p.pos)
 			}
 			p.finish(&c)
 			op := p.src[p.pos : p.pos+1]
@@ -357,7 +357,7 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 		case ch == '(':
 			if len(c.words) == 0 && p.has("((") {
 				if !p.bash {
-					p.shOnly("((, which bash reads as arithmetic and dash as two subshells,", p.pos)
+					p.shOnly("(( (dash: two subshells)", p.pos)
 				} else if start := p.pos; p.arith() {
 					p.unfollow("an arithmetic command ((…))", p.src[start:p.pos])
 					c.end = p.pos
@@ -454,7 +454,7 @@ var bashKeywords = map[string]bool{"select": true, "time": true, "coproc": true,
 func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (s stop, handled bool) {
 	if bashKeywords[kw] && !p.bash {
 		// dash has no such keyword: it is a command name.
-		p.shOnly("the bash keyword "+kw, c.start)
+		p.shOnly("the keyword "+kw, c.start)
 		return stopNone, false
 	}
 	switch kw {
@@ -908,7 +908,7 @@ func (p *shellParser) redirect() {
 	switch {
 	case p.has("<<<"):
 		if !p.bash {
-			p.shOnly("a here-string <<<", p.pos)
+			p.shOnly("<<<", p.pos)
 		}
 		p.pos += 3
 	case p.has("<<-"), p.has("<<"):
@@ -1378,7 +1378,7 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		b.WriteString(p.src[start:p.pos])
 	case n == '\'' && !quoted:
 		if !p.bash {
-			p.shOnly("$'…' quoting, which dash reads as $ and a single-quoted string,", start)
+			p.shOnly("$'…' (dash: $ and a quoted string)", start)
 			w.plain, w.literal = false, false
 			b.WriteByte('$')
 			p.pos++
@@ -1389,7 +1389,7 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		p.ansiC(b)
 	case n == '"' && !quoted:
 		if !p.bash {
-			p.shOnly(`$"…" quoting`, start)
+			p.shOnly(`$"…"`, start)
 		}
 		w.plain, w.literal = false, false // a translation could change it
 		p.pos += 2
