@@ -144,6 +144,9 @@ type shellParser struct {
 	// afterPipe: the command being read is a later stage of a pipeline,
 	// which bash runs in a subshell.
 	afterPipe bool
+	// andOr says where in its && || list the command being read is: first,
+	// after && only (it runs if all before it succeeded), or after an ||.
+	andOr andOrPos
 	pending   []heredoc // here-documents whose bodies start after the next newline
 }
 
@@ -152,8 +155,8 @@ type shellParser struct {
 type shellDir struct {
 	path, why string
 	stack     []string // pushd's
-	// mayFail is set after a cd to a directory that does not exist now:
-	// what follows in its && chain runs there, anything else may not.
+	// mayFail, after a cd that may not run or may fail, says why: what
+	// follows in its && chain runs where it went, anything else may not.
 	mayFail string
 }
 
@@ -167,6 +170,14 @@ type heredoc struct {
 	strip  bool // <<- : leading tabs are ignored
 	expand bool // unquoted delimiter: $( ) and ` ` in the body run
 }
+
+type andOrPos int
+
+const (
+	andOrFirst andOrPos = iota
+	andOrAfterAnd
+	andOrAfterOr
+)
 
 // stop is why a list of commands ended.
 type stop int
@@ -257,10 +268,10 @@ func (p *shellParser) nest(f func()) {
 
 // subshell runs f in a subshell's scope: a cd in it moves nothing after it.
 func (p *shellParser) subshell(f func()) {
-	dir, compound, afterPipe := p.dir.clone(), p.compound, p.afterPipe
-	p.compound, p.afterPipe = 0, false
+	dir, compound, afterPipe, andOr := p.dir.clone(), p.compound, p.afterPipe, p.andOr
+	p.compound, p.afterPipe, p.andOr = 0, false, andOrFirst
 	p.nest(f)
-	p.dir, p.compound, p.afterPipe = dir, compound, afterPipe
+	p.dir, p.compound, p.afterPipe, p.andOr = dir, compound, afterPipe, andOr
 }
 
 func (p *shellParser) has(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
@@ -286,9 +297,18 @@ func (p *shellParser) list(inParens, inCase bool) stop {
 // only through its && chain, and after | the next command is in a subshell.
 func (p *shellParser) operator(op string) {
 	if p.dir.mayFail != "" && op != "&&" {
-		p.dir = shellDir{why: "cd to " + p.dir.mayFail + ", which does not exist now, may fail"}
+		p.dir = shellDir{why: p.dir.mayFail}
 	}
 	p.afterPipe = op == "|" || op == "|&"
+	switch op {
+	case "&&":
+		p.andOr = max(p.andOr, andOrAfterAnd)
+	case "||":
+		p.andOr = andOrAfterOr
+	case "|", "|&":
+	default:
+		p.andOr = andOrFirst
+	}
 }
 
 // command reads one simple command and the operator after it.
@@ -849,8 +869,8 @@ func (p *shellParser) newline() {
 	docs := p.pending
 	p.pending = nil
 	for _, d := range docs {
-		start, end := p.pos, len(p.src)
-		for p.pos < len(p.src) {
+		start, end, found := p.pos, len(p.src), false
+		for p.pos < len(p.src) && !found {
 			line, next := p.src[p.pos:], len(p.src)
 			if i := strings.IndexByte(line, '\n'); i >= 0 {
 				line, next = line[:i], p.pos+i+1
@@ -859,10 +879,15 @@ func (p *shellParser) newline() {
 				line = strings.TrimLeft(line, "\t")
 			}
 			if line == d.delim {
-				end, p.pos = p.pos, next
-				break
+				end, found = p.pos, true
+			} else if d.delim != "" && strings.HasPrefix(line, d.delim) {
+				// Inside $( ) bash ends the body at "EOF)" as well.
+				p.unfollow("a here-document line that starts like its end line", line)
 			}
 			p.pos = next
+		}
+		if !found {
+			p.unfollow("a here-document without its end line", "<<"+d.delim)
 		}
 		// The body is data, but with an unquoted delimiter its $( ) and
 		// ` ` run.

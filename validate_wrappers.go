@@ -752,7 +752,7 @@ func (p *shellParser) runFind(args []word, r reach) {
 			i = j + 1
 		default:
 			n, ok := findArity[v]
-			if !ok && len(v) == 9 && strings.HasPrefix(v, "-newer") {
+			if !ok && len(v) == 8 && strings.HasPrefix(v, "-newer") {
 				n, ok = 1, true // -newerXY
 			}
 			if !ok {
@@ -1242,13 +1242,19 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 			target = real
 		}
 	}
-	if p.compound > 0 {
+	switch {
+	case p.compound > 0:
 		*d = shellDir{why: how + " inside if/while/for/case/{ }, which may or may not run", stack: d.stack}
+		return
+	case p.andOr == andOrAfterOr:
+		*d = shellDir{why: how + " after ||, which may or may not run", stack: d.stack}
 		return
 	}
 	d.path, d.why, d.mayFail = target, "", ""
 	if st, err := os.Stat(target); err != nil || !st.IsDir() {
-		d.mayFail = target
+		d.mayFail = how + " to " + target + ", which does not exist now, may fail"
+	} else if p.andOr == andOrAfterAnd {
+		d.mayFail = how + " to " + target + " after && may not run"
 	}
 }
 
