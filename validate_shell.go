@@ -146,8 +146,8 @@ type shellParser struct {
 	afterPipe bool
 	// andOr says where in its && || list the command being read is: first,
 	// after && only (it runs if all before it succeeded), or after an ||.
-	andOr andOrPos
-	pending   []heredoc // here-documents whose bodies start after the next newline
+	andOr   andOrPos
+	pending []heredoc // here-documents whose bodies start after the next newline
 }
 
 // shellDir is the shell's working directory as far as the splitter can
