@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -120,7 +121,9 @@ var shimNames = strings.Fields("rm curl ls cat touch git grep sed awk wc date id
 // real option grammar is what the splitter is held to.
 var labWrappers = strings.Fields("env xargs find timeout nice nohup stdbuf setsid taskset ionice time")
 
-const labShim = "#!/bin/sh\nprintf '%s\\0' \"$#\" \"$PWD\" \"${0##*/}\" \"$@\" >>\"$ZOT_SHIM_LOG/$$\"\n"
+// labShim logs one record per run to a file named for the program, so that
+// a run killed before it wrote still says what ran.
+const labShim = "#!/bin/sh\nprintf '%s\\0' \"$#\" \"$PWD\" \"${0##*/}\" \"$@\" >>\"$ZOT_SHIM_LOG/${0##*/}.$$\"\n"
 
 func newShellLab(t testing.TB) *shellLab {
 	sh := bashToolShell()
@@ -201,26 +204,39 @@ func (lab *shellLab) run(line, cwd, logs string) (labRun, error) {
 		return r, err
 	}
 	defer trace.Close()
-	out, err := os.Create(filepath.Join(logs, "output"))
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return r, err
 	}
-	defer out.Close()
+	defer pr.Close()
 	cmd := exec.Command(lab.bash, "-c", line)
 	cmd.Dir = cwd
 	cmd.Env = []string{"PATH=" + lab.bin, "HOME=" + lab.home, "SHELL=" + lab.bash, "SHELLOPTS=xtrace", "BASH_XTRACEFD=9",
 		"ZOT_SHIM_LOG=" + logs, "LC_ALL=C"}
-	cmd.Stdout, cmd.Stderr = out, out // files: Wait does not wait for what the line left behind
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, nil, nil, trace}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
 		return r, err
 	}
 	pgid := cmd.Process.Pid
 	stop := time.AfterFunc(10*time.Second, func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	var out strings.Builder
+	// Reads the output until every process holding the pipe has exited
+	// (or the kill above); the run waits for it.
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		io.Copy(&out, io.LimitReader(pr, 64<<10))
+		io.Copy(io.Discard, pr)
+	}()
 	cmd.Wait()
+	<-read
 	stop.Stop()
-	syscall.Kill(-pgid, syscall.SIGKILL) // what the line left in the background
+	syscall.Kill(-pgid, syscall.SIGKILL) // what the line left running with its output elsewhere
+	r.output = out.String()
 	entries, err := os.ReadDir(logs)
 	if err != nil {
 		return r, err
@@ -230,18 +246,19 @@ func (lab *shellLab) run(line, cwd, logs string) (labRun, error) {
 		if err != nil {
 			return r, err
 		}
-		switch e.Name() {
-		case "output":
-			r.output = string(b)
-		case "trace":
+		if e.Name() == "trace" {
 			r.builtins = tracedBuiltins(string(b))
-		default:
-			execs, err := parseShimLog(b)
-			if err != nil {
-				return r, fmt.Errorf("shim log %s: %v", e.Name(), err)
-			}
-			r.execs = append(r.execs, execs...)
+			continue
 		}
+		execs, err := parseShimLog(b)
+		if err != nil {
+			return r, fmt.Errorf("shim log %s: %v", e.Name(), err)
+		}
+		if len(execs) == 0 { // killed before it wrote: its name is all there is
+			name := e.Name()[:strings.LastIndexByte(e.Name(), '.')]
+			execs = []labExec{{name: name, args: nil, dir: "?"}}
+		}
+		r.execs = append(r.execs, execs...)
 	}
 	return r, nil
 }
@@ -268,8 +285,11 @@ func tracedBuiltins(trace string) []string {
 
 // parseShimLog reads the records a shim wrote: argc, directory, name, args.
 func parseShimLog(b []byte) ([]labExec, error) {
-	fields := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 	var out []labExec
+	if len(b) == 0 {
+		return nil, nil
+	}
+	fields := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 	for i := 0; i < len(fields); {
 		n, err := strconv.Atoi(fields[i])
 		if err != nil || i+3+n > len(fields) {
@@ -295,8 +315,10 @@ func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err er
 		return nil, false, nil
 	}
 	for _, c := range split.Commands {
-		if strings.Contains(c.Words[0], "/") {
-			return nil, false, nil // the lab runs only names it can shim
+		if strings.Contains(c.Words[0], "/") || runsScriptFile(c) {
+			// The lab runs only names it can shim; what a script file runs
+			// is beyond the splitter, as docs/security.md says.
+			return nil, false, nil
 		}
 	}
 	r, err := lab.run(line, cwd, logs)
@@ -311,7 +333,7 @@ func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err er
 				continue
 			}
 			candidates = append(candidates, fmt.Sprintf("%q in %s exact=%v", c.Words, c.Cwd, c.Exact))
-			found = found || c.Cwd == e.dir && (!c.Exact || slices.Equal(c.Words[1:], e.args))
+			found = found || e.dir == "?" || c.Cwd == e.dir && (!c.Exact || slices.Equal(c.Words[1:], e.args))
 		}
 		if !found {
 			problems = append(problems, fmt.Sprintf("bash ran %s %q in %s; the splitter reported %v", e.name, e.args, e.dir, candidates))
@@ -326,6 +348,27 @@ func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err er
 		problems = append(problems, "output: "+strings.TrimSpace(r.output))
 	}
 	return problems, true, nil
+}
+
+// runsScriptFile reports a shell running a script file (bash script.sh),
+// whose commands the splitter does not read.
+func runsScriptFile(c ShellCommand) bool {
+	if !slices.Contains([]string{"sh", "bash", "dash", "ash"}, c.Name) {
+		return false
+	}
+	for _, w := range c.Words[1:] {
+		switch {
+		case w == "--" || w == "-":
+			return true
+		case strings.HasPrefix(w, "-") || strings.HasPrefix(w, "+"):
+			if !strings.HasPrefix(w, "--") && strings.Contains(w, "c") {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // checkLines checks lines in parallel and reports every disagreement.
@@ -393,11 +436,9 @@ func TestSplitterMatchesBashOnGeneratedLines(t *testing.T) {
 // the lab run: no paths, no cd, no $ other than $( and $', no loops.
 func FuzzSplitterMatchesShell(f *testing.F) {
 	for _, l := range diffSeedLines {
-		f.Add(l)
-	}
-	g := lineGen{r: rand.New(rand.NewSource(1))}
-	for i := 0; i < 50; i++ {
-		f.Add(g.list(0))
+		if labSafe(l) {
+			f.Add(l)
+		}
 	}
 	lab := newShellLab(f)
 	f.Fuzz(func(t *testing.T, line string) {

@@ -870,7 +870,8 @@ func (p *shellParser) runEnv(args []word, r reach) {
 }
 
 // envAssignments reads the NAME=value words before a wrapper's command
-// (env, sudo) into env; any name goes, as the wrappers take it.
+// (env, sudo) into env: any word with an = is one, as the wrappers take it
+// ("=x" too).
 func (p *shellParser) envAssignments(prog string, rest []word, env map[string]string, r reach) ([]word, bool) {
 	for len(rest) > 0 {
 		w := rest[0]
@@ -879,7 +880,7 @@ func (p *shellParser) envAssignments(prog string, rest []word, env map[string]st
 			p.unfollow("a "+prog+" argument known only at run time ("+w.raw+")", r.raw)
 			return nil, false
 		}
-		if !isAssign || name == "" {
+		if !isAssign {
 			break
 		}
 		p.assign(name, isIntegerWord(word{raw: val, val: val, literal: w.literal}), r.raw)
