@@ -927,6 +927,9 @@ func (p *shellParser) runSudo(args []word, r reach) {
 			inner.dir, inner.dirWhy = "", "sudo -R changes the root"
 		case "--shell", "--login":
 			shell = o.name
+			if shell == "--login" {
+				inner.dir, inner.dirWhy = "", "sudo -i starts in the user's home directory"
+			}
 		}
 	}
 	env := map[string]string{}
@@ -948,7 +951,7 @@ func (p *shellParser) runSudo(args []word, r reach) {
 		}
 		return
 	case shell == "--login":
-		p.unfollow("sudo -i, which runs the user's login shell in their home directory", r.raw)
+		p.unfollow("sudo -i, which runs the command with the user's login shell", r.raw)
 	case shell != "":
 		for _, w := range rest {
 			if strings.Contains(w.val, "$") {
