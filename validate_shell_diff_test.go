@@ -104,6 +104,7 @@ var diffSeedLines = []string{
 	"shopt -s nullglob; rm *.none", "echo a | while read l; do rm \"$l\"; done", "rm *", "rm s*", "{rm,x}", "$CMD x", "${CMD} x",
 	"f() { rm x; }; f", "function f { rm x; }; f", "alias r=rm; r x", "source f", ". f", "eval rm x", "PATH=. ls",
 	"x=rm; $x y", "rm $'a b' \"c d\" 'e f'", "rm -- -x", "rm \\\n x",
+	"x='a -exec rm {} ;'; find . -name $x", "A='1 rm x'; env B=$A ls",
 }
 
 // shellLab runs command lines under the real bash in a sandbox of shims.

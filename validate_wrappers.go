@@ -253,6 +253,9 @@ func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, ope
 			if !permute {
 				return opts, append(operands, args[i:]...), false, ""
 			}
+			if !a.single {
+				return opts, operands, false, prog + " argument " + a.raw + ", which may split into several words"
+			}
 			operands = append(operands, a)
 			continue
 		}
@@ -278,6 +281,9 @@ func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, ope
 			case d.arg == '=' && i+1 < len(args):
 				i++
 				o.val, o.has = args[i], true
+				if !o.val.single {
+					return opts, operands, false, fmt.Sprintf("%s %s value %s, which may split into several words", prog, k, o.val.raw)
+				}
 			case d.arg == '=':
 				return opts, operands, false, fmt.Sprintf("%s %s without its value", prog, k)
 			case eq && d.arg == 0:
@@ -302,6 +308,9 @@ func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, ope
 					case d.arg == '=' && i+1 < len(args):
 						i++
 						o.val, o.has = args[i], true
+						if !o.val.single {
+							return opts, operands, false, fmt.Sprintf("%s -%s value %s, which may split into several words", prog, v[j:j+1], o.val.raw)
+						}
 					case d.arg == '=':
 						return opts, operands, false, fmt.Sprintf("%s -%s without its value", prog, v[j:j+1])
 					}
@@ -437,6 +446,10 @@ func (p *shellParser) runWrapper(name string, args []word, r reach) {
 	if len(rest) < operands {
 		rest = nil
 	} else {
+		if !allSingle(rest[:operands]) {
+			p.unfollow(name+" operand that may split into several words", r.raw)
+			return
+		}
 		rest = rest[operands:]
 	}
 	if len(rest) == 0 {
@@ -450,6 +463,17 @@ func (p *shellParser) runWrapper(name string, args []word, r reach) {
 	}
 	inner.open = r.open
 	p.run(rest, inner)
+}
+
+// allSingle reports whether none of ws can split into several words, which
+// would shift a wrapper's grammar (find . -name $x, x='a -exec rm {} ;').
+func allSingle(ws []word) bool {
+	for _, w := range ws {
+		if !w.single {
+			return false
+		}
+	}
+	return true
 }
 
 func isDigits(s string) bool {
@@ -759,6 +783,10 @@ func (p *shellParser) runFind(args []word, r reach) {
 				p.unfollow("find "+v+", which zot does not know", r.raw)
 				return
 			}
+			if !allSingle(args[i+1 : min(i+1+n, len(args))]) {
+				p.unfollow("a find "+v+" argument that may split into several words", r.raw)
+				return
+			}
 			i += 1 + n
 		}
 	}
@@ -876,8 +904,8 @@ func (p *shellParser) envAssignments(prog string, rest []word, env map[string]st
 	for len(rest) > 0 {
 		w := rest[0]
 		name, val, isAssign := strings.Cut(w.val, "=")
-		if _, n := assignmentName(w.raw); n == 0 && !w.literal {
-			p.unfollow("a "+prog+" argument known only at run time ("+w.raw+")", r.raw)
+		if _, n := assignmentName(w.raw); n == 0 && !w.literal || !w.single {
+			p.unfollow(prog+" argument "+w.raw+" known only at run time", r.raw)
 			return nil, false
 		}
 		if !isAssign {
@@ -1098,6 +1126,10 @@ func (p *shellParser) runFlock(args []word, r reach) {
 		if r.open {
 			p.unfollow("flock whose command comes from xargs input", r.raw)
 		}
+		return
+	}
+	if !rest[0].single {
+		p.unfollow("a flock file that may split into several words", r.raw)
 		return
 	}
 	if c := rest[1]; c.literal && (c.val == "-c" || c.val == "--command") {
