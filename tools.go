@@ -835,8 +835,8 @@ type commandShell struct {
 	Bash bool   // false: a POSIX sh, read as dash or bash --posix would
 }
 
-// bashToolShell finds the shell once: bash at a well-known path, else the
-// first bash on $PATH when zot started, else /bin/sh.
+// bashToolShell finds the shell once, the first time it is needed: bash at
+// a well-known path, else the first bash on $PATH, else /bin/sh.
 var bashToolShell = sync.OnceValue(func() commandShell {
 	for _, p := range []string{"/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash", "/opt/homebrew/bin/bash"} {
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {

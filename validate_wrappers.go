@@ -432,8 +432,8 @@ func (p *shellParser) runWrapper(name string, args []word, r reach) {
 	}
 	inner := r.through(name)
 	for _, o := range opts {
-		if spec.lostDir == "*" || hasWord(spec.lostDir, o.name) {
-			inner.dir, inner.dirWhy = "", name+" changes it"
+		if hasWord(spec.lostDir, o.name) {
+			inner.dir, inner.dirWhy = "", name+" "+o.name+" changes it"
 		}
 	}
 	if spec.lostDir == "*" {
