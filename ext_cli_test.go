@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,29 +17,41 @@ import (
 	"time"
 )
 
-var (
-	goBuildMu sync.Mutex
-	goBuilt   = map[string]string{}
-)
+// goBuilds holds one build per module directory, so that each is built
+// once per test binary however many tests want it, and different modules
+// build at the same time.
+var goBuilds sync.Map // dir → *goBuild
+
+type goBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
 
 // buildGo builds the Go module in dir (its own go.mod, standard library
 // only, no network) once per test run and returns the binary.
 func buildGo(t testing.TB, dir string) string {
 	t.Helper()
-	goBuildMu.Lock()
-	defer goBuildMu.Unlock()
-	if bin, ok := goBuilt[dir]; ok {
-		return bin
+	v, _ := goBuilds.LoadOrStore(dir, &goBuild{})
+	b := v.(*goBuild)
+	b.once.Do(func() {
+		out, err := os.MkdirTemp(testBinDir, "go-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.bin = filepath.Join(out, filepath.Base(dir))
+		cmd := exec.Command("go", "build", "-o", b.bin, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build in %s: %v\n%s", dir, err, msg)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	bin := filepath.Join(filepath.Dir(zotBin), filepath.Base(dir))
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build in %s: %v\n%s", dir, err, out)
-	}
-	goBuilt[dir] = bin
-	return bin
+	return b.bin
 }
 
 // weatherExt is the weather example, built, in a directory of its own.

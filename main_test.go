@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,29 +18,70 @@ import (
 	"time"
 )
 
-// zotBin is the binary under test, built once by TestMain.
-var zotBin string
+// zotBin is the binary under test, built once by TestMain into testBinDir,
+// where buildGo puts the Go fixtures too.
+var zotBin, testBinDir string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("ZOT_TEST_CHILD") != "" {
-		// A test re-ran this binary for one test; it needs no zot build.
-		os.Exit(m.Run())
-	}
 	dir, err := os.MkdirTemp("", "zot-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	zotBin = filepath.Join(dir, "zot")
-	build := exec.Command("go", "build", "-o", zotBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build zot:", err)
-		os.Exit(1)
+	testBinDir = dir
+	// A test re-ran this binary for one test (see runsAlone); it inherits
+	// the PATH set below and needs no zot build.
+	if os.Getenv("ZOT_TEST_CHILD") == "" {
+		zotBin = filepath.Join(dir, "zot")
+		build := exec.Command("go", "build", "-o", zotBin, ".")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build zot:", err)
+			os.Exit(1)
+		}
+		skipInterpreterShims(filepath.Join(dir, "path"))
+		runMoreInParallel()
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// skipInterpreterShims puts the interpreters the tests start first on PATH
+// as links to the real binaries. A version manager's shim (pyenv, asdf)
+// runs a shell and the manager on every start, half a second of CPU, and
+// the suite starts hundreds of interpreters.
+func skipInterpreterShims(dir string) {
+	for _, probe := range [][]string{
+		{"python3", "-c", "import sys; print(sys.executable)"},
+		{"node", "-e", "console.log(process.execPath)"},
+	} {
+		found, err := exec.LookPath(probe[0])
+		if err != nil {
+			continue // the tests that need it skip or fail on their own
+		}
+		out, err := exec.Command(found, probe[1:]...).Output()
+		real := strings.TrimSpace(string(out))
+		if err != nil || real == "" || real == found {
+			continue
+		}
+		os.MkdirAll(dir, 0o755)
+		if os.Symlink(real, filepath.Join(dir, probe[0])) == nil && !strings.HasPrefix(os.Getenv("PATH"), dir) {
+			os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
+}
+
+// runMoreInParallel raises -parallel, unless it was given, from GOMAXPROCS
+// to four times that: most tests spend their time waiting on child
+// processes and timers, not on the CPU.
+func runMoreInParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+	}
 }
 
 // zotRun is one run of the built binary in a private ZOT_HOME and HOME, with
