@@ -97,6 +97,7 @@ func fakeWeather(t *testing.T) *httptest.Server {
 // the example guard (fail_closed) on a $PATH without python3: the guard
 // cannot start, so nothing it guards may run, rm -rf least of all.
 func TestExtEndToEndFailClosedGuardThatCannotStart(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	for _, name := range []string{"sh", "rm"} {
 		p, err := exec.LookPath(name)
@@ -124,6 +125,7 @@ func TestExtEndToEndFailClosedGuardThatCannotStart(t *testing.T) {
 // TestExtEndToEndToolAndGuard runs the built binary: the model calls the
 // weather extension's tool, then tries rm -rf, which the guard blocks.
 func TestExtEndToEndToolAndGuard(t *testing.T) {
+	t.Parallel()
 	weather := fakeWeather(t)
 	srv := startReplay(t,
 		toolStep("t1", "weather", obj{"city": "Berlin"}),
@@ -171,6 +173,7 @@ func TestExtEndToEndToolAndGuard(t *testing.T) {
 }
 
 func TestExtNotesGoToStderrInPrintMode(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	dir := scriptedExt(t, "chatty", obj{"frames": []obj{{"type": "notify", "level": "warn", "message": "hi\x1b[2Jthere"}}})
 	stdout, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--ext", dir, "x")...)
@@ -180,6 +183,7 @@ func TestExtNotesGoToStderrInPrintMode(t *testing.T) {
 }
 
 func TestExtNoExtSkipsInstalledButKeepsFlag(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
 	writeManifest(t, filepath.Join(z.home, "extensions", "installed"), obj{"name": "installed", "exec": "python3",
@@ -196,6 +200,7 @@ func TestExtNoExtSkipsInstalledButKeepsFlag(t *testing.T) {
 }
 
 func TestExtExampleHelloPy(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, exampleExt(t, "hello-py"))
 	h.start()
 	resp, err := h.m.InvokeCommand(context.Background(), "hellopy", "Ada")
@@ -205,6 +210,7 @@ func TestExtExampleHelloPy(t *testing.T) {
 }
 
 func TestExtExampleClock(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, exampleExt(t, "clock"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats %+v", st)
@@ -230,6 +236,7 @@ func TestExtExampleClock(t *testing.T) {
 }
 
 func TestExtExampleGuard(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, exampleExt(t, "guard"))
 	h.start()
 	h.m.SessionStart()
@@ -263,6 +270,7 @@ func strconvQuote(s string) string {
 }
 
 func TestExtExampleRedact(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Skip("the redact example needs jq (.ci/run installs it)")
 	}
@@ -279,6 +287,8 @@ func TestExtExampleRedact(t *testing.T) {
 	}
 }
 
+// TestExtExampleWeather is not parallel: the example reads WEATHER_URL from
+// the environment it inherits.
 func TestExtExampleWeather(t *testing.T) {
 	t.Setenv("WEATHER_URL", fakeWeather(t).URL)
 	h := newExtHarness(t, nil, weatherExt(t))
@@ -298,6 +308,7 @@ func TestExtExampleWeather(t *testing.T) {
 }
 
 func TestExtCLIUsageErrors(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	for _, args := range [][]string{{"ext"}, {"ext", "frob"}, {"ext", "list", "--bogus"}, {"ext", "install"}, {"ext", "remove"}, {"ext", "logs", "../x"}, {"ext", "enable", "a", "b"}} {
 		if _, stderr, code := z.run(args...); code != 2 || stderr == "" {
@@ -311,6 +322,7 @@ func TestExtCLIUsageErrors(t *testing.T) {
 }
 
 func TestExtCLIInstallListEnableRemove(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	src := exampleExt(t, "hello-py")
 	stdout, stderr, code := z.run("ext", "install", src)
@@ -370,6 +382,7 @@ func TestExtCLIInstallListEnableRemove(t *testing.T) {
 }
 
 func TestExtCLIProjectScope(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	if _, stderr, code := z.run("ext", "install", "--project", exampleExt(t, "clock")); code != 0 {
 		t.Fatalf("%d %s", code, stderr)
@@ -390,6 +403,7 @@ func TestExtCLIProjectScope(t *testing.T) {
 }
 
 func TestExtCLIFailedInstallLeavesNothing(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	bad := writeManifest(t, filepath.Join(t.TempDir(), "bad"), obj{"name": "bad"})
 	fifoDir := writeManifest(t, filepath.Join(t.TempDir(), "fifo"), obj{"name": "fifo", "exec": "x"})
@@ -413,6 +427,7 @@ func TestExtCLIFailedInstallLeavesNothing(t *testing.T) {
 }
 
 func TestExtCLIInstallFromGit(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	copyTree(exampleExt(t, "guard"), repo)
 	git := func(args ...string) {
@@ -436,6 +451,7 @@ func TestExtCLIInstallFromGit(t *testing.T) {
 }
 
 func TestExtCLILogs(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	logs := filepath.Join(z.home, "logs")
 	os.MkdirAll(logs, 0o700)
@@ -477,6 +493,7 @@ func TestExtCLILogs(t *testing.T) {
 }
 
 func TestSetManifestEnabledChangesOnlyTheField(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		on   bool

@@ -250,6 +250,7 @@ func framesOfType(frames []obj, typ string) []obj {
 }
 
 func TestExtHandshakeRegistersCommandsToolsAndSubscriptions(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	dir := scriptedExt(t, "basic", obj{
 		"record":   rec,
@@ -298,6 +299,7 @@ func TestExtHandshakeRegistersCommandsToolsAndSubscriptions(t *testing.T) {
 }
 
 func TestExtRegistrationsBeforeReadingHelloAck(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptExt(t, "eager", "eager.sh"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats = %+v", st)
@@ -309,6 +311,7 @@ func TestExtRegistrationsBeforeReadingHelloAck(t *testing.T) {
 }
 
 func TestExtIdleCountsAsReady(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptExt(t, "noready", "noready.sh"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats = %+v, logs %s", st, h.gotLogs())
@@ -320,6 +323,7 @@ func TestExtIdleCountsAsReady(t *testing.T) {
 }
 
 func TestExtWithoutHelloIsStoppedAndReported(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, func(l *extLimits) { l.hello = 300 * time.Millisecond }, scriptExt(t, "silent", "nohello.sh"))
 	st := h.start()
 	if st.Ready != 0 || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], `extension "silent" no hello within 300ms; see `+filepath.Join(h.home, "logs", "ext-silent.log")) {
@@ -341,6 +345,7 @@ func TestExtWithoutHelloIsStoppedAndReported(t *testing.T) {
 }
 
 func TestExtFirstFrameMustBeHello(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptedExt(t, "rude", obj{"first_line": `{"type":"register_command","name":"x"}`}))
 	st := h.start()
 	if st.Ready != 0 || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "first frame must be hello") {
@@ -352,6 +357,7 @@ func TestExtFirstFrameMustBeHello(t *testing.T) {
 }
 
 func TestExtStartsAllTogether(t *testing.T) {
+	t.Parallel()
 	var dirs []string
 	for i := range 8 {
 		dirs = append(dirs, scriptExt(t, fmt.Sprintf("idle%d", i), "noready.sh"))
@@ -368,6 +374,7 @@ func TestExtStartsAllTogether(t *testing.T) {
 }
 
 func TestExtCommandResponses(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "cmds", obj{
 		"commands": obj{
 			"p":     obj{"action": "prompt", "prompt": "do {args}"},
@@ -415,6 +422,7 @@ func TestExtCommandResponses(t *testing.T) {
 }
 
 func TestExtToolCallsAndResults(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "tools", obj{
 		"tools": obj{
 			"echo":  obj{"echo": true, "image": true},
@@ -468,6 +476,7 @@ func TestExtToolCallsAndResults(t *testing.T) {
 // arguments are not an object (and then every request fails), so such a
 // registration is refused, and a schema without "type" gets "object".
 func TestExtToolSchemaMustBeOfTypeObject(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, schema string
 		want         string // the schema offered to the model; "" for refused
@@ -506,6 +515,7 @@ func TestExtToolSchemaMustBeOfTypeObject(t *testing.T) {
 }
 
 func TestExtNotifyAndClearNotes(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "noisy", obj{"frames": []obj{
 		{"type": "notify", "level": "warn", "message": "careful"},
 		{"type": "notify", "level": "shout", "message": "loud"},
@@ -529,6 +539,7 @@ func TestExtNotifyAndClearNotes(t *testing.T) {
 }
 
 func TestExtPanels(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	dir := scriptedExt(t, "paneled", obj{
 		"record": rec,
@@ -579,6 +590,7 @@ func TestExtPanels(t *testing.T) {
 }
 
 func TestExtEventsReachSubscribersInOrder(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	dir := scriptedExt(t, "watcher", obj{"record": rec, "frames": []obj{
 		{"type": "subscribe", "events": []string{"session_start", "turn_start", "tool_call", "turn_end", "assistant_message", "no_such_event"}},
@@ -631,6 +643,7 @@ func TestExtEventsReachSubscribersInOrder(t *testing.T) {
 // agent never waits, the oldest events are dropped (and logged), and what
 // arrives arrives in order, ending with the newest.
 func TestExtEventOrderUnderLoad(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "events.jsonl")
 	hold := filepath.Join(t.TempDir(), "go")
 	dir := writeManifest(t, filepath.Join(t.TempDir(), "recorder"), obj{"name": "recorder", "exec": "node", "args": []string{testdataPath(t, "recorder.js"), out, hold}})
@@ -678,6 +691,7 @@ func diedOf(h *extHarness, name, status string) []string {
 }
 
 func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptExt(t, "crash", "crash.sh"))
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
@@ -705,6 +719,7 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 // fails then, not at its timeout nor after a grace period. Its exit status,
 // which comes later, goes to its log.
 func TestExtStdoutClosedFailsCallsAtOnce(t *testing.T) {
+	t.Parallel()
 	// Only the end of its stdout can end the call with this error: the
 	// tool timeout ends it with another, and the wait for a process whose
 	// stdin is not read never ends it.
@@ -725,6 +740,7 @@ func TestExtStdoutClosedFailsCallsAtOnce(t *testing.T) {
 }
 
 func TestExtReplyJustBeforeExitArrives(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "oneshot", obj{
 		"tools":  obj{"bye": obj{"text": "last words", "exit_after": 0}},
 		"frames": []obj{{"type": "register_tool", "name": "bye"}},
@@ -743,6 +759,7 @@ func TestExtReplyJustBeforeExitArrives(t *testing.T) {
 }
 
 func TestExtSkipsGarbageAndHugeLines(t *testing.T) {
+	t.Parallel()
 	big := scriptedExt(t, "big", obj{"big_line": 9 << 20, "frames": []obj{{"type": "register_tool", "name": "after_big", "schema": obj{"type": "object"}}}})
 	h := newExtHarness(t, nil, scriptExt(t, "garbage", "garbage.sh"), big)
 	if st := h.start(); st.Ready != 2 {
@@ -769,6 +786,9 @@ func TestExtSkipsGarbageAndHugeLines(t *testing.T) {
 }
 
 func TestExtShutdownEscalatesToSIGKILL(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	before := runtime.NumGoroutine()
 	h := newExtHarness(t, func(l *extLimits) { l.grace, l.term = 200*time.Millisecond, 200*time.Millisecond }, scriptExt(t, "stubborn", "stubborn.sh"))
 	h.start()
@@ -785,6 +805,7 @@ func TestExtShutdownEscalatesToSIGKILL(t *testing.T) {
 }
 
 func TestExtShutdownIsGracefulForWellBehavedOnes(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptedExt(t, "polite", obj{}))
 	h.start()
 	h.m.Shutdown(context.Background())
@@ -795,6 +816,7 @@ func TestExtShutdownIsGracefulForWellBehavedOnes(t *testing.T) {
 }
 
 func TestExtReloadRespawnsAndRebuildsTools(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "live", obj{"frames": []obj{{"type": "register_tool", "name": "v1", "schema": obj{"type": "object"}}}})
 	h := newExtHarness(t, nil, dir)
 	h.start()
@@ -825,6 +847,7 @@ func TestExtReloadRespawnsAndRebuildsTools(t *testing.T) {
 }
 
 func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	reg := func(name string, tools, cmds []string) {
 		var frames []obj
@@ -897,6 +920,7 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 // UI reserves are kept from extensions; a mode without slash commands of
 // its own (-p, --json, rpc) reserves none.
 func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "cmds", obj{"frames": []obj{
 		{"type": "register_command", "name": "help"},
 		{"type": "register_command", "name": "model"},
@@ -924,6 +948,7 @@ func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
 // TestExtShadowedExtIsReported: of two --ext paths with the same manifest
 // name the first runs, and the second is reported, not dropped silently.
 func TestExtShadowedExtIsReported(t *testing.T) {
+	t.Parallel()
 	first := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "first"}}})
 	second := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "second"}}})
 	h := newExtHarness(t, nil, first, second)
@@ -938,6 +963,7 @@ func TestExtShadowedExtIsReported(t *testing.T) {
 }
 
 func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	global := filepath.Join(home, "extensions")
 	project := filepath.Join(cwd, ".zot", "extensions")
@@ -995,6 +1021,7 @@ func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
 }
 
 func TestExtExecResolution(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tt := range []struct{ exec, want string }{
 		{"/usr/bin/env", "/usr/bin/env"},
@@ -1076,6 +1103,7 @@ func FuzzExtFrames(f *testing.F) {
 // TestExtDefaultLimitsAreTheProtocols keeps the limits the tests shorten at
 // the values docs/extensions.md promises.
 func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
+	t.Parallel()
 	want := extLimits{hello: 5 * time.Second, idle: 250 * time.Millisecond, startup: 3 * time.Second,
 		command: 30 * time.Second, tool: 60 * time.Second, intercept: 5 * time.Second,
 		grace: 2 * time.Second, term: time.Second, gone: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
@@ -1091,6 +1119,7 @@ func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
 // old processes still answer commands; after shutdown every call fails
 // with an error naming the extension, and a fail_closed guard blocks.
 func TestExtCallsDuringAReloadAndAfterShutdown(t *testing.T) {
+	t.Parallel()
 	svc := scriptedExt(t, "svc", obj{
 		"frames":   []obj{{"type": "register_command", "name": "hi"}, {"type": "register_tool", "name": "work"}},
 		"commands": obj{"hi": obj{"action": "display", "display": "hello"}},
@@ -1143,6 +1172,7 @@ func TestExtCallsDuringAReloadAndAfterShutdown(t *testing.T) {
 // TestExtReloadsAreSerialised: two reloads at once run one after the
 // other: the second stops what the first started.
 func TestExtReloadsAreSerialised(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptedExt(t, "one", obj{}))
 	h.start()
 	var mu sync.Mutex
@@ -1185,6 +1215,9 @@ func TestExtReloadsAreSerialised(t *testing.T) {
 // TestExtEnvironmentIsExtEnviron: an extension process gets the
 // environment extEnviron builds, not zot's own.
 func TestExtEnvironmentIsExtEnviron(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	t.Setenv("ZOT_EXT_TEST_SECRET", "not for extensions")
 	saved := extEnviron
 	t.Cleanup(func() { extEnviron = saved })

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -84,6 +85,30 @@ func runMoreInParallel() {
 	}
 }
 
+// runsAlone lets a test that measures the whole process (its goroutines,
+// its heap) or sets environment variables run beside the parallel tests:
+// it runs the test again, alone, in a child test process, and passes or
+// fails with it. It returns true in that child, where the test's body runs,
+// and false in the parent, which has nothing left to do. The child has no
+// zotBin.
+func runsAlone(t *testing.T) bool {
+	if os.Getenv("ZOT_TEST_ALONE") == t.Name() {
+		return true
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v",
+		"-test.timeout="+flag.Lookup("test.timeout").Value.String())
+	cmd.Env = append(os.Environ(), "ZOT_TEST_CHILD=1", "ZOT_TEST_ALONE="+t.Name())
+	out, err := cmd.CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "--- SKIP: "+t.Name()):
+		t.Skipf("in a child process:\n%s", out)
+	case err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()):
+		t.Fatalf("in a child process: %v\n%s", err, out)
+	}
+	return false
+}
+
 // zotRun is one run of the built binary in a private ZOT_HOME and HOME, with
 // no provider keys from the developer's environment.
 type zotRun struct {
@@ -132,6 +157,7 @@ func toolStep(id, name string, args any) replayStep {
 }
 
 func TestPrintModeRunsARealToolLoop(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "write", obj{"path": "notes.txt", "content": "alpha\nbeta\n"}),
 		toolStep("t2", "edit", obj{"path": "notes.txt", "edits": []any{obj{"oldText": "beta", "newText": "gamma"}}}),
@@ -180,6 +206,7 @@ func TestPrintModeRunsARealToolLoop(t *testing.T) {
 }
 
 func TestJSONModeStreamsEvents(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo hello"}),
 		replayStep{Events: anthropicEvents(gen{Text: "It said hello."})})
@@ -214,6 +241,7 @@ func TestJSONModeStreamsEvents(t *testing.T) {
 }
 
 func TestPromptFromStdin(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "piped answer"})})
 	z := newZotRun(t)
 	z.stdin = "summarise this\nplease\n"
@@ -227,6 +255,7 @@ func TestPromptFromStdin(t *testing.T) {
 }
 
 func TestPromptWordsAndPipedStdinGoTogether(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "reviewed"})})
 	z := newZotRun(t)
 	z.stdin = "diff --git a/x b/x\n+added line\n"
@@ -241,6 +270,7 @@ func TestPromptWordsAndPipedStdinGoTogether(t *testing.T) {
 // A program that runs `zot -p words` and leaves a socket on stdin open, as
 // Node's spawn does, gets its answer: zot does not wait for that stdin.
 func TestPromptWordsDoNotWaitForAnOpenSocketOnStdin(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "answered"})})
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -272,6 +302,7 @@ func TestPromptWordsDoNotWaitForAnOpenSocketOnStdin(t *testing.T) {
 }
 
 func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "compat"})})
 	z := newZotRun(t)
 	stdout, stderr, code := z.run("fix", "it", "--provider=ollama", "--model", "qwen3", "--base-url="+srv.URL+"/v1", "-p")
@@ -291,6 +322,7 @@ func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	srv401 := startReplay(t, replayStep{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
 	tests := []struct {
 		name   string
@@ -308,6 +340,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, stderr, code := newZotRun(t).run(tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
 				t.Errorf("exit %d stderr %q; want %d containing %q", code, stderr, tt.code, tt.stderr)
@@ -317,6 +350,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelpListsEveryFlag(t *testing.T) {
+	t.Parallel()
 	stdout, _, code := newZotRun(t).run("--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -333,6 +367,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 }
 
 func TestMaxStepsExitsWithError(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "true"}))
 	_, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--max-steps", "2", "loop")...)
 	if code != 1 || !strings.Contains(stderr, "--max-steps 2") {
@@ -344,6 +379,7 @@ func TestMaxStepsExitsWithError(t *testing.T) {
 }
 
 func TestInterruptAbortsTheStream(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow answer that never finishes"}), HangAfter: 3})
 	z := newZotRun(t)
 	cmd := z.cmd(append(anthropicFlags(srv), "--json", "hi")...)
@@ -403,6 +439,7 @@ func startSleeperRun(t *testing.T, args ...string) (cmd *exec.Cmd, stdout io.Rea
 // A closed terminal or ssh session (SIGHUP) stops zot as SIGINT does: the
 // tool's process group is killed, nothing outlives zot.
 func TestHangupStopsTheToolAndExits(t *testing.T) {
+	t.Parallel()
 	cmd, stdout, stderr, sleeper := startSleeperRun(t, "-p", "go")
 	cmd.Process.Signal(syscall.SIGHUP)
 	io.Copy(io.Discard, stdout)
@@ -415,6 +452,7 @@ func TestHangupStopsTheToolAndExits(t *testing.T) {
 // `zot --json | head`: when the reader goes away, zot stops the run and
 // its tools and says why, instead of dying of SIGPIPE and leaving them.
 func TestJSONReaderGoneStopsTheToolAndExits(t *testing.T) {
+	t.Parallel()
 	cmd, stdout, stderr, sleeper := startSleeperRun(t, "--json", "go")
 	stdout.Close()
 	if err := cmd.Wait(); exitCode(err) != exitFailure || !strings.Contains(stderr.String(), "write events") {
@@ -434,6 +472,7 @@ func exitCode(err error) int {
 }
 
 func TestContinueResumesTheLatestSession(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "first answer"})}, replayStep{Events: anthropicEvents(gen{Text: "second answer"})})
 	z := newZotRun(t)
 	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "remember kiwi")...); code != 0 {
@@ -460,6 +499,7 @@ func TestContinueResumesTheLatestSession(t *testing.T) {
 }
 
 func TestAuthFileMustBePrivate(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "keyed"})})
 	z := newZotRun(t)
 	auth := filepath.Join(z.home, "auth.json")
@@ -482,6 +522,7 @@ func TestAuthFileMustBePrivate(t *testing.T) {
 // TestCoreCopyBuilds keeps the embedding promise: the core files and a
 // ten-line main build on their own.
 func TestCoreCopyBuilds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a module")
 	}

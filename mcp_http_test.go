@@ -162,6 +162,9 @@ func httpEntry(url string) string {
 }
 
 func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	t.Setenv("ZOT_TEST_HTTP_TOKEN", "tok-123")
 	for _, sse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
@@ -195,6 +198,8 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 	}
 }
 
+// TestMCPHTTPExpiredSessionInitializesOnceAgain is not parallel: the entry's
+// header expands $ZOT_TEST_HTTP_TOKEN from the environment, which it sets.
 func TestMCPHTTPExpiredSessionInitializesOnceAgain(t *testing.T) {
 	t.Setenv("ZOT_TEST_HTTP_TOKEN", "x")
 	f, srv := startFakeHTTPMCP(t, false)
@@ -223,6 +228,8 @@ func TestMCPHTTPExpiredSessionInitializesOnceAgain(t *testing.T) {
 	}
 }
 
+// TestMCPHTTPErrorsNameTheServerNotTheSecret is not parallel: the secrets
+// come from environment variables it sets.
 func TestMCPHTTPErrorsNameTheServerNotTheSecret(t *testing.T) {
 	t.Setenv("ZOT_TEST_HTTP_TOKEN", "x")
 	t.Setenv("ZOT_TEST_URL_KEY", "very-secret")

@@ -131,6 +131,9 @@ func noGoroutineLeak(t *testing.T) func() {
 }
 
 func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkLeaks := noGoroutineLeak(t)
 	state := t.TempDir()
 	t.Setenv("ZOT_TEST_FAKE_ENV", "from-the-environment")
@@ -172,6 +175,7 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 }
 
 func TestMCPPaginationFollowsNextCursor(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"paged": fakeServer(t, "paged", t.TempDir(), "")})
 	h.tool("mcp__paged__env") // the last page
 	if st := h.settle(); st[0].Tools != 11 {
@@ -184,6 +188,7 @@ func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 // came; a crash within a minute of that restart waits out the minute, and
 // the report and the refusal both say until when.
 func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"timeout_ms": 600000`)})
 	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
@@ -238,6 +243,7 @@ func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
 // and the child, which ignores SIGTERM, must be gone before the server
 // restarts, or when zot shuts down.
 func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "orphan", state, `"timeout_ms": 600000`)})
 	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
@@ -281,6 +287,7 @@ func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
 // but keeps running can answer nothing more; its calls fail and it is
 // stopped, to be restarted like a crashed one.
 func TestMCPServerThatClosesStdoutIsStopped(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "mute", state, `"timeout_ms": 600000`)})
 	crash := h.tool("mcp__fake__crash")
@@ -305,6 +312,7 @@ func TestMCPServerThatClosesStdoutIsStopped(t *testing.T) {
 }
 
 func TestMCPServerThatNeverInitializesFailsWithoutBlocking(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"mute": fakeServer(t, "noinit", state, `"startup_timeout_ms": 3000`)})
 	waitFor(t, "the configuration to load", func() bool { return len(h.m.Status()) == 1 })
@@ -323,6 +331,7 @@ func TestMCPServerThatNeverInitializesFailsWithoutBlocking(t *testing.T) {
 }
 
 func TestMCPUnsupportedProtocolVersionStopsTheServer(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"old": fakeServer(t, "oldversion", state, "")})
 	st := h.settle()
@@ -336,6 +345,7 @@ func TestMCPUnsupportedProtocolVersionStopsTheServer(t *testing.T) {
 }
 
 func TestMCPGarbageLinesAreLoggedAndSkipped(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"noisy": fakeServer(t, "garbage", t.TempDir(), "")})
 	if r := mcpRun(t, h.tool("mcp__noisy__echo"), `{"text":"still fine"}`); textOf(r) != "still fine" {
 		t.Fatalf("echo = %q", textOf(r))
@@ -354,6 +364,7 @@ func TestMCPGarbageLinesAreLoggedAndSkipped(t *testing.T) {
 }
 
 func TestMCPListChangedRelists(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	if _, ok := h.reg.Lookup("mcp__fake__added"); ok {
 		t.Fatal("added exists before the change")
@@ -363,6 +374,7 @@ func TestMCPListChangedRelists(t *testing.T) {
 }
 
 func TestMCPHugeResultIsCutForTheModel(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	r := mcpRun(t, h.tool("mcp__fake__big"), `{}`)
 	text := textOf(r)
@@ -376,6 +388,7 @@ func TestMCPHugeResultIsCutForTheModel(t *testing.T) {
 }
 
 func TestMCPServerRequestsGetAnswers(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	r := mcpRun(t, h.tool("mcp__fake__ask"), `{}`)
 	var replies []struct {
@@ -400,6 +413,7 @@ func TestMCPServerRequestsGetAnswers(t *testing.T) {
 }
 
 func TestMCPProgressReachesTheCallbackAndStopsWithTheResult(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	var mu sync.Mutex
 	var lines []string
@@ -422,6 +436,7 @@ func TestMCPProgressReachesTheCallbackAndStopsWithTheResult(t *testing.T) {
 }
 
 func TestMCPAbortAndTimeoutSendCancelled(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"timeout_ms": 400`)})
 	slow := h.tool("mcp__fake__slow")
@@ -445,6 +460,7 @@ func TestMCPAbortAndTimeoutSendCancelled(t *testing.T) {
 }
 
 func TestMCPShutdownKillsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"stubborn": fakeServer(t, "stubborn", state, "")})
 	h.tool("mcp__stubborn__echo")
@@ -461,6 +477,7 @@ func TestMCPShutdownKillsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
 }
 
 func TestMCPToolsFilterGlob(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	h.reg.SetSource("builtin", BuiltinTools(NewToolEnv(h.cwd, false)))
 	h.tool("mcp__fake__echo")
@@ -477,6 +494,7 @@ func TestMCPToolsFilterGlob(t *testing.T) {
 // An interceptor sees MCP calls like any other: a gate that blocks mcp__*
 // keeps the call from reaching the server.
 func TestMCPCallsPassThroughTheGateChain(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, "")})
 	h.tool("mcp__fake__echo")
@@ -506,6 +524,8 @@ func TestMCPCallsPassThroughTheGateChain(t *testing.T) {
 	}
 }
 
+// TestMCPConfigPrecedenceAndBadEntries is not parallel: it sets an
+// environment variable a server's config expands.
 func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 	home, cwd, extra := t.TempDir(), t.TempDir(), t.TempDir()
 	t.Setenv("ZOT_TEST_TOKEN", "s3cret-token")
@@ -580,6 +600,7 @@ func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 }
 
 func TestMCPToolNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ server, tool, want string }{
 		{"fs", "read_file", "mcp__fs__read_file"},
 		{"my.server", "admin.tools.list", "mcp__my_server__admin_tools_list"},
@@ -598,6 +619,7 @@ func TestMCPToolNames(t *testing.T) {
 }
 
 func TestMCPResultConversion(t *testing.T) {
+	t.Parallel()
 	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 	tests := []struct {
 		name, raw string
@@ -639,6 +661,7 @@ func TestMCPResultConversion(t *testing.T) {
 }
 
 func TestMCPDecodeRPC(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		kind jsonrpcKind
@@ -729,6 +752,8 @@ func FuzzDecodeRPC(f *testing.F) {
 	})
 }
 
+// TestMCPExpandVars is not parallel: ${VAR} expands from the environment,
+// which it sets.
 func TestMCPExpandVars(t *testing.T) {
 	t.Setenv("ZOT_X", "ex")
 	t.Setenv("ZOT_EMPTY", "")
@@ -760,6 +785,7 @@ func TestMCPExpandVars(t *testing.T) {
 // stopped reading, the call timed out) must not be glued to the next one;
 // the server is stopped and the next calls get a fresh one.
 func TestMCPTornWriteRestartsTheServer(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, "")})
 	deaf, echo := h.tool("mcp__fake__deaf"), h.tool("mcp__fake__echo")

@@ -139,6 +139,7 @@ func (tm *tmuxTerm) exitAndCheck() string {
 }
 
 func TestTUINeedsATerminal(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	_, stderr, code := z.run("hello")
 	if code != exitUsage || !strings.Contains(stderr, "needs a terminal") || !strings.Contains(stderr, "-p") {
@@ -151,6 +152,7 @@ func TestTUINeedsATerminal(t *testing.T) {
 }
 
 func TestTUIRestoresTheTerminalOnSignals(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "stalls"}), HangAfter: 3})
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
@@ -172,6 +174,7 @@ func TestTUIRestoresTheTerminalOnSignals(t *testing.T) {
 }
 
 func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo hi-from-bash; echo second; echo third; echo fourth; echo fifth; echo sixth"}),
@@ -194,6 +197,7 @@ func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {
 }
 
 func TestTUIEscAbortsASlowStream(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	events := anthropicEvents(gen{Text: "The answer begins here and then the model stalls forever"})
 	srv := startReplay(t, replayStep{Events: events, HangAfter: 4},
@@ -213,6 +217,7 @@ func TestTUIEscAbortsASlowStream(t *testing.T) {
 }
 
 func TestTUIQueuesPromptsWhileTheAgentWorks(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	z := newZotRun(t)
 	gate := filepath.Join(z.cwd, "go-on")
@@ -246,6 +251,7 @@ func TestTUIQueuesPromptsWhileTheAgentWorks(t *testing.T) {
 }
 
 func TestTUISlashPopupAndModelSwitch(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
@@ -287,6 +293,7 @@ func TestTUISlashPopupAndModelSwitch(t *testing.T) {
 }
 
 func TestTUISessionsResumeAndContinue(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Remembered answer."})})
 	z := newZotRun(t)
@@ -316,6 +323,7 @@ func TestTUISessionsResumeAndContinue(t *testing.T) {
 }
 
 func TestTUIResizeRewrapsTheLiveRegion(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
@@ -340,6 +348,7 @@ func TestTUIResizeRewrapsTheLiveRegion(t *testing.T) {
 }
 
 func TestTUIOpensWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	z := newZotRun(t)
 	tm := startTUI(t, z)
@@ -379,6 +388,7 @@ func TestTUIOpensWithoutCredentials(t *testing.T) {
 }
 
 func TestTUINoYoloAsksBeforeEachTool(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo first-call > first.txt"}),
@@ -412,6 +422,7 @@ func TestTUINoYoloAsksBeforeEachTool(t *testing.T) {
 // The confirmation shows all of a command: neither a run of spaces nor a
 // newline hides its second half behind "echo safe …".
 func TestTUINoYoloShowsTheWholeCommand(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo safe" + strings.Repeat(" ", 150) + "; echo DANGER > pwned.txt"}),
@@ -440,6 +451,7 @@ func TestTUINoYoloShowsTheWholeCommand(t *testing.T) {
 }
 
 func TestTUIHostileModelTextIsDefused(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	hostile := "Safe start.\x1b]0;PWNED-TITLE\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[H moved \x1b[31mred\x1b[0m rm -rf /\roverwritten\n"
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: hostile})})
@@ -467,6 +479,7 @@ func TestTUIHostileModelTextIsDefused(t *testing.T) {
 // TestTUIExtensionCommandAndPanel drives an extension's command, note and
 // panel through the TUI.
 func TestTUIExtensionCommandAndPanel(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	z := newZotRun(t)
 	ext := filepath.Join(z.cwd, "ext")

@@ -27,6 +27,7 @@ var curlPost = ValidateParams{
 }
 
 func TestValidatorAnswers(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		script                      string
 		status, message, fix, fails string
@@ -44,6 +45,7 @@ func TestValidatorAnswers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.script, func(t *testing.T) {
+			t.Parallel()
 			r := testValidator(t, "v", tc.script).Ask(context.Background(), curlPost)
 			if r.Status != tc.status || !strings.HasPrefix(r.Message, tc.message) || r.FixSuggestion != tc.fix || !strings.Contains(r.Failure, tc.fails) {
 				t.Errorf("got %+v\nwant status %s message %q fix %q failure containing %q", r, tc.status, tc.message, tc.fix, tc.fails)
@@ -53,6 +55,7 @@ func TestValidatorAnswers(t *testing.T) {
 }
 
 func TestValidatorMissingBinaryAsks(t *testing.T) {
+	t.Parallel()
 	v := Validator{Name: "gone", Argv: []string{"/nonexistent/validator"}, Timeout: time.Second}
 	r := v.Ask(context.Background(), curlPost)
 	if r.Status != "ask" || !strings.Contains(r.Message, `validator "gone" failed: could not start /nonexistent/validator`) {
@@ -89,6 +92,9 @@ func waitGone(t *testing.T, pids []int) {
 }
 
 func TestValidatorPastTheTimeoutIsKilledAndAsks(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkNoGoroutineLeak(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	v := testValidator(t, "slow", "sleeper.sh", pidFile)
@@ -105,6 +111,7 @@ func TestValidatorPastTheTimeoutIsKilledAndAsks(t *testing.T) {
 }
 
 func TestValidatorThatAnswersAndLingersIsKilled(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	v := testValidator(t, "linger", "linger.sh", pidFile)
 	v.Timeout = time.Minute
@@ -115,6 +122,7 @@ func TestValidatorThatAnswersAndLingersIsKilled(t *testing.T) {
 }
 
 func TestValidatorAbortedByContextAsks(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	v := testValidator(t, "slow", "sleeper.sh", pidFile)
 	v.Timeout = time.Minute
@@ -131,6 +139,9 @@ func TestValidatorAbortedByContextAsks(t *testing.T) {
 }
 
 func TestValidatorThatNeverReadsStdinStillAnswers(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkNoGoroutineLeak(t)
 	p := curlPost
 	p.RawCommandLine = "curl -X POST x # " + strings.Repeat("a", 512<<10) // far more than a pipe holds
@@ -141,6 +152,9 @@ func TestValidatorThatNeverReadsStdinStillAnswers(t *testing.T) {
 }
 
 func TestValidatorGetsParamsEnvAndCwd(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	out := filepath.Join(t.TempDir(), "requests.jsonl")
 	v := testValidator(t, "rec", "record.py", out)
 	v.Env = []string{"AWS_PROFILE", "ZOT_TEST_FROM_ENV", "UNSET_VAR"}
@@ -196,6 +210,7 @@ func TestValidatorGetsParamsEnvAndCwd(t *testing.T) {
 }
 
 func TestCheckCommandLineCombines(t *testing.T) {
+	t.Parallel()
 	allow := testValidator(t, "allow", "allow.sh")
 	ask := testValidator(t, "ask", "ask.sh")
 	ask.Commands = []string{"kubectl"}
@@ -231,6 +246,7 @@ func TestCheckCommandLineCombines(t *testing.T) {
 }
 
 func TestValidatorConfig(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(cwd, ".zot"), 0o755)
 	os.WriteFile(filepath.Join(home, "validators.json"), []byte(`[
@@ -301,6 +317,7 @@ func TestValidatorConfig(t *testing.T) {
 }
 
 func TestSplitExecutor(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		`deno run --allow-net ./checks/url_check.ts`: `deno|run|--allow-net|./checks/url_check.ts`,
 		`"a b" 'c d' e\ f`:                           `a b|c d|e f`,
@@ -346,6 +363,7 @@ func FuzzValidatorConfig(f *testing.F) {
 }
 
 func TestValidatorText(t *testing.T) {
+	t.Parallel()
 	in := "ok\x1b[31m red\x07\x00 \r\n\t\u009b2J é \xff end"
 	if got := validatorText(in); got != "ok red \n\t2J é  end" {
 		t.Errorf("%q", got)
