@@ -125,7 +125,7 @@ func (p *rpcPipe) next() rpcOut {
 			p.t.Fatalf("server wrote a line that is not a JSON object with a type: %q", o.Raw)
 		}
 		return o
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second): // generous: one test waits on 64 MiB under -race
 		p.t.Fatal("timed out waiting for a line from the server")
 	}
 	return rpcOut{}
