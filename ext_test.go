@@ -57,9 +57,10 @@ func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimit
 			h.mu.Unlock()
 		},
 	})
-	// A loaded CI machine can take seconds to start a few interpreters;
+	// A loaded CI machine can take seconds to start a few interpreters,
+	// and pause one for longer than the idle watchdog between two frames;
 	// tests of these limits set their own.
-	h.m.lim.hello, h.m.lim.startup = 20*time.Second, 20*time.Second
+	h.m.lim.hello, h.m.lim.startup, h.m.lim.idle = 20*time.Second, 20*time.Second, 5*time.Second
 	if tune != nil {
 		tune(&h.m.lim)
 	}
@@ -194,7 +195,7 @@ func testdataPath(t testing.TB, name string) string {
 func scriptedExt(t testing.TB, name string, spec obj, extra ...obj) string {
 	t.Helper()
 	b, _ := json.Marshal(spec)
-	mf := obj{"name": name, "version": "1.0.0", "exec": "python3", "args": []string{testdataPath(t, "scripted.py"), string(b)}, "language": "python"}
+	mf := obj{"name": name, "version": "1.0.0", "exec": "python3", "args": []string{"-S", testdataPath(t, "scripted.py"), string(b)}, "language": "python"}
 	for _, e := range extra {
 		for k, v := range e {
 			mf[k] = v
@@ -312,7 +313,7 @@ func TestExtRegistrationsBeforeReadingHelloAck(t *testing.T) {
 
 func TestExtIdleCountsAsReady(t *testing.T) {
 	t.Parallel()
-	h := newExtHarness(t, nil, scriptExt(t, "noready", "noready.sh"))
+	h := newExtHarness(t, func(l *extLimits) { l.idle = defaultExtLimits.idle }, scriptExt(t, "noready", "noready.sh"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats = %+v, logs %s", st, h.gotLogs())
 	}
@@ -363,7 +364,7 @@ func TestExtStartsAllTogether(t *testing.T) {
 		dirs = append(dirs, scriptExt(t, fmt.Sprintf("idle%d", i), "noready.sh"))
 	}
 	dirs = append(dirs, scriptExt(t, "silent", "nohello.sh"))
-	h := newExtHarness(t, func(l *extLimits) { l.startup = 1500 * time.Millisecond }, dirs...)
+	h := newExtHarness(t, func(l *extLimits) { l.startup, l.idle = 1500*time.Millisecond, defaultExtLimits.idle }, dirs...)
 	st := h.start()
 	if st.Loaded != 9 || st.Ready != 8 {
 		t.Fatalf("stats = %+v", st)

@@ -48,7 +48,7 @@ func pyHook(t testing.TB, spec obj) string {
 	}
 	json.NewEncoder(f).Encode(spec)
 	f.Close()
-	return "python3 " + strconv.Quote(hooksTestdata(t, "hook.py")) + " " + strconv.Quote(f.Name())
+	return "python3 -S " + strconv.Quote(hooksTestdata(t, "hook.py")) + " " + strconv.Quote(f.Name())
 }
 
 // shHook is the command running one of the sh scripts in testdata/hooks.

@@ -79,7 +79,7 @@ func fakeServer(t testing.TB, mode, state, extra string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ := json.Marshal([]string{script, mode, state})
+	args, _ := json.Marshal([]string{"-S", script, mode, state})
 	e := fmt.Sprintf(`{"command": "python3", "args": %s`, args)
 	if extra != "" {
 		e += ", " + extra
