@@ -191,7 +191,10 @@ func testdataPath(t testing.TB, name string) string {
 }
 
 // scriptedExt is a directory holding a manifest that runs scripted.py with
-// spec; extra fields go into the manifest.
+// spec; extra fields go into the manifest. Python's -S, here and for the
+// other Python fixtures, skips site-packages: the fixtures need only the
+// standard library, a developer's .pth files stay out of the tests, and
+// the interpreter starts several times faster.
 func scriptedExt(t testing.TB, name string, spec obj, extra ...obj) string {
 	t.Helper()
 	b, _ := json.Marshal(spec)

@@ -39,7 +39,8 @@ func hooksTestdata(t testing.TB, name string) string {
 	return p
 }
 
-// pyHook is the command running testdata/hooks/hook.py with spec.
+// pyHook is the command running testdata/hooks/hook.py with spec (-S: see
+// scriptedExt).
 func pyHook(t testing.TB, spec obj) string {
 	t.Helper()
 	f, err := os.CreateTemp(t.TempDir(), "spec-*.json")

@@ -73,7 +73,8 @@ func (h *mcpHarness) settle() []MCPServerStatus {
 }
 
 // fakeServer is the mcp.json entry of testdata/mcp/fake_server.py in a
-// mode; state is its state directory; extra adds fields to the entry.
+// mode; state is its state directory; extra adds fields to the entry (-S:
+// see scriptedExt).
 func fakeServer(t testing.TB, mode, state, extra string) string {
 	script, err := filepath.Abs("testdata/mcp/fake_server.py")
 	if err != nil {
