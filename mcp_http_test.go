@@ -184,7 +184,6 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 			}
 			h.m.Shutdown(context.Background())
 			f.mu.Lock()
-			defer f.mu.Unlock()
 			for _, hd := range f.posts {
 				if hd.Get("Mcp-Session-Id") != "session-1" || hd.Get("Authorization") != "Bearer tok-123" || hd.Get("MCP-Protocol-Version") != mcpProtocolVersions[0] {
 					t.Errorf("headers after initialize: %v", hd)
@@ -193,6 +192,7 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 			if len(f.deletes) != 1 || f.deletes[0] != "session-1" {
 				t.Errorf("DELETEs = %q", f.deletes)
 			}
+			f.mu.Unlock() // a handler still running may need it to end
 			checkLeaks()
 		})
 	}

@@ -795,7 +795,10 @@ func TestMCPTornWriteRestartsTheServer(t *testing.T) {
 	go deaf.Run(deafCtx, json.RawMessage(`{}`), func(string) {}) // ends with stopDeaf or the server
 	waitFor(t, "the server to stop reading", func() bool { return readState(state, "deaf") != "" })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for a loaded machine to start writing the call, which
+	// then fills the pipe and is cut midway; a call cut before its first
+	// byte tears nothing, and the test would wait out the call timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 1<<20)})
 	if r := echo.Run(ctx, big, func(string) {}); !r.IsError {
 		t.Fatalf("a call the server never read succeeded: %s", truncate(textOf(r), 200))
