@@ -211,7 +211,8 @@ func TestExtExampleHelloPy(t *testing.T) {
 
 func TestExtExampleClock(t *testing.T) {
 	t.Parallel()
-	h := newExtHarness(t, nil, exampleExt(t, "clock"))
+	// The clock sends no ready frame: the idle watchdog counts it ready.
+	h := newExtHarness(t, func(l *extLimits) { l.idle = defaultExtLimits.idle }, exampleExt(t, "clock"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats %+v", st)
 	}

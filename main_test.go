@@ -74,14 +74,14 @@ func skipInterpreterShims(dir string) {
 }
 
 // runMoreInParallel raises -parallel, unless it was given, from GOMAXPROCS
-// to four times that: most tests spend their time waiting on child
+// to twice that: most tests spend their time waiting on child
 // processes and timers, not on the CPU.
 func runMoreInParallel() {
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
-		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
 	}
 }
 
