@@ -97,7 +97,7 @@ func runsAlone(t *testing.T) bool {
 	}
 	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v",
-		"-test.timeout="+flag.Lookup("test.timeout").Value.String())
+		"-test.timeout="+flag.Lookup("test.timeout").Value.String(), "-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = append(os.Environ(), "ZOT_TEST_CHILD=1", "ZOT_TEST_ALONE="+t.Name())
 	out, err := cmd.CombinedOutput()
 	switch {
