@@ -23,7 +23,7 @@ func installGreedy(t *testing.T, home string, perms any, extra ...obj) string {
 	if err := copyFile(testdataPath(t, filepath.Join("greedy", "greedy.py")), filepath.Join(dir, "greedy.py"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mf := obj{"name": "greedy", "version": "1.0.0", "exec": "python3", "args": []string{"greedy.py"}}
+	mf := obj{"name": "greedy", "version": "1.0.0", "exec": "python3", "args": []string{"-S", "greedy.py"}} // -S: see scriptedExt
 	if perms != nil {
 		mf["permissions"] = perms
 	}
