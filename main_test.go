@@ -555,9 +555,11 @@ func main() {
 	}
 }
 
+// waitFor polls cond until it holds, failing after a deadline generous
+// enough for a loaded machine.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -75,11 +75,12 @@ func (tm *tmuxTerm) typeText(s string) { tm.tmux("send-keys", "-t", "t", "-l", s
 func (tm *tmuxTerm) keys(k ...string)  { tm.tmux(append([]string{"send-keys", "-t", "t"}, k...)...) }
 
 // waitScreen waits until the screen satisfies cond, failing with the
-// screen after 10 s.
+// screen after 30 s. Each look runs a tmux client, so the looks thin out
+// from every 10 ms to every 100 ms while the wait goes on.
 func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	deadline := time.Now().Add(30 * time.Second)
+	for pause := 10 * time.Millisecond; ; pause = min(pause*3/2, 100*time.Millisecond) {
 		s := tm.screen()
 		if cond(s) {
 			return s
@@ -87,7 +88,7 @@ func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 		if time.Now().After(deadline) {
 			tm.t.Fatalf("timed out waiting for %s; the screen:\n%s", what, s)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 
