@@ -62,6 +62,7 @@ func homeFiles(dir string) []string {
 // may change (no provider swapped under the running prompt, no key saved,
 // no session resumed or forked), and the user is told why.
 func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, args string
 		pick       string // the picker item to choose
@@ -122,6 +123,7 @@ func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
 // another provider when the agent is idle: the agent gets the new client
 // and the new model in one step, and the session file records the model.
 func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 120, 30)
 	tui.s.agent.Provider = &hangProvider{"anthropic"}
 	sess := NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
@@ -150,6 +152,7 @@ func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
 // in it, so it is written 0600 whatever mode it had, unless its own mode
 // is stricter.
 func TestConfigIsPrivate(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "config.json")
 	cfg := userConfig{Provider: "openai", Model: "m", BaseURL: "https://user:secret@llm.example/v1?key=k"}
@@ -180,6 +183,7 @@ func TestConfigIsPrivate(t *testing.T) {
 // command's name, and one of its own, keeps only its own: the host
 // reserves the TUI's names, whatever list of its own it keeps.
 func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 100, 30)
 	names := tuiCommandNames()
 	if len(names) != len(builtinCommands()) || names[0] != "help" {
@@ -205,6 +209,7 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 // A resumed session shows how full its context is at once, not "ctx 0%"
 // until the next model call: through /sessions and through -c.
 func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 150, 30)
 	path := newTestSession(t, tui.s.home, tui.s.cwd, sampleTranscript(), Usage{Input: 60000})
 	tui.resumeSession(path)
@@ -228,6 +233,7 @@ func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
 // user typed. /fork, the session lists and a resumed transcript show that
 // text, not the files: re-sending a forked prompt attaches them once.
 func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 100, 30)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Read it."})})
 	tui.s.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
@@ -312,6 +318,7 @@ func commandFromRows(t *testing.T, rows []string) string {
 // A confirmation shows every character of a bash command: a run of
 // spaces or a newline cannot push its dangerous part out of sight.
 func TestConfirmShowsTheWholeBashCommand(t *testing.T) {
+	t.Parallel()
 	padded := "echo safe" + strings.Repeat(" ", 150) + "; echo DANGER > pwned.txt"
 	multi := "echo hi\nrm -rf ~/important\n\n  echo done"
 	long := strings.Repeat("echo line\n", 299) + "rm -rf ~/the-end"
@@ -347,6 +354,7 @@ func TestConfirmShowsTheWholeBashCommand(t *testing.T) {
 // Other tools' arguments are shown too; a long one is cut after a bounded
 // number of rows, saying how much is left out.
 func TestConfirmShowsOtherToolsArgumentsAndWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("some text\n", 99) + "last line"
 	args, _ := json.Marshal(obj{"path": "notes.txt", "content": content})
 	text := plain(strings.Join(callRows(ToolCall{Name: "write", Args: args}, 80), "\n"))
@@ -377,6 +385,7 @@ func TestConfirmShowsOtherToolsArgumentsAndWhatItLeavesOut(t *testing.T) {
 // A call taller than the terminal scrolls, and yes is taken only once its
 // last row has been on screen; no is always taken.
 func TestConfirmDialogScrollsAndWantsTheEndSeenBeforeYes(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	var cmd strings.Builder
 	for i := 1; i <= 60; i++ {

@@ -61,6 +61,7 @@ func keysString(keys []key) string {
 }
 
 func TestDecodeKeys(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in    string
 		flush bool
@@ -129,6 +130,7 @@ func TestDecodeKeys(t *testing.T) {
 // TestDecodeKeysSplitAnywhere feeds a sequence in every two-part split: the
 // keys must come out the same as from one read.
 func TestDecodeKeysSplitAnywhere(t *testing.T) {
+	t.Parallel()
 	in := "a\x1b[1;5C日\x1b[200~p\x1b[201~\x1bb\x1b[3~é\r"
 	want := "a ctrl+right 日 paste(p) alt+b delete é enter"
 	for cut := 0; cut <= len(in); cut++ {
@@ -192,6 +194,7 @@ func kk(c keyCode) key           { return key{code: c} }
 func km(c keyCode, m keyMod) key { return key{code: c, mod: m} }
 
 func TestEditorKeyBindings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		before string
@@ -255,6 +258,7 @@ func TestEditorKeyBindings(t *testing.T) {
 }
 
 func TestEditorUpDownMoveByScreenRows(t *testing.T) {
+	t.Parallel()
 	e := edFrom("abcdefghijkl|") // width 10: two columns of prompt, rows of 8
 	e.key(kk(keyUp), 10)
 	if got := edState(e); got != "abcd|efghijkl" {
@@ -267,6 +271,7 @@ func TestEditorUpDownMoveByScreenRows(t *testing.T) {
 }
 
 func TestEditorHistoryWalksAndKeepsTheDraft(t *testing.T) {
+	t.Parallel()
 	e := edFrom("draft|")
 	e.hist = []string{"newest", "older"}
 	steps := []struct {
@@ -285,6 +290,7 @@ func TestEditorHistoryWalksAndKeepsTheDraft(t *testing.T) {
 }
 
 func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
+	t.Parallel()
 	e := edFrom("see |")
 	text := strings.Repeat("line\twith tab\n", 11) + "last"
 	e.key(key{code: keyPaste, text: text}, 80)
@@ -306,6 +312,7 @@ func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
 // A copied block of lines usually ends with a newline; the empty segment
 // after it is not a line, so ten lines of it are not "over 10 lines".
 func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		text   string
 		folded string // the placeholder, or "" when inserted as text
@@ -331,6 +338,7 @@ func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
 }
 
 func TestEditorLayoutPlacesTheCursorAfterWideCharacters(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		text       string
 		width      int
@@ -362,6 +370,7 @@ func TestEditorLayoutPlacesTheCursorAfterWideCharacters(t *testing.T) {
 // Width and cleaning.
 
 func TestRuneWidth(t *testing.T) {
+	t.Parallel()
 	cases := map[rune]int{'a': 1, ' ': 1, 'é': 1, '\u0301': 0, '\u200d': 0, '\ufe0f': 0, '日': 2, 'ｱ': 1, 'Ａ': 2,
 		'한': 2, '🎉': 2, '🚀': 2, '\x1b': 0, '\u0085': 0, '─': 1, '…': 1, '\u3000': 2, '\u1160': 0}
 	for r, want := range cases {
@@ -393,6 +402,7 @@ func TestDrawTextExpandsTabs(t *testing.T) {
 // Wrapping.
 
 func TestWrapAtWidthsWithWideCharacters(t *testing.T) {
+	t.Parallel()
 	text := "The quick brown fox 日本語のテキストを折り返す jumps over 🎉🚀 the lazy dog; e\u0301le\u0301ve " +
 		strings.Repeat("supercalifragilistic", 12) + " 한국어 텍스트 end"
 	for _, width := range []int{20, 80, 200} {
@@ -428,6 +438,7 @@ func TestWrapAtWidthsWithWideCharacters(t *testing.T) {
 // TestWrapRowsAreStableAsTextGrows is what lets streamed text be committed:
 // every row but the last stays the same when text is appended.
 func TestWrapRowsAreStableAsTextGrows(t *testing.T) {
+	t.Parallel()
 	text := "Some **bold words** and `inline code` plus a [link](https://example.com/a/long/path_with_underscores) " +
 		"and 日本語 wide text, snake_case_name, 2 * 3 * 4, and a very long unbroken token " + strings.Repeat("x", 70) + " done."
 	for _, width := range []int{20, 37, 80} {
@@ -452,6 +463,7 @@ func TestWrapRowsAreStableAsTextGrows(t *testing.T) {
 // Markdown.
 
 func TestMarkdownLite(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"# Title", "[b,u]Title[/]"},
 		{"## Sub **x**", "[b]Sub x[/]"},
@@ -482,6 +494,7 @@ func TestMarkdownLite(t *testing.T) {
 }
 
 func TestMarkdownCodeFence(t *testing.T) {
+	t.Parallel()
 	in := "Before\n```go\nfunc main() { x := a*b*c }\n# not a heading\n```\nAfter **bold**"
 	want := []string{"Before", "[dim]```go[/]", "[cyan]func main() { x := a*b*c }[/]", "[cyan]# not a heading[/]", "[dim]```[/]", "After [b]bold[/]"}
 	rows := renderMarkdown(in, 80, 0)
@@ -501,6 +514,7 @@ func TestMarkdownCodeFence(t *testing.T) {
 }
 
 func TestMarkdownListsWrapWithAHangingIndent(t *testing.T) {
+	t.Parallel()
 	rows := renderMarkdown("- one two three four five six", 16, 0)
 	got := []string{}
 	for _, r := range rows {
@@ -554,6 +568,7 @@ func FuzzMarkdownLine(f *testing.F) {
 // The screen.
 
 func TestScreenRedrawsOnlyChangedRows(t *testing.T) {
+	t.Parallel()
 	var sc screen
 	v := newVT(t, 40, 10)
 	v.Write(sc.frame(nil, []string{"alpha", "beta", "gamma"}, 2, 3))
@@ -585,6 +600,7 @@ func TestScreenRedrawsOnlyChangedRows(t *testing.T) {
 // regions through a terminal emulator, scrolling included: what it shows
 // must always be the committed rows followed by the live region.
 func TestScreenMatchesAModelUnderRandomFrames(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(1))
 	words := []string{"a", "bb", "ccc", "日本", "🎉x", "", "──"}
 	for trial := 0; trial < 200; trial++ {
@@ -625,6 +641,7 @@ func TestScreenMatchesAModelUnderRandomFrames(t *testing.T) {
 // pieces and checks that what ends up in the scrollback is exactly the
 // rendering of the whole text.
 func TestStreamedTextMatchesTheWholeRendering(t *testing.T) {
+	t.Parallel()
 	text := "# Plan\n\nFirst we **read** the `main.go` file, then we change a very long line that has to wrap several times " +
 		"across the width of this narrow terminal, 日本語も混ぜて, and [a link](https://example.com/x_y_z).\n\n" +
 		"- one item that is long enough to wrap onto a second row\n- two\n\n```sh\ngo test ./... -run 'TestX' -count=1 -race -v\n```\nDone."
@@ -653,6 +670,7 @@ func TestStreamedTextMatchesTheWholeRendering(t *testing.T) {
 }
 
 func TestToolCallsShowASummaryAndTheFirstLines(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 80, 30)
 	args, _ := json.Marshal(obj{"command": "go test ./...\necho second line"})
 	feed(tui,
@@ -696,6 +714,7 @@ func TestToolCallsShowASummaryAndTheFirstLines(t *testing.T) {
 // The edit tool's result is "Applied …", a blank line and a unified diff:
 // the transcript shows its -/+ lines, coloured, not the headers.
 func TestEditResultShowsTheChangedLines(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 30)
 	var file strings.Builder
 	for i := 1; i <= 20; i++ {
@@ -735,6 +754,7 @@ func TestEditResultShowsTheChangedLines(t *testing.T) {
 }
 
 func TestThinkingIsDimAndCollapses(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 60, 30)
 	feed(tui, Event{Type: "assistant_start"}, Event{Type: "thinking_delta", Delta: "Let me consider the problem carefully.\nStep one."})
 	if s := v.String(); !strings.Contains(s, "∴ thinking") || !strings.Contains(s, "Step one.") {
@@ -752,6 +772,7 @@ func TestThinkingIsDimAndCollapses(t *testing.T) {
 // test on any escape the renderer would not write, and the screen must show
 // placeholders.
 func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
+	t.Parallel()
 	hostile := "A\x1b]52;c;cHduZWQ=\x07B\x1b]0;TITLE\x07C\x1b[2J\x1b[HD\x1b[5A\x1b[31mE\x1b[0m rm -rf /\roverwrite\x1bPdcs\x1b\\F\u009b2JG\u202eH\a\x00I"
 	want := "A␛B␛C␛␛D␛EX rm -rf /␍overwrite␛F␛G�H␇␀I"
 	want = strings.Replace(want, "X", "", 1)
@@ -804,6 +825,7 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 }
 
 func TestStatusBarShowsModelContextCostAndState(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 150, 30)
 	tui.s.agent.SetMessages(nil, Usage{Input: 12000, Output: 3400, CostUSD: 0.0123})
 	tui.s.toolEnv.SetJail(true)
@@ -826,6 +848,7 @@ func TestStatusBarShowsModelContextCostAndState(t *testing.T) {
 }
 
 func TestLiveRegionNeverOutgrowsTheTerminal(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 40, 10)
 	tui.ed.set(strings.Repeat("long prompt text ", 40))
 	for i := 0; i < 10; i++ {
@@ -838,6 +861,7 @@ func TestLiveRegionNeverOutgrowsTheTerminal(t *testing.T) {
 }
 
 func TestKeysDriveTheTUI(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 80, 24)
 	tui.input([]byte("/mo"), false)
 	tui.render()
@@ -891,6 +915,7 @@ func TestKeysDriveTheTUI(t *testing.T) {
 }
 
 func TestTabCompletesCommandsAndPaths(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	os.MkdirAll(filepath.Join(tui.s.cwd, "src", "pkg"), 0o755)
 	os.WriteFile(filepath.Join(tui.s.cwd, "src", "main.go"), []byte("package main\n"), 0o644)
@@ -926,6 +951,7 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 }
 
 func TestNoYoloGateAndConfirmDialog(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	tui.askTools = true
 	call := ToolCall{ID: "1", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)}
@@ -991,6 +1017,7 @@ func TestNoYoloGateAndConfirmDialog(t *testing.T) {
 }
 
 func TestExtensionNotesCommandsAndPanels(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 80, 24)
 	fake := &fakeExt{resp: map[string]CommandResponse{
 		"hi":    {Action: "display", Display: "hello there"},
@@ -1113,6 +1140,7 @@ func handleUntil(t *testing.T, tui *TUI, ok func(any) bool) {
 func isCmdDone(m any) bool { _, ok := m.(msgCmdDone); return ok }
 
 func TestHistoryIsPerDirectoryFirstAndPrivate(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "history")
 	a, _, _ := loadHistory(path, "/a")
@@ -1139,6 +1167,7 @@ func TestHistoryIsPerDirectoryFirstAndPrivate(t *testing.T) {
 }
 
 func TestSaveAuthKeyAndConfig(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "auth.json")
 	os.WriteFile(path, []byte(`{"openai":{"api_key":"o","org":"x"},"other":{"api_key":"k"}}`), 0o644)
@@ -1183,6 +1212,7 @@ func TestSaveAuthKeyAndConfig(t *testing.T) {
 // their 8-bit forms) ever reaches the terminal, while the renderer's own
 // escapes do.
 func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(7))
 	tui, v := newTestTUI(t, 60, 20)
 	tui.s.missingKey = "none in this test" // prompts are refused, not sent

@@ -170,6 +170,7 @@ var splitterCases = []struct {
 }
 
 func TestSplitCommandLineTable(t *testing.T) {
+	t.Parallel()
 	if len(splitterCases) < 60 {
 		t.Fatalf("only %d cases", len(splitterCases))
 	}
@@ -190,6 +191,7 @@ func fmtList(l []string) string {
 }
 
 func TestSplitCommandLineEnvAndWrappers(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		line, name, env, via string
 	}{
@@ -226,6 +228,7 @@ func TestSplitCommandLineEnvAndWrappers(t *testing.T) {
 }
 
 func TestSplitCommandLineRawIsTheCommandsText(t *testing.T) {
+	t.Parallel()
 	cmds := SplitCommandLine("A=1 curl -X POST 'x y' 2>&1 | if true; then grep -q z; fi", testShell("/work")).Commands
 	var raws []string
 	for _, c := range cmds {
@@ -240,6 +243,7 @@ func TestSplitCommandLineRawIsTheCommandsText(t *testing.T) {
 // A line nested beyond what the splitter follows is reported, never
 // silently cut short.
 func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{
 		strings.Repeat("$(", 200) + "curl x" + strings.Repeat(")", 200),
 		strings.Repeat("(", 10000) + "curl x",
@@ -259,6 +263,7 @@ func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
 // TestShellQuoteIsReadBackAsOneWord: the splitter reads a quoted word back
 // as that word, whatever it holds.
 func TestShellQuoteIsReadBackAsOneWord(t *testing.T) {
+	t.Parallel()
 	for _, w := range []string{"plain", "-m", "--a=b", "fix bug", "", "it's", `"q"`, `a\b`, "$HOME", "`x`", "$(rm -rf /)",
 		"a;b", "a|b", "a && b", "*.go", "~", "#c", "x\ny", "tab\there", "'", "''", "é"} {
 		split := SplitCommandLine("echo "+shellQuote(w), testShell("/work"))
@@ -293,6 +298,7 @@ func FuzzSplitCommandLine(f *testing.F) {
 // TestWrappersThatRunACommandAreUnwrapped: a validator limited to curl must
 // see curl whichever wrapper runs it.
 func TestWrappersThatRunACommandAreUnwrapped(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{
 		"setsid curl x", `su -s /bin/bash -c "curl x"`, `su root -s /bin/sh -c 'curl x'`, "flock /tmp/l curl x", `flock /tmp/l -c "curl x"`,
 		"ionice -c2 -n7 curl x", "chroot / curl x", "watch -n 1 curl x", `script -qc "curl x" /dev/null`,
