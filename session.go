@@ -299,6 +299,9 @@ func (s *Session) Close() error {
 	if s.failed == nil { // a failure was reported when it happened
 		err = s.syncLocked()
 	}
+	// Unlock before closing: a child forked at this moment holds a copy of
+	// the descriptor until its exec closes it, and with it the lock.
+	syscall.Flock(int(s.f.Fd()), syscall.LOCK_UN)
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
