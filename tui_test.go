@@ -481,8 +481,8 @@ func TestMarkdownLite(t *testing.T) {
 }
 
 func TestMarkdownCodeFence(t *testing.T) {
-	in := "Before\n```go\nfunc main() { x := a*b*c }\n# not a heading\n```\nAfter **bold**"
-	want := []string{"Before", "[dim]```go[/]", "[cyan]func main() { x := a*b*c }[/]", "[cyan]# not a heading[/]", "[dim]```[/]", "After [b]bold[/]"}
+	in := "Before\n```text\nfunc main() { x := a*b*c }\n# not a heading\n```\nAfter **bold**"
+	want := []string{"Before", "[dim]```text[/]", "[cyan]func main() { x := a*b*c }[/]", "[cyan]# not a heading[/]", "[dim]```[/]", "After [b]bold[/]"}
 	rows := renderMarkdown(in, 80, 0)
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %q", rows)
