@@ -192,12 +192,12 @@ type codeLexer struct {
 	wordSt   style // … in this style
 	slash    bool  // a '/' held back: a comment or not?
 	char     [1 + utf8.UTFMax]byte
-	charN    int  // a quote and the character after it, held back: a character literal or not?
-	run      int  // quotes in a row, opening or closing a triple-quoted string
-	escaped  bool // the last character in a string was an escaping backslash
-	star     bool // the last character in a block comment was '*'
-	prev     rune // the character before, ' ' at the start of the line
-	begun    bool // a character other than a blank was read
+	charN    int   // a quote and the character after it, held back: a character literal or not?
+	run      int   // quotes in a row, opening or closing a triple-quoted string
+	escaped  bool  // the last character in a string was an escaping backslash
+	star     bool  // the last character in a block comment was '*'
+	prev     rune  // the character before, ' ' at the start of the line
+	begun    bool  // a character other than a blank was read
 	keyStart bool  // YAML: nothing yet but blanks and "- ", so a word may be a key
 	diffRead bool  // diff: the first character of the line was read …
 	lineSt   style // … and decided the line's style
