@@ -121,6 +121,7 @@ type streamState struct {
 	started    bool     // rows of the unfinished line were committed
 	md         mdState  // markdown state after the committed lines
 	liveText   []string // rows of the unfinished line not yet committed
+	table      *mdTable // the table whose rows are arriving, held until it ends
 	cells      []cell   // reused for laying out the unfinished line
 	hasText    bool
 	tools      []*liveTool
@@ -823,6 +824,9 @@ func (t *TUI) streamRows(w int) []string {
 			rows = append(rows, "  "+r)
 		}
 	}
+	if st.table != nil {
+		rows = append(rows, st.table.held(w)...)
+	}
 	rows = append(rows, st.liveText...)
 	for _, lt := range st.tools {
 		what := lt.summary
@@ -879,6 +883,9 @@ func (t *TUI) statusRow(w int) string {
 		right = append(right, span{fmt.Sprintf("%d queued ", n), fgYellow})
 	}
 	rw := spansWidth(right)
+	if rw >= w {
+		return fitLine(w, right...)
+	}
 	left := fitLine(max(w-rw-1, 1), parts...)
 	pad := max(w-visibleWidth(left)-rw, 1)
 	if rw == 0 {

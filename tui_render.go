@@ -439,6 +439,7 @@ type mdLine struct {
 	cells       []cell
 	first, cont []span
 	hard        bool
+	tableRow    string // the line, clean, when it may be a row of a table
 }
 
 const (
@@ -456,7 +457,11 @@ func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 	m.cells = dst
 	m.write(raw)
 	*st = m.end()
-	return mdLine{cells: m.cells, first: m.blk.first, cont: m.blk.cont, hard: m.blk.hard}
+	l := mdLine{cells: m.cells, first: m.blk.first, cont: m.blk.cont, hard: m.blk.hard}
+	if m.blk.table {
+		l.tableRow = string(m.row)
+	}
+	return l
 }
 
 // mdStream parses one line of markdown that arrives in pieces, reading
@@ -475,6 +480,7 @@ type mdStream struct {
 	code  *lexLang  // the language of the code block the line is in, if highlighted
 	lex   codeLexer // … reading the line, when it is code
 	info  []byte    // the start of a line that opens a fence: its language
+	row   []byte    // the line, while it may be a row of a table
 	clean sanitizer
 	head  []byte // the cleaned line while its block is undecided
 	blk   mdBlock
@@ -492,7 +498,7 @@ type mdStream struct {
 
 func (m *mdStream) reset(st mdState, base style) {
 	*m = mdStream{base: base, fence: st.fence, code: st.code, in: inlineState{prev: ' '}, clean: sanitizer{width: runeWidth},
-		head: m.head[:0], cells: m.cells[:0], candText: m.candText[:0], buf: m.buf[:0], info: m.info[:0]}
+		head: m.head[:0], cells: m.cells[:0], candText: m.candText[:0], buf: m.buf[:0], info: m.info[:0], row: m.row[:0]}
 	if st.code != nil {
 		m.lex = newCodeLexer(st.code, st.lex, base)
 	}
@@ -584,6 +590,11 @@ func (m *mdStream) take(text []byte, final bool) {
 		m.cells = m.lex.write(m.cells, string(text))
 		return
 	}
+	if m.blk.table {
+		if m.blk.table = len(m.row)+len(text) <= tableRowLimit; m.blk.table {
+			m.row = append(m.row, text...)
+		}
+	}
 	if !m.blk.inline {
 		m.cells = m.blk.cells(m.cells, nil, string(text), final)
 		return
@@ -652,6 +663,7 @@ type mdBlock struct {
 	rule        bool
 	hard        bool
 	lexed       bool // code in a language zot highlights
+	table       bool // a line that starts with '|': perhaps a row of a table
 	start       int
 	fence       string // the fence open after the line
 }
@@ -693,6 +705,10 @@ func blockFinal(h, fence string, base style, whole bool) mdBlock {
 				b.st |= sUnderline
 			}
 			b.start = len(h) - len(strings.TrimLeft(t[n:], " "))
+			return b
+		}
+		if strings.HasPrefix(t, "|") {
+			b.inline, b.st, b.table = true, base, true
 			return b
 		}
 		if whole && isRule(t) {
@@ -1048,10 +1064,24 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 func renderMarkdown(text string, width int, base style) []string {
 	var st mdState
 	var rows []string
+	var table *mdTable
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		m := parseMarkdownLine(nil, line, &st, base)
+		if m.tableRow != "" {
+			if table == nil {
+				table = &mdTable{base: base}
+			}
+			rows = append(rows, table.add(m.tableRow, width, 0)...)
+			continue
+		}
+		if table != nil {
+			rows, table = append(rows, table.finish(width)...), nil
+		}
 		r, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard})
 		rows = append(rows, r...)
+	}
+	if table != nil {
+		rows = append(rows, table.finish(width)...)
 	}
 	return rows
 }

@@ -245,7 +245,7 @@ func (t *TUI) appendText(delta string) {
 		if !more {
 			break
 		}
-		t.flushText()
+		t.endLine()
 		delta = rest
 	}
 	t.flowText()
@@ -260,7 +260,10 @@ func (t *TUI) flowText() {
 		return
 	}
 	m := &st.line
-	if m.known {
+	if m.known && !m.blk.table {
+		t.endTable() // the line is not a row: the table above it ends
+	}
+	if m.known && !m.blk.table {
 		rows, ends := wrapCells(m.cells, st.wrapSpec(m.blk, t.width))
 		if n := len(rows); n > 1 {
 			t.commitRows(rows[:n-1])
@@ -272,20 +275,44 @@ func (t *TUI) flowText() {
 	}
 	cells, blk := m.pending(append(st.cells[:0], m.cells...))
 	st.cells = cells
-	if !m.known || len(cells) > len(m.cells) {
+	if !m.known || m.blk.table || len(cells) > len(m.cells) {
 		st.liveText, _ = wrapCells(cells, st.wrapSpec(blk, t.width))
 	}
 }
 
-// flushText commits the unfinished line: the text block ended.
-func (t *TUI) flushText() {
+// endLine commits the line that a line break ended, or, when it may be a
+// row of a table, hands it to the table being gathered.
+func (t *TUI) endLine() {
 	st := &t.stream
 	if st.inLine {
 		st.md = st.line.end()
-		rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
-		t.commitRows(rows)
+		if st.line.blk.table {
+			if st.table == nil {
+				st.table = &mdTable{}
+			}
+			t.commitRows(st.table.add(string(st.line.row), t.width, max(t.height-10, 5)))
+		} else {
+			t.endTable()
+			rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
+			t.commitRows(rows)
+		}
 	}
 	st.inLine, st.started, st.liveText = false, false, nil
+}
+
+// endTable commits the table being gathered: a line that is no row of it
+// came, or the text ended.
+func (t *TUI) endTable() {
+	if st := &t.stream; st.table != nil {
+		t.commitRows(st.table.finish(t.width))
+		st.table = nil
+	}
+}
+
+// flushText commits the unfinished line and table: the text block ended.
+func (t *TUI) flushText() {
+	t.endLine()
+	t.endTable()
 }
 
 // wrapSpec is how the rest of the unfinished line is wrapped: after its
