@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -143,6 +144,34 @@ func TestTUIPastedTabsWordWrapBoxesAndHelp(t *testing.T) {
 	tm.waitFor("/exit")
 	if all := tm.tmux("capture-pane", "-p", "-S", "-200", "-t", "t"); !strings.Contains(all, "shift+enter, alt+enter") {
 		t.Errorf("/help does not name shift+enter:\n%s", all)
+	}
+	tm.exitAndCheck()
+}
+
+// A reply with a Go block and a table: the block is coloured by the
+// lexer (keywords, strings, comments), the table drawn as a box.
+func TestTUIHighlightsCodeAndDrawsTables(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	reply := "Here:\n\n```go\nfunc main() {\n\tfmt.Println(\"hi\") // greet\n}\n```\n\n| name | size |\n|:--|--:|\n| a.go | 12 |\n| b.go | 3400 |\n\nDone.\n"
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: reply})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("show me")
+	tm.keys("Enter")
+	screen := tm.waitFor("Done.")
+	for _, want := range []string{"┌──────┬──────┐", "│ name │ size │", "│ a.go │   12 │", "│ b.go │ 3400 │", "└──────┴──────┘", "    fmt.Println(\"hi\") // greet"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	colours := tm.tmux("capture-pane", "-p", "-e", "-t", "t")
+	for colour, text := range map[string]string{"35": "func", "32": `"hi"`, "90": "// greet"} {
+		// tmux writes the colour as an escape of its own, maybe beside others.
+		if !regexp.MustCompile(`\x1b\[` + colour + `m(\x1b\[[0-9;]*m)*` + regexp.QuoteMeta(text)).MatchString(colours) {
+			t.Errorf("the code is not highlighted: %q is not in colour %s in\n%q", text, colour, colours)
+		}
 	}
 	tm.exitAndCheck()
 }

@@ -67,10 +67,10 @@ func TestTableWrapsToFitOrFallsBackToText(t *testing.T) {
 func TestTableNeedsItsDelimiterRow(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"| a | b |\n| c | d |\nx":          "| a | b |\n| c | d |\nx",
-		"| a |\nplain":                     "| a |\nplain",
-		"| a | b |\n|---|\n":               "| a | b |\n|---|",
-		"| a \\| b | c |\n|---|---|\n| 1 |": "┌───────┬───┐\n│ a | b │ c │\n├───────┼───┤\n│ 1     │   │\n└───────┴───┘",
+		"| a | b |\n| c | d |\nx":                "| a | b |\n| c | d |\nx",
+		"| a |\nplain":                           "| a |\nplain",
+		"| a | b |\n|---|\n":                     "| a | b |\n|---|",
+		"| a \\| b | c |\n|---|---|\n| 1 |":      "┌───────┬───┐\n│ a | b │ c │\n├───────┼───┤\n│ 1     │   │\n└───────┴───┘",
 		"| x |\n| a | b |\n|---|---|\n| 1 | 2 |": "| x |\n┌───┬───┐\n│ a │ b │\n├───┼───┤\n│ 1 │ 2 │\n└───┴───┘",
 	} {
 		if got := plainRowsOf(renderMarkdown(in, 40, 0)); got != want {
