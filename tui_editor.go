@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The line editor: a rune buffer with a cursor, emacs-style bindings, a
@@ -473,9 +474,9 @@ func (e *editor) cols(from, to int) int {
 // rowCells draws one row: tabs as spaces, nothing past avail columns (a
 // blank that hangs there).
 func (e *editor) rowCells(dst []cell, r editorRow, avail int) []cell {
+	text := string(e.buf[r.start:r.end])
 	col := 0
-	for i := r.start; i < r.end; i++ {
-		c := e.buf[i]
+	for i, c := range text {
 		w := editorRuneWidth(c, col)
 		if col+w > avail {
 			break
@@ -485,7 +486,7 @@ func (e *editor) rowCells(dst []cell, r editorRow, avail int) []cell {
 				dst = append(dst, cell{s: " ", w: 1})
 			}
 		} else {
-			dst = appendCells(dst, string(c), 0)
+			dst = appendCells(dst, text[i:i+utf8.RuneLen(c)], 0)
 		}
 		col += w
 	}
