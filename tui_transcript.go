@@ -262,8 +262,6 @@ func (t *TUI) flowText() {
 	m := &st.line
 	if m.known && !m.blk.table {
 		t.endTable() // the line is not a row: the table above it ends
-	}
-	if m.known && !m.blk.table {
 		rows, ends := wrapCells(m.cells, st.wrapSpec(m.blk, t.width))
 		if n := len(rows); n > 1 {
 			t.commitRows(rows[:n-1])
