@@ -117,6 +117,11 @@ func TestEditResultShowsNumberedChangesWithContext(t *testing.T) {
 	if len(d.hunks) != 1 || fmt.Sprint(d.hunks[0]) != "[{45 1 -- a comment} {43 1 ++ a counter} {32 2 kept}]" {
 		t.Errorf("parseDiff = %v", d.hunks)
 	}
+	// The tool's note that it cut a long diff is text, not a line of it.
+	cut := "@@ -1,1 +1,1 @@\n-a\n+b\n\n[… the diff is longer than 50.0 KiB and was cut here]"
+	if got := plainRowsOf(parseDiff(cut).rows(80, 0, false)); got != "  │ 1 - a\n  │ 1 + b\n  [… the diff is longer than 50.0 KiB and was cut here]" {
+		t.Errorf("a cut diff shows as:\n%s", got)
+	}
 }
 
 // A diff longer than a screenful is folded run by run, so a second edit

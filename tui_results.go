@@ -149,8 +149,9 @@ func parseDiff(raw string) diffView {
 		}
 		h := &d.hunks[len(d.hunks)-1]
 		switch {
-		case strings.HasPrefix(l, " ") || l == "":
-			*h = append(*h, diffLine{' ', newNum, drawText(strings.TrimPrefix(l, " "))})
+		case l == "": // not a line of the hunk: every one has its mark
+		case l[0] == ' ':
+			*h = append(*h, diffLine{' ', newNum, drawText(l[1:])})
 			oldNum, newNum = oldNum+1, newNum+1
 		case l[0] == '-':
 			*h = append(*h, diffLine{'-', oldNum, drawText(l[1:])})
