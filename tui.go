@@ -86,8 +86,9 @@ type TUI struct {
 	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
-	lastBlock     string // what the scrollback ends with: "text", "tool" or ""
-	rule          string // the line above the editor, for the current width
+	lastBlock     string      // what the scrollback ends with: "text", "tool" or ""
+	lastResult    *toolResult // what ctrl+o shows in full
+	rule          string      // the line above the editor, for the current width
 
 	panelKeys chan panelMsg
 	keyBuf    []byte
@@ -120,9 +121,14 @@ type streamState struct {
 	started    bool     // rows of the unfinished line were committed
 	md         mdState  // markdown state after the committed lines
 	liveText   []string // rows of the unfinished line not yet committed
+	table      *mdTable // the table whose rows are arriving, held until it ends
 	cells      []cell   // reused for laying out the unfinished line
 	hasText    bool
 	tools      []*liveTool
+	// While nothing of the model's answer has arrived, what the agent is
+	// waiting for ("waiting for the model") and since when.
+	wait      string
+	waitSince time.Time
 }
 
 // liveTool is a tool call being streamed or run.
@@ -487,22 +493,24 @@ func (t *TUI) key(k key) {
 	case isCtrl('c'):
 		switch {
 		case t.run != nil:
+			// Only stops: a user tapping twice to stop must not lose the
+			// session view. What was typed stays.
 			t.abort()
 		case !t.ed.empty():
-			t.ed.reset()
+			t.ed.clear()
 			t.pop = nil
-			return
 		case wasCtrlC:
 			t.exit(exitOK)
-			return
-		}
-		if t.ed.empty() {
+		default:
 			t.ctrlC = true
 			t.hint = "press ctrl+c again to exit"
 		}
 		return
 	case isCtrl('d') && t.ed.empty():
 		t.exit(exitOK)
+		return
+	case isCtrl('o'):
+		t.expandLastResult()
 		return
 	case isCtrl('l'):
 		t.write(t.scr.forget(t.width))
@@ -798,6 +806,10 @@ const thinkingRows = 4
 func (t *TUI) streamRows(w int) []string {
 	st := &t.stream
 	var rows []string
+	if st.wait != "" {
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{st.wait, 0},
+			span{"  " + elapsed(time.Since(st.waitSince)), sDim}))
+	}
 	if st.thinking != nil {
 		rows = append(rows, fitLine(w, span{fmt.Sprintf("∴ thinking %.0fs", time.Since(st.thinkStart).Seconds()), sDim | sItalic}))
 		tail := st.thinking
@@ -812,6 +824,9 @@ func (t *TUI) streamRows(w int) []string {
 			rows = append(rows, "  "+r)
 		}
 	}
+	if st.table != nil {
+		rows = append(rows, st.table.held(w)...)
+	}
 	rows = append(rows, st.liveText...)
 	for _, lt := range st.tools {
 		what := lt.summary
@@ -819,7 +834,7 @@ func (t *TUI) streamRows(w int) []string {
 			what = fmt.Sprintf("preparing arguments… %s", sizeString(int64(lt.argBytes)))
 		}
 		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{lt.name, sBold}, span{"  " + what, 0},
-			span{fmt.Sprintf("  %.0fs", time.Since(lt.start).Seconds()), sDim}))
+			span{"  " + elapsed(time.Since(lt.start)), sDim}))
 		for _, p := range lt.progress {
 			rows = append(rows, fitLine(w, span{"  │ ", sDim}, span{oneLine(p), sDim}))
 		}
@@ -868,6 +883,9 @@ func (t *TUI) statusRow(w int) string {
 		right = append(right, span{fmt.Sprintf("%d queued ", n), fgYellow})
 	}
 	rw := spansWidth(right)
+	if rw >= w {
+		return fitLine(w, right...)
+	}
 	left := fitLine(max(w-rw-1, 1), parts...)
 	pad := max(w-visibleWidth(left)-rw, 1)
 	if rw == 0 {

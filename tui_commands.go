@@ -115,10 +115,11 @@ func (t *TUI) command(name, args string) {
 func (t *TUI) cmdHelp(string) {
 	keys := [][2]string{
 		{"enter", "send (while the agent works: queue)"},
-		{"alt+enter, ctrl+j, \\ at the end", "new line"},
+		{"shift+enter, alt+enter, ctrl+j, \\ at the end", "new line"},
 		{"esc", "stop the agent · close a popup or dialog · clear notes"},
-		{"ctrl+c", "stop the agent · clear the editor · on an empty editor, twice to exit"},
+		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
+		{"ctrl+o", "show the last tool result in full"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},
@@ -143,15 +144,35 @@ func (t *TUI) cmdHelp(string) {
 		title string
 		rows  [][2]string
 	}{{"Keys", keys}, {"Commands", cmds}, {"Extension commands", ext}} {
-		if len(section.rows) == 0 {
-			continue
-		}
-		t.commitLine(span{section.title, sBold})
-		for _, r := range section.rows {
-			name := fmt.Sprintf("  %-26s ", r[0])
-			t.commitRows(plainRows(r[1], t.width, 0, []span{{name, fgCyan}}, []span{{strings.Repeat(" ", stringWidth(name)), 0}}))
+		if len(section.rows) > 0 {
+			t.commitLine(span{section.title, sBold})
+			t.commitRows(helpRows(section.rows, t.width))
 		}
 	}
+}
+
+// helpRows lays out names and what they do in two columns: the names as
+// wide as the widest of them, but at most two fifths of the width; a
+// longer name takes a row of its own, its text the rows below. Both
+// columns wrap between words. The text is clean (ours, or cleaned).
+func helpRows(rows [][2]string, width int) []string {
+	nameW := 0
+	for _, r := range rows {
+		nameW = max(nameW, stringWidth(r[0]))
+	}
+	nameW = min(nameW, max(width*2/5, 8))
+	pad := []span{{strings.Repeat(" ", 2+nameW+2), 0}}
+	var out []string
+	for _, r := range rows {
+		if w := stringWidth(r[0]); w <= nameW {
+			first := []span{{"  " + r[0] + strings.Repeat(" ", nameW-w+2), fgCyan}}
+			out = append(out, plainRows(r[1], width, 0, first, pad)...)
+			continue
+		}
+		out = append(out, plainRows(r[0], width, fgCyan, []span{{"  ", 0}}, []span{{"  ", 0}})...)
+		out = append(out, plainRows(r[1], width, 0, pad, pad)...)
+	}
+	return out
 }
 
 // Models and providers.
@@ -443,6 +464,7 @@ func (t *TUI) forkAt(at, n int, msgs []Message) {
 func (t *TUI) cmdCompact(string) {
 	t.commitLine(span{"compacting the conversation…", sDim})
 	t.beginRun(func(ctx context.Context, sink Sink) error { return t.s.agent.Compact(ctx, sink) })
+	t.waitFor("summarising the conversation")
 }
 
 func (t *TUI) cmdClear(string) {
@@ -702,14 +724,35 @@ func (t *TUI) dropDialogs(drop func(dialog) bool) {
 	t.dialogs = kept
 }
 
-// box frames rows: a title bar, the rows behind a bar, a footer.
+// boxInner is how wide the rows a box holds may be: its two edges and a
+// column of padding inside each take four.
+func boxInner(width int) int { return max(width-4, 1) }
+
+// box frames rows, each at most boxInner(width) wide, with both edges at
+// any width: a title bar, the rows between bars, a footer.
 func box(width int, title, footer string, body []string) []string {
-	rows := []string{fitLine(width, span{"┌─ ", sDim}, span{title, sBold}, span{" " + strings.Repeat("─", max(0, width-stringWidth(title)-4)), sDim})}
+	inner := boxInner(width)
+	rows := []string{boxEdge(width, "┌", "┐", title, sBold)}
+	left, right := dimText("│ "), dimText(" │")
 	for _, r := range body {
-		rows = append(rows, string(renderRow(nil, []span{{"│ ", sDim}}, nil))+r)
+		rows = append(rows, left+r+strings.Repeat(" ", max(inner-visibleWidth(r), 0))+right)
 	}
-	return append(rows, fitLine(width, span{"└─ " + footer + " " + strings.Repeat("─", max(0, width-stringWidth(footer)-4)), sDim}))
+	return append(rows, boxEdge(width, "└", "┘", footer, sDim))
 }
+
+// boxEdge is the top or bottom of a box: corners, and a label cut to fit
+// between them.
+func boxEdge(width int, left, right, label string, st style) string {
+	room := width - 6 // "┌─ " and " ─┐" at the least
+	if room < 1 || label == "" {
+		return fitLine(width, span{left + strings.Repeat("─", max(width-2, 0)) + right, sDim})
+	}
+	label = fitLine(room, span{label, st})
+	fill := strings.Repeat("─", max(width-5-visibleWidth(label), 1))
+	return dimText(left+"─ ") + label + dimText(" "+fill+right)
+}
+
+func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
 // pickerDialog chooses one of a list.
 type pickerDialog struct {
@@ -731,7 +774,7 @@ func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
 		if i == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(width-2, span{mark, st}, span{oneLine(d.items[i]), st}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[i]), st}))
 	}
 	footer := "↑↓ choose · enter select · esc cancel"
 	if len(d.items) > show {
@@ -776,7 +819,7 @@ type secretDialog struct {
 }
 
 func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
-	line := fitLine(width-2, span{"key: ", sBold}, span{fmt.Sprintf("(%d characters, hidden)", len(d.buf)), sDim})
+	line := fitLine(boxInner(width), span{"key: ", sBold}, span{fmt.Sprintf("(%d characters, hidden)", len(d.buf)), sDim})
 	return box(width, d.title, "enter save · esc cancel", []string{line}), 1, 2 + len("key: ")
 }
 
@@ -843,10 +886,10 @@ func (d *confirmDialog) options() [][2]string {
 // of the body is on screen.
 func (d *confirmDialog) layout(t *TUI, width int) {
 	if d.body == nil || d.bodyWidth != width {
-		d.body, d.bodyWidth = callRows(d.req.call, width-2), width
+		d.body, d.bodyWidth = callRows(d.req.call, boxInner(width)), width
 		for _, a := range d.req.asks {
 			first := []span{{oneLine(a.By) + " asks: ", fgYellow}}
-			d.body = append(d.body, plainRows(drawText(a.Reason), width-2, 0, first, []span{{"  ", 0}})...)
+			d.body = append(d.body, plainRows(drawText(a.Reason), boxInner(width), 0, first, []span{{"  ", 0}})...)
 		}
 	}
 	// The live region is at most height-1 rows; beside the status bar, one
@@ -873,14 +916,14 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 			where = fmt.Sprintf("rows %d–%d of %d · read to the end (pgdn) before answering yes", d.top+1, end, len(d.body))
 			st = fgYellow
 		}
-		body = append(body, fitLine(width-2, span{where, st}))
+		body = append(body, fitLine(boxInner(width), span{where, st}))
 	}
 	for i, o := range d.options() {
 		mark, st := "  ", style(0)
 		if i == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(width-2, span{mark, st}, span{o[1], st}, span{" (" + o[0] + ")", sDim}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{o[1], st}, span{" (" + o[0] + ")", sDim}))
 	}
 	footer := "↑↓ enter, or the letter · esc: no"
 	if time.Now().Before(d.armAt) {
@@ -1045,10 +1088,10 @@ func (d *panelDialog) view(t *TUI, width int) ([]string, int, int) {
 	limit := max(t.height-8, 3)
 	for i, l := range d.p.Lines {
 		if i == limit {
-			body = append(body, fitLine(width-2, span{fmt.Sprintf("… %d more lines", len(d.p.Lines)-i), sDim}))
+			body = append(body, fitLine(boxInner(width), span{fmt.Sprintf("… %d more lines", len(d.p.Lines)-i), sDim}))
 			break
 		}
-		body = append(body, fitLine(width-2, span{oneLine(l), 0}))
+		body = append(body, fitLine(boxInner(width), span{oneLine(l), 0}))
 	}
 	footer := "esc close"
 	if d.p.Footer != "" {

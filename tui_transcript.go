@@ -52,6 +52,7 @@ func (t *TUI) beginRun(work func(ctx context.Context, sink Sink) error) {
 	id := t.runSeq
 	t.run = &runState{id: id, cancel: cancel, start: time.Now()}
 	t.stream = streamState{}
+	t.waitFor(waitingForModel)
 	sink := TeeSinks(t.Observe, func(e Event) { t.post(msgEvent{id, e}) })
 	// Owner: the UI loop, which waits for msgRunDone. It ends when the
 	// agent returns, which cancelling ctx brings about promptly.
@@ -110,9 +111,24 @@ func (t *TUI) runDone(id int, err error) {
 	}
 }
 
+// waitingForModel is what the live region says until the answer begins.
+const waitingForModel = "waiting for the model"
+
+// waitFor shows what the agent waits for, with a spinner and the time,
+// where the answer will appear, until something of it arrives.
+func (t *TUI) waitFor(what string) {
+	t.stream.wait, t.stream.waitSince = what, time.Now()
+}
+
 // event shows one agent event.
 func (t *TUI) event(e Event) {
 	st := &t.stream
+	switch e.Type {
+	case "text_delta", "thinking_delta", "tool_use_start", "tool_call", "turn_end", "error":
+		st.wait = ""
+	case "turn_start":
+		t.waitFor(waitingForModel)
+	}
 	switch e.Type {
 	case "user_message":
 		t.run.prompts++
@@ -229,7 +245,7 @@ func (t *TUI) appendText(delta string) {
 		if !more {
 			break
 		}
-		t.flushText()
+		t.endLine()
 		delta = rest
 	}
 	t.flowText()
@@ -244,7 +260,8 @@ func (t *TUI) flowText() {
 		return
 	}
 	m := &st.line
-	if m.known {
+	if m.known && !m.blk.table {
+		t.endTable() // the line is not a row: the table above it ends
 		rows, ends := wrapCells(m.cells, st.wrapSpec(m.blk, t.width))
 		if n := len(rows); n > 1 {
 			t.commitRows(rows[:n-1])
@@ -256,20 +273,44 @@ func (t *TUI) flowText() {
 	}
 	cells, blk := m.pending(append(st.cells[:0], m.cells...))
 	st.cells = cells
-	if !m.known || len(cells) > len(m.cells) {
+	if !m.known || m.blk.table || len(cells) > len(m.cells) {
 		st.liveText, _ = wrapCells(cells, st.wrapSpec(blk, t.width))
 	}
 }
 
-// flushText commits the unfinished line: the text block ended.
-func (t *TUI) flushText() {
+// endLine commits the line that a line break ended, or, when it may be a
+// row of a table, hands it to the table being gathered.
+func (t *TUI) endLine() {
 	st := &t.stream
 	if st.inLine {
 		st.md = st.line.end()
-		rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
-		t.commitRows(rows)
+		if st.line.blk.table {
+			if st.table == nil {
+				st.table = &mdTable{}
+			}
+			t.commitRows(st.table.add(string(st.line.row), t.width, max(t.height-10, 5)))
+		} else {
+			t.endTable()
+			rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
+			t.commitRows(rows)
+		}
 	}
 	st.inLine, st.started, st.liveText = false, false, nil
+}
+
+// endTable commits the table being gathered: a line that is no row of it
+// came, or the text ended.
+func (t *TUI) endTable() {
+	if st := &t.stream; st.table != nil {
+		t.commitRows(st.table.finish(t.width))
+		st.table = nil
+	}
+}
+
+// flushText commits the unfinished line and table: the text block ended.
+func (t *TUI) flushText() {
+	t.endLine()
+	t.endTable()
 }
 
 // wrapSpec is how the rest of the unfinished line is wrapped: after its
@@ -326,79 +367,6 @@ func (t *TUI) commitPrompt(display string, attached []string) {
 		t.commitLine(span{"  + " + oneLine(a), sDim})
 	}
 	t.commitRows([]string{""})
-}
-
-// toolPreviewLines is how many lines of a tool's result are shown.
-const toolPreviewLines = 4
-
-// commitToolResult prints a finished tool call: ✓ or ✗, the tool, the
-// summary of its arguments and the result's details (which extension ran
-// it), then the first lines of the result.
-func (t *TUI) commitToolResult(name, summary, details string, isErr bool, content []Block) {
-	t.blockBreak("tool")
-	mark, markSt := "✓ ", fgGreen
-	if isErr {
-		mark, markSt = "✗ ", fgRed
-	}
-	if details != "" {
-		details = "  (" + oneLine(details) + ")"
-	}
-	t.commitLine(span{mark, markSt}, span{oneLine(name), sBold}, span{"  " + summary, 0}, span{details, sDim})
-	var text strings.Builder
-	for _, b := range content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "image":
-			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
-		}
-	}
-	lines := strings.Split(strings.TrimRight(drawText(text.String()), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return
-	}
-	// An edit's result is a sentence and a unified diff; what the user
-	// wants to see is the lines it changed.
-	what, isDiff := "line", false
-	if name == "edit" && !isErr {
-		if changed := diffChanges(lines); len(changed) > 0 {
-			lines, what, isDiff = changed, "changed line", true
-		}
-	}
-	for i, line := range lines {
-		if i == toolPreviewLines {
-			n := len(lines) - i
-			t.commitLine(span{fmt.Sprintf("  … %d more %s", n, plural(n, what, what+"s")), sDim})
-			break
-		}
-		st := sDim
-		switch {
-		case isErr:
-			st = fgRed
-		case isDiff && line[0] == '-':
-			st = fgRed
-		case isDiff:
-			st = fgGreen
-		}
-		t.commitLine(span{"  │ ", sDim}, span{line, st})
-	}
-}
-
-// diffChanges picks the removed and added lines out of a unified diff. The
-// "---" and "+++" file headers come before the first hunk; inside a hunk
-// such a line is a change (a removed "-- comment").
-func diffChanges(lines []string) []string {
-	var changed []string
-	inHunk := false
-	for _, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "@@"):
-			inHunk = true
-		case inHunk && (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")):
-			changed = append(changed, l)
-		}
-	}
-	return changed
 }
 
 // toolSummary is the one line a tool call is shown as: the command of
