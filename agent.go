@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -1178,4 +1179,15 @@ func projectContextFiles(cwd string) []string {
 		}
 	}
 	return files
+}
+
+// sortedKeys lists a map's keys in order, for output that is the same
+// every time.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

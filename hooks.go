@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1115,37 +1114,6 @@ func jsonNumber(raw json.RawMessage) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// hooksEnabled says whether the user turned hooks on: --claude-hooks, or
-// "claude_hooks": true in $ZOT_HOME/config.json.
-func hooksEnabled(flag bool, home string) (bool, error) {
-	if flag {
-		return true, nil
-	}
-	path := filepath.Join(home, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false, nil // main reports an unreadable config
-	}
-	var cfg map[string]json.RawMessage
-	if json.Unmarshal(b, &cfg) != nil || cfg["claude_hooks"] == nil {
-		return false, nil
-	}
-	var on bool
-	if err := json.Unmarshal(cfg["claude_hooks"], &on); err != nil {
-		return false, fmt.Errorf("%s: \"claude_hooks\" must be true or false; hooks stay off", path)
-	}
-	return on, nil
 }
 
 // startHooks loads the Claude Code hooks when the user turned them on,

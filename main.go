@@ -2,29 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-)
-
-const version = "0.1.0"
-
-// Exit codes.
-const (
-	exitOK          = 0
-	exitFailure     = 1
-	exitUsage       = 2
-	exitInterrupted = 130
 )
 
 func main() {
@@ -133,11 +121,6 @@ var flagTable = []flagSpec{
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
 
-// usageError is a mistake on the command line: exit 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
 // parseFlags reads flags anywhere among the prompt words: `--flag value`,
 // `--flag=value`, `-x value`; `--` ends the flags.
 func parseFlags(args []string) (options, error) {
@@ -217,168 +200,6 @@ Environment:
 Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
 `)
 	return b.String()
-}
-
-func defaultHomeHint() string {
-	if runtime.GOOS == "darwin" {
-		return "~/Library/Application Support/zot"
-	}
-	return "$XDG_STATE_HOME/zot or ~/.local/state/zot"
-}
-
-// zotHome is where zot keeps its state; it is created on first need.
-func zotHome() string {
-	if h := os.Getenv("ZOT_HOME"); h != "" {
-		return h
-	}
-	home, _ := os.UserHomeDir()
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support", "zot")
-	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "zot")
-	}
-	return filepath.Join(home, ".local", "state", "zot")
-}
-
-// userConfig is $ZOT_HOME/config.json: choices the user made earlier.
-type userConfig struct {
-	Provider string `json:"provider,omitempty"`
-	Model    string `json:"model,omitempty"`
-	BaseURL  string `json:"base_url,omitempty"`
-}
-
-// saveConfig remembers the user's choices in config.json, written whole.
-// The file is private (0600, or the file's own mode when that is
-// stricter): a base URL can carry credentials (https://user:pass@host,
-// ?key=).
-func saveConfig(home string, c userConfig) error {
-	path := filepath.Join(home, "config.json")
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
-	}
-	mode := os.FileMode(0o600)
-	if info, err := os.Stat(path); err == nil {
-		mode &= info.Mode().Perm()
-	}
-	if err := writeFileAtomic(path, append(b, '\n'), mode); err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
-	}
-	return nil
-}
-
-func loadConfig(home string) (userConfig, error) {
-	var c userConfig
-	b, err := os.ReadFile(filepath.Join(home, "config.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return c, err
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("read %s: %w", filepath.Join(home, "config.json"), err)
-	}
-	return c, nil
-}
-
-// authFile is $ZOT_HOME/auth.json.
-type authFile map[string]struct {
-	APIKey string `json:"api_key"`
-}
-
-// loadAuth reads auth.json, refusing one that others can read: a key file
-// readable by the group or world is a leak waiting to happen.
-func loadAuth(home string) (authFile, error) {
-	path := filepath.Join(home, "auth.json")
-	st, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return authFile{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s is readable by other users (mode %04o); run: chmod 600 %q", path, st.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var a authFile
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return a, nil
-}
-
-// saveAuthKey stores the key for provider in auth.json, or removes it when
-// key is empty. The file is replaced whole with mode 0600; other providers'
-// entries and any fields zot does not know are kept.
-func saveAuthKey(home, provider, key string) error {
-	path := filepath.Join(home, "auth.json")
-	entries := map[string]json.RawMessage{}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("save key in %s: %w", path, err)
-	default:
-		if err := json.Unmarshal(b, &entries); err != nil {
-			return fmt.Errorf("save key in %s: the file is not valid JSON (%v); fix or remove it", path, err)
-		}
-	}
-	if key == "" {
-		if _, ok := entries[provider]; !ok {
-			return nil
-		}
-		delete(entries, provider)
-	} else {
-		entry := map[string]json.RawMessage{}
-		if old, ok := entries[provider]; ok {
-			json.Unmarshal(old, &entry)
-		}
-		entry["api_key"], _ = json.Marshal(key)
-		entries[provider], _ = json.Marshal(entry)
-	}
-	out, err := json.MarshalIndent(entries, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("save key in %s: %w", path, err)
-	}
-	if err := writeFileAtomic(path, append(out, '\n'), 0o600); err != nil {
-		return fmt.Errorf("save key in %s: %w", path, err)
-	}
-	return nil
-}
-
-// resolveKey finds the API key: --api-key, then the environment, then
-// auth.json. It returns where the key came from, for error messages.
-func resolveKey(provider, flagKey, home string) (key, source string, err error) {
-	if flagKey != "" {
-		return flagKey, "--api-key", nil
-	}
-	if provider == "ollama" {
-		return "", "", nil
-	}
-	env := keyEnvVar(provider)
-	if k := os.Getenv(env); k != "" {
-		return k, env, nil
-	}
-	auth, err := loadAuth(home)
-	if err != nil {
-		return "", "", err
-	}
-	if k := auth[provider].APIKey; k != "" {
-		return k, filepath.Join(home, "auth.json"), nil
-	}
-	return "", "", nil
 }
 
 // chooseProvider picks the provider when --provider is not given: the last
@@ -585,12 +406,6 @@ func splitList(v string) []string {
 	return out
 }
 
-// signalContext is cancelled by SIGINT, SIGTERM or SIGHUP (the terminal or
-// ssh session went away): the one way to stop.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-}
-
 // catchSIGPIPE keeps a reader that goes away (`zot --json | head`) from
 // killing zot with SIGPIPE before it has stopped what it started: the write
 // fails instead, and the caller winds down. Notify, unlike Ignore, is not
@@ -649,47 +464,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return runOnce(o, stdin, stdout, stderr)
-}
-
-// subcommandArgs reads the flags of a management command (zot mcp, skills,
-// validate): switches, flags with a value (`--name VALUE` or `--name=VALUE`;
-// a repeated one accumulates) and -h/--help. `--` ends the flags; the
-// other words are returned in order.
-func subcommandArgs(args []string, switches map[string]*bool, values map[string]*[]string) (words []string, help bool, err error) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, value, hasValue := strings.Cut(a, "=")
-		switch {
-		case a == "-h" || a == "--help":
-			return nil, true, nil
-		case a == "--":
-			return append(words, args[i+1:]...), false, nil
-		case switches[a] != nil:
-			*switches[a] = true
-		case values[name] != nil:
-			if !hasValue {
-				if i+1 >= len(args) {
-					return nil, false, fmt.Errorf("%s needs a value", name)
-				}
-				i++
-				value = args[i]
-			}
-			*values[name] = append(*values[name], value)
-		case len(a) > 1 && a[0] == '-':
-			return nil, false, fmt.Errorf("unknown flag %s", a)
-		default:
-			words = append(words, a)
-		}
-	}
-	return words, false, nil
-}
-
-// lastOr is the last of a repeatable flag's values, or def.
-func lastOr(vs []string, def string) string {
-	if len(vs) == 0 {
-		return def
-	}
-	return vs[len(vs)-1]
 }
 
 func listModels(o options, stdout io.Writer) int {

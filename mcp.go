@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -1012,12 +1011,7 @@ func loadMCPConfigs(cfg MCPConfig) ([]mcpServerConfig, []mcpProblem) {
 			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%s: not valid JSON: %v (skipped)", path, err)})
 			continue
 		}
-		names := make([]string, 0, len(file.Servers))
-		for name := range file.Servers {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range sortedKeys(file.Servers) {
 			if taken[name] {
 				continue // a more specific file has it
 			}

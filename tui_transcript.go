@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 )
@@ -442,13 +441,8 @@ func toolSummary(name string, raw json.RawMessage) string {
 		json.Unmarshal(args["edits"], &edits)
 		return oneLine(fmt.Sprintf("%s (%d %s)", str("path"), len(edits), plural(len(edits), "edit", "edits")))
 	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(args) {
 		v := string(args[k])
 		var s string
 		if json.Unmarshal(args[k], &s) == nil {
