@@ -76,10 +76,10 @@ type ReloadStats struct {
 // ExtConfig is what the manager needs from its host.
 type ExtConfig struct {
 	Home, Cwd, Provider, Model string
-	// Paths are --ext directories: highest precedence, remembered for Reload.
-	Paths []string
-	// NoDiscovery (--no-ext) skips ./.zot/extensions and $ZOT_HOME/extensions.
-	NoDiscovery bool
+	// Discover lists the extensions to run, in load order, as
+	// discoverExtensions does. Start and every Reload call it, so that a
+	// reload finds what was installed or changed meanwhile; nil runs none.
+	Discover func() []*extFound
 	// ReservedCommands are the host UI's own slash commands (a leading "/"
 	// is ignored), which extensions may not take. The TUI passes its list;
 	// -p, --json and rpc have no slash commands and reserve none.
@@ -457,7 +457,7 @@ func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*e
 	return out
 }
 
-// Start discovers the extensions, spawns them in parallel and waits until
+// Start asks cfg.Discover for the extensions, spawns them in parallel and waits until
 // all are ready, or at most 3 s together; slower ones join when ready.
 // Call it once; Reload restarts.
 func (m *ExtManager) Start(ctx context.Context) ReloadStats {
@@ -489,7 +489,11 @@ func (m *ExtManager) load(ctx context.Context) ReloadStats {
 		err error // why it cannot run
 	}
 	var items []loadItem
-	for _, f := range discoverExtensions(m.cfg.Home, m.cfg.Cwd, m.cfg.Paths, m.cfg.NoDiscovery) {
+	var found []*extFound
+	if m.cfg.Discover != nil {
+		found = m.cfg.Discover()
+	}
+	for _, f := range found {
 		switch {
 		case f.Err != nil && f.Broken != nil && f.Broken.FailClosed && f.Broken.Enabled && f.ShadowedBy == nil:
 			mf := f.Broken
@@ -572,15 +576,14 @@ wait:
 	return stats
 }
 
-// Reload stops every extension, reads the manifests again (discovery and
-// the remembered --ext paths), starts them, and rebuilds the tools of the
-// attached agents in place. It holds the intercept gate throughout, so
-// intercepts wait for the new extensions instead of finding none; it first
-// waits for the intercepts in progress (each bounded by its own timeout),
-// and gives up without changing anything if ctx ends meanwhile. Commands
-// and tools stay with the old extensions until the new ones have
-// registered; once the old ones are stopping, calls to them fail with an
-// error naming the extension.
+// Reload stops every extension, asks cfg.Discover again, starts what it
+// lists, and rebuilds the tools of the attached agents in place. It holds
+// the intercept gate throughout, so intercepts wait for the new extensions
+// instead of finding none; it first waits for the intercepts in progress
+// (each bounded by its own timeout), and gives up without changing
+// anything if ctx ends meanwhile. Commands and tools stay with the old
+// extensions until the new ones have registered; once the old ones are
+// stopping, calls to them fail with an error naming the extension.
 func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
@@ -1397,21 +1400,6 @@ func (m *ExtManager) logf(format string, args ...any) {
 	if m.cfg.Log != nil {
 		m.cfg.Log(format, args...)
 	}
-}
-
-// startExtensions starts the extensions the command line asks for and
-// attaches them to the agent. hooks carries the mode's OnNote, OnPanel and
-// Log; the rest is filled in here. The caller chains ToolGate into
-// BeforeToolExecute, tees Observe into its sink and calls Shutdown at exit.
-func (s *setup) startExtensions(ctx context.Context, hooks ExtConfig) *ExtManager {
-	cfg := hooks
-	cfg.Home, cfg.Cwd, cfg.Provider, cfg.Model = s.home, s.cwd, s.provider, s.model
-	cfg.Paths, cfg.NoDiscovery = s.opts.ext, s.opts.noExt
-	m := NewExtManager(cfg)
-	m.Start(ctx)
-	m.Attach(s.agent)
-	m.SessionStart()
-	return m
 }
 
 // stderrExtHooks prints notes as "[name] level: message" and host problems

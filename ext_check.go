@@ -56,9 +56,12 @@ type checkFrame struct {
 
 // extChecker is one run of the checker.
 type extChecker struct {
-	lim    extLimits
-	cwd    string // hello_ack cwd
-	report checkReport
+	lim extLimits
+	cwd string // hello_ack cwd
+	// reserved are the TUI's own slash commands, which win over an
+	// extension's.
+	reserved []string
+	report   checkReport
 
 	mf         *extManifest
 	proc       *proc
@@ -85,9 +88,9 @@ type extChecker struct {
 	unknownSeen  map[string]bool
 }
 
-func runExtCheck(dir string, asJSON bool, stdout, stderr io.Writer) int {
+func runExtCheck(dir string, asJSON bool, reserved []string, stdout, stderr io.Writer) int {
 	cwd, _ := os.Getwd()
-	c := &extChecker{lim: defaultExtLimits, cwd: cwd}
+	c := &extChecker{lim: defaultExtLimits, cwd: cwd, reserved: reserved}
 	c.run(dir)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -465,7 +468,7 @@ func (c *extChecker) register(m extMsg) {
 		if m.Description == "" {
 			c.warn("register_tool", "%s: no description: the model reads it to decide when to call the tool", name)
 		}
-	} else if slices.Contains(tuiCommandNames(), name) {
+	} else if slices.Contains(c.reserved, name) {
 		c.warn("register_command", "/%s: a built-in command has this name and wins", name)
 	}
 	for i := range *list {

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,11 +40,12 @@ var hookEventNames = map[string]bool{
 
 // HookConfig is what the hooks need from their host.
 type HookConfig struct {
-	// Cwd is the session's working directory: where ./.claude and ./.zot
-	// are read, the hooks' working directory and CLAUDE_PROJECT_DIR.
+	// Files are the settings files to read, in the order their commands
+	// run, as hookSettingsFiles lists them.
+	Files []string
+	// Cwd is the session's working directory: the hooks' working
+	// directory and CLAUDE_PROJECT_DIR.
 	Cwd string
-	// UserHome holds ~/.claude/settings.json; "" skips that file.
-	UserHome string
 	// SessionID and TranscriptPath (the session file, "" without one) go
 	// to every hook as session_id and transcript_path.
 	SessionID, TranscriptPath string
@@ -89,7 +88,7 @@ type hookHandler struct {
 
 // hookSettingsFiles are the files hooks come from, in the order their
 // commands run: Claude Code's project, local and user settings, then zot's
-// project settings.
+// project settings. userHome holds ~/.claude; "" leaves that file out.
 func hookSettingsFiles(cwd, userHome string) []string {
 	files := []string{
 		filepath.Join(cwd, ".claude", "settings.json"),
@@ -116,7 +115,7 @@ func hookSettingsFiles(cwd, userHome string) []string {
 func NewHooks(cfg HookConfig) *Hooks {
 	h := &Hooks{cfg: cfg, events: map[string][]hookGroup{}, context: map[string][]string{}}
 	disabled := ""
-	for _, path := range hookSettingsFiles(cfg.Cwd, cfg.UserHome) {
+	for _, path := range cfg.Files {
 		groups, off := readHookSettings(path, h.note)
 		if off && disabled == "" {
 			disabled = path
@@ -1114,38 +1113,6 @@ func jsonNumber(raw json.RawMessage) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// startHooks loads the Claude Code hooks when the user turned them on,
-// attaches them to the agent and runs SessionStart, whose context joins
-// the system prompt. The caller chains ToolGate after the extension gate
-// and calls SessionEnd at exit. onNote shows the user one line.
-func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) *Hooks {
-	on, err := hooksEnabled(s.opts.claudeHooks, s.home)
-	if err != nil {
-		onNote("warn", "hooks: "+err.Error())
-	}
-	if !on {
-		return nil
-	}
-	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
-	cfg.UserHome, _ = os.UserHomeDir()
-	if s.session != nil {
-		cfg.SessionID, cfg.TranscriptPath = s.session.Meta.ID, s.session.Path
-	} else {
-		var b [8]byte
-		rand.Read(b[:])
-		cfg.SessionID = hex.EncodeToString(b[:])
-	}
-	if len(s.agent.Messages()) > 0 {
-		cfg.Source = "resume"
-	}
-	h := NewHooks(cfg)
-	h.Attach(s.agent)
-	if extra := h.SessionStart(ctx); extra != "" {
-		s.agent.System += "\n\nContext from SessionStart hooks:\n\n" + extra
-	}
-	return h
 }
 
 // hooksStderrNotes prints notes as "zot: hooks: …" lines, as -p and --json

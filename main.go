@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -202,229 +197,15 @@ Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
 	return b.String()
 }
 
-// chooseProvider picks the provider when --provider is not given: the last
-// one chosen, else the one whose key is in the environment.
-func chooseProvider(o options, cfg userConfig) string {
-	switch {
-	case o.provider != "":
-		return o.provider
-	case cfg.Provider != "":
-		return cfg.Provider
-	case os.Getenv("ANTHROPIC_API_KEY") != "":
-		return "anthropic"
-	case os.Getenv("OPENAI_API_KEY") != "":
-		return "openai"
-	}
-	return "anthropic"
-}
-
-// setup is everything a mode needs, built from the options.
-type setup struct {
-	opts     options
-	home     string
-	cwd      string
-	provider string
-	model    string
-	baseURL  string
-	// startProvider is the provider chosen at startup: --api-key and
-	// --base-url belong to it.
-	startProvider string
-	// missingKey, in the interactive mode, says that the provider has no
-	// key (other modes fail instead).
-	missingKey string
-	// gates check each tool call, in order; a mode chains them with its
-	// ConfirmFunc into the agent's BeforeToolExecute.
-	gates   []ToolGate
-	agent   *Agent
-	toolEnv *ToolEnv
-	session *Session
-	skills  []Skill
-	notes   []string // things the user should know (session repairs)
-}
-
-func newSetup(o options, stderr io.Writer) (*setup, error) {
-	s := &setup{opts: o, home: zotHome()}
-	cwd := o.cwd
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	abs, err := filepath.Abs(cwd)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return nil, usageError{fmt.Sprintf("--cwd %s is not a directory", cwd)}
-	}
-	s.cwd = abs
-	cfg, err := loadConfig(s.home)
-	if err != nil {
-		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
-	}
-	s.provider = chooseProvider(o, cfg)
-	if s.provider != "anthropic" && s.provider != "openai" && s.provider != "ollama" {
-		return nil, usageError{fmt.Sprintf("unknown provider %q (want anthropic, openai or ollama)", s.provider)}
-	}
-	s.model = o.model
-	if s.model == "" && cfg.Provider == s.provider {
-		s.model = cfg.Model
-	}
-	if s.model == "" {
-		s.model = defaultModels[s.provider]
-	}
-	if s.model == "" {
-		return nil, usageError{fmt.Sprintf("--provider %s needs --model (the name of a model your server has, e.g. qwen3-coder)", s.provider)}
-	}
-	baseURL := o.baseURL
-	if baseURL == "" && cfg.Provider == s.provider {
-		baseURL = cfg.BaseURL
-	}
-	key, source, err := resolveKey(s.provider, o.apiKey, s.home)
-	if err != nil {
-		return nil, err
-	}
-	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
-	if err != nil {
-		return nil, usageError{err.Error()}
-	}
-	s.baseURL, s.startProvider = baseURL, s.provider
-	if key == "" && s.provider != "ollama" && baseURL == "" {
-		if !o.interactive {
-			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
-		}
-		s.missingKey = "no API key for " + s.provider
-	}
-
-	// What a zot that did not get to close left behind a day ago is of no
-	// use to any session still running.
-	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
-	s.toolEnv = NewToolEnv(s.cwd, o.jail)
-	reg := NewToolRegistry()
-	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
-	s.registerSkills(reg, stderr)
-	switch {
-	case o.noTools:
-		reg.SetFilter(func(string) bool { return false })
-	case o.tools != "":
-		reg.SetFilter(toolFilter(splitList(o.tools)))
-	}
-	a := NewAgent(prov, s.model, reg)
-	a.Reasoning = o.reasoning
-	if o.maxSteps > 0 {
-		a.MaxSteps = o.maxSteps
-	}
-	var toolNames []string
-	for _, t := range reg.List() {
-		toolNames = append(toolNames, t.Name())
-	}
-	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: s.skillsPrompt(reg)})
-	a.Log = func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	}
-	s.agent = a
-	return s, nil
-}
-
-// openSession attaches a session file as -c, -r, --session and
-// --no-session ask. useByDefault is false for rpc, where the embedding
-// application owns persistence.
-func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, error)) error {
-	o := s.opts
-	path := o.sessionPath
-	switch {
-	case o.noSession:
-		return nil
-	case o.continueLast:
-		p, err := LatestSession(s.home, s.cwd)
-		if err != nil {
-			return err
-		}
-		path = p
-	case o.resume:
-		list, err := ListSessions(s.home, s.cwd)
-		if err != nil {
-			return err
-		}
-		if len(list) == 0 {
-			return fmt.Errorf("no sessions to resume for %s", s.cwd)
-		}
-		i, err := pick(list)
-		if err != nil {
-			return err
-		}
-		path = list[i].Path
-	}
-	if path == "" {
-		if useByDefault {
-			s.session = NewSession(s.home, s.cwd, s.provider, s.model)
-			s.agent.Recorder = s.session
-		}
-		return nil
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && o.sessionPath != "" {
-		// --session names a new file: start it there.
-		s.session = NewSession(s.home, s.cwd, s.provider, s.model)
-		s.session.Path = path
-		s.agent.Recorder = s.session
-		return nil
-	}
-	sess, loaded, err := OpenSession(path)
-	if err != nil {
-		return err
-	}
-	for _, r := range loaded.Repairs {
-		s.notes = append(s.notes, "session repaired: "+r)
-	}
-	if err := loaded.Restore(s.agent); err != nil {
-		return err
-	}
-	// A resumed conversation goes on with its own model unless --model
-	// says otherwise (a model of another provider cannot be taken over).
-	if s.opts.model == "" && loaded.Meta.Provider == s.provider && loaded.Meta.Model != "" {
-		s.model, s.agent.Model = loaded.Meta.Model, loaded.Meta.Model
-	}
-	s.session = sess
-	s.agent.Recorder = sess
-	return nil
-}
-
-func (s *setup) close() {
-	if s.session != nil {
-		s.session.Close()
-	}
-	if s.toolEnv != nil {
-		s.toolEnv.Close()
-	}
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// catchSIGPIPE keeps a reader that goes away (`zot --json | head`) from
-// killing zot with SIGPIPE before it has stopped what it started: the write
-// fails instead, and the caller winds down. Notify, unlike Ignore, is not
-// inherited by the processes zot starts.
-func catchSIGPIPE() (stop func()) {
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	return func() { signal.Stop(pipe) }
-}
-
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A subcommand is recognised only as the first argument, so prompt
 	// words such as "fix the rpc tests" stay a prompt.
 	if len(args) > 0 {
 		switch args[0] {
 		case "ext":
-			return runExtCommand(args[1:], stdin, stdout, stderr)
+			return runExtCommand(args[1:], tuiCommandNames(), stdin, stdout, stderr)
 		case "mcp":
-			return runMCPCommand(args[1:], stdout, stderr)
+			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
 		case "skills":
 			return runSkillsCommand(args[1:], stdout, stderr)
 		case "rpc":
@@ -432,7 +213,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(args) > 0 && args[0] == "validate" {
-		return runValidateCommand(args[1:], stdin, stdout, stderr)
+		return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
 	}
 	o, err := parseFlags(args)
 	if err != nil {
@@ -450,14 +231,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return listModels(o, stdout)
 	}
 	if o.rpc {
-		return runRPC(o, stdin, stdout, stderr, wireRPC)
+		return runRPC(o, stdin, stdout, stderr)
 	}
 	if o.print && o.json {
 		fmt.Fprintln(stderr, "zot: choose one of -p/--print and --json")
 		return exitUsage
 	}
 	if !o.print && !o.json {
-		return runTUI(o, stdin, stdout, stderr, wireTUI)
+		return runTUI(o, stdin, stdout, stderr)
 	}
 	if o.noYolo {
 		fmt.Fprintln(stderr, "zot: --no-yolo asks before each tool call, which needs the interactive UI; it cannot be used with -p or --json")
@@ -479,208 +260,4 @@ func listModels(o options, stdout io.Writer) int {
 		}
 	}
 	return exitOK
-}
-
-// promptText is the prompt: the words, then what was piped on stdin
-// (`git diff | zot -p "review this"` sends both).
-func promptText(o options, stdin io.Reader) (string, error) {
-	words := strings.Join(o.prompt, " ")
-	piped := ""
-	if carriesPrompt(stdin, words != "") {
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return "", fmt.Errorf("read the prompt from stdin: %w", err)
-		}
-		piped = strings.TrimSpace(string(b))
-	}
-	switch {
-	case words != "" && piped != "":
-		return words + "\n\n" + piped, nil
-	case words == "" && piped == "":
-		return "", usageError{"no prompt: give it as words or pipe it on stdin"}
-	}
-	return words + piped, nil
-}
-
-// carriesPrompt says whether stdin is read for the prompt. A terminal or
-// /dev/null never is. Beside prompt words only a shell pipe or a file is:
-// a program that starts zot with words and leaves a socket on stdin open
-// (Node's spawn does by default) must not hang it.
-func carriesPrompt(stdin io.Reader, haveWords bool) bool {
-	f, ok := stdin.(*os.File)
-	if !ok {
-		return stdin != nil
-	}
-	st, err := f.Stat()
-	switch {
-	case err != nil || st.Mode()&os.ModeCharDevice != 0:
-		return false
-	case haveWords:
-		return st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular()
-	}
-	return true
-}
-
-// runOnce is -p and --json: one prompt, then exit.
-func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
-	text, err := promptText(o, stdin)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	s, err := newSetup(o, stderr)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer s.close()
-	if err := s.openSession(true, pickSessionFromTTY(stderr)); err != nil {
-		return fail(stderr, err)
-	}
-	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
-	}
-	ctx, stop := signalContext()
-	defer stop()
-	defer catchSIGPIPE()()
-	ctx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
-	defer stopPlugins()
-	s.guardTools()
-	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
-
-	var sink Sink
-	var final string
-	var events *eventWriter
-	if o.json {
-		events = newEventWriter(stdout)
-		sink = func(e Event) {
-			if events.Write(e); events.Err() != nil {
-				cancelRun() // nobody reads the events any more
-			}
-		}
-	} else {
-		sink = func(e Event) {
-			if e.Type == "assistant_message" {
-				final = Message{Content: e.Content}.Text()
-			}
-		}
-	}
-	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
-	if o.print && final != "" {
-		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
-			final = sanitize(final)
-		}
-		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
-	}
-	switch {
-	case err == nil:
-		return exitOK
-	case events != nil && events.Err() != nil:
-		err = fmt.Errorf("write events: %w", events.Err())
-	case ctx.Err() != nil:
-		fmt.Fprintln(stderr, "zot: interrupted")
-		return exitInterrupted
-	}
-	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
-	return exitFailure
-}
-
-// startPlugins starts what runs beside the agent — MCP servers, extensions
-// and hook commands — and puts their tool gates first in s.gates: extension
-// interceptors, then hooks (validators follow, from guardTools). Each mode
-// passes where notes and failures go; stop shuts everything down.
-func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
-	mcp := s.startMCP(ctx, mcpStatus)
-	exts = s.startExtensions(ctx, extHooks)
-	hooks := s.startHooks(ctx, hookNote)
-	s.gates = append([]ToolGate{exts.ToolGate, hooks.ToolGate}, s.gates...)
-	return exts, func() {
-		hooks.SessionEnd(context.Background())
-		exts.Shutdown(context.Background())
-		mcp.Shutdown(context.Background())
-	}
-}
-
-// wireRPC plugs MCP servers and extensions into an RPC server: their notes
-// and failures become ext_notify events.
-func wireRPC(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error) {
-	// The extension host's own problems (a bad manifest, a missing hello, a
-	// crash) reach the client as ext_notify from "extensions", beside stderr.
-	hostLog := func(format string, args ...any) {
-		s.agent.Log(format, args...)
-		srv.Notify(ExtNote{Extension: "extensions", Level: "warn", Message: fmt.Sprintf(format, args...)})
-	}
-	exts, stop := s.startPlugins(ctx, ExtConfig{OnNote: srv.Notify, Log: hostLog}, func(server, level, msg string) {
-		srv.Notify(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
-	}, func(level, msg string) {
-		srv.Notify(ExtNote{Extension: "hooks", Level: level, Message: msg})
-	})
-	s.guardTools()
-	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(s.opts.approveAsks))
-	srv.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) { return exts.Reload(ctx), nil }
-	srv.Observe = exts.Observe
-	return stop, nil
-}
-
-// wireTUI plugs MCP servers, extensions and skills into the TUI. MCP
-// servers report only trouble there: a ready server is not news.
-func wireTUI(s *setup, t *TUI) (stop func()) {
-	exts, stop := s.startPlugins(context.Background(), ExtConfig{OnNote: t.Note, OnPanel: t.Panel, Log: t.Logf, ReservedCommands: tuiCommandNames()}, func(server, level, msg string) {
-		if level != "info" {
-			t.Note(ExtNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
-		}
-	}, func(level, msg string) {
-		t.Note(ExtNote{Extension: "hooks", Level: level, Message: msg})
-	})
-	s.guardTools()
-	t.Ext, t.Observe = exts, exts.Observe
-	if len(s.skills) > 0 {
-		t.Skills = func() (string, func(string) (string, error)) {
-			return FormatSkillList(s.skills), func(name string) (string, error) {
-				for _, sk := range s.skills {
-					if sk.Name == name {
-						return sk.Body, nil
-					}
-				}
-				return "", fmt.Errorf("no skill named %q", name)
-			}
-		}
-	}
-	return stop
-}
-
-// extLevel maps an MCP log level onto the note levels extensions use.
-func extLevel(level string) string {
-	if level == "warning" {
-		return "warn"
-	}
-	return level
-}
-
-func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
-	var ue usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	return exitFailure
-}
-
-// pickSessionFromTTY shows the numbered session list and reads a choice
-// from the terminal, which stays free even when stdin carries the prompt.
-func pickSessionFromTTY(stderr io.Writer) func([]SessionInfo) (int, error) {
-	return func(list []SessionInfo) (int, error) {
-		tty, err := os.Open("/dev/tty")
-		if err != nil {
-			return 0, errors.New("--resume needs a terminal to choose from; use --session PATH or --continue")
-		}
-		defer tty.Close()
-		fmt.Fprint(stderr, FormatSessionList(list, time.Now()))
-		fmt.Fprintf(stderr, "resume which session? [1-%d] ", len(list))
-		var n int
-		if _, err := fmt.Fscanln(tty, &n); err != nil || n < 1 || n > len(list) {
-			return 0, errors.New("no session chosen")
-		}
-		return n - 1, nil
-	}
 }

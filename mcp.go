@@ -36,15 +36,26 @@ const (
 	mcpMaxToolName    = 64          // what the provider APIs accept
 )
 
-// MCPConfig is what the manager needs from its host.
-type MCPConfig struct {
-	Home string // $ZOT_HOME: mcp.json, logs/
-	Cwd  string // session cwd: project config files, stdio servers' cwd, the root offered
+// MCPSources says where servers are configured.
+type MCPSources struct {
+	Home string // $ZOT_HOME: mcp.json
+	Cwd  string // the session's: ./.mcp.json, ./.zot/mcp.json
 	// Files are --mcp-config files, in the order given; a later one wins.
 	Files []string
 	// SkipDefault (--no-mcp) ignores ./.mcp.json, ./.zot/mcp.json and
 	// $ZOT_HOME/mcp.json; Files still load.
 	SkipDefault bool
+}
+
+// MCPConfig is what the manager needs from its host.
+type MCPConfig struct {
+	Home string // $ZOT_HOME: logs/
+	Cwd  string // session cwd: stdio servers' cwd, the root offered
+	// Servers are the servers to run and Problems the configuration's
+	// errors, as loadMCPConfigs read them; Start reports the problems, and
+	// lists a server that one names as invalid.
+	Servers  []mcpServerConfig
+	Problems []mcpProblem
 	// OnStatus hears of bad configuration entries (server "" for a whole
 	// file), servers becoming ready (level "info") and failures ("warning",
 	// "error"), each once. It is called from the manager's goroutines.
@@ -86,16 +97,15 @@ func NewMCPManager(cfg MCPConfig) *MCPManager {
 	return &MCPManager{cfg: cfg, restartEvery: mcpRestartEvery, ctx: ctx, cancel: cancel}
 }
 
-// Start reads the configuration, reports its bad entries, and starts every
-// server in parallel in the background; it returns at once. Each server's
+// Start reports the configuration's bad entries and starts every server
+// in parallel in the background; it returns at once. Each server's
 // tools appear in reg when it is ready. Cancelling ctx abandons startups and
 // re-lists still under way; Shutdown is still what stops the servers.
 func (m *MCPManager) Start(ctx context.Context, reg *ToolRegistry) {
 	m.start(ctx, reg, "")
 }
 
-// start starts every server, or only the one named. Even reading the
-// configuration happens in the background, off the prompt's path.
+// start starts every server, or only the one named.
 func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -115,10 +125,9 @@ func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) 
 
 func (m *MCPManager) load(only string) {
 	defer close(m.loaded)
-	configs, problems := loadMCPConfigs(m.cfg)
 	var servers []*mcpServer
 	var reports []mcpProblem
-	for _, p := range problems {
+	for _, p := range m.cfg.Problems {
 		if only != "" && p.server != only {
 			continue
 		}
@@ -130,7 +139,7 @@ func (m *MCPManager) load(only string) {
 			servers = append(servers, bad)
 		}
 	}
-	for _, c := range configs {
+	for _, c := range m.cfg.Servers {
 		if only != "" && c.Name != only {
 			continue
 		}
@@ -966,7 +975,7 @@ type mcpProblem struct{ server, file, msg string }
 // --mcp-config files (the last given first), ./.zot/mcp.json, ./.mcp.json,
 // $ZOT_HOME/mcp.json. A server name takes its entry from the first file that
 // has it.
-func mcpConfigFiles(cfg MCPConfig) (files []string, explicit map[string]bool) {
+func mcpConfigFiles(cfg MCPSources) (files []string, explicit map[string]bool) {
 	explicit = map[string]bool{}
 	for i := len(cfg.Files) - 1; i >= 0; i-- {
 		p, err := filepath.Abs(cfg.Files[i])
@@ -984,7 +993,7 @@ func mcpConfigFiles(cfg MCPConfig) (files []string, explicit map[string]bool) {
 
 // loadMCPConfigs reads every configuration file. Bad files and bad entries
 // are returned as problems naming the file and server, and skipped.
-func loadMCPConfigs(cfg MCPConfig) ([]mcpServerConfig, []mcpProblem) {
+func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 	files, explicit := mcpConfigFiles(cfg)
 	var out []mcpServerConfig
 	var problems []mcpProblem
@@ -1172,14 +1181,6 @@ func redactURL(raw string) string {
 	return u.Scheme + "://" + u.Host + u.Path
 }
 
-// startMCP starts the configured MCP servers for -p and --json; their
-// warnings and errors go to stderr.
-func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, OnStatus: onStatus})
-	m.Start(ctx, s.agent.Tools)
-	return m
-}
-
 // mcpStderrStatus prints warnings and errors, cleaned for a terminal.
 func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
 	return func(server, level, msg string) {
@@ -1202,7 +1203,8 @@ flags: --mcp-config FILE (repeatable), --no-mcp, --cwd DIR
 `
 
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
-func runMCPCommand(args []string, stdout, stderr io.Writer) int {
+// load reads the servers it may start (main.go decides, as for a session).
+func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
 	var files, cwds []string
 	var asJSON, noMCP bool
 	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
@@ -1228,7 +1230,9 @@ func runMCPCommand(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// Server problems show in the listing or the error below; only a
 	// whole file's go to stderr.
-	m := NewMCPManager(MCPConfig{Home: zotHome(), Cwd: cwd, Files: files, SkipDefault: noMCP, OnStatus: func(server, level, msg string) {
+	home := zotHome()
+	servers, problems := load(MCPSources{Home: home, Cwd: cwd, Files: files, SkipDefault: noMCP})
+	m := NewMCPManager(MCPConfig{Home: home, Cwd: cwd, Servers: servers, Problems: problems, OnStatus: func(server, level, msg string) {
 		if server == "" {
 			mcpStderrStatus(stderr)(server, level, msg)
 		}

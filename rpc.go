@@ -316,11 +316,30 @@ type rpcConfig struct {
 	Token string
 	// ReloadExtensions reloads the extension host; nil answers
 	// reload_extensions with "no extension host".
-	ReloadExtensions func(ctx context.Context) (ReloadStats, error)
+	ReloadExtensions func(ctx context.Context) (rpcReloadStats, error)
 	// Observe receives every event of every prompt and compaction as the
 	// agent emits it (done included), beside the client.
 	Observe Sink
 	Log     func(format string, args ...any)
+}
+
+// rpcReloadStats is reload_extensions' data: what the reload did.
+type rpcReloadStats struct {
+	Stopped int      `json:"stopped"`
+	Loaded  int      `json:"loaded"`
+	Ready   int      `json:"ready"`
+	Errors  []string `json:"errors"`
+}
+
+// rpcNote is a line for the client from what runs beside the agent: an
+// extension's notify (Extension is its name), or zot's own about MCP
+// servers ("mcp:NAME"), hooks ("hooks") or the extension host
+// ("extensions"). Clear retracts Extension's notes.
+type rpcNote struct {
+	Extension string
+	Level     string
+	Message   string
+	Clear     bool
 }
 
 // rpcJob is one prompt or compaction, queued or running.
@@ -745,11 +764,11 @@ func (s *rpcServer) emit(e Event) {
 	}
 }
 
-// Notify sends an extension's note to the client as an ext_notify event;
-// main.go gives it to the extension host. Notes that come before a
-// required hello wait for it (the first maxHeldNotes of them). A
-// clear_notes has nothing to retract from a stream and is dropped.
-func (s *rpcServer) Notify(n ExtNote) {
+// Notify sends a note to the client as an ext_notify event. Notes that
+// come before a required hello wait for it (the first maxHeldNotes of
+// them). A clear_notes has nothing to retract from a stream and is
+// dropped.
+func (s *rpcServer) Notify(n rpcNote) {
 	if n.Clear {
 		return
 	}
@@ -787,82 +806,38 @@ func (s *rpcServer) write(v any) {
 	}
 }
 
-// rpcWiring is main.go's hook to plug the parts rpc.go does not know (the
-// extension host) into the server before it reads a command: it may set
-// srv.ReloadExtensions and srv.Observe and give srv.Notify to the host.
-// The stop it returns runs after the server is done.
-type rpcWiring func(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error)
-
-// runRPC is `zot rpc` and `zot --rpc`: the protocol on stdin and stdout,
-// until stdin ends (exit 0, after the work is done) or SIGINT/SIGTERM
-// (abort, exit 130).
-func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring) int {
-	switch {
-	case o.print || o.json:
-		return fail(stderr, usageError{"rpc serves its own protocol: drop -p/--print and --json"})
-	case len(o.prompt) > 0:
-		return fail(stderr, usageError{fmt.Sprintf(`zot rpc takes no prompt words (got %q): send {"type":"prompt","message":…} lines on stdin`, strings.Join(o.prompt, " "))})
-	}
-	// The token is read once and kept from the tools' and extensions'
-	// environment, so the model cannot read it back.
-	token, tokenSet := os.LookupEnv("ZOTCORE_RPC_TOKEN")
+// rpcTokenFromEnv reads ZOTCORE_RPC_TOKEN once and removes it from zot's
+// environment, so that neither the tools nor the extensions, nor the model
+// through them, can read it back.
+func rpcTokenFromEnv() (string, error) {
+	token, set := os.LookupEnv("ZOTCORE_RPC_TOKEN")
 	os.Unsetenv("ZOTCORE_RPC_TOKEN")
-	if tokenSet && token == "" {
+	if set && token == "" {
 		// Probably a variable that did not expand: running open would
 		// turn a mistake into no auth at all.
-		return fail(stderr, usageError{"ZOTCORE_RPC_TOKEN is set but empty: set it to the shared secret, or unset it to run without auth"})
+		return "", usageError{"ZOTCORE_RPC_TOKEN is set but empty: set it to the shared secret, or unset it to run without auth"}
 	}
+	return token, nil
+}
 
-	s, err := newSetup(o, stderr)
-	if err != nil {
-		return fail(stderr, err)
+// rpcOutput is what the server writes to: stdout, or, for a pipe or a
+// socket, a copy whose writes get a deadline rpcLastLinesGrace after ctx
+// ends. A client that stopped reading would otherwise hold a write, and
+// with it the whole shutdown, forever. release undoes it.
+func rpcOutput(ctx context.Context, stdout io.Writer) (out io.Writer, release func()) {
+	f, ok := stdout.(*os.File)
+	if !ok {
+		return stdout, func() {}
 	}
-	defer s.close()
-	if err := s.openSession(false, pickSessionFromTTY(stderr)); err != nil {
-		return fail(stderr, err)
+	pf, restore := pollableOutput(f)
+	if pf == nil {
+		return stdout, func() {}
 	}
-	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
+	stopDeadline := context.AfterFunc(ctx, func() { pf.SetWriteDeadline(time.Now().Add(rpcLastLinesGrace)) })
+	return pf, func() {
+		stopDeadline()
+		restore()
 	}
-	defer catchSIGPIPE()()
-	ctx, stop := signalContext()
-	defer stop()
-	// After the first signal, a second one kills at once.
-	defer context.AfterFunc(ctx, stop)()
-	out := stdout
-	if f, ok := stdout.(*os.File); ok {
-		if pf, restore := pollableOutput(f); pf != nil {
-			defer restore()
-			out = pf
-			// A client that stopped reading would hold a write, and with it
-			// the whole shutdown, forever: after a signal it has a moment to
-			// take the last lines, then writes fail and the server unwinds.
-			defer context.AfterFunc(ctx, func() { pf.SetWriteDeadline(time.Now().Add(rpcLastLinesGrace)) })()
-		}
-	}
-
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Token: token, Log: s.agent.Log}, stdin, out)
-	if wire != nil {
-		done, err := wire(ctx, s, srv)
-		if err != nil {
-			return fail(stderr, err)
-		}
-		if done != nil {
-			defer done()
-		}
-	}
-	err = srv.Serve(ctx)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errRPCAuth):
-		fmt.Fprintln(stderr, "zot: rpc: a hello carried the wrong token (ZOTCORE_RPC_TOKEN is set)")
-		return exitFailure
-	case ctx.Err() != nil:
-		return exitInterrupted
-	}
-	fmt.Fprintf(stderr, "zot: rpc: %v\n", err)
-	return exitFailure
 }
 
 // rpcLastLinesGrace is how long, after a signal, the client has to read

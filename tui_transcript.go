@@ -19,7 +19,7 @@ import (
 
 // startPrompt sends a prompt to the agent on a goroutine of its own.
 func (t *TUI) startPrompt(q queuedPrompt) {
-	if t.s.missingKey != "" {
+	if t.missingKey != "" {
 		t.warnNoKey()
 		t.ed.set(q.display)
 		return
@@ -27,7 +27,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	var files []Block
 	var attached []string
 	for _, ref := range atRefs(q.text) {
-		b, desc, err := attachFile(ref, t.s.toolEnv.resolve)
+		b, desc, err := attachFile(ref, t.cfg.ToolEnv.resolve)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				attached = append(attached, "not attached: "+err.Error())
@@ -40,7 +40,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
 	t.beginRun(func(ctx context.Context, sink Sink) error {
-		return t.s.agent.Prompt(ctx, q.text, files, sink)
+		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
 }
 
@@ -502,7 +502,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 
 // Notes from extensions.
 
-func (t *TUI) note(n ExtNote) {
+func (t *TUI) note(n tuiNote) {
 	if n.Clear {
 		kept := t.notes[:0]
 		for _, old := range t.notes {
