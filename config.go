@@ -44,13 +44,32 @@ type userConfig struct {
 	BaseURL  string `json:"base_url,omitempty"`
 }
 
-// saveConfig remembers the user's choices in config.json, written whole.
-// The file is private (0600, or the file's own mode when that is
-// stricter): a base URL can carry credentials (https://user:pass@host,
-// ?key=).
+// saveConfig remembers the user's choices in config.json, written whole;
+// the settings it does not set ("claude_hooks", and any zot does not
+// know) are kept. The file is private (0600, or the file's own mode when
+// that is stricter): a base URL can carry credentials
+// (https://user:pass@host, ?key=).
 func saveConfig(home string, c userConfig) error {
 	path := filepath.Join(home, "config.json")
-	b, err := json.MarshalIndent(c, "", "  ")
+	settings := map[string]json.RawMessage{}
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("save %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(old, &settings); err != nil {
+			return fmt.Errorf("save %s: the file is not a JSON object (%v); fix or remove it", path, err)
+		}
+	}
+	for key, v := range map[string]string{"provider": c.Provider, "model": c.Model, "base_url": c.BaseURL} {
+		if v == "" {
+			delete(settings, key)
+		} else {
+			settings[key], _ = json.Marshal(v)
+		}
+	}
+	b, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -67,6 +86,7 @@ func saveConfig(home string, c userConfig) error {
 	return nil
 }
 
+// loadConfig reads config.json; a missing file is an empty one.
 func loadConfig(home string) (userConfig, error) {
 	var c userConfig
 	b, err := os.ReadFile(filepath.Join(home, "config.json"))

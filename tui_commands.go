@@ -109,7 +109,7 @@ func (t *TUI) command(name, args string) {
 		c.run(t, args)
 		return
 	}
-	t.runExtCommand(name, args)
+	t.invokeExtCommand(name, args)
 }
 
 func (t *TUI) cmdHelp(string) {
@@ -511,7 +511,7 @@ func (t *TUI) donePending(name string) {
 	}
 }
 
-func (t *TUI) runExtCommand(name, args string) {
+func (t *TUI) invokeExtCommand(name, args string) {
 	if t.Ext == nil {
 		t.logf(fgRed, "/%s: extensions are not available", name)
 		return

@@ -30,7 +30,7 @@ func (p *hangProvider) Stream(ctx context.Context, req Request, on func(StreamEv
 func startExtPrompt(t *testing.T, tui *TUI) {
 	t.Helper()
 	tui.Ext = &fakeExt{resp: map[string]tuiCommandResponse{"go": {Action: "prompt", Prompt: "hello"}}}
-	tui.runExtCommand("go", "")
+	tui.invokeExtCommand("go", "")
 	handleUntil(t, tui, isCmdDone)
 	if tui.run == nil {
 		t.Fatal("the extension's prompt did not start a run")
