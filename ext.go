@@ -1218,14 +1218,14 @@ func (g *interceptGate) waiters() int {
 func (m *ExtManager) Observe(e Event) {
 	var ev extEvent
 	switch e.Type {
-	case "turn_start":
-		ev = extEvent{Name: e.Type, Step: e.Step}
-	case "tool_call":
-		ev = extEvent{Name: e.Type, ToolID: e.ID, ToolName: e.Name, ToolArgs: e.Args}
-	case "turn_end":
-		ev = extEvent{Name: e.Type, Stop: e.Stop, Error: e.Error}
-	case "assistant_message":
-		ev = extEvent{Name: e.Type, Text: Message{Content: e.Content}.Text()}
+	case EventTurnStart:
+		ev = extEvent{Name: "turn_start", Step: e.Step}
+	case EventToolCall:
+		ev = extEvent{Name: "tool_call", ToolID: e.ID, ToolName: e.Name, ToolArgs: e.Args}
+	case EventTurnEnd:
+		ev = extEvent{Name: "turn_end", Stop: e.Stop, Error: e.Error}
+	case EventAssistantMessage:
+		ev = extEvent{Name: "assistant_message", Text: Message{Content: e.Content}.Text()}
 	default:
 		return
 	}

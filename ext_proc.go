@@ -1183,7 +1183,7 @@ func (p *extProc) extToolResult(msg extMsg) ToolResult {
 				content = append(content, TextBlock(fmt.Sprintf("[extension %s sent an invalid image]", p.name())))
 				continue
 			}
-			content = append(content, Block{Type: "image", MimeType: b.MimeType, Data: b.Data})
+			content = append(content, Block{Type: BlockImage, MimeType: b.MimeType, Data: b.Data})
 		default:
 			p.log.Printf("tool_result block %d: unknown type %q skipped", i, b.Type)
 		}

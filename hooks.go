@@ -1087,9 +1087,9 @@ func claudeToolResponse(tool string, args json.RawMessage, res ToolResult, cwd s
 		blocks := []map[string]any{}
 		for _, b := range res.Content {
 			switch b.Type {
-			case "text":
+			case BlockText:
 				blocks = append(blocks, map[string]any{"type": "text", "text": b.Text})
-			case "image":
+			case BlockImage:
 				blocks = append(blocks, map[string]any{"type": "image", "mimeType": b.MimeType, "data": b.Data})
 			}
 		}

@@ -925,7 +925,7 @@ func mcpImage(mimeType, data string) (Block, string) {
 	case n > readMaxImage:
 		return Block{}, fmt.Sprintf("[%s image of %d bytes: larger than %d MB]", mimeType, n, readMaxImage>>20)
 	}
-	return Block{Type: "image", MimeType: mimeType, Data: data}, ""
+	return Block{Type: BlockImage, MimeType: mimeType, Data: data}, ""
 }
 
 // mcpServerConfig is one server entry after expansion and checks. Raw*
@@ -1339,7 +1339,7 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 	})
 	for _, b := range res.Content {
 		switch b.Type {
-		case "image":
+		case BlockImage:
 			fmt.Fprintf(stdout, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		default:
 			fmt.Fprintln(stdout, strings.TrimRight(sanitize(b.Text), "\n"))

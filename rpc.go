@@ -547,7 +547,7 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 	case "prompt":
 		images := make([]Block, 0, len(req.Images))
 		for _, img := range req.Images {
-			images = append(images, Block{Type: "image", MimeType: img.MimeType, Data: img.Data})
+			images = append(images, Block{Type: BlockImage, MimeType: img.MimeType, Data: img.Data})
 		}
 		s.enqueue(ctx, req, &rpcJob{kind: "prompt", text: req.Message, images: images})
 	case "compact":
@@ -733,7 +733,7 @@ func (s *rpcServer) work() {
 		s.jobs = s.jobs[1:]
 		s.mu.Unlock()
 		j.cancel()
-		s.write(Event{Type: "done"})
+		s.write(Event{Type: EventDone})
 	}
 }
 
@@ -752,14 +752,14 @@ func (s *rpcServer) run(j *rpcJob) {
 		err = s.Agent.Compact(j.ctx, sink)
 	}
 	if errors.Is(err, ErrBusy) {
-		s.write(Event{Type: "error", Message: j.kind + ": " + err.Error()})
+		s.write(Event{Type: EventError, Message: j.kind + ": " + err.Error()})
 	}
 }
 
 // emit passes the agent's events to the client, all but done, which the
 // worker writes itself once the job has left the queue.
 func (s *rpcServer) emit(e Event) {
-	if e.Type != "done" {
+	if e.Type != EventDone {
 		s.write(e)
 	}
 }
@@ -772,7 +772,7 @@ func (s *rpcServer) Notify(n rpcNote) {
 	if n.Clear {
 		return
 	}
-	e := Event{Type: "ext_notify", Extension: n.Extension, Level: n.Level, Message: n.Message}
+	e := Event{Type: EventExtNotify, Extension: n.Extension, Level: n.Level, Message: n.Message}
 	s.mu.Lock()
 	if !s.authed {
 		if len(s.held) < maxHeldNotes {

@@ -293,9 +293,9 @@ func TestRPCPromptToolLoopEventOrderAndMessages(t *testing.T) {
 	for _, m := range msgs {
 		var blocks []string
 		for _, c := range m.Content {
-			blocks = append(blocks, c.Type)
+			blocks = append(blocks, string(c.Type))
 		}
-		shape = append(shape, m.Role+"["+strings.Join(blocks, ",")+"]")
+		shape = append(shape, string(m.Role)+"["+strings.Join(blocks, ",")+"]")
 	}
 	if got := strings.Join(shape, " "); got != "user[text] assistant[text,tool_call] user[tool_result] assistant[text]" {
 		t.Fatalf("transcript = %s", got)
@@ -355,7 +355,7 @@ func TestRPCSecondPromptQueuesBehindASlowFirst(t *testing.T) {
 	// The queued prompts ran in order on the transcript the abort left.
 	var roles []string
 	for _, m := range decodeData[rpcMessagesData](t, p.call("get_messages")).Messages {
-		roles = append(roles, m.Role+":"+Message{Content: wireToBlocks(m.Content)}.Text())
+		roles = append(roles, string(m.Role)+":"+Message{Content: wireToBlocks(m.Content)}.Text())
 	}
 	if got := strings.Join(roles, " | "); got != "user:one | assistant:slow answe | user:two | assistant:second answer | user:three | assistant:third answer" {
 		t.Errorf("transcript = %s", got)

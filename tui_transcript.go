@@ -113,44 +113,44 @@ func (t *TUI) runDone(id int, err error) {
 func (t *TUI) event(e Event) {
 	st := &t.stream
 	switch e.Type {
-	case "user_message":
+	case EventUserMessage:
 		t.run.prompts++
 		if t.run.prompts > 1 {
 			typed, _ := splitPrompt(Message{Content: e.Content})
 			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(typed), sDim})
 		}
-	case "assistant_start":
+	case EventAssistantStart:
 		st.md, st.hasText = mdState{}, false
-	case "thinking_delta":
+	case EventThinkingDelta:
 		if st.thinking == nil {
 			st.thinkStart = time.Now()
 		}
 		st.thinking = append(st.thinking, e.Delta...)
-	case "text_delta":
+	case EventTextDelta:
 		t.endThinking()
 		t.appendText(e.Delta)
-	case "tool_use_start":
+	case EventToolUseStart:
 		t.endThinking()
 		t.flushText()
 		st.tools = append(st.tools, &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()})
-	case "tool_use_args":
+	case EventToolUseArgs:
 		if lt := t.liveTool(e.ID); lt != nil {
 			lt.argBytes += len(e.Delta)
 		}
-	case "assistant_message":
+	case EventAssistantMessage:
 		t.endThinking()
 		t.flushText()
 		st.tools = nil
 		st.md = mdState{}
 		st.hasText = false
-	case "tool_call":
+	case EventToolCall:
 		lt := t.liveTool(e.ID)
 		if lt == nil {
 			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
 			st.tools = append(st.tools, lt)
 		}
 		lt.summary = toolSummary(e.Name, e.Args)
-	case "tool_progress":
+	case EventToolProgress:
 		if lt := t.liveTool(e.ID); lt != nil {
 			for _, line := range strings.Split(strings.TrimRight(e.Text, "\n"), "\n") {
 				lt.progress = append(lt.progress, line)
@@ -159,24 +159,24 @@ func (t *TUI) event(e Event) {
 				lt.progress = append(lt.progress[:0], lt.progress[n-3:]...)
 			}
 		}
-	case "tool_result":
+	case EventToolResult:
 		summary := ""
 		if lt := t.liveTool(e.ID); lt != nil {
 			summary = lt.summary
 			t.dropLiveTool(e.ID)
 		}
 		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content)
-	case "turn_end":
+	case EventTurnEnd:
 		if e.Stop == StopAborted {
 			t.endThinking()
 			t.flushText()
 			t.commitLine(span{"■ aborted", fgYellow})
 		}
-	case "error":
+	case EventError:
 		t.endThinking()
 		t.flushText()
 		t.commitRows(plainRows(drawText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
-	case "compact_done":
+	case EventCompactDone:
 		t.commitRule("compacted")
 		rows := renderMarkdown(e.Summary, t.width, sDim)
 		if len(rows) > 6 {
@@ -346,9 +346,9 @@ func (t *TUI) commitToolResult(name, summary, details string, isErr bool, conten
 	var text strings.Builder
 	for _, b := range content {
 		switch b.Type {
-		case "text":
+		case BlockText:
 			text.WriteString(b.Text)
-		case "image":
+		case BlockImage:
 			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		}
 	}
@@ -466,7 +466,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 	results := map[string]Block{}
 	for _, m := range msgs {
 		for _, b := range m.Content {
-			if b.Type == "tool_result" {
+			if b.Type == BlockToolResult {
 				results[b.CallID] = b
 			}
 		}
@@ -483,16 +483,16 @@ func (t *TUI) showTranscript(msgs []Message) {
 			t.commitPrompt(typed, attached)
 			continue
 		}
-		if m.Role != "assistant" {
+		if m.Role != RoleAssistant {
 			continue
 		}
 		for _, b := range m.Content {
 			switch b.Type {
-			case "text":
+			case BlockText:
 				t.commitRows(renderMarkdown(b.Text, t.width, 0))
-			case "thinking":
+			case BlockThinking:
 				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
-			case "tool_call":
+			case BlockToolCall:
 				r := results[b.ID]
 				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content)
 			}

@@ -271,7 +271,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	} else {
 		sink = func(e Event) {
-			if e.Type == "assistant_message" {
+			if e.Type == EventAssistantMessage {
 				final = Message{Content: e.Content}.Text()
 			}
 		}
