@@ -102,12 +102,12 @@ func TestExtPermissionsGrantDecidesRegistrations(t *testing.T) {
 			var granted []string
 			for _, ev := range extEventList {
 				if p.subscribed(ev) {
-					granted = append(granted, "event "+ev)
+					granted = append(granted, "event "+string(ev))
 				}
 			}
 			for _, ev := range extInterceptList {
 				if p.intercepts(ev) {
-					granted = append(granted, "intercept "+ev)
+					granted = append(granted, "intercept "+string(ev))
 				}
 			}
 			if _, ok := a.Tools.Lookup("greedy_tool"); ok {
