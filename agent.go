@@ -1235,3 +1235,12 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	slices.Sort(keys)
 	return keys
 }
+
+// joinNames joins protocol names for a message.
+func joinNames[S ~string](names []S, sep string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return strings.Join(out, sep)
+}

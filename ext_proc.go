@@ -964,15 +964,6 @@ var (
 	extInterceptNames = nameSet(extInterceptList)
 )
 
-// joinNames joins protocol names for a message.
-func joinNames[S ~string](names []S, sep string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = string(n)
-	}
-	return strings.Join(out, sep)
-}
-
 func nameSet(names []extEventName) map[extEventName]bool {
 	set := map[extEventName]bool{}
 	for _, n := range names {

@@ -62,15 +62,29 @@ type MCPConfig struct {
 	OnStatus func(server, level, message string)
 }
 
+// MCPServerState is where a configured server stands, as `zot mcp list`
+// shows it.
+type MCPServerState string
+
+const (
+	MCPStarting MCPServerState = "starting" // connecting, or listing its tools
+	MCPReady    MCPServerState = "ready"    // its tools are in the registry
+	MCPFailed   MCPServerState = "failed"   // it could not be started; see Error
+	MCPExited   MCPServerState = "exited"   // it crashed; the next call restarts it, at most once a minute
+	MCPStopped  MCPServerState = "stopped"  // zot stopped it at shutdown
+	MCPDisabled MCPServerState = "disabled" // "disabled": true in its entry
+	MCPInvalid  MCPServerState = "invalid"  // its entry is wrong; see Error
+)
+
 // MCPServerStatus is one configured server as `zot mcp list` shows it.
 type MCPServerStatus struct {
-	Name      string `json:"name"`
-	Transport string `json:"transport"`
-	Target    string `json:"target"` // command or URL as configured, unexpanded
-	State     string `json:"state"`  // starting, ready, failed, exited, stopped, disabled, invalid
-	Tools     int    `json:"tools"`
-	Error     string `json:"error,omitempty"`
-	Source    string `json:"source"`
+	Name      string         `json:"name"`
+	Transport string         `json:"transport"`
+	Target    string         `json:"target"` // command or URL as configured, unexpanded
+	State     MCPServerState `json:"state"`
+	Tools     int            `json:"tools"`
+	Error     string         `json:"error,omitempty"`
+	Source    string         `json:"source"`
 }
 
 // MCPManager owns the MCP servers of one zot process: it starts them, keeps
@@ -134,7 +148,7 @@ func (m *MCPManager) load(only string) {
 		reports = append(reports, p)
 		if p.server != "" {
 			// Listed, so that `zot mcp list` and the TUI show what is wrong.
-			bad := &mcpServer{m: m, cfg: mcpServerConfig{Name: p.server, Source: p.file}, settled: make(chan struct{}), state: "invalid", lastErr: p.msg}
+			bad := &mcpServer{m: m, cfg: mcpServerConfig{Name: p.server, Source: p.file}, settled: make(chan struct{}), state: MCPInvalid, lastErr: p.msg}
 			bad.settle()
 			servers = append(servers, bad)
 		}
@@ -143,9 +157,9 @@ func (m *MCPManager) load(only string) {
 		if only != "" && c.Name != only {
 			continue
 		}
-		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: "starting"}
+		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: MCPStarting}
 		if c.Disabled {
-			s.state = "disabled"
+			s.state = MCPDisabled
 			s.settle()
 		} else {
 			s.log = openMCPLog(mcpLogPath(m.cfg.Home, c.slug))
@@ -162,7 +176,7 @@ func (m *MCPManager) load(only string) {
 	}
 	m.servers = servers
 	for _, s := range servers {
-		if s.state != "starting" {
+		if s.state != MCPStarting {
 			continue
 		}
 		m.wg.Add(1)
@@ -261,7 +275,7 @@ type mcpServer struct {
 	startMu sync.Mutex
 
 	mu          sync.Mutex
-	state       string
+	state       MCPServerState
 	lastErr     string
 	reported    string // last message given to OnStatus: report each once
 	conn        *mcpConn
@@ -340,11 +354,11 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	conn.onRequest = s.onRequest
 	conn.onNotify = s.onNotify
 	s.mu.Lock()
-	if s.state == "stopped" {
+	if s.state == MCPStopped {
 		s.mu.Unlock()
 		return errors.New("stopped")
 	}
-	s.state, s.lastErr = "starting", ""
+	s.state, s.lastErr = MCPStarting, ""
 	s.gen++
 	s.mu.Unlock()
 
@@ -361,7 +375,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		ht = newHTTPTransport(s.cfg.URL, redactURL(s.cfg.RawURL), s.cfg.Headers, conn)
 	}
 	s.mu.Lock()
-	if s.state == "stopped" { // Shutdown came while we started
+	if s.state == MCPStopped { // Shutdown came while we started
 		s.mu.Unlock()
 		closeNow(conn.t)
 		return errors.New("stopped")
@@ -382,7 +396,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	s.mu.Lock()
 	again := s.relistAgain
 	s.listing, s.relistAgain = false, false
-	s.state = "ready"
+	s.state = MCPReady
 	s.mu.Unlock()
 	s.setTools(tools)
 	s.log.printf("ready, %d tools", len(tools))
@@ -402,8 +416,8 @@ func closeNow(t mcpTransport) {
 
 func (s *mcpServer) fail(err error) error {
 	s.mu.Lock()
-	if s.state != "stopped" {
-		s.state, s.lastErr = "failed", err.Error()
+	if s.state != MCPStopped {
+		s.state, s.lastErr = MCPFailed, err.Error()
 	}
 	s.listing = false
 	s.mu.Unlock()
@@ -416,11 +430,11 @@ func (s *mcpServer) fail(err error) error {
 // have failed already and the next call restarts it.
 func (s *mcpServer) exited(conn *mcpConn, err error) {
 	s.mu.Lock()
-	if s.conn != conn || s.state != "ready" {
+	if s.conn != conn || s.state != MCPReady {
 		s.mu.Unlock()
 		return
 	}
-	s.state, s.lastErr = "exited", fmt.Sprintf("exited unexpectedly (%v)", err)
+	s.state, s.lastErr = MCPExited, fmt.Sprintf("exited unexpectedly (%v)", err)
 	next := s.nextRestart()
 	s.mu.Unlock()
 	s.log.printf("exited unexpectedly (%v)", err)
@@ -445,19 +459,19 @@ func (s *mcpServer) stop(ctx context.Context) {
 	defer s.settle()
 	s.mu.Lock()
 	prev := s.state
-	if prev == "disabled" || prev == "invalid" {
+	if prev == MCPDisabled || prev == MCPInvalid {
 		s.mu.Unlock()
 		return
 	}
-	s.state = "stopped"
+	s.state = MCPStopped
 	var t mcpTransport
 	if s.conn != nil {
 		t = s.conn.t
 	}
 	s.mu.Unlock()
 	switch {
-	case t == nil || prev == "failed": // closed when it failed
-	case prev == "starting":
+	case t == nil || prev == MCPFailed: // closed when it failed
+	case prev == MCPStarting:
 		// Nothing to finish yet: no grace, so that a -p prompt that ended
 		// before its servers were up does not wait for them.
 		closeNow(t)
@@ -637,7 +651,7 @@ func (s *mcpServer) setTools(tools []Tool) {
 // time; a change announced during it causes one more.
 func (s *mcpServer) relist() {
 	s.mu.Lock()
-	if s.listing || s.state != "ready" {
+	if s.listing || s.state != MCPReady {
 		s.relistAgain = s.listing
 		s.mu.Unlock()
 		return
@@ -657,7 +671,7 @@ func (s *mcpServer) relist() {
 				s.log.printf("tools changed: %d tools", len(tools))
 			}
 			s.mu.Lock()
-			again := s.relistAgain && err == nil && s.state == "ready"
+			again := s.relistAgain && err == nil && s.state == MCPReady
 			s.relistAgain = false
 			s.listing = again
 			s.mu.Unlock()
@@ -705,10 +719,10 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
-	if state == "ready" {
+	if state == MCPReady {
 		return nil
 	}
-	if state != "exited" {
+	if state != MCPExited {
 		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
 	}
 	s.startMu.Lock()
@@ -716,16 +730,16 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	s.mu.Lock()
 	state, why, last, next, crashed := s.state, s.lastErr, s.restartedAt, s.nextRestart(), s.conn
 	now := time.Now()
-	restart := state == "exited" && !now.Before(next)
+	restart := state == MCPExited && !now.Before(next)
 	if restart {
 		s.restartedAt = now
 		next = s.nextRestart()
 	}
 	s.mu.Unlock()
 	switch {
-	case state == "ready": // another call restarted it
+	case state == MCPReady: // another call restarted it
 		return nil
-	case state != "exited":
+	case state != MCPExited:
 		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
 	case !restart:
 		return fmt.Errorf("mcp server %s %s; zot restarts a crashed server at most once a minute (the last restart was at %s): try again after %s (log: %s)",
@@ -736,8 +750,8 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	crashed.t.close(ctx)
 	if err := s.connect(ctx); err != nil {
 		s.mu.Lock()
-		if s.state == "failed" { // not stopped meanwhile: may be restarted again, a minute on
-			s.state, s.lastErr = "exited", fmt.Sprintf("crashed, and its restart failed (%v)", err)
+		if s.state == MCPFailed { // not stopped meanwhile: may be restarted again, a minute on
+			s.state, s.lastErr = MCPExited, fmt.Sprintf("crashed, and its restart failed (%v)", err)
 		}
 		s.mu.Unlock()
 		s.report("error", fmt.Sprintf("restart failed: %v; it restarts on its first tool call after %s (log: %s)",
@@ -1252,7 +1266,7 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 			fmt.Fprintf(stderr, "zot mcp: no server %q is configured (see zot mcp list)\n", words[1])
 			return exitFailure
 		}
-		if st[0].State != "ready" {
+		if st[0].State != MCPReady {
 			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, sanitize(st[0].Error))
 			return exitFailure
 		}

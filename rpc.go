@@ -64,14 +64,36 @@ const rpcProtocolVersion = 1
 // maxRPCLine bounds one request line: room for a prompt with images.
 const maxRPCLine = 64 << 20
 
+// rpcCommand names a command of the rpc protocol (seed 004): the "type" of
+// a request line, and the "command" of its response.
+type rpcCommand string
+
+const (
+	rpcHello            rpcCommand = "hello"
+	rpcPrompt           rpcCommand = "prompt"
+	rpcAbort            rpcCommand = "abort"
+	rpcCompact          rpcCommand = "compact"
+	rpcGetState         rpcCommand = "get_state"
+	rpcGetMessages      rpcCommand = "get_messages"
+	rpcClear            rpcCommand = "clear"
+	rpcSetModel         rpcCommand = "set_model"
+	rpcGetModels        rpcCommand = "get_models"
+	rpcPing             rpcCommand = "ping"
+	rpcReloadExtensions rpcCommand = "reload_extensions"
+)
+
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []string{"hello", "prompt", "abort", "compact", "get_state", "get_messages", "clear", "set_model", "get_models", "ping", "reload_extensions"}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions}
+
+// rpcResponseType is the "type" of every response line; events have
+// their own (EventType).
+const rpcResponseType = "response"
 
 // rpcRequest is one command line from the client, decoded. A command
 // reads the fields it needs; the others, and unknown fields, are ignored.
 type rpcRequest struct {
 	ID      json.RawMessage
-	Type    string
+	Type    rpcCommand
 	Token   string
 	Message string
 	Images  []rpcImage
@@ -89,7 +111,7 @@ type rpcImage struct {
 type rpcResponse struct {
 	Type    string          `json:"type"`
 	ID      json.RawMessage `json:"id,omitempty"`
-	Command string          `json:"command,omitempty"`
+	Command rpcCommand      `json:"command,omitempty"`
 	Success bool            `json:"success"`
 	Data    any             `json:"data,omitempty"`
 	Error   string          `json:"error,omitempty"`
@@ -160,7 +182,7 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		return req, typeErr
 	}
 	if keyErr != nil {
-		if req.Type == "hello" {
+		if req.Type == rpcHello {
 			keyErr = badTokenError{keyErr} // a hello that cannot be read plainly proves nothing
 		}
 		return req, keyErr
@@ -169,17 +191,17 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		return req, errors.New(`missing "type": say which command, e.g. {"type":"ping"}`)
 	}
 	if !slices.Contains(rpcCommands, req.Type) {
-		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, strings.Join(rpcCommands, ", "))
+		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, joinNames(rpcCommands, ", "))
 	}
 	var err error
 	switch req.Type {
-	case "hello":
+	case rpcHello:
 		if err = decodeRPCField("token", raw["token"], &req.Token); err != nil {
 			err = badTokenError{err}
 		}
-	case "abort":
+	case rpcAbort:
 		err = decodeRPCField("all", raw["all"], &req.All)
-	case "prompt":
+	case rpcPrompt:
 		if err = decodeRPCField("message", raw["message"], &req.Message); err == nil {
 			err = decodeRPCField("images", raw["images"], &req.Images)
 		}
@@ -191,7 +213,7 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 				err = fmt.Errorf("images[%d]: %v", i, ierr)
 			}
 		}
-	case "set_model":
+	case rpcSetModel:
 		err = decodeRPCField("model", raw["model"], &req.Model)
 		if err == nil && strings.TrimSpace(req.Model) == "" {
 			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
@@ -344,7 +366,7 @@ type rpcNote struct {
 
 // rpcJob is one prompt or compaction, queued or running.
 type rpcJob struct {
-	kind   string // "prompt" or "compact"
+	kind   rpcCommand // rpcPrompt or rpcCompact
 	text   string
 	images []Block
 	ctx    context.Context
@@ -533,7 +555,7 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		}
 		return nil
 	}
-	if req.Type == "hello" {
+	if req.Type == rpcHello {
 		return s.hello(req)
 	}
 	s.mu.Lock()
@@ -544,35 +566,35 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		return nil
 	}
 	switch req.Type {
-	case "prompt":
+	case rpcPrompt:
 		images := make([]Block, 0, len(req.Images))
 		for _, img := range req.Images {
 			images = append(images, Block{Type: BlockImage, MimeType: img.MimeType, Data: img.Data})
 		}
-		s.enqueue(ctx, req, &rpcJob{kind: "prompt", text: req.Message, images: images})
-	case "compact":
-		s.enqueue(ctx, req, &rpcJob{kind: "compact"})
-	case "abort":
+		s.enqueue(ctx, req, &rpcJob{kind: rpcPrompt, text: req.Message, images: images})
+	case rpcCompact:
+		s.enqueue(ctx, req, &rpcJob{kind: rpcCompact})
+	case rpcAbort:
 		s.reply(req, s.abort(req.All), nil)
-	case "get_state":
+	case rpcGetState:
 		s.reply(req, s.state(), nil)
-	case "get_messages":
+	case rpcGetMessages:
 		s.reply(req, rpcMessagesData{Messages: WireMessages(s.Agent.Messages())}, nil)
-	case "clear":
+	case rpcClear:
 		s.reply(req, nil, s.whenIdle("clear", s.Agent.Clear))
-	case "set_model":
+	case rpcSetModel:
 		model := strings.TrimSpace(req.Model)
 		s.reply(req, nil, s.whenIdle("set_model", func() error { return s.Agent.SetModel(model) }))
-	case "get_models":
+	case rpcGetModels:
 		models := modelsFor(s.Provider)
 		sort.SliceStable(models, func(i, j int) bool { return models[i].ID < models[j].ID })
 		if models == nil {
 			models = []ModelInfo{}
 		}
 		s.reply(req, rpcModelsData{Models: models}, nil)
-	case "ping":
+	case rpcPing:
 		s.reply(req, rpcPongData{Pong: true}, nil)
-	case "reload_extensions":
+	case rpcReloadExtensions:
 		s.reload(ctx, req)
 	}
 	return nil
@@ -746,13 +768,13 @@ func (s *rpcServer) run(j *rpcJob) {
 	sink := TeeSinks(s.emit, s.Observe)
 	var err error
 	switch j.kind {
-	case "prompt":
+	case rpcPrompt:
 		err = s.Agent.Prompt(j.ctx, j.text, j.images, sink)
-	case "compact":
+	case rpcCompact:
 		err = s.Agent.Compact(j.ctx, sink)
 	}
 	if errors.Is(err, ErrBusy) {
-		s.write(Event{Type: EventError, Message: j.kind + ": " + err.Error()})
+		s.write(Event{Type: EventError, Message: string(j.kind) + ": " + err.Error()})
 	}
 }
 
@@ -787,7 +809,7 @@ func (s *rpcServer) Notify(n rpcNote) {
 
 // reply answers req with data, or with err when it is not nil.
 func (s *rpcServer) reply(req rpcRequest, data any, err error) {
-	r := rpcResponse{Type: "response", ID: req.ID, Command: req.Type, Success: err == nil, Data: data}
+	r := rpcResponse{Type: rpcResponseType, ID: req.ID, Command: req.Type, Success: err == nil, Data: data}
 	if err != nil {
 		r.Data, r.Error = nil, err.Error()
 	}
