@@ -197,6 +197,8 @@ Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
 	return b.String()
 }
 
+// run is zot: a management command, or a mode (in wire.go) for the
+// options. It returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A subcommand is recognised only as the first argument, so prompt
 	// words such as "fix the rpc tests" stay a prompt.
@@ -208,12 +210,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
 		case "skills":
 			return runSkillsCommand(args[1:], stdout, stderr)
+		case "validate":
+			return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
 		case "rpc":
 			args = append([]string{"--rpc"}, args[1:]...)
 		}
-	}
-	if len(args) > 0 && args[0] == "validate" {
-		return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
 	}
 	o, err := parseFlags(args)
 	if err != nil {

@@ -328,7 +328,7 @@ func checkRPCImage(img rpcImage) error {
 	return nil
 }
 
-// rpcConfig is what the server serves and what main.go plugs into it.
+// rpcConfig is what the server serves and what wire.go plugs into it.
 type rpcConfig struct {
 	Agent    *Agent
 	Provider string

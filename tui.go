@@ -24,7 +24,7 @@ import (
 // tui_transcript.go (agent events into the scrollback), tui_commands.go
 // (slash commands and dialogs) and tui_term.go (raw mode).
 
-// TUIConfig is what the interactive mode gets from main.go.
+// TUIConfig is what the interactive mode gets from wire.go.
 type TUIConfig struct {
 	Agent   *Agent
 	ToolEnv *ToolEnv // /jail and /unjail; what @file may attach
@@ -45,7 +45,7 @@ type TUIConfig struct {
 	AskTools  bool     // --no-yolo: ask before each tool call
 }
 
-// tuiExtensions is what the TUI uses of the extension host. main.go passes
+// tuiExtensions is what the TUI uses of the extension host. wire.go passes
 // the host (nil when there is none); notes and panel updates come in
 // through TUI.Note and TUI.Panel.
 type tuiExtensions interface {

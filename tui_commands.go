@@ -44,7 +44,7 @@ func builtinCommands() []slashCommand {
 }
 
 // tuiCommandNames are the names of the built-in commands, which
-// extensions may not take: main.go reserves them in the extension host.
+// extensions may not take: wire.go reserves them in the extension host.
 func tuiCommandNames() []string {
 	var names []string
 	for _, c := range builtinCommands() {

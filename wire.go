@@ -18,12 +18,10 @@ import (
 
 // The wiring: the one place that builds the parts from the options and
 // connects them. Each mode — -p and --json, rpc, the TUI — gets a setup
-// (provider, agent, tools, session) and starts the plugins beside it: MCP
-// servers, extensions, hooks, validators, the audit log and skills. The
-// plugins know the core and not each other; what one needs of another,
-// and what each may run, passes through here: every start below reads its
-// plugin's configuration here and hands the list to the plugin, and the
-// management commands get their loaders from main.go.
+// (provider, agent, tools, session) and starts the plugins beside it. The
+// plugins know the core and not each other: what one needs of another
+// passes through here, and so does what each may run — each start below
+// reads its plugin's configuration and hands the plugin the list.
 
 // setup is what a mode is built from: the options, and the provider,
 // agent, tools and session made from them. The mode adds the plugins with
@@ -422,7 +420,8 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	t := newTUI(s.tuiConfig(), out)
-	defer s.plugTUI(t)()
+	stop := s.plugTUI(t)
+	defer stop()
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }
 
@@ -504,9 +503,9 @@ func (h tuiExtHost) Reload(ctx context.Context) tuiReloadStats {
 // and hook commands — and puts their tool gates first in s.gates: extension
 // interceptors, then hooks (validators follow, from guardTools). Each mode
 // passes where notes and failures go; stop shuts everything down.
-func (s *setup) startPlugins(ctx context.Context, extHooks ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
+func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
 	mcp := s.startMCP(ctx, mcpStatus)
-	exts = s.startExtensions(ctx, extHooks)
+	exts = s.startExtensions(ctx, extOut)
 	hooks := s.startHooks(ctx, hookNote)
 	s.gates = append([]ToolGate{exts.ToolGate, hooks.ToolGate}, s.gates...)
 	return exts, func() {
@@ -526,11 +525,12 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 }
 
 // startExtensions starts the extensions the command line asks for (--ext,
-// then the installed ones unless --no-ext) and attaches them to the agent. hooks carries the mode's OnNote, OnPanel and
-// Log; the rest is filled in here. The caller chains ToolGate into
+// then the installed ones unless --no-ext) and attaches them to the agent.
+// out carries the mode's OnNote, OnPanel, Log and ReservedCommands; the
+// rest is filled in here. The caller chains ToolGate into
 // BeforeToolExecute, tees Observe into its sink and calls Shutdown at exit.
-func (s *setup) startExtensions(ctx context.Context, hooks ExtConfig) *ExtManager {
-	cfg := hooks
+func (s *setup) startExtensions(ctx context.Context, out ExtConfig) *ExtManager {
+	cfg := out
 	cfg.Home, cfg.Cwd, cfg.Provider, cfg.Model = s.home, s.cwd, s.provider, s.model
 	cfg.Discover = func() []*extFound { return discoverExtensions(s.home, s.cwd, s.opts.ext, s.opts.noExt) }
 	m := NewExtManager(cfg)
