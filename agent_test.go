@@ -66,7 +66,7 @@ func (l *eventLog) all() []Event {
 func (l *eventLog) types() string {
 	var out []string
 	for _, e := range l.all() {
-		t := e.Type
+		t := string(e.Type)
 		if t == "turn_end" {
 			t += ":" + e.Stop
 		}
@@ -78,7 +78,7 @@ func (l *eventLog) types() string {
 	return strings.Join(out, " ")
 }
 
-func (l *eventLog) ofType(typ string) []Event {
+func (l *eventLog) ofType(typ EventType) []Event {
 	var out []Event
 	for _, e := range l.all() {
 		if e.Type == typ {
@@ -117,7 +117,7 @@ func TestAgentToolLoopEventOrder(t *testing.T) {
 	msgs := a.Messages()
 	roles := []string{}
 	for _, m := range msgs {
-		roles = append(roles, m.Role)
+		roles = append(roles, string(m.Role))
 	}
 	if strings.Join(roles, ",") != "user,assistant,user,assistant" {
 		t.Fatalf("transcript roles = %v", roles)

@@ -256,3 +256,14 @@ func TestExtCheckKillsWhatTheExtensionLeftInItsSession(t *testing.T) {
 		t.Errorf("process %d outlived the check", pid)
 	}
 }
+
+// zot ext check knows the TUI's own slash commands (main.go passes them):
+// an extension that registers one is told that the built-in wins.
+func TestExtCheckWarnsOfTheTUIsOwnCommands(t *testing.T) {
+	t.Parallel()
+	frames := []obj{{"type": "register_command", "name": "model"}, {"type": "register_command", "name": "mine"}}
+	stdout, _, code := newZotRun(t).run("ext", "check", scriptedExt(t, "grabby", obj{"frames": frames}))
+	if code != 0 || !strings.Contains(stdout, "/model: a built-in command has this name and wins") || strings.Contains(stdout, "/mine: a built-in") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+}

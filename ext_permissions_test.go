@@ -41,7 +41,7 @@ func greedyHarness(t *testing.T, perms any, extra ...obj) *extHarness {
 	t.Helper()
 	h := newExtHarness(t, nil)
 	installGreedy(t, h.home, perms, extra...)
-	h.m.cfg.NoDiscovery = false
+	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(h.home, h.cwd, nil, false) }
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("greedy did not start: %+v", st)
 	}
@@ -104,12 +104,12 @@ func TestExtPermissionsGrantDecidesRegistrations(t *testing.T) {
 			var granted []string
 			for _, ev := range extEventList {
 				if p.subscribed(ev) {
-					granted = append(granted, "event "+ev)
+					granted = append(granted, "event "+string(ev))
 				}
 			}
 			for _, ev := range extInterceptList {
 				if p.intercepts(ev) {
-					granted = append(granted, "intercept "+ev)
+					granted = append(granted, "intercept "+string(ev))
 				}
 			}
 			if _, ok := a.Tools.Lookup("greedy_tool"); ok {

@@ -42,6 +42,12 @@ func newExtHarness(t *testing.T, tune func(*extLimits), paths ...string) *extHar
 	return newExtHarnessReserving(t, nil, tune, paths...)
 }
 
+// onlyExtPaths discovers the directories given and nothing else, as
+// zot --no-ext --ext DIR… does.
+func onlyExtPaths(dirs []string) func() []*extFound {
+	return func() []*extFound { return discoverExtensions("", "", dirs, true) }
+}
+
 // newExtHarnessReserving is newExtHarness for a host whose UI has the slash
 // commands reserved.
 func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimits), paths ...string) *extHarness {
@@ -49,15 +55,16 @@ func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimit
 	h := &extHarness{t: t, home: t.TempDir(), cwd: t.TempDir()}
 	h.m = NewExtManager(ExtConfig{
 		Home: h.home, Cwd: h.cwd, Provider: "anthropic", Model: "claude-test",
-		Paths: paths, NoDiscovery: true, ReservedCommands: reserved,
-		OnNote:  func(n ExtNote) { h.mu.Lock(); h.notes = append(h.notes, n); h.mu.Unlock() },
-		OnPanel: func(u PanelUpdate) { h.mu.Lock(); h.panels = append(h.panels, u); h.mu.Unlock() },
+		ReservedCommands: reserved,
+		OnNote:           func(n ExtNote) { h.mu.Lock(); h.notes = append(h.notes, n); h.mu.Unlock() },
+		OnPanel:          func(u PanelUpdate) { h.mu.Lock(); h.panels = append(h.panels, u); h.mu.Unlock() },
 		Log: func(format string, args ...any) {
 			h.mu.Lock()
 			h.logs = append(h.logs, fmt.Sprintf(format, args...))
 			h.mu.Unlock()
 		},
 	})
+	h.m.cfg.Discover = onlyExtPaths(paths)
 	// A loaded CI machine can take seconds to start a few interpreters,
 	// and pause one for longer than the idle watchdog between two frames;
 	// tests of these limits set their own.
@@ -872,8 +879,8 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 	reg("alpha", []string{"read", "dup", "mine"}, []string{"help", "dup"})
 	reg("beta", []string{"dup", "skill"}, []string{"dup", "own"})
 	h := newExtHarnessReserving(t, []string{"/help", "model"}, nil)
-	h.m.cfg.Home, h.m.cfg.NoDiscovery = home, false
-	h.home = home
+	h.m.cfg.Home, h.home = home, home
+	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(home, h.cwd, nil, false) }
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
 	a.Tools.SetSource("builtin", BuiltinTools(NewToolEnv(t.TempDir(), false)))

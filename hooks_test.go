@@ -85,7 +85,7 @@ func newTestHooks(t *testing.T, hooks obj) (*Hooks, *hookNotes, string) {
 	cwd := t.TempDir()
 	writeSettings(t, filepath.Join(cwd, ".claude", "settings.json"), hooks)
 	notes := &hookNotes{}
-	h := NewHooks(HookConfig{Cwd: cwd, SessionID: "sess-1", TranscriptPath: "/tmp/sess-1.jsonl", Model: "m1", Source: "startup", OnNote: notes.add})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, SessionID: "sess-1", TranscriptPath: "/tmp/sess-1.jsonl", Model: "m1", Source: "startup", OnNote: notes.add})
 	return h, notes, cwd
 }
 
@@ -159,7 +159,7 @@ func TestHooksSettingsFilesMergeInOrderAndDeduplicate(t *testing.T) {
 	writeSettings(t, filepath.Join(home, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("Edit", "echo user")}})
 	writeSettings(t, filepath.Join(cwd, ".zot", "settings.json"), obj{"PreToolUse": []obj{group("", "echo zot", "echo shared")}})
 	notes := &hookNotes{}
-	h := NewHooks(HookConfig{Cwd: cwd, UserHome: home, OnNote: notes.add})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, home), Cwd: cwd, OnNote: notes.add})
 	var got []string
 	for _, hd := range h.handlers("PreToolUse", "Bash") {
 		got = append(got, hd.Command)
@@ -203,7 +203,7 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 		},
 	})
 	notes := &hookNotes{}
-	h := NewHooks(HookConfig{Cwd: cwd, OnNote: notes.add})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, OnNote: notes.add})
 	text := notes.text()
 	for _, want := range []string{
 		`warn: hooks: ` + filepath.Join(cwd, ".claude", "settings.json") + `: not a settings object`,
@@ -234,7 +234,7 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 	writeSettings(t, filepath.Join(cwd, ".zot", "settings.json"), obj{})
 	os.WriteFile(filepath.Join(cwd, ".zot", "settings.json"), []byte(`{"disableAllHooks": true}`), 0o644)
 	notes = &hookNotes{}
-	if h := NewHooks(HookConfig{Cwd: cwd, OnNote: notes.add}); h.Has("PreToolUse") || !strings.Contains(notes.text(), `"disableAllHooks": true; no hook runs`) {
+	if h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, OnNote: notes.add}); h.Has("PreToolUse") || !strings.Contains(notes.text(), `"disableAllHooks": true; no hook runs`) {
 		t.Errorf("disableAllHooks: %v %s", h.Has("PreToolUse"), notes.text())
 	}
 }
@@ -717,7 +717,7 @@ func FuzzHookOutput(f *testing.F) {
 func BenchmarkHooksPreToolUse(b *testing.B) {
 	cwd := b.TempDir()
 	writeSettings(b, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("Bash", "cat >/dev/null")}})
-	h := NewHooks(HookConfig{Cwd: cwd})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd})
 	call := ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"go test ./..."}`)}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

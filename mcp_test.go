@@ -38,7 +38,8 @@ func newMCPHarness(t *testing.T, servers map[string]string) *mcpHarness {
 		entries = append(entries, fmt.Sprintf("%q: %s", name, e))
 	}
 	writeFile(t, filepath.Join(h.home, "mcp.json"), `{"mcpServers": {`+strings.Join(entries, ",")+`}}`, 0o644)
-	h.m = NewMCPManager(MCPConfig{Home: h.home, Cwd: h.cwd, OnStatus: func(server, level, msg string) {
+	configs, problems := loadMCPConfigs(MCPSources{Home: h.home, Cwd: h.cwd})
+	h.m = NewMCPManager(MCPConfig{Home: h.home, Cwd: h.cwd, Servers: configs, Problems: problems, OnStatus: func(server, level, msg string) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, server+" "+level+": "+msg)
 		h.mu.Unlock()
@@ -549,7 +550,7 @@ func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 	writeFile(t, filepath.Join(extra, "b.json"), `{"mcpServers": {"flag": {"command": "b"}}}`, 0o644)
 	writeFile(t, filepath.Join(extra, "broken.json"), `{"mcpServers": `, 0o644)
 
-	cfg := MCPConfig{Home: home, Cwd: cwd, Files: []string{filepath.Join(extra, "a.json"), filepath.Join(extra, "b.json"), filepath.Join(extra, "broken.json"), filepath.Join(extra, "missing.json")}}
+	cfg := MCPSources{Home: home, Cwd: cwd, Files: []string{filepath.Join(extra, "a.json"), filepath.Join(extra, "b.json"), filepath.Join(extra, "broken.json"), filepath.Join(extra, "missing.json")}}
 	configs, problems := loadMCPConfigs(cfg)
 	got := map[string]mcpServerConfig{}
 	for _, c := range configs {
@@ -594,7 +595,7 @@ func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 		t.Errorf("leak target = %q", got["leak"].target())
 	}
 
-	configs, _ = loadMCPConfigs(MCPConfig{Home: home, Cwd: cwd, SkipDefault: true, Files: []string{filepath.Join(extra, "a.json")}})
+	configs, _ = loadMCPConfigs(MCPSources{Home: home, Cwd: cwd, SkipDefault: true, Files: []string{filepath.Join(extra, "a.json")}})
 	if len(configs) != 1 || configs[0].Name != "flag" {
 		t.Errorf("--no-mcp with --mcp-config: %+v", configs)
 	}

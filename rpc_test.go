@@ -295,9 +295,9 @@ func TestRPCPromptToolLoopEventOrderAndMessages(t *testing.T) {
 	for _, m := range msgs {
 		var blocks []string
 		for _, c := range m.Content {
-			blocks = append(blocks, c.Type)
+			blocks = append(blocks, string(c.Type))
 		}
-		shape = append(shape, m.Role+"["+strings.Join(blocks, ",")+"]")
+		shape = append(shape, string(m.Role)+"["+strings.Join(blocks, ",")+"]")
 	}
 	if got := strings.Join(shape, " "); got != "user[text] assistant[text,tool_call] user[tool_result] assistant[text]" {
 		t.Fatalf("transcript = %s", got)
@@ -359,7 +359,7 @@ func TestRPCSecondPromptQueuesBehindASlowFirst(t *testing.T) {
 	// The queued prompts ran in order on the transcript the abort left.
 	var roles []string
 	for _, m := range decodeData[rpcMessagesData](t, p.call("get_messages")).Messages {
-		roles = append(roles, m.Role+":"+Message{Content: wireToBlocks(m.Content)}.Text())
+		roles = append(roles, string(m.Role)+":"+Message{Content: wireToBlocks(m.Content)}.Text())
 	}
 	if got := strings.Join(roles, " | "); got != "user:one | assistant:slow answe | user:two | assistant:second answer | user:three | assistant:third answer" {
 		t.Errorf("transcript = %s", got)
@@ -522,7 +522,7 @@ func TestRPCAuth(t *testing.T) {
 	})
 	t.Run("required before anything runs", func(t *testing.T) {
 		p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Token = "s3cret" })
-		p.srv.Notify(ExtNote{Extension: "guard", Level: "info", Message: "loaded"})
+		p.srv.Notify(rpcNote{Extension: "guard", Level: "info", Message: "loaded"})
 		for _, typ := range []string{"prompt", "ping", "get_state", "clear"} {
 			r := p.response(p.cmd(typ, "message", "x"))
 			if r.Success || r.Error != "auth required" || r.Command != typ {
@@ -777,14 +777,14 @@ func TestRPCReloadExtensions(t *testing.T) {
 	var calls int
 	var mu sync.Mutex
 	p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) {
-		c.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) {
+		c.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
 			if calls == 2 {
-				return ReloadStats{}, errors.New(`extension "broken": no hello within 5s`)
+				return rpcReloadStats{}, errors.New(`extension "broken": no hello within 5s`)
 			}
-			return ReloadStats{Stopped: 2, Loaded: 3, Ready: 2}, nil
+			return rpcReloadStats{Stopped: 2, Loaded: 3, Ready: 2}, nil
 		}
 	})
 	r := p.call("reload_extensions")
@@ -803,9 +803,9 @@ func TestRPCReloadDoesNotBlockTheCommandLoop(t *testing.T) {
 	srv := startReplay(t, textStep("hi"))
 	release := make(chan struct{})
 	p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) {
-		c.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) {
+		c.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) {
 			<-release
-			return ReloadStats{Loaded: 1, Ready: 1, Errors: []string{"x: bad manifest"}}, nil
+			return rpcReloadStats{Loaded: 1, Ready: 1, Errors: []string{"x: bad manifest"}}, nil
 		}
 	})
 	id := p.cmd("reload_extensions")
@@ -821,8 +821,8 @@ func TestRPCObserveAndNotify(t *testing.T) {
 	srv := startReplay(t, textStep("hi"))
 	var seen eventLog
 	p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Observe = seen.sink })
-	p.srv.Notify(ExtNote{Extension: "lint", Level: "warn", Message: "slow"})
-	p.srv.Notify(ExtNote{Extension: "lint", Clear: true})
+	p.srv.Notify(rpcNote{Extension: "lint", Level: "warn", Message: "slow"})
+	p.srv.Notify(rpcNote{Extension: "lint", Clear: true})
 	if n := p.next(); n.Raw != `{"type":"ext_notify","extension":"lint","level":"warn","message":"slow"}` {
 		t.Errorf("note = %s", n.Raw)
 	}
@@ -844,7 +844,7 @@ func TestRPCLinesNeverInterleave(t *testing.T) {
 	go func() { // owned by the test; ends after 200 notes
 		defer wg.Done()
 		for i := 0; i < 200; i++ {
-			p.srv.Notify(ExtNote{Extension: "x", Level: "info", Message: strings.Repeat("n", 1000)})
+			p.srv.Notify(rpcNote{Extension: "x", Level: "info", Message: strings.Repeat("n", 1000)})
 		}
 	}()
 	p.cmd("prompt", "message", "go")

@@ -569,7 +569,7 @@ func readImage(f *os.File, p, mime string, size int64) ToolResult {
 	}
 	return ToolResult{Content: []Block{
 		TextBlock(fmt.Sprintf("Image %s (%s, %s)", p, mime, sizeString(int64(len(data))))),
-		{Type: "image", MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
+		{Type: BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
 	}}
 }
 

@@ -822,7 +822,7 @@ func attachFile(ref string, resolve func(string) (string, error)) (Block, string
 		return Block{}, "", err
 	}
 	if mime := imageType(data); mime != "" {
-		return Block{Type: "image", MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}, fmt.Sprintf("@%s (image, %s)", ref, sizeString(st.Size())), nil
+		return Block{Type: BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}, fmt.Sprintf("@%s (image, %s)", ref, sizeString(st.Size())), nil
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
@@ -844,9 +844,9 @@ const (
 // reports false for other blocks: the typed text, a hook's context.
 func describeAttachment(b Block) (string, bool) {
 	switch b.Type {
-	case "image":
+	case BlockImage:
 		return fmt.Sprintf("image (%s, %s)", b.MimeType, sizeString(int64(base64Len(b.Data)))), true
-	case "text":
+	case BlockText:
 		rest, isFile := strings.CutPrefix(b.Text, fileOpen)
 		quoted, body, _ := strings.Cut(rest, ">\n")
 		path, err := strconv.Unquote(quoted)

@@ -67,9 +67,9 @@ func editResult(t *testing.T, tui *TUI, n int, edits ...obj) (json.RawMessage, T
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&file, "line %d\n", i)
 	}
-	os.WriteFile(filepath.Join(tui.s.cwd, "a.go"), []byte(file.String()), 0o644)
+	os.WriteFile(filepath.Join(tui.cfg.Cwd, "a.go"), []byte(file.String()), 0o644)
 	args, _ := json.Marshal(obj{"path": "a.go", "edits": edits})
-	edit, _ := tui.s.agent.Tools.Lookup("edit")
+	edit, _ := tui.agent.Tools.Lookup("edit")
 	res := edit.Run(context.Background(), args, nil)
 	if res.IsError {
 		t.Fatalf("edit failed: %+v", res.Content)
@@ -372,7 +372,7 @@ func TestDialogBoxesHaveBothEdgesAtEveryWidth(t *testing.T) {
 		args, _ := json.Marshal(obj{"command": "echo " + strings.Repeat("word ", 30)})
 		req := &confirmReq{ctx: context.Background(), call: ToolCall{Name: "bash", Args: args},
 			asks: []GateNote{{By: "guard", Decision: "ask", Reason: "it looks risky"}}, reply: make(chan bool, 1)}
-		for _, d := range []dialog{tui.dialogs[0], &confirmDialog{req: req}, &panelDialog{p: ExtPanel{ID: "p", Title: "Board", Lines: []string{strings.Repeat("cell ", 30)}}},
+		for _, d := range []dialog{tui.dialogs[0], &confirmDialog{req: req}, &panelDialog{p: tuiPanel{ID: "p", Title: "Board", Lines: []string{strings.Repeat("cell ", 30)}}},
 			&secretDialog{title: "API key for anthropic (typing is not shown)"}} {
 			rows, _, _ := d.view(tui, width)
 			for i, r := range rows {

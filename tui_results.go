@@ -70,9 +70,9 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 	var text strings.Builder
 	for _, b := range r.content {
 		switch b.Type {
-		case "text":
+		case BlockText:
 			text.WriteString(b.Text)
-		case "image":
+		case BlockImage:
 			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		}
 	}

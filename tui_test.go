@@ -21,13 +21,12 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	env := NewToolEnv(cwd, false)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(env))
-	s := &setup{home: home, cwd: cwd, provider: "anthropic", model: "claude-sonnet-4-5", toolEnv: env,
-		agent: NewAgent(nil, "claude-sonnet-4-5", reg)}
+	cfg := TUIConfig{Home: home, Cwd: cwd, Provider: "anthropic", ToolEnv: env, Agent: NewAgent(nil, "claude-sonnet-4-5", reg)}
 	v := newVT(t, width, height)
-	tui := newTUI(s, v)
+	tui := newTUI(cfg, v)
 	tui.width, tui.height = width, height
 	tui.scr.height = height
-	tui.chainGates()
+	tui.ChainGates(nil)
 	t.Cleanup(tui.cancel)
 	return tui, v
 }
@@ -748,11 +747,11 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 		Event{Type: "user_message", Content: []Block{TextBlock("p")}},
 		Event{Type: "user_message", Content: []Block{TextBlock(hostile)}},
 		Event{Type: "compact_done", Summary: hostile})
-	tui.note(ExtNote{Extension: "ev\x1b[2Jil", Level: "info", Message: hostile})
-	tui.extCommandDone("cmd", CommandResponse{Action: "display", Display: hostile, Error: hostile,
-		Panel: &ExtPanel{ID: "p\x1b", Title: hostile, Lines: []string{hostile}, Footer: hostile}}, nil)
+	tui.note(tuiNote{Extension: "ev\x1b[2Jil", Level: "info", Message: hostile})
+	tui.extCommandDone("cmd", tuiCommandResponse{Action: "display", Display: hostile, Error: hostile,
+		Panel: &tuiPanel{ID: "p\x1b", Title: hostile, Lines: []string{hostile}, Footer: hostile}}, nil)
 	tui.render()
-	tui.extCommandDone("cmd", CommandResponse{Action: "insert", Insert: hostile}, nil)
+	tui.extCommandDone("cmd", tuiCommandResponse{Action: "insert", Insert: hostile}, nil)
 	tui.render()
 	tui.logf(0, "%s", hostile)
 	tui.commitPrompt(hostile, []string{hostile})
@@ -784,8 +783,8 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 func TestStatusBarShowsModelContextCostAndState(t *testing.T) {
 	t.Parallel()
 	tui, _ := newTestTUI(t, 150, 30)
-	tui.s.agent.SetMessages(nil, Usage{Input: 12000, Output: 3400, CostUSD: 0.0123})
-	tui.s.toolEnv.SetJail(true)
+	tui.agent.SetMessages(nil, Usage{Input: 12000, Output: 3400, CostUSD: 0.0123})
+	tui.cfg.ToolEnv.SetJail(true)
 	tui.askTools = true
 	row := plain(tui.statusRow(150))
 	for _, want := range []string{"anthropic/claude-sonnet-4-5", "ctx 0%", "↑12.0k ↓3.4k", "$0.0123", "jail", "confirm tools"} {
@@ -809,7 +808,7 @@ func TestLiveRegionNeverOutgrowsTheTerminal(t *testing.T) {
 	tui, _ := newTestTUI(t, 40, 10)
 	tui.ed.set(strings.Repeat("long prompt text ", 40))
 	for i := 0; i < 10; i++ {
-		tui.note(ExtNote{Extension: "x", Message: "note"})
+		tui.note(tuiNote{Extension: "x", Message: "note"})
 	}
 	rows, crow, _ := tui.view()
 	if len(rows) > 9 || crow < 0 || crow >= len(rows) {
@@ -830,11 +829,11 @@ func TestKeysDriveTheTUI(t *testing.T) {
 		t.Fatalf("after esc: popup %v, text %q", tui.pop, tui.ed.text())
 	}
 	tui.input([]byte("\x15/jail\r"), false) // ctrl+u, then a command
-	if !tui.s.toolEnv.Jailed() {
+	if !tui.cfg.ToolEnv.Jailed() {
 		t.Errorf("/jail did not jail")
 	}
 	tui.input([]byte("/unjail\r"), false)
-	if tui.s.toolEnv.Jailed() {
+	if tui.cfg.ToolEnv.Jailed() {
 		t.Errorf("/unjail did not unjail")
 	}
 	tui.input([]byte("/nosuch\r"), false)
@@ -874,9 +873,9 @@ func TestKeysDriveTheTUI(t *testing.T) {
 func TestTabCompletesCommandsAndPaths(t *testing.T) {
 	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
-	os.MkdirAll(filepath.Join(tui.s.cwd, "src", "pkg"), 0o755)
-	os.WriteFile(filepath.Join(tui.s.cwd, "src", "main.go"), []byte("package main\n"), 0o644)
-	os.WriteFile(filepath.Join(tui.s.cwd, "src", "main_test.go"), nil, 0o644)
+	os.MkdirAll(filepath.Join(tui.cfg.Cwd, "src", "pkg"), 0o755)
+	os.WriteFile(filepath.Join(tui.cfg.Cwd, "src", "main.go"), []byte("package main\n"), 0o644)
+	os.WriteFile(filepath.Join(tui.cfg.Cwd, "src", "main_test.go"), nil, 0o644)
 	tui.input([]byte("/ses\t"), false)
 	if tui.ed.text() != "/sessions " {
 		t.Errorf("command completion = %q", tui.ed.text())
@@ -894,15 +893,15 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 	if tui.ed.text() != "look at @src/main.go " {
 		t.Errorf("chosen = %q", tui.ed.text())
 	}
-	b, desc, err := attachFile("src/main.go", tui.s.toolEnv.resolve)
+	b, desc, err := attachFile("src/main.go", tui.cfg.ToolEnv.resolve)
 	if err != nil || !strings.Contains(b.Text, "package main") || desc != "@src/main.go (1 lines)" {
 		t.Errorf("attach = %+v %q %v", b, desc, err)
 	}
 	if refs := atRefs("see @a.go, and @b/c.txt."); strings.Join(refs, " ") != "a.go b/c.txt" {
 		t.Errorf("refs = %q", refs)
 	}
-	tui.s.toolEnv.SetJail(true)
-	if _, _, err := attachFile("/etc/hostname", tui.s.toolEnv.resolve); err == nil {
+	tui.cfg.ToolEnv.SetJail(true)
+	if _, _, err := attachFile("/etc/hostname", tui.cfg.ToolEnv.resolve); err == nil {
 		t.Errorf("the jail let an outside file be attached")
 	}
 }
@@ -976,20 +975,20 @@ func TestNoYoloGateAndConfirmDialog(t *testing.T) {
 func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 	t.Parallel()
 	tui, v := newTestTUI(t, 80, 24)
-	fake := &fakeExt{resp: map[string]CommandResponse{
+	fake := &fakeExt{resp: map[string]tuiCommandResponse{
 		"hi":    {Action: "display", Display: "hello there"},
 		"ins":   {Action: "insert", Insert: "inserted"},
 		"bad":   {Action: "display", Display: "shown anyway", Error: "it broke"},
-		"board": {Action: "noop", Panel: &ExtPanel{ID: "b", Title: "Board", Lines: []string{"one", "two"}}},
+		"board": {Action: "noop", Panel: &tuiPanel{ID: "b", Title: "Board", Lines: []string{"one", "two"}}},
 	}, keys: make(chan string, 10)}
 	tui.Ext = fake
-	tui.note(ExtNote{Extension: "e1", Level: "warn", Message: "careful"})
-	tui.note(ExtNote{Extension: "e2", Level: "info", Message: "fyi"})
+	tui.note(tuiNote{Extension: "e1", Level: "warn", Message: "careful"})
+	tui.note(tuiNote{Extension: "e2", Level: "info", Message: "fyi"})
 	tui.render()
 	if s := v.String(); !strings.Contains(s, "[e1] careful") || !strings.Contains(s, "[e2] fyi") {
 		t.Errorf("notes:\n%s", s)
 	}
-	tui.note(ExtNote{Extension: "e1", Clear: true})
+	tui.note(tuiNote{Extension: "e1", Clear: true})
 	tui.render()
 	if s := v.String(); strings.Contains(s, "careful") || !strings.Contains(s, "fyi") {
 		t.Errorf("clear_notes:\n%s", s)
@@ -1022,7 +1021,7 @@ func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 	if k1, k2 := <-fake.keys, <-fake.keys; k1 != "b x x" || k2 != "b up " {
 		t.Errorf("panel keys %q %q", k1, k2)
 	}
-	tui.Panel(PanelUpdate{Kind: "render", Panel: ExtPanel{ID: "b", Title: "Board", Lines: []string{"updated"}}})
+	tui.Panel(tuiPanelUpdate{Kind: "render", Panel: tuiPanel{ID: "b", Title: "Board", Lines: []string{"updated"}}})
 	tui.drain()
 	tui.render()
 	if !strings.Contains(v.String(), "│ updated") {
@@ -1043,19 +1042,19 @@ func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 
 // fakeExt is an extension host that answers from a table.
 type fakeExt struct {
-	resp map[string]CommandResponse
+	resp map[string]tuiCommandResponse
 	keys chan string
 }
 
-func (f *fakeExt) Commands() []ExtCommand {
-	var out []ExtCommand
+func (f *fakeExt) Commands() []tuiCommand {
+	var out []tuiCommand
 	for name := range f.resp {
-		out = append(out, ExtCommand{Name: name, Extension: "fake"})
+		out = append(out, tuiCommand{Name: name, Extension: "fake"})
 	}
-	return append(out, ExtCommand{Name: "help", Extension: "fake"}) // shadowed by the built-in
+	return append(out, tuiCommand{Name: "help", Extension: "fake"}) // shadowed by the built-in
 }
 
-func (f *fakeExt) InvokeCommand(ctx context.Context, name, args string) (CommandResponse, error) {
+func (f *fakeExt) InvokeCommand(ctx context.Context, name, args string) (tuiCommandResponse, error) {
 	return f.resp[name], nil
 }
 
@@ -1064,8 +1063,8 @@ func (f *fakeExt) PanelKey(id, key, text string) error {
 	return nil
 }
 func (f *fakeExt) ClosePanel(id string) error { f.keys <- "close " + id; return nil }
-func (f *fakeExt) Reload(ctx context.Context) ReloadStats {
-	return ReloadStats{Stopped: 1, Loaded: 1, Ready: 1}
+func (f *fakeExt) Reload(ctx context.Context) tuiReloadStats {
+	return tuiReloadStats{Stopped: 1, Loaded: 1, Ready: 1}
 }
 
 // handleUntil handles the TUI's inbox, as the UI loop would, until a
@@ -1172,7 +1171,7 @@ func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewSource(7))
 	tui, v := newTestTUI(t, 60, 20)
-	tui.s.missingKey = "none in this test" // prompts are refused, not sent
+	tui.missingKey = "none in this test" // prompts are refused, not sent
 	watch := &escapeWatch{t: t, out: v, forbidden: []string{"\x1b]52;", "\x1b]0;", "\x1b]2;", "\x1b[31337", "\x1b[?31337", "\u009b", "\u009d"}}
 	tui.out = watch
 	hostile := "clip\x1b]52;c;ZXZpbA==\x07 title\x1b]0;pwned\x1b\\ set\x1b]2;pwned\x07 csi\x1b[31337;1H\x1b[?31337h " +

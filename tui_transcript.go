@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 )
@@ -20,7 +19,7 @@ import (
 
 // startPrompt sends a prompt to the agent on a goroutine of its own.
 func (t *TUI) startPrompt(q queuedPrompt) {
-	if t.s.missingKey != "" {
+	if t.missingKey != "" {
 		t.warnNoKey()
 		t.ed.set(q.display)
 		return
@@ -28,7 +27,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	var files []Block
 	var attached []string
 	for _, ref := range atRefs(q.text) {
-		b, desc, err := attachFile(ref, t.s.toolEnv.resolve)
+		b, desc, err := attachFile(ref, t.cfg.ToolEnv.resolve)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				attached = append(attached, "not attached: "+err.Error())
@@ -41,7 +40,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
 	t.beginRun(func(ctx context.Context, sink Sink) error {
-		return t.s.agent.Prompt(ctx, q.text, files, sink)
+		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
 }
 
@@ -124,50 +123,50 @@ func (t *TUI) waitFor(what string) {
 func (t *TUI) event(e Event) {
 	st := &t.stream
 	switch e.Type {
-	case "text_delta", "thinking_delta", "tool_use_start", "tool_call", "turn_end", "error":
+	case EventTextDelta, EventThinkingDelta, EventToolUseStart, EventToolCall, EventTurnEnd, EventError:
 		st.wait = ""
-	case "turn_start":
+	case EventTurnStart:
 		t.waitFor(waitingForModel)
 	}
 	switch e.Type {
-	case "user_message":
+	case EventUserMessage:
 		t.run.prompts++
 		if t.run.prompts > 1 {
 			typed, _ := splitPrompt(Message{Content: e.Content})
 			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(typed), sDim})
 		}
-	case "assistant_start":
+	case EventAssistantStart:
 		st.md, st.hasText = mdState{}, false
-	case "thinking_delta":
+	case EventThinkingDelta:
 		if st.thinking == nil {
 			st.thinkStart = time.Now()
 		}
 		st.thinking = append(st.thinking, e.Delta...)
-	case "text_delta":
+	case EventTextDelta:
 		t.endThinking()
 		t.appendText(e.Delta)
-	case "tool_use_start":
+	case EventToolUseStart:
 		t.endThinking()
 		t.flushText()
 		st.tools = append(st.tools, &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()})
-	case "tool_use_args":
+	case EventToolUseArgs:
 		if lt := t.liveTool(e.ID); lt != nil {
 			lt.argBytes += len(e.Delta)
 		}
-	case "assistant_message":
+	case EventAssistantMessage:
 		t.endThinking()
 		t.flushText()
 		st.tools = nil
 		st.md = mdState{}
 		st.hasText = false
-	case "tool_call":
+	case EventToolCall:
 		lt := t.liveTool(e.ID)
 		if lt == nil {
 			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
 			st.tools = append(st.tools, lt)
 		}
 		lt.summary = toolSummary(e.Name, e.Args)
-	case "tool_progress":
+	case EventToolProgress:
 		if lt := t.liveTool(e.ID); lt != nil {
 			for _, line := range strings.Split(strings.TrimRight(e.Text, "\n"), "\n") {
 				lt.progress = append(lt.progress, line)
@@ -176,24 +175,24 @@ func (t *TUI) event(e Event) {
 				lt.progress = append(lt.progress[:0], lt.progress[n-3:]...)
 			}
 		}
-	case "tool_result":
+	case EventToolResult:
 		summary := ""
 		if lt := t.liveTool(e.ID); lt != nil {
 			summary = lt.summary
 			t.dropLiveTool(e.ID)
 		}
 		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content)
-	case "turn_end":
+	case EventTurnEnd:
 		if e.Stop == StopAborted {
 			t.endThinking()
 			t.flushText()
 			t.commitLine(span{"■ aborted", fgYellow})
 		}
-	case "error":
+	case EventError:
 		t.endThinking()
 		t.flushText()
 		t.commitRows(plainRows(drawText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
-	case "compact_done":
+	case EventCompactDone:
 		t.commitRule("compacted")
 		rows := renderMarkdown(e.Summary, t.width, sDim)
 		if len(rows) > 6 {
@@ -410,13 +409,8 @@ func toolSummary(name string, raw json.RawMessage) string {
 		json.Unmarshal(args["edits"], &edits)
 		return oneLine(fmt.Sprintf("%s (%d %s)", str("path"), len(edits), plural(len(edits), "edit", "edits")))
 	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(args) {
 		v := string(args[k])
 		var s string
 		if json.Unmarshal(args[k], &s) == nil {
@@ -440,7 +434,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 	results := map[string]Block{}
 	for _, m := range msgs {
 		for _, b := range m.Content {
-			if b.Type == "tool_result" {
+			if b.Type == BlockToolResult {
 				results[b.CallID] = b
 			}
 		}
@@ -457,16 +451,16 @@ func (t *TUI) showTranscript(msgs []Message) {
 			t.commitPrompt(typed, attached)
 			continue
 		}
-		if m.Role != "assistant" {
+		if m.Role != RoleAssistant {
 			continue
 		}
 		for _, b := range m.Content {
 			switch b.Type {
-			case "text":
+			case BlockText:
 				t.commitRows(renderMarkdown(b.Text, t.width, 0))
-			case "thinking":
+			case BlockThinking:
 				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
-			case "tool_call":
+			case BlockToolCall:
 				r := results[b.ID]
 				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content)
 			}
@@ -476,7 +470,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 
 // Notes from extensions.
 
-func (t *TUI) note(n ExtNote) {
+func (t *TUI) note(n tuiNote) {
 	if n.Clear {
 		kept := t.notes[:0]
 		for _, old := range t.notes {

@@ -668,27 +668,6 @@ func NonInteractiveConfirm(approveAsks bool) ConfirmFunc {
 	}
 }
 
-// guardTools adds the command validators to the tool gates (after the
-// ones already there: the extension interception chain, hooks) and, unless
-// --no-audit, the audit log. Problems go to the agent's log.
-func (s *setup) guardTools() {
-	vs := LoadValidators(s.home, s.cwd, func(msg string) { s.agent.logf("%s", validatorText(msg)) })
-	if len(vs) > 0 {
-		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
-	}
-	if !s.opts.noAudit {
-		// The audit line comes last, after PostToolUse hooks changed the
-		// result, so it records what the model saw.
-		prev, audit := s.agent.AfterToolExecute, s.auditHook()
-		s.agent.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
-			if prev != nil {
-				prev(ctx, rec)
-			}
-			audit(ctx, rec)
-		}
-	}
-}
-
 const validateUsage = `Usage:
   zot validate [--json] [--cwd DIR] -- COMMAND LINE
   zot validate [--json] [--cwd DIR] < script.sh
@@ -720,8 +699,9 @@ func commandLineOf(words []string) string {
 // exitAsk is zot validate's exit status for a line a validator asks about.
 const exitAsk = 3
 
-// runValidateCommand is zot validate.
-func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runValidateCommand is zot validate. load reads the validators it may ask
+// (main.go decides, as for a session).
+func runValidateCommand(args []string, load func(home, cwd string, warn func(string)) []Validator, stdin io.Reader, stdout, stderr io.Writer) int {
 	var asJSON bool
 	var cwds []string
 	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
@@ -766,7 +746,7 @@ func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer
 	}
 	home := zotHome()
 	var warnings []string
-	vs := LoadValidators(home, cwd, func(msg string) {
+	vs := load(home, cwd, func(msg string) {
 		warnings = append(warnings, validatorText(msg))
 		fmt.Fprintf(stderr, "zot: %s\n", validatorText(msg))
 	})
