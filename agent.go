@@ -8,18 +8,38 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Message is one entry of the transcript. Role is "user" or "assistant";
-// tool results travel in user messages, as both provider APIs expect.
+// Role says who wrote a message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one entry of the transcript. Tool results travel in user
+// messages, as both provider APIs expect.
 type Message struct {
-	Role    string    `json:"role"`
+	Role    Role      `json:"role"`
 	Content []Block   `json:"content"`
 	Time    time.Time `json:"time"`
 }
+
+// BlockType names a kind of content block, in session files and events.
+type BlockType string
+
+const (
+	BlockText       BlockType = "text"
+	BlockImage      BlockType = "image"
+	BlockThinking   BlockType = "thinking"
+	BlockToolCall   BlockType = "tool_call"
+	BlockToolResult BlockType = "tool_result"
+)
 
 // Block is one piece of a message. Type selects the fields that matter:
 //
@@ -31,7 +51,7 @@ type Message struct {
 //
 // This is the session-file encoding; events use wireBlock instead.
 type Block struct {
-	Type      string          `json:"type"`
+	Type      BlockType       `json:"type"`
 	Text      string          `json:"text,omitempty"`
 	MimeType  string          `json:"mime_type,omitempty"`
 	Data      string          `json:"data,omitempty"`
@@ -45,13 +65,13 @@ type Block struct {
 	Content   []Block         `json:"content,omitempty"`
 }
 
-func TextBlock(text string) Block { return Block{Type: "text", Text: text} }
+func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
 
 // Text joins the text blocks of a message.
 func (m Message) Text() string {
 	var b strings.Builder
 	for _, c := range m.Content {
-		if c.Type == "text" {
+		if c.Type == BlockText {
 			b.WriteString(c.Text)
 		}
 	}
@@ -62,7 +82,7 @@ func (m Message) Text() string {
 func (m Message) ToolCalls() []ToolCall {
 	var calls []ToolCall
 	for _, c := range m.Content {
-		if c.Type == "tool_call" {
+		if c.Type == BlockToolCall {
 			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 		}
 	}
@@ -71,11 +91,11 @@ func (m Message) ToolCalls() []ToolCall {
 
 // isPrompt tells a message the user typed from one that carries tool results.
 func (m Message) isPrompt() bool {
-	if m.Role != "user" {
+	if m.Role != RoleUser {
 		return false
 	}
 	for _, c := range m.Content {
-		if c.Type == "tool_result" {
+		if c.Type == BlockToolResult {
 			return false
 		}
 	}
@@ -111,11 +131,37 @@ const (
 	StopAborted = "aborted"
 )
 
+// EventType names an event of the --json / rpc schema (seed 004). Every
+// event zot emits is one of these constants.
+type EventType string
+
+const (
+	EventSessionStart     EventType = "session_start"
+	EventTurnStart        EventType = "turn_start"
+	EventUserMessage      EventType = "user_message"
+	EventAssistantStart   EventType = "assistant_start"
+	EventTextDelta        EventType = "text_delta"
+	EventThinkingDelta    EventType = "thinking_delta"
+	EventToolUseStart     EventType = "tool_use_start"
+	EventToolUseArgs      EventType = "tool_use_args"
+	EventToolUseEnd       EventType = "tool_use_end"
+	EventToolCall         EventType = "tool_call"
+	EventToolProgress     EventType = "tool_progress"
+	EventToolResult       EventType = "tool_result"
+	EventAssistantMessage EventType = "assistant_message"
+	EventUsage            EventType = "usage"
+	EventTurnEnd          EventType = "turn_end"
+	EventDone             EventType = "done"
+	EventError            EventType = "error"
+	EventCompactDone      EventType = "compact_done"
+	EventExtNotify        EventType = "ext_notify"
+)
+
 // Event is one thing that happened while the agent worked. Its JSON encoding
 // is the --json / rpc event schema; every host (TUI, RPC, extensions, print
 // mode) reads the same stream.
 type Event struct {
-	Type       string
+	Type       EventType
 	Step       int
 	Delta      string
 	ID         string
@@ -144,63 +190,63 @@ type Sink func(Event)
 // MarshalJSON writes exactly the fields each event type has in the schema.
 func (e Event) MarshalJSON() ([]byte, error) {
 	type typ struct {
-		Type string `json:"type"`
+		Type EventType `json:"type"`
 	}
 	t := typ{e.Type}
 	switch e.Type {
-	case "session_start":
+	case EventSessionStart:
 		return json.Marshal(struct {
 			typ
 			Cwd     string `json:"cwd"`
 			Sandbox string `json:"sandbox"`
 		}{t, e.Cwd, e.Sandbox})
-	case "turn_start":
+	case EventTurnStart:
 		return json.Marshal(struct {
 			typ
 			Step int `json:"step"`
 		}{t, e.Step})
-	case "user_message", "assistant_message":
+	case EventUserMessage, EventAssistantMessage:
 		return json.Marshal(struct {
 			typ
 			Content []wireBlock `json:"content"`
 			Time    time.Time   `json:"time"`
 		}{t, wireBlocks(e.Content), e.Time})
-	case "text_delta", "thinking_delta":
+	case EventTextDelta, EventThinkingDelta:
 		return json.Marshal(struct {
 			typ
 			Delta string `json:"delta"`
 		}{t, e.Delta})
-	case "tool_use_start":
+	case EventToolUseStart:
 		return json.Marshal(struct {
 			typ
 			ID   string `json:"id"`
 			Name string `json:"name"`
 		}{t, e.ID, e.Name})
-	case "tool_use_args":
+	case EventToolUseArgs:
 		return json.Marshal(struct {
 			typ
 			ID    string `json:"id"`
 			Delta string `json:"delta"`
 		}{t, e.ID, e.Delta})
-	case "tool_use_end":
+	case EventToolUseEnd:
 		return json.Marshal(struct {
 			typ
 			ID string `json:"id"`
 		}{t, e.ID})
-	case "tool_call":
+	case EventToolCall:
 		return json.Marshal(struct {
 			typ
 			ID   string          `json:"id"`
 			Name string          `json:"name"`
 			Args json.RawMessage `json:"args"`
 		}{t, e.ID, e.Name, argsJSON(e.Args)})
-	case "tool_progress":
+	case EventToolProgress:
 		return json.Marshal(struct {
 			typ
 			ID   string `json:"id"`
 			Text string `json:"text"`
 		}{t, e.ID, e.Text})
-	case "tool_result":
+	case EventToolResult:
 		return json.Marshal(struct {
 			typ
 			ID      string      `json:"id"`
@@ -209,29 +255,29 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Content []wireBlock `json:"content"`
 			Details string      `json:"details,omitempty"`
 		}{t, e.ID, e.Name, e.IsError, wireBlocks(e.Content), e.Details})
-	case "usage":
+	case EventUsage:
 		return json.Marshal(struct {
 			typ
 			Usage
 			Cumulative Usage `json:"cumulative"`
 		}{t, e.Usage, e.Cumulative})
-	case "turn_end":
+	case EventTurnEnd:
 		return json.Marshal(struct {
 			typ
 			Stop  string `json:"stop"`
 			Error string `json:"error,omitempty"`
 		}{t, e.Stop, e.Error})
-	case "error":
+	case EventError:
 		return json.Marshal(struct {
 			typ
 			Message string `json:"message"`
 		}{t, e.Message})
-	case "compact_done":
+	case EventCompactDone:
 		return json.Marshal(struct {
 			typ
 			Summary string `json:"summary"`
 		}{t, e.Summary})
-	case "ext_notify":
+	case EventExtNotify:
 		return json.Marshal(struct {
 			typ
 			Extension string `json:"extension"`
@@ -246,7 +292,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // wireBlock is a content block as events and get_messages show it: images
 // as a byte count rather than their data, so transcript dumps stay small.
 type wireBlock struct {
-	Type     string          `json:"type"`
+	Type     BlockType       `json:"type"`
 	Text     *string         `json:"text,omitempty"`
 	MimeType string          `json:"mime_type,omitempty"`
 	Bytes    *int            `json:"bytes,omitempty"`
@@ -263,15 +309,15 @@ func wireBlocks(blocks []Block) []wireBlock {
 	for _, b := range blocks {
 		w := wireBlock{Type: b.Type}
 		switch b.Type {
-		case "text", "thinking":
+		case BlockText, BlockThinking:
 			text := b.Text
 			w.Text = &text
-		case "image":
+		case BlockImage:
 			n := base64Len(b.Data)
 			w.MimeType, w.Bytes = b.MimeType, &n
-		case "tool_call":
+		case BlockToolCall:
 			w.ID, w.Name, w.Args = b.ID, b.Name, argsJSON(b.Args)
-		case "tool_result":
+		case BlockToolResult:
 			isErr := b.IsError
 			w.CallID, w.IsError = b.CallID, &isErr
 			w.Content = wireBlocks(b.Content)
@@ -283,7 +329,7 @@ func wireBlocks(blocks []Block) []wireBlock {
 
 // WireMessage is a message in the event schema (get_messages, user_message).
 type WireMessage struct {
-	Role    string      `json:"role"`
+	Role    Role        `json:"role"`
 	Content []wireBlock `json:"content"`
 	Time    time.Time   `json:"time"`
 }
@@ -682,9 +728,9 @@ func (a *Agent) Prompt(ctx context.Context, text string, images []Block, sink Si
 		a.logf("session: %v", err) // the interruption is what gets reported
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrBlocked) {
-		emit(Event{Type: "error", Message: err.Error()})
+		emit(Event{Type: EventError, Message: err.Error()})
 	}
-	emit(Event{Type: "done"})
+	emit(Event{Type: EventDone})
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
@@ -704,7 +750,7 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 	if a.BeforePrompt != nil {
 		block, reason, extra := a.BeforePrompt(ctx, text)
 		if block {
-			emit(Event{Type: "turn_end", Stop: StopError, Error: reason})
+			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
 			return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
 		}
 		if extra != "" {
@@ -717,11 +763,11 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 	if text != "" || len(content) == 0 {
 		content = append(content, TextBlock(text))
 	}
-	user := Message{Role: "user", Content: content, Time: time.Now().UTC()}
+	user := Message{Role: RoleUser, Content: content, Time: time.Now().UTC()}
 	if err := a.append(user, "the prompt"); err != nil {
 		return err
 	}
-	emit(Event{Type: "user_message", Content: user.Content, Time: user.Time})
+	emit(Event{Type: EventUserMessage, Content: user.Content, Time: user.Time})
 
 	maxSteps := a.MaxSteps
 	if maxSteps <= 0 {
@@ -738,11 +784,11 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 		}
 		if a.BeforeTurn != nil {
 			if block, reason := a.BeforeTurn(ctx, step); block {
-				emit(Event{Type: "turn_end", Stop: StopError, Error: reason})
+				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
 				return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
 			}
 		}
-		emit(Event{Type: "turn_start", Step: step})
+		emit(Event{Type: EventTurnStart, Step: step})
 		hold := a.BeforeAssistantMessage != nil && (a.HoldText == nil || a.HoldText())
 		reply, err := a.turn(ctx, hold, emit)
 		if ctx.Err() != nil {
@@ -752,51 +798,51 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 		if err != nil {
 			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
 				retriedTooLong = true
-				emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 				if cerr := a.compact(ctx, emit); cerr != nil {
 					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
 				}
 				step--
 				continue
 			}
-			emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 			return err
 		}
-		msg := Message{Role: "assistant", Content: reply.Content, Time: time.Now().UTC()}
+		msg := Message{Role: RoleAssistant, Content: reply.Content, Time: time.Now().UTC()}
 		a.emitAssistant(ctx, msg, hold, emit)
 		// The tools do not run when their calls could not be saved.
 		if err := cmp.Or(a.append(msg, "the assistant's message"), a.recordUsage(reply.Usage, emit)); err != nil {
-			emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 			return err
 		}
 
 		calls := msg.ToolCalls()
 		if len(calls) > 0 {
 			results, aborted := a.runTools(ctx, calls, emit)
-			err := a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()}, "the tool results")
+			err := a.append(Message{Role: RoleUser, Content: results, Time: time.Now().UTC()}, "the tool results")
 			if aborted {
-				emit(Event{Type: "turn_end", Stop: StopAborted})
+				emit(Event{Type: EventTurnEnd, Stop: StopAborted})
 				return cmp.Or(err, ctx.Err())
 			}
 			if err = cmp.Or(err, a.sync()); err != nil {
-				emit(Event{Type: "turn_end", Stop: StopError, Error: err.Error()})
+				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 				return err
 			}
-			emit(Event{Type: "turn_end", Stop: StopToolUse})
+			emit(Event{Type: EventTurnEnd, Stop: StopToolUse})
 			continue
 		}
-		emit(Event{Type: "turn_end", Stop: reply.Stop})
+		emit(Event{Type: EventTurnEnd, Stop: reply.Stop})
 		if err := a.sync(); err != nil {
 			return err
 		}
 		if a.OnStop != nil && stopContinues < 3 {
 			if cont, message := a.OnStop(ctx, msg); cont {
 				stopContinues++
-				m := Message{Role: "user", Content: []Block{TextBlock(message)}, Time: time.Now().UTC()}
+				m := Message{Role: RoleUser, Content: []Block{TextBlock(message)}, Time: time.Now().UTC()}
 				if err := a.append(m, "the hook's follow-up prompt"); err != nil {
 					return err
 				}
-				emit(Event{Type: "user_message", Content: m.Content, Time: m.Time})
+				emit(Event{Type: EventUserMessage, Content: m.Content, Time: m.Time})
 				continue
 			}
 		}
@@ -806,7 +852,7 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 
 // turn makes one provider call and streams its pieces as events.
 func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, error) {
-	emit(Event{Type: "assistant_start"})
+	emit(Event{Type: EventAssistantStart})
 	a.mu.Lock()
 	req := Request{
 		Model:     a.Model,
@@ -820,19 +866,19 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 		switch se.Type {
 		case "text":
 			if !holdText {
-				emit(Event{Type: "text_delta", Delta: se.Delta})
+				emit(Event{Type: EventTextDelta, Delta: se.Delta})
 			}
 		case "thinking":
 			// Reasoning can repeat what a redacting hook would hide.
 			if !holdText {
-				emit(Event{Type: "thinking_delta", Delta: se.Delta})
+				emit(Event{Type: EventThinkingDelta, Delta: se.Delta})
 			}
 		case "tool_start":
-			emit(Event{Type: "tool_use_start", ID: se.ID, Name: se.Name})
+			emit(Event{Type: EventToolUseStart, ID: se.ID, Name: se.Name})
 		case "tool_args":
-			emit(Event{Type: "tool_use_args", ID: se.ID, Delta: se.Delta})
+			emit(Event{Type: EventToolUseArgs, ID: se.ID, Delta: se.Delta})
 		case "tool_end":
-			emit(Event{Type: "tool_use_end", ID: se.ID})
+			emit(Event{Type: EventToolUseEnd, ID: se.ID})
 		}
 	})
 }
@@ -851,16 +897,16 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 		}
 		shown.Content = nil
 		for _, b := range msg.Content {
-			if b.Type != "text" && b.Type != "thinking" {
+			if b.Type != BlockText && b.Type != BlockThinking {
 				shown.Content = append(shown.Content, b)
 			}
 		}
 		if replacement != "" {
 			shown.Content = append([]Block{TextBlock(replacement)}, shown.Content...)
-			emit(Event{Type: "text_delta", Delta: replacement})
+			emit(Event{Type: EventTextDelta, Delta: replacement})
 		}
 	}
-	emit(Event{Type: "assistant_message", Content: shown.Content, Time: shown.Time})
+	emit(Event{Type: EventAssistantMessage, Content: shown.Content, Time: shown.Time})
 }
 
 func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
@@ -875,7 +921,7 @@ func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 			err = &recordError{"the usage of the last call", rerr}
 		}
 	}
-	emit(Event{Type: "usage", Usage: u, Cumulative: cum})
+	emit(Event{Type: EventUsage, Usage: u, Cumulative: cum})
 	return err
 }
 
@@ -893,10 +939,10 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 			}
 			continue
 		}
-		emit(Event{Type: "tool_call", ID: call.ID, Name: call.Name, Args: call.Args})
+		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
 		res := a.runTool(ctx, call, emit)
-		emit(Event{Type: "tool_result", ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
-		results = append(results, Block{Type: "tool_result", CallID: call.ID, IsError: res.IsError, Content: res.Content})
+		emit(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
+		results = append(results, Block{Type: BlockToolResult, CallID: call.ID, IsError: res.IsError, Content: res.Content})
 		if ctx.Err() != nil {
 			aborted = true
 		}
@@ -905,7 +951,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 }
 
 func abortedResult(callID string) Block {
-	return Block{Type: "tool_result", CallID: callID, IsError: true, Content: []Block{TextBlock("aborted by the user before it ran")}}
+	return Block{Type: BlockToolResult, CallID: callID, IsError: true, Content: []Block{TextBlock("aborted by the user before it ran")}}
 }
 
 func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) (result ToolResult) {
@@ -946,7 +992,7 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) (result T
 	}
 	rec.Ran = true
 	rec.Result = tool.Run(ctx, args, func(line string) {
-		emit(Event{Type: "tool_progress", ID: call.ID, Text: line})
+		emit(Event{Type: EventToolProgress, ID: call.ID, Text: line})
 	})
 	return rec.Result
 }
@@ -968,35 +1014,35 @@ func (a *Agent) finishAborted(partial Reply, emit Sink) {
 	var calls []ToolCall
 	for _, b := range partial.Content {
 		switch b.Type {
-		case "text":
+		case BlockText:
 			if b.Text != "" {
 				content = append(content, b)
 			}
-		case "thinking":
+		case BlockThinking:
 			// A finished, signed thinking block must stay before the tool
 			// calls that follow it, or Anthropic rejects the transcript.
 			if b.Signature != "" || b.Redacted {
 				content = append(content, b)
 			}
-		case "tool_call":
+		case BlockToolCall:
 			content = append(content, b)
 			calls = append(calls, ToolCall{ID: b.ID})
 		}
 	}
-	if len(content) > 0 && content[len(content)-1].Type != "thinking" {
-		errs = append(errs, a.append(Message{Role: "assistant", Content: content, Time: time.Now().UTC()}, "the interrupted message"))
+	if len(content) > 0 && content[len(content)-1].Type != BlockThinking {
+		errs = append(errs, a.append(Message{Role: RoleAssistant, Content: content, Time: time.Now().UTC()}, "the interrupted message"))
 		if len(calls) > 0 {
 			var results []Block
 			for _, c := range calls {
 				results = append(results, abortedResult(c.ID))
 			}
-			errs = append(errs, a.append(Message{Role: "user", Content: results, Time: time.Now().UTC()}, "the answers to its tool calls"))
+			errs = append(errs, a.append(Message{Role: RoleUser, Content: results, Time: time.Now().UTC()}, "the answers to its tool calls"))
 		}
 	}
 	if err := cmp.Or(errs...); err != nil {
 		a.logf("session: %v", err)
 	}
-	emit(Event{Type: "turn_end", Stop: StopAborted})
+	emit(Event{Type: EventTurnEnd, Stop: StopAborted})
 }
 
 // Compact summarises all but the last few prompts into one message, to free
@@ -1010,11 +1056,11 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 	err := a.compact(ctx, emit)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		emit(Event{Type: "turn_end", Stop: StopAborted})
+		emit(Event{Type: EventTurnEnd, Stop: StopAborted})
 	case err != nil:
-		emit(Event{Type: "error", Message: "compact: " + err.Error()})
+		emit(Event{Type: EventError, Message: "compact: " + err.Error()})
 	}
-	emit(Event{Type: "done"})
+	emit(Event{Type: EventDone})
 	return err
 }
 
@@ -1048,7 +1094,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 		Model:    model,
 		System:   system,
 		Tools:    a.Tools.Specs(),
-		Messages: append(append([]Message(nil), msgs[:cut]...), Message{Role: "user", Content: []Block{TextBlock(compactInstruction)}}),
+		Messages: append(append([]Message(nil), msgs[:cut]...), Message{Role: RoleUser, Content: []Block{TextBlock(compactInstruction)}}),
 	}
 	reply, err := a.Provider.Stream(ctx, req, func(StreamEvent) {})
 	if err != nil {
@@ -1059,7 +1105,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 		return errors.New("the model returned an empty summary")
 	}
 	usageErr := a.recordUsage(reply.Usage, emit)
-	head := Message{Role: "user", Time: time.Now().UTC(), Content: []Block{TextBlock("[Summary of the earlier conversation]\n\n" + summary)}}
+	head := Message{Role: RoleUser, Time: time.Now().UTC(), Content: []Block{TextBlock("[Summary of the earlier conversation]\n\n" + summary)}}
 	kept := append([]Message{head}, msgs[cut:]...)
 	a.mu.Lock()
 	// A prompt cannot have run meanwhile (we hold busy), so msgs is current.
@@ -1074,7 +1120,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 			return &recordError{"the compacted conversation", err}
 		}
 	}
-	emit(Event{Type: "compact_done", Summary: summary})
+	emit(Event{Type: EventCompactDone, Summary: summary})
 	return nil
 }
 
@@ -1097,7 +1143,7 @@ func compactCut(msgs []Message) int {
 			if seen == keepPrompts {
 				return i
 			}
-		case seen == 0 && msgs[i].Role == "assistant":
+		case seen == 0 && msgs[i].Role == RoleAssistant:
 			steps++
 			if steps == keepSteps {
 				stepCut = i
@@ -1186,4 +1232,24 @@ func projectContextFiles(cwd string) []string {
 		}
 	}
 	return files
+}
+
+// sortedKeys lists a map's keys in order, for output that is the same
+// every time.
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// joinNames joins protocol names for a message.
+func joinNames[S ~string](names []S, sep string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return strings.Join(out, sep)
 }

@@ -66,7 +66,7 @@ func (l *eventLog) all() []Event {
 func (l *eventLog) types() string {
 	var out []string
 	for _, e := range l.all() {
-		t := e.Type
+		t := string(e.Type)
 		if t == "turn_end" {
 			t += ":" + e.Stop
 		}
@@ -78,7 +78,7 @@ func (l *eventLog) types() string {
 	return strings.Join(out, " ")
 }
 
-func (l *eventLog) ofType(typ string) []Event {
+func (l *eventLog) ofType(typ EventType) []Event {
 	var out []Event
 	for _, e := range l.all() {
 		if e.Type == typ {
@@ -99,6 +99,7 @@ func newTestAgent(t *testing.T, srv *replayServer, tools ...Tool) *Agent {
 }
 
 func TestAgentToolLoopEventOrder(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(gen{Text: "Let me look."}, gen{ToolID: "t1", ToolName: "echo", ToolArgs: `{"x":1}`})},
 		replayStep{Events: anthropicEvents(gen{Text: "Done."})})
@@ -116,7 +117,7 @@ func TestAgentToolLoopEventOrder(t *testing.T) {
 	msgs := a.Messages()
 	roles := []string{}
 	for _, m := range msgs {
-		roles = append(roles, m.Role)
+		roles = append(roles, string(m.Role))
 	}
 	if strings.Join(roles, ",") != "user,assistant,user,assistant" {
 		t.Fatalf("transcript roles = %v", roles)
@@ -139,6 +140,7 @@ func TestAgentToolLoopEventOrder(t *testing.T) {
 }
 
 func TestEventJSONMatchesTheSchema(t *testing.T) {
+	t.Parallel()
 	ts := time.Date(2026, 4, 19, 11, 30, 0, 0, time.UTC)
 	tests := []struct {
 		ev   Event
@@ -184,6 +186,7 @@ func TestEventJSONMatchesTheSchema(t *testing.T) {
 }
 
 func TestBeforeToolExecuteBlocksAndRewrites(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(
 			gen{ToolID: "a", ToolName: "echo", ToolArgs: `{"cmd":"rm -rf /"}`},
@@ -220,6 +223,7 @@ func TestBeforeToolExecuteBlocksAndRewrites(t *testing.T) {
 }
 
 func TestBeforeTurnBlockEndsThePrompt(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "never"})})
 	a := newTestAgent(t, srv)
 	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) { return true, "outside business hours" }
@@ -237,6 +241,7 @@ func TestBeforeTurnBlockEndsThePrompt(t *testing.T) {
 }
 
 func TestBeforeAssistantMessageRewritesWhatTheUserSees(t *testing.T) {
+	t.Parallel()
 	for _, block := range []bool{false, true} {
 		srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "the key is SECRET"})})
 		a := newTestAgent(t, srv)
@@ -266,6 +271,7 @@ func TestBeforeAssistantMessageRewritesWhatTheUserSees(t *testing.T) {
 }
 
 func TestAbortMidStreamKeepsPartialText(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "partial text then much more"}), HangAfter: 4})
 	a := newTestAgent(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,6 +300,7 @@ func TestAbortMidStreamKeepsPartialText(t *testing.T) {
 }
 
 func TestAbortDuringToolsAnswersEveryCall(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(
 		gen{ToolID: "a", ToolName: "slow", ToolArgs: `{}`},
 		gen{ToolID: "b", ToolName: "slow", ToolArgs: `{}`})})
@@ -323,6 +330,7 @@ func TestAbortDuringToolsAnswersEveryCall(t *testing.T) {
 }
 
 func TestMaxStepsEndsWithAnError(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{ToolID: "a", ToolName: "echo", ToolArgs: `{}`})})
 	a := newTestAgent(t, srv, &funcTool{name: "echo"})
 	a.MaxSteps = 2
@@ -337,6 +345,7 @@ func TestMaxStepsEndsWithAnError(t *testing.T) {
 }
 
 func TestUnknownToolAndBadArgsBecomeErrorResults(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(gen{ToolID: "a", ToolName: "nope", ToolArgs: `{}`}, gen{ToolID: "b", ToolName: "echo", ToolArgs: `[1,2]`})},
 		replayStep{Events: anthropicEvents(gen{Text: "sorry"})})
@@ -356,6 +365,7 @@ func TestUnknownToolAndBadArgsBecomeErrorResults(t *testing.T) {
 }
 
 func TestTruncatedToolCallIsAnsweredAndTheLoopGoesOn(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, fixtureStep(t, "anthropic_tool_use_max_tokens_truncated.sse"), replayStep{Events: anthropicEvents(gen{Text: "retrying smaller"})})
 	a := newTestAgent(t, srv, &funcTool{name: "make_file"})
 	var log eventLog
@@ -373,6 +383,7 @@ func TestTruncatedToolCallIsAnsweredAndTheLoopGoesOn(t *testing.T) {
 }
 
 func TestBusyAgentRefusesOverlaps(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow"}), HangAfter: 2})
 	a := newTestAgent(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -409,6 +420,7 @@ func TestBusyAgentRefusesOverlaps(t *testing.T) {
 // keeps its provider and model; when idle it takes both at once and the
 // session records the model.
 func TestSetProviderSwitchesBothOrNeither(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow"}), HangAfter: 2})
 	a := newTestAgent(t, srv)
 	sess := NewSession(t.TempDir(), t.TempDir(), "anthropic", "claude-sonnet-4-5")
@@ -457,6 +469,7 @@ func history(n int) []Message {
 }
 
 func TestCompactSummarisesAllButTheLastPrompts(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "- did things"})})
 	a := newTestAgent(t, srv)
 	a.SetMessages(history(4), Usage{})
@@ -481,6 +494,7 @@ func TestCompactSummarisesAllButTheLastPrompts(t *testing.T) {
 // is compacted between its steps: all but the last two steps are
 // summarised, and the loop goes on.
 func TestAutoCompactInsideOneLongToolLoop(t *testing.T) {
+	t.Parallel()
 	step := func(id string, input int) replayStep {
 		ev := anthropicEvents(gen{ToolID: id, ToolName: "echo", ToolArgs: `{}`})
 		ev[0] = strings.Replace(ev[0], `"input_tokens":100`, `"input_tokens":`+strconv.Itoa(input), 1)
@@ -508,6 +522,7 @@ func TestAutoCompactInsideOneLongToolLoop(t *testing.T) {
 }
 
 func TestCompactCut(t *testing.T) {
+	t.Parallel()
 	prompt := Message{Role: "user", Content: []Block{TextBlock("p")}}
 	call := Message{Role: "assistant", Content: []Block{{Type: "tool_call", ID: "c", Name: "echo"}}}
 	result := Message{Role: "user", Content: []Block{{Type: "tool_result", CallID: "c"}}}
@@ -534,6 +549,7 @@ func TestCompactCut(t *testing.T) {
 // A hook's extra context never passes for what the user typed, even in a
 // prompt of images alone.
 func TestHookContextIsNotTheTypedText(t *testing.T) {
+	t.Parallel()
 	a := newTestAgent(t, startReplay(t, textStep("ok")))
 	a.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
 	img := Block{Type: "image", MimeType: "image/png", Data: "aGVsbG8="}
@@ -547,6 +563,7 @@ func TestHookContextIsNotTheTypedText(t *testing.T) {
 }
 
 func TestAbortedCompactionEndsLikeAnAbortedTurn(t *testing.T) {
+	t.Parallel()
 	a := newTestAgent(t, startReplay(t, slowStep("never ends")))
 	a.SetMessages(history(4), Usage{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -566,6 +583,7 @@ func TestAbortedCompactionEndsLikeAnAbortedTurn(t *testing.T) {
 // An abort that comes once the compaction is done changes nothing: it
 // finished, and says so.
 func TestAbortAfterACompactionFinishedIsNoAbort(t *testing.T) {
+	t.Parallel()
 	a := newTestAgent(t, startReplay(t, textStep("the summary")))
 	a.SetMessages(history(4), Usage{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -583,6 +601,7 @@ func TestAbortAfterACompactionFinishedIsNoAbort(t *testing.T) {
 }
 
 func TestPromptTooLongCompactsAndRetriesOnce(t *testing.T) {
+	t.Parallel()
 	tooLong := replayStep{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}}`}
 	srv := startReplay(t, tooLong, replayStep{Events: anthropicEvents(gen{Text: "summary"})}, replayStep{Events: anthropicEvents(gen{Text: "answer"})})
 	a := newTestAgent(t, srv)
@@ -605,6 +624,7 @@ func TestPromptTooLongCompactsAndRetriesOnce(t *testing.T) {
 }
 
 func TestAutoCompactNearTheContextWindow(t *testing.T) {
+	t.Parallel()
 	big := anthropicEvents(gen{Text: "first"})
 	big[0] = strings.Replace(big[0], `"input_tokens":100`, `"input_tokens":180000`, 1)
 	srv := startReplay(t, replayStep{Events: big}, replayStep{Events: anthropicEvents(gen{Text: "summary"})}, replayStep{Events: anthropicEvents(gen{Text: "second"})})
@@ -623,6 +643,7 @@ func TestAutoCompactNearTheContextWindow(t *testing.T) {
 }
 
 func TestOnStopContinuesAtMostThreeTimes(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "done?"})})
 	a := newTestAgent(t, srv)
 	asked := 0
@@ -639,6 +660,7 @@ func TestOnStopContinuesAtMostThreeTimes(t *testing.T) {
 }
 
 func TestBuildSystemPrompt(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	sub := filepath.Join(root, "project")
 	os.MkdirAll(sub, 0o755)
@@ -669,6 +691,7 @@ func TestBuildSystemPrompt(t *testing.T) {
 }
 
 func TestChainGatesOrderRewriteAskDeny(t *testing.T) {
+	t.Parallel()
 	var seen []string
 	rewrite := func(ctx context.Context, c ToolCall) GateResult {
 		seen = append(seen, "rewrite:"+string(c.Args))
@@ -710,6 +733,7 @@ func TestChainGatesOrderRewriteAskDeny(t *testing.T) {
 }
 
 func TestAbortKeepsSignedThinkingBeforeToolCalls(t *testing.T) {
+	t.Parallel()
 	events := anthropicEvents(gen{Thinking: "plan the call"}, gen{ToolID: "t1", ToolName: "slow", ToolArgs: `{"a":1}`})
 	srv := startReplay(t, replayStep{Events: events, HangAfter: len(events) - 2})
 	a := newTestAgent(t, srv, &funcTool{name: "slow"})
@@ -733,6 +757,7 @@ func TestAbortKeepsSignedThinkingBeforeToolCalls(t *testing.T) {
 }
 
 func TestHeldTextHoldsThinkingToo(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Thinking: "the key is SECRET"}, gen{Text: "done"})})
 	a := newTestAgent(t, srv)
 	a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) { return text, false }

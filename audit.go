@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 )
@@ -143,28 +141,4 @@ func auditArgs(raw json.RawMessage) (json.RawMessage, *auditCut) {
 	sum := sha256.Sum256(raw)
 	head, _ := json.Marshal(truncate(string(raw), auditMaxArgs) + " [truncated]")
 	return head, &auditCut{Bytes: len(raw), SHA256: hex.EncodeToString(sum[:])}
-}
-
-// auditHook is the AfterToolExecute hook that records every tool call. A log
-// that cannot be written is reported once and does not stop the tools.
-func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
-	l := &AuditLog{
-		Path:    filepath.Join(s.home, "logs", "audit.jsonl"),
-		Cwd:     s.cwd,
-		Sandbox: string(s.sandbox.Mode()),
-		SessionID: func() string {
-			if s.session != nil {
-				return s.session.Meta.ID
-			}
-			return ""
-		},
-	}
-	var warn sync.Once
-	return func(ctx context.Context, rec *ToolRecord) {
-		if err := l.Record(rec); err != nil {
-			warn.Do(func() {
-				s.agent.logf("audit log: %s (tool calls are not being recorded; --no-audit turns the log off)", strings.TrimSpace(err.Error()))
-			})
-		}
-	}
 }

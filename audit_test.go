@@ -16,6 +16,7 @@ import (
 )
 
 func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	withValidators(t, home, obj{"name": "no-post", "script": "deny_post.py", "commands": []string{"curl"}})
 	srv := startReplay(t,
@@ -87,6 +88,7 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 
 // A call the model made but an abort kept from running is in the log too.
 func TestAuditLogRecordsCallsAbortedBeforeTheyRan(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(
 		gen{ToolID: "t1", ToolName: "stop", ToolArgs: `{}`},
@@ -112,6 +114,7 @@ func TestAuditLogRecordsCallsAbortedBeforeTheyRan(t *testing.T) {
 // Lines written at once by goroutines and by two zot processes sharing
 // the log are each whole.
 func TestAuditLogWholeLinesFromConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	const perProcess, goroutines, perGoroutine = 20, 16, 150
 	padding := strings.Repeat("p", 6000)
 	z1 := newZotRun(t)
@@ -171,6 +174,7 @@ func TestAuditLogWholeLinesFromConcurrentWriters(t *testing.T) {
 }
 
 func TestAuditLogCutsHugeArguments(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "logs", "audit.jsonl")
 	args, _ := json.Marshal(obj{"path": "big.txt", "content": strings.Repeat("é", 1<<19)})
 	l := &AuditLog{Path: path}
@@ -210,6 +214,7 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 func TestAuditLogTightensAnOpenMode(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	os.WriteFile(path, []byte("{\"earlier\":true}\n"), 0o644)
 	l := &AuditLog{Path: path}
@@ -226,6 +231,7 @@ func TestAuditLogTightensAnOpenMode(t *testing.T) {
 }
 
 func TestAuditLogThatCannotBeWrittenWarnsOnce(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "logs"), []byte("a file where the directory should be"), 0o644)
 	var stderr bytes.Buffer

@@ -76,10 +76,10 @@ type ReloadStats struct {
 // ExtConfig is what the manager needs from its host.
 type ExtConfig struct {
 	Home, Cwd, Provider, Model string
-	// Paths are --ext directories: highest precedence, remembered for Reload.
-	Paths []string
-	// NoDiscovery (--no-ext) skips ./.zot/extensions and $ZOT_HOME/extensions.
-	NoDiscovery bool
+	// Discover lists the extensions to run, in load order, as
+	// discoverExtensions does. Start and every Reload call it, so that a
+	// reload finds what was installed or changed meanwhile; nil runs none.
+	Discover func() []*extFound
 	// ReservedCommands are the host UI's own slash commands (a leading "/"
 	// is ignored), which extensions may not take. The TUI passes its list;
 	// -p, --json and rpc have no slash commands and reserve none.
@@ -246,10 +246,10 @@ func parseManifest(dir, scope string) (*extManifest, error) {
 // everything; in a declared one, what is not listed is refused. It limits
 // the protocol, not the process (see docs/security.md).
 type extPermissions struct {
-	Events    []string `json:"events"`    // events it may observe, in extEventList order
-	Intercept []string `json:"intercept"` // events it may intercept, in extInterceptList order
-	Tools     bool     `json:"tools"`     // it may register tools
-	Commands  bool     `json:"commands"`  // it may register slash commands
+	Events    []extEventName `json:"events"`    // events it may observe, in extEventList order
+	Intercept []extEventName `json:"intercept"` // events it may intercept, in extInterceptList order
+	Tools     bool           `json:"tools"`     // it may register tools
+	Commands  bool           `json:"commands"`  // it may register slash commands
 }
 
 // parsePermissions checks a manifest's "permissions" object. Its errors
@@ -260,7 +260,7 @@ func parsePermissions(raw json.RawMessage) (*extPermissions, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, fmt.Errorf("field \"permissions\" must be %s", shape)
 	}
-	g := &extPermissions{Events: []string{}, Intercept: []string{}}
+	g := &extPermissions{Events: []extEventName{}, Intercept: []extEventName{}}
 	for _, key := range sortedKeys(fields) { // the same error every time
 		v := fields[key]
 		if string(v) == "null" {
@@ -292,17 +292,17 @@ func parsePermissions(raw json.RawMessage) (*extPermissions, error) {
 
 // permissionNames reads a list of event names, each one of known, and
 // returns them once each, in the order of known.
-func permissionNames(key string, v json.RawMessage, known []string) ([]string, error) {
-	var names []string
+func permissionNames(key string, v json.RawMessage, known []extEventName) ([]extEventName, error) {
+	var names []extEventName
 	if json.Unmarshal(v, &names) != nil {
-		return nil, fmt.Errorf("field \"permissions.%s\" must be a list of event names (%s)", key, strings.Join(known, ", "))
+		return nil, fmt.Errorf("field \"permissions.%s\" must be a list of event names (%s)", key, joinNames(known, ", "))
 	}
 	for _, n := range names {
 		if !slices.Contains(known, n) {
-			return nil, fmt.Errorf("field \"permissions.%s\": %q is not one of %s", key, n, strings.Join(known, ", "))
+			return nil, fmt.Errorf("field \"permissions.%s\": %q is not one of %s", key, n, joinNames(known, ", "))
 		}
 	}
-	out := []string{}
+	out := []extEventName{}
 	for _, n := range known {
 		if slices.Contains(names, n) {
 			out = append(out, n)
@@ -319,9 +319,9 @@ func (g *extPermissions) allows(kind, name string) bool {
 	}
 	switch kind {
 	case "event":
-		return slices.Contains(g.Events, name)
+		return slices.Contains(g.Events, extEventName(name))
 	case "intercept":
-		return slices.Contains(g.Intercept, name)
+		return slices.Contains(g.Intercept, extEventName(name))
 	case "tool":
 		return g.Tools
 	case "command":
@@ -344,11 +344,11 @@ func (g *extPermissions) String() string {
 	if g == nil {
 		return "all (no permissions in manifest)"
 	}
-	list := func(names []string) string {
+	list := func(names []extEventName) string {
 		if len(names) == 0 {
 			return "none"
 		}
-		return strings.Join(names, ",")
+		return joinNames(names, ",")
 	}
 	return fmt.Sprintf("events=%s intercept=%s tools=%s commands=%s", list(g.Events), list(g.Intercept), yesNo(g.Tools), yesNo(g.Commands))
 }
@@ -457,7 +457,7 @@ func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*e
 	return out
 }
 
-// Start discovers the extensions, spawns them in parallel and waits until
+// Start asks cfg.Discover for the extensions, spawns them in parallel and waits until
 // all are ready, or at most 3 s together; slower ones join when ready.
 // Call it once; Reload restarts.
 func (m *ExtManager) Start(ctx context.Context) ReloadStats {
@@ -489,7 +489,11 @@ func (m *ExtManager) load(ctx context.Context) ReloadStats {
 		err error // why it cannot run
 	}
 	var items []loadItem
-	for _, f := range discoverExtensions(m.cfg.Home, m.cfg.Cwd, m.cfg.Paths, m.cfg.NoDiscovery) {
+	var found []*extFound
+	if m.cfg.Discover != nil {
+		found = m.cfg.Discover()
+	}
+	for _, f := range found {
 		switch {
 		case f.Err != nil && f.Broken != nil && f.Broken.FailClosed && f.Broken.Enabled && f.ShadowedBy == nil:
 			mf := f.Broken
@@ -572,15 +576,14 @@ wait:
 	return stats
 }
 
-// Reload stops every extension, reads the manifests again (discovery and
-// the remembered --ext paths), starts them, and rebuilds the tools of the
-// attached agents in place. It holds the intercept gate throughout, so
-// intercepts wait for the new extensions instead of finding none; it first
-// waits for the intercepts in progress (each bounded by its own timeout),
-// and gives up without changing anything if ctx ends meanwhile. Commands
-// and tools stay with the old extensions until the new ones have
-// registered; once the old ones are stopping, calls to them fail with an
-// error naming the extension.
+// Reload stops every extension, asks cfg.Discover again, starts what it
+// lists, and rebuilds the tools of the attached agents in place. It holds
+// the intercept gate throughout, so intercepts wait for the new extensions
+// instead of finding none; it first waits for the intercepts in progress
+// (each bounded by its own timeout), and gives up without changing
+// anything if ctx ends meanwhile. Commands and tools stay with the old
+// extensions until the new ones have registered; once the old ones are
+// stopping, calls to them fail with an error naming the extension.
 func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
@@ -609,7 +612,7 @@ func (m *ExtManager) Reload(ctx context.Context) ReloadStats {
 	session := m.session
 	m.mu.Unlock()
 	if session {
-		m.broadcast(extEvent{Name: "session_start"}) // the new processes join a running session
+		m.broadcast(extEvent{Name: extEventSessionStart}) // the new processes join a running session
 	}
 	return stats
 }
@@ -829,8 +832,8 @@ func (t *extTool) Schema() json.RawMessage { return t.reg.Schema }
 // Run sends tool_call and waits up to 60 s for tool_result. The result
 // names the extension in Details.
 func (t *extTool) Run(ctx context.Context, args json.RawMessage, _ func(string)) ToolResult {
-	msg, err := t.p.call(ctx, "tool_result", t.p.m.lim.tool, func(id string) any {
-		return hostToolCall{Type: "tool_call", ID: id, Name: t.reg.Name, Args: argsJSON(args)}
+	msg, err := t.p.call(ctx, frameToolResult, t.p.m.lim.tool, func(id string) any {
+		return hostToolCall{Type: frameToolCall, ID: id, Name: t.reg.Name, Args: argsJSON(args)}
 	})
 	if err != nil {
 		r := errorResult("%v", err)
@@ -883,26 +886,26 @@ func (m *ExtManager) Attach(a *Agent) {
 // consults reports whether the extension is asked about ev: its grant
 // allows intercepting ev, and it subscribed, or it is fail_closed and not
 // (yet) ready, so what it would intercept is unknown.
-func (p *extProc) consults(ev string) bool {
-	if !p.mf.Permissions.allows("intercept", ev) {
+func (p *extProc) consults(ev extEventName) bool {
+	if !p.mf.Permissions.allows("intercept", string(ev)) {
 		return false
 	}
 	return p.intercepts(ev) || (p.mf.FailClosed && !p.isReady())
 }
 
-func (p *extProc) intercepts(ev string) bool {
+func (p *extProc) intercepts(ev extEventName) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.intercept[ev]
 }
 
-func (p *extProc) subscribed(ev string) bool {
+func (p *extProc) subscribed(ev extEventName) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.events[ev]
 }
 
-func (m *ExtManager) interceptors(ev string) []*extProc {
+func (m *ExtManager) interceptors(ev extEventName) []*extProc {
 	var out []*extProc
 	for _, p := range m.snapshot() {
 		if p.consults(ev) {
@@ -921,7 +924,7 @@ func (m *ExtManager) holdText() bool {
 	}
 	defer m.gate.leave()
 	for _, p := range m.snapshot() {
-		if p.consults("assistant_message") {
+		if p.consults(extEventAssistantMessage) {
 			return true
 		}
 	}
@@ -932,7 +935,7 @@ func (m *ExtManager) holdText() bool {
 // fail_closed extension, waited for until ready, turns out not to intercept
 // ev.
 func (m *ExtManager) ask(ctx context.Context, p *extProc, ev extEvent) (msg extMsg, skip bool, err error) {
-	if g := p.mf.Permissions; !g.allows("intercept", ev.Name) {
+	if g := p.mf.Permissions; !g.allows("intercept", string(ev.Name)) {
 		// consults keeps this from happening; this is the second check.
 		p.log.Printf("not sent: %s intercept, outside the manifest's permissions (%s)", ev.Name, g)
 		return msg, true, nil
@@ -956,8 +959,8 @@ func (m *ExtManager) ask(ctx context.Context, p *extProc, ev extEvent) (msg extM
 			return msg, true, nil
 		}
 	}
-	msg, err = p.call(ctx, "event_intercept_response", m.lim.intercept, func(id string) any {
-		ev.Frame, ev.ID = "event_intercept", id
+	msg, err = p.call(ctx, frameInterceptResponse, m.lim.intercept, func(id string) any {
+		ev.Frame, ev.ID = frameEventIntercept, id
 		return ev
 	})
 	return msg, false, err
@@ -965,7 +968,7 @@ func (m *ExtManager) ask(ctx context.Context, p *extProc, ev extEvent) (msg extM
 
 // failed decides for an interceptor that gave no valid answer: allow (and
 // log), or block when its manifest says fail_closed.
-func (m *ExtManager) failed(p *extProc, ev string, err error) (block bool, reason string) {
+func (m *ExtManager) failed(p *extProc, ev extEventName, err error) (block bool, reason string) {
 	if p.mf.FailClosed {
 		reason = fmt.Sprintf("blocked: extension %q is fail_closed and gave no valid answer about %s: %v", p.name(), ev, err)
 		p.log.Printf("%s", reason)
@@ -984,7 +987,7 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 		return GateResult{Verdict: GateDeny, Reason: "not run: aborted while the extensions were reloading"}
 	}
 	defer m.gate.leave()
-	procs := m.interceptors("tool_call")
+	procs := m.interceptors(extEventToolCall)
 	if len(procs) == 0 {
 		return GateResult{}
 	}
@@ -992,7 +995,7 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 	args := call.Args
 	for _, p := range procs {
 		by := "extension:" + p.name()
-		msg, skip, err := m.ask(ctx, p, extEvent{Name: "tool_call", ToolID: call.ID, ToolName: call.Name, ToolArgs: args})
+		msg, skip, err := m.ask(ctx, p, extEvent{Name: extEventToolCall, ToolID: call.ID, ToolName: call.Name, ToolArgs: args})
 		if skip {
 			continue
 		}
@@ -1004,7 +1007,7 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			return res
 		}
 		if err != nil {
-			block, reason := m.failed(p, "tool_call", err)
+			block, reason := m.failed(p, extEventToolCall, err)
 			if block {
 				res.Verdict, res.Reason = GateDeny, reason
 				res.Notes = append(res.Notes, GateNote{By: by, Decision: "block", Reason: reason})
@@ -1041,14 +1044,14 @@ func (m *ExtManager) beforeTurn(ctx context.Context, step int) (bool, string) {
 		return false, "" // the agent sees the cancellation itself
 	}
 	defer m.gate.leave()
-	for _, p := range m.interceptors("turn_start") {
-		msg, skip, err := m.ask(ctx, p, extEvent{Name: "turn_start", Step: step})
+	for _, p := range m.interceptors(extEventTurnStart) {
+		msg, skip, err := m.ask(ctx, p, extEvent{Name: extEventTurnStart, Step: step})
 		switch {
 		case skip:
 		case err != nil && ctx.Err() != nil:
 			return false, "" // the agent sees the cancellation itself
 		case err != nil:
-			if block, reason := m.failed(p, "turn_start", err); block {
+			if block, reason := m.failed(p, extEventTurnStart, err); block {
 				return true, reason
 			}
 		case msg.Block:
@@ -1073,14 +1076,14 @@ func (m *ExtManager) beforeAssistantMessage(ctx context.Context, text string) (s
 		return "", true // never show what an interceptor did not get to see
 	}
 	defer m.gate.leave()
-	for _, p := range m.interceptors("assistant_message") {
-		msg, skip, err := m.ask(ctx, p, extEvent{Name: "assistant_message", Text: text})
+	for _, p := range m.interceptors(extEventAssistantMessage) {
+		msg, skip, err := m.ask(ctx, p, extEvent{Name: extEventAssistantMessage, Text: text})
 		switch {
 		case skip:
 		case err != nil && ctx.Err() != nil:
 			return "", true // never show what an interceptor did not get to see
 		case err != nil:
-			if block, _ := m.failed(p, "assistant_message", err); block {
+			if block, _ := m.failed(p, extEventAssistantMessage, err); block {
 				return "", true
 			}
 		case msg.Block:
@@ -1215,14 +1218,14 @@ func (g *interceptGate) waiters() int {
 func (m *ExtManager) Observe(e Event) {
 	var ev extEvent
 	switch e.Type {
-	case "turn_start":
-		ev = extEvent{Name: e.Type, Step: e.Step}
-	case "tool_call":
-		ev = extEvent{Name: e.Type, ToolID: e.ID, ToolName: e.Name, ToolArgs: e.Args}
-	case "turn_end":
-		ev = extEvent{Name: e.Type, Stop: e.Stop, Error: e.Error}
-	case "assistant_message":
-		ev = extEvent{Name: e.Type, Text: Message{Content: e.Content}.Text()}
+	case EventTurnStart:
+		ev = extEvent{Name: extEventTurnStart, Step: e.Step}
+	case EventToolCall:
+		ev = extEvent{Name: extEventToolCall, ToolID: e.ID, ToolName: e.Name, ToolArgs: e.Args}
+	case EventTurnEnd:
+		ev = extEvent{Name: extEventTurnEnd, Stop: e.Stop, Error: e.Error}
+	case EventAssistantMessage:
+		ev = extEvent{Name: extEventAssistantMessage, Text: Message{Content: e.Content}.Text()}
 	default:
 		return
 	}
@@ -1236,17 +1239,17 @@ func (m *ExtManager) SessionStart() {
 	m.session = true
 	m.mu.Unlock()
 	if first {
-		m.broadcast(extEvent{Name: "session_start"})
+		m.broadcast(extEvent{Name: extEventSessionStart})
 	}
 }
 
 func (m *ExtManager) broadcast(ev extEvent) {
-	ev.Frame = "event"
+	ev.Frame = frameEvent
 	var line []byte
 	for _, p := range m.snapshot() {
 		// subscribe admitted only granted events; the grant is checked
 		// again here so that nothing outside it is ever sent.
-		if !p.subscribed(ev.Name) || !p.mf.Permissions.allows("event", ev.Name) {
+		if !p.subscribed(ev.Name) || !p.mf.Permissions.allows("event", string(ev.Name)) {
 			continue
 		}
 		if line == nil {
@@ -1279,8 +1282,8 @@ func (m *ExtManager) InvokeCommand(ctx context.Context, name, args string) (Comm
 	if p == nil {
 		return CommandResponse{}, fmt.Errorf("no extension has a command /%s (see zot ext list)", name)
 	}
-	msg, err := p.call(ctx, "command_response", m.lim.command, func(id string) any {
-		return hostCommandInvoked{Type: "command_invoked", ID: id, Name: name, Args: strings.TrimSpace(args)}
+	msg, err := p.call(ctx, frameCommandResponse, m.lim.command, func(id string) any {
+		return hostCommandInvoked{Type: frameCommandInvoked, ID: id, Name: name, Args: strings.TrimSpace(args)}
 	})
 	if err != nil {
 		return CommandResponse{}, err
@@ -1324,7 +1327,7 @@ func (m *ExtManager) openPanel(p *extProc, panel ExtPanel) {
 func (m *ExtManager) panelFromExt(p *extProc, msg extMsg) {
 	m.mu.Lock()
 	owner := m.panels[msg.PanelID]
-	if owner == p && msg.Type == "panel_close" {
+	if owner == p && msg.Type == framePanelClose {
 		delete(m.panels, msg.PanelID)
 	}
 	m.mu.Unlock()
@@ -1334,7 +1337,7 @@ func (m *ExtManager) panelFromExt(p *extProc, msg extMsg) {
 	}
 	panel := ExtPanel{ID: msg.PanelID, Extension: p.name()}
 	kind := "close"
-	if msg.Type == "panel_render" {
+	if msg.Type == framePanelRender {
 		kind, panel.Title, panel.Lines, panel.Footer = "render", msg.Title, msg.Lines, msg.Footer
 	}
 	m.panelUpdate(PanelUpdate{Kind: kind, Panel: panel})
@@ -1350,7 +1353,7 @@ func (m *ExtManager) PanelKey(panelID, key, text string) error {
 	if p == nil {
 		return fmt.Errorf("no extension panel %q is open", panelID)
 	}
-	return p.send(hostPanelFrame{Type: "panel_key", PanelID: panelID, Key: key, Text: text})
+	return p.send(hostPanelFrame{Type: framePanelKey, PanelID: panelID, Key: key, Text: text})
 }
 
 // ClosePanel tells the extension the user closed its panel.
@@ -1362,7 +1365,7 @@ func (m *ExtManager) ClosePanel(panelID string) error {
 	if p == nil {
 		return fmt.Errorf("no extension panel %q is open", panelID)
 	}
-	return p.send(hostPanelFrame{Type: "panel_close", PanelID: panelID})
+	return p.send(hostPanelFrame{Type: framePanelClose, PanelID: panelID})
 }
 
 // procDied closes the panels of an extension that can no longer draw them.
@@ -1397,21 +1400,6 @@ func (m *ExtManager) logf(format string, args ...any) {
 	if m.cfg.Log != nil {
 		m.cfg.Log(format, args...)
 	}
-}
-
-// startExtensions starts the extensions the command line asks for and
-// attaches them to the agent. hooks carries the mode's OnNote, OnPanel and
-// Log; the rest is filled in here. The caller chains ToolGate into
-// BeforeToolExecute, tees Observe into its sink and calls Shutdown at exit.
-func (s *setup) startExtensions(ctx context.Context, hooks ExtConfig) *ExtManager {
-	cfg := hooks
-	cfg.Home, cfg.Cwd, cfg.Provider, cfg.Model = s.home, s.cwd, s.provider, s.model
-	cfg.Paths, cfg.NoDiscovery = s.opts.ext, s.opts.noExt
-	m := NewExtManager(cfg)
-	m.Start(ctx)
-	m.Attach(s.agent)
-	m.SessionStart()
-	return m
 }
 
 // stderrExtHooks prints notes as "[name] level: message" and host problems

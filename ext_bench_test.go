@@ -19,7 +19,7 @@ func gobenchExt(b *testing.B, name string) string {
 
 func startBenchManager(b *testing.B, onNote func(ExtNote), dirs ...string) *ExtManager {
 	b.Helper()
-	m := NewExtManager(ExtConfig{Home: b.TempDir(), Cwd: b.TempDir(), Paths: dirs, NoDiscovery: true, OnNote: onNote,
+	m := NewExtManager(ExtConfig{Home: b.TempDir(), Cwd: b.TempDir(), Discover: onlyExtPaths(dirs), OnNote: onNote,
 		Log: func(format string, args ...any) { b.Logf(format, args...) }})
 	if st := m.Start(context.Background()); st.Ready != len(dirs) {
 		b.Fatalf("stats %+v", st)
@@ -60,7 +60,7 @@ func BenchmarkExtStartup(b *testing.B) {
 			home := b.TempDir()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				m := NewExtManager(ExtConfig{Home: home, Cwd: home, Paths: dirs, NoDiscovery: true})
+				m := NewExtManager(ExtConfig{Home: home, Cwd: home, Discover: onlyExtPaths(dirs)})
 				if st := m.Start(context.Background()); st.Ready != n {
 					b.Fatalf("stats %+v", st)
 				}

@@ -56,9 +56,12 @@ type checkFrame struct {
 
 // extChecker is one run of the checker.
 type extChecker struct {
-	lim    extLimits
-	cwd    string // hello_ack cwd
-	report checkReport
+	lim extLimits
+	cwd string // hello_ack cwd
+	// reserved are the TUI's own slash commands, which win over an
+	// extension's.
+	reserved []string
+	report   checkReport
 
 	mf         *extManifest
 	proc       *proc
@@ -74,20 +77,20 @@ type extChecker struct {
 	ids          int
 	commands     []extRegistration
 	tools        []extRegistration
-	events       map[string]bool
-	intercepts   map[string]bool
+	events       map[extEventName]bool
+	intercepts   map[extEventName]bool
 	panels       map[string]bool
 	acked        time.Time
 	strayCount   int
 	badFrames    int
 	dropped      int // report lines beyond maxCheckLines
 	droppedFails int
-	unknownSeen  map[string]bool
+	unknownSeen  map[extFrame]bool
 }
 
-func runExtCheck(dir string, asJSON bool, stdout, stderr io.Writer) int {
+func runExtCheck(dir string, asJSON bool, reserved []string, stdout, stderr io.Writer) int {
 	cwd, _ := os.Getwd()
-	c := &extChecker{lim: defaultExtLimits, cwd: cwd}
+	c := &extChecker{lim: defaultExtLimits, cwd: cwd, reserved: reserved}
 	c.run(dir)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -111,7 +114,7 @@ func (c *extChecker) run(dir string) {
 		dir = abs
 	}
 	c.report = checkReport{Dir: dir, Violations: []string{}, Warnings: []string{}, Stderr: []string{}}
-	c.events, c.intercepts, c.panels, c.unknownSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	c.events, c.intercepts, c.panels, c.unknownSeen = map[extEventName]bool{}, map[extEventName]bool{}, map[string]bool{}, map[extFrame]bool{}
 	home, err := os.MkdirTemp("", "zot-ext-check-")
 	if err != nil {
 		c.fail("setup", "create a temporary data directory: %v", err)
@@ -289,10 +292,10 @@ func (c *extChecker) handshake(home string) bool {
 	case !got:
 		c.fail("hello", "no frame within %s: the first line must be a hello frame, sent at once", c.lim.hello)
 		return false
-	case !f.tooLong && f.err != nil && f.msg.Type == "hello":
+	case !f.tooLong && f.err != nil && f.msg.Type == frameHello:
 		c.fail("hello", "a malformed hello: %v: %s (zot stops it)", f.err, excerpt(f.line))
 		return false
-	case f.tooLong || f.err != nil || f.msg.Type != "hello":
+	case f.tooLong || f.err != nil || f.msg.Type != frameHello:
 		c.fail("hello", "the first line must be a hello frame, got %s", frameExcerpt(f))
 		return false
 	}
@@ -305,7 +308,7 @@ func (c *extChecker) handshake(home string) bool {
 	}
 	dataDir := filepath.Join(home, "ext-data", c.mf.Name)
 	os.MkdirAll(dataDir, 0o700)
-	if !c.send(hostHelloAck{Type: "hello_ack", ProtocolVersion: 1, ZotVersion: version, Provider: "check", Model: "check",
+	if !c.send(hostHelloAck{Type: frameHelloAck, ProtocolVersion: 1, ZotVersion: version, Provider: "check", Model: "check",
 		Cwd: c.cwd, ExtensionDir: c.mf.Dir, DataDir: dataDir}) {
 		return false
 	}
@@ -329,7 +332,7 @@ func (c *extChecker) handshake(home string) bool {
 			break
 		}
 		last = f.at
-		if f.err == nil && f.msg.Type == "ready" {
+		if f.err == nil && f.msg.Type == frameReady {
 			ms := f.at.Sub(c.started).Milliseconds()
 			c.add("ready", "ok", &ms, "after %d ms", ms)
 			break
@@ -349,7 +352,7 @@ func (c *extChecker) summarise() {
 		}
 		return strings.Join(out, ", ")
 	}
-	set := func(m map[string]bool) string { return strings.Join(sortedKeys(m), ", ") }
+	set := func(m map[extEventName]bool) string { return joinNames(sortedKeys(m), ", ") }
 	c.info("registered", "commands [%s], tools [%s], events [%s], intercepts [%s]", names(c.commands), names(c.tools), set(c.events), set(c.intercepts))
 	if len(c.commands)+len(c.tools)+len(c.events)+len(c.intercepts) == 0 {
 		c.warn("registered", "nothing: no command, tool, event or intercept")
@@ -377,9 +380,9 @@ func (c *extChecker) handle(f checkFrame) {
 	}
 	m := f.msg
 	switch m.Type {
-	case "register_command", "register_tool":
+	case frameRegisterCommand, frameRegisterTool:
 		c.register(m)
-	case "subscribe":
+	case frameSubscribe:
 		for _, ev := range m.Events {
 			if !extEventNames[ev] {
 				c.fail("subscribe", "unknown event %q (events: session_start, turn_start, tool_call, turn_end, assistant_message)", ev)
@@ -394,34 +397,34 @@ func (c *extChecker) handle(f checkFrame) {
 				c.intercepts[ev] = true
 			}
 		}
-	case "ready":
+	case frameReady:
 		c.info("ready", "another ready frame (harmless)")
-	case "notify":
+	case frameNotify:
 		switch m.Level {
 		case "info", "success", "warn", "error":
 			c.ok("notify", "[%s] %s", m.Level, m.Message)
 		default:
 			c.fail("notify", "level %q is not info, success, warn or error (zot shows it as info): %s", m.Level, m.Message)
 		}
-	case "clear_notes":
+	case frameClearNotes:
 		c.ok("clear_notes", "retracts its notes")
-	case "panel_render", "panel_close":
+	case framePanelRender, framePanelClose:
 		if !c.panels[m.PanelID] {
-			c.fail(m.Type, "for panel %q, which it has not opened (zot ignores it)", m.PanelID)
-		} else if m.Type == "panel_close" {
+			c.fail(string(m.Type), "for panel %q, which it has not opened (zot ignores it)", m.PanelID)
+		} else if m.Type == framePanelClose {
 			delete(c.panels, m.PanelID)
 			c.ok("panel_close", "closed panel %q", m.PanelID)
 		} else {
 			c.ok("panel_render", "panel %q: %d lines", m.PanelID, len(m.Lines))
 		}
-	case "shutdown_ack":
+	case frameShutdownAck:
 		if c.acked.IsZero() {
 			c.warn("shutdown_ack", "sent before any shutdown")
 		}
-	case "hello":
+	case frameHello:
 		c.warn("hello", "a second hello (zot ignores it)")
-	case "command_response", "tool_result", "event_intercept_response":
-		c.fail(m.Type, "for id %q, which no request has (or whose request it answered late)", string(m.ID))
+	case frameCommandResponse, frameToolResult, frameInterceptResponse:
+		c.fail(string(m.Type), "for id %q, which no request has (or whose request it answered late)", string(m.ID))
 	default:
 		if !c.unknownSeen[m.Type] {
 			c.unknownSeen[m.Type] = true
@@ -432,13 +435,12 @@ func (c *extChecker) handle(f checkFrame) {
 
 // register checks one registration: its name, and a tool's schema.
 func (c *extChecker) register(m extMsg) {
-	kind := strings.TrimPrefix(m.Type, "register_")
-	name := m.Name
-	if kind == "command" {
-		name = strings.TrimPrefix(name, "/")
+	kind, name := "tool", m.Name
+	if m.Type == frameRegisterCommand {
+		kind, name = "command", strings.TrimPrefix(name, "/")
 	}
 	if err := validRegistrationName(kind, name); err != nil {
-		c.fail(m.Type, "refused: %v", err)
+		c.fail(string(m.Type), "refused: %v", err)
 		return
 	}
 	r := extRegistration{Name: name, Description: m.Description, Schema: m.Schema}
@@ -465,18 +467,18 @@ func (c *extChecker) register(m extMsg) {
 		if m.Description == "" {
 			c.warn("register_tool", "%s: no description: the model reads it to decide when to call the tool", name)
 		}
-	} else if slices.Contains(tuiCommandNames(), name) {
+	} else if slices.Contains(c.reserved, name) {
 		c.warn("register_command", "/%s: a built-in command has this name and wins", name)
 	}
 	for i := range *list {
 		if (*list)[i].Name == name {
 			(*list)[i] = r
-			c.info(m.Type, "%s registered again: replaced", name)
+			c.info(string(m.Type), "%s registered again: replaced", name)
 			return
 		}
 	}
 	*list = append(*list, r)
-	c.ok(m.Type, "%s", name)
+	c.ok(string(m.Type), "%s", name)
 }
 
 // checkToolSchema finds what model APIs would refuse in the properties of
@@ -519,8 +521,8 @@ func checkToolSchema(raw json.RawMessage) []string {
 // exercise sends session_start, then one command_invoked per command, one
 // tool_call per tool and one event_intercept per intercept.
 func (c *extChecker) exercise() {
-	if c.events["session_start"] {
-		if c.send(extEvent{Frame: "event", Name: "session_start"}) {
+	if c.events[extEventSessionStart] {
+		if c.send(extEvent{Frame: frameEvent, Name: extEventSessionStart}) {
 			c.ok("event", "session_start sent (no answer expected)")
 		}
 	}
@@ -536,7 +538,7 @@ func (c *extChecker) exercise() {
 		}
 		c.tool(tool)
 	}
-	for _, ev := range []string{"tool_call", "turn_start", "assistant_message"} {
+	for _, ev := range extInterceptList {
 		if c.intercepts[ev] && !c.gone {
 			c.intercept(ev)
 		}
@@ -550,7 +552,7 @@ func (c *extChecker) nextID() string {
 
 // await sends a request and waits up to d for its reply of type want,
 // checking every other frame that comes meanwhile.
-func (c *extChecker) await(check, what string, frame func(id string) any, want string, d time.Duration) (extMsg, *int64, bool) {
+func (c *extChecker) await(check, what string, frame func(id string) any, want extFrame, d time.Duration) (extMsg, *int64, bool) {
 	id := c.nextID()
 	if !c.send(frame(id)) {
 		return extMsg{}, nil, false
@@ -587,8 +589,8 @@ func (c *extChecker) await(check, what string, frame func(id string) any, want s
 func (c *extChecker) command(cmd extRegistration) {
 	check := "command"
 	msg, ms, ok := c.await(check, "/"+cmd.Name, func(id string) any {
-		return hostCommandInvoked{Type: "command_invoked", ID: id, Name: cmd.Name, Args: ""}
-	}, "command_response", c.lim.command)
+		return hostCommandInvoked{Type: frameCommandInvoked, ID: id, Name: cmd.Name, Args: ""}
+	}, frameCommandResponse, c.lim.command)
 	if !ok {
 		return
 	}
@@ -621,15 +623,15 @@ func (c *extChecker) command(cmd extRegistration) {
 	if p := msg.OpenPanel; p != nil {
 		// As the user pressing esc.
 		delete(c.panels, p.ID)
-		c.send(hostPanelFrame{Type: "panel_close", PanelID: p.ID})
+		c.send(hostPanelFrame{Type: framePanelClose, PanelID: p.ID})
 	}
 }
 
 func (c *extChecker) tool(tool extRegistration) {
 	args := sampleArgs(tool.Schema)
 	msg, ms, ok := c.await("tool", tool.Name, func(id string) any {
-		return hostToolCall{Type: "tool_call", ID: id, Name: tool.Name, Args: args}
-	}, "tool_result", c.lim.tool)
+		return hostToolCall{Type: frameToolCall, ID: id, Name: tool.Name, Args: args}
+	}, frameToolResult, c.lim.tool)
 	if !ok {
 		return
 	}
@@ -670,26 +672,26 @@ func extBlocksText(blocks []extBlock) []Block {
 }
 
 // intercept sends one synthetic event_intercept and checks the decision.
-func (c *extChecker) intercept(ev string) {
+func (c *extChecker) intercept(ev extEventName) {
 	e := extEvent{Name: ev}
 	subject := ""
 	switch ev {
-	case "tool_call":
+	case extEventToolCall:
 		e.ToolID, e.ToolName, e.ToolArgs = "toolu_check", "bash", json.RawMessage(`{"command":"echo zot ext check"}`)
 		subject = `bash {"command":"echo zot ext check"}`
-	case "turn_start":
+	case extEventTurnStart:
 		e.Step = 1
 		subject = "step 1"
-	case "assistant_message":
+	case extEventAssistantMessage:
 		e.Text = "zot ext check: a sample answer from the assistant."
 		subject = strconv.Quote(e.Text)
 	}
 	check := "intercept"
-	subject = ev + ": " + subject
-	msg, ms, ok := c.await(check, ev, func(id string) any {
-		e.Frame, e.ID = "event_intercept", id
+	subject = string(ev) + ": " + subject
+	msg, ms, ok := c.await(check, string(ev), func(id string) any {
+		e.Frame, e.ID = frameEventIntercept, id
 		return e
-	}, "event_intercept_response", c.lim.intercept)
+	}, frameInterceptResponse, c.lim.intercept)
 	if !ok {
 		return
 	}
@@ -700,25 +702,25 @@ func (c *extChecker) intercept(ev string) {
 		if msg.Reason != "" {
 			decision += " " + strconv.Quote(truncate(msg.Reason, 80))
 		}
-	case ev == "tool_call" && len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null":
+	case ev == extEventToolCall && len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null":
 		if !isJSONObject(msg.ModifiedArgs) {
 			c.add(check, "fail", ms, "%s: modified_args is not a JSON object: %s (zot ignores it; a fail_closed extension blocks)", ev, excerpt(msg.ModifiedArgs))
 			return
 		}
 		decision = "rewrite to " + string(msg.ModifiedArgs)
-	case ev == "assistant_message" && msg.ReplaceText != "":
+	case ev == extEventAssistantMessage && msg.ReplaceText != "":
 		decision = "replace with " + strconv.Quote(truncate(msg.ReplaceText, 80))
 	}
-	if ev != "tool_call" && len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null" {
+	if ev != extEventToolCall && len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null" {
 		c.warn(check, "%s: modified_args only applies to tool_call; ignored", ev)
 	}
-	if ev != "assistant_message" && msg.ReplaceText != "" {
+	if ev != extEventAssistantMessage && msg.ReplaceText != "" {
 		c.warn(check, "%s: replace_text only applies to assistant_message; ignored", ev)
 	}
 	status := "ok"
 	if time.Duration(*ms)*time.Millisecond > time.Second {
 		status = "warn"
-		decision += "; slow: every " + ev + " waits for this answer"
+		decision += "; slow: every " + string(ev) + " waits for this answer"
 	}
 	c.add(check, status, ms, "%s → %s (%d ms)", subject, decision, *ms)
 }
@@ -731,7 +733,7 @@ func (c *extChecker) shutdown() {
 	}
 	sent := time.Now()
 	if !c.gone {
-		c.send(hostShutdown{Type: "shutdown"})
+		c.send(hostShutdown{Type: frameShutdown})
 	}
 	c.stdin.Close()
 	deadline := sent.Add(c.lim.grace)
@@ -740,7 +742,7 @@ func (c *extChecker) shutdown() {
 		if !got {
 			break
 		}
-		if f.err == nil && f.msg.Type == "shutdown_ack" {
+		if f.err == nil && f.msg.Type == frameShutdownAck {
 			if c.acked.IsZero() {
 				c.acked = f.at
 			}
@@ -773,7 +775,7 @@ func (c *extChecker) shutdown() {
 	}
 	// What it wrote while exiting; the frames end soon after the exit.
 	for f := range c.frames {
-		if c.spoke && (f.err != nil || f.msg.Type != "shutdown_ack") {
+		if c.spoke && (f.err != nil || f.msg.Type != frameShutdownAck) {
 			c.handle(f)
 		}
 	}

@@ -43,7 +43,9 @@ type extCLI struct {
 	project        bool
 }
 
-func runExtCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runExtCommand is `zot ext …`. reserved are the slash commands of zot's
+// own UI, which zot ext check warns an extension not to take.
+func runExtCommand(args, reserved []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, extHelp)
 		return exitUsage
@@ -94,7 +96,7 @@ func runExtCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	if sub == "check" {
-		return runExtCheck(words[0], set["--json"], stdout, stderr)
+		return runExtCheck(words[0], set["--json"], reserved, stdout, stderr)
 	}
 	cwd, _ := os.Getwd()
 	c := &extCLI{home: zotHome(), cwd: cwd, stdin: stdin, stdout: stdout, stderr: stderr, project: set["--project"]}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,29 +17,41 @@ import (
 	"time"
 )
 
-var (
-	goBuildMu sync.Mutex
-	goBuilt   = map[string]string{}
-)
+// goBuilds holds one build per module directory, so that each is built
+// once per test binary however many tests want it, and different modules
+// build at the same time.
+var goBuilds sync.Map // dir → *goBuild
+
+type goBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
 
 // buildGo builds the Go module in dir (its own go.mod, standard library
 // only, no network) once per test run and returns the binary.
 func buildGo(t testing.TB, dir string) string {
 	t.Helper()
-	goBuildMu.Lock()
-	defer goBuildMu.Unlock()
-	if bin, ok := goBuilt[dir]; ok {
-		return bin
+	v, _ := goBuilds.LoadOrStore(dir, &goBuild{})
+	b := v.(*goBuild)
+	b.once.Do(func() {
+		out, err := os.MkdirTemp(testBinDir, "go-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.bin = filepath.Join(out, filepath.Base(dir))
+		cmd := exec.Command("go", "build", "-o", b.bin, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build in %s: %v\n%s", dir, err, msg)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	bin := filepath.Join(filepath.Dir(zotBin), filepath.Base(dir))
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build in %s: %v\n%s", dir, err, out)
-	}
-	goBuilt[dir] = bin
-	return bin
+	return b.bin
 }
 
 // weatherExt is the weather example, built, in a directory of its own.
@@ -84,6 +97,7 @@ func fakeWeather(t *testing.T) *httptest.Server {
 // the example guard (fail_closed) on a $PATH without python3: the guard
 // cannot start, so nothing it guards may run, rm -rf least of all.
 func TestExtEndToEndFailClosedGuardThatCannotStart(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	for _, name := range []string{"sh", "rm"} {
 		p, err := exec.LookPath(name)
@@ -111,6 +125,7 @@ func TestExtEndToEndFailClosedGuardThatCannotStart(t *testing.T) {
 // TestExtEndToEndToolAndGuard runs the built binary: the model calls the
 // weather extension's tool, then tries rm -rf, which the guard blocks.
 func TestExtEndToEndToolAndGuard(t *testing.T) {
+	t.Parallel()
 	weather := fakeWeather(t)
 	srv := startReplay(t,
 		toolStep("t1", "weather", obj{"city": "Berlin"}),
@@ -176,6 +191,7 @@ func TestExtHostLogOnStderrIsSanitized(t *testing.T) {
 }
 
 func TestExtNotesGoToStderrInPrintMode(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	dir := scriptedExt(t, "chatty", obj{"frames": []obj{{"type": "notify", "level": "warn", "message": "hi\x1b[2Jthere"}}})
 	stdout, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--ext", dir, "x")...)
@@ -185,6 +201,7 @@ func TestExtNotesGoToStderrInPrintMode(t *testing.T) {
 }
 
 func TestExtNoExtSkipsInstalledButKeepsFlag(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
 	writeManifest(t, filepath.Join(z.home, "extensions", "installed"), obj{"name": "installed", "exec": "python3",
@@ -201,6 +218,7 @@ func TestExtNoExtSkipsInstalledButKeepsFlag(t *testing.T) {
 }
 
 func TestExtExampleHelloPy(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, exampleExt(t, "hello-py"))
 	h.start()
 	resp, err := h.m.InvokeCommand(context.Background(), "hellopy", "Ada")
@@ -210,7 +228,9 @@ func TestExtExampleHelloPy(t *testing.T) {
 }
 
 func TestExtExampleClock(t *testing.T) {
-	h := newExtHarness(t, nil, exampleExt(t, "clock"))
+	t.Parallel()
+	// The clock sends no ready frame: the idle watchdog counts it ready.
+	h := newExtHarness(t, func(l *extLimits) { l.idle = defaultExtLimits.idle }, exampleExt(t, "clock"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -235,6 +255,7 @@ func TestExtExampleClock(t *testing.T) {
 }
 
 func TestExtExampleGuard(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, exampleExt(t, "guard"))
 	h.start()
 	h.m.SessionStart()
@@ -268,6 +289,7 @@ func strconvQuote(s string) string {
 }
 
 func TestExtExampleRedact(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Skip("the redact example needs jq (.ci/run installs it)")
 	}
@@ -284,6 +306,8 @@ func TestExtExampleRedact(t *testing.T) {
 	}
 }
 
+// TestExtExampleWeather is not parallel: the example reads WEATHER_URL from
+// the environment it inherits.
 func TestExtExampleWeather(t *testing.T) {
 	t.Setenv("WEATHER_URL", fakeWeather(t).URL)
 	h := newExtHarness(t, nil, weatherExt(t))
@@ -303,6 +327,7 @@ func TestExtExampleWeather(t *testing.T) {
 }
 
 func TestExtCLIUsageErrors(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	for _, args := range [][]string{{"ext"}, {"ext", "frob"}, {"ext", "list", "--bogus"}, {"ext", "install"}, {"ext", "remove"}, {"ext", "logs", "../x"}, {"ext", "enable", "a", "b"}} {
 		if _, stderr, code := z.run(args...); code != 2 || stderr == "" {
@@ -316,6 +341,7 @@ func TestExtCLIUsageErrors(t *testing.T) {
 }
 
 func TestExtCLIInstallListEnableRemove(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	src := exampleExt(t, "hello-py")
 	stdout, stderr, code := z.run("ext", "install", src)
@@ -375,6 +401,7 @@ func TestExtCLIInstallListEnableRemove(t *testing.T) {
 }
 
 func TestExtCLIProjectScope(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	if _, stderr, code := z.run("ext", "install", "--project", exampleExt(t, "clock")); code != 0 {
 		t.Fatalf("%d %s", code, stderr)
@@ -395,6 +422,7 @@ func TestExtCLIProjectScope(t *testing.T) {
 }
 
 func TestExtCLIFailedInstallLeavesNothing(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	bad := writeManifest(t, filepath.Join(t.TempDir(), "bad"), obj{"name": "bad"})
 	fifoDir := writeManifest(t, filepath.Join(t.TempDir(), "fifo"), obj{"name": "fifo", "exec": "x"})
@@ -418,6 +446,7 @@ func TestExtCLIFailedInstallLeavesNothing(t *testing.T) {
 }
 
 func TestExtCLIInstallFromGit(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	copyTree(exampleExt(t, "guard"), repo)
 	git := func(args ...string) {
@@ -441,6 +470,7 @@ func TestExtCLIInstallFromGit(t *testing.T) {
 }
 
 func TestExtCLILogs(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	logs := filepath.Join(z.home, "logs")
 	os.MkdirAll(logs, 0o700)
@@ -482,6 +512,7 @@ func TestExtCLILogs(t *testing.T) {
 }
 
 func TestSetManifestEnabledChangesOnlyTheField(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		on   bool

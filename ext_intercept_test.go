@@ -22,6 +22,7 @@ func interceptor(t *testing.T, name, record string, rules []obj, extra ...obj) s
 }
 
 func TestExtToolCallInterceptChain(t *testing.T) {
+	t.Parallel()
 	failClosed := obj{"fail_closed": true}
 	tests := []struct {
 		name          string
@@ -84,13 +85,20 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			rec1, rec2 := filepath.Join(dir, "first.jsonl"), filepath.Join(dir, "second.jsonl")
 			second := tt.second
 			if second == nil {
 				second = []obj{{"reply": obj{}}}
 			}
-			h := newExtHarness(t, func(l *extLimits) { l.intercept = 300 * time.Millisecond },
+			// The limit is short only where it is meant to run out, so
+			// that a loaded machine cannot make an answer late.
+			limit := 20 * time.Second
+			if tt.first[0]["silent"] == true {
+				limit = 300 * time.Millisecond
+			}
+			h := newExtHarness(t, func(l *extLimits) { l.intercept = limit },
 				interceptor(t, "first", rec1, tt.first, tt.firstExtra...), interceptor(t, "second", rec2, second))
 			if st := h.start(); st.Ready != 2 {
 				t.Fatalf("stats %+v", st)
@@ -129,6 +137,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 }
 
 func TestExtFailClosedThatNeverStartedBlocks(t *testing.T) {
+	t.Parallel()
 	dir := scriptExt(t, "guard", "nohello.sh", obj{"fail_closed": true})
 	h := newExtHarness(t, func(l *extLimits) { l.hello, l.startup = 200*time.Millisecond, 100*time.Millisecond }, dir)
 	h.start()
@@ -146,6 +155,7 @@ func TestExtFailClosedThatNeverStartedBlocks(t *testing.T) {
 // may intercept, naming itself and the failure, until a reload; one that
 // is not fail_closed is skipped and blocks nothing.
 func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
+	t.Parallel()
 	guard := func(t *testing.T, fields obj) string {
 		mf := obj{"name": "guard", "exec": "python3", "args": []string{"guard.py"}, "fail_closed": true}
 		for k, v := range fields {
@@ -172,6 +182,7 @@ func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := guard(t, tt.fields)
 			h := newExtHarness(t, nil, dir)
 			if st := h.start(); st.Loaded != 0 || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], tt.why) || !strings.Contains(st.Errors[0], "it is fail_closed: until it is fixed") {
@@ -190,6 +201,7 @@ func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
 		})
 	}
 	t.Run("not fail_closed", func(t *testing.T) {
+		t.Parallel()
 		h := newExtHarness(t, nil, guard(t, obj{"exec": "zot-no-such-interpreter", "fail_closed": false}), guard(t, obj{"args": "guard.py", "fail_closed": nil}))
 		if st := h.start(); len(st.Errors) != 2 || strings.Contains(strings.Join(st.Errors, "\n"), "it is fail_closed") {
 			t.Errorf("stats %+v", st)
@@ -199,6 +211,7 @@ func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
 		}
 	})
 	t.Run("until a reload", func(t *testing.T) {
+		t.Parallel()
 		dir := guard(t, obj{"args": "guard.py"})
 		h := newExtHarness(t, nil, dir)
 		h.start()
@@ -217,6 +230,7 @@ func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
 }
 
 func TestExtFailClosedStillStartingIsWaitedFor(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	// The guard takes its time registering; Start stops waiting first.
 	dir := scriptedExt(t, "slowguard", obj{
@@ -240,6 +254,7 @@ func TestExtFailClosedStillStartingIsWaitedFor(t *testing.T) {
 // provider with a guard that blocks rm -rf, rewrites ls and redacts
 // assistant text.
 func TestExtInterceptsInTheAgentLoop(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(gen{Text: "the key is SECRET"}, gen{ToolID: "t1", ToolName: "bash", ToolArgs: `{"command":"rm -rf /"}`})},
 		replayStep{Events: anthropicEvents(gen{ToolID: "t2", ToolName: "bash", ToolArgs: `{"command":"ls"}`})},
@@ -295,6 +310,7 @@ func TestExtInterceptsInTheAgentLoop(t *testing.T) {
 }
 
 func TestExtTurnStartBlockEndsThePrompt(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(gen{ToolID: "t1", ToolName: "echo", ToolArgs: `{}`})},
 		replayStep{Events: anthropicEvents(gen{Text: "never"})})
@@ -325,6 +341,7 @@ func TestExtTurnStartBlockEndsThePrompt(t *testing.T) {
 }
 
 func TestExtAttachKeepsExistingHooks(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil)
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
@@ -352,6 +369,7 @@ func TestExtAttachKeepsExistingHooks(t *testing.T) {
 // the old processes wait for the new ones and are decided by them: never
 // allowed, never shown unredacted, and the answer's text is held.
 func TestExtInterceptsWaitWhileExtensionsReload(t *testing.T) {
+	t.Parallel()
 	guard := scriptedExt(t, "guard", obj{
 		"frames": []obj{{"type": "subscribe", "intercept": []string{"tool_call", "turn_start"}}},
 		"intercept": obj{

@@ -23,7 +23,7 @@ func installGreedy(t *testing.T, home string, perms any, extra ...obj) string {
 	if err := copyFile(testdataPath(t, filepath.Join("greedy", "greedy.py")), filepath.Join(dir, "greedy.py"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mf := obj{"name": "greedy", "version": "1.0.0", "exec": "python3", "args": []string{"greedy.py"}}
+	mf := obj{"name": "greedy", "version": "1.0.0", "exec": "python3", "args": []string{"-S", "greedy.py"}} // -S: see scriptedExt
 	if perms != nil {
 		mf["permissions"] = perms
 	}
@@ -41,7 +41,7 @@ func greedyHarness(t *testing.T, perms any, extra ...obj) *extHarness {
 	t.Helper()
 	h := newExtHarness(t, nil)
 	installGreedy(t, h.home, perms, extra...)
-	h.m.cfg.NoDiscovery = false
+	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(h.home, h.cwd, nil, false) }
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("greedy did not start: %+v", st)
 	}
@@ -68,6 +68,7 @@ func (h *extHarness) listExtensions(asJSON bool) string {
 // everything, grants from nothing to everything: what the grant allows is
 // taken, the rest is refused, logged with the grant and listed.
 func TestExtPermissionsGrantDecidesRegistrations(t *testing.T) {
+	t.Parallel()
 	everything := `event session_start, event turn_start, event tool_call, event turn_end, event assistant_message, ` +
 		`intercept tool_call, intercept turn_start, intercept assistant_message, tool greedy_tool, command greedy`
 	tests := []struct {
@@ -95,6 +96,7 @@ func TestExtPermissionsGrantDecidesRegistrations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h := greedyHarness(t, tt.perms)
 			a := NewAgent(nil, "m", NewToolRegistry())
 			h.m.Attach(a)
@@ -102,12 +104,12 @@ func TestExtPermissionsGrantDecidesRegistrations(t *testing.T) {
 			var granted []string
 			for _, ev := range extEventList {
 				if p.subscribed(ev) {
-					granted = append(granted, "event "+ev)
+					granted = append(granted, "event "+string(ev))
 				}
 			}
 			for _, ev := range extInterceptList {
 				if p.intercepts(ev) {
-					granted = append(granted, "intercept "+ev)
+					granted = append(granted, "intercept "+string(ev))
 				}
 			}
 			if _, ok := a.Tools.Lookup("greedy_tool"); ok {
@@ -173,6 +175,7 @@ func TestExtPermissionsGrantDecidesRegistrations(t *testing.T) {
 // only, even when its subscription table is forced to hold the others (the
 // sending side checks the grant again).
 func TestExtPermissionsEventsOutsideTheGrantNeverArrive(t *testing.T) {
+	t.Parallel()
 	h := greedyHarness(t, obj{"events": []string{"turn_start", "turn_end"}})
 	turn := []Event{
 		{Type: "turn_start", Step: 1},
@@ -220,6 +223,7 @@ func TestExtPermissionsEventsOutsideTheGrantNeverArrive(t *testing.T) {
 // no intercepts: the turns run, the tool runs with the model's arguments,
 // the text is shown as written, and greedy is never asked.
 func TestExtPermissionsInterceptOutsideTheGrantIsNeverRequested(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(gen{Text: "running it"}, gen{ToolID: "t1", ToolName: "bash", ToolArgs: `{"command":"ls"}`})},
 		replayStep{Events: anthropicEvents(gen{Text: "done"})})
@@ -279,6 +283,7 @@ func TestExtPermissionsInterceptOutsideTheGrantIsNeverRequested(t *testing.T) {
 // TestExtPermissionsScopeFailClosed: a fail_closed extension that never
 // started blocks only what its grant lets it intercept.
 func TestExtPermissionsScopeFailClosed(t *testing.T) {
+	t.Parallel()
 	dir := scriptExt(t, "guard", "nohello.sh", obj{"fail_closed": true, "permissions": obj{"intercept": []string{"turn_start"}}})
 	h := newExtHarness(t, func(l *extLimits) { l.hello, l.startup = 200*time.Millisecond, 100*time.Millisecond }, dir)
 	h.start()
@@ -291,6 +296,7 @@ func TestExtPermissionsScopeFailClosed(t *testing.T) {
 }
 
 func TestExtPermissionsMalformedManifestIsReportedAndSkipped(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ perms, want string }{
 		{`"all"`, `field "permissions" must be an object like {"events": ["turn_start"], "intercept": ["tool_call"], "tools": false, "commands": true}`},
 		{`[]`, `field "permissions" must be an object`},
@@ -339,6 +345,7 @@ func TestExtPermissionsMalformedManifestIsReportedAndSkipped(t *testing.T) {
 // TestExtPermissionsEndToEnd installs greedy with the binary, runs a prompt
 // in which the model calls bash, and reads zot ext list and the log.
 func TestExtPermissionsEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo ran > out.txt"}),
 		replayStep{Events: anthropicEvents(gen{Text: "done"})})

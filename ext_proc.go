@@ -95,8 +95,8 @@ type extProc struct {
 	pending   map[string]extWaiter
 	commands  []extRegistration
 	tools     []extRegistration
-	events    map[string]bool
-	intercept map[string]bool
+	events    map[extEventName]bool
+	intercept map[extEventName]bool
 	logged    map[string]bool // shadowed names already written to the log
 	shadowed  []string        // names lost to conflicts, from the last sync
 	refused   []string        // what admit refused, once each: "intercept tool_call"
@@ -113,54 +113,86 @@ type extRegistration struct {
 }
 
 type extWaiter struct {
-	want string // the reply type expected
+	want extFrame // the reply type expected
 	ch   chan extMsg
 }
+
+// extFrame names a frame of extension protocol v1 (docs/extensions.md):
+// the value of its "type".
+type extFrame string
+
+// Extension → host frames.
+const (
+	frameHello             extFrame = "hello"
+	frameRegisterCommand   extFrame = "register_command"
+	frameRegisterTool      extFrame = "register_tool"
+	frameSubscribe         extFrame = "subscribe"
+	frameReady             extFrame = "ready"
+	frameNotify            extFrame = "notify"
+	frameClearNotes        extFrame = "clear_notes"
+	frameCommandResponse   extFrame = "command_response"
+	frameToolResult        extFrame = "tool_result"
+	frameInterceptResponse extFrame = "event_intercept_response"
+	framePanelRender       extFrame = "panel_render"
+	framePanelClose        extFrame = "panel_close" // both ways
+	frameShutdownAck       extFrame = "shutdown_ack"
+)
+
+// Host → extension frames.
+const (
+	frameHelloAck       extFrame = "hello_ack"
+	frameCommandInvoked extFrame = "command_invoked"
+	frameToolCall       extFrame = "tool_call"
+	frameEvent          extFrame = "event"
+	frameEventIntercept extFrame = "event_intercept"
+	framePanelKey       extFrame = "panel_key"
+	frameShutdown       extFrame = "shutdown"
+)
 
 // Host → extension frames. Each struct has exactly the fields of its frame.
 
 type hostHelloAck struct {
-	Type            string `json:"type"`
-	ProtocolVersion int    `json:"protocol_version"`
-	ZotVersion      string `json:"zot_version"`
-	Provider        string `json:"provider"`
-	Model           string `json:"model"`
-	Cwd             string `json:"cwd"`
-	ExtensionDir    string `json:"extension_dir"`
-	DataDir         string `json:"data_dir"`
+	Type            extFrame `json:"type"`
+	ProtocolVersion int      `json:"protocol_version"`
+	ZotVersion      string   `json:"zot_version"`
+	Provider        string   `json:"provider"`
+	Model           string   `json:"model"`
+	Cwd             string   `json:"cwd"`
+	ExtensionDir    string   `json:"extension_dir"`
+	DataDir         string   `json:"data_dir"`
 }
 
 type hostCommandInvoked struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Args string `json:"args"`
+	Type extFrame `json:"type"`
+	ID   string   `json:"id"`
+	Name string   `json:"name"`
+	Args string   `json:"args"`
 }
 
 type hostToolCall struct {
-	Type string          `json:"type"`
+	Type extFrame        `json:"type"`
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
 }
 
 type hostPanelFrame struct {
-	Type    string `json:"type"` // panel_key or panel_close
-	PanelID string `json:"panel_id"`
-	Key     string `json:"key,omitempty"`
-	Text    string `json:"text,omitempty"`
+	Type    extFrame `json:"type"` // panel_key or panel_close
+	PanelID string   `json:"panel_id"`
+	Key     string   `json:"key,omitempty"`
+	Text    string   `json:"text,omitempty"`
 }
 
 type hostShutdown struct {
-	Type string `json:"type"`
+	Type extFrame `json:"type"`
 }
 
 // extEvent is a lifecycle event as extensions see it, in an event frame
 // (ID empty) or an event_intercept frame.
 type extEvent struct {
-	Frame    string // "event" or "event_intercept"
+	Frame    extFrame // frameEvent or frameEventIntercept
 	ID       string
-	Name     string
+	Name     extEventName
 	Step     int
 	ToolID   string
 	ToolName string
@@ -173,9 +205,9 @@ type extEvent struct {
 // MarshalJSON writes exactly the fields each event has.
 func (e extEvent) MarshalJSON() ([]byte, error) {
 	type wire struct {
-		Type     string          `json:"type"`
+		Type     extFrame        `json:"type"`
 		ID       string          `json:"id,omitempty"`
-		Event    string          `json:"event"`
+		Event    extEventName    `json:"event"`
 		Step     *int            `json:"step,omitempty"`
 		ToolID   *string         `json:"tool_id,omitempty"`
 		ToolName *string         `json:"tool_name,omitempty"`
@@ -186,13 +218,13 @@ func (e extEvent) MarshalJSON() ([]byte, error) {
 	}
 	w := wire{Type: e.Frame, ID: e.ID, Event: e.Name}
 	switch e.Name {
-	case "turn_start":
+	case extEventTurnStart:
 		w.Step = &e.Step
-	case "tool_call":
+	case extEventToolCall:
 		w.ToolID, w.ToolName, w.ToolArgs = &e.ToolID, &e.ToolName, argsJSON(e.ToolArgs)
-	case "turn_end":
+	case extEventTurnEnd:
 		w.Stop, w.Error = &e.Stop, e.Error
-	case "assistant_message":
+	case extEventAssistantMessage:
 		w.Text = &e.Text
 	}
 	return json.Marshal(w)
@@ -201,15 +233,15 @@ func (e extEvent) MarshalJSON() ([]byte, error) {
 // extMsg is every extension → host frame: one struct with the fields of all
 // of them, told apart by Type. Unknown fields are ignored.
 type extMsg struct {
-	Type         string          `json:"type"`
+	Type         extFrame        `json:"type"`
 	ID           extID           `json:"id"`
 	Name         string          `json:"name"`
 	Version      string          `json:"version"`
 	Capabilities []string        `json:"capabilities"`
 	Description  string          `json:"description"`
 	Schema       json.RawMessage `json:"schema"`
-	Events       []string        `json:"events"`
-	Intercept    []string        `json:"intercept"`
+	Events       []extEventName  `json:"events"`
+	Intercept    []extEventName  `json:"intercept"`
 	Content      []extBlock      `json:"content"`
 	IsError      bool            `json:"is_error"`
 	Block        bool            `json:"block"`
@@ -545,7 +577,7 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 		q:     newExtQueue(m.lim.queue),
 		ready: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
 		readerDone: make(chan struct{}), writerDone: make(chan struct{}), copierDone: make(chan struct{}),
-		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
+		pending: map[string]extWaiter{}, events: map[extEventName]bool{}, intercept: map[extEventName]bool{},
 		logged: map[string]bool{},
 	}
 	p.helloTimer = time.AfterFunc(m.lim.hello, func() {
@@ -592,7 +624,7 @@ func (m *ExtManager) standIn(mf *extManifest, why error) *extProc {
 		q:     newExtQueue(0),
 		ready: make(chan struct{}), dead: gone, exited: gone,
 		readerDone: gone, writerDone: gone, copierDone: gone,
-		pending: map[string]extWaiter{}, events: map[string]bool{}, intercept: map[string]bool{},
+		pending: map[string]extWaiter{}, events: map[extEventName]bool{}, intercept: map[extEventName]bool{},
 		logged: map[string]bool{},
 	}
 	p.q.close()
@@ -672,7 +704,7 @@ func (p *extProc) readFrames() {
 		p.sawFrame()
 		msg, err := decodeExtMsg(line)
 		if !p.helloSeen.Load() {
-			if err != nil || msg.Type != "hello" {
+			if err != nil || msg.Type != frameHello {
 				p.abort(fmt.Errorf("first frame must be hello, got %s", excerpt(line)))
 				continue
 			}
@@ -752,7 +784,7 @@ func (p *extProc) hello(msg extMsg) {
 	}
 	m := p.m
 	p.send(hostHelloAck{
-		Type: "hello_ack", ProtocolVersion: 1, ZotVersion: version,
+		Type: frameHelloAck, ProtocolVersion: 1, ZotVersion: version,
 		Provider: m.cfg.Provider, Model: m.cfg.Model, Cwd: m.cfg.Cwd,
 		ExtensionDir: p.mf.Dir, DataDir: p.dataDir,
 	})
@@ -763,13 +795,13 @@ func (p *extProc) hello(msg extMsg) {
 // the one place that can refuse them.
 func (p *extProc) handle(msg extMsg, line []byte) {
 	switch msg.Type {
-	case "register_command", "register_tool":
+	case frameRegisterCommand, frameRegisterTool:
 		p.register(msg)
-	case "subscribe":
+	case frameSubscribe:
 		p.subscribe(msg)
-	case "ready":
+	case frameReady:
 		p.markReady()
-	case "notify":
+	case frameNotify:
 		level := msg.Level
 		switch level {
 		case "info", "success", "warn", "error":
@@ -778,15 +810,15 @@ func (p *extProc) handle(msg extMsg, line []byte) {
 			level = "info"
 		}
 		p.m.note(ExtNote{Extension: p.name(), Level: level, Message: msg.Message})
-	case "clear_notes":
+	case frameClearNotes:
 		p.m.note(ExtNote{Extension: p.name(), Clear: true})
-	case "command_response", "tool_result", "event_intercept_response":
+	case frameCommandResponse, frameToolResult, frameInterceptResponse:
 		p.reply(msg, line)
-	case "panel_render", "panel_close":
+	case framePanelRender, framePanelClose:
 		p.m.panelFromExt(p, msg)
-	case "shutdown_ack":
+	case frameShutdownAck:
 		p.log.Printf("shutdown acknowledged")
-	case "hello":
+	case frameHello:
 		p.log.Printf("ignored a second hello")
 	default:
 		p.log.Printf("skipped a frame of unknown type %q", msg.Type)
@@ -794,10 +826,9 @@ func (p *extProc) handle(msg extMsg, line []byte) {
 }
 
 func (p *extProc) register(msg extMsg) {
-	kind := strings.TrimPrefix(msg.Type, "register_")
-	name := msg.Name
-	if kind == "command" {
-		name = strings.TrimPrefix(name, "/")
+	kind, name := "tool", msg.Name
+	if msg.Type == frameRegisterCommand {
+		kind, name = "command", strings.TrimPrefix(name, "/")
 	}
 	if err := validRegistrationName(kind, name); err != nil {
 		p.log.Printf("refused %s: %v", msg.Type, err)
@@ -865,12 +896,12 @@ func toolSchema(raw json.RawMessage) (json.RawMessage, error) {
 func (p *extProc) subscribe(msg extMsg) {
 	var unknown, refused []string
 	var why error
-	add := func(kind string, names []string, known map[string]bool, set map[string]bool) {
+	add := func(kind string, names []extEventName, known, set map[extEventName]bool) {
 		for _, ev := range names {
 			if !known[ev] {
-				unknown = append(unknown, kind+" "+ev)
-			} else if err := p.admit(kind, ev); err != nil {
-				refused, why = append(refused, kind+" "+ev), err
+				unknown = append(unknown, kind+" "+string(ev))
+			} else if err := p.admit(kind, string(ev)); err != nil {
+				refused, why = append(refused, kind+" "+string(ev)), err
 			} else {
 				p.mu.Lock()
 				set[ev] = true
@@ -912,17 +943,29 @@ func (p *extProc) refuse(what []string, why error) {
 	p.recordState()
 }
 
+// extEventName names a lifecycle event of extension protocol v1, as
+// event, event_intercept and subscribe frames carry it.
+type extEventName string
+
+const (
+	extEventSessionStart     extEventName = "session_start"
+	extEventTurnStart        extEventName = "turn_start"
+	extEventToolCall         extEventName = "tool_call"
+	extEventTurnEnd          extEventName = "turn_end"
+	extEventAssistantMessage extEventName = "assistant_message"
+)
+
 // extEventList and extInterceptList are the events an extension can
 // observe and intercept, in the order docs/extensions.md lists them.
 var (
-	extEventList      = []string{"session_start", "turn_start", "tool_call", "turn_end", "assistant_message"}
-	extInterceptList  = []string{"tool_call", "turn_start", "assistant_message"}
+	extEventList      = []extEventName{extEventSessionStart, extEventTurnStart, extEventToolCall, extEventTurnEnd, extEventAssistantMessage}
+	extInterceptList  = []extEventName{extEventToolCall, extEventTurnStart, extEventAssistantMessage}
 	extEventNames     = nameSet(extEventList)
 	extInterceptNames = nameSet(extInterceptList)
 )
 
-func nameSet(names []string) map[string]bool {
-	set := map[string]bool{}
+func nameSet(names []extEventName) map[extEventName]bool {
+	set := map[extEventName]bool{}
 	for _, n := range names {
 		set[n] = true
 	}
@@ -1052,7 +1095,7 @@ func (p *extProc) unavailable() error {
 
 // call sends a request and waits for the reply of type want, at most
 // timeout. It fails at once when the extension dies.
-func (p *extProc) call(ctx context.Context, want string, timeout time.Duration, frame func(id string) any) (extMsg, error) {
+func (p *extProc) call(ctx context.Context, want extFrame, timeout time.Duration, frame func(id string) any) (extMsg, error) {
 	id := strconv.FormatUint(p.m.ids.Add(1), 10)
 	ch := make(chan extMsg, 1)
 	p.mu.Lock()
@@ -1136,7 +1179,7 @@ func (p *extProc) failWaiter(id string, err error) bool {
 func (p *extProc) stop(ctx context.Context) {
 	p.stopOnce.Do(func() {
 		p.stopping.Store(true)
-		line, _ := encodeFrame(hostShutdown{Type: "shutdown"})
+		line, _ := encodeFrame(hostShutdown{Type: frameShutdown})
 		p.q.push(extOut{line: line, last: true})
 		lim := p.m.lim
 		grace := lim.grace
@@ -1183,7 +1226,7 @@ func (p *extProc) extToolResult(msg extMsg) ToolResult {
 				content = append(content, TextBlock(fmt.Sprintf("[extension %s sent an invalid image]", p.name())))
 				continue
 			}
-			content = append(content, Block{Type: "image", MimeType: b.MimeType, Data: b.Data})
+			content = append(content, Block{Type: BlockImage, MimeType: b.MimeType, Data: b.Data})
 		default:
 			p.log.Printf("tool_result block %d: unknown type %q skipped", i, b.Type)
 		}

@@ -42,6 +42,12 @@ func newExtHarness(t *testing.T, tune func(*extLimits), paths ...string) *extHar
 	return newExtHarnessReserving(t, nil, tune, paths...)
 }
 
+// onlyExtPaths discovers the directories given and nothing else, as
+// zot --no-ext --ext DIR… does.
+func onlyExtPaths(dirs []string) func() []*extFound {
+	return func() []*extFound { return discoverExtensions("", "", dirs, true) }
+}
+
 // newExtHarnessReserving is newExtHarness for a host whose UI has the slash
 // commands reserved.
 func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimits), paths ...string) *extHarness {
@@ -49,18 +55,20 @@ func newExtHarnessReserving(t *testing.T, reserved []string, tune func(*extLimit
 	h := &extHarness{t: t, home: t.TempDir(), cwd: t.TempDir()}
 	h.m = NewExtManager(ExtConfig{
 		Home: h.home, Cwd: h.cwd, Provider: "anthropic", Model: "claude-test",
-		Paths: paths, NoDiscovery: true, ReservedCommands: reserved,
-		OnNote:  func(n ExtNote) { h.mu.Lock(); h.notes = append(h.notes, n); h.mu.Unlock() },
-		OnPanel: func(u PanelUpdate) { h.mu.Lock(); h.panels = append(h.panels, u); h.mu.Unlock() },
+		ReservedCommands: reserved,
+		OnNote:           func(n ExtNote) { h.mu.Lock(); h.notes = append(h.notes, n); h.mu.Unlock() },
+		OnPanel:          func(u PanelUpdate) { h.mu.Lock(); h.panels = append(h.panels, u); h.mu.Unlock() },
 		Log: func(format string, args ...any) {
 			h.mu.Lock()
 			h.logs = append(h.logs, fmt.Sprintf(format, args...))
 			h.mu.Unlock()
 		},
 	})
-	// A loaded CI machine can take seconds to start a few interpreters;
+	h.m.cfg.Discover = onlyExtPaths(paths)
+	// A loaded CI machine can take seconds to start a few interpreters,
+	// and pause one for longer than the idle watchdog between two frames;
 	// tests of these limits set their own.
-	h.m.lim.hello, h.m.lim.startup = 20*time.Second, 20*time.Second
+	h.m.lim.hello, h.m.lim.startup, h.m.lim.idle = 20*time.Second, 20*time.Second, 5*time.Second
 	if tune != nil {
 		tune(&h.m.lim)
 	}
@@ -191,11 +199,14 @@ func testdataPath(t testing.TB, name string) string {
 }
 
 // scriptedExt is a directory holding a manifest that runs scripted.py with
-// spec; extra fields go into the manifest.
+// spec; extra fields go into the manifest. Python's -S, here and for the
+// other Python fixtures, skips site-packages: the fixtures need only the
+// standard library, a developer's .pth files stay out of the tests, and
+// the interpreter starts several times faster.
 func scriptedExt(t testing.TB, name string, spec obj, extra ...obj) string {
 	t.Helper()
 	b, _ := json.Marshal(spec)
-	mf := obj{"name": name, "version": "1.0.0", "exec": "python3", "args": []string{testdataPath(t, "scripted.py"), string(b)}, "language": "python"}
+	mf := obj{"name": name, "version": "1.0.0", "exec": "python3", "args": []string{"-S", testdataPath(t, "scripted.py"), string(b)}, "language": "python"}
 	for _, e := range extra {
 		for k, v := range e {
 			mf[k] = v
@@ -251,6 +262,7 @@ func framesOfType(frames []obj, typ string) []obj {
 }
 
 func TestExtHandshakeRegistersCommandsToolsAndSubscriptions(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	dir := scriptedExt(t, "basic", obj{
 		"record":   rec,
@@ -299,6 +311,7 @@ func TestExtHandshakeRegistersCommandsToolsAndSubscriptions(t *testing.T) {
 }
 
 func TestExtRegistrationsBeforeReadingHelloAck(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptExt(t, "eager", "eager.sh"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats = %+v", st)
@@ -310,7 +323,8 @@ func TestExtRegistrationsBeforeReadingHelloAck(t *testing.T) {
 }
 
 func TestExtIdleCountsAsReady(t *testing.T) {
-	h := newExtHarness(t, nil, scriptExt(t, "noready", "noready.sh"))
+	t.Parallel()
+	h := newExtHarness(t, func(l *extLimits) { l.idle = defaultExtLimits.idle }, scriptExt(t, "noready", "noready.sh"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats = %+v, logs %s", st, h.gotLogs())
 	}
@@ -321,6 +335,7 @@ func TestExtIdleCountsAsReady(t *testing.T) {
 }
 
 func TestExtWithoutHelloIsStoppedAndReported(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, func(l *extLimits) { l.hello = 300 * time.Millisecond }, scriptExt(t, "silent", "nohello.sh"))
 	st := h.start()
 	if st.Ready != 0 || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], `extension "silent" no hello within 300ms; see `+filepath.Join(h.home, "logs", "ext-silent.log")) {
@@ -342,6 +357,7 @@ func TestExtWithoutHelloIsStoppedAndReported(t *testing.T) {
 }
 
 func TestExtFirstFrameMustBeHello(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptedExt(t, "rude", obj{"first_line": `{"type":"register_command","name":"x"}`}))
 	st := h.start()
 	if st.Ready != 0 || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "first frame must be hello") {
@@ -353,12 +369,13 @@ func TestExtFirstFrameMustBeHello(t *testing.T) {
 }
 
 func TestExtStartsAllTogether(t *testing.T) {
+	t.Parallel()
 	var dirs []string
 	for i := range 8 {
 		dirs = append(dirs, scriptExt(t, fmt.Sprintf("idle%d", i), "noready.sh"))
 	}
 	dirs = append(dirs, scriptExt(t, "silent", "nohello.sh"))
-	h := newExtHarness(t, func(l *extLimits) { l.startup = 1500 * time.Millisecond }, dirs...)
+	h := newExtHarness(t, func(l *extLimits) { l.startup, l.idle = 1500*time.Millisecond, defaultExtLimits.idle }, dirs...)
 	st := h.start()
 	if st.Loaded != 9 || st.Ready != 8 {
 		t.Fatalf("stats = %+v", st)
@@ -369,6 +386,7 @@ func TestExtStartsAllTogether(t *testing.T) {
 }
 
 func TestExtCommandResponses(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "cmds", obj{
 		"commands": obj{
 			"p":     obj{"action": "prompt", "prompt": "do {args}"},
@@ -386,7 +404,7 @@ func TestExtCommandResponses(t *testing.T) {
 			{"type": "register_command", "name": "mute"},
 		},
 	})
-	h := newExtHarness(t, func(l *extLimits) { l.command = 300 * time.Millisecond }, dir)
+	h := newExtHarness(t, nil, dir)
 	h.start()
 	ctx := context.Background()
 	tests := []struct {
@@ -407,6 +425,9 @@ func TestExtCommandResponses(t *testing.T) {
 			t.Errorf("/%s: %+v, %v; want %+v", tt.name, got, err, tt.want)
 		}
 	}
+	// Short only for the call meant to run out of time, so that a loaded
+	// machine cannot make the others late.
+	h.m.lim.command = 300 * time.Millisecond
 	if _, err := h.m.InvokeCommand(ctx, "mute", ""); err == nil || !strings.Contains(err.Error(), `extension "cmds" did not answer within 300ms`) {
 		t.Errorf("silent command: %v", err)
 	}
@@ -416,6 +437,7 @@ func TestExtCommandResponses(t *testing.T) {
 }
 
 func TestExtToolCallsAndResults(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "tools", obj{
 		"tools": obj{
 			"echo":  obj{"echo": true, "image": true},
@@ -431,7 +453,7 @@ func TestExtToolCallsAndResults(t *testing.T) {
 			{"type": "register_tool", "name": "arrayschema", "schema": []int{1}},
 		},
 	})
-	h := newExtHarness(t, func(l *extLimits) { l.tool = 300 * time.Millisecond }, dir)
+	h := newExtHarness(t, nil, dir)
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
 	h.m.Attach(a)
@@ -452,6 +474,7 @@ func TestExtToolCallsAndResults(t *testing.T) {
 	if r := run("fails", `{}`); !r.IsError || r.Content[0].Text != "no such city" {
 		t.Errorf("fails = %+v", r)
 	}
+	h.m.lim.tool = 300 * time.Millisecond // as for commands above
 	if r := run("mute", `{}`); !r.IsError || !strings.Contains(r.Content[0].Text, `extension "tools" did not answer within 300ms`) || r.Details != "extension tools" {
 		t.Errorf("mute = %+v", r)
 	}
@@ -469,6 +492,7 @@ func TestExtToolCallsAndResults(t *testing.T) {
 // arguments are not an object (and then every request fails), so such a
 // registration is refused, and a schema without "type" gets "object".
 func TestExtToolSchemaMustBeOfTypeObject(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, schema string
 		want         string // the schema offered to the model; "" for refused
@@ -507,6 +531,7 @@ func TestExtToolSchemaMustBeOfTypeObject(t *testing.T) {
 }
 
 func TestExtNotifyAndClearNotes(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "noisy", obj{"frames": []obj{
 		{"type": "notify", "level": "warn", "message": "careful"},
 		{"type": "notify", "level": "shout", "message": "loud"},
@@ -530,6 +555,7 @@ func TestExtNotifyAndClearNotes(t *testing.T) {
 }
 
 func TestExtPanels(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	dir := scriptedExt(t, "paneled", obj{
 		"record": rec,
@@ -580,6 +606,7 @@ func TestExtPanels(t *testing.T) {
 }
 
 func TestExtEventsReachSubscribersInOrder(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "frames.jsonl")
 	dir := scriptedExt(t, "watcher", obj{"record": rec, "frames": []obj{
 		{"type": "subscribe", "events": []string{"session_start", "turn_start", "tool_call", "turn_end", "assistant_message", "no_such_event"}},
@@ -632,6 +659,7 @@ func TestExtEventsReachSubscribersInOrder(t *testing.T) {
 // agent never waits, the oldest events are dropped (and logged), and what
 // arrives arrives in order, ending with the newest.
 func TestExtEventOrderUnderLoad(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "events.jsonl")
 	hold := filepath.Join(t.TempDir(), "go")
 	dir := writeManifest(t, filepath.Join(t.TempDir(), "recorder"), obj{"name": "recorder", "exec": "node", "args": []string{testdataPath(t, "recorder.js"), out, hold}})
@@ -679,6 +707,7 @@ func diedOf(h *extHarness, name, status string) []string {
 }
 
 func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptExt(t, "crash", "crash.sh"))
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
@@ -706,6 +735,7 @@ func TestExtCrashMidCallFailsAtOnce(t *testing.T) {
 // fails then, not at its timeout nor after a grace period. Its exit status,
 // which comes later, goes to its log.
 func TestExtStdoutClosedFailsCallsAtOnce(t *testing.T) {
+	t.Parallel()
 	// Only the end of its stdout can end the call with this error: the
 	// tool timeout ends it with another, and the wait for a process whose
 	// stdin is not read never ends it.
@@ -726,6 +756,7 @@ func TestExtStdoutClosedFailsCallsAtOnce(t *testing.T) {
 }
 
 func TestExtReplyJustBeforeExitArrives(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "oneshot", obj{
 		"tools":  obj{"bye": obj{"text": "last words", "exit_after": 0}},
 		"frames": []obj{{"type": "register_tool", "name": "bye"}},
@@ -744,6 +775,7 @@ func TestExtReplyJustBeforeExitArrives(t *testing.T) {
 }
 
 func TestExtSkipsGarbageAndHugeLines(t *testing.T) {
+	t.Parallel()
 	big := scriptedExt(t, "big", obj{"big_line": 9 << 20, "frames": []obj{{"type": "register_tool", "name": "after_big", "schema": obj{"type": "object"}}}})
 	h := newExtHarness(t, nil, scriptExt(t, "garbage", "garbage.sh"), big)
 	if st := h.start(); st.Ready != 2 {
@@ -770,6 +802,9 @@ func TestExtSkipsGarbageAndHugeLines(t *testing.T) {
 }
 
 func TestExtShutdownEscalatesToSIGKILL(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	before := runtime.NumGoroutine()
 	h := newExtHarness(t, func(l *extLimits) { l.grace, l.term = 200*time.Millisecond, 200*time.Millisecond }, scriptExt(t, "stubborn", "stubborn.sh"))
 	h.start()
@@ -786,6 +821,7 @@ func TestExtShutdownEscalatesToSIGKILL(t *testing.T) {
 }
 
 func TestExtShutdownIsGracefulForWellBehavedOnes(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptedExt(t, "polite", obj{}))
 	h.start()
 	h.m.Shutdown(context.Background())
@@ -796,6 +832,7 @@ func TestExtShutdownIsGracefulForWellBehavedOnes(t *testing.T) {
 }
 
 func TestExtReloadRespawnsAndRebuildsTools(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "live", obj{"frames": []obj{{"type": "register_tool", "name": "v1", "schema": obj{"type": "object"}}}})
 	h := newExtHarness(t, nil, dir)
 	h.start()
@@ -826,6 +863,7 @@ func TestExtReloadRespawnsAndRebuildsTools(t *testing.T) {
 }
 
 func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	reg := func(name string, tools, cmds []string) {
 		var frames []obj
@@ -841,8 +879,8 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 	reg("alpha", []string{"read", "dup", "mine"}, []string{"help", "dup"})
 	reg("beta", []string{"dup", "skill"}, []string{"dup", "own"})
 	h := newExtHarnessReserving(t, []string{"/help", "model"}, nil)
-	h.m.cfg.Home, h.m.cfg.NoDiscovery = home, false
-	h.home = home
+	h.m.cfg.Home, h.home = home, home
+	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(home, h.cwd, nil, false) }
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
 	a.Tools.SetSource("builtin", BuiltinTools(NewToolEnv(t.TempDir(), false)))
@@ -898,6 +936,7 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 // UI reserves are kept from extensions; a mode without slash commands of
 // its own (-p, --json, rpc) reserves none.
 func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
+	t.Parallel()
 	dir := scriptedExt(t, "cmds", obj{"frames": []obj{
 		{"type": "register_command", "name": "help"},
 		{"type": "register_command", "name": "model"},
@@ -925,6 +964,7 @@ func TestExtReservedCommandsComeFromTheHost(t *testing.T) {
 // TestExtShadowedExtIsReported: of two --ext paths with the same manifest
 // name the first runs, and the second is reported, not dropped silently.
 func TestExtShadowedExtIsReported(t *testing.T) {
+	t.Parallel()
 	first := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "first"}}})
 	second := scriptedExt(t, "same", obj{"frames": []obj{{"type": "register_command", "name": "second"}}})
 	h := newExtHarness(t, nil, first, second)
@@ -939,6 +979,7 @@ func TestExtShadowedExtIsReported(t *testing.T) {
 }
 
 func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	global := filepath.Join(home, "extensions")
 	project := filepath.Join(cwd, ".zot", "extensions")
@@ -996,6 +1037,7 @@ func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
 }
 
 func TestExtExecResolution(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tt := range []struct{ exec, want string }{
 		{"/usr/bin/env", "/usr/bin/env"},
@@ -1077,6 +1119,7 @@ func FuzzExtFrames(f *testing.F) {
 // TestExtDefaultLimitsAreTheProtocols keeps the limits the tests shorten at
 // the values docs/extensions.md promises.
 func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
+	t.Parallel()
 	want := extLimits{hello: 5 * time.Second, idle: 250 * time.Millisecond, startup: 3 * time.Second,
 		command: 30 * time.Second, tool: 60 * time.Second, intercept: 5 * time.Second,
 		grace: 2 * time.Second, term: time.Second, gone: time.Second, queue: 1024, maxFrame: 8 << 20, maxLog: 5 << 20}
@@ -1092,6 +1135,7 @@ func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {
 // old processes still answer commands; after shutdown every call fails
 // with an error naming the extension, and a fail_closed guard blocks.
 func TestExtCallsDuringAReloadAndAfterShutdown(t *testing.T) {
+	t.Parallel()
 	svc := scriptedExt(t, "svc", obj{
 		"frames":   []obj{{"type": "register_command", "name": "hi"}, {"type": "register_tool", "name": "work"}},
 		"commands": obj{"hi": obj{"action": "display", "display": "hello"}},
@@ -1144,6 +1188,7 @@ func TestExtCallsDuringAReloadAndAfterShutdown(t *testing.T) {
 // TestExtReloadsAreSerialised: two reloads at once run one after the
 // other: the second stops what the first started.
 func TestExtReloadsAreSerialised(t *testing.T) {
+	t.Parallel()
 	h := newExtHarness(t, nil, scriptedExt(t, "one", obj{}))
 	h.start()
 	var mu sync.Mutex

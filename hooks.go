@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,11 +40,12 @@ var hookEventNames = map[string]bool{
 
 // HookConfig is what the hooks need from their host.
 type HookConfig struct {
-	// Cwd is the session's working directory: where ./.claude and ./.zot
-	// are read, the hooks' working directory and CLAUDE_PROJECT_DIR.
+	// Files are the settings files to read, in the order their commands
+	// run, as hookSettingsFiles lists them.
+	Files []string
+	// Cwd is the session's working directory: the hooks' working
+	// directory and CLAUDE_PROJECT_DIR.
 	Cwd string
-	// UserHome holds ~/.claude/settings.json; "" skips that file.
-	UserHome string
 	// SessionID and TranscriptPath (the session file, "" without one) go
 	// to every hook as session_id and transcript_path.
 	SessionID, TranscriptPath string
@@ -90,7 +88,7 @@ type hookHandler struct {
 
 // hookSettingsFiles are the files hooks come from, in the order their
 // commands run: Claude Code's project, local and user settings, then zot's
-// project settings.
+// project settings. userHome holds ~/.claude; "" leaves that file out.
 func hookSettingsFiles(cwd, userHome string) []string {
 	files := []string{
 		filepath.Join(cwd, ".claude", "settings.json"),
@@ -117,7 +115,7 @@ func hookSettingsFiles(cwd, userHome string) []string {
 func NewHooks(cfg HookConfig) *Hooks {
 	h := &Hooks{cfg: cfg, events: map[string][]hookGroup{}, context: map[string][]string{}}
 	disabled := ""
-	for _, path := range hookSettingsFiles(cfg.Cwd, cfg.UserHome) {
+	for _, path := range cfg.Files {
 		groups, off := readHookSettings(path, h.note)
 		if off && disabled == "" {
 			disabled = path
@@ -1089,9 +1087,9 @@ func claudeToolResponse(tool string, args json.RawMessage, res ToolResult, cwd s
 		blocks := []map[string]any{}
 		for _, b := range res.Content {
 			switch b.Type {
-			case "text":
+			case BlockText:
 				blocks = append(blocks, map[string]any{"type": "text", "text": b.Text})
-			case "image":
+			case BlockImage:
 				blocks = append(blocks, map[string]any{"type": "image", "mimeType": b.MimeType, "data": b.Data})
 			}
 		}
@@ -1115,69 +1113,6 @@ func jsonNumber(raw json.RawMessage) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// hooksEnabled says whether the user turned hooks on: --claude-hooks, or
-// "claude_hooks": true in $ZOT_HOME/config.json.
-func hooksEnabled(flag bool, home string) (bool, error) {
-	if flag {
-		return true, nil
-	}
-	path := filepath.Join(home, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false, nil // main reports an unreadable config
-	}
-	var cfg map[string]json.RawMessage
-	if json.Unmarshal(b, &cfg) != nil || cfg["claude_hooks"] == nil {
-		return false, nil
-	}
-	var on bool
-	if err := json.Unmarshal(cfg["claude_hooks"], &on); err != nil {
-		return false, fmt.Errorf("%s: \"claude_hooks\" must be true or false; hooks stay off", path)
-	}
-	return on, nil
-}
-
-// startHooks loads the Claude Code hooks when the user turned them on,
-// attaches them to the agent and runs SessionStart, whose context joins
-// the system prompt. The caller chains ToolGate after the extension gate
-// and calls SessionEnd at exit. onNote shows the user one line.
-func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) *Hooks {
-	on, err := hooksEnabled(s.opts.claudeHooks, s.home)
-	if err != nil {
-		onNote("warn", "hooks: "+err.Error())
-	}
-	if !on {
-		return nil
-	}
-	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
-	cfg.UserHome, _ = os.UserHomeDir()
-	if s.session != nil {
-		cfg.SessionID, cfg.TranscriptPath = s.session.Meta.ID, s.session.Path
-	} else {
-		var b [8]byte
-		rand.Read(b[:])
-		cfg.SessionID = hex.EncodeToString(b[:])
-	}
-	if len(s.agent.Messages()) > 0 {
-		cfg.Source = "resume"
-	}
-	h := NewHooks(cfg)
-	h.Attach(s.agent)
-	if extra := h.SessionStart(ctx); extra != "" {
-		s.agent.System += "\n\nContext from SessionStart hooks:\n\n" + extra
-	}
-	return h
 }
 
 // hooksStderrNotes prints notes as "zot: hooks: …" lines, as -p and --json

@@ -22,6 +22,7 @@ func requestText(t *testing.T, r capturedRequest) string {
 }
 
 func TestHooksEndToEndGuardRewriteAndFeedback(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	notes := filepath.Join(z.cwd, "notes.txt")
 	os.WriteFile(notes, []byte("alpha\nbeta\n"), 0o644)
@@ -71,6 +72,7 @@ func TestHooksEndToEndGuardRewriteAndFeedback(t *testing.T) {
 }
 
 func TestHooksAreOffUnlessTurnedOn(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	claudeSettings(t, z, obj{"PreToolUse": []obj{group("Bash", shHook(t, "block-rm.sh"))}})
 	precious := filepath.Join(z.cwd, "precious")
@@ -102,6 +104,7 @@ func TestHooksAreOffUnlessTurnedOn(t *testing.T) {
 }
 
 func TestHooksEndToEndStopLoopIsLimited(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	rec := filepath.Join(t.TempDir(), "stop.jsonl")
 	claudeSettings(t, z, obj{"Stop": []obj{group("", shHook(t, "keep-going.sh", rec))}})
@@ -127,6 +130,7 @@ func TestHooksEndToEndStopLoopIsLimited(t *testing.T) {
 }
 
 func TestHooksEndToEndPromptRefused(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	claudeSettings(t, z, obj{"UserPromptSubmit": []obj{group("", pyHook(t, obj{"stderr": "no deploys on Fridays\x1b]0;pwned\x07", "exit": 2}))}})
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "deployed"})})
@@ -140,6 +144,7 @@ func TestHooksEndToEndPromptRefused(t *testing.T) {
 }
 
 func TestHooksEndToEndContinueFalseEndsThePrompt(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	claudeSettings(t, z, obj{"PostToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"continue": false, "stopReason": "budget spent for today"}}))}})
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo hi"}), replayStep{Events: anthropicEvents(gen{Text: "never"})})
@@ -150,6 +155,7 @@ func TestHooksEndToEndContinueFalseEndsThePrompt(t *testing.T) {
 }
 
 func TestHooksEndToEndSessionLifecycle(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	rec := filepath.Join(t.TempDir(), "end.jsonl")
 	claudeSettings(t, z, obj{
@@ -183,6 +189,7 @@ func TestHooksEndToEndSessionLifecycle(t *testing.T) {
 }
 
 func TestHooksRPCNotesAreEvents(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	claudeSettings(t, z, obj{"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"systemMessage": "bash is watched"}}))}})
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "true"}), replayStep{Events: anthropicEvents(gen{Text: "ok"})})

@@ -39,7 +39,8 @@ func hooksTestdata(t testing.TB, name string) string {
 	return p
 }
 
-// pyHook is the command running testdata/hooks/hook.py with spec.
+// pyHook is the command running testdata/hooks/hook.py with spec (-S: see
+// scriptedExt).
 func pyHook(t testing.TB, spec obj) string {
 	t.Helper()
 	f, err := os.CreateTemp(t.TempDir(), "spec-*.json")
@@ -48,7 +49,7 @@ func pyHook(t testing.TB, spec obj) string {
 	}
 	json.NewEncoder(f).Encode(spec)
 	f.Close()
-	return "python3 " + strconv.Quote(hooksTestdata(t, "hook.py")) + " " + strconv.Quote(f.Name())
+	return "python3 -S " + strconv.Quote(hooksTestdata(t, "hook.py")) + " " + strconv.Quote(f.Name())
 }
 
 // shHook is the command running one of the sh scripts in testdata/hooks.
@@ -84,7 +85,7 @@ func newTestHooks(t *testing.T, hooks obj) (*Hooks, *hookNotes, string) {
 	cwd := t.TempDir()
 	writeSettings(t, filepath.Join(cwd, ".claude", "settings.json"), hooks)
 	notes := &hookNotes{}
-	h := NewHooks(HookConfig{Cwd: cwd, SessionID: "sess-1", TranscriptPath: "/tmp/sess-1.jsonl", Model: "m1", Source: "startup", OnNote: notes.add})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, SessionID: "sess-1", TranscriptPath: "/tmp/sess-1.jsonl", Model: "m1", Source: "startup", OnNote: notes.add})
 	return h, notes, cwd
 }
 
@@ -111,6 +112,7 @@ func jsonOf(v any) string {
 }
 
 func TestHooksMatcherFollowsClaudeCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		matcher string
 		yes     []string
@@ -150,13 +152,14 @@ func TestHooksMatcherFollowsClaudeCode(t *testing.T) {
 }
 
 func TestHooksSettingsFilesMergeInOrderAndDeduplicate(t *testing.T) {
+	t.Parallel()
 	cwd, home := t.TempDir(), t.TempDir()
 	writeSettings(t, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("Bash", "echo project", "echo shared")}})
 	writeSettings(t, filepath.Join(cwd, ".claude", "settings.local.json"), obj{"PreToolUse": []obj{group("*", "echo local")}})
 	writeSettings(t, filepath.Join(home, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("Edit", "echo user")}})
 	writeSettings(t, filepath.Join(cwd, ".zot", "settings.json"), obj{"PreToolUse": []obj{group("", "echo zot", "echo shared")}})
 	notes := &hookNotes{}
-	h := NewHooks(HookConfig{Cwd: cwd, UserHome: home, OnNote: notes.add})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, home), Cwd: cwd, OnNote: notes.add})
 	var got []string
 	for _, hd := range h.handlers("PreToolUse", "Bash") {
 		got = append(got, hd.Command)
@@ -180,6 +183,7 @@ func TestHooksSettingsFilesMergeInOrderAndDeduplicate(t *testing.T) {
 }
 
 func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
+	t.Parallel()
 	cwd := t.TempDir()
 	os.MkdirAll(filepath.Join(cwd, ".claude"), 0o755)
 	os.WriteFile(filepath.Join(cwd, ".claude", "settings.json"), []byte(`{"hooks": [1, 2]}`), 0o644)
@@ -199,7 +203,7 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 		},
 	})
 	notes := &hookNotes{}
-	h := NewHooks(HookConfig{Cwd: cwd, OnNote: notes.add})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, OnNote: notes.add})
 	text := notes.text()
 	for _, want := range []string{
 		`warn: hooks: ` + filepath.Join(cwd, ".claude", "settings.json") + `: not a settings object`,
@@ -230,12 +234,13 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 	writeSettings(t, filepath.Join(cwd, ".zot", "settings.json"), obj{})
 	os.WriteFile(filepath.Join(cwd, ".zot", "settings.json"), []byte(`{"disableAllHooks": true}`), 0o644)
 	notes = &hookNotes{}
-	if h := NewHooks(HookConfig{Cwd: cwd, OnNote: notes.add}); h.Has("PreToolUse") || !strings.Contains(notes.text(), `"disableAllHooks": true; no hook runs`) {
+	if h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, OnNote: notes.add}); h.Has("PreToolUse") || !strings.Contains(notes.text(), `"disableAllHooks": true; no hook runs`) {
 		t.Errorf("disableAllHooks: %v %s", h.Has("PreToolUse"), notes.text())
 	}
 }
 
 func TestHooksToolInputIsClaudeShaped(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "in.jsonl")
 	h, _, cwd := newTestHooks(t, obj{"PreToolUse": []obj{group("", pyHook(t, obj{"record": rec}))}})
 	calls := []struct{ tool, args, name, input string }{
@@ -272,6 +277,7 @@ func TestHooksToolInputIsClaudeShaped(t *testing.T) {
 }
 
 func TestHooksUpdatedInputMapsBackToOurArguments(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ tool, updated, want, err string }{
 		{"bash", `{"command":"ls -la","timeout":1500,"description":"list"}`, `{"command":"ls -la","timeout":1.5}`, ""},
 		{"bash", `{"command":"ls"}`, `{"command":"ls"}`, ""},
@@ -302,6 +308,7 @@ func TestHooksUpdatedInputMapsBackToOurArguments(t *testing.T) {
 }
 
 func TestHooksPreToolUseDecisions(t *testing.T) {
+	t.Parallel()
 	ask := obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "permissionDecision": "ask", "permissionDecisionReason": "pushing needs a human"}}
 	tests := []struct {
 		name     string
@@ -379,6 +386,7 @@ func TestHooksPreToolUseDecisions(t *testing.T) {
 // TestHooksAskJoinsTheConfirmPath checks that an asking hook reaches the
 // confirm function, with the hook named, in the chain after extensions.
 func TestHooksAskJoinsTheConfirmPath(t *testing.T) {
+	t.Parallel()
 	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "ask", "permissionDecisionReason": "are you sure?"}}}))}})
 	var asked []GateNote
 	gate := ChainGates([]ToolGate{h.ToolGate}, func(_ context.Context, _ ToolCall, asks []GateNote) (bool, string) {
@@ -395,6 +403,7 @@ func TestHooksAskJoinsTheConfirmPath(t *testing.T) {
 }
 
 func TestHooksMatchersChooseTheHooks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hook := func(name string) string { return pyHook(t, obj{"record": filepath.Join(dir, name)}) }
 	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{
@@ -417,6 +426,7 @@ func TestHooksMatchersChooseTheHooks(t *testing.T) {
 // TestHooksOfOneEventRunInParallel: each hook waits for the other's file,
 // so run one after the other they would time out.
 func TestHooksOfOneEventRunInParallel(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{{"matcher": "", "hooks": []obj{
@@ -430,6 +440,7 @@ func TestHooksOfOneEventRunInParallel(t *testing.T) {
 }
 
 func TestHooksTimeoutAndExitKillTheProcessGroup(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, sleep string
 		timeout     float64
@@ -459,6 +470,7 @@ func TestHooksTimeoutAndExitKillTheProcessGroup(t *testing.T) {
 }
 
 func TestHooksOutputIsBounded(t *testing.T) {
+	t.Parallel()
 	h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{
 		group("Bash", pyHook(t, obj{"stdout": strings.Repeat("x", 3<<20)})),
 		group("Read", pyHook(t, obj{"stderr": strings.Repeat("y", 3<<20), "exit": 2})),
@@ -474,6 +486,7 @@ func TestHooksOutputIsBounded(t *testing.T) {
 }
 
 func TestHooksAbortStopsTheHooks(t *testing.T) {
+	t.Parallel()
 	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("", pyHook(t, obj{"sleep": 30}))}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -483,6 +496,7 @@ func TestHooksAbortStopsTheHooks(t *testing.T) {
 }
 
 func TestHooksPostToolUseFeedbackReachesTheResult(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "post.jsonl")
 	h, _, cwd := newTestHooks(t, obj{
 		"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "additionalContext": "prod database, careful"}}}))},
@@ -528,6 +542,7 @@ func TestHooksPostToolUseFeedbackReachesTheResult(t *testing.T) {
 }
 
 func TestHooksPostToolUseResponseShapes(t *testing.T) {
+	t.Parallel()
 	res := ToolResult{Content: []Block{TextBlock("out"), {Type: "image", MimeType: "image/png", Data: "AAAA"}}}
 	for _, tt := range []struct{ tool, args, want string }{
 		{"read", `{"path":"rel.txt"}`, `{"file":{"content":"out","filePath":"/w/rel.txt"},"type":"text"}`},
@@ -542,6 +557,7 @@ func TestHooksPostToolUseResponseShapes(t *testing.T) {
 }
 
 func TestHooksUserPromptSubmit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		spec    obj
@@ -577,6 +593,7 @@ func TestHooksUserPromptSubmit(t *testing.T) {
 }
 
 func TestHooksStopDecisions(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "stop.jsonl")
 	h, _, _ := newTestHooks(t, obj{"Stop": []obj{group("", shHook(t, "keep-going.sh", rec))}})
 	for i := 0; i < 2; i++ {
@@ -607,6 +624,7 @@ func TestHooksStopDecisions(t *testing.T) {
 }
 
 func TestHooksSessionStartAndEnd(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "s.jsonl")
 	h, notes, _ := newTestHooks(t, obj{
 		"SessionStart": []obj{
@@ -630,6 +648,7 @@ func TestHooksSessionStartAndEnd(t *testing.T) {
 }
 
 func TestHooksAttachChainsWithTheAgent(t *testing.T) {
+	t.Parallel()
 	h, _, _ := newTestHooks(t, obj{
 		"UserPromptSubmit": []obj{group("", shHook(t, "context.sh", "from hook"))},
 		"PostToolUse":      []obj{group("", pyHook(t, obj{"stdout": obj{"continue": false, "stopReason": "enough for today"}}))},
@@ -698,7 +717,7 @@ func FuzzHookOutput(f *testing.F) {
 func BenchmarkHooksPreToolUse(b *testing.B) {
 	cwd := b.TempDir()
 	writeSettings(b, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("Bash", "cat >/dev/null")}})
-	h := NewHooks(HookConfig{Cwd: cwd})
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd})
 	call := ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"go test ./..."}`)}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,29 +21,94 @@ import (
 	"time"
 )
 
-// zotBin is the binary under test, built once by TestMain.
-var zotBin string
+// zotBin is the binary under test, built once by TestMain into testBinDir,
+// where buildGo puts the Go fixtures too.
+var zotBin, testBinDir string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("ZOT_TEST_CHILD") != "" {
-		// A test re-ran this binary for one test; it needs no zot build.
-		os.Exit(m.Run())
-	}
 	dir, err := os.MkdirTemp("", "zot-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	zotBin = filepath.Join(dir, "zot")
-	build := exec.Command("go", "build", "-o", zotBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build zot:", err)
-		os.Exit(1)
+	testBinDir = dir
+	// A test re-ran this binary for one test (see runsAlone); it inherits
+	// the PATH set below and needs no zot build.
+	if os.Getenv("ZOT_TEST_CHILD") == "" {
+		zotBin = filepath.Join(dir, "zot")
+		build := exec.Command("go", "build", "-o", zotBin, ".")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build zot:", err)
+			os.Exit(1)
+		}
+		skipInterpreterShims(filepath.Join(dir, "path"))
+		runMoreInParallel()
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// skipInterpreterShims puts the interpreters the tests start first on PATH
+// as links to the real binaries. A version manager's shim (pyenv, asdf)
+// runs a shell and the manager on every start, half a second of CPU, and
+// the suite starts hundreds of interpreters.
+func skipInterpreterShims(dir string) {
+	for _, probe := range [][]string{
+		{"python3", "-c", "import sys; print(sys.executable)"},
+		{"node", "-e", "console.log(process.execPath)"},
+	} {
+		found, err := exec.LookPath(probe[0])
+		if err != nil {
+			continue // the tests that need it skip or fail on their own
+		}
+		out, err := exec.Command(found, probe[1:]...).Output()
+		real := strings.TrimSpace(string(out))
+		if err != nil || real == "" || real == found {
+			continue
+		}
+		os.MkdirAll(dir, 0o755)
+		if os.Symlink(real, filepath.Join(dir, probe[0])) == nil && !strings.HasPrefix(os.Getenv("PATH"), dir) {
+			os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
+}
+
+// runMoreInParallel raises -parallel, unless it was given, from GOMAXPROCS
+// to twice that: most tests spend their time waiting on child
+// processes and timers, not on the CPU.
+func runMoreInParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
+}
+
+// runsAlone lets a test that measures the whole process (its goroutines,
+// its heap) or sets environment variables run beside the parallel tests:
+// it runs the test again, alone, in a child test process, and passes or
+// fails with it. It returns true in that child, where the test's body runs,
+// and false in the parent, which has nothing left to do. The child has no
+// zotBin.
+func runsAlone(t *testing.T) bool {
+	if os.Getenv("ZOT_TEST_ALONE") == t.Name() {
+		return true
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v",
+		"-test.timeout="+flag.Lookup("test.timeout").Value.String(), "-test.short="+strconv.FormatBool(testing.Short()))
+	cmd.Env = append(os.Environ(), "ZOT_TEST_CHILD=1", "ZOT_TEST_ALONE="+t.Name())
+	out, err := cmd.CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "--- SKIP: "+t.Name()):
+		t.Skipf("in a child process:\n%s", out)
+	case err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()):
+		t.Fatalf("in a child process: %v\n%s", err, out)
+	}
+	return false
 }
 
 // zotRun is one run of the built binary in a private ZOT_HOME and HOME, with
@@ -91,6 +159,7 @@ func toolStep(id, name string, args any) replayStep {
 }
 
 func TestPrintModeRunsARealToolLoop(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "write", obj{"path": "notes.txt", "content": "alpha\nbeta\n"}),
 		toolStep("t2", "edit", obj{"path": "notes.txt", "edits": []any{obj{"oldText": "beta", "newText": "gamma"}}}),
@@ -139,6 +208,7 @@ func TestPrintModeRunsARealToolLoop(t *testing.T) {
 }
 
 func TestJSONModeStreamsEvents(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo hello"}),
 		replayStep{Events: anthropicEvents(gen{Text: "It said hello."})})
@@ -173,6 +243,7 @@ func TestJSONModeStreamsEvents(t *testing.T) {
 }
 
 func TestPromptFromStdin(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "piped answer"})})
 	z := newZotRun(t)
 	z.stdin = "summarise this\nplease\n"
@@ -186,6 +257,7 @@ func TestPromptFromStdin(t *testing.T) {
 }
 
 func TestPromptWordsAndPipedStdinGoTogether(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "reviewed"})})
 	z := newZotRun(t)
 	z.stdin = "diff --git a/x b/x\n+added line\n"
@@ -200,6 +272,7 @@ func TestPromptWordsAndPipedStdinGoTogether(t *testing.T) {
 // A program that runs `zot -p words` and leaves a socket on stdin open, as
 // Node's spawn does, gets its answer: zot does not wait for that stdin.
 func TestPromptWordsDoNotWaitForAnOpenSocketOnStdin(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "answered"})})
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -231,6 +304,7 @@ func TestPromptWordsDoNotWaitForAnOpenSocketOnStdin(t *testing.T) {
 }
 
 func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "compat"})})
 	z := newZotRun(t)
 	stdout, stderr, code := z.run("fix", "it", "--provider=ollama", "--model", "qwen3", "--base-url="+srv.URL+"/v1", "-p")
@@ -250,6 +324,7 @@ func TestFlagsAfterPromptWordsAndEqualsForm(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	srv401 := startReplay(t, replayStep{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
 	tests := []struct {
 		name   string
@@ -267,6 +342,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, stderr, code := newZotRun(t).run(tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
 				t.Errorf("exit %d stderr %q; want %d containing %q", code, stderr, tt.code, tt.stderr)
@@ -276,6 +352,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelpListsEveryFlag(t *testing.T) {
+	t.Parallel()
 	stdout, _, code := newZotRun(t).run("--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -292,6 +369,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 }
 
 func TestMaxStepsExitsWithError(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "true"}))
 	_, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--max-steps", "2", "loop")...)
 	if code != 1 || !strings.Contains(stderr, "--max-steps 2") {
@@ -303,6 +381,7 @@ func TestMaxStepsExitsWithError(t *testing.T) {
 }
 
 func TestInterruptAbortsTheStream(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow answer that never finishes"}), HangAfter: 3})
 	z := newZotRun(t)
 	cmd := z.cmd(append(anthropicFlags(srv), "--json", "hi")...)
@@ -362,6 +441,7 @@ func startSleeperRun(t *testing.T, args ...string) (cmd *exec.Cmd, stdout io.Rea
 // A closed terminal or ssh session (SIGHUP) stops zot as SIGINT does: the
 // tool's process group is killed, nothing outlives zot.
 func TestHangupStopsTheToolAndExits(t *testing.T) {
+	t.Parallel()
 	cmd, stdout, stderr, sleeper := startSleeperRun(t, "-p", "go")
 	cmd.Process.Signal(syscall.SIGHUP)
 	io.Copy(io.Discard, stdout)
@@ -374,6 +454,7 @@ func TestHangupStopsTheToolAndExits(t *testing.T) {
 // `zot --json | head`: when the reader goes away, zot stops the run and
 // its tools and says why, instead of dying of SIGPIPE and leaving them.
 func TestJSONReaderGoneStopsTheToolAndExits(t *testing.T) {
+	t.Parallel()
 	cmd, stdout, stderr, sleeper := startSleeperRun(t, "--json", "go")
 	stdout.Close()
 	if err := cmd.Wait(); exitCode(err) != exitFailure || !strings.Contains(stderr.String(), "write events") {
@@ -393,6 +474,7 @@ func exitCode(err error) int {
 }
 
 func TestContinueResumesTheLatestSession(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "first answer"})}, replayStep{Events: anthropicEvents(gen{Text: "second answer"})})
 	z := newZotRun(t)
 	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "remember kiwi")...); code != 0 {
@@ -419,6 +501,7 @@ func TestContinueResumesTheLatestSession(t *testing.T) {
 }
 
 func TestAuthFileMustBePrivate(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "keyed"})})
 	z := newZotRun(t)
 	auth := filepath.Join(z.home, "auth.json")
@@ -441,6 +524,7 @@ func TestAuthFileMustBePrivate(t *testing.T) {
 // TestCoreCopyBuilds keeps the embedding promise: the core files and a
 // ten-line main build on their own.
 func TestCoreCopyBuilds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
@@ -473,9 +557,11 @@ func main() {
 	}
 }
 
+// waitFor polls cond until it holds, failing after a deadline generous
+// enough for a loaded machine.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

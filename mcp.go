@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -37,30 +36,55 @@ const (
 	mcpMaxToolName    = 64          // what the provider APIs accept
 )
 
-// MCPConfig is what the manager needs from its host.
-type MCPConfig struct {
-	Home string // $ZOT_HOME: mcp.json, logs/
-	Cwd  string // session cwd: project config files, stdio servers' cwd, the root offered
+// MCPSources says where servers are configured.
+type MCPSources struct {
+	Home string // $ZOT_HOME: mcp.json
+	Cwd  string // the session's: ./.mcp.json, ./.zot/mcp.json
 	// Files are --mcp-config files, in the order given; a later one wins.
 	Files []string
 	// SkipDefault (--no-mcp) ignores ./.mcp.json, ./.zot/mcp.json and
 	// $ZOT_HOME/mcp.json; Files still load.
 	SkipDefault bool
+}
+
+// MCPConfig is what the manager needs from its host.
+type MCPConfig struct {
+	Home string // $ZOT_HOME: logs/
+	Cwd  string // session cwd: stdio servers' cwd, the root offered
+	// Servers are the servers to run and Problems the configuration's
+	// errors, as loadMCPConfigs read them; Start reports the problems, and
+	// lists a server that one names as invalid.
+	Servers  []mcpServerConfig
+	Problems []mcpProblem
 	// OnStatus hears of bad configuration entries (server "" for a whole
 	// file), servers becoming ready (level "info") and failures ("warning",
 	// "error"), each once. It is called from the manager's goroutines.
 	OnStatus func(server, level, message string)
 }
 
+// MCPServerState is where a configured server stands, as `zot mcp list`
+// shows it.
+type MCPServerState string
+
+const (
+	MCPStarting MCPServerState = "starting" // connecting, or listing its tools
+	MCPReady    MCPServerState = "ready"    // its tools are in the registry
+	MCPFailed   MCPServerState = "failed"   // it could not be started; see Error
+	MCPExited   MCPServerState = "exited"   // it crashed; the next call restarts it, at most once a minute
+	MCPStopped  MCPServerState = "stopped"  // zot stopped it at shutdown
+	MCPDisabled MCPServerState = "disabled" // "disabled": true in its entry
+	MCPInvalid  MCPServerState = "invalid"  // its entry is wrong; see Error
+)
+
 // MCPServerStatus is one configured server as `zot mcp list` shows it.
 type MCPServerStatus struct {
-	Name      string `json:"name"`
-	Transport string `json:"transport"`
-	Target    string `json:"target"` // command or URL as configured, unexpanded
-	State     string `json:"state"`  // starting, ready, failed, exited, stopped, disabled, invalid
-	Tools     int    `json:"tools"`
-	Error     string `json:"error,omitempty"`
-	Source    string `json:"source"`
+	Name      string         `json:"name"`
+	Transport string         `json:"transport"`
+	Target    string         `json:"target"` // command or URL as configured, unexpanded
+	State     MCPServerState `json:"state"`
+	Tools     int            `json:"tools"`
+	Error     string         `json:"error,omitempty"`
+	Source    string         `json:"source"`
 }
 
 // MCPManager owns the MCP servers of one zot process: it starts them, keeps
@@ -87,16 +111,15 @@ func NewMCPManager(cfg MCPConfig) *MCPManager {
 	return &MCPManager{cfg: cfg, restartEvery: mcpRestartEvery, ctx: ctx, cancel: cancel}
 }
 
-// Start reads the configuration, reports its bad entries, and starts every
-// server in parallel in the background; it returns at once. Each server's
+// Start reports the configuration's bad entries and starts every server
+// in parallel in the background; it returns at once. Each server's
 // tools appear in reg when it is ready. Cancelling ctx abandons startups and
 // re-lists still under way; Shutdown is still what stops the servers.
 func (m *MCPManager) Start(ctx context.Context, reg *ToolRegistry) {
 	m.start(ctx, reg, "")
 }
 
-// start starts every server, or only the one named. Even reading the
-// configuration happens in the background, off the prompt's path.
+// start starts every server, or only the one named.
 func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -116,28 +139,27 @@ func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) 
 
 func (m *MCPManager) load(only string) {
 	defer close(m.loaded)
-	configs, problems := loadMCPConfigs(m.cfg)
 	var servers []*mcpServer
 	var reports []mcpProblem
-	for _, p := range problems {
+	for _, p := range m.cfg.Problems {
 		if only != "" && p.server != only {
 			continue
 		}
 		reports = append(reports, p)
 		if p.server != "" {
 			// Listed, so that `zot mcp list` and the TUI show what is wrong.
-			bad := &mcpServer{m: m, cfg: mcpServerConfig{Name: p.server, Source: p.file}, settled: make(chan struct{}), state: "invalid", lastErr: p.msg}
+			bad := &mcpServer{m: m, cfg: mcpServerConfig{Name: p.server, Source: p.file}, settled: make(chan struct{}), state: MCPInvalid, lastErr: p.msg}
 			bad.settle()
 			servers = append(servers, bad)
 		}
 	}
-	for _, c := range configs {
+	for _, c := range m.cfg.Servers {
 		if only != "" && c.Name != only {
 			continue
 		}
-		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: "starting"}
+		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: MCPStarting}
 		if c.Disabled {
-			s.state = "disabled"
+			s.state = MCPDisabled
 			s.settle()
 		} else {
 			s.log = openMCPLog(mcpLogPath(m.cfg.Home, c.slug))
@@ -154,7 +176,7 @@ func (m *MCPManager) load(only string) {
 	}
 	m.servers = servers
 	for _, s := range servers {
-		if s.state != "starting" {
+		if s.state != MCPStarting {
 			continue
 		}
 		m.wg.Add(1)
@@ -253,7 +275,7 @@ type mcpServer struct {
 	startMu sync.Mutex
 
 	mu          sync.Mutex
-	state       string
+	state       MCPServerState
 	lastErr     string
 	reported    string // last message given to OnStatus: report each once
 	conn        *mcpConn
@@ -332,11 +354,11 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	conn.onRequest = s.onRequest
 	conn.onNotify = s.onNotify
 	s.mu.Lock()
-	if s.state == "stopped" {
+	if s.state == MCPStopped {
 		s.mu.Unlock()
 		return errors.New("stopped")
 	}
-	s.state, s.lastErr = "starting", ""
+	s.state, s.lastErr = MCPStarting, ""
 	s.gen++
 	s.mu.Unlock()
 
@@ -353,7 +375,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		ht = newHTTPTransport(s.cfg.URL, redactURL(s.cfg.RawURL), s.cfg.Headers, conn)
 	}
 	s.mu.Lock()
-	if s.state == "stopped" { // Shutdown came while we started
+	if s.state == MCPStopped { // Shutdown came while we started
 		s.mu.Unlock()
 		closeNow(conn.t)
 		return errors.New("stopped")
@@ -374,7 +396,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	s.mu.Lock()
 	again := s.relistAgain
 	s.listing, s.relistAgain = false, false
-	s.state = "ready"
+	s.state = MCPReady
 	s.mu.Unlock()
 	s.setTools(tools)
 	s.log.printf("ready, %d tools", len(tools))
@@ -394,8 +416,8 @@ func closeNow(t mcpTransport) {
 
 func (s *mcpServer) fail(err error) error {
 	s.mu.Lock()
-	if s.state != "stopped" {
-		s.state, s.lastErr = "failed", err.Error()
+	if s.state != MCPStopped {
+		s.state, s.lastErr = MCPFailed, err.Error()
 	}
 	s.listing = false
 	s.mu.Unlock()
@@ -408,11 +430,11 @@ func (s *mcpServer) fail(err error) error {
 // have failed already and the next call restarts it.
 func (s *mcpServer) exited(conn *mcpConn, err error) {
 	s.mu.Lock()
-	if s.conn != conn || s.state != "ready" {
+	if s.conn != conn || s.state != MCPReady {
 		s.mu.Unlock()
 		return
 	}
-	s.state, s.lastErr = "exited", fmt.Sprintf("exited unexpectedly (%v)", err)
+	s.state, s.lastErr = MCPExited, fmt.Sprintf("exited unexpectedly (%v)", err)
 	next := s.nextRestart()
 	s.mu.Unlock()
 	s.log.printf("exited unexpectedly (%v)", err)
@@ -437,19 +459,19 @@ func (s *mcpServer) stop(ctx context.Context) {
 	defer s.settle()
 	s.mu.Lock()
 	prev := s.state
-	if prev == "disabled" || prev == "invalid" {
+	if prev == MCPDisabled || prev == MCPInvalid {
 		s.mu.Unlock()
 		return
 	}
-	s.state = "stopped"
+	s.state = MCPStopped
 	var t mcpTransport
 	if s.conn != nil {
 		t = s.conn.t
 	}
 	s.mu.Unlock()
 	switch {
-	case t == nil || prev == "failed": // closed when it failed
-	case prev == "starting":
+	case t == nil || prev == MCPFailed: // closed when it failed
+	case prev == MCPStarting:
 		// Nothing to finish yet: no grace, so that a -p prompt that ended
 		// before its servers were up does not wait for them.
 		closeNow(t)
@@ -629,7 +651,7 @@ func (s *mcpServer) setTools(tools []Tool) {
 // time; a change announced during it causes one more.
 func (s *mcpServer) relist() {
 	s.mu.Lock()
-	if s.listing || s.state != "ready" {
+	if s.listing || s.state != MCPReady {
 		s.relistAgain = s.listing
 		s.mu.Unlock()
 		return
@@ -649,7 +671,7 @@ func (s *mcpServer) relist() {
 				s.log.printf("tools changed: %d tools", len(tools))
 			}
 			s.mu.Lock()
-			again := s.relistAgain && err == nil && s.state == "ready"
+			again := s.relistAgain && err == nil && s.state == MCPReady
 			s.relistAgain = false
 			s.listing = again
 			s.mu.Unlock()
@@ -697,10 +719,10 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
-	if state == "ready" {
+	if state == MCPReady {
 		return nil
 	}
-	if state != "exited" {
+	if state != MCPExited {
 		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
 	}
 	s.startMu.Lock()
@@ -708,16 +730,16 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	s.mu.Lock()
 	state, why, last, next, crashed := s.state, s.lastErr, s.restartedAt, s.nextRestart(), s.conn
 	now := time.Now()
-	restart := state == "exited" && !now.Before(next)
+	restart := state == MCPExited && !now.Before(next)
 	if restart {
 		s.restartedAt = now
 		next = s.nextRestart()
 	}
 	s.mu.Unlock()
 	switch {
-	case state == "ready": // another call restarted it
+	case state == MCPReady: // another call restarted it
 		return nil
-	case state != "exited":
+	case state != MCPExited:
 		return fmt.Errorf("mcp server %s is %s", s.cfg.Name, state)
 	case !restart:
 		return fmt.Errorf("mcp server %s %s; zot restarts a crashed server at most once a minute (the last restart was at %s): try again after %s (log: %s)",
@@ -728,8 +750,8 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	crashed.t.close(ctx)
 	if err := s.connect(ctx); err != nil {
 		s.mu.Lock()
-		if s.state == "failed" { // not stopped meanwhile: may be restarted again, a minute on
-			s.state, s.lastErr = "exited", fmt.Sprintf("crashed, and its restart failed (%v)", err)
+		if s.state == MCPFailed { // not stopped meanwhile: may be restarted again, a minute on
+			s.state, s.lastErr = MCPExited, fmt.Sprintf("crashed, and its restart failed (%v)", err)
 		}
 		s.mu.Unlock()
 		s.report("error", fmt.Sprintf("restart failed: %v; it restarts on its first tool call after %s (log: %s)",
@@ -917,7 +939,7 @@ func mcpImage(mimeType, data string) (Block, string) {
 	case n > readMaxImage:
 		return Block{}, fmt.Sprintf("[%s image of %d bytes: larger than %d MB]", mimeType, n, readMaxImage>>20)
 	}
-	return Block{Type: "image", MimeType: mimeType, Data: data}, ""
+	return Block{Type: BlockImage, MimeType: mimeType, Data: data}, ""
 }
 
 // mcpServerConfig is one server entry after expansion and checks. Raw*
@@ -967,7 +989,7 @@ type mcpProblem struct{ server, file, msg string }
 // --mcp-config files (the last given first), ./.zot/mcp.json, ./.mcp.json,
 // $ZOT_HOME/mcp.json. A server name takes its entry from the first file that
 // has it.
-func mcpConfigFiles(cfg MCPConfig) (files []string, explicit map[string]bool) {
+func mcpConfigFiles(cfg MCPSources) (files []string, explicit map[string]bool) {
 	explicit = map[string]bool{}
 	for i := len(cfg.Files) - 1; i >= 0; i-- {
 		p, err := filepath.Abs(cfg.Files[i])
@@ -985,7 +1007,7 @@ func mcpConfigFiles(cfg MCPConfig) (files []string, explicit map[string]bool) {
 
 // loadMCPConfigs reads every configuration file. Bad files and bad entries
 // are returned as problems naming the file and server, and skipped.
-func loadMCPConfigs(cfg MCPConfig) ([]mcpServerConfig, []mcpProblem) {
+func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 	files, explicit := mcpConfigFiles(cfg)
 	var out []mcpServerConfig
 	var problems []mcpProblem
@@ -1012,12 +1034,7 @@ func loadMCPConfigs(cfg MCPConfig) ([]mcpServerConfig, []mcpProblem) {
 			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%s: not valid JSON: %v (skipped)", path, err)})
 			continue
 		}
-		names := make([]string, 0, len(file.Servers))
-		for name := range file.Servers {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range sortedKeys(file.Servers) {
 			if taken[name] {
 				continue // a more specific file has it
 			}
@@ -1178,14 +1195,6 @@ func redactURL(raw string) string {
 	return u.Scheme + "://" + u.Host + u.Path
 }
 
-// startMCP starts the configured MCP servers for -p and --json; their
-// warnings and errors go to stderr.
-func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, OnStatus: onStatus})
-	m.Start(ctx, s.agent.Tools)
-	return m
-}
-
 // mcpStderrStatus prints warnings and errors, cleaned for a terminal.
 func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
 	return func(server, level, msg string) {
@@ -1208,7 +1217,8 @@ flags: --mcp-config FILE (repeatable), --no-mcp, --cwd DIR
 `
 
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
-func runMCPCommand(args []string, stdout, stderr io.Writer) int {
+// load reads the servers it may start (main.go decides, as for a session).
+func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
 	var files, cwds []string
 	var asJSON, noMCP bool
 	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
@@ -1234,7 +1244,9 @@ func runMCPCommand(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// Server problems show in the listing or the error below; only a
 	// whole file's go to stderr.
-	m := NewMCPManager(MCPConfig{Home: zotHome(), Cwd: cwd, Files: files, SkipDefault: noMCP, OnStatus: func(server, level, msg string) {
+	home := zotHome()
+	servers, problems := load(MCPSources{Home: home, Cwd: cwd, Files: files, SkipDefault: noMCP})
+	m := NewMCPManager(MCPConfig{Home: home, Cwd: cwd, Servers: servers, Problems: problems, OnStatus: func(server, level, msg string) {
 		if server == "" {
 			mcpStderrStatus(stderr)(server, level, msg)
 		}
@@ -1254,7 +1266,7 @@ func runMCPCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "zot mcp: no server %q is configured (see zot mcp list)\n", words[1])
 			return exitFailure
 		}
-		if st[0].State != "ready" {
+		if st[0].State != MCPReady {
 			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, sanitize(st[0].Error))
 			return exitFailure
 		}
@@ -1341,7 +1353,7 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 	})
 	for _, b := range res.Content {
 		switch b.Type {
-		case "image":
+		case BlockImage:
 			fmt.Fprintf(stdout, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
 		default:
 			fmt.Fprintln(stdout, strings.TrimRight(sanitize(b.Text), "\n"))

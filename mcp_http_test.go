@@ -162,6 +162,9 @@ func httpEntry(url string) string {
 }
 
 func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	t.Setenv("ZOT_TEST_HTTP_TOKEN", "tok-123")
 	for _, sse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
@@ -181,7 +184,6 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 			}
 			h.m.Shutdown(context.Background())
 			f.mu.Lock()
-			defer f.mu.Unlock()
 			for _, hd := range f.posts {
 				if hd.Get("Mcp-Session-Id") != "session-1" || hd.Get("Authorization") != "Bearer tok-123" || hd.Get("MCP-Protocol-Version") != mcpProtocolVersions[0] {
 					t.Errorf("headers after initialize: %v", hd)
@@ -190,11 +192,14 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 			if len(f.deletes) != 1 || f.deletes[0] != "session-1" {
 				t.Errorf("DELETEs = %q", f.deletes)
 			}
+			f.mu.Unlock() // a handler still running may need it to end
 			checkLeaks()
 		})
 	}
 }
 
+// TestMCPHTTPExpiredSessionInitializesOnceAgain is not parallel: the entry's
+// header expands $ZOT_TEST_HTTP_TOKEN from the environment, which it sets.
 func TestMCPHTTPExpiredSessionInitializesOnceAgain(t *testing.T) {
 	t.Setenv("ZOT_TEST_HTTP_TOKEN", "x")
 	f, srv := startFakeHTTPMCP(t, false)
@@ -223,6 +228,8 @@ func TestMCPHTTPExpiredSessionInitializesOnceAgain(t *testing.T) {
 	}
 }
 
+// TestMCPHTTPErrorsNameTheServerNotTheSecret is not parallel: the secrets
+// come from environment variables it sets.
 func TestMCPHTTPErrorsNameTheServerNotTheSecret(t *testing.T) {
 	t.Setenv("ZOT_TEST_HTTP_TOKEN", "x")
 	t.Setenv("ZOT_TEST_URL_KEY", "very-secret")

@@ -68,6 +68,7 @@ func realServerEntry(bin string, args ...string) string {
 }
 
 func TestMCPRealFilesystemServer(t *testing.T) {
+	t.Parallel()
 	bin := realMCPServer(t, "mcp-server-filesystem")
 	h := newMCPHarness(t, map[string]string{"fs": realServerEntry(bin, ".")})
 	writeFile(t, filepath.Join(h.cwd, "notes.txt"), "kiwi and mango\n", 0o644)
@@ -94,6 +95,7 @@ func TestMCPRealFilesystemServer(t *testing.T) {
 }
 
 func TestMCPRealEverythingServer(t *testing.T) {
+	t.Parallel()
 	bin := realMCPServer(t, "mcp-server-everything")
 	h := newMCPHarness(t, map[string]string{"every": realServerEntry(bin)})
 	if r := mcpRun(t, h.tool("mcp__every__echo"), `{"message": "hello"}`); textOf(r) != "Echo: hello" {
@@ -137,6 +139,7 @@ func TestMCPRealEverythingServer(t *testing.T) {
 // The everything server's own Streamable HTTP transport: sessions, SSE
 // streams with progress, DELETE at exit.
 func TestMCPRealEverythingServerOverHTTP(t *testing.T) {
+	t.Parallel()
 	bin := realMCPServer(t, "mcp-server-everything")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -195,6 +198,7 @@ func replayAfter(t *testing.T, ready func() bool, steps ...replayStep) *replaySe
 }
 
 func TestMCPEndToEndModelReadsAFileThroughMCP(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	writeFile(t, filepath.Join(z.cwd, "notes.txt"), "kiwi and mango\n", 0o644)
 	fs := fakeServer(t, "normal", t.TempDir(), "")
@@ -235,6 +239,7 @@ func TestMCPEndToEndModelReadsAFileThroughMCP(t *testing.T) {
 }
 
 func TestMCPEndToEndProgressInJSONMode(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	writeFile(t, filepath.Join(z.cwd, "servers.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s}}`, fakeServer(t, "normal", t.TempDir(), "")), 0o644)
 	log := filepath.Join(z.home, "logs", "mcp-fake.log")
@@ -262,6 +267,7 @@ func TestMCPEndToEndProgressInJSONMode(t *testing.T) {
 }
 
 func TestMCPCommandLine(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	writeFile(t, filepath.Join(z.cwd, ".mcp.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s, "off": {"command": "x", "disabled": true}, "bad": {"url": "ftp://x"}}}`,
 		fakeServer(t, "normal", t.TempDir(), "")), 0o644)

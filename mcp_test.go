@@ -38,7 +38,8 @@ func newMCPHarness(t *testing.T, servers map[string]string) *mcpHarness {
 		entries = append(entries, fmt.Sprintf("%q: %s", name, e))
 	}
 	writeFile(t, filepath.Join(h.home, "mcp.json"), `{"mcpServers": {`+strings.Join(entries, ",")+`}}`, 0o644)
-	h.m = NewMCPManager(MCPConfig{Home: h.home, Cwd: h.cwd, OnStatus: func(server, level, msg string) {
+	configs, problems := loadMCPConfigs(MCPSources{Home: h.home, Cwd: h.cwd})
+	h.m = NewMCPManager(MCPConfig{Home: h.home, Cwd: h.cwd, Servers: configs, Problems: problems, OnStatus: func(server, level, msg string) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, server+" "+level+": "+msg)
 		h.mu.Unlock()
@@ -73,13 +74,14 @@ func (h *mcpHarness) settle() []MCPServerStatus {
 }
 
 // fakeServer is the mcp.json entry of testdata/mcp/fake_server.py in a
-// mode; state is its state directory; extra adds fields to the entry.
+// mode; state is its state directory; extra adds fields to the entry (-S:
+// see scriptedExt).
 func fakeServer(t testing.TB, mode, state, extra string) string {
 	script, err := filepath.Abs("testdata/mcp/fake_server.py")
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ := json.Marshal([]string{script, mode, state})
+	args, _ := json.Marshal([]string{"-S", script, mode, state})
 	e := fmt.Sprintf(`{"command": "python3", "args": %s`, args)
 	if extra != "" {
 		e += ", " + extra
@@ -131,6 +133,9 @@ func noGoroutineLeak(t *testing.T) func() {
 }
 
 func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkLeaks := noGoroutineLeak(t)
 	state := t.TempDir()
 	t.Setenv("ZOT_TEST_FAKE_ENV", "from-the-environment")
@@ -172,6 +177,7 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 }
 
 func TestMCPPaginationFollowsNextCursor(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"paged": fakeServer(t, "paged", t.TempDir(), "")})
 	h.tool("mcp__paged__env") // the last page
 	if st := h.settle(); st[0].Tools != 11 {
@@ -184,6 +190,7 @@ func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 // came; a crash within a minute of that restart waits out the minute, and
 // the report and the refusal both say until when.
 func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"timeout_ms": 600000`)})
 	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
@@ -238,6 +245,7 @@ func TestMCPCrashRestartsOnTheNextCallThenAtMostOncePerMinute(t *testing.T) {
 // and the child, which ignores SIGTERM, must be gone before the server
 // restarts, or when zot shuts down.
 func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "orphan", state, `"timeout_ms": 600000`)})
 	crash, echo := h.tool("mcp__fake__crash"), h.tool("mcp__fake__echo")
@@ -281,6 +289,7 @@ func TestMCPCrashIsSeenWhileAChildHoldsStdout(t *testing.T) {
 // but keeps running can answer nothing more; its calls fail and it is
 // stopped, to be restarted like a crashed one.
 func TestMCPServerThatClosesStdoutIsStopped(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "mute", state, `"timeout_ms": 600000`)})
 	crash := h.tool("mcp__fake__crash")
@@ -305,6 +314,7 @@ func TestMCPServerThatClosesStdoutIsStopped(t *testing.T) {
 }
 
 func TestMCPServerThatNeverInitializesFailsWithoutBlocking(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"mute": fakeServer(t, "noinit", state, `"startup_timeout_ms": 3000`)})
 	waitFor(t, "the configuration to load", func() bool { return len(h.m.Status()) == 1 })
@@ -323,6 +333,7 @@ func TestMCPServerThatNeverInitializesFailsWithoutBlocking(t *testing.T) {
 }
 
 func TestMCPUnsupportedProtocolVersionStopsTheServer(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"old": fakeServer(t, "oldversion", state, "")})
 	st := h.settle()
@@ -336,6 +347,7 @@ func TestMCPUnsupportedProtocolVersionStopsTheServer(t *testing.T) {
 }
 
 func TestMCPGarbageLinesAreLoggedAndSkipped(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"noisy": fakeServer(t, "garbage", t.TempDir(), "")})
 	if r := mcpRun(t, h.tool("mcp__noisy__echo"), `{"text":"still fine"}`); textOf(r) != "still fine" {
 		t.Fatalf("echo = %q", textOf(r))
@@ -354,6 +366,7 @@ func TestMCPGarbageLinesAreLoggedAndSkipped(t *testing.T) {
 }
 
 func TestMCPListChangedRelists(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	if _, ok := h.reg.Lookup("mcp__fake__added"); ok {
 		t.Fatal("added exists before the change")
@@ -363,6 +376,7 @@ func TestMCPListChangedRelists(t *testing.T) {
 }
 
 func TestMCPHugeResultIsCutForTheModel(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	r := mcpRun(t, h.tool("mcp__fake__big"), `{}`)
 	text := textOf(r)
@@ -376,6 +390,7 @@ func TestMCPHugeResultIsCutForTheModel(t *testing.T) {
 }
 
 func TestMCPServerRequestsGetAnswers(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	r := mcpRun(t, h.tool("mcp__fake__ask"), `{}`)
 	var replies []struct {
@@ -400,6 +415,7 @@ func TestMCPServerRequestsGetAnswers(t *testing.T) {
 }
 
 func TestMCPProgressReachesTheCallbackAndStopsWithTheResult(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	var mu sync.Mutex
 	var lines []string
@@ -422,6 +438,7 @@ func TestMCPProgressReachesTheCallbackAndStopsWithTheResult(t *testing.T) {
 }
 
 func TestMCPAbortAndTimeoutSendCancelled(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, `"timeout_ms": 400`)})
 	slow := h.tool("mcp__fake__slow")
@@ -445,6 +462,7 @@ func TestMCPAbortAndTimeoutSendCancelled(t *testing.T) {
 }
 
 func TestMCPShutdownKillsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"stubborn": fakeServer(t, "stubborn", state, "")})
 	h.tool("mcp__stubborn__echo")
@@ -461,6 +479,7 @@ func TestMCPShutdownKillsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
 }
 
 func TestMCPToolsFilterGlob(t *testing.T) {
+	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", t.TempDir(), "")})
 	h.reg.SetSource("builtin", BuiltinTools(NewToolEnv(h.cwd, false)))
 	h.tool("mcp__fake__echo")
@@ -477,6 +496,7 @@ func TestMCPToolsFilterGlob(t *testing.T) {
 // An interceptor sees MCP calls like any other: a gate that blocks mcp__*
 // keeps the call from reaching the server.
 func TestMCPCallsPassThroughTheGateChain(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, "")})
 	h.tool("mcp__fake__echo")
@@ -506,6 +526,8 @@ func TestMCPCallsPassThroughTheGateChain(t *testing.T) {
 	}
 }
 
+// TestMCPConfigPrecedenceAndBadEntries is not parallel: it sets an
+// environment variable a server's config expands.
 func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 	home, cwd, extra := t.TempDir(), t.TempDir(), t.TempDir()
 	t.Setenv("ZOT_TEST_TOKEN", "s3cret-token")
@@ -528,7 +550,7 @@ func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 	writeFile(t, filepath.Join(extra, "b.json"), `{"mcpServers": {"flag": {"command": "b"}}}`, 0o644)
 	writeFile(t, filepath.Join(extra, "broken.json"), `{"mcpServers": `, 0o644)
 
-	cfg := MCPConfig{Home: home, Cwd: cwd, Files: []string{filepath.Join(extra, "a.json"), filepath.Join(extra, "b.json"), filepath.Join(extra, "broken.json"), filepath.Join(extra, "missing.json")}}
+	cfg := MCPSources{Home: home, Cwd: cwd, Files: []string{filepath.Join(extra, "a.json"), filepath.Join(extra, "b.json"), filepath.Join(extra, "broken.json"), filepath.Join(extra, "missing.json")}}
 	configs, problems := loadMCPConfigs(cfg)
 	got := map[string]mcpServerConfig{}
 	for _, c := range configs {
@@ -573,13 +595,14 @@ func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 		t.Errorf("leak target = %q", got["leak"].target())
 	}
 
-	configs, _ = loadMCPConfigs(MCPConfig{Home: home, Cwd: cwd, SkipDefault: true, Files: []string{filepath.Join(extra, "a.json")}})
+	configs, _ = loadMCPConfigs(MCPSources{Home: home, Cwd: cwd, SkipDefault: true, Files: []string{filepath.Join(extra, "a.json")}})
 	if len(configs) != 1 || configs[0].Name != "flag" {
 		t.Errorf("--no-mcp with --mcp-config: %+v", configs)
 	}
 }
 
 func TestMCPToolNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ server, tool, want string }{
 		{"fs", "read_file", "mcp__fs__read_file"},
 		{"my.server", "admin.tools.list", "mcp__my_server__admin_tools_list"},
@@ -598,6 +621,7 @@ func TestMCPToolNames(t *testing.T) {
 }
 
 func TestMCPResultConversion(t *testing.T) {
+	t.Parallel()
 	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 	tests := []struct {
 		name, raw string
@@ -639,6 +663,7 @@ func TestMCPResultConversion(t *testing.T) {
 }
 
 func TestMCPDecodeRPC(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		kind jsonrpcKind
@@ -729,6 +754,8 @@ func FuzzDecodeRPC(f *testing.F) {
 	})
 }
 
+// TestMCPExpandVars is not parallel: ${VAR} expands from the environment,
+// which it sets.
 func TestMCPExpandVars(t *testing.T) {
 	t.Setenv("ZOT_X", "ex")
 	t.Setenv("ZOT_EMPTY", "")
@@ -760,6 +787,7 @@ func TestMCPExpandVars(t *testing.T) {
 // stopped reading, the call timed out) must not be glued to the next one;
 // the server is stopped and the next calls get a fresh one.
 func TestMCPTornWriteRestartsTheServer(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"fake": fakeServer(t, "normal", state, "")})
 	deaf, echo := h.tool("mcp__fake__deaf"), h.tool("mcp__fake__echo")
@@ -768,7 +796,10 @@ func TestMCPTornWriteRestartsTheServer(t *testing.T) {
 	go deaf.Run(deafCtx, json.RawMessage(`{}`), func(string) {}) // ends with stopDeaf or the server
 	waitFor(t, "the server to stop reading", func() bool { return readState(state, "deaf") != "" })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for a loaded machine to start writing the call, which
+	// then fills the pipe and is cut midway; a call cut before its first
+	// byte tears nothing, and the test would wait out the call timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 1<<20)})
 	if r := echo.Run(ctx, big, func(string) {}); !r.IsError {
 		t.Fatalf("a call the server never read succeeded: %s", truncate(textOf(r), 200))

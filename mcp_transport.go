@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -986,13 +985,8 @@ func visibleASCII(s string) bool {
 
 // serverEnv is a server's own variables as NAME=value, in a stable order.
 func serverEnv(vars map[string]string) []string {
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	env := make([]string, 0, len(keys))
-	for _, k := range keys {
+	env := make([]string, 0, len(vars))
+	for _, k := range sortedKeys(vars) {
 		env = append(env, k+"="+vars[k])
 	}
 	return env

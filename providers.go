@@ -563,13 +563,13 @@ func (p *partialBlock) block() Block {
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
 		}
-		return Block{Type: "tool_call", ID: p.id, Name: p.name, Args: json.RawMessage(args)}
+		return Block{Type: BlockToolCall, ID: p.id, Name: p.name, Args: json.RawMessage(args)}
 	case "thinking":
-		return Block{Type: "thinking", Text: p.text.String(), Signature: p.signature}
+		return Block{Type: BlockThinking, Text: p.text.String(), Signature: p.signature}
 	case "redacted_thinking":
-		return Block{Type: "thinking", Redacted: true, Data: p.data}
+		return Block{Type: BlockThinking, Redacted: true, Data: p.data}
 	}
-	return Block{Type: "text", Text: p.text.String()}
+	return Block{Type: BlockText, Text: p.text.String()}
 }
 
 func assemble(parts []*partialBlock) []Block {
@@ -579,7 +579,7 @@ func assemble(parts []*partialBlock) []Block {
 			continue
 		}
 		b := p.block()
-		if b.Type == "text" && b.Text == "" {
+		if b.Type == BlockText && b.Text == "" {
 			continue
 		}
 		out = append(out, b)
@@ -733,26 +733,26 @@ func anthMessages(msgs []Message) []anthMessage {
 		if len(blocks) == 0 {
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+		if n := len(out); n > 0 && out[n-1].Role == string(m.Role) {
 			out[n-1].Content = append(out[n-1].Content, blocks...)
 			continue
 		}
-		out = append(out, anthMessage{Role: m.Role, Content: blocks})
+		out = append(out, anthMessage{Role: string(m.Role), Content: blocks})
 	}
 	return out
 }
 
 func anthConvert(b Block) (anthBlock, bool) {
 	switch b.Type {
-	case "text":
+	case BlockText:
 		if b.Text == "" {
 			return anthBlock{}, false
 		}
 		text := b.Text
 		return anthBlock{Type: "text", Text: &text}, true
-	case "image":
+	case BlockImage:
 		return anthBlock{Type: "image", Source: &anthImageSource{Type: "base64", MediaType: b.MimeType, Data: b.Data}}, true
-	case "thinking":
+	case BlockThinking:
 		if b.Redacted {
 			return anthBlock{Type: "redacted_thinking", Data: b.Data}, true
 		}
@@ -761,13 +761,13 @@ func anthConvert(b Block) (anthBlock, bool) {
 		}
 		text := b.Text
 		return anthBlock{Type: "thinking", Thinking: &text, Signature: b.Signature}, true
-	case "tool_call":
+	case BlockToolCall:
 		input := b.Args
 		if !json.Valid(input) || !isJSONObject(input) {
 			input = json.RawMessage("{}")
 		}
 		return anthBlock{Type: "tool_use", ID: b.ID, Name: b.Name, Input: input}, true
-	case "tool_result":
+	case BlockToolResult:
 		var content []anthBlock
 		for _, c := range b.Content {
 			if cb, ok := anthConvert(c); ok && (cb.Type == "text" || cb.Type == "image") {
@@ -1055,7 +1055,7 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 func oaiMessages(msgs []Message) []oaiMessage {
 	var out []oaiMessage
 	for _, m := range msgs {
-		if m.Role == "assistant" {
+		if m.Role == RoleAssistant {
 			// content may be null only beside tool_calls; a reply that was
 			// all reasoning (or cut off) has neither, and goes as "".
 			om := oaiMessage{Role: "assistant", Content: jsonString(m.Text())}
@@ -1078,17 +1078,17 @@ func oaiMessages(msgs []Message) []oaiMessage {
 		var toolImages []oaiPart
 		for _, b := range m.Content {
 			switch b.Type {
-			case "text":
+			case BlockText:
 				parts = append(parts, oaiPart{Type: "text", Text: b.Text})
-			case "image":
+			case BlockImage:
 				parts = append(parts, imagePart(b))
-			case "tool_result":
+			case BlockToolResult:
 				var text []string
 				for _, c := range b.Content {
 					switch c.Type {
-					case "text":
+					case BlockText:
 						text = append(text, c.Text)
-					case "image":
+					case BlockImage:
 						toolImages = append(toolImages, imagePart(c))
 					}
 				}

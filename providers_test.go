@@ -141,6 +141,7 @@ func checkReply(t *testing.T, got streamed, want wantReply) {
 func toolCall(name, args string) ToolCall { return ToolCall{Name: name, Args: json.RawMessage(args)} }
 
 func TestAnthropicParsesRecordedStreams(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want wantReply
@@ -167,6 +168,7 @@ func TestAnthropicParsesRecordedStreams(t *testing.T) {
 }
 
 func TestAnthropicThinkingKeepsSignature(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"anthropic_recorded_thinking_then_text.sse", "anthropic_docs_extended_thinking.sse", "anthropic_thinking_signature_refusal.sse"} {
 		t.Run(file, func(t *testing.T) {
 			srv := startReplay(t, fixtureStep(t, file))
@@ -187,6 +189,7 @@ func TestAnthropicThinkingKeepsSignature(t *testing.T) {
 }
 
 func TestAnthropicTruncatedToolCallKeepsPartialArgs(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, fixtureStep(t, "anthropic_tool_use_max_tokens_truncated.sse"))
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	got := callProvider(t, p, Request{})
@@ -212,6 +215,7 @@ func TestAnthropicTruncatedToolCallKeepsPartialArgs(t *testing.T) {
 }
 
 func TestOpenAIParsesRecordedStreams(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want wantReply
@@ -245,6 +249,7 @@ func TestOpenAIParsesRecordedStreams(t *testing.T) {
 }
 
 func TestOpenAITextThenToolCall(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, fixtureStep(t, "openai_chat_text_then_tool_call_logprobs.sse"))
 	p, _ := testProvider(t, "openai", srv.URL)
 	got := callProvider(t, p, Request{Model: "gpt-4o"})
@@ -268,6 +273,7 @@ func TestOpenAITextThenToolCall(t *testing.T) {
 // fits under the model's output limit, and a model that cannot reason is
 // sent none.
 func TestReasoningFitsTheModel(t *testing.T) {
+	t.Parallel()
 	anth := &anthropicProvider{}
 	for _, tc := range []struct {
 		model, level      string
@@ -298,6 +304,7 @@ func TestReasoningFitsTheModel(t *testing.T) {
 }
 
 func TestAnthropicRequestShape(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
@@ -385,6 +392,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 }
 
 func TestOpenAIRequestShape(t *testing.T) {
+	t.Parallel()
 	for _, base := range []string{"", "/v1"} {
 		srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "ok"})})
 		p, _ := testProvider(t, "openai", srv.URL+base)
@@ -443,6 +451,7 @@ func TestOpenAIRequestShape(t *testing.T) {
 }
 
 func TestOllamaNeedsNoKey(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "local"})})
 	p, err := NewProvider(ProviderConfig{Name: "ollama", BaseURL: srv.URL + "/v1"})
 	if err != nil {
@@ -461,6 +470,7 @@ func TestOllamaNeedsNoKey(t *testing.T) {
 }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Status: 429, Header: http.Header{"Retry-After": {"7"}}, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
 		replayStep{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`},
@@ -482,6 +492,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 }
 
 func TestRetryGivesUpAfterThreeRetries(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Status: 500, Body: `{"error":{"message":"boom","type":"server_error"}}`})
 	p, sleeps := testProvider(t, "openai", srv.URL)
 	got := callProvider(t, p, Request{Model: "gpt-4o"})
@@ -499,6 +510,7 @@ func TestRetryGivesUpAfterThreeRetries(t *testing.T) {
 }
 
 func TestRetryAfterHTTPDate(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if d := retryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now); d != 90*time.Second {
 		t.Errorf("date: %v", d)
@@ -512,6 +524,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 }
 
 func TestUnauthorizedSaysWhereTheKeyCameFrom(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`})
 	p, sleeps := testProvider(t, "anthropic", srv.URL)
 	got := callProvider(t, p, Request{})
@@ -528,6 +541,7 @@ func TestUnauthorizedSaysWhereTheKeyCameFrom(t *testing.T) {
 }
 
 func TestConnectionDroppedMidStreamIsAnErrorNotRetried(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "a long answer that gets cut"}), DropAfter: 4})
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	got := callProvider(t, p, Request{})
@@ -546,6 +560,7 @@ func TestConnectionDroppedMidStreamIsAnErrorNotRetried(t *testing.T) {
 }
 
 func TestErrorEventAfterDeltas(t *testing.T) {
+	t.Parallel()
 	events := anthropicEvents(gen{Text: "partial answer here"})
 	events = append(events[:4], fixture(t, "anthropic_docs_error_overloaded.sse")+"\n\n")
 	srv := startReplay(t, replayStep{Events: events})
@@ -561,6 +576,7 @@ func TestErrorEventAfterDeltas(t *testing.T) {
 }
 
 func TestStreamWithoutTerminalEventIsAnError(t *testing.T) {
+	t.Parallel()
 	full := anthropicEvents(gen{Text: "hello"})
 	oai := openaiEvents(gen{Text: "hello"})
 	tests := []struct {
@@ -584,6 +600,7 @@ func TestStreamWithoutTerminalEventIsAnError(t *testing.T) {
 // A connection dropped in the middle of an event is an early end too, and
 // says so, rather than a JSON error about half an event.
 func TestStreamCutInsideAnEventEndedEarly(t *testing.T) {
+	t.Parallel()
 	full := anthropicEvents(gen{Text: "hello"})
 	oai := openaiEvents(gen{Text: "hello"})
 	for _, tt := range []struct {
@@ -604,6 +621,7 @@ func TestStreamCutInsideAnEventEndedEarly(t *testing.T) {
 }
 
 func TestOpenAIErrorInDataLine(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: []string{
 		openaiEvents(gen{Text: "x"})[0],
 		`data: {"error":{"message":"model overloaded","type":"server_error","code":"overloaded"}}` + "\n\n"}})
@@ -615,6 +633,7 @@ func TestOpenAIErrorInDataLine(t *testing.T) {
 }
 
 func TestPromptTooLongIsRecognised(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`})
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	got := callProvider(t, p, Request{})
@@ -624,6 +643,7 @@ func TestPromptTooLongIsRecognised(t *testing.T) {
 }
 
 func TestStreamAbortStopsPromptly(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "slow words arriving"}), HangAfter: 4})
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -641,6 +661,7 @@ func TestStreamAbortStopsPromptly(t *testing.T) {
 }
 
 func TestLookupModel(t *testing.T) {
+	t.Parallel()
 	m := lookupModel("anthropic", "claude-sonnet-4-5-20250929")
 	if !m.Known || m.Input != 3 || m.ID != "claude-sonnet-4-5-20250929" {
 		t.Errorf("dated snapshot: %+v", m)
@@ -656,6 +677,7 @@ func TestLookupModel(t *testing.T) {
 }
 
 func TestReadSSEFraming(t *testing.T) {
+	t.Parallel()
 	in := ": comment\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\ndata: {\"x\": 1}   \n\nevent: tail\ndata: last"
 	var got []string
 	err := readSSE(strings.NewReader(in), func(ev sseEvent) error {
@@ -755,6 +777,7 @@ func FuzzToolArgAssembly(f *testing.F) {
 func replyText(r Reply) string { return Message{Content: r.Content}.Text() }
 
 func TestStalledStreamIsAnError(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "then silence"}), HangAfter: 3})
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	p.(*anthropicProvider).http.idle = 50 * time.Millisecond
@@ -765,6 +788,7 @@ func TestStalledStreamIsAnError(t *testing.T) {
 }
 
 func TestNonStreamAnswerIsNamed(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Header: http.Header{"Content-Type": {"application/json"}}, Events: []string{`{"id":"x","choices":[]}`}})
 	p, _ := testProvider(t, "openai", srv.URL)
 	got := callProvider(t, p, Request{Model: "m"})
@@ -774,6 +798,7 @@ func TestNonStreamAnswerIsNamed(t *testing.T) {
 }
 
 func TestEventWithoutDataIsDropped(t *testing.T) {
+	t.Parallel()
 	var n int
 	readSSE(strings.NewReader("event: ping\n\nevent: a\ndata: x\n\n"), func(ev sseEvent) error {
 		n++
@@ -877,7 +902,9 @@ func TestKeepAlivesDoNotHoldAStreamOpen(t *testing.T) {
 }
 
 // A server that accepts the request and never answers must not hang a
-// run: the wait for the response headers is bounded, and not retried.
+// run: the wait for the response headers is bounded, and not retried. The
+// wait is a second, not less: the handler must have run within it to be
+// counted, on a loaded machine too.
 func TestResponseHeadersTimeOut(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int32
@@ -888,12 +915,12 @@ func TestResponseHeadersTimeOut(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	for _, name := range []string{"anthropic", "openai"} {
-		p, err := NewProvider(ProviderConfig{Name: name, BaseURL: srv.URL, APIKey: "k", ResponseTimeout: 50 * time.Millisecond})
+		p, err := NewProvider(ProviderConfig{Name: name, BaseURL: srv.URL, APIKey: "k", ResponseTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = streamWithin(t, p, Request{})
-		want := name + ": no response within 50ms of sending the request"
+		want := name + ": no response within 1s of sending the request"
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--response-timeout") {
 			t.Errorf("err = %v", err)
 		}

@@ -64,14 +64,36 @@ const rpcProtocolVersion = 1
 // maxRPCLine bounds one request line: room for a prompt with images.
 const maxRPCLine = 64 << 20
 
+// rpcCommand names a command of the rpc protocol (seed 004): the "type" of
+// a request line, and the "command" of its response.
+type rpcCommand string
+
+const (
+	rpcHello            rpcCommand = "hello"
+	rpcPrompt           rpcCommand = "prompt"
+	rpcAbort            rpcCommand = "abort"
+	rpcCompact          rpcCommand = "compact"
+	rpcGetState         rpcCommand = "get_state"
+	rpcGetMessages      rpcCommand = "get_messages"
+	rpcClear            rpcCommand = "clear"
+	rpcSetModel         rpcCommand = "set_model"
+	rpcGetModels        rpcCommand = "get_models"
+	rpcPing             rpcCommand = "ping"
+	rpcReloadExtensions rpcCommand = "reload_extensions"
+)
+
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []string{"hello", "prompt", "abort", "compact", "get_state", "get_messages", "clear", "set_model", "get_models", "ping", "reload_extensions"}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions}
+
+// rpcResponseType is the "type" of every response line; events have
+// their own (EventType).
+const rpcResponseType = "response"
 
 // rpcRequest is one command line from the client, decoded. A command
 // reads the fields it needs; the others, and unknown fields, are ignored.
 type rpcRequest struct {
 	ID      json.RawMessage
-	Type    string
+	Type    rpcCommand
 	Token   string
 	Message string
 	Images  []rpcImage
@@ -89,7 +111,7 @@ type rpcImage struct {
 type rpcResponse struct {
 	Type    string          `json:"type"`
 	ID      json.RawMessage `json:"id,omitempty"`
-	Command string          `json:"command,omitempty"`
+	Command rpcCommand      `json:"command,omitempty"`
 	Success bool            `json:"success"`
 	Data    any             `json:"data,omitempty"`
 	Error   string          `json:"error,omitempty"`
@@ -161,7 +183,7 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		return req, typeErr
 	}
 	if keyErr != nil {
-		if req.Type == "hello" {
+		if req.Type == rpcHello {
 			keyErr = badTokenError{keyErr} // a hello that cannot be read plainly proves nothing
 		}
 		return req, keyErr
@@ -170,17 +192,17 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		return req, errors.New(`missing "type": say which command, e.g. {"type":"ping"}`)
 	}
 	if !slices.Contains(rpcCommands, req.Type) {
-		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, strings.Join(rpcCommands, ", "))
+		return req, fmt.Errorf("unknown command type %q; known: %s", req.Type, joinNames(rpcCommands, ", "))
 	}
 	var err error
 	switch req.Type {
-	case "hello":
+	case rpcHello:
 		if err = decodeRPCField("token", raw["token"], &req.Token); err != nil {
 			err = badTokenError{err}
 		}
-	case "abort":
+	case rpcAbort:
 		err = decodeRPCField("all", raw["all"], &req.All)
-	case "prompt":
+	case rpcPrompt:
 		if err = decodeRPCField("message", raw["message"], &req.Message); err == nil {
 			err = decodeRPCField("images", raw["images"], &req.Images)
 		}
@@ -192,7 +214,7 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 				err = fmt.Errorf("images[%d]: %v", i, ierr)
 			}
 		}
-	case "set_model":
+	case rpcSetModel:
 		err = decodeRPCField("model", raw["model"], &req.Model)
 		if err == nil && strings.TrimSpace(req.Model) == "" {
 			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
@@ -307,7 +329,7 @@ func checkRPCImage(img rpcImage) error {
 	return nil
 }
 
-// rpcConfig is what the server serves and what main.go plugs into it.
+// rpcConfig is what the server serves and what wire.go plugs into it.
 type rpcConfig struct {
 	Agent    *Agent
 	Provider string
@@ -318,16 +340,35 @@ type rpcConfig struct {
 	Token string
 	// ReloadExtensions reloads the extension host; nil answers
 	// reload_extensions with "no extension host".
-	ReloadExtensions func(ctx context.Context) (ReloadStats, error)
+	ReloadExtensions func(ctx context.Context) (rpcReloadStats, error)
 	// Observe receives every event of every prompt and compaction as the
 	// agent emits it (done included), beside the client.
 	Observe Sink
 	Log     func(format string, args ...any)
 }
 
+// rpcReloadStats is reload_extensions' data: what the reload did.
+type rpcReloadStats struct {
+	Stopped int      `json:"stopped"`
+	Loaded  int      `json:"loaded"`
+	Ready   int      `json:"ready"`
+	Errors  []string `json:"errors"`
+}
+
+// rpcNote is a line for the client from what runs beside the agent: an
+// extension's notify (Extension is its name), or zot's own about MCP
+// servers ("mcp:NAME"), hooks ("hooks") or the extension host
+// ("extensions"). Clear retracts Extension's notes.
+type rpcNote struct {
+	Extension string
+	Level     string
+	Message   string
+	Clear     bool
+}
+
 // rpcJob is one prompt or compaction, queued or running.
 type rpcJob struct {
-	kind   string // "prompt" or "compact"
+	kind   rpcCommand // rpcPrompt or rpcCompact
 	text   string
 	images []Block
 	ctx    context.Context
@@ -516,7 +557,7 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		}
 		return nil
 	}
-	if req.Type == "hello" {
+	if req.Type == rpcHello {
 		return s.hello(req)
 	}
 	s.mu.Lock()
@@ -527,35 +568,35 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		return nil
 	}
 	switch req.Type {
-	case "prompt":
+	case rpcPrompt:
 		images := make([]Block, 0, len(req.Images))
 		for _, img := range req.Images {
-			images = append(images, Block{Type: "image", MimeType: img.MimeType, Data: img.Data})
+			images = append(images, Block{Type: BlockImage, MimeType: img.MimeType, Data: img.Data})
 		}
-		s.enqueue(ctx, req, &rpcJob{kind: "prompt", text: req.Message, images: images})
-	case "compact":
-		s.enqueue(ctx, req, &rpcJob{kind: "compact"})
-	case "abort":
+		s.enqueue(ctx, req, &rpcJob{kind: rpcPrompt, text: req.Message, images: images})
+	case rpcCompact:
+		s.enqueue(ctx, req, &rpcJob{kind: rpcCompact})
+	case rpcAbort:
 		s.reply(req, s.abort(req.All), nil)
-	case "get_state":
+	case rpcGetState:
 		s.reply(req, s.state(), nil)
-	case "get_messages":
+	case rpcGetMessages:
 		s.reply(req, rpcMessagesData{Messages: WireMessages(s.Agent.Messages())}, nil)
-	case "clear":
+	case rpcClear:
 		s.reply(req, nil, s.whenIdle("clear", s.Agent.Clear))
-	case "set_model":
+	case rpcSetModel:
 		model := strings.TrimSpace(req.Model)
 		s.reply(req, nil, s.whenIdle("set_model", func() error { return s.Agent.SetModel(model) }))
-	case "get_models":
+	case rpcGetModels:
 		models := modelsFor(s.Provider)
 		sort.SliceStable(models, func(i, j int) bool { return models[i].ID < models[j].ID })
 		if models == nil {
 			models = []ModelInfo{}
 		}
 		s.reply(req, rpcModelsData{Models: models}, nil)
-	case "ping":
+	case rpcPing:
 		s.reply(req, rpcPongData{Pong: true}, nil)
-	case "reload_extensions":
+	case rpcReloadExtensions:
 		s.reload(ctx, req)
 	}
 	return nil
@@ -724,7 +765,7 @@ func (s *rpcServer) work() {
 		s.jobs = s.jobs[1:]
 		s.mu.Unlock()
 		j.cancel()
-		s.write(Event{Type: "done"})
+		s.write(Event{Type: EventDone})
 	}
 }
 
@@ -737,33 +778,33 @@ func (s *rpcServer) run(j *rpcJob) {
 	sink := TeeSinks(s.emit, s.Observe)
 	var err error
 	switch j.kind {
-	case "prompt":
+	case rpcPrompt:
 		err = s.Agent.Prompt(j.ctx, j.text, j.images, sink)
-	case "compact":
+	case rpcCompact:
 		err = s.Agent.Compact(j.ctx, sink)
 	}
 	if errors.Is(err, ErrBusy) {
-		s.write(Event{Type: "error", Message: j.kind + ": " + err.Error()})
+		s.write(Event{Type: EventError, Message: string(j.kind) + ": " + err.Error()})
 	}
 }
 
 // emit passes the agent's events to the client, all but done, which the
 // worker writes itself once the job has left the queue.
 func (s *rpcServer) emit(e Event) {
-	if e.Type != "done" {
+	if e.Type != EventDone {
 		s.write(e)
 	}
 }
 
-// Notify sends an extension's note to the client as an ext_notify event;
-// main.go gives it to the extension host. Notes that come before a
-// required hello wait for it (the first maxHeldNotes of them). A
-// clear_notes has nothing to retract from a stream and is dropped.
-func (s *rpcServer) Notify(n ExtNote) {
+// Notify sends a note to the client as an ext_notify event. Notes that
+// come before a required hello wait for it (the first maxHeldNotes of
+// them). A clear_notes has nothing to retract from a stream and is
+// dropped.
+func (s *rpcServer) Notify(n rpcNote) {
 	if n.Clear {
 		return
 	}
-	e := Event{Type: "ext_notify", Extension: n.Extension, Level: n.Level, Message: n.Message}
+	e := Event{Type: EventExtNotify, Extension: n.Extension, Level: n.Level, Message: n.Message}
 	s.mu.Lock()
 	if !s.authed {
 		if len(s.held) < maxHeldNotes {
@@ -778,7 +819,7 @@ func (s *rpcServer) Notify(n ExtNote) {
 
 // reply answers req with data, or with err when it is not nil.
 func (s *rpcServer) reply(req rpcRequest, data any, err error) {
-	r := rpcResponse{Type: "response", ID: req.ID, Command: req.Type, Success: err == nil, Data: data}
+	r := rpcResponse{Type: rpcResponseType, ID: req.ID, Command: req.Type, Success: err == nil, Data: data}
 	if err != nil {
 		r.Data, r.Error = nil, err.Error()
 	}
@@ -797,82 +838,38 @@ func (s *rpcServer) write(v any) {
 	}
 }
 
-// rpcWiring is main.go's hook to plug the parts rpc.go does not know (the
-// extension host) into the server before it reads a command: it may set
-// srv.ReloadExtensions and srv.Observe and give srv.Notify to the host.
-// The stop it returns runs after the server is done.
-type rpcWiring func(ctx context.Context, s *setup, srv *rpcServer) (stop func(), err error)
-
-// runRPC is `zot rpc` and `zot --rpc`: the protocol on stdin and stdout,
-// until stdin ends (exit 0, after the work is done) or SIGINT/SIGTERM
-// (abort, exit 130).
-func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer, wire rpcWiring) int {
-	switch {
-	case o.print || o.json:
-		return fail(stderr, usageError{"rpc serves its own protocol: drop -p/--print and --json"})
-	case len(o.prompt) > 0:
-		return fail(stderr, usageError{fmt.Sprintf(`zot rpc takes no prompt words (got %q): send {"type":"prompt","message":…} lines on stdin`, strings.Join(o.prompt, " "))})
-	}
-	// The token is read once and kept from the tools' and extensions'
-	// environment, so the model cannot read it back.
-	token, tokenSet := os.LookupEnv("ZOTCORE_RPC_TOKEN")
+// rpcTokenFromEnv reads ZOTCORE_RPC_TOKEN once and removes it from zot's
+// environment, so that neither the tools nor the extensions, nor the model
+// through them, can read it back.
+func rpcTokenFromEnv() (string, error) {
+	token, set := os.LookupEnv("ZOTCORE_RPC_TOKEN")
 	os.Unsetenv("ZOTCORE_RPC_TOKEN")
-	if tokenSet && token == "" {
+	if set && token == "" {
 		// Probably a variable that did not expand: running open would
 		// turn a mistake into no auth at all.
-		return fail(stderr, usageError{"ZOTCORE_RPC_TOKEN is set but empty: set it to the shared secret, or unset it to run without auth"})
+		return "", usageError{"ZOTCORE_RPC_TOKEN is set but empty: set it to the shared secret, or unset it to run without auth"}
 	}
+	return token, nil
+}
 
-	s, err := newSetup(o, stderr)
-	if err != nil {
-		return fail(stderr, err)
+// rpcOutput is what the server writes to: stdout, or, for a pipe or a
+// socket, a copy whose writes get a deadline rpcLastLinesGrace after ctx
+// ends. A client that stopped reading would otherwise hold a write, and
+// with it the whole shutdown, forever. release undoes it.
+func rpcOutput(ctx context.Context, stdout io.Writer) (out io.Writer, release func()) {
+	f, ok := stdout.(*os.File)
+	if !ok {
+		return stdout, func() {}
 	}
-	defer s.close()
-	if err := s.openSession(false, pickSessionFromTTY(stderr)); err != nil {
-		return fail(stderr, err)
+	pf, restore := pollableOutput(f)
+	if pf == nil {
+		return stdout, func() {}
 	}
-	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
+	stopDeadline := context.AfterFunc(ctx, func() { pf.SetWriteDeadline(time.Now().Add(rpcLastLinesGrace)) })
+	return pf, func() {
+		stopDeadline()
+		restore()
 	}
-	defer catchSIGPIPE()()
-	ctx, stop := signalContext()
-	defer stop()
-	// After the first signal, a second one kills at once.
-	defer context.AfterFunc(ctx, stop)()
-	out := stdout
-	if f, ok := stdout.(*os.File); ok {
-		if pf, restore := pollableOutput(f); pf != nil {
-			defer restore()
-			out = pf
-			// A client that stopped reading would hold a write, and with it
-			// the whole shutdown, forever: after a signal it has a moment to
-			// take the last lines, then writes fail and the server unwinds.
-			defer context.AfterFunc(ctx, func() { pf.SetWriteDeadline(time.Now().Add(rpcLastLinesGrace)) })()
-		}
-	}
-
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log}, stdin, out)
-	if wire != nil {
-		done, err := wire(ctx, s, srv)
-		if err != nil {
-			return fail(stderr, err)
-		}
-		if done != nil {
-			defer done()
-		}
-	}
-	err = srv.Serve(ctx)
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errRPCAuth):
-		fmt.Fprintln(stderr, "zot: rpc: a hello carried the wrong token (ZOTCORE_RPC_TOKEN is set)")
-		return exitFailure
-	case ctx.Err() != nil:
-		return exitInterrupted
-	}
-	fmt.Fprintf(stderr, "zot: rpc: %v\n", err)
-	return exitFailure
 }
 
 // rpcLastLinesGrace is how long, after a signal, the client has to read

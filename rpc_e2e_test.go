@@ -126,8 +126,10 @@ func isResponse(id string) func(rpcOut) bool {
 }
 
 func TestRPCBinaryToolLoopAndCommands(t *testing.T) {
+	t.Parallel()
 	for _, mode := range [][]string{{"rpc"}, {"--rpc"}} {
 		t.Run(mode[0], func(t *testing.T) {
+			t.Parallel()
 			srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo from-the-tool"}), textStep("All done."))
 			z := newZotRun(t)
 			p := startRPCProc(t, z, append(mode, anthropicFlags(srv)...)...)
@@ -170,6 +172,7 @@ func eventTypesWithResponses(lines []rpcOut) string {
 }
 
 func TestRPCBinarySessionWhenAsked(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("kept"))
 	z := newZotRun(t)
 	path := filepath.Join(z.cwd, "conv.jsonl")
@@ -187,8 +190,10 @@ func TestRPCBinarySessionWhenAsked(t *testing.T) {
 }
 
 func TestRPCBinaryAuth(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": `echo "token=[$ZOTCORE_RPC_TOKEN]"`}), textStep("ok"))
 	t.Run("wrong token exits 1", func(t *testing.T) {
+		t.Parallel()
 		z := newZotRun(t)
 		z.env = append(z.env, "ZOTCORE_RPC_TOKEN=open-sesame")
 		p := startRPCProc(t, z, append([]string{"rpc"}, anthropicFlags(srv)...)...)
@@ -205,6 +210,7 @@ func TestRPCBinaryAuth(t *testing.T) {
 		}
 	})
 	t.Run("right token; tools cannot read it", func(t *testing.T) {
+		t.Parallel()
 		z := newZotRun(t)
 		z.env = append(z.env, "ZOTCORE_RPC_TOKEN=open-sesame")
 		p := startRPCProc(t, z, append([]string{"rpc"}, anthropicFlags(srv)...)...)
@@ -229,6 +235,7 @@ func TestRPCBinaryAuth(t *testing.T) {
 }
 
 func TestRPCBinaryUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"rpc", "hello"}, {"rpc", "-p"}, {"--rpc", "--json"}} {
 		_, stderr, code := newZotRun(t).run(args...)
 		if code != 2 || !strings.Contains(stderr, "zot: ") {
@@ -255,6 +262,7 @@ func TestRPCBinaryEmptyTokenIsAUsageError(t *testing.T) {
 }
 
 func TestRPCBinaryStdinEOFWithAPromptInFlight(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "sleep 0.3; echo slept"}), textStep("finished"))
 	z := newZotRun(t)
 	p := startRPCProc(t, z, append([]string{"rpc"}, anthropicFlags(srv)...)...)
@@ -279,6 +287,7 @@ func TestRPCBinaryStdinEOFWithAPromptInFlight(t *testing.T) {
 }
 
 func TestRPCBinarySIGTERMStopsTheToolAndExits(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "sleep 300 & echo $! > sleeper.pid; wait"}))
 	z := newZotRun(t)
 	p := startRPCProc(t, z, append([]string{"rpc"}, anthropicFlags(srv)...)...)
@@ -303,6 +312,7 @@ func TestRPCBinarySIGTERMStopsTheToolAndExits(t *testing.T) {
 
 // The extension host's problems reach the client, not only stderr.
 func TestRPCBinaryReportsExtensionProblems(t *testing.T) {
+	t.Parallel()
 	bad := t.TempDir()
 	os.WriteFile(filepath.Join(bad, "extension.json"), []byte(`{"name":"broken"}`), 0o644)
 	z := newZotRun(t)
@@ -332,7 +342,7 @@ func processAlive(pid int) bool {
 // The example clients, run unmodified against the built binary, print the
 // same thing.
 func TestRPCExampleClients(t *testing.T) {
-	goClient := filepath.Join(t.TempDir(), "zot-rpc-client")
+	t.Parallel()
 	clients := []struct {
 		name string
 		need string
@@ -341,18 +351,18 @@ func TestRPCExampleClients(t *testing.T) {
 		{"python", "python3", []string{"python3", "examples/rpc/python/zot_client.py"}},
 		{"node", "node", []string{"node", "examples/rpc/node/zot-client.js"}},
 		{"shell", "jq", []string{"bash", "examples/rpc/shell/prompt.sh"}},
-		{"go", "go", []string{goClient}},
+		{"go", "go", nil},
 	}
 	want := "\n[tool] bash {\"command\":\"echo from-the-tool\"}\nAll done. Ünïcødé ✓\ncost: $0.001305 (200 in, 40 out tokens)\n"
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			if _, err := exec.LookPath(c.need); err != nil {
 				t.Skipf("%s is not installed; .ci/run installs it", c.need)
 			}
 			if c.name == "go" {
-				if out, err := exec.Command("go", "build", "-o", goClient, "./examples/rpc/go").CombinedOutput(); err != nil {
-					t.Fatalf("build the Go client: %v\n%s", err, out)
-				}
+				src, _ := filepath.Abs(filepath.Join("examples", "rpc", "go"))
+				c.argv = []string{buildGo(t, src)}
 			}
 			srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo from-the-tool"}), textStep("All done. Ünïcødé ✓"))
 			z := newZotRun(t)
@@ -375,6 +385,7 @@ func TestRPCExampleClients(t *testing.T) {
 // A client that closes zot's stdout makes zot stop cleanly (exit 1), not die
 // of SIGPIPE with its tools still running.
 func TestRPCBinaryClientClosedStdout(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "sleep 300 & echo $! > sleeper.pid; wait"}))
 	z := newZotRun(t)
 	cmd := z.cmd(append([]string{"rpc"}, anthropicFlags(srv)...)...)

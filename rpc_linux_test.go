@@ -14,6 +14,7 @@ import (
 // A client that stops reading must not make zot deaf to signals: with its
 // stdout pipe full, SIGTERM still stops zot.
 func TestRPCBinarySIGTERMWhileTheClientStopsReading(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	cmd := z.cmd("rpc", "--provider", "anthropic", "--api-key", "k")
 	cmd.Stdin = nil
@@ -74,6 +75,7 @@ func pipeQueued(f *os.File) (int, error) {
 // The pipe zot writes to may be shared (`(zot rpc; echo done) | client`):
 // zot leaves it blocking, as it found it.
 func TestRPCBinaryLeavesStdoutBlocking(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	z.stdin = `{"type":"ping"}` + "\n"
 	cmd := z.cmd("rpc", "--provider", "anthropic", "--api-key", "k")

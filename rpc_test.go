@@ -125,7 +125,7 @@ func (p *rpcPipe) next() rpcOut {
 			p.t.Fatalf("server wrote a line that is not a JSON object with a type: %q", o.Raw)
 		}
 		return o
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // generous: one test waits on 64 MiB, under load or -race
 		p.t.Fatal("timed out waiting for a line from the server")
 	}
 	return rpcOut{}
@@ -223,6 +223,7 @@ func textStep(text string) replayStep {
 }
 
 func TestRPCEveryCommandAnswersWithItsID(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("hi"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 
@@ -267,6 +268,7 @@ func TestRPCEveryCommandAnswersWithItsID(t *testing.T) {
 }
 
 func TestRPCPromptToolLoopEventOrderAndMessages(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		replayStep{Events: anthropicEvents(gen{Text: "Let me look."}, gen{ToolID: "t1", ToolName: "echo", ToolArgs: `{"x":1}`})},
 		textStep("Done."))
@@ -293,9 +295,9 @@ func TestRPCPromptToolLoopEventOrderAndMessages(t *testing.T) {
 	for _, m := range msgs {
 		var blocks []string
 		for _, c := range m.Content {
-			blocks = append(blocks, c.Type)
+			blocks = append(blocks, string(c.Type))
 		}
-		shape = append(shape, m.Role+"["+strings.Join(blocks, ",")+"]")
+		shape = append(shape, string(m.Role)+"["+strings.Join(blocks, ",")+"]")
 	}
 	if got := strings.Join(shape, " "); got != "user[text] assistant[text,tool_call] user[tool_result] assistant[text]" {
 		t.Fatalf("transcript = %s", got)
@@ -312,6 +314,7 @@ func TestRPCPromptToolLoopEventOrderAndMessages(t *testing.T) {
 }
 
 func TestRPCPromptWithImages(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("a cat"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	data := base64.StdEncoding.EncodeToString([]byte("\x89PNG fake image bytes"))
@@ -326,6 +329,7 @@ func TestRPCPromptWithImages(t *testing.T) {
 }
 
 func TestRPCSecondPromptQueuesBehindASlowFirst(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, slowStep("slow answer that never ends"), textStep("second answer"), textStep("third answer"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	if r := p.call("prompt", "message", "one"); string(r.Data) != `{"started":true}` {
@@ -355,7 +359,7 @@ func TestRPCSecondPromptQueuesBehindASlowFirst(t *testing.T) {
 	// The queued prompts ran in order on the transcript the abort left.
 	var roles []string
 	for _, m := range decodeData[rpcMessagesData](t, p.call("get_messages")).Messages {
-		roles = append(roles, m.Role+":"+Message{Content: wireToBlocks(m.Content)}.Text())
+		roles = append(roles, string(m.Role)+":"+Message{Content: wireToBlocks(m.Content)}.Text())
 	}
 	if got := strings.Join(roles, " | "); got != "user:one | assistant:slow answe | user:two | assistant:second answer | user:three | assistant:third answer" {
 		t.Errorf("transcript = %s", got)
@@ -374,6 +378,7 @@ func wireToBlocks(ws []wireBlock) []Block {
 }
 
 func TestRPCAbortEndsASlowStreamPromptly(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, slowStep("partial words then nothing"), textStep("after"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.call("prompt", "message", "hang")
@@ -406,6 +411,7 @@ func TestRPCAbortEndsASlowStreamPromptly(t *testing.T) {
 }
 
 func TestRPCAbortAllDropsTheQueue(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, slowStep("never finishes"), textStep("must not run"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.call("prompt", "message", "one")
@@ -430,6 +436,7 @@ func TestRPCAbortAllDropsTheQueue(t *testing.T) {
 // Prompts dropped by abort all wait in the queue only for their done: a
 // prompt sent right after is next, whatever the worker has reached.
 func TestRPCQueuePositionSkipsDroppedPrompts(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	s := newRPCServer(rpcConfig{Agent: newTestAgent(t, startReplay(t))}, strings.NewReader(""), &out)
 	ctx := context.Background()
@@ -448,6 +455,7 @@ func TestRPCQueuePositionSkipsDroppedPrompts(t *testing.T) {
 }
 
 func TestRPCClearAndSetModelRefuseWhileBusy(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, slowStep("slow"), textStep("ok"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.call("prompt", "message", "one")
@@ -468,6 +476,7 @@ func TestRPCClearAndSetModelRefuseWhileBusy(t *testing.T) {
 
 // A client that acts on done at once must find the server idle.
 func TestRPCDoneMeansIdle(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("quick"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	for i := 0; i < 20; i++ {
@@ -478,6 +487,7 @@ func TestRPCDoneMeansIdle(t *testing.T) {
 }
 
 func TestRPCCompactEndsWithExactlyOneDone(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("a1"), textStep("a2"), textStep("a3"), textStep("the summary"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	r := p.call("compact")
@@ -503,6 +513,7 @@ func TestRPCCompactEndsWithExactlyOneDone(t *testing.T) {
 }
 
 func TestRPCAuth(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("hi"))
 	t.Run("absent", func(t *testing.T) {
 		p := startRPC(t, newTestAgent(t, srv), nil)
@@ -511,7 +522,7 @@ func TestRPCAuth(t *testing.T) {
 	})
 	t.Run("required before anything runs", func(t *testing.T) {
 		p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Token = "s3cret" })
-		p.srv.Notify(ExtNote{Extension: "guard", Level: "info", Message: "loaded"})
+		p.srv.Notify(rpcNote{Extension: "guard", Level: "info", Message: "loaded"})
 		for _, typ := range []string{"prompt", "ping", "get_state", "clear"} {
 			r := p.response(p.cmd(typ, "message", "x"))
 			if r.Success || r.Error != "auth required" || r.Command != typ {
@@ -570,6 +581,7 @@ func TestRPCAuth(t *testing.T) {
 }
 
 func TestRPCTokenCompare(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		got, want string
 		ok        bool
@@ -581,6 +593,7 @@ func TestRPCTokenCompare(t *testing.T) {
 }
 
 func TestRPCBadInputNeverStopsTheServer(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("hi"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	tests := []struct {
@@ -640,15 +653,21 @@ func TestRPCBadInputNeverStopsTheServer(t *testing.T) {
 }
 
 func TestRPCOversizeLineIsDroppedAndTheNextServed(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes 64 MiB")
 	}
 	srv := startReplay(t, textStep("hi"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
-	go func() { // owned by the test; ends when the line is written
-		big := `{"id":"big","type":"prompt","message":"` + strings.Repeat("a", maxRPCLine) + `"}` + "\n"
-		io.WriteString(p.in, big)
-		p.in.Write([]byte(`{"id":"after","type":"ping"}` + "\n"))
+	go func() { // owned by the test; ends when the lines are written
+		// Written in pieces: building the line first would copy 64 MiB
+		// three times over.
+		io.WriteString(p.in, `{"id":"big","type":"prompt","message":"`)
+		piece := bytes.Repeat([]byte("a"), 1<<20)
+		for range maxRPCLine / len(piece) {
+			p.in.Write(piece)
+		}
+		io.WriteString(p.in, `"}`+"\n"+`{"id":"after","type":"ping"}`+"\n")
 	}()
 	r := p.next()
 	if r.Success || r.ID != nil || !strings.Contains(r.Error, "longer than 64 MiB: dropped") {
@@ -663,6 +682,7 @@ func TestRPCOversizeLineIsDroppedAndTheNextServed(t *testing.T) {
 }
 
 func TestRPCReadLineSplitsOnNewlineOnly(t *testing.T) {
+	t.Parallel()
 	input := "one\ntwo\r\n\u2028three\u2028\n" + strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50) + "\ntail"
 	br := bufio.NewReaderSize(strings.NewReader(input), 16)
 	var got []string
@@ -687,6 +707,7 @@ func TestRPCReadLineSplitsOnNewlineOnly(t *testing.T) {
 }
 
 func TestRPCStdinEOFFinishesRunningAndQueuedWork(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("first"), textStep("second"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.send(`{"type":"prompt","message":"one"}`)
@@ -711,6 +732,7 @@ func TestRPCStdinEOFFinishesRunningAndQueuedWork(t *testing.T) {
 }
 
 func TestRPCCancelAbortsEverythingAndGivesEachItsDone(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, slowStep("hanging"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.call("prompt", "message", "one")
@@ -731,6 +753,7 @@ func TestRPCCancelAbortsEverythingAndGivesEachItsDone(t *testing.T) {
 }
 
 func TestRPCClientGoneStopsTheServer(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, slowStep("hanging"))
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	p.call("prompt", "message", "one")
@@ -749,18 +772,19 @@ func TestRPCClientGoneStopsTheServer(t *testing.T) {
 }
 
 func TestRPCReloadExtensions(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("hi"))
 	var calls int
 	var mu sync.Mutex
 	p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) {
-		c.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) {
+		c.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
 			if calls == 2 {
-				return ReloadStats{}, errors.New(`extension "broken": no hello within 5s`)
+				return rpcReloadStats{}, errors.New(`extension "broken": no hello within 5s`)
 			}
-			return ReloadStats{Stopped: 2, Loaded: 3, Ready: 2}, nil
+			return rpcReloadStats{Stopped: 2, Loaded: 3, Ready: 2}, nil
 		}
 	})
 	r := p.call("reload_extensions")
@@ -775,12 +799,13 @@ func TestRPCReloadExtensions(t *testing.T) {
 
 // A slow reload does not hold up other commands.
 func TestRPCReloadDoesNotBlockTheCommandLoop(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("hi"))
 	release := make(chan struct{})
 	p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) {
-		c.ReloadExtensions = func(ctx context.Context) (ReloadStats, error) {
+		c.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) {
 			<-release
-			return ReloadStats{Loaded: 1, Ready: 1, Errors: []string{"x: bad manifest"}}, nil
+			return rpcReloadStats{Loaded: 1, Ready: 1, Errors: []string{"x: bad manifest"}}, nil
 		}
 	})
 	id := p.cmd("reload_extensions")
@@ -792,11 +817,12 @@ func TestRPCReloadDoesNotBlockTheCommandLoop(t *testing.T) {
 }
 
 func TestRPCObserveAndNotify(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, textStep("hi"))
 	var seen eventLog
 	p := startRPC(t, newTestAgent(t, srv), func(c *rpcConfig) { c.Observe = seen.sink })
-	p.srv.Notify(ExtNote{Extension: "lint", Level: "warn", Message: "slow"})
-	p.srv.Notify(ExtNote{Extension: "lint", Clear: true})
+	p.srv.Notify(rpcNote{Extension: "lint", Level: "warn", Message: "slow"})
+	p.srv.Notify(rpcNote{Extension: "lint", Clear: true})
 	if n := p.next(); n.Raw != `{"type":"ext_notify","extension":"lint","level":"warn","message":"slow"}` {
 		t.Errorf("note = %s", n.Raw)
 	}
@@ -810,6 +836,7 @@ func TestRPCObserveAndNotify(t *testing.T) {
 // Concurrent writers (the worker, the command loop, extension notes) never
 // interleave lines.
 func TestRPCLinesNeverInterleave(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: strings.Repeat("streamed text ", 200)})})
 	p := startRPC(t, newTestAgent(t, srv), nil)
 	var wg sync.WaitGroup
@@ -817,7 +844,7 @@ func TestRPCLinesNeverInterleave(t *testing.T) {
 	go func() { // owned by the test; ends after 200 notes
 		defer wg.Done()
 		for i := 0; i < 200; i++ {
-			p.srv.Notify(ExtNote{Extension: "x", Level: "info", Message: strings.Repeat("n", 1000)})
+			p.srv.Notify(rpcNote{Extension: "x", Level: "info", Message: strings.Repeat("n", 1000)})
 		}
 	}()
 	p.cmd("prompt", "message", "go")
@@ -829,6 +856,9 @@ func TestRPCLinesNeverInterleave(t *testing.T) {
 }
 
 func TestRPCServeLeavesNoGoroutines(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	before := runtime.NumGoroutine()
 	inR, inW := io.Pipe()
 	var out bytes.Buffer

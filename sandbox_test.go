@@ -172,7 +172,7 @@ func TestSandboxSettingsFromConfig(t *testing.T) {
 
 // The TUI's /model must not drop the sandbox (or any other setting) from
 // config.json: the next session would run unconfined.
-func TestSaveConfigKeepsTheOtherSettings(t *testing.T) {
+func TestSaveConfigKeepsTheSandboxSettings(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "config.json")
@@ -223,8 +223,8 @@ func TestSeatbeltProfile(t *testing.T) {
 func TestStatusBarShowsTheSandboxMode(t *testing.T) {
 	t.Parallel()
 	tui, _ := newTestTUI(t, 150, 30)
-	tui.s.toolEnv.SetJail(true)
-	tui.s.sandbox = &Sandbox{mode: sandboxWorkspaceOffline}
+	tui.cfg.ToolEnv.SetJail(true)
+	tui.cfg.Sandbox = string(sandboxWorkspaceOffline)
 	row := plain(tui.statusRow(150))
 	if !strings.Contains(row, "sandbox workspace-offline") || strings.Contains(row, "jail") {
 		t.Errorf("status %q", row)

@@ -46,6 +46,7 @@ func sdkExt(t testing.TB, lang string, extra obj) string {
 }
 
 func TestSDKProtocol(t *testing.T) {
+	t.Parallel()
 	for _, lang := range sdkLangs {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
@@ -184,6 +185,7 @@ func hasNote(h *extHarness, msg string) bool {
 // TestSDKThrowingInterceptorHonoursFailClosed: with "fail_closed": true in
 // the manifest, an interceptor that throws blocks instead of allowing.
 func TestSDKThrowingInterceptorHonoursFailClosed(t *testing.T) {
+	t.Parallel()
 	for _, lang := range sdkLangs {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
@@ -201,6 +203,7 @@ func TestSDKThrowingInterceptorHonoursFailClosed(t *testing.T) {
 }
 
 func TestSDKExtensionsPassTheChecker(t *testing.T) {
+	t.Parallel()
 	for _, lang := range sdkLangs {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
@@ -216,6 +219,7 @@ func TestSDKExtensionsPassTheChecker(t *testing.T) {
 // calls its tool, its interceptor rewrites a bash call, it redacts the
 // answer, and its event handlers' notes reach stderr.
 func TestSDKEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, lang := range sdkLangs {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
@@ -287,6 +291,7 @@ var sdkCopies = map[string]string{
 }
 
 func TestSDKExampleCopiesAreTheSDK(t *testing.T) {
+	t.Parallel()
 	for copied, sdk := range sdkCopies {
 		a, errA := os.ReadFile(copied)
 		b, errB := os.ReadFile(sdk)
@@ -300,6 +305,7 @@ func TestSDKExampleCopiesAreTheSDK(t *testing.T) {
 // README says and checks the installed copies, which have no zot
 // repository around them.
 func TestSDKExamplesWorkOnceInstalled(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	for example, name := range map[string]string{"todo-py": "todo", "turn-timer": "turn-timer"} {
 		if stdout, stderr, code := z.run("ext", "install", exampleExt(t, example)); code != 0 {
@@ -313,6 +319,7 @@ func TestSDKExamplesWorkOnceInstalled(t *testing.T) {
 }
 
 func TestSDKExamplesPassTheChecker(t *testing.T) {
+	t.Parallel()
 	for name, dir := range map[string]string{
 		"todo-py":    exampleExt(t, "todo-py"),
 		"turn-timer": exampleExt(t, "turn-timer"),
@@ -337,6 +344,7 @@ func TestSDKExamplesPassTheChecker(t *testing.T) {
 }
 
 func TestSDKExampleTodo(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "todo_add", obj{"text": "buy milk"}),
 		toolStep("t2", "todo_list", obj{}),
@@ -372,6 +380,7 @@ func TestSDKExampleTodo(t *testing.T) {
 }
 
 func TestSDKExampleTurnTimer(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo one"}),
 		toolStep("t2", "bash", obj{"command": "echo two"}))
@@ -400,6 +409,7 @@ func TestSDKExampleTurnTimer(t *testing.T) {
 }
 
 func TestSDKExampleCalc(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "calc", obj{"expression": "2*(3+4)^2"}),
 		toolStep("t2", "calc", obj{"expression": "1/0"}),

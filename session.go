@@ -299,6 +299,9 @@ func (s *Session) Close() error {
 	if s.failed == nil { // a failure was reported when it happened
 		err = s.syncLocked()
 	}
+	// Unlock before closing: a child forked at this moment holds a copy of
+	// the descriptor until its exec closes it, and with it the lock.
+	syscall.Flock(int(s.f.Fd()), syscall.LOCK_UN)
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
@@ -486,12 +489,12 @@ func sessionSafeMessages(msgs []Message) []Message {
 
 func sessionSafeMessage(m Message) Message {
 	for i, b := range m.Content {
-		if b.Type != "tool_call" || !sessionQuoteArgs(b.Args) {
+		if b.Type != BlockToolCall || !sessionQuoteArgs(b.Args) {
 			continue
 		}
 		content := append([]Block(nil), m.Content...)
 		for j := i; j < len(content); j++ {
-			if content[j].Type == "tool_call" && sessionQuoteArgs(content[j].Args) {
+			if content[j].Type == BlockToolCall && sessionQuoteArgs(content[j].Args) {
 				quoted, _ := json.Marshal(string(content[j].Args))
 				content[j].Args = quoted
 			}
@@ -509,7 +512,7 @@ func sessionQuoteArgs(args json.RawMessage) bool {
 func sessionRestoreArgs(m *Message) {
 	for i := range m.Content {
 		b := &m.Content[i]
-		if b.Type == "tool_call" && len(b.Args) > 0 && b.Args[0] == '"' {
+		if b.Type == BlockToolCall && len(b.Args) > 0 && b.Args[0] == '"' {
 			var raw string
 			if json.Unmarshal(b.Args, &raw) == nil {
 				b.Args = json.RawMessage(raw)
@@ -749,7 +752,7 @@ func (sc *sessionScan) noteFirstPrompt(m Message) {
 // Agent.Prompt puts first, the typed text last in a block of its own. A
 // prompt of images alone has no typed text.
 func splitPrompt(m Message) (typed string, added []Block) {
-	if n := len(m.Content); n > 0 && m.Content[n-1].Type == "text" {
+	if n := len(m.Content); n > 0 && m.Content[n-1].Type == BlockText {
 		return m.Content[n-1].Text, m.Content[:n-1]
 	}
 	return "", m.Content
@@ -759,7 +762,7 @@ func splitPrompt(m Message) (typed string, added []Block) {
 // for: zot stopped (a crash, kill -9, a power cut) while the call was
 // pending, perhaps while it ran, so the model must not take it as not run.
 func interruptedResult(callID string) Block {
-	return Block{Type: "tool_result", CallID: callID, IsError: true, Content: []Block{TextBlock(
+	return Block{Type: BlockToolResult, CallID: callID, IsError: true, Content: []Block{TextBlock(
 		"interrupted: zot stopped while this call was pending, and its result was lost; it may have run, in part or in full, so check before repeating it")}}
 }
 
@@ -777,18 +780,18 @@ func repairOrphanedCalls(msgs []Message, lines []int) (out []Message, notes []st
 		if fixed != nil {
 			fixed = append(fixed, m)
 		}
-		if m.Role != "assistant" {
+		if m.Role != RoleAssistant {
 			continue
 		}
 		calls := m.ToolCalls()
 		if len(calls) == 0 {
 			continue
 		}
-		hasResults := i+1 < len(msgs) && msgs[i+1].Role == "user" && !msgs[i+1].isPrompt()
+		hasResults := i+1 < len(msgs) && msgs[i+1].Role == RoleUser && !msgs[i+1].isPrompt()
 		answered := map[string]bool{}
 		if hasResults {
 			for _, b := range msgs[i+1].Content {
-				if b.Type == "tool_result" {
+				if b.Type == BlockToolResult {
 					answered[b.CallID] = true
 				}
 			}
@@ -816,7 +819,7 @@ func repairOrphanedCalls(msgs []Message, lines []int) (out []Message, notes []st
 			tailOnly = false
 			continue
 		}
-		fixed = append(fixed, Message{Role: "user", Content: missing, Time: m.Time})
+		fixed = append(fixed, Message{Role: RoleUser, Content: missing, Time: m.Time})
 		if i+1 < len(msgs) {
 			tailOnly = false
 		}
@@ -960,7 +963,7 @@ func (s *Session) Fork(at int, msgs []Message) (*Session, error) {
 	if at < len(msgs) && !msgs[at].isPrompt() {
 		return nil, fmt.Errorf("fork session %s: message %d is not a prompt; fork before a prompt so no tool call is cut from its result", s.Path, at+1)
 	}
-	if at > 0 && at == len(msgs) && msgs[at-1].Role == "assistant" && len(msgs[at-1].ToolCalls()) > 0 {
+	if at > 0 && at == len(msgs) && msgs[at-1].Role == RoleAssistant && len(msgs[at-1].ToolCalls()) > 0 {
 		return nil, fmt.Errorf("fork session %s: the last message kept has tool calls without results; fork before a prompt", s.Path)
 	}
 	s.mu.Lock()

@@ -154,6 +154,7 @@ func repairsMention(t *testing.T, repairs []string, parts ...string) {
 }
 
 func TestSessionRoundTrip(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	msgs := append(sampleTranscript(),
 		userMsg("and the <html> & stuff", 4),
@@ -221,6 +222,7 @@ func TestSessionRoundTrip(t *testing.T) {
 // TestSessionFileFormat pins the rows as written: a reader in any language
 // can rely on exactly this.
 func TestSessionFileFormat(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	s := NewSession(home, "/src/project", "openai", "gpt-5")
 	s.Meta.ID, s.Meta.Created = "0123abcd", sessionT0
@@ -253,6 +255,7 @@ func TestSessionFileFormat(t *testing.T) {
 // TestSessionReadsForwardCompatibleRows loads a hand-written version 1 file
 // with fields and a row type this zot does not know.
 func TestSessionReadsForwardCompatibleRows(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile(filepath.Join("testdata", "sessions", "v1-extras.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +279,7 @@ func TestSessionReadsForwardCompatibleRows(t *testing.T) {
 }
 
 func TestSessionResetRowsReplaceTheTranscript(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	msgs := sampleTranscript()
 	s := NewSession(home, cwd, "anthropic", "m")
@@ -311,6 +315,7 @@ func TestSessionResetRowsReplaceTheTranscript(t *testing.T) {
 }
 
 func TestSessionWithoutPromptLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	s := NewSession(home, cwd, "anthropic", "m")
 	for _, err := range []error{s.AppendUsage(Usage{Input: 3, CostUSD: 0.2}), s.SetModel("m2"), s.Reset(nil), s.Sync(), s.Close()} {
@@ -336,6 +341,7 @@ func TestSessionWithoutPromptLeavesNoFile(t *testing.T) {
 }
 
 func TestSessionCreateErrorNamesTheFile(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "not-a-dir")
 	os.WriteFile(home, nil, 0o600)
 	s := NewSession(home, "/x", "anthropic", "m")
@@ -346,6 +352,7 @@ func TestSessionCreateErrorNamesTheFile(t *testing.T) {
 }
 
 func TestSessionTornLastLineIsRepaired(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, tail string
 		truncated  bool
@@ -392,6 +399,7 @@ func TestSessionTornLastLineIsRepaired(t *testing.T) {
 }
 
 func TestSessionSkipsInvalidLinesInTheMiddle(t *testing.T) {
+	t.Parallel()
 	msgs := sampleTranscript()
 	path := newTestSession(t, t.TempDir(), t.TempDir(), msgs[:2])
 	appendRaw(t, path, "this is not json\n"+
@@ -421,6 +429,7 @@ func TestSessionSkipsInvalidLinesInTheMiddle(t *testing.T) {
 }
 
 func TestSessionRepairsOrphanedToolCalls(t *testing.T) {
+	t.Parallel()
 	msgs := sampleTranscript()
 	orphan := assistantMsg("Running both.", 4, callBlock("c7", `{}`), callBlock("c8", `{}`))
 	cases := []struct {
@@ -469,6 +478,7 @@ func TestSessionRepairsOrphanedToolCalls(t *testing.T) {
 }
 
 func TestSessionRefusesNewerFormat(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "new.jsonl")
 	os.WriteFile(path, []byte(`{"type":"meta","version":2,"id":"x","shiny":true}`+"\n"+`{"type":"hologram"}`+"\n"), 0o600)
 	_, _, err := OpenSession(path)
@@ -479,6 +489,7 @@ func TestSessionRefusesNewerFormat(t *testing.T) {
 }
 
 func TestSessionRefusesFilesThatAreNotSessions(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"empty":            "",
 		"text":             "# notes\nhello\n",
@@ -507,6 +518,7 @@ func TestSessionRefusesFilesThatAreNotSessions(t *testing.T) {
 }
 
 func TestListSessionsNewestFirst(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	if list, err := ListSessions(home, cwd); err != nil || len(list) != 0 {
 		t.Fatalf("no sessions yet: %v, %v", list, err)
@@ -550,6 +562,7 @@ func TestListSessionsNewestFirst(t *testing.T) {
 }
 
 func TestLatestSession(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	_, err := LatestSession(home, cwd)
 	if err == nil || !strings.Contains(err.Error(), "no session to continue in "+cwd) {
@@ -588,6 +601,7 @@ func TestLatestSession(t *testing.T) {
 // when the session stopped; a reset (compaction, /clear) forgets it, as
 // the agent does.
 func TestOpenSessionRestoresTheLastContextSize(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	path := newTestSession(t, home, cwd, sampleTranscript(), Usage{Input: 1000, Output: 10}, Usage{Input: 50000, CacheRead: 10000, Output: 20})
 	s, loaded, err := OpenSession(path)
@@ -618,6 +632,7 @@ func TestOpenSessionRestoresTheLastContextSize(t *testing.T) {
 }
 
 func TestSessionFork(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	msgs := append(sampleTranscript(), userMsg("now the docs", 4), assistantMsg("ok", 5))
 	path := newTestSession(t, home, cwd, msgs)
@@ -665,6 +680,7 @@ func TestSessionFork(t *testing.T) {
 }
 
 func TestSessionConcurrentAppendWritesWholeLines(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	s := NewSession(home, cwd, "anthropic", "m")
 	const writers, each = 8, 40
@@ -715,6 +731,7 @@ func TestSessionConcurrentAppendWritesWholeLines(t *testing.T) {
 }
 
 func TestFormatSessionList(t *testing.T) {
+	t.Parallel()
 	now := sessionT0.Add(24 * time.Hour)
 	list := []SessionInfo{
 		{Updated: sessionT0, Meta: SessionMeta{Model: "old"}, Model: "claude-sonnet-4-5", Messages: 12, CostUSD: 0.0123, FirstPrompt: "fix the failing test"},

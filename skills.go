@@ -1055,27 +1055,18 @@ func skillFiles(ctx context.Context, dir string) (files []string, more bool) {
 	return files, more
 }
 
-// registerSkills loads the session's skills into s.skills and registers the
-// skill tool after the built-in tools, so an extension cannot shadow it.
-// --no-skills turns both off.
-func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
-	if s.opts.noSkills {
-		return
-	}
-	s.skills = LoadSkills(s.home, s.cwd, func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	})
-	reg.SetSource("skill", []Tool{skillTool{s.skills}})
-}
+// SkillTool is the tool through which the model reads skills' bodies and
+// lists their files.
+func SkillTool(skills []Skill) Tool { return skillTool{skills} }
 
-// skillsPrompt is the manifest section of the system prompt, when the
-// model can reach the skill tool.
-func (s *setup) skillsPrompt(reg *ToolRegistry) []string {
+// SkillsPrompt is the manifest section of the system prompt, when the
+// model can reach the skill tool in reg (--tools may leave it out).
+func SkillsPrompt(reg *ToolRegistry, skills []Skill) []string {
 	t, _ := reg.Lookup("skill")
 	if _, ours := t.(skillTool); !ours {
 		return nil
 	}
-	if m := SkillManifest(s.skills); m != "" {
+	if m := SkillManifest(skills); m != "" {
 		return []string{m}
 	}
 	return nil

@@ -17,6 +17,7 @@ func skillFM(lines ...string) string {
 }
 
 func TestSkillFrontMatter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		file  string
@@ -156,6 +157,7 @@ func TestSkillFrontMatter(t *testing.T) {
 }
 
 func TestSkillFrontMatterMalformed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		file string
@@ -200,6 +202,7 @@ func TestSkillFrontMatterMalformed(t *testing.T) {
 // TestSkillFixturesLikeRealFiles loads testdata/skills, files shaped like
 // the skills people publish, and compares everything zot makes of them.
 func TestSkillFixturesLikeRealFiles(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	skills := loadSkillRoot(skillRoot{"testdata/skills", "fixtures"}, func(f string, a ...any) {
 		fmt.Fprintf(&b, "log: "+f+"\n", a...)
@@ -270,6 +273,8 @@ func skillNamed(skills []Skill, name string) (Skill, bool) {
 	return Skill{}, false
 }
 
+// TestSkillDiscoveryOrderAndShadowing is not parallel: skill discovery finds
+// the user's directories through $HOME, which skillDirs sets.
 func TestSkillDiscoveryOrderAndShadowing(t *testing.T) {
 	_, zhome, cwd, roots := skillDirs(t)
 	labels := []string{".zot/skills", "$ZOT_HOME/skills", ".claude/skills", "~/.claude/skills", ".agents/skills", "~/.agents/skills"}
@@ -325,6 +330,8 @@ func TestSkillDiscoveryOrderAndShadowing(t *testing.T) {
 	}
 }
 
+// TestSkillDiscoveryReportsAndSkipsBadFiles is not parallel: skillDirs sets
+// $HOME.
 func TestSkillDiscoveryReportsAndSkipsBadFiles(t *testing.T) {
 	_, zhome, cwd, roots := skillDirs(t)
 	root := roots[0]
@@ -369,6 +376,7 @@ func TestSkillDiscoveryReportsAndSkipsBadFiles(t *testing.T) {
 }
 
 func TestSkillEmbeddedWriteZotExtension(t *testing.T) {
+	t.Parallel()
 	var logs []string
 	skills := builtinSkills(func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
 	if len(logs) != 0 {
@@ -395,6 +403,7 @@ func TestSkillEmbeddedWriteZotExtension(t *testing.T) {
 }
 
 func TestSkillToolReturnsBodyAndFiles(t *testing.T) {
+	t.Parallel()
 	dir := writeSkill(t, t.TempDir(), "demo", skillFM("name: demo", "description: d"))
 	for _, f := range []string{"reference.md", "scripts/run.py", ".git/config", ".env", "z/deep/x.txt"} {
 		p := filepath.Join(dir, f)
@@ -457,6 +466,7 @@ func TestSkillToolReturnsBodyAndFiles(t *testing.T) {
 }
 
 func TestSkillManifest(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("word ", 300)
 	m := SkillManifest([]Skill{
 		{Name: "a", Description: "first\n  on two lines"},
@@ -476,6 +486,7 @@ func TestSkillManifest(t *testing.T) {
 }
 
 func TestSkillListFormat(t *testing.T) {
+	t.Parallel()
 	got := FormatSkillList([]Skill{
 		{Name: "demo", Description: "Demo \x1b[31mred\x1b[0m\nskill", Source: ".zot/skills"},
 		{Name: "write-zot-extension", Description: strings.Repeat("long ", 30), Source: "built-in", UserOnly: true},
@@ -494,6 +505,7 @@ func TestSkillListFormat(t *testing.T) {
 }
 
 func TestSkillToolEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t,
 		toolStep("t1", "skill", obj{"name": "demo"}),
 		replayStep{Events: anthropicEvents(gen{Text: "Used the skill."})})
@@ -540,6 +552,7 @@ func anthHasTool(r anthRequest, name string) bool {
 }
 
 func TestSkillsOffWithNoSkillsOrToolFilter(t *testing.T) {
+	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	for _, args := range [][]string{{"--no-skills"}, {"--tools", "read,bash"}, {"--no-tools"}} {
 		z := newZotRun(t)
@@ -562,6 +575,7 @@ func TestSkillsOffWithNoSkillsOrToolFilter(t *testing.T) {
 }
 
 func TestSkillsCommand(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	writeSkill(t, filepath.Join(z.cwd, ".claude", "skills"), "demo", skillFM("name: demo", "description: Demonstrates \x1b]0;title\x07skills.", "allowed-tools: Read, Bash(git diff:*)"))
 	bad := writeSkill(t, filepath.Join(z.home, "skills"), "broken", "---\nname: broken\n")

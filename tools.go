@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -609,7 +610,7 @@ func readImage(f *os.File, p, mime string, size int64) ToolResult {
 	}
 	return ToolResult{Content: []Block{
 		TextBlock(fmt.Sprintf("Image %s (%s, %s)", p, mime, sizeString(int64(len(data))))),
-		{Type: "image", MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
+		{Type: BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
 	}}
 }
 
@@ -902,15 +903,15 @@ func writeAtomic(path string, data []byte, mode fs.FileMode, owner *fileOwner) (
 	return nil
 }
 
-// bashTool runs a command line with /bin/sh. It is not jailed: a shell can
-// reach any path, so the jail would only pretend; command validators and
-// hooks are where shell commands are vetted.
+// bashTool runs a command line with bashToolShell. It is not jailed: a
+// shell can reach any path, so the jail would only pretend; command
+// validators and hooks are where shell commands are vetted.
 type bashTool struct{ env *ToolEnv }
 
 func (bashTool) Name() string { return "bash" }
 
 func (bashTool) Description() string {
-	return "Run a shell command with /bin/sh -c in the working directory; stdin is empty, stdout and stderr are merged. " +
+	return "Run a shell command with " + bashToolShell().Path + " -c in the working directory; stdin is empty, stdout and stderr are merged. " +
 		"timeout is in seconds (default 120, maximum 600). " +
 		"Output beyond 50 KiB keeps its first and last 25 KiB, and the full output is saved to a file named in the result. " +
 		"Processes the command leaves running in the background are stopped when it ends, except those started in a session of their own (setsid), which keep running."
@@ -953,8 +954,29 @@ func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(st
 	return res
 }
 
+// commandShell is the shell the bash tool runs command lines with. The
+// validators' splitter reads a line by the grammar of this same shell.
+type commandShell struct {
+	Path string // absolute
+	Bash bool   // false: a POSIX sh, read as dash or bash --posix would
+}
+
+// bashToolShell finds the shell once, the first time it is needed: bash at
+// a well-known path, else the first bash on $PATH, else /bin/sh.
+var bashToolShell = sync.OnceValue(func() commandShell {
+	for _, p := range []string{"/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash", "/opt/homebrew/bin/bash"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return commandShell{Path: p, Bash: true}
+		}
+	}
+	if p, err := exec.LookPath("bash"); err == nil && filepath.IsAbs(p) {
+		return commandShell{Path: p, Bash: true}
+	}
+	return commandShell{Path: "/bin/sh"}
+})
+
 // shellArgv is the command line that runs a bash tool command.
-func shellArgv(command string) []string { return []string{"/bin/sh", "-c", command} }
+func shellArgv(command string) []string { return []string{bashToolShell().Path, "-c", command} }
 
 // runShell runs command in a session of its own (startProc), stdout and
 // stderr on one pipe so their order is kept. When the shell exits, what its

@@ -22,11 +22,9 @@ import (
 )
 
 // toolsIn makes a ToolEnv on a fresh directory and returns its tools by
-// name. It points os.TempDir, where bash spills output, at a directory of
-// the test's own, so spill files are cleaned up and others' do not matter.
+// name.
 func toolsIn(t *testing.T, jail bool) (dir string, env *ToolEnv, tools map[string]Tool) {
 	t.Helper()
-	t.Setenv("TMPDIR", t.TempDir())
 	dir = t.TempDir()
 	env = NewToolEnv(dir, jail)
 	tools = map[string]Tool{}
@@ -55,8 +53,16 @@ func callCtx(t *testing.T, ctx context.Context, tool Tool, args any, progress fu
 	if progress == nil {
 		progress = func(string) {}
 	}
-	return tool.Run(ctx, json.RawMessage(raw), progress)
+	r := tool.Run(ctx, json.RawMessage(raw), progress)
+	if spill := spillName.FindString(text(r)); spill != "" {
+		t.Cleanup(func() { os.Remove(spill) })
+	}
+	return r
 }
+
+// spillName matches the file in os.TempDir where bash keeps output it cut;
+// callCtx removes it when the test ends.
+var spillName = regexp.MustCompile(`/\S*zot-bash-\S+\.log`)
 
 func text(r ToolResult) string {
 	var parts []string
@@ -172,6 +178,7 @@ func checkNoGoroutineLeak(t *testing.T) {
 }
 
 func TestToolBuiltinsOrderAndSchemas(t *testing.T) {
+	t.Parallel()
 	_, env, _ := toolsIn(t, false)
 	var names []string
 	for _, tool := range BuiltinTools(env) {
@@ -202,6 +209,7 @@ func TestToolBuiltinsOrderAndSchemas(t *testing.T) {
 }
 
 func TestToolInvalidArgumentsNameTheField(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "f.txt"), "hello\n", 0o644)
 	cases := []struct {
@@ -243,6 +251,7 @@ func TestToolInvalidArgumentsNameTheField(t *testing.T) {
 }
 
 func TestToolUnknownFieldsAndQuotedNumbersAreAccepted(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "f.txt"), numberedLines(1, 5), 0o644)
 	got := mustOK(t, call(t, tools["read"], `{"path":"f.txt","offset":"2","limit":1,"mystery":true}`))
@@ -252,6 +261,7 @@ func TestToolUnknownFieldsAndQuotedNumbersAreAccepted(t *testing.T) {
 }
 
 func TestReadOffsetLimitAndContinuation(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "ten.txt"), numberedLines(1, 10), 0o644)
 	writeFile(t, filepath.Join(dir, "open.txt"), "a\nb\nc", 0o644)
@@ -280,6 +290,7 @@ func TestReadOffsetLimitAndContinuation(t *testing.T) {
 }
 
 func TestReadOffsetPastEndNamesLineCount(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "ten.txt"), numberedLines(1, 10), 0o644)
 	writeFile(t, filepath.Join(dir, "open.txt"), "a\nb\nc", 0o644)
@@ -294,6 +305,7 @@ func TestReadOffsetPastEndNamesLineCount(t *testing.T) {
 }
 
 func TestReadStopsAt2000Lines(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "f.txt"), numberedLines(1, 2500), 0o644)
 	got := mustOK(t, call(t, tools["read"], map[string]any{"path": "f.txt", "limit": 5000}))
@@ -307,6 +319,7 @@ func TestReadStopsAt2000Lines(t *testing.T) {
 }
 
 func TestReadStopsAt50KiBAndContinuesWhereItStopped(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	var file strings.Builder
 	for i := 1; i <= 1000; i++ {
@@ -343,6 +356,7 @@ func TestReadStopsAt50KiBAndContinuesWhereItStopped(t *testing.T) {
 }
 
 func TestReadCutsALineLongerThanTheBudget(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	long := strings.Repeat("é", 100<<10) // 200 KiB of two-byte characters
 	writeFile(t, filepath.Join(dir, "f.txt"), "short\n"+long+"\nafter\n", 0o644)
@@ -365,6 +379,9 @@ func TestReadCutsALineLongerThanTheBudget(t *testing.T) {
 }
 
 func TestReadLine1000000OfABigFileStreams(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	dir, _, tools := toolsIn(t, false)
 	path := filepath.Join(dir, "big.txt")
 	f, err := os.Create(path)
@@ -396,6 +413,7 @@ func TestReadLine1000000OfABigFileStreams(t *testing.T) {
 }
 
 func TestReadImagesComeBackAsImageBlocks(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	for _, c := range []struct{ name, magic, mime string }{
 		{"a.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "image/png"},
@@ -424,6 +442,7 @@ func TestReadImagesComeBackAsImageBlocks(t *testing.T) {
 }
 
 func TestReadRefusesImagesAbove5MB(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	path := filepath.Join(dir, "huge.png")
 	writeFile(t, path, "\x89PNG\r\n\x1a\n", 0o644)
@@ -434,6 +453,7 @@ func TestReadRefusesImagesAbove5MB(t *testing.T) {
 }
 
 func TestReadRefusesBinaryFilesDirectoriesAndMissingFiles(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "prog"), "\x7fELF\x02\x01\x01\x00\x00\x00", 0o755)
 	writeFile(t, filepath.Join(dir, "sub", "x"), "", 0o644)
@@ -447,6 +467,7 @@ func TestReadRefusesBinaryFilesDirectoriesAndMissingFiles(t *testing.T) {
 }
 
 func TestReadAndWriteRefuseNamedPipesWithoutBlocking(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
 		t.Skip(err)
@@ -456,6 +477,7 @@ func TestReadAndWriteRefuseNamedPipesWithoutBlocking(t *testing.T) {
 }
 
 func TestWriteCreatesParentsAndNewFilesAre0644(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["write"], map[string]any{"path": "a/b/c.txt", "content": "hi\n"}))
 	if got != "Wrote 3 bytes to a/b/c.txt (new file)" {
@@ -469,6 +491,7 @@ func TestWriteCreatesParentsAndNewFilesAre0644(t *testing.T) {
 }
 
 func TestWriteKeepsExistingMode(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	for _, mode := range []os.FileMode{0o755, 0o600, 0o640} {
 		path := filepath.Join(dir, fmt.Sprintf("f%o", mode))
@@ -485,6 +508,7 @@ func TestWriteKeepsExistingMode(t *testing.T) {
 }
 
 func TestWriteThroughSymlinkKeepsTheLink(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "real.txt"), "old", 0o644)
 	os.Symlink("real.txt", filepath.Join(dir, "link.txt"))
@@ -498,6 +522,7 @@ func TestWriteThroughSymlinkKeepsTheLink(t *testing.T) {
 }
 
 func TestWriteFailureLeavesOldFileAndNoTempFile(t *testing.T) {
+	t.Parallel()
 	t.Run("parent is a file", func(t *testing.T) {
 		dir, _, tools := toolsIn(t, false)
 		writeFile(t, filepath.Join(dir, "file.txt"), "old", 0o644)
@@ -545,6 +570,7 @@ func TestWriteFailureLeavesOldFileAndNoTempFile(t *testing.T) {
 }
 
 func TestEditReturnsUnifiedDiff(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "src", "f.txt"), numberedLines(1, 20), 0o644)
 	r := call(t, tools["edit"], map[string]any{"path": "src/f.txt", "edits": []map[string]string{
@@ -586,6 +612,7 @@ func TestEditReturnsUnifiedDiff(t *testing.T) {
 }
 
 func TestEditDiffEdgeCases(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file, old, new, diff string
 	}{
@@ -616,6 +643,7 @@ func TestEditDiffEdgeCases(t *testing.T) {
 }
 
 func TestEditFailuresChangeNothing(t *testing.T) {
+	t.Parallel()
 	const file = "package main\n\nfunc main() {\n    return x\n}\n\nfunc other() {\n    return x\n}\n"
 	cases := []struct {
 		name  string
@@ -657,6 +685,7 @@ func TestEditFailuresChangeNothing(t *testing.T) {
 }
 
 func TestEditKeepsCRLFAndBOM(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	path := filepath.Join(dir, "win.txt")
 	writeFile(t, path, "\uFEFFone\r\ntwo\r\nthree\r\n", 0o644)
@@ -674,6 +703,7 @@ func TestEditKeepsCRLFAndBOM(t *testing.T) {
 // In a file with mixed endings every line the edit does not touch keeps
 // its own; new lines take the ending of the line they land on.
 func TestEditKeepsMixedLineEndings(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	path := filepath.Join(dir, "mixed.txt")
 	for _, tc := range []struct{ file, oldText, newText, want string }{
@@ -692,6 +722,7 @@ func TestEditKeepsMixedLineEndings(t *testing.T) {
 }
 
 func TestEditKeepsFileMode(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	path := filepath.Join(dir, "run.sh")
 	writeFile(t, path, "#!/bin/sh\necho hi\n", 0o750)
@@ -703,6 +734,7 @@ func TestEditKeepsFileMode(t *testing.T) {
 }
 
 func TestEditAcceptsTheSingleEditShape(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	writeFile(t, filepath.Join(dir, "f"), "a\nb\n", 0o644)
 	mustOK(t, call(t, tools["edit"], `{"path":"f","oldText":"b","newText":"B"}`))
@@ -712,11 +744,13 @@ func TestEditAcceptsTheSingleEditShape(t *testing.T) {
 }
 
 func TestEditMissingFileSuggestsWrite(t *testing.T) {
+	t.Parallel()
 	_, _, tools := toolsIn(t, false)
 	mustFail(t, call(t, tools["edit"], map[string]any{"path": "nope.go", "edits": []map[string]string{{"oldText": "a", "newText": "b"}}}), "nope.go", "no such file", "write")
 }
 
 func TestJailRefusesPathsOutsideTheWorkingDirectory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	work, outside := filepath.Join(root, "work"), filepath.Join(root, "outside")
 	writeFile(t, filepath.Join(outside, "secret.txt"), "secret\n", 0o644)
@@ -753,6 +787,7 @@ func TestJailRefusesPathsOutsideTheWorkingDirectory(t *testing.T) {
 }
 
 func TestJailToggles(t *testing.T) {
+	t.Parallel()
 	dir, env, tools := toolsIn(t, true)
 	outside := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-outside.txt")
 	writeFile(t, outside, "x\n", 0o644)
@@ -770,6 +805,7 @@ func TestJailToggles(t *testing.T) {
 }
 
 func TestBashExitCodes(t *testing.T) {
+	t.Parallel()
 	_, _, tools := toolsIn(t, false)
 	for _, c := range []struct {
 		command string
@@ -791,6 +827,7 @@ func TestBashExitCodes(t *testing.T) {
 }
 
 func TestBashMergesStdoutAndStderrInOrder(t *testing.T) {
+	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "echo 1; echo 2 >&2; echo 3; echo 4 >&2; pwd; cat"}))
 	if want := "1\n2\n3\n4\n" + dir + "\n[exit code 0]"; got != want {
@@ -799,6 +836,9 @@ func TestBashMergesStdoutAndStderrInOrder(t *testing.T) {
 }
 
 func TestBashTimeoutStopsTheCommand(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkNoGoroutineLeak(t)
 	_, _, tools := toolsIn(t, false)
 	r := call(t, tools["bash"], map[string]any{"command": "echo before; sleep 30; echo after", "timeout": 1})
@@ -809,6 +849,7 @@ func TestBashTimeoutStopsTheCommand(t *testing.T) {
 }
 
 func TestBashClampsTimeoutAndSaysSo(t *testing.T) {
+	t.Parallel()
 	_, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "true", "timeout": 100000}))
 	if !strings.Contains(got, "[timeout 100000s is above the maximum; used 600s]") {
@@ -817,6 +858,9 @@ func TestBashClampsTimeoutAndSaysSo(t *testing.T) {
 }
 
 func TestBashAbortViaContext(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkNoGoroutineLeak(t)
 	_, _, tools := toolsIn(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -834,6 +878,9 @@ func TestBashAbortViaContext(t *testing.T) {
 }
 
 func TestBashKillsTheWholeGroupEvenChildrenThatTrapTERM(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkNoGoroutineLeak(t)
 	_, _, tools := toolsIn(t, false)
 	r := call(t, tools["bash"], map[string]any{
@@ -855,6 +902,9 @@ func TestBashKillsTheWholeGroupEvenChildrenThatTrapTERM(t *testing.T) {
 }
 
 func TestBashBackgroundChildHoldingThePipeDoesNotHang(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
 	checkNoGoroutineLeak(t)
 	_, _, tools := toolsIn(t, false)
 	r := call(t, tools["bash"], map[string]any{"command": "echo start; sleep 1000 & echo bg $!", "timeout": 60})
@@ -874,6 +924,7 @@ func TestBashBackgroundChildHoldingThePipeDoesNotHang(t *testing.T) {
 var spillMarker = regexp.MustCompile(`\n\[… (\d+) bytes cut; full output in (\S+) …\]\n`)
 
 func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
+	t.Parallel()
 	_, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 100000"}))
 	var full strings.Builder
@@ -904,7 +955,10 @@ func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 	}
 }
 
+// TestBashOutputThatFitsHasNoSpillFile is not parallel: it points
+// os.TempDir at a directory of its own to see that nothing is left there.
 func TestBashOutputThatFitsHasNoSpillFile(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
 	_, _, tools := toolsIn(t, false)
 	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "head -c 40000 /dev/zero | tr '\\0' 'y'"}))
 	if got != strings.Repeat("y", 40000)+"\n[exit code 0]" {
@@ -916,6 +970,7 @@ func TestBashOutputThatFitsHasNoSpillFile(t *testing.T) {
 }
 
 func TestBashProgressReportsCompleteLinesThrottled(t *testing.T) {
+	t.Parallel()
 	_, _, tools := toolsIn(t, false)
 	var lines []string
 	start := time.Now()
@@ -940,6 +995,9 @@ func TestBashProgressReportsCompleteLinesThrottled(t *testing.T) {
 func TestBash1GBOutputStaysBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 1 GB to a temp file")
+	}
+	if !runsAlone(t) {
+		return
 	}
 	checkNoGoroutineLeak(t)
 	_, _, tools := toolsIn(t, false)
@@ -969,6 +1027,7 @@ func TestBash1GBOutputStaysBounded(t *testing.T) {
 
 // TestWriteUnderFileSizeLimit is the child half of "write fails midway".
 func TestWriteUnderFileSizeLimit(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("ZOT_FSIZE_DIR")
 	if dir == "" {
 		t.Skip("run by TestWrite… in a child process")
@@ -986,6 +1045,8 @@ func TestWriteUnderFileSizeLimit(t *testing.T) {
 	mustFail(t, r, "write f.txt", "file too large", "the file is unchanged")
 }
 
+// TestBashDoesNotInheritZotSecrets is not parallel: it sets the secrets in
+// zot's own environment.
 func TestBashDoesNotInheritZotSecrets(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-secret-a")
 	t.Setenv("OPENAI_API_KEY", "sk-secret-o")

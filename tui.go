@@ -24,15 +24,87 @@ import (
 // tui_transcript.go (agent events into the scrollback), tui_commands.go
 // (slash commands and dialogs) and tui_term.go (raw mode).
 
-// tuiExtensions is what the TUI uses of the extension host. main.go passes
+// TUIConfig is what the interactive mode gets from wire.go.
+type TUIConfig struct {
+	Agent   *Agent
+	ToolEnv *ToolEnv // /jail and /unjail; what @file may attach
+	Home    string   // history, sessions, config.json, auth.json
+	Cwd     string
+	// Provider is the one in use at startup, BaseURL its base URL and
+	// APIKey the --api-key given for it (for it alone).
+	Provider, BaseURL, APIKey string
+	ResponseTimeout           time.Duration // for a provider /model or /login switches to
+	// MissingKey, when set, says that Provider has no key yet.
+	MissingKey string
+	// Session records the conversation; nil with --no-session. The TUI
+	// replaces it on /sessions and /fork, closes the one it replaced and
+	// tells OnSession; the last one is the caller's to close.
+	Session   *Session
+	OnSession func(*Session)
+	Notes     []string // shown at the start (session repairs)
+	AskTools  bool     // --no-yolo: ask before each tool call
+	Sandbox   string   // the mode bash commands run in (docs/sandbox.md)
+}
+
+// tuiExtensions is what the TUI uses of the extension host. wire.go passes
 // the host (nil when there is none); notes and panel updates come in
 // through TUI.Note and TUI.Panel.
 type tuiExtensions interface {
-	Commands() []ExtCommand
-	InvokeCommand(ctx context.Context, name, args string) (CommandResponse, error)
+	Commands() []tuiCommand
+	InvokeCommand(ctx context.Context, name, args string) (tuiCommandResponse, error)
 	PanelKey(panelID, key, text string) error
 	ClosePanel(panelID string) error
-	Reload(ctx context.Context) ReloadStats
+	Reload(ctx context.Context) tuiReloadStats
+}
+
+// tuiCommand is a slash command of the extension host.
+type tuiCommand struct {
+	Name        string
+	Description string
+	Extension   string
+}
+
+// tuiCommandResponse is the host's answer to a command: Action is prompt,
+// insert, display or noop; Error, when set, is shown whatever the action.
+// Panel, when set, opens a panel.
+type tuiCommandResponse struct {
+	Action  string
+	Prompt  string
+	Insert  string
+	Display string
+	Error   string
+	Panel   *tuiPanel
+}
+
+// tuiPanel is an overlay an extension draws and that receives keys.
+type tuiPanel struct {
+	ID        string
+	Title     string
+	Lines     []string
+	Footer    string
+	Extension string
+}
+
+// tuiPanelUpdate opens, redraws or closes a panel.
+type tuiPanelUpdate struct {
+	Kind  string // open, render, close
+	Panel tuiPanel
+}
+
+// tuiNote is a line for the user from what runs beside the agent: an
+// extension (Extension is its name), MCP servers ("mcp:NAME") or hooks.
+// Clear retracts Extension's notes.
+type tuiNote struct {
+	Extension string
+	Level     string
+	Message   string
+	Clear     bool
+}
+
+// tuiReloadStats is what /reload-ext did.
+type tuiReloadStats struct {
+	Stopped, Loaded, Ready int
+	Errors                 []string
 }
 
 // TUI is the interactive mode. Set Ext and Skills before Run; Note and
@@ -47,7 +119,7 @@ type TUI struct {
 	// (the extension host's event fan-out).
 	Observe Sink
 
-	s   *setup
+	cfg TUIConfig
 	out io.Writer
 
 	inboxMu sync.Mutex
@@ -68,6 +140,10 @@ type TUI struct {
 	approved   map[string]bool
 
 	// Everything below belongs to the UI loop.
+	agent         *Agent
+	provider      string   // in use now
+	missingKey    string   // the provider in use has no key
+	session       *Session // nil with --no-session
 	width, height int
 	scr           screen
 	commit        []string // rows to print above the live region
@@ -81,13 +157,14 @@ type TUI struct {
 	run           *runState
 	runSeq        int
 	queue         []queuedPrompt
-	notes         []ExtNote
+	notes         []tuiNote
 	hint          string
 	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
-	lastBlock     string // what the scrollback ends with: "text", "tool" or ""
-	rule          string // the line above the editor, for the current width
+	lastBlock     string      // what the scrollback ends with: "text", "tool" or ""
+	lastResult    *toolResult // what ctrl+o shows in full
+	rule          string      // the line above the editor, for the current width
 
 	panelKeys chan panelMsg
 	keyBuf    []byte
@@ -120,9 +197,14 @@ type streamState struct {
 	started    bool     // rows of the unfinished line were committed
 	md         mdState  // markdown state after the committed lines
 	liveText   []string // rows of the unfinished line not yet committed
+	table      *mdTable // the table whose rows are arriving, held until it ends
 	cells      []cell   // reused for laying out the unfinished line
 	hasText    bool
 	tools      []*liveTool
+	// While nothing of the model's answer has arrived, what the agent is
+	// waiting for ("waiting for the model") and since when.
+	wait      string
+	waitSince time.Time
 }
 
 // liveTool is a tool call being streamed or run.
@@ -145,66 +227,37 @@ type (
 		err error
 	}
 	msgConfirm struct{ req *confirmReq }
-	msgNote    struct{ n ExtNote }
-	msgPanel   struct{ u PanelUpdate }
+	msgNote    struct{ n tuiNote }
+	msgPanel   struct{ u tuiPanelUpdate }
 	msgCmdDone struct {
 		name string
-		resp CommandResponse
+		resp tuiCommandResponse
 		err  error
 	}
-	msgReloaded struct{ stats ReloadStats }
+	msgReloaded struct{ stats tuiReloadStats }
 	msgLog      struct {
 		text string
 		st   style
 	}
 )
 
-// runTUI is the interactive mode. wire, when not nil, connects what main.go
-// owns (the extension host, skills) to the TUI before it starts; the stop
-// it returns runs when the TUI has ended.
-func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer, wire func(*setup, *TUI) (stop func())) int {
-	in, inOK := stdin.(*os.File)
-	out, outOK := stdout.(*os.File)
-	if !inOK || !outOK || !isTerminal(int(in.Fd())) || !isTerminal(int(out.Fd())) {
-		fmt.Fprintln(stderr, "zot: the interactive UI needs a terminal on stdin and stdout; give a prompt with -p (or --json) to run without one, e.g. zot -p \"fix the tests\"")
-		return exitUsage
-	}
-	o.interactive = true
-	resume := o.resume
-	o.resume = false // the TUI shows its own session picker
-	s, err := newSetup(o, stderr)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer s.close()
-	if err := s.openSession(true, nil); err != nil {
-		return fail(stderr, err)
-	}
-	t := newTUI(s, out)
-	if wire != nil {
-		if stop := wire(s, t); stop != nil {
-			defer stop()
-		}
-	}
-	t.chainGates()
-	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
-}
-
-func newTUI(s *setup, out io.Writer) *TUI {
-	t := &TUI{s: s, out: out, wake: make(chan struct{}, 1), width: 80, height: 24,
-		askTools: s.opts.noYolo, approved: map[string]bool{}}
+// newTUI makes the interactive mode for cfg, drawing to out. From here on
+// the agent's log goes into the transcript.
+func newTUI(cfg TUIConfig, out io.Writer) *TUI {
+	t := &TUI{cfg: cfg, out: out, wake: make(chan struct{}, 1), width: 80, height: 24,
+		askTools: cfg.AskTools, approved: map[string]bool{},
+		agent: cfg.Agent, provider: cfg.Provider, missingKey: cfg.MissingKey, session: cfg.Session}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.ed.histAt = -1
-	t.hist = &promptHistory{path: filepath.Join(s.home, "history"), cwd: s.cwd}
-	s.agent.Log = func(format string, args ...any) { t.Logf("zot: "+format, args...) }
+	t.hist = &promptHistory{path: filepath.Join(cfg.Home, "history"), cwd: cfg.Cwd}
+	cfg.Agent.Log = func(format string, args ...any) { t.Logf("zot: "+format, args...) }
 	return t
 }
 
-// chainGates puts the --no-yolo gate after every other check of setup and
-// makes the TUI the one that answers their questions.
-func (t *TUI) chainGates() {
-	t.s.gates = append(t.s.gates, t.yoloGate)
-	t.s.agent.BeforeToolExecute = ChainGates(t.s.gates, t.confirm)
+// ChainGates makes the agent check each tool call with gates, then the
+// --no-yolo gate, and makes the TUI the one that answers their questions.
+func (t *TUI) ChainGates(gates []ToolGate) {
+	t.agent.BeforeToolExecute = ChainGates(append(gates, t.yoloGate), t.confirm)
 }
 
 // post hands a message to the UI loop; it never blocks.
@@ -219,10 +272,10 @@ func (t *TUI) post(m any) {
 }
 
 // Note shows an extension's notify frame (or retracts its notes).
-func (t *TUI) Note(n ExtNote) { t.post(msgNote{n}) }
+func (t *TUI) Note(n tuiNote) { t.post(msgNote{n}) }
 
 // Panel opens, redraws or closes an extension's panel.
-func (t *TUI) Panel(u PanelUpdate) { t.post(msgPanel{u}) }
+func (t *TUI) Panel(u tuiPanelUpdate) { t.post(msgPanel{u}) }
 
 // Logf prints a message of zot's own into the transcript (in yellow). Parts
 // that would write to stderr while the TUI runs use it instead, since
@@ -363,20 +416,20 @@ func (t *TUI) write(b []byte) {
 // start prints the greeting and what the user should know, shows a
 // continued session, and submits the prompt given on the command line.
 func (t *TUI) start(prompt string, resume bool) {
-	h, list, err := loadHistory(t.hist.path, t.s.cwd)
+	h, list, err := loadHistory(t.hist.path, t.cfg.Cwd)
 	if err != nil {
 		t.logf(fgYellow, "zot: %v (history off for this session)", err)
 		h.path = ""
 	}
 	t.hist, t.ed.hist = h, list
-	t.commitLine(span{"zot " + version, sBold}, span{"  " + t.s.provider + "/" + t.s.agent.CurrentModel(), fgCyan}, span{"  /help for keys and commands", sDim})
-	if t.s.missingKey != "" {
+	t.commitLine(span{"zot " + version, sBold}, span{"  " + t.provider + "/" + t.agent.CurrentModel(), fgCyan}, span{"  /help for keys and commands", sDim})
+	if t.missingKey != "" {
 		t.warnNoKey()
 	}
-	for _, n := range t.s.notes {
+	for _, n := range t.cfg.Notes {
 		t.logf(fgYellow, "zot: %s", n)
 	}
-	if msgs := t.s.agent.Messages(); len(msgs) > 0 {
+	if msgs := t.agent.Messages(); len(msgs) > 0 {
 		t.commitRule("continuing " + t.sessionName())
 		t.showTranscript(msgs)
 	}
@@ -393,9 +446,9 @@ func (t *TUI) start(prompt string, resume bool) {
 }
 
 func (t *TUI) warnNoKey() {
-	env := keyEnvVar(t.s.provider)
+	env := keyEnvVar(t.provider)
 	t.logf(fgYellow, "No API key for %s. Add one with /login (saved to %s, mode 0600), or set %s and restart.",
-		t.s.provider, filepath.Join(t.s.home, "auth.json"), env)
+		t.provider, filepath.Join(t.cfg.Home, "auth.json"), env)
 	t.logf(fgYellow, "For a local model server: zot --provider ollama --model NAME, or --base-url URL for any OpenAI-compatible server.")
 }
 
@@ -487,22 +540,24 @@ func (t *TUI) key(k key) {
 	case isCtrl('c'):
 		switch {
 		case t.run != nil:
+			// Only stops: a user tapping twice to stop must not lose the
+			// session view. What was typed stays.
 			t.abort()
 		case !t.ed.empty():
-			t.ed.reset()
+			t.ed.clear()
 			t.pop = nil
-			return
 		case wasCtrlC:
 			t.exit(exitOK)
-			return
-		}
-		if t.ed.empty() {
+		default:
 			t.ctrlC = true
 			t.hint = "press ctrl+c again to exit"
 		}
 		return
 	case isCtrl('d') && t.ed.empty():
 		t.exit(exitOK)
+		return
+	case isCtrl('o'):
+		t.expandLastResult()
 		return
 	case isCtrl('l'):
 		t.write(t.scr.forget(t.width))
@@ -659,7 +714,7 @@ func (t *TUI) complete() {
 	if !ok {
 		return
 	}
-	cands := fileCandidates(t.s.cwd, ref)
+	cands := fileCandidates(t.cfg.Cwd, ref)
 	switch len(cands) {
 	case 0:
 		t.hint = "no file matches @" + oneLine(ref)
@@ -798,6 +853,10 @@ const thinkingRows = 4
 func (t *TUI) streamRows(w int) []string {
 	st := &t.stream
 	var rows []string
+	if st.wait != "" {
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{st.wait, 0},
+			span{"  " + elapsed(time.Since(st.waitSince)), sDim}))
+	}
 	if st.thinking != nil {
 		rows = append(rows, fitLine(w, span{fmt.Sprintf("∴ thinking %.0fs", time.Since(st.thinkStart).Seconds()), sDim | sItalic}))
 		tail := st.thinking
@@ -812,6 +871,9 @@ func (t *TUI) streamRows(w int) []string {
 			rows = append(rows, "  "+r)
 		}
 	}
+	if st.table != nil {
+		rows = append(rows, st.table.held(w)...)
+	}
 	rows = append(rows, st.liveText...)
 	for _, lt := range st.tools {
 		what := lt.summary
@@ -819,7 +881,7 @@ func (t *TUI) streamRows(w int) []string {
 			what = fmt.Sprintf("preparing arguments… %s", sizeString(int64(lt.argBytes)))
 		}
 		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{lt.name, sBold}, span{"  " + what, 0},
-			span{fmt.Sprintf("  %.0fs", time.Since(lt.start).Seconds()), sDim}))
+			span{"  " + elapsed(time.Since(lt.start)), sDim}))
 		for _, p := range lt.progress {
 			rows = append(rows, fitLine(w, span{"  │ ", sDim}, span{oneLine(p), sDim}))
 		}
@@ -831,28 +893,28 @@ func (t *TUI) streamRows(w int) []string {
 }
 
 // statusRow is the bottom line: model, directory, context used, tokens,
-// cost, sandbox (or else jail) and confirmation state, and while the agent works a spinner
-// with the time elapsed.
+// cost, sandbox (or else jail) and confirmation state, and while the agent
+// works a spinner with the time elapsed.
 func (t *TUI) statusRow(w int) string {
-	model := t.s.agent.CurrentModel()
-	info := lookupModel(t.s.provider, model)
-	total, last := t.s.agent.Totals()
+	model := t.agent.CurrentModel()
+	info := lookupModel(t.provider, model)
+	total, last := t.agent.Totals()
 	pct := 0
 	if info.ContextWindow > 0 {
 		pct = last * 100 / info.ContextWindow
 	}
-	parts := []span{{" " + t.s.provider + "/" + model, fgCyan}}
+	parts := []span{{" " + t.provider + "/" + model, fgCyan}}
 	add := func(s string, st style) { parts = append(parts, span{" · ", sDim}, span{s, st}) }
-	add(shortPath(t.s.cwd, 30), sDim)
+	add(shortPath(t.cfg.Cwd, 30), sDim)
 	add(fmt.Sprintf("ctx %d%%", pct), sDim)
 	add(fmt.Sprintf("↑%s ↓%s", tokenCount(total.Input+total.CacheRead+total.CacheWrite), tokenCount(total.Output)), sDim)
 	if info.Known {
 		add(fmt.Sprintf("$%.4f", total.CostUSD), sDim)
 	}
 	switch {
-	case t.s.sandbox != nil:
-		add("sandbox "+string(t.s.sandbox.Mode()), fgGreen)
-	case t.s.toolEnv.Jailed():
+	case t.cfg.Sandbox != "" && t.cfg.Sandbox != "off":
+		add("sandbox "+t.cfg.Sandbox, fgGreen)
+	case t.cfg.ToolEnv.Jailed():
 		add("jail", fgYellow)
 	default:
 		add("no jail", sDim)
@@ -871,6 +933,9 @@ func (t *TUI) statusRow(w int) string {
 		right = append(right, span{fmt.Sprintf("%d queued ", n), fgYellow})
 	}
 	rw := spansWidth(right)
+	if rw >= w {
+		return fitLine(w, right...)
+	}
 	left := fitLine(max(w-rw-1, 1), parts...)
 	pad := max(w-visibleWidth(left)-rw, 1)
 	if rw == 0 {
@@ -972,8 +1037,8 @@ func (t *TUI) setApproval(tool string, all bool) {
 
 // sessionName describes the session file for messages.
 func (t *TUI) sessionName() string {
-	if t.s.session == nil {
+	if t.session == nil {
 		return "conversation"
 	}
-	return "session " + filepath.Base(t.s.session.Path)
+	return "session " + filepath.Base(t.session.Path)
 }

@@ -27,12 +27,19 @@ func benchTUI(b *testing.B, lines int) (*TUI, *countWriter) {
 }
 
 // streamTokens is a reply cut the way providers stream it: a few
-// characters at a time, with markdown and line breaks.
-func streamTokens(paragraph bool) []string {
+// characters at a time, with markdown and line breaks; or one long
+// paragraph; or a long Go code block.
+func streamTokens(shape string) []string {
 	text := "Here is the plan. First, **read** the `main.go` file and find the handler; then change the loop so that it " +
 		"stops early when the context is cancelled.\n\n- one\n- two\n\n```go\nfor ctx.Err() == nil {\n\tstep()\n}\n```\n"
-	if paragraph {
+	switch shape {
+	case "long-paragraph":
 		text = strings.Repeat("a long paragraph without any line break keeps growing token by token ", 60)
+	case "code-block":
+		text = "```go\n" + strings.Repeat("func (s *server) handle(ctx context.Context, n int) error {\n"+
+			"\t// retry until the context ends\n\tfor i := 0; i < n && ctx.Err() == nil; i++ {\n"+
+			"\t\tif err := s.step(\"request\", 0x1f); err != nil {\n\t\t\treturn fmt.Errorf(\"step %d: %w\", i, err)\n"+
+			"\t\t}\n\t}\n\treturn nil\n}\n\n", 10) + "```\n"
 	}
 	var tokens []string
 	for len(text) > 0 {
@@ -48,13 +55,14 @@ func streamTokens(paragraph bool) []string {
 // what reaches the terminal.
 func BenchmarkTUIStreamToken(b *testing.B) {
 	for _, c := range []struct {
-		name      string
-		lines     int
-		paragraph bool
-	}{{"transcript=0", 0, false}, {"transcript=10000", 10000, false}, {"transcript=10000/long-paragraph", 10000, true}} {
+		name  string
+		lines int
+		shape string
+	}{{"transcript=0", 0, ""}, {"transcript=10000", 10000, ""}, {"transcript=10000/long-paragraph", 10000, "long-paragraph"},
+		{"transcript=10000/code-block", 10000, "code-block"}} {
 		b.Run(c.name, func(b *testing.B) {
 			tui, cw := benchTUI(b, c.lines)
-			tokens := streamTokens(c.paragraph)
+			tokens := streamTokens(c.shape)
 			feed(tui, Event{Type: "assistant_start"})
 			cw.n = 0
 			b.ReportAllocs()

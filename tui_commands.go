@@ -44,7 +44,7 @@ func builtinCommands() []slashCommand {
 }
 
 // tuiCommandNames are the names of the built-in commands, which
-// extensions may not take: main.go reserves them in the extension host.
+// extensions may not take: wire.go reserves them in the extension host.
 func tuiCommandNames() []string {
 	var names []string
 	for _, c := range builtinCommands() {
@@ -109,16 +109,17 @@ func (t *TUI) command(name, args string) {
 		c.run(t, args)
 		return
 	}
-	t.runExtCommand(name, args)
+	t.invokeExtCommand(name, args)
 }
 
 func (t *TUI) cmdHelp(string) {
 	keys := [][2]string{
 		{"enter", "send (while the agent works: queue)"},
-		{"alt+enter, ctrl+j, \\ at the end", "new line"},
+		{"shift+enter, alt+enter, ctrl+j, \\ at the end", "new line"},
 		{"esc", "stop the agent · close a popup or dialog · clear notes"},
-		{"ctrl+c", "stop the agent · clear the editor · on an empty editor, twice to exit"},
+		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
+		{"ctrl+o", "show the last tool result in full"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},
@@ -143,15 +144,35 @@ func (t *TUI) cmdHelp(string) {
 		title string
 		rows  [][2]string
 	}{{"Keys", keys}, {"Commands", cmds}, {"Extension commands", ext}} {
-		if len(section.rows) == 0 {
-			continue
-		}
-		t.commitLine(span{section.title, sBold})
-		for _, r := range section.rows {
-			name := fmt.Sprintf("  %-26s ", r[0])
-			t.commitRows(plainRows(r[1], t.width, 0, []span{{name, fgCyan}}, []span{{strings.Repeat(" ", stringWidth(name)), 0}}))
+		if len(section.rows) > 0 {
+			t.commitLine(span{section.title, sBold})
+			t.commitRows(helpRows(section.rows, t.width))
 		}
 	}
+}
+
+// helpRows lays out names and what they do in two columns: the names as
+// wide as the widest of them, but at most two fifths of the width; a
+// longer name takes a row of its own, its text the rows below. Both
+// columns wrap between words. The text is clean (ours, or cleaned).
+func helpRows(rows [][2]string, width int) []string {
+	nameW := 0
+	for _, r := range rows {
+		nameW = max(nameW, stringWidth(r[0]))
+	}
+	nameW = min(nameW, max(width*2/5, 8))
+	pad := []span{{strings.Repeat(" ", 2+nameW+2), 0}}
+	var out []string
+	for _, r := range rows {
+		if w := stringWidth(r[0]); w <= nameW {
+			first := []span{{"  " + r[0] + strings.Repeat(" ", nameW-w+2), fgCyan}}
+			out = append(out, plainRows(r[1], width, 0, first, pad)...)
+			continue
+		}
+		out = append(out, plainRows(r[0], width, fgCyan, []span{{"  ", 0}}, []span{{"  ", 0}})...)
+		out = append(out, plainRows(r[1], width, 0, pad, pad)...)
+	}
+	return out
 }
 
 // Models and providers.
@@ -169,8 +190,8 @@ func (t *TUI) cmdModel(args string) {
 			choices = append(choices, choice{p, m.ID, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output)})
 		}
 	}
-	if !lookupModel(t.s.provider, t.s.agent.CurrentModel()).Known {
-		choices = append(choices, choice{t.s.provider, t.s.agent.CurrentModel(), "(current)"})
+	if !lookupModel(t.provider, t.agent.CurrentModel()).Known {
+		choices = append(choices, choice{t.provider, t.agent.CurrentModel(), "(current)"})
 	}
 	nameW := 0
 	for _, c := range choices {
@@ -180,7 +201,7 @@ func (t *TUI) cmdModel(args string) {
 	sel := 0
 	for i, c := range choices {
 		mark := "  "
-		if c.provider == t.s.provider && c.id == t.s.agent.CurrentModel() {
+		if c.provider == t.provider && c.id == t.agent.CurrentModel() {
 			mark, sel = "• ", i
 		}
 		name := c.provider + "/" + c.id
@@ -200,15 +221,15 @@ func (t *TUI) parseModel(arg string) (provider, id string) {
 	if p, rest, ok := strings.Cut(arg, "/"); ok && (p == "anthropic" || p == "openai" || p == "ollama") {
 		return p, rest
 	}
-	if lookupModel(t.s.provider, arg).Known {
-		return t.s.provider, arg
+	if lookupModel(t.provider, arg).Known {
+		return t.provider, arg
 	}
 	for _, p := range []string{"anthropic", "openai"} {
 		if lookupModel(p, arg).Known {
 			return p, arg
 		}
 	}
-	return t.s.provider, arg
+	return t.provider, arg
 }
 
 // switchModel changes the model, and the provider with it when it differs,
@@ -223,24 +244,23 @@ func (t *TUI) switchModel(provider, id string) {
 		return
 	}
 	var ok bool
-	if provider != t.s.provider {
+	if provider != t.provider {
 		ok = t.useProvider("/model", provider, id)
 	} else {
-		ok = t.applied("/model", t.s.agent.SetModel(id))
+		ok = t.applied("/model", t.agent.SetModel(id))
 	}
 	if !ok {
 		return
 	}
-	t.s.model = id
 	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}
-	if err := saveConfig(t.s.home, cfg); err != nil {
+	if err := saveConfig(t.cfg.Home, cfg); err != nil {
 		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
 	}
 	t.logf(fgCyan, "model: %s/%s", provider, id)
 	if !lookupModel(provider, id).Known {
 		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
 	}
-	if t.s.missingKey != "" {
+	if t.missingKey != "" {
 		t.warnNoKey()
 	}
 }
@@ -253,19 +273,19 @@ func (t *TUI) useProvider(what, name, model string) bool {
 	base := t.baseURLFor(name)
 	var prov Provider
 	if err == nil {
-		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.s.opts.responseTimeout})
+		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout})
 	}
 	if err != nil {
 		t.logf(fgRed, "%s: %v", what, err)
 		return false
 	}
-	if !t.applied(what, t.s.agent.SetProvider(prov, model)) {
+	if !t.applied(what, t.agent.SetProvider(prov, model)) {
 		return false
 	}
-	t.s.provider = name
-	t.s.missingKey = ""
+	t.provider = name
+	t.missingKey = ""
 	if key == "" && name != "ollama" && base == "" {
-		t.s.missingKey = "no API key for " + name
+		t.missingKey = "no API key for " + name
 	}
 	return true
 }
@@ -300,26 +320,19 @@ func (t *TUI) idle(what string) bool {
 // for the provider it was given with.
 func (t *TUI) keyFor(provider string) (key, source string, err error) {
 	flagKey := ""
-	if provider == t.startProvider() {
-		flagKey = t.s.opts.apiKey
+	if provider == t.cfg.Provider {
+		flagKey = t.cfg.APIKey
 	}
-	return resolveKey(provider, flagKey, t.s.home)
-}
-
-func (t *TUI) startProvider() string {
-	if t.s.startProvider != "" {
-		return t.s.startProvider
-	}
-	return t.s.provider
+	return resolveKey(provider, flagKey, t.cfg.Home)
 }
 
 // baseURLFor is the base URL of a provider: the one in use at startup for
 // that provider, else the one config.json remembers for it.
 func (t *TUI) baseURLFor(provider string) string {
-	if provider == t.startProvider() {
-		return t.s.baseURL
+	if provider == t.cfg.Provider {
+		return t.cfg.BaseURL
 	}
-	if cfg, err := loadConfig(t.s.home); err == nil && cfg.Provider == provider {
+	if cfg, err := loadConfig(t.cfg.Home); err == nil && cfg.Provider == provider {
 		return cfg.BaseURL
 	}
 	return ""
@@ -328,18 +341,18 @@ func (t *TUI) baseURLFor(provider string) string {
 // Sessions.
 
 func (t *TUI) cmdSessions(string) {
-	list, err := ListSessions(t.s.home, t.s.cwd)
+	list, err := ListSessions(t.cfg.Home, t.cfg.Cwd)
 	if err != nil {
 		t.logf(fgRed, "/sessions: %v", err)
 		return
 	}
 	if len(list) == 0 {
-		t.logf(sDim, "no saved sessions for %s yet", t.s.cwd)
+		t.logf(sDim, "no saved sessions for %s yet", t.cfg.Cwd)
 		return
 	}
 	lines := strings.Split(strings.TrimRight(FormatSessionList(list, time.Now()), "\n"), "\n")
 	for i := range lines {
-		if t.s.session != nil && list[i].Path == t.s.session.Path {
+		if t.session != nil && list[i].Path == t.session.Path {
 			lines[i] += "  (current)"
 		}
 	}
@@ -355,7 +368,7 @@ func (t *TUI) resumeSession(path string) {
 	if !t.idle("/sessions") {
 		return
 	}
-	if t.s.session != nil && t.s.session.Path == path {
+	if t.session != nil && t.session.Path == path {
 		t.logf(sDim, "already in this session")
 		return
 	}
@@ -364,7 +377,7 @@ func (t *TUI) resumeSession(path string) {
 		t.logf(fgRed, "/sessions: %v", err)
 		return
 	}
-	if err := loaded.Restore(t.s.agent); err != nil {
+	if err := loaded.Restore(t.agent); err != nil {
 		sess.Close()
 		t.logf(fgRed, "/sessions: %v", err)
 		return
@@ -380,9 +393,12 @@ func (t *TUI) resumeSession(path string) {
 
 // swapSession makes sess the session recording the conversation.
 func (t *TUI) swapSession(sess *Session) {
-	old := t.s.session
-	t.s.session = sess
-	t.s.agent.Recorder = sess
+	old := t.session
+	t.session = sess
+	t.agent.Recorder = sess
+	if t.cfg.OnSession != nil {
+		t.cfg.OnSession(sess)
+	}
 	if old != nil {
 		if err := old.Close(); err != nil {
 			t.logf(fgYellow, "zot: %v", err)
@@ -391,7 +407,7 @@ func (t *TUI) swapSession(sess *Session) {
 }
 
 func (t *TUI) cmdFork(string) {
-	msgs := t.s.agent.Messages()
+	msgs := t.agent.Messages()
 	var at []int
 	var items []string
 	for i, m := range msgs {
@@ -420,19 +436,19 @@ func (t *TUI) forkAt(at, n int, msgs []Message) {
 		return
 	}
 	prompt, _ := splitPrompt(msgs[at])
-	if t.s.session != nil {
-		child, err := t.s.session.Fork(at, msgs)
+	if t.session != nil {
+		child, err := t.session.Fork(at, msgs)
 		if err != nil {
 			t.logf(fgRed, "/fork: %v", err)
 			return
 		}
-		if err := t.s.agent.SetMessages(msgs[:at], Usage{}); err != nil {
+		if err := t.agent.SetMessages(msgs[:at], Usage{}); err != nil {
 			child.Close()
 			t.logf(fgRed, "/fork: %v", err)
 			return
 		}
 		t.swapSession(child)
-	} else if err := t.s.agent.SetMessages(msgs[:at], Usage{}); err != nil {
+	} else if err := t.agent.SetMessages(msgs[:at], Usage{}); err != nil {
 		t.logf(fgRed, "/fork: %v", err)
 		return
 	}
@@ -442,11 +458,12 @@ func (t *TUI) forkAt(at, n int, msgs []Message) {
 
 func (t *TUI) cmdCompact(string) {
 	t.commitLine(span{"compacting the conversation…", sDim})
-	t.beginRun(func(ctx context.Context, sink Sink) error { return t.s.agent.Compact(ctx, sink) })
+	t.beginRun(func(ctx context.Context, sink Sink) error { return t.agent.Compact(ctx, sink) })
+	t.waitFor("summarising the conversation")
 }
 
 func (t *TUI) cmdClear(string) {
-	if err := t.s.agent.Clear(); err != nil {
+	if err := t.agent.Clear(); err != nil {
 		t.logf(fgRed, "/clear: %v", err)
 		return
 	}
@@ -455,12 +472,12 @@ func (t *TUI) cmdClear(string) {
 }
 
 func (t *TUI) cmdJail(string) {
-	t.s.toolEnv.SetJail(true)
-	t.logf(fgCyan, "jail on: read, write and edit stay inside %s (bash is not confined)", t.s.cwd)
+	t.cfg.ToolEnv.SetJail(true)
+	t.logf(fgCyan, "jail on: read, write and edit stay inside %s (bash is not confined)", t.cfg.Cwd)
 }
 
 func (t *TUI) cmdUnjail(string) {
-	t.s.toolEnv.SetJail(false)
+	t.cfg.ToolEnv.SetJail(false)
 	t.logf(fgYellow, "jail off: read, write and edit may reach any path")
 }
 
@@ -498,7 +515,7 @@ func (t *TUI) cmdReloadExt(string) {
 	}()
 }
 
-func (t *TUI) reloaded(st ReloadStats) {
+func (t *TUI) reloaded(st tuiReloadStats) {
 	t.donePending("reload-ext")
 	t.extItems = nil
 	t.logf(fgCyan, "extensions reloaded: stopped %d, loaded %d, ready %d", st.Stopped, st.Loaded, st.Ready)
@@ -516,7 +533,7 @@ func (t *TUI) donePending(name string) {
 	}
 }
 
-func (t *TUI) runExtCommand(name, args string) {
+func (t *TUI) invokeExtCommand(name, args string) {
 	if t.Ext == nil {
 		t.logf(fgRed, "/%s: extensions are not available", name)
 		return
@@ -535,7 +552,7 @@ func (t *TUI) runExtCommand(name, args string) {
 }
 
 // extCommandDone acts on an extension command's response.
-func (t *TUI) extCommandDone(name string, resp CommandResponse, err error) {
+func (t *TUI) extCommandDone(name string, resp tuiCommandResponse, err error) {
 	t.donePending(name)
 	if err != nil {
 		t.logf(fgRed, "/%s: %v", name, err)
@@ -565,7 +582,7 @@ func (t *TUI) extCommandDone(name string, resp CommandResponse, err error) {
 		t.logf(fgRed, "/%s: the extension answered with an unknown action %q", name, oneLine(resp.Action))
 	}
 	if resp.Panel != nil {
-		t.panelUpdate(PanelUpdate{Kind: "open", Panel: *resp.Panel})
+		t.panelUpdate(tuiPanelUpdate{Kind: "open", Panel: *resp.Panel})
 	}
 }
 
@@ -636,39 +653,39 @@ func (t *TUI) login(provider, key string) {
 		t.logf(sDim, "/login: no key entered; nothing saved")
 		return
 	}
-	if err := saveAuthKey(t.s.home, provider, key); err != nil {
+	if err := saveAuthKey(t.cfg.Home, provider, key); err != nil {
 		t.logf(fgRed, "/login: %v", err)
 		return
 	}
-	t.logf(fgGreen, "saved the %s key in %s (mode 0600)", provider, filepath.Join(t.s.home, "auth.json"))
+	t.logf(fgGreen, "saved the %s key in %s (mode 0600)", provider, filepath.Join(t.cfg.Home, "auth.json"))
 	if env := keyEnvVar(provider); env != "" && os.Getenv(env) != "" {
 		t.logf(fgYellow, "%s is set in the environment and is used before the saved key", env)
 	}
-	if provider == t.s.provider {
-		t.useProvider("/login", provider, t.s.agent.CurrentModel())
+	if provider == t.provider {
+		t.useProvider("/login", provider, t.agent.CurrentModel())
 	}
 }
 
 func (t *TUI) cmdLogout(args string) {
 	provider := args
 	if provider == "" {
-		provider = t.s.provider
+		provider = t.provider
 	}
 	if provider != "anthropic" && provider != "openai" {
 		t.logf(fgRed, "/logout: %q has no saved key (anthropic or openai)", provider)
 		return
 	}
-	if err := saveAuthKey(t.s.home, provider, ""); err != nil {
+	if err := saveAuthKey(t.cfg.Home, provider, ""); err != nil {
 		t.logf(fgRed, "/logout: %v", err)
 		return
 	}
-	t.logf(fgCyan, "removed the %s key from %s", provider, filepath.Join(t.s.home, "auth.json"))
+	t.logf(fgCyan, "removed the %s key from %s", provider, filepath.Join(t.cfg.Home, "auth.json"))
 	if env := keyEnvVar(provider); env != "" && os.Getenv(env) != "" {
 		t.logf(fgYellow, "%s is still set in the environment and still used", env)
 	}
-	if provider == t.s.provider {
-		t.useProvider("/logout", provider, t.s.agent.CurrentModel())
-		if t.s.missingKey != "" {
+	if provider == t.provider {
+		t.useProvider("/logout", provider, t.agent.CurrentModel())
+		if t.missingKey != "" {
 			t.warnNoKey()
 		}
 	}
@@ -702,14 +719,35 @@ func (t *TUI) dropDialogs(drop func(dialog) bool) {
 	t.dialogs = kept
 }
 
-// box frames rows: a title bar, the rows behind a bar, a footer.
+// boxInner is how wide the rows a box holds may be: its two edges and a
+// column of padding inside each take four.
+func boxInner(width int) int { return max(width-4, 1) }
+
+// box frames rows, each at most boxInner(width) wide, with both edges at
+// any width: a title bar, the rows between bars, a footer.
 func box(width int, title, footer string, body []string) []string {
-	rows := []string{fitLine(width, span{"┌─ ", sDim}, span{title, sBold}, span{" " + strings.Repeat("─", max(0, width-stringWidth(title)-4)), sDim})}
+	inner := boxInner(width)
+	rows := []string{boxEdge(width, "┌", "┐", title, sBold)}
+	left, right := dimText("│ "), dimText(" │")
 	for _, r := range body {
-		rows = append(rows, string(renderRow(nil, []span{{"│ ", sDim}}, nil))+r)
+		rows = append(rows, left+r+strings.Repeat(" ", max(inner-visibleWidth(r), 0))+right)
 	}
-	return append(rows, fitLine(width, span{"└─ " + footer + " " + strings.Repeat("─", max(0, width-stringWidth(footer)-4)), sDim}))
+	return append(rows, boxEdge(width, "└", "┘", footer, sDim))
 }
+
+// boxEdge is the top or bottom of a box: corners, and a label cut to fit
+// between them.
+func boxEdge(width int, left, right, label string, st style) string {
+	room := width - 6 // "┌─ " and " ─┐" at the least
+	if room < 1 || label == "" {
+		return fitLine(width, span{left + strings.Repeat("─", max(width-2, 0)) + right, sDim})
+	}
+	label = fitLine(room, span{label, st})
+	fill := strings.Repeat("─", max(width-5-visibleWidth(label), 1))
+	return dimText(left+"─ ") + label + dimText(" "+fill+right)
+}
+
+func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
 // pickerDialog chooses one of a list.
 type pickerDialog struct {
@@ -731,7 +769,7 @@ func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
 		if i == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(width-2, span{mark, st}, span{oneLine(d.items[i]), st}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[i]), st}))
 	}
 	footer := "↑↓ choose · enter select · esc cancel"
 	if len(d.items) > show {
@@ -776,7 +814,7 @@ type secretDialog struct {
 }
 
 func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
-	line := fitLine(width-2, span{"key: ", sBold}, span{fmt.Sprintf("(%d characters, hidden)", len(d.buf)), sDim})
+	line := fitLine(boxInner(width), span{"key: ", sBold}, span{fmt.Sprintf("(%d characters, hidden)", len(d.buf)), sDim})
 	return box(width, d.title, "enter save · esc cancel", []string{line}), 1, 2 + len("key: ")
 }
 
@@ -843,10 +881,10 @@ func (d *confirmDialog) options() [][2]string {
 // of the body is on screen.
 func (d *confirmDialog) layout(t *TUI, width int) {
 	if d.body == nil || d.bodyWidth != width {
-		d.body, d.bodyWidth = callRows(d.req.call, width-2), width
+		d.body, d.bodyWidth = callRows(d.req.call, boxInner(width)), width
 		for _, a := range d.req.asks {
 			first := []span{{oneLine(a.By) + " asks: ", fgYellow}}
-			d.body = append(d.body, plainRows(drawText(a.Reason), width-2, 0, first, []span{{"  ", 0}})...)
+			d.body = append(d.body, plainRows(drawText(a.Reason), boxInner(width), 0, first, []span{{"  ", 0}})...)
 		}
 	}
 	// The live region is at most height-1 rows; beside the status bar, one
@@ -873,14 +911,14 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 			where = fmt.Sprintf("rows %d–%d of %d · read to the end (pgdn) before answering yes", d.top+1, end, len(d.body))
 			st = fgYellow
 		}
-		body = append(body, fitLine(width-2, span{where, st}))
+		body = append(body, fitLine(boxInner(width), span{where, st}))
 	}
 	for i, o := range d.options() {
 		mark, st := "  ", style(0)
 		if i == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(width-2, span{mark, st}, span{o[1], st}, span{" (" + o[0] + ")", sDim}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{o[1], st}, span{" (" + o[0] + ")", sDim}))
 	}
 	footer := "↑↓ enter, or the letter · esc: no"
 	if time.Now().Before(d.armAt) {
@@ -1037,7 +1075,7 @@ func (d *confirmDialog) answer(ok bool) {
 // panelDialog is an extension's panel: its lines, and every key sent to
 // the extension; esc closes it.
 type panelDialog struct {
-	p ExtPanel
+	p tuiPanel
 }
 
 func (d *panelDialog) view(t *TUI, width int) ([]string, int, int) {
@@ -1045,10 +1083,10 @@ func (d *panelDialog) view(t *TUI, width int) ([]string, int, int) {
 	limit := max(t.height-8, 3)
 	for i, l := range d.p.Lines {
 		if i == limit {
-			body = append(body, fitLine(width-2, span{fmt.Sprintf("… %d more lines", len(d.p.Lines)-i), sDim}))
+			body = append(body, fitLine(boxInner(width), span{fmt.Sprintf("… %d more lines", len(d.p.Lines)-i), sDim}))
 			break
 		}
-		body = append(body, fitLine(width-2, span{oneLine(l), 0}))
+		body = append(body, fitLine(boxInner(width), span{oneLine(l), 0}))
 	}
 	footer := "esc close"
 	if d.p.Footer != "" {
@@ -1081,7 +1119,7 @@ func (d *panelDialog) key(t *TUI, k key) bool {
 }
 
 // panelUpdate applies an extension's open, render or close.
-func (t *TUI) panelUpdate(u PanelUpdate) {
+func (t *TUI) panelUpdate(u tuiPanelUpdate) {
 	var open *panelDialog
 	for _, d := range t.dialogs {
 		if p, ok := d.(*panelDialog); ok && p.p.ID == u.Panel.ID {

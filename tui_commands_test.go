@@ -29,8 +29,8 @@ func (p *hangProvider) Stream(ctx context.Context, req Request, on func(StreamEv
 // and waits until the agent is in its turn.
 func startExtPrompt(t *testing.T, tui *TUI) {
 	t.Helper()
-	tui.Ext = &fakeExt{resp: map[string]CommandResponse{"go": {Action: "prompt", Prompt: "hello"}}}
-	tui.runExtCommand("go", "")
+	tui.Ext = &fakeExt{resp: map[string]tuiCommandResponse{"go": {Action: "prompt", Prompt: "hello"}}}
+	tui.invokeExtCommand("go", "")
 	handleUntil(t, tui, isCmdDone)
 	if tui.run == nil {
 		t.Fatal("the extension's prompt did not start a run")
@@ -62,6 +62,7 @@ func homeFiles(dir string) []string {
 // may change (no provider swapped under the running prompt, no key saved,
 // no session resumed or forked), and the user is told why.
 func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, args string
 		pick       string // the picker item to choose
@@ -76,14 +77,14 @@ func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
 		t.Run(c.name+" "+c.args, func(t *testing.T) {
 			tui, v := newTestTUI(t, 120, 30)
 			prov := &hangProvider{"anthropic"}
-			tui.s.agent.Provider = prov
-			old := NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
+			tui.agent.Provider = prov
+			old := NewSession(tui.cfg.Home, tui.cfg.Cwd, "anthropic", "claude-sonnet-4-5")
 			if err := old.Append(Message{Role: "user", Content: []Block{TextBlock("an old prompt")}}); err != nil {
 				t.Fatal(err)
 			}
 			old.Close()
-			tui.swapSession(NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5"))
-			tui.s.agent.SetMessages([]Message{{Role: "user", Content: []Block{TextBlock("earlier")}}, {Role: "assistant", Content: []Block{TextBlock("ok")}}}, Usage{})
+			tui.swapSession(NewSession(tui.cfg.Home, tui.cfg.Cwd, "anthropic", "claude-sonnet-4-5"))
+			tui.agent.SetMessages([]Message{{Role: "user", Content: []Block{TextBlock("earlier")}}, {Role: "assistant", Content: []Block{TextBlock("ok")}}}, Usage{})
 
 			tui.command(c.name, c.args)
 			if len(tui.dialogs) != 1 {
@@ -98,19 +99,19 @@ func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
 				}
 			}
 			startExtPrompt(t, tui)
-			session, msgs, files := tui.s.session, len(tui.s.agent.Messages()), homeFiles(tui.s.home)
+			session, msgs, files := tui.session, len(tui.agent.Messages()), homeFiles(tui.cfg.Home)
 			tui.input([]byte(c.keys), false)
 			tui.render()
 			if want := "/" + c.name + ": busy: finish or esc the running prompt first"; !strings.Contains(v.String(), want) {
 				t.Errorf("the screen does not say %q:\n%s", want, v.String())
 			}
-			if tui.s.agent.Provider != prov || tui.s.provider != "anthropic" || tui.s.agent.CurrentModel() != "claude-sonnet-4-5" {
-				t.Errorf("the running prompt's provider changed: %s/%s (%T)", tui.s.provider, tui.s.agent.CurrentModel(), tui.s.agent.Provider)
+			if tui.agent.Provider != prov || tui.provider != "anthropic" || tui.agent.CurrentModel() != "claude-sonnet-4-5" {
+				t.Errorf("the running prompt's provider changed: %s/%s (%T)", tui.provider, tui.agent.CurrentModel(), tui.agent.Provider)
 			}
-			if tui.s.session != session || len(tui.s.agent.Messages()) != msgs || len(tui.dialogs) != 0 {
-				t.Errorf("session %v → %v, %d → %d messages, %d dialogs open", session.Path, tui.s.session.Path, msgs, len(tui.s.agent.Messages()), len(tui.dialogs))
+			if tui.session != session || len(tui.agent.Messages()) != msgs || len(tui.dialogs) != 0 {
+				t.Errorf("session %v → %v, %d → %d messages, %d dialogs open", session.Path, tui.session.Path, msgs, len(tui.agent.Messages()), len(tui.dialogs))
 			}
-			if now := homeFiles(tui.s.home); strings.Join(now, "\n") != strings.Join(files, "\n") {
+			if now := homeFiles(tui.cfg.Home); strings.Join(now, "\n") != strings.Join(files, "\n") {
 				t.Errorf("files in ZOT_HOME changed while the prompt ran:\n%s\nnow:\n%s", strings.Join(files, "\n"), strings.Join(now, "\n"))
 			}
 			stopRun(t, tui)
@@ -122,9 +123,10 @@ func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
 // another provider when the agent is idle: the agent gets the new client
 // and the new model in one step, and the session file records the model.
 func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 120, 30)
-	tui.s.agent.Provider = &hangProvider{"anthropic"}
-	sess := NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
+	tui.agent.Provider = &hangProvider{"anthropic"}
+	sess := NewSession(tui.cfg.Home, tui.cfg.Cwd, "anthropic", "claude-sonnet-4-5")
 	tui.swapSession(sess)
 	tui.command("model", "")
 	p := tui.dialogs[0].(*pickerDialog)
@@ -135,13 +137,13 @@ func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
 		}
 	}
 	tui.input([]byte("\r"), false)
-	if got := tui.s.agent.Provider; got == nil || got.Name() != "openai" || tui.s.agent.CurrentModel() != want || tui.s.provider != "openai" {
-		t.Fatalf("after picking openai/%s: %s/%s", want, tui.s.provider, tui.s.agent.CurrentModel())
+	if got := tui.agent.Provider; got == nil || got.Name() != "openai" || tui.agent.CurrentModel() != want || tui.provider != "openai" {
+		t.Fatalf("after picking openai/%s: %s/%s", want, tui.provider, tui.agent.CurrentModel())
 	}
 	if sess.Meta.Model != want {
 		t.Errorf("the session records model %q", sess.Meta.Model)
 	}
-	if b, err := os.ReadFile(filepath.Join(tui.s.home, "config.json")); err != nil || !strings.Contains(string(b), want) {
+	if b, err := os.ReadFile(filepath.Join(tui.cfg.Home, "config.json")); err != nil || !strings.Contains(string(b), want) {
 		t.Errorf("config.json: %s %v", b, err)
 	}
 }
@@ -150,6 +152,7 @@ func TestModelPickerSwitchesProviderAndModelTogether(t *testing.T) {
 // in it, so it is written 0600 whatever mode it had, unless its own mode
 // is stricter.
 func TestConfigIsPrivate(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "config.json")
 	cfg := userConfig{Provider: "openai", Model: "m", BaseURL: "https://user:secret@llm.example/v1?key=k"}
@@ -180,6 +183,7 @@ func TestConfigIsPrivate(t *testing.T) {
 // command's name, and one of its own, keeps only its own: the host
 // reserves the TUI's names, whatever list of its own it keeps.
 func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 100, 30)
 	names := tuiCommandNames()
 	if len(names) != len(builtinCommands()) || names[0] != "help" {
@@ -189,9 +193,9 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	for _, name := range append(names, "mine") {
 		frames = append(frames, obj{"type": "register_command", "name": name})
 	}
-	tui.s.opts.ext = []string{scriptedExt(t, "grabby", obj{"frames": frames})}
-	tui.s.opts.noExt, tui.s.opts.noMCP = true, true
-	stop := wireTUI(tui.s, tui)
+	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", agent: tui.agent,
+		opts: options{ext: []string{scriptedExt(t, "grabby", obj{"frames": frames})}, noExt: true, noMCP: true}}
+	stop := s.plugTUI(tui)
 	defer stop()
 	var got []string
 	for _, c := range tui.Ext.Commands() {
@@ -205,15 +209,16 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 // A resumed session shows how full its context is at once, not "ctx 0%"
 // until the next model call: through /sessions and through -c.
 func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 150, 30)
-	path := newTestSession(t, tui.s.home, tui.s.cwd, sampleTranscript(), Usage{Input: 60000})
+	path := newTestSession(t, tui.cfg.Home, tui.cfg.Cwd, sampleTranscript(), Usage{Input: 60000})
 	tui.resumeSession(path)
 	if row := plain(tui.statusRow(150)); !strings.Contains(row, "ctx 30%") {
 		t.Errorf("after /sessions the status bar is %q, want ctx 30%%", row)
 	}
-	tui.s.session.Close() // one open at a time: the file is locked while open
+	tui.session.Close() // one open at a time: the file is locked while open
 
-	s := &setup{home: tui.s.home, cwd: tui.s.cwd, provider: "anthropic", opts: options{continueLast: true},
+	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", opts: options{continueLast: true},
 		agent: NewAgent(nil, "claude-sonnet-4-5", nil)}
 	if err := s.openSession(true, nil); err != nil {
 		t.Fatal(err)
@@ -228,14 +233,15 @@ func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
 // user typed. /fork, the session lists and a resumed transcript show that
 // text, not the files: re-sending a forked prompt attaches them once.
 func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 100, 30)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Read it."})})
-	tui.s.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
-	tui.s.agent.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
-	tui.s.session = NewSession(tui.s.home, tui.s.cwd, "anthropic", "claude-sonnet-4-5")
-	tui.s.agent.Recorder = tui.s.session
-	defer func() { tui.s.session.Close() }()
-	os.WriteFile(filepath.Join(tui.s.cwd, "notes.txt"), []byte("secret contents\n"), 0o644)
+	tui.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
+	tui.agent.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	tui.session = NewSession(tui.cfg.Home, tui.cfg.Cwd, "anthropic", "claude-sonnet-4-5")
+	tui.agent.Recorder = tui.session
+	defer func() { tui.session.Close() }()
+	os.WriteFile(filepath.Join(tui.cfg.Cwd, "notes.txt"), []byte("secret contents\n"), 0o644)
 
 	tui.startPrompt(queuedPrompt{display: "check @notes.txt", text: "check @notes.txt"})
 	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
@@ -243,12 +249,12 @@ func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
 	if s := v.String(); !strings.Contains(s, "› check @notes.txt") || !strings.Contains(s, "+ @notes.txt (1 lines)") {
 		t.Fatalf("the prompt was not shown with its attachment:\n%s", s)
 	}
-	msgs := tui.s.agent.Messages()
+	msgs := tui.agent.Messages()
 	if typed, added := splitPrompt(msgs[0]); typed != "check @notes.txt" || len(added) != 2 {
 		t.Errorf("splitPrompt = %q, %+v", typed, added)
 	}
 
-	list, err := ListSessions(tui.s.home, tui.s.cwd)
+	list, err := ListSessions(tui.cfg.Home, tui.cfg.Cwd)
 	if err != nil || len(list) != 1 || list[0].FirstPrompt != "check @notes.txt" {
 		t.Errorf("sessions list %+v, %v: want the first prompt as typed", list, err)
 	}
@@ -312,6 +318,7 @@ func commandFromRows(t *testing.T, rows []string) string {
 // A confirmation shows every character of a bash command: a run of
 // spaces or a newline cannot push its dangerous part out of sight.
 func TestConfirmShowsTheWholeBashCommand(t *testing.T) {
+	t.Parallel()
 	padded := "echo safe" + strings.Repeat(" ", 150) + "; echo DANGER > pwned.txt"
 	multi := "echo hi\nrm -rf ~/important\n\n  echo done"
 	long := strings.Repeat("echo line\n", 299) + "rm -rf ~/the-end"
@@ -347,6 +354,7 @@ func TestConfirmShowsTheWholeBashCommand(t *testing.T) {
 // Other tools' arguments are shown too; a long one is cut after a bounded
 // number of rows, saying how much is left out.
 func TestConfirmShowsOtherToolsArgumentsAndWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("some text\n", 99) + "last line"
 	args, _ := json.Marshal(obj{"path": "notes.txt", "content": content})
 	text := plain(strings.Join(callRows(ToolCall{Name: "write", Args: args}, 80), "\n"))
@@ -377,6 +385,7 @@ func TestConfirmShowsOtherToolsArgumentsAndWhatItLeavesOut(t *testing.T) {
 // A call taller than the terminal scrolls, and yes is taken only once its
 // last row has been on screen; no is always taken.
 func TestConfirmDialogScrollsAndWantsTheEndSeenBeforeYes(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	var cmd strings.Builder
 	for i := 1; i <= 60; i++ {

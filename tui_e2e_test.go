@@ -75,11 +75,12 @@ func (tm *tmuxTerm) typeText(s string) { tm.tmux("send-keys", "-t", "t", "-l", s
 func (tm *tmuxTerm) keys(k ...string)  { tm.tmux(append([]string{"send-keys", "-t", "t"}, k...)...) }
 
 // waitScreen waits until the screen satisfies cond, failing with the
-// screen after 10 s.
+// screen after 30 s. Each look runs a tmux client, so the looks thin out
+// from every 10 ms to every 100 ms while the wait goes on.
 func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	deadline := time.Now().Add(30 * time.Second)
+	for pause := 10 * time.Millisecond; ; pause = min(pause*3/2, 100*time.Millisecond) {
 		s := tm.screen()
 		if cond(s) {
 			return s
@@ -87,7 +88,7 @@ func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 		if time.Now().After(deadline) {
 			tm.t.Fatalf("timed out waiting for %s; the screen:\n%s", what, s)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 
@@ -139,6 +140,7 @@ func (tm *tmuxTerm) exitAndCheck() string {
 }
 
 func TestTUINeedsATerminal(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	_, stderr, code := z.run("hello")
 	if code != exitUsage || !strings.Contains(stderr, "needs a terminal") || !strings.Contains(stderr, "-p") {
@@ -151,6 +153,7 @@ func TestTUINeedsATerminal(t *testing.T) {
 }
 
 func TestTUIRestoresTheTerminalOnSignals(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "stalls"}), HangAfter: 3})
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT} {
@@ -172,6 +175,7 @@ func TestTUIRestoresTheTerminalOnSignals(t *testing.T) {
 }
 
 func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo hi-from-bash; echo second; echo third; echo fourth; echo fifth; echo sixth"}),
@@ -194,6 +198,7 @@ func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {
 }
 
 func TestTUIEscAbortsASlowStream(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	events := anthropicEvents(gen{Text: "The answer begins here and then the model stalls forever"})
 	srv := startReplay(t, replayStep{Events: events, HangAfter: 4},
@@ -213,6 +218,7 @@ func TestTUIEscAbortsASlowStream(t *testing.T) {
 }
 
 func TestTUIQueuesPromptsWhileTheAgentWorks(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	z := newZotRun(t)
 	gate := filepath.Join(z.cwd, "go-on")
@@ -246,6 +252,7 @@ func TestTUIQueuesPromptsWhileTheAgentWorks(t *testing.T) {
 }
 
 func TestTUISlashPopupAndModelSwitch(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
@@ -287,6 +294,7 @@ func TestTUISlashPopupAndModelSwitch(t *testing.T) {
 }
 
 func TestTUISessionsResumeAndContinue(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Remembered answer."})})
 	z := newZotRun(t)
@@ -316,6 +324,7 @@ func TestTUISessionsResumeAndContinue(t *testing.T) {
 }
 
 func TestTUIResizeRewrapsTheLiveRegion(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
@@ -340,6 +349,7 @@ func TestTUIResizeRewrapsTheLiveRegion(t *testing.T) {
 }
 
 func TestTUIOpensWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	z := newZotRun(t)
 	tm := startTUI(t, z)
@@ -379,6 +389,7 @@ func TestTUIOpensWithoutCredentials(t *testing.T) {
 }
 
 func TestTUINoYoloAsksBeforeEachTool(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo first-call > first.txt"}),
@@ -412,6 +423,7 @@ func TestTUINoYoloAsksBeforeEachTool(t *testing.T) {
 // The confirmation shows all of a command: neither a run of spaces nor a
 // newline hides its second half behind "echo safe …".
 func TestTUINoYoloShowsTheWholeCommand(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo safe" + strings.Repeat(" ", 150) + "; echo DANGER > pwned.txt"}),
@@ -440,6 +452,7 @@ func TestTUINoYoloShowsTheWholeCommand(t *testing.T) {
 }
 
 func TestTUIHostileModelTextIsDefused(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	hostile := "Safe start.\x1b]0;PWNED-TITLE\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[H moved \x1b[31mred\x1b[0m rm -rf /\roverwritten\n"
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: hostile})})
@@ -467,6 +480,7 @@ func TestTUIHostileModelTextIsDefused(t *testing.T) {
 // TestTUIExtensionCommandAndPanel drives an extension's command, note and
 // panel through the TUI.
 func TestTUIExtensionCommandAndPanel(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	z := newZotRun(t)
 	ext := filepath.Join(z.cwd, "ext")

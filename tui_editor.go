@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The line editor: a rune buffer with a cursor, emacs-style bindings, a
@@ -46,6 +47,13 @@ func (e *editor) empty() bool { return len(e.buf) == 0 }
 func (e *editor) set(s string) {
 	e.buf = []rune(s)
 	e.cur = len(e.buf)
+}
+
+// clear empties the editor for ctrl+c; what it held goes to the kill
+// buffer, so ctrl+y brings it back.
+func (e *editor) clear() {
+	e.kill = []rune(e.expanded())
+	e.reset()
 }
 
 // reset clears the editor after a submit; the kill buffer stays.
@@ -105,15 +113,14 @@ func textLines(s string) int {
 	return n
 }
 
-// editorClean keeps what the editor can show: no control characters but
-// newlines, tabs as spaces.
+// editorClean keeps what the editor can hold: no control characters but
+// newlines and tabs (pasted Go or a Makefile needs its tabs; the editor
+// shows them as spaces to the next tab stop).
 func editorClean(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
-		case r == '\n':
+		case r == '\n' || r == '\t':
 			return r
-		case r == '\t':
-			return ' '
 		case r < 0x20 || (r >= 0x7f && r < 0xa0) || isBidiControl(r):
 			return -1
 		}
@@ -129,7 +136,7 @@ func (e *editor) key(k key, width int) bool {
 	case keyRune:
 		switch {
 		case ctrl && !alt:
-			return e.ctrlKey(k.r)
+			return e.ctrlKey(k.r, width)
 		case alt && !ctrl:
 			return e.altKey(k.r)
 		case !ctrl && !alt:
@@ -179,7 +186,7 @@ func (e *editor) key(k key, width int) bool {
 	return true
 }
 
-func (e *editor) ctrlKey(r rune) bool {
+func (e *editor) ctrlKey(r rune, width int) bool {
 	switch r {
 	case 'a':
 		e.cur = e.lineStart(e.cur)
@@ -221,9 +228,9 @@ func (e *editor) ctrlKey(r rune) bool {
 	case 'y':
 		e.insert(e.kill)
 	case 'p':
-		e.vertical(-1, 0)
+		e.vertical(-1, width)
 	case 'n':
-		e.vertical(1, 0)
+		e.vertical(1, width)
 	default:
 		return false
 	}
@@ -263,7 +270,7 @@ func (e *editor) killRange(from, to int) {
 func (e *editor) prevCluster(i int) int {
 	for i > 0 {
 		i--
-		if runeWidth(e.buf[i]) != 0 || e.buf[i] == '\n' {
+		if startsCluster(e.buf[i]) {
 			break
 		}
 	}
@@ -275,11 +282,15 @@ func (e *editor) nextCluster(i int) int {
 		return len(e.buf)
 	}
 	i++
-	for i < len(e.buf) && e.buf[i] != '\n' && runeWidth(e.buf[i]) == 0 {
+	for i < len(e.buf) && !startsCluster(e.buf[i]) {
 		i++
 	}
 	return i
 }
+
+// startsCluster reports whether r is a character of its own rather than
+// one that joins the character before it.
+func startsCluster(r rune) bool { return runeWidth(r) != 0 || r == '\n' || r == '\t' }
 
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
 
@@ -332,7 +343,7 @@ func (e *editor) vertical(dir, width int) {
 	r := rows[target]
 	col, i := 0, r.start
 	for i < r.end {
-		w := runeWidth(e.buf[i])
+		w := editorRuneWidth(e.buf[i], col)
 		if col+w > ccol-r.indent {
 			break
 		}
@@ -374,41 +385,112 @@ const (
 	editorIndent = 2
 )
 
-// layout breaks the text into screen rows of the given width, wide
-// characters never split, and finds the cursor's row and column. A cursor
+// editorRuneWidth is the columns r takes at column col of a row: a tab
+// reaches the next tab stop, as the transcript draws it.
+func editorRuneWidth(r rune, col int) int {
+	if r == '\t' {
+		return tabWidth - col%tabWidth
+	}
+	return runeWidth(r)
+}
+
+func isBlank(r rune) bool { return r == ' ' || r == '\t' }
+
+// layout breaks the text into screen rows of the given width and finds the
+// cursor's row and column. A row breaks after the last blank that fits, so
+// words stay whole; a word wider than the row breaks where the row ends,
+// and a wide character is never split. A blank that meets the edge hangs
+// past it, undrawn, so the next row starts with the next word. A cursor
 // after a full row goes to the start of an extra row.
 func (e *editor) layout(width int) (rows []editorRow, crow, ccol int) {
 	avail := max(width-editorIndent, 1)
-	start := 0
-	crow, ccol = -1, 0
-	for {
-		lineEnd := e.lineEnd(start)
-		rowStart, col := start, 0
-		for i := start; i < lineEnd; i++ {
-			w := runeWidth(e.buf[i])
-			if col+w > avail && col > 0 {
-				rows = append(rows, editorRow{rowStart, i, editorIndent})
-				rowStart, col = i, 0
-			}
-			if i == e.cur {
-				crow, ccol = len(rows), editorIndent+col
-			}
-			col += w
-		}
-		if e.cur == lineEnd {
-			if col >= avail {
-				rows = append(rows, editorRow{rowStart, lineEnd, editorIndent})
-				rowStart, col = lineEnd, 0
-			}
-			crow, ccol = len(rows), editorIndent+col
-		}
-		rows = append(rows, editorRow{rowStart, lineEnd, editorIndent})
-		if lineEnd >= len(e.buf) {
+	for start := 0; ; {
+		end := e.lineEnd(start)
+		rows = e.wrapLine(rows, start, end, avail)
+		if end >= len(e.buf) {
 			break
 		}
-		start = lineEnd + 1
+		start = end + 1
 	}
-	return rows, crow, ccol
+	for k, r := range rows {
+		atLineEnd := r.end >= len(e.buf) || e.buf[r.end] == '\n'
+		if e.cur < r.start || e.cur > r.end || (e.cur == r.end && !atLineEnd) {
+			continue
+		}
+		col := e.cols(r.start, e.cur)
+		switch {
+		case e.cur == r.end && col >= avail && r.end > r.start:
+			rows = append(rows[:k+1], append([]editorRow{{e.cur, e.cur, editorIndent}}, rows[k+1:]...)...)
+			return rows, k + 1, editorIndent
+		case col >= avail: // on a blank hanging past the edge
+			col = avail - 1
+		}
+		return rows, k, editorIndent + col
+	}
+	return rows, 0, editorIndent
+}
+
+// wrapLine appends the rows of the line buf[start:end].
+func (e *editor) wrapLine(rows []editorRow, start, end, avail int) []editorRow {
+	rowStart, col, brk := start, 0, -1 // brk: where the row may break, after a blank
+	for i := start; i < end; i++ {
+		w := editorRuneWidth(e.buf[i], col)
+		for col+w > avail && i > rowStart && w > 0 {
+			switch {
+			case isBlank(e.buf[i]):
+				rows = append(rows, editorRow{rowStart, i + 1, editorIndent})
+				rowStart, col, brk = i+1, 0, -1
+				w = -1 // taken: it hangs at the end of the row
+			case brk > rowStart:
+				rows = append(rows, editorRow{rowStart, brk, editorIndent})
+				rowStart, col, brk = brk, e.cols(brk, i), -1
+				w = editorRuneWidth(e.buf[i], col)
+			default:
+				rows = append(rows, editorRow{rowStart, i, editorIndent})
+				rowStart, col, brk = i, 0, -1
+				w = editorRuneWidth(e.buf[i], col)
+			}
+		}
+		if w < 0 {
+			continue
+		}
+		col += w
+		if isBlank(e.buf[i]) {
+			brk = i + 1
+		}
+	}
+	return append(rows, editorRow{rowStart, end, editorIndent})
+}
+
+// cols is the width of buf[from:to], which lie on one row starting at from.
+func (e *editor) cols(from, to int) int {
+	col := 0
+	for i := from; i < to; i++ {
+		col += editorRuneWidth(e.buf[i], col)
+	}
+	return col
+}
+
+// rowCells draws one row: tabs as spaces, nothing past avail columns (a
+// blank that hangs there).
+func (e *editor) rowCells(dst []cell, r editorRow, avail int) []cell {
+	text := string(e.buf[r.start:r.end])
+	col := 0
+	for i, c := range text {
+		w := editorRuneWidth(c, col)
+		if col+w > avail {
+			break
+		}
+		if c == '\t' {
+			for range w {
+				dst = append(dst, cell{s: " ", w: 1})
+			}
+		} else {
+			dst = appendCells(dst, text[i:i+utf8.RuneLen(c)], 0)
+		}
+		col += w
+	}
+	return dst
 }
 
 // view renders the editor: at most maxRows rows, scrolled to keep the
@@ -420,17 +502,18 @@ func (e *editor) view(width, maxRows int, placeholder string) (out []string, cro
 		first = min(max(crow-maxRows/2, 0), len(rows)-maxRows)
 		rows = rows[first : first+maxRows]
 	}
+	var cells []cell
 	for _, r := range rows {
 		prefix := span{"  ", 0}
 		if r.start == 0 {
 			prefix = span{editorPrompt, fgCyan | sBold}
 		}
-		text := string(e.buf[r.start:r.end])
 		if len(e.buf) == 0 && placeholder != "" {
 			out = append(out, fitLine(width, prefix, span{placeholder, sDim}))
 			continue
 		}
-		out = append(out, string(renderRow(nil, []span{prefix}, appendCells(nil, text, 0))))
+		cells = e.rowCells(cells[:0], r, max(width-editorIndent, 1))
+		out = append(out, string(renderRow(nil, []span{prefix}, cells)))
 	}
 	return out, crow - first, ccol
 }
@@ -739,7 +822,7 @@ func attachFile(ref string, resolve func(string) (string, error)) (Block, string
 		return Block{}, "", err
 	}
 	if mime := imageType(data); mime != "" {
-		return Block{Type: "image", MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}, fmt.Sprintf("@%s (image, %s)", ref, sizeString(st.Size())), nil
+		return Block{Type: BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}, fmt.Sprintf("@%s (image, %s)", ref, sizeString(st.Size())), nil
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
@@ -761,9 +844,9 @@ const (
 // reports false for other blocks: the typed text, a hook's context.
 func describeAttachment(b Block) (string, bool) {
 	switch b.Type {
-	case "image":
+	case BlockImage:
 		return fmt.Sprintf("image (%s, %s)", b.MimeType, sizeString(int64(base64Len(b.Data)))), true
-	case "text":
+	case BlockText:
 		rest, isFile := strings.CutPrefix(b.Text, fileOpen)
 		quoted, body, _ := strings.Cut(rest, ">\n")
 		path, err := strconv.Unquote(quoted)

@@ -43,6 +43,7 @@ func openPty(t testing.TB) (master, slave *os.File) {
 // and makes the UI loop panic: the terminal must be back in the mode it was
 // in before the panic reaches the caller.
 func TestTUIRestoresTheTerminalWhenItPanics(t *testing.T) {
+	t.Parallel()
 	master, slave := openPty(t)
 	fd := int(slave.Fd())
 	before, err := getTermios(fd)

@@ -112,7 +112,7 @@ func refMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 	trimmed := strings.TrimLeft(line, " ")
 	indent := len(line) - len(trimmed)
 	if f := refFenceOpen(trimmed); f != "" && indent <= 3 {
-		st.fence = f
+		st.fence, st.code = f, codeLang(trimmed)
 		m.cells = appendCells(dst, line, base|sDim)
 		return m
 	}

@@ -425,9 +425,12 @@ func wrapCells(cells []cell, ws wrapSpec) (rows []string, ends []int) {
 // Markdown-lite.
 
 // mdState is what one line of markdown leaves for the next: whether a
-// fenced code block is open, and its fence.
+// fenced code block is open, its fence, and for a language zot highlights
+// its lexer and what a line of it left open (a comment, a string).
 type mdState struct {
 	fence string
+	code  *lexLang
+	lex   lexState
 }
 
 // mdLine is one logical line of markdown, parsed: its cells and how to
@@ -436,6 +439,7 @@ type mdLine struct {
 	cells       []cell
 	first, cont []span
 	hard        bool
+	tableRow    string // the line, clean, when it may be a row of a table
 }
 
 const (
@@ -453,7 +457,11 @@ func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 	m.cells = dst
 	m.write(raw)
 	*st = m.end()
-	return mdLine{cells: m.cells, first: m.blk.first, cont: m.blk.cont, hard: m.blk.hard}
+	l := mdLine{cells: m.cells, first: m.blk.first, cont: m.blk.cont, hard: m.blk.hard}
+	if m.blk.table {
+		l.tableRow = string(m.row)
+	}
+	return l
 }
 
 // mdStream parses one line of markdown that arrives in pieces, reading
@@ -469,6 +477,10 @@ func parseMarkdownLine(dst []cell, raw string, st *mdState, base style) mdLine {
 type mdStream struct {
 	base  style
 	fence string
+	code  *lexLang  // the language of the code block the line is in, if highlighted
+	lex   codeLexer // … reading the line, when it is code
+	info  []byte    // the start of a line that opens a fence: its language
+	row   []byte    // the line, while it may be a row of a table
 	clean sanitizer
 	head  []byte // the cleaned line while its block is undecided
 	blk   mdBlock
@@ -485,8 +497,11 @@ type mdStream struct {
 }
 
 func (m *mdStream) reset(st mdState, base style) {
-	*m = mdStream{base: base, fence: st.fence, in: inlineState{prev: ' '}, clean: sanitizer{width: runeWidth},
-		head: m.head[:0], cells: m.cells[:0], candText: m.candText[:0], buf: m.buf[:0]}
+	*m = mdStream{base: base, fence: st.fence, code: st.code, in: inlineState{prev: ' '}, clean: sanitizer{width: runeWidth},
+		head: m.head[:0], cells: m.cells[:0], candText: m.candText[:0], buf: m.buf[:0], info: m.info[:0], row: m.row[:0]}
+	if st.code != nil {
+		m.lex = newCodeLexer(st.code, st.lex, base)
+	}
 }
 
 // write adds the next piece of the line.
@@ -499,17 +514,28 @@ func (m *mdStream) write(raw string) {
 // returns the state for the next line.
 func (m *mdStream) end() mdState {
 	m.buf = m.clean.end(m.buf[:0])
-	m.finish(m.buf)
-	return mdState{fence: m.blk.fence}
+	lex := m.finish(m.buf)
+	switch {
+	case m.blk.fence == "":
+		return mdState{}
+	case m.fence == "": // the line opened the block
+		return mdState{fence: m.blk.fence, code: codeLang(string(m.info))}
+	}
+	return mdState{fence: m.blk.fence, code: m.code, lex: lex}
 }
 
-// finish reads the clean end of the line.
-func (m *mdStream) finish(text []byte) {
+// finish reads the clean end of the line and returns what a line of code
+// left open.
+func (m *mdStream) finish(text []byte) (lex lexState) {
 	m.take(text, true)
-	if m.blk.inline {
+	switch {
+	case m.blk.inline:
 		m.cells = m.in.end(m.cells, m.blk.st)
+	case m.blk.lexed:
+		m.cells, lex = m.lex.end(m.cells)
 	}
 	m.cand = nil
+	return lex
 }
 
 // drop forgets the first n cells, which were shown for good.
@@ -525,9 +551,15 @@ func (m *mdStream) pending(dst []cell) ([]cell, mdBlock) {
 	c := m.clean
 	tail := c.end(nil)
 	if !m.known {
-		line := mdStream{base: m.base, fence: m.fence, in: inlineState{prev: ' '}, head: append([]byte(nil), m.head...), cells: dst}
+		line := mdStream{base: m.base, fence: m.fence, code: m.code, lex: m.lex, in: inlineState{prev: ' '},
+			head: append([]byte(nil), m.head...), cells: dst}
 		line.finish(tail)
 		return line.cells, line.blk
+	}
+	if m.blk.lexed {
+		lex := m.lex
+		dst, _ = lex.end(lex.write(dst, string(tail)))
+		return dst, m.blk
 	}
 	in := m.in
 	return m.blk.cells(dst, &in, string(tail), true), m.blk
@@ -542,11 +574,26 @@ func (m *mdStream) take(text []byte, final bool) {
 		if !ok {
 			return
 		}
+		if b.hard && m.code != nil {
+			b.st, b.lexed = m.base, true
+		}
 		m.blk, m.known = b, true
 		text = m.head[b.start:]
 	}
 	if len(text) == 0 && !m.blk.rule {
 		return
+	}
+	if m.fence == "" && m.blk.fence != "" && len(m.info) < 64 {
+		m.info = append(m.info, text[:min(len(text), 64)]...)
+	}
+	if m.blk.lexed {
+		m.cells = m.lex.write(m.cells, string(text))
+		return
+	}
+	if m.blk.table {
+		if m.blk.table = len(m.row)+len(text) <= tableRowLimit; m.blk.table {
+			m.row = append(m.row, text...)
+		}
 	}
 	if !m.blk.inline {
 		m.cells = m.blk.cells(m.cells, nil, string(text), final)
@@ -615,6 +662,8 @@ type mdBlock struct {
 	inline      bool
 	rule        bool
 	hard        bool
+	lexed       bool // code in a language zot highlights
+	table       bool // a line that starts with '|': perhaps a row of a table
 	start       int
 	fence       string // the fence open after the line
 }
@@ -656,6 +705,10 @@ func blockFinal(h, fence string, base style, whole bool) mdBlock {
 				b.st |= sUnderline
 			}
 			b.start = len(h) - len(strings.TrimLeft(t[n:], " "))
+			return b
+		}
+		if strings.HasPrefix(t, "|") {
+			b.inline, b.st, b.table = true, base, true
 			return b
 		}
 		if whole && isRule(t) {
@@ -1011,10 +1064,24 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 func renderMarkdown(text string, width int, base style) []string {
 	var st mdState
 	var rows []string
+	var table *mdTable
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		m := parseMarkdownLine(nil, line, &st, base)
+		if m.tableRow != "" {
+			if table == nil {
+				table = &mdTable{base: base}
+			}
+			rows = append(rows, table.add(m.tableRow, width, 0)...)
+			continue
+		}
+		if table != nil {
+			rows, table = append(rows, table.finish(width)...), nil
+		}
 		r, _ := wrapCells(m.cells, wrapSpec{width: width, first: m.first, cont: m.cont, hard: m.hard})
 		rows = append(rows, r...)
+	}
+	if table != nil {
+		rows = append(rows, table.finish(width)...)
 	}
 	return rows
 }

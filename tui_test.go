@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand"
 	"os"
@@ -22,13 +21,12 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	env := NewToolEnv(cwd, false)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(env))
-	s := &setup{home: home, cwd: cwd, provider: "anthropic", model: "claude-sonnet-4-5", toolEnv: env,
-		agent: NewAgent(nil, "claude-sonnet-4-5", reg)}
+	cfg := TUIConfig{Home: home, Cwd: cwd, Provider: "anthropic", ToolEnv: env, Agent: NewAgent(nil, "claude-sonnet-4-5", reg)}
 	v := newVT(t, width, height)
-	tui := newTUI(s, v)
+	tui := newTUI(cfg, v)
 	tui.width, tui.height = width, height
 	tui.scr.height = height
-	tui.chainGates()
+	tui.ChainGates(nil)
 	t.Cleanup(tui.cancel)
 	return tui, v
 }
@@ -61,6 +59,7 @@ func keysString(keys []key) string {
 }
 
 func TestDecodeKeys(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in    string
 		flush bool
@@ -129,6 +128,7 @@ func TestDecodeKeys(t *testing.T) {
 // TestDecodeKeysSplitAnywhere feeds a sequence in every two-part split: the
 // keys must come out the same as from one read.
 func TestDecodeKeysSplitAnywhere(t *testing.T) {
+	t.Parallel()
 	in := "a\x1b[1;5C日\x1b[200~p\x1b[201~\x1bb\x1b[3~é\r"
 	want := "a ctrl+right 日 paste(p) alt+b delete é enter"
 	for cut := 0; cut <= len(in); cut++ {
@@ -192,6 +192,7 @@ func kk(c keyCode) key           { return key{code: c} }
 func km(c keyCode, m keyMod) key { return key{code: c, mod: m} }
 
 func TestEditorKeyBindings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		before string
@@ -239,7 +240,7 @@ func TestEditorKeyBindings(t *testing.T) {
 		{"combining marks move with their letter", "xe\u0301|", []key{kk(keyLeft)}, "x|e\u0301", ""},
 		{"backspace removes a letter and its mark", "xe\u0301|", []key{kk(keyBackspace)}, "x|", ""},
 		{"delete removes a letter and its mark", "x|e\u0301y", []key{kk(keyDelete)}, "x|y", ""},
-		{"paste short", "a|b", []key{{code: keyPaste, text: "x\ty\r\nz\x1b[31m"}}, "ax y\nz[31m|b", ""},
+		{"paste short", "a|b", []key{{code: keyPaste, text: "x\ty\r\nz\x1b[31m"}}, "ax\ty\nz[31m|b", ""},
 	}
 	for _, c := range cases {
 		e := edFrom(c.before)
@@ -255,6 +256,7 @@ func TestEditorKeyBindings(t *testing.T) {
 }
 
 func TestEditorUpDownMoveByScreenRows(t *testing.T) {
+	t.Parallel()
 	e := edFrom("abcdefghijkl|") // width 10: two columns of prompt, rows of 8
 	e.key(kk(keyUp), 10)
 	if got := edState(e); got != "abcd|efghijkl" {
@@ -267,6 +269,7 @@ func TestEditorUpDownMoveByScreenRows(t *testing.T) {
 }
 
 func TestEditorHistoryWalksAndKeepsTheDraft(t *testing.T) {
+	t.Parallel()
 	e := edFrom("draft|")
 	e.hist = []string{"newest", "older"}
 	steps := []struct {
@@ -285,6 +288,7 @@ func TestEditorHistoryWalksAndKeepsTheDraft(t *testing.T) {
 }
 
 func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
+	t.Parallel()
 	e := edFrom("see |")
 	text := strings.Repeat("line\twith tab\n", 11) + "last"
 	e.key(key{code: keyPaste, text: text}, 80)
@@ -306,6 +310,7 @@ func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
 // A copied block of lines usually ends with a newline; the empty segment
 // after it is not a line, so ten lines of it are not "over 10 lines".
 func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		text   string
 		folded string // the placeholder, or "" when inserted as text
@@ -331,6 +336,7 @@ func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
 }
 
 func TestEditorLayoutPlacesTheCursorAfterWideCharacters(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		text       string
 		width      int
@@ -362,6 +368,7 @@ func TestEditorLayoutPlacesTheCursorAfterWideCharacters(t *testing.T) {
 // Width and cleaning.
 
 func TestRuneWidth(t *testing.T) {
+	t.Parallel()
 	cases := map[rune]int{'a': 1, ' ': 1, 'é': 1, '\u0301': 0, '\u200d': 0, '\ufe0f': 0, '日': 2, 'ｱ': 1, 'Ａ': 2,
 		'한': 2, '🎉': 2, '🚀': 2, '\x1b': 0, '\u0085': 0, '─': 1, '…': 1, '\u3000': 2, '\u1160': 0}
 	for r, want := range cases {
@@ -393,6 +400,7 @@ func TestDrawTextExpandsTabs(t *testing.T) {
 // Wrapping.
 
 func TestWrapAtWidthsWithWideCharacters(t *testing.T) {
+	t.Parallel()
 	text := "The quick brown fox 日本語のテキストを折り返す jumps over 🎉🚀 the lazy dog; e\u0301le\u0301ve " +
 		strings.Repeat("supercalifragilistic", 12) + " 한국어 텍스트 end"
 	for _, width := range []int{20, 80, 200} {
@@ -428,6 +436,7 @@ func TestWrapAtWidthsWithWideCharacters(t *testing.T) {
 // TestWrapRowsAreStableAsTextGrows is what lets streamed text be committed:
 // every row but the last stays the same when text is appended.
 func TestWrapRowsAreStableAsTextGrows(t *testing.T) {
+	t.Parallel()
 	text := "Some **bold words** and `inline code` plus a [link](https://example.com/a/long/path_with_underscores) " +
 		"and 日本語 wide text, snake_case_name, 2 * 3 * 4, and a very long unbroken token " + strings.Repeat("x", 70) + " done."
 	for _, width := range []int{20, 37, 80} {
@@ -452,6 +461,7 @@ func TestWrapRowsAreStableAsTextGrows(t *testing.T) {
 // Markdown.
 
 func TestMarkdownLite(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"# Title", "[b,u]Title[/]"},
 		{"## Sub **x**", "[b]Sub x[/]"},
@@ -482,8 +492,9 @@ func TestMarkdownLite(t *testing.T) {
 }
 
 func TestMarkdownCodeFence(t *testing.T) {
-	in := "Before\n```go\nfunc main() { x := a*b*c }\n# not a heading\n```\nAfter **bold**"
-	want := []string{"Before", "[dim]```go[/]", "[cyan]func main() { x := a*b*c }[/]", "[cyan]# not a heading[/]", "[dim]```[/]", "After [b]bold[/]"}
+	t.Parallel()
+	in := "Before\n```text\nfunc main() { x := a*b*c }\n# not a heading\n```\nAfter **bold**"
+	want := []string{"Before", "[dim]```text[/]", "[cyan]func main() { x := a*b*c }[/]", "[cyan]# not a heading[/]", "[dim]```[/]", "After [b]bold[/]"}
 	rows := renderMarkdown(in, 80, 0)
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %q", rows)
@@ -501,6 +512,7 @@ func TestMarkdownCodeFence(t *testing.T) {
 }
 
 func TestMarkdownListsWrapWithAHangingIndent(t *testing.T) {
+	t.Parallel()
 	rows := renderMarkdown("- one two three four five six", 16, 0)
 	got := []string{}
 	for _, r := range rows {
@@ -554,6 +566,7 @@ func FuzzMarkdownLine(f *testing.F) {
 // The screen.
 
 func TestScreenRedrawsOnlyChangedRows(t *testing.T) {
+	t.Parallel()
 	var sc screen
 	v := newVT(t, 40, 10)
 	v.Write(sc.frame(nil, []string{"alpha", "beta", "gamma"}, 2, 3))
@@ -585,6 +598,7 @@ func TestScreenRedrawsOnlyChangedRows(t *testing.T) {
 // regions through a terminal emulator, scrolling included: what it shows
 // must always be the committed rows followed by the live region.
 func TestScreenMatchesAModelUnderRandomFrames(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(1))
 	words := []string{"a", "bb", "ccc", "日本", "🎉x", "", "──"}
 	for trial := 0; trial < 200; trial++ {
@@ -625,6 +639,7 @@ func TestScreenMatchesAModelUnderRandomFrames(t *testing.T) {
 // pieces and checks that what ends up in the scrollback is exactly the
 // rendering of the whole text.
 func TestStreamedTextMatchesTheWholeRendering(t *testing.T) {
+	t.Parallel()
 	text := "# Plan\n\nFirst we **read** the `main.go` file, then we change a very long line that has to wrap several times " +
 		"across the width of this narrow terminal, 日本語も混ぜて, and [a link](https://example.com/x_y_z).\n\n" +
 		"- one item that is long enough to wrap onto a second row\n- two\n\n```sh\ngo test ./... -run 'TestX' -count=1 -race -v\n```\nDone."
@@ -653,6 +668,7 @@ func TestStreamedTextMatchesTheWholeRendering(t *testing.T) {
 }
 
 func TestToolCallsShowASummaryAndTheFirstLines(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 80, 30)
 	args, _ := json.Marshal(obj{"command": "go test ./...\necho second line"})
 	feed(tui,
@@ -693,48 +709,8 @@ func TestToolCallsShowASummaryAndTheFirstLines(t *testing.T) {
 	}
 }
 
-// The edit tool's result is "Applied …", a blank line and a unified diff:
-// the transcript shows its -/+ lines, coloured, not the headers.
-func TestEditResultShowsTheChangedLines(t *testing.T) {
-	tui, _ := newTestTUI(t, 80, 30)
-	var file strings.Builder
-	for i := 1; i <= 20; i++ {
-		fmt.Fprintf(&file, "line %d\n", i)
-	}
-	os.WriteFile(filepath.Join(tui.s.cwd, "a.go"), []byte(file.String()), 0o644)
-	args, _ := json.Marshal(obj{"path": "a.go", "edits": []obj{
-		{"oldText": "line 3\n", "newText": "three\n"},
-		{"oldText": "line 15\nline 16\n", "newText": "fifteen\n"},
-	}})
-	edit, _ := tui.s.agent.Tools.Lookup("edit")
-	res := edit.Run(context.Background(), args, nil)
-	if res.IsError {
-		t.Fatalf("edit failed: %+v", res.Content)
-	}
-	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content)
-	rows := strings.Join(tui.commit, "\n")
-	s := plain(rows)
-	for _, want := range []string{"✓ edit  a.go (2 edits)", "│ -line 3", "│ +three", "│ -line 15", "│ -line 16", "… 1 more changed line"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("lacks %q:\n%s", want, s)
-		}
-	}
-	for _, unwanted := range []string{"Applied", "--- a/", "+++ b/", "@@", "line 2"} {
-		if strings.Contains(s, unwanted) {
-			t.Errorf("shows %q:\n%s", unwanted, s)
-		}
-	}
-	if !strings.Contains(rows, "31m-line 3") || !strings.Contains(rows, "32m+three") {
-		t.Errorf("the changed lines are not coloured: %q", rows)
-	}
-	// Inside a hunk a line that starts like a header is a change.
-	diff := []string{"--- a/q.sql", "+++ b/q.sql", "@@ -1,2 +1,2 @@", "--- a comment", "+++ a counter", " kept"}
-	if got := diffChanges(diff); strings.Join(got, "|") != "--- a comment|+++ a counter" {
-		t.Errorf("diffChanges = %q", got)
-	}
-}
-
 func TestThinkingIsDimAndCollapses(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 60, 30)
 	feed(tui, Event{Type: "assistant_start"}, Event{Type: "thinking_delta", Delta: "Let me consider the problem carefully.\nStep one."})
 	if s := v.String(); !strings.Contains(s, "∴ thinking") || !strings.Contains(s, "Step one.") {
@@ -752,6 +728,7 @@ func TestThinkingIsDimAndCollapses(t *testing.T) {
 // test on any escape the renderer would not write, and the screen must show
 // placeholders.
 func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
+	t.Parallel()
 	hostile := "A\x1b]52;c;cHduZWQ=\x07B\x1b]0;TITLE\x07C\x1b[2J\x1b[HD\x1b[5A\x1b[31mE\x1b[0m rm -rf /\roverwrite\x1bPdcs\x1b\\F\u009b2JG\u202eH\a\x00I"
 	want := "A␛B␛C␛␛D␛EX rm -rf /␍overwrite␛F␛G�H␇␀I"
 	want = strings.Replace(want, "X", "", 1)
@@ -770,11 +747,11 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 		Event{Type: "user_message", Content: []Block{TextBlock("p")}},
 		Event{Type: "user_message", Content: []Block{TextBlock(hostile)}},
 		Event{Type: "compact_done", Summary: hostile})
-	tui.note(ExtNote{Extension: "ev\x1b[2Jil", Level: "info", Message: hostile})
-	tui.extCommandDone("cmd", CommandResponse{Action: "display", Display: hostile, Error: hostile,
-		Panel: &ExtPanel{ID: "p\x1b", Title: hostile, Lines: []string{hostile}, Footer: hostile}}, nil)
+	tui.note(tuiNote{Extension: "ev\x1b[2Jil", Level: "info", Message: hostile})
+	tui.extCommandDone("cmd", tuiCommandResponse{Action: "display", Display: hostile, Error: hostile,
+		Panel: &tuiPanel{ID: "p\x1b", Title: hostile, Lines: []string{hostile}, Footer: hostile}}, nil)
 	tui.render()
-	tui.extCommandDone("cmd", CommandResponse{Action: "insert", Insert: hostile}, nil)
+	tui.extCommandDone("cmd", tuiCommandResponse{Action: "insert", Insert: hostile}, nil)
 	tui.render()
 	tui.logf(0, "%s", hostile)
 	tui.commitPrompt(hostile, []string{hostile})
@@ -804,9 +781,10 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 }
 
 func TestStatusBarShowsModelContextCostAndState(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 150, 30)
-	tui.s.agent.SetMessages(nil, Usage{Input: 12000, Output: 3400, CostUSD: 0.0123})
-	tui.s.toolEnv.SetJail(true)
+	tui.agent.SetMessages(nil, Usage{Input: 12000, Output: 3400, CostUSD: 0.0123})
+	tui.cfg.ToolEnv.SetJail(true)
 	tui.askTools = true
 	row := plain(tui.statusRow(150))
 	for _, want := range []string{"anthropic/claude-sonnet-4-5", "ctx 0%", "↑12.0k ↓3.4k", "$0.0123", "jail", "confirm tools"} {
@@ -826,10 +804,11 @@ func TestStatusBarShowsModelContextCostAndState(t *testing.T) {
 }
 
 func TestLiveRegionNeverOutgrowsTheTerminal(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 40, 10)
 	tui.ed.set(strings.Repeat("long prompt text ", 40))
 	for i := 0; i < 10; i++ {
-		tui.note(ExtNote{Extension: "x", Message: "note"})
+		tui.note(tuiNote{Extension: "x", Message: "note"})
 	}
 	rows, crow, _ := tui.view()
 	if len(rows) > 9 || crow < 0 || crow >= len(rows) {
@@ -838,6 +817,7 @@ func TestLiveRegionNeverOutgrowsTheTerminal(t *testing.T) {
 }
 
 func TestKeysDriveTheTUI(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 80, 24)
 	tui.input([]byte("/mo"), false)
 	tui.render()
@@ -849,11 +829,11 @@ func TestKeysDriveTheTUI(t *testing.T) {
 		t.Fatalf("after esc: popup %v, text %q", tui.pop, tui.ed.text())
 	}
 	tui.input([]byte("\x15/jail\r"), false) // ctrl+u, then a command
-	if !tui.s.toolEnv.Jailed() {
+	if !tui.cfg.ToolEnv.Jailed() {
 		t.Errorf("/jail did not jail")
 	}
 	tui.input([]byte("/unjail\r"), false)
-	if tui.s.toolEnv.Jailed() {
+	if tui.cfg.ToolEnv.Jailed() {
 		t.Errorf("/unjail did not unjail")
 	}
 	tui.input([]byte("/nosuch\r"), false)
@@ -891,10 +871,11 @@ func TestKeysDriveTheTUI(t *testing.T) {
 }
 
 func TestTabCompletesCommandsAndPaths(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
-	os.MkdirAll(filepath.Join(tui.s.cwd, "src", "pkg"), 0o755)
-	os.WriteFile(filepath.Join(tui.s.cwd, "src", "main.go"), []byte("package main\n"), 0o644)
-	os.WriteFile(filepath.Join(tui.s.cwd, "src", "main_test.go"), nil, 0o644)
+	os.MkdirAll(filepath.Join(tui.cfg.Cwd, "src", "pkg"), 0o755)
+	os.WriteFile(filepath.Join(tui.cfg.Cwd, "src", "main.go"), []byte("package main\n"), 0o644)
+	os.WriteFile(filepath.Join(tui.cfg.Cwd, "src", "main_test.go"), nil, 0o644)
 	tui.input([]byte("/ses\t"), false)
 	if tui.ed.text() != "/sessions " {
 		t.Errorf("command completion = %q", tui.ed.text())
@@ -912,20 +893,21 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 	if tui.ed.text() != "look at @src/main.go " {
 		t.Errorf("chosen = %q", tui.ed.text())
 	}
-	b, desc, err := attachFile("src/main.go", tui.s.toolEnv.resolve)
+	b, desc, err := attachFile("src/main.go", tui.cfg.ToolEnv.resolve)
 	if err != nil || !strings.Contains(b.Text, "package main") || desc != "@src/main.go (1 lines)" {
 		t.Errorf("attach = %+v %q %v", b, desc, err)
 	}
 	if refs := atRefs("see @a.go, and @b/c.txt."); strings.Join(refs, " ") != "a.go b/c.txt" {
 		t.Errorf("refs = %q", refs)
 	}
-	tui.s.toolEnv.SetJail(true)
-	if _, _, err := attachFile("/etc/hostname", tui.s.toolEnv.resolve); err == nil {
+	tui.cfg.ToolEnv.SetJail(true)
+	if _, _, err := attachFile("/etc/hostname", tui.cfg.ToolEnv.resolve); err == nil {
 		t.Errorf("the jail let an outside file be attached")
 	}
 }
 
 func TestNoYoloGateAndConfirmDialog(t *testing.T) {
+	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	tui.askTools = true
 	call := ToolCall{ID: "1", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)}
@@ -991,21 +973,22 @@ func TestNoYoloGateAndConfirmDialog(t *testing.T) {
 }
 
 func TestExtensionNotesCommandsAndPanels(t *testing.T) {
+	t.Parallel()
 	tui, v := newTestTUI(t, 80, 24)
-	fake := &fakeExt{resp: map[string]CommandResponse{
+	fake := &fakeExt{resp: map[string]tuiCommandResponse{
 		"hi":    {Action: "display", Display: "hello there"},
 		"ins":   {Action: "insert", Insert: "inserted"},
 		"bad":   {Action: "display", Display: "shown anyway", Error: "it broke"},
-		"board": {Action: "noop", Panel: &ExtPanel{ID: "b", Title: "Board", Lines: []string{"one", "two"}}},
+		"board": {Action: "noop", Panel: &tuiPanel{ID: "b", Title: "Board", Lines: []string{"one", "two"}}},
 	}, keys: make(chan string, 10)}
 	tui.Ext = fake
-	tui.note(ExtNote{Extension: "e1", Level: "warn", Message: "careful"})
-	tui.note(ExtNote{Extension: "e2", Level: "info", Message: "fyi"})
+	tui.note(tuiNote{Extension: "e1", Level: "warn", Message: "careful"})
+	tui.note(tuiNote{Extension: "e2", Level: "info", Message: "fyi"})
 	tui.render()
 	if s := v.String(); !strings.Contains(s, "[e1] careful") || !strings.Contains(s, "[e2] fyi") {
 		t.Errorf("notes:\n%s", s)
 	}
-	tui.note(ExtNote{Extension: "e1", Clear: true})
+	tui.note(tuiNote{Extension: "e1", Clear: true})
 	tui.render()
 	if s := v.String(); strings.Contains(s, "careful") || !strings.Contains(s, "fyi") {
 		t.Errorf("clear_notes:\n%s", s)
@@ -1038,7 +1021,7 @@ func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 	if k1, k2 := <-fake.keys, <-fake.keys; k1 != "b x x" || k2 != "b up " {
 		t.Errorf("panel keys %q %q", k1, k2)
 	}
-	tui.Panel(PanelUpdate{Kind: "render", Panel: ExtPanel{ID: "b", Title: "Board", Lines: []string{"updated"}}})
+	tui.Panel(tuiPanelUpdate{Kind: "render", Panel: tuiPanel{ID: "b", Title: "Board", Lines: []string{"updated"}}})
 	tui.drain()
 	tui.render()
 	if !strings.Contains(v.String(), "│ updated") {
@@ -1059,19 +1042,19 @@ func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 
 // fakeExt is an extension host that answers from a table.
 type fakeExt struct {
-	resp map[string]CommandResponse
+	resp map[string]tuiCommandResponse
 	keys chan string
 }
 
-func (f *fakeExt) Commands() []ExtCommand {
-	var out []ExtCommand
+func (f *fakeExt) Commands() []tuiCommand {
+	var out []tuiCommand
 	for name := range f.resp {
-		out = append(out, ExtCommand{Name: name, Extension: "fake"})
+		out = append(out, tuiCommand{Name: name, Extension: "fake"})
 	}
-	return append(out, ExtCommand{Name: "help", Extension: "fake"}) // shadowed by the built-in
+	return append(out, tuiCommand{Name: "help", Extension: "fake"}) // shadowed by the built-in
 }
 
-func (f *fakeExt) InvokeCommand(ctx context.Context, name, args string) (CommandResponse, error) {
+func (f *fakeExt) InvokeCommand(ctx context.Context, name, args string) (tuiCommandResponse, error) {
 	return f.resp[name], nil
 }
 
@@ -1080,8 +1063,8 @@ func (f *fakeExt) PanelKey(id, key, text string) error {
 	return nil
 }
 func (f *fakeExt) ClosePanel(id string) error { f.keys <- "close " + id; return nil }
-func (f *fakeExt) Reload(ctx context.Context) ReloadStats {
-	return ReloadStats{Stopped: 1, Loaded: 1, Ready: 1}
+func (f *fakeExt) Reload(ctx context.Context) tuiReloadStats {
+	return tuiReloadStats{Stopped: 1, Loaded: 1, Ready: 1}
 }
 
 // handleUntil handles the TUI's inbox, as the UI loop would, until a
@@ -1113,6 +1096,7 @@ func handleUntil(t *testing.T, tui *TUI, ok func(any) bool) {
 func isCmdDone(m any) bool { _, ok := m.(msgCmdDone); return ok }
 
 func TestHistoryIsPerDirectoryFirstAndPrivate(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "history")
 	a, _, _ := loadHistory(path, "/a")
@@ -1139,6 +1123,7 @@ func TestHistoryIsPerDirectoryFirstAndPrivate(t *testing.T) {
 }
 
 func TestSaveAuthKeyAndConfig(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, "auth.json")
 	os.WriteFile(path, []byte(`{"openai":{"api_key":"o","org":"x"},"other":{"api_key":"k"}}`), 0o644)
@@ -1183,9 +1168,10 @@ func TestSaveAuthKeyAndConfig(t *testing.T) {
 // their 8-bit forms) ever reaches the terminal, while the renderer's own
 // escapes do.
 func TestTUISurvivesRandomKeysEventsAndResizes(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(7))
 	tui, v := newTestTUI(t, 60, 20)
-	tui.s.missingKey = "none in this test" // prompts are refused, not sent
+	tui.missingKey = "none in this test" // prompts are refused, not sent
 	watch := &escapeWatch{t: t, out: v, forbidden: []string{"\x1b]52;", "\x1b]0;", "\x1b]2;", "\x1b[31337", "\x1b[?31337", "\u009b", "\u009d"}}
 	tui.out = watch
 	hostile := "clip\x1b]52;c;ZXZpbA==\x07 title\x1b]0;pwned\x1b\\ set\x1b]2;pwned\x07 csi\x1b[31337;1H\x1b[?31337h " +

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 )
@@ -20,7 +19,7 @@ import (
 
 // startPrompt sends a prompt to the agent on a goroutine of its own.
 func (t *TUI) startPrompt(q queuedPrompt) {
-	if t.s.missingKey != "" {
+	if t.missingKey != "" {
 		t.warnNoKey()
 		t.ed.set(q.display)
 		return
@@ -28,7 +27,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	var files []Block
 	var attached []string
 	for _, ref := range atRefs(q.text) {
-		b, desc, err := attachFile(ref, t.s.toolEnv.resolve)
+		b, desc, err := attachFile(ref, t.cfg.ToolEnv.resolve)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				attached = append(attached, "not attached: "+err.Error())
@@ -41,7 +40,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
 	t.beginRun(func(ctx context.Context, sink Sink) error {
-		return t.s.agent.Prompt(ctx, q.text, files, sink)
+		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
 }
 
@@ -52,6 +51,7 @@ func (t *TUI) beginRun(work func(ctx context.Context, sink Sink) error) {
 	id := t.runSeq
 	t.run = &runState{id: id, cancel: cancel, start: time.Now()}
 	t.stream = streamState{}
+	t.waitFor(waitingForModel)
 	sink := TeeSinks(t.Observe, func(e Event) { t.post(msgEvent{id, e}) })
 	// Owner: the UI loop, which waits for msgRunDone. It ends when the
 	// agent returns, which cancelling ctx brings about promptly.
@@ -110,48 +110,63 @@ func (t *TUI) runDone(id int, err error) {
 	}
 }
 
+// waitingForModel is what the live region says until the answer begins.
+const waitingForModel = "waiting for the model"
+
+// waitFor shows what the agent waits for, with a spinner and the time,
+// where the answer will appear, until something of it arrives.
+func (t *TUI) waitFor(what string) {
+	t.stream.wait, t.stream.waitSince = what, time.Now()
+}
+
 // event shows one agent event.
 func (t *TUI) event(e Event) {
 	st := &t.stream
 	switch e.Type {
-	case "user_message":
+	case EventTextDelta, EventThinkingDelta, EventToolUseStart, EventToolCall, EventTurnEnd, EventError:
+		st.wait = ""
+	case EventTurnStart:
+		t.waitFor(waitingForModel)
+	}
+	switch e.Type {
+	case EventUserMessage:
 		t.run.prompts++
 		if t.run.prompts > 1 {
 			typed, _ := splitPrompt(Message{Content: e.Content})
 			t.commitLine(span{"↻ ", fgCyan}, span{oneLine(typed), sDim})
 		}
-	case "assistant_start":
+	case EventAssistantStart:
 		st.md, st.hasText = mdState{}, false
-	case "thinking_delta":
+	case EventThinkingDelta:
 		if st.thinking == nil {
 			st.thinkStart = time.Now()
 		}
 		st.thinking = append(st.thinking, e.Delta...)
-	case "text_delta":
+	case EventTextDelta:
 		t.endThinking()
 		t.appendText(e.Delta)
-	case "tool_use_start":
+	case EventToolUseStart:
 		t.endThinking()
 		t.flushText()
 		st.tools = append(st.tools, &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()})
-	case "tool_use_args":
+	case EventToolUseArgs:
 		if lt := t.liveTool(e.ID); lt != nil {
 			lt.argBytes += len(e.Delta)
 		}
-	case "assistant_message":
+	case EventAssistantMessage:
 		t.endThinking()
 		t.flushText()
 		st.tools = nil
 		st.md = mdState{}
 		st.hasText = false
-	case "tool_call":
+	case EventToolCall:
 		lt := t.liveTool(e.ID)
 		if lt == nil {
 			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
 			st.tools = append(st.tools, lt)
 		}
 		lt.summary = toolSummary(e.Name, e.Args)
-	case "tool_progress":
+	case EventToolProgress:
 		if lt := t.liveTool(e.ID); lt != nil {
 			for _, line := range strings.Split(strings.TrimRight(e.Text, "\n"), "\n") {
 				lt.progress = append(lt.progress, line)
@@ -160,24 +175,24 @@ func (t *TUI) event(e Event) {
 				lt.progress = append(lt.progress[:0], lt.progress[n-3:]...)
 			}
 		}
-	case "tool_result":
+	case EventToolResult:
 		summary := ""
 		if lt := t.liveTool(e.ID); lt != nil {
 			summary = lt.summary
 			t.dropLiveTool(e.ID)
 		}
 		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content)
-	case "turn_end":
+	case EventTurnEnd:
 		if e.Stop == StopAborted {
 			t.endThinking()
 			t.flushText()
 			t.commitLine(span{"■ aborted", fgYellow})
 		}
-	case "error":
+	case EventError:
 		t.endThinking()
 		t.flushText()
 		t.commitRows(plainRows(drawText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
-	case "compact_done":
+	case EventCompactDone:
 		t.commitRule("compacted")
 		rows := renderMarkdown(e.Summary, t.width, sDim)
 		if len(rows) > 6 {
@@ -229,7 +244,7 @@ func (t *TUI) appendText(delta string) {
 		if !more {
 			break
 		}
-		t.flushText()
+		t.endLine()
 		delta = rest
 	}
 	t.flowText()
@@ -244,7 +259,8 @@ func (t *TUI) flowText() {
 		return
 	}
 	m := &st.line
-	if m.known {
+	if m.known && !m.blk.table {
+		t.endTable() // the line is not a row: the table above it ends
 		rows, ends := wrapCells(m.cells, st.wrapSpec(m.blk, t.width))
 		if n := len(rows); n > 1 {
 			t.commitRows(rows[:n-1])
@@ -256,20 +272,44 @@ func (t *TUI) flowText() {
 	}
 	cells, blk := m.pending(append(st.cells[:0], m.cells...))
 	st.cells = cells
-	if !m.known || len(cells) > len(m.cells) {
+	if !m.known || m.blk.table || len(cells) > len(m.cells) {
 		st.liveText, _ = wrapCells(cells, st.wrapSpec(blk, t.width))
 	}
 }
 
-// flushText commits the unfinished line: the text block ended.
-func (t *TUI) flushText() {
+// endLine commits the line that a line break ended, or, when it may be a
+// row of a table, hands it to the table being gathered.
+func (t *TUI) endLine() {
 	st := &t.stream
 	if st.inLine {
 		st.md = st.line.end()
-		rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
-		t.commitRows(rows)
+		if st.line.blk.table {
+			if st.table == nil {
+				st.table = &mdTable{}
+			}
+			t.commitRows(st.table.add(string(st.line.row), t.width, max(t.height-10, 5)))
+		} else {
+			t.endTable()
+			rows, _ := wrapCells(st.line.cells, st.wrapSpec(st.line.blk, t.width))
+			t.commitRows(rows)
+		}
 	}
 	st.inLine, st.started, st.liveText = false, false, nil
+}
+
+// endTable commits the table being gathered: a line that is no row of it
+// came, or the text ended.
+func (t *TUI) endTable() {
+	if st := &t.stream; st.table != nil {
+		t.commitRows(st.table.finish(t.width))
+		st.table = nil
+	}
+}
+
+// flushText commits the unfinished line and table: the text block ended.
+func (t *TUI) flushText() {
+	t.endLine()
+	t.endTable()
 }
 
 // wrapSpec is how the rest of the unfinished line is wrapped: after its
@@ -328,79 +368,6 @@ func (t *TUI) commitPrompt(display string, attached []string) {
 	t.commitRows([]string{""})
 }
 
-// toolPreviewLines is how many lines of a tool's result are shown.
-const toolPreviewLines = 4
-
-// commitToolResult prints a finished tool call: ✓ or ✗, the tool, the
-// summary of its arguments and the result's details (which extension ran
-// it), then the first lines of the result.
-func (t *TUI) commitToolResult(name, summary, details string, isErr bool, content []Block) {
-	t.blockBreak("tool")
-	mark, markSt := "✓ ", fgGreen
-	if isErr {
-		mark, markSt = "✗ ", fgRed
-	}
-	if details != "" {
-		details = "  (" + oneLine(details) + ")"
-	}
-	t.commitLine(span{mark, markSt}, span{oneLine(name), sBold}, span{"  " + summary, 0}, span{details, sDim})
-	var text strings.Builder
-	for _, b := range content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "image":
-			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
-		}
-	}
-	lines := strings.Split(strings.TrimRight(drawText(text.String()), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return
-	}
-	// An edit's result is a sentence and a unified diff; what the user
-	// wants to see is the lines it changed.
-	what, isDiff := "line", false
-	if name == "edit" && !isErr {
-		if changed := diffChanges(lines); len(changed) > 0 {
-			lines, what, isDiff = changed, "changed line", true
-		}
-	}
-	for i, line := range lines {
-		if i == toolPreviewLines {
-			n := len(lines) - i
-			t.commitLine(span{fmt.Sprintf("  … %d more %s", n, plural(n, what, what+"s")), sDim})
-			break
-		}
-		st := sDim
-		switch {
-		case isErr:
-			st = fgRed
-		case isDiff && line[0] == '-':
-			st = fgRed
-		case isDiff:
-			st = fgGreen
-		}
-		t.commitLine(span{"  │ ", sDim}, span{line, st})
-	}
-}
-
-// diffChanges picks the removed and added lines out of a unified diff. The
-// "---" and "+++" file headers come before the first hunk; inside a hunk
-// such a line is a change (a removed "-- comment").
-func diffChanges(lines []string) []string {
-	var changed []string
-	inHunk := false
-	for _, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "@@"):
-			inHunk = true
-		case inHunk && (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")):
-			changed = append(changed, l)
-		}
-	}
-	return changed
-}
-
 // toolSummary is the one line a tool call is shown as: the command of
 // bash, the path of read, write and edit, the arguments of anything else.
 func toolSummary(name string, raw json.RawMessage) string {
@@ -442,13 +409,8 @@ func toolSummary(name string, raw json.RawMessage) string {
 		json.Unmarshal(args["edits"], &edits)
 		return oneLine(fmt.Sprintf("%s (%d %s)", str("path"), len(edits), plural(len(edits), "edit", "edits")))
 	}
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(args) {
 		v := string(args[k])
 		var s string
 		if json.Unmarshal(args[k], &s) == nil {
@@ -472,7 +434,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 	results := map[string]Block{}
 	for _, m := range msgs {
 		for _, b := range m.Content {
-			if b.Type == "tool_result" {
+			if b.Type == BlockToolResult {
 				results[b.CallID] = b
 			}
 		}
@@ -489,16 +451,16 @@ func (t *TUI) showTranscript(msgs []Message) {
 			t.commitPrompt(typed, attached)
 			continue
 		}
-		if m.Role != "assistant" {
+		if m.Role != RoleAssistant {
 			continue
 		}
 		for _, b := range m.Content {
 			switch b.Type {
-			case "text":
+			case BlockText:
 				t.commitRows(renderMarkdown(b.Text, t.width, 0))
-			case "thinking":
+			case BlockThinking:
 				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
-			case "tool_call":
+			case BlockToolCall:
 				r := results[b.ID]
 				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content)
 			}
@@ -508,7 +470,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 
 // Notes from extensions.
 
-func (t *TUI) note(n ExtNote) {
+func (t *TUI) note(n tuiNote) {
 	if n.Clear {
 		kept := t.notes[:0]
 		for _, old := range t.notes {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -277,18 +278,23 @@ func resolveExecutor(argv []string, dir string) []string {
 	return out
 }
 
-// appliesTo reports whether the validator is asked about a command.
-func (v Validator) appliesTo(command string) bool {
+// appliesTo reports whether the validator is asked about a command. Where
+// file names ignore case, so does the match: RM runs rm.
+func (v Validator) appliesTo(command string, foldCase bool) bool {
 	if len(v.Commands) == 0 {
 		return true
 	}
 	for _, c := range v.Commands {
-		if c == command {
+		if c == command || foldCase && strings.EqualFold(c, command) {
 			return true
 		}
 	}
 	return false
 }
+
+// foldCommandNames is set where the default file systems ignore case
+// (macOS, Windows): there command names are matched without it.
+var foldCommandNames = runtime.GOOS == "darwin" || runtime.GOOS == "windows"
 
 // ValidateParams are the params of a validateCommand request.
 type ValidateParams struct {
@@ -452,9 +458,11 @@ type ValidationReport struct {
 	Commands []ValidatedCommand `json:"commands"`
 	Answers  []ValidatorAnswer  `json:"answers"`
 	Decision string             `json:"decision"` // allow, deny or ask
-	// Incomplete is set when the line nests deeper than the splitter
-	// follows; with validators configured the decision is then at least ask.
-	Incomplete bool `json:"incomplete,omitempty"`
+	// Incomplete is set when the splitter could not follow all of the line;
+	// Unfollowed says what it could not follow. With validators configured
+	// the decision is then at least ask.
+	Incomplete bool     `json:"incomplete,omitempty"`
+	Unfollowed []string `json:"unfollowed,omitempty"`
 }
 
 // ValidatedCommand is one simple command of the line, as validators see it
@@ -462,6 +470,7 @@ type ValidationReport struct {
 type ValidatedCommand struct {
 	Raw      string            `json:"raw"`
 	Via      string            `json:"via,omitempty"`
+	Cwd      string            `json:"cwd"` // "" when zot cannot tell
 	Command  string            `json:"command"`
 	Flags    map[string]string `json:"flags"`
 	Args     []string          `json:"args"`
@@ -478,13 +487,22 @@ type ValidatorAnswer struct {
 
 // CheckCommandLine asks every validator that applies about every simple
 // command of line and combines the answers: deny beats ask beats allow;
-// with nothing to ask, the line is allowed.
+// with nothing to ask, the line is allowed. The line is read as the bash
+// tool's shell will read it, starting in cwd.
 func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) ValidationReport {
-	cmds, complete := SplitCommandLine(line)
-	r := ValidationReport{Line: line, Cwd: cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: "allow", Incomplete: !complete}
-	for _, c := range cmds {
+	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
+	return checkCommandLine(ctx, vs, line, sc)
+}
+
+func checkCommandLine(ctx context.Context, vs []Validator, line string, sc ShellContext) ValidationReport {
+	split := SplitCommandLine(line, sc)
+	shellEnv, _ := envNoSecrets.environ() // the bash tool's environment
+	unfollowed := append(shellStartupProblems(shellEnv), split.Unfollowed...)
+	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: "allow",
+		Incomplete: len(unfollowed) > 0, Unfollowed: unfollowed}
+	for _, c := range split.Commands {
 		flags, args := commandFlags(c.Name, c.Words[1:])
-		r.Commands = append(r.Commands, ValidatedCommand{Raw: c.Raw, Via: c.Via, Command: c.Name, Flags: flags, Args: args, Assigned: c.Env})
+		r.Commands = append(r.Commands, ValidatedCommand{Raw: c.Raw, Via: c.Via, Cwd: c.Cwd, Command: c.Name, Flags: flags, Args: args, Assigned: c.Env})
 	}
 
 	// One process per distinct question: echo a; echo a asks once.
@@ -498,10 +516,14 @@ func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) Val
 	byKey := map[string]*job{}
 	for i, c := range r.Commands {
 		for _, v := range vs {
-			if !v.appliesTo(c.Command) {
+			if !v.appliesTo(c.Command, sc.FoldCase) {
 				continue
 			}
-			p := ValidateParams{Command: c.Command, Flags: c.Flags, Args: c.Args, RawCommandLine: line, Env: map[string]string{}, Cwd: cwd}
+			dir := c.Cwd
+			if dir == "" {
+				dir = sc.Cwd // unknown: the line asks anyway
+			}
+			p := ValidateParams{Command: c.Command, Flags: c.Flags, Args: c.Args, RawCommandLine: line, Env: map[string]string{}, Cwd: dir}
 			for _, name := range v.Env {
 				if val, ok := c.Assigned[name]; ok {
 					p.Env[name] = val
@@ -541,7 +563,7 @@ func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) Val
 	if r.Incomplete && len(vs) > 0 {
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
 			Status:  "ask",
-			Message: fmt.Sprintf("the command line nests more than %d levels deep, beyond what zot follows, so validators did not see all of it", maxShellDepth),
+			Message: validatorText("zot cannot tell everything this line runs, so validators may not have seen all of it: " + strings.Join(unfollowed, "; ")),
 		}})
 	}
 	for _, a := range r.Answers {
@@ -646,27 +668,6 @@ func NonInteractiveConfirm(approveAsks bool) ConfirmFunc {
 	}
 }
 
-// guardTools adds the command validators to the tool gates (after the
-// ones already there: the extension interception chain, hooks) and, unless
-// --no-audit, the audit log. Problems go to the agent's log.
-func (s *setup) guardTools() {
-	vs := LoadValidators(s.home, s.cwd, func(msg string) { s.agent.logf("%s", validatorText(msg)) })
-	if len(vs) > 0 {
-		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
-	}
-	if !s.opts.noAudit {
-		// The audit line comes last, after PostToolUse hooks changed the
-		// result, so it records what the model saw.
-		prev, audit := s.agent.AfterToolExecute, s.auditHook()
-		s.agent.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
-			if prev != nil {
-				prev(ctx, rec)
-			}
-			audit(ctx, rec)
-		}
-	}
-}
-
 const validateUsage = `Usage:
   zot validate [--json] [--cwd DIR] -- COMMAND LINE
   zot validate [--json] [--cwd DIR] < script.sh
@@ -698,8 +699,9 @@ func commandLineOf(words []string) string {
 // exitAsk is zot validate's exit status for a line a validator asks about.
 const exitAsk = 3
 
-// runValidateCommand is zot validate.
-func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runValidateCommand is zot validate. load reads the validators it may ask
+// (main.go decides, as for a session).
+func runValidateCommand(args []string, load func(home, cwd string, warn func(string)) []Validator, stdin io.Reader, stdout, stderr io.Writer) int {
 	var asJSON bool
 	var cwds []string
 	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
@@ -720,10 +722,15 @@ func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer
 				return exitUsage
 			}
 		}
-		b, err := io.ReadAll(io.LimitReader(stdin, validateMaxLine))
+		b, err := io.ReadAll(io.LimitReader(stdin, validateMaxLine+1))
 		if err != nil {
 			fmt.Fprintf(stderr, "zot: read the command line from stdin: %v\n", err)
 			return exitFailure
+		}
+		if len(b) > validateMaxLine {
+			// Checking the first part of a script would pass what follows it.
+			fmt.Fprintf(stderr, "zot validate: the command line on stdin is longer than %d bytes; nothing was checked (split the script, or pass it after --)\n", validateMaxLine)
+			return exitUsage
 		}
 		line = string(b)
 	}
@@ -739,7 +746,7 @@ func runValidateCommand(args []string, stdin io.Reader, stdout, stderr io.Writer
 	}
 	home := zotHome()
 	var warnings []string
-	vs := LoadValidators(home, cwd, func(msg string) {
+	vs := load(home, cwd, func(msg string) {
 		warnings = append(warnings, validatorText(msg))
 		fmt.Fprintf(stderr, "zot: %s\n", validatorText(msg))
 	})
@@ -795,6 +802,13 @@ func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, file
 		if c.Via != "" {
 			fmt.Fprintf(w, "   via %s\n", safe(c.Via))
 		}
+		switch c.Cwd {
+		case r.Cwd:
+		case "":
+			fmt.Fprintln(w, "   in a directory zot cannot tell")
+		default:
+			fmt.Fprintf(w, "   in %s\n", safe(c.Cwd))
+		}
 		flags, _ := json.Marshal(c.Flags)
 		args, _ := json.Marshal(c.Args)
 		fmt.Fprintf(w, "   command %s  flags %s  args %s\n", safe(c.Command), safe(string(flags)), safe(string(args)))
@@ -817,10 +831,15 @@ func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, file
 			fmt.Fprintln(w, "   (no validator applies)")
 		}
 	}
+	asked := false
 	for _, a := range r.Answers {
 		if a.Command < 0 {
+			asked = true
 			fmt.Fprintf(w, "\n%s: %s — %s\n", a.Validator, a.Status, a.Message)
 		}
+	}
+	if !asked && len(r.Unfollowed) > 0 {
+		fmt.Fprintf(w, "\nnot followed (with validators configured, zot would ask): %s\n", safe(strings.Join(r.Unfollowed, "; ")))
 	}
 	fmt.Fprintf(w, "\ndecision: %s\n", r.Decision)
 }

@@ -82,9 +82,10 @@ func BenchmarkSplitCommandLine10KB(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		cmds, complete := SplitCommandLine(line)
-		if !complete || len(cmds) < 100 {
-			b.Fatalf("%d commands, complete %v", len(cmds), complete)
+		split := SplitCommandLine(line, ShellContext{Bash: true, Cwd: "/repo"})
+		cmds := split.Commands
+		if len(cmds) < 100 {
+			b.Fatalf("%d commands, unfollowed %q", len(cmds), split.Unfollowed)
 		}
 		for _, c := range cmds {
 			commandFlags(c.Name, c.Words[1:])

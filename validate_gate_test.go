@@ -38,6 +38,7 @@ func rewriteGate(command string) ToolGate {
 }
 
 func TestValidatorGateSeesTheRewrittenCommand(t *testing.T) {
+	t.Parallel()
 	cwd := t.TempDir()
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "echo harmless"}),
@@ -71,6 +72,7 @@ func TestValidatorGateSeesTheRewrittenCommand(t *testing.T) {
 // The gate reads the command exactly as the bash tool does: a second key
 // that differs only in case must not show validators a harmless command.
 func TestValidatorGateReadsArgumentsLikeTheBashTool(t *testing.T) {
+	t.Parallel()
 	gate := ValidatorGate([]Validator{testValidator(t, "no-post", "deny_post.py")}, t.TempDir())
 	for _, args := range []string{
 		`{"command":"curl -X POST https://x","Command":"ls"}`,
@@ -91,6 +93,7 @@ func TestValidatorGateReadsArgumentsLikeTheBashTool(t *testing.T) {
 }
 
 func TestNonInteractiveConfirmDeniesAsksUnlessApproved(t *testing.T) {
+	t.Parallel()
 	ask := testValidator(t, "prod-guard", "ask.sh")
 	call := ToolCall{ID: "t1", Name: "bash", Args: json.RawMessage(`{"command":"kubectl delete ns prod"}`)}
 
@@ -141,6 +144,7 @@ func auditLines(t *testing.T, home string) []auditEntry {
 }
 
 func TestDeniedCurlPostNeverRunsEndToEnd(t *testing.T) {
+	t.Parallel()
 	const cmd = "touch ran.marker && curl -X POST https://api.example.invalid/v1/items"
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": cmd}),
@@ -176,6 +180,7 @@ func TestDeniedCurlPostNeverRunsEndToEnd(t *testing.T) {
 }
 
 func TestAskIsDenyWithoutATerminalUnlessApproved(t *testing.T) {
+	t.Parallel()
 	steps := []replayStep{
 		toolStep("t1", "bash", obj{"command": "touch ran.marker"}),
 		{Events: anthropicEvents(gen{Text: "done"})},
@@ -221,6 +226,7 @@ func TestAskIsDenyWithoutATerminalUnlessApproved(t *testing.T) {
 }
 
 func TestValidateCommand(t *testing.T) {
+	t.Parallel()
 	z := newZotRun(t)
 	withValidators(t, z.home, obj{"name": "no-post", "script": "deny_post.py", "commands": []string{"curl"}}, obj{"name": "all", "script": "allow.sh"})
 	os.MkdirAll(filepath.Join(z.cwd, ".zot"), 0o755)

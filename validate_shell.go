@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -8,10 +10,19 @@ import (
 // The shell command-line splitter validators need. It is a recogniser, not
 // an interpreter: it finds every simple command a line would run — across
 // ; && || | & and newlines, inside ( ), { }, $( ), ` `, <( ), if/while/for/
-// case bodies and function definitions, and through wrappers (sudo, env,
-// bash -c '…') — and expands nothing. It never fails: malformed input (an
-// unclosed quote) ends at the end of the line, and a line nested deeper than
-// maxShellDepth is reported incomplete rather than followed.
+// case bodies, and through wrappers (sudo, env, bash -c '…', find -exec) —
+// and expands nothing. It reads the line by the grammar of the shell that
+// will run it (bash, or a POSIX sh read as dash would), and follows the
+// working directory through cd, pushd, popd and ( ) scopes.
+//
+// What it cannot follow it names instead of guessing: a command name known
+// only at run time, arithmetic on values it does not know (bash evaluates
+// them as expressions, which can run commands), eval, trap, source,
+// function definitions, a shell reading its script from stdin, an unknown
+// option of a wrapper, a cd whose target it cannot tell, a line nested
+// deeper than maxShellDepth. Each is an Unfollowed entry, and with
+// validators configured each makes the line an ask. Malformed input (an
+// unclosed quote) ends at the end of the line; the splitter never fails.
 
 // ShellCommand is one simple command of a command line: what a validator
 // is asked about.
@@ -27,15 +38,41 @@ type ShellCommand struct {
 	// through env, or assigned or exported earlier in the line.
 	Env map[string]string
 	// Raw is the command's text in the line (or in the string a bash -c
-	// or eval ran); for a command unwrapped from sudo, env, … it is the
-	// wrapper's text.
+	// ran); for a command unwrapped from sudo, env, … it is the wrapper's
+	// text.
 	Raw string
 	// Via names the wrappers it was found in ("sudo", "bash -c"), if any.
 	Via string
+	// Cwd is the directory it runs in; "" when zot cannot tell (the split
+	// then has an Unfollowed entry saying why).
+	Cwd string
+	// Exact is set when Words are the program's argv exactly: nothing in
+	// them is expanded, globbed or appended at run time.
+	Exact bool
+}
+
+// ShellSplit is what the splitter found in a line.
+type ShellSplit struct {
+	Commands []ShellCommand
+	// Unfollowed names each construct of the line the splitter does not
+	// follow, and where: "eval, which runs a string as commands in \"eval -- rm x\"".
+	Unfollowed []string
+}
+
+// ShellContext is what the splitter knows of the shell that runs a line.
+type ShellContext struct {
+	Bash bool   // bash reads the line; else a POSIX sh (dash, or bash --posix)
+	Cwd  string // where the line starts, absolute
+	// Getenv reads the environment the shell starts with: HOME and CDPATH
+	// for cd, SHELL for wrappers that run $SHELL -c. nil: an empty one.
+	Getenv func(string) string
+	// FoldCase is set where file systems ignore case (macOS): there RM runs
+	// rm, so command names are folded to lower case.
+	FoldCase bool
 }
 
 // maxShellDepth bounds nesting: $( $( … ) ), subshells, bash -c inside
-// bash -c, sudo sudo …. Deeper is reported incomplete.
+// bash -c, sudo sudo …. Deeper is not followed.
 const maxShellDepth = 64
 
 // maxArithRetries bounds how often $(( … )) that turns out not to be
@@ -44,42 +81,84 @@ const maxShellDepth = 64
 const maxArithRetries = 64
 
 // SplitCommandLine returns the simple commands of a shell command line in
-// the order they appear, each wrapper followed by the command it runs.
-// complete is false when part of the line was nested too deeply to follow.
-func SplitCommandLine(line string) (cmds []ShellCommand, complete bool) {
-	out := &shellOut{vars: map[string]string{}}
-	p := &shellParser{src: line, out: out}
+// the order they appear, each wrapper followed by the command it runs, and
+// what it could not follow.
+func SplitCommandLine(line string, sc ShellContext) ShellSplit {
+	if sc.Getenv == nil {
+		sc.Getenv = func(string) string { return "" }
+	}
+	out := &shellOut{sc: sc, vars: map[string]string{}, ints: map[string]bool{}, seen: map[string]bool{}}
+	p := &shellParser{src: line, bash: sc.Bash, out: out, dir: shellDir{path: filepath.Clean(sc.Cwd)}}
 	p.list(false, false)
-	return out.cmds, !out.incomplete
+	out.checkArithmetic()
+	return ShellSplit{Commands: out.cmds, Unfollowed: out.unfollowed}
 }
 
 // shellOut is what the parsers of one line (the line's and those of the
 // backticks and bash -c strings in it) share.
 type shellOut struct {
-	cmds         []ShellCommand
-	vars         map[string]string // assigned or exported so far in the line
-	incomplete   bool
+	sc         ShellContext
+	cmds       []ShellCommand
+	unfollowed []string
+	seen       map[string]bool
+	vars       map[string]string // assigned or exported so far in the line
+	// ints maps each variable the line assigns to whether every one of its
+	// assignments is an integer; arith are the variables arithmetic reads.
+	ints         map[string]bool
+	arith        []arithRead
 	arithRetries int
+	tooDeep      bool
 }
 
 type shellParser struct {
-	src     string
-	pos     int
-	depth   int
-	via     string
-	env     map[string]string // what the command that ran this string had (bash -c)
-	out     *shellOut
+	src   string
+	pos   int
+	depth int
+	bash  bool // the grammar: bash, or POSIX sh
+	via   string
+	env   map[string]string // what the command that ran this string had (bash -c)
+	out   *shellOut
+	dir   shellDir
+	// compound counts the if/while/for/case/{ } bodies open around the
+	// command being read: a cd there may or may not run.
+	compound int
+	// afterPipe: the command being read is a later stage of a pipeline,
+	// which bash runs in a subshell.
+	afterPipe bool
+	// andOr says where in its && || list the command being read is: first,
+	// after && only (it runs if all before it succeeded), or after an ||.
+	andOr   andOrPos
 	pending []heredoc // here-documents whose bodies start after the next newline
+}
+
+// shellDir is the shell's working directory as far as the splitter can
+// tell: path, or "" and why not.
+type shellDir struct {
+	path, why string
+	stack     []string // pushd's
+	// mayFail, after a cd that may not run or may fail, says why: what
+	// follows in its && chain runs where it went, anything else may not.
+	mayFail string
+}
+
+func (d shellDir) clone() shellDir {
+	d.stack = append([]string(nil), d.stack...)
+	return d
 }
 
 type heredoc struct {
 	delim  string
 	strip  bool // <<- : leading tabs are ignored
 	expand bool // unquoted delimiter: $( ) and ` ` in the body run
-	// shell is set when the body is the script of a shell reading stdin
-	// (bash <<EOF): then its lines are commands, not data.
-	shell *ShellCommand
 }
+
+type andOrPos int
+
+const (
+	andOrFirst andOrPos = iota
+	andOrAfterAnd
+	andOrAfterOr
+)
 
 // stop is why a list of commands ended.
 type stop int
@@ -97,38 +176,83 @@ type word struct {
 	val   string // quotes removed, expansions as written
 	raw   string // source text
 	plain bool   // no quotes, escapes or expansions: a keyword candidate
+	// literal: val is the word's value, known now — no expansion, glob,
+	// brace or tilde.
+	literal bool
+	// single: it stays one word — no unquoted expansion, glob or brace,
+	// no "$@".
+	single bool
+}
+
+func literalWord(s string) word {
+	return word{val: s, raw: s, plain: true, literal: true, single: true}
 }
 
 // cmdBuilder collects the words of the simple command being read.
 type cmdBuilder struct {
-	words       []word
-	started     bool
-	start, end  int
-	header      bool // a for/select header: words that are not a command
-	afterTime   bool
-	docsFrom    int      // p.pending[docsFrom:] are this command's here-documents
-	herestrings []string // <<< words
+	words      []word
+	started    bool
+	start, end int
+	header     bool // a for/select header: words that are not a command
+	timeState  int  // after bash's time: 1 -p or -- may follow, 2 -- may follow
 }
 
-func (p *shellParser) child(src string) *shellParser {
+// unfollow records a construct the splitter does not follow.
+func (p *shellParser) unfollow(what, where string) {
+	where = strings.TrimSpace(where)
+	if len(where) > 80 {
+		where = where[:77] + "…"
+	}
+	msg := what
+	if where != "" {
+		msg = fmt.Sprintf("%s in %q", what, where)
+	}
+	if !p.out.seen[msg] {
+		p.out.seen[msg] = true
+		p.out.unfollowed = append(p.out.unfollowed, msg)
+	}
+}
+
+// shOnly records bash syntax in a line a POSIX sh reads: dash reads it
+// one way, bash --posix another.
+func (p *shellParser) shOnly(what string, at int) {
+	p.unfollow("bash syntax "+what+" that /bin/sh may read differently", p.src[at:min(len(p.src), at+40)])
+}
+
+func (p *shellParser) markTooDeep() {
+	if !p.out.tooDeep {
+		p.out.tooDeep = true
+		p.unfollow(fmt.Sprintf("nesting deeper than %d levels", maxShellDepth), "")
+	}
+}
+
+func (p *shellParser) child(src string, bash bool) *shellParser {
 	if p.depth >= maxShellDepth {
-		p.out.incomplete = true
+		p.markTooDeep()
 		return nil
 	}
-	return &shellParser{src: src, depth: p.depth + 1, via: p.via, env: p.env, out: p.out}
+	return &shellParser{src: src, depth: p.depth + 1, bash: bash, via: p.via, env: p.env, out: p.out, dir: p.dir.clone()}
 }
 
-// nest runs f one level deeper, or marks the line incomplete and skips the
-// rest of the input when that is too deep.
+// nest runs f one level deeper, or records that the line is too deep and
+// skips the rest of the input.
 func (p *shellParser) nest(f func()) {
 	if p.depth >= maxShellDepth {
-		p.out.incomplete = true
+		p.markTooDeep()
 		p.pos = len(p.src)
 		return
 	}
 	p.depth++
 	f()
 	p.depth--
+}
+
+// subshell runs f in a subshell's scope: a cd in it moves nothing after it.
+func (p *shellParser) subshell(f func()) {
+	dir, compound, afterPipe, andOr := p.dir.clone(), p.compound, p.afterPipe, p.andOr
+	p.compound, p.afterPipe, p.andOr = 0, false, andOrFirst
+	p.nest(f)
+	p.dir, p.compound, p.afterPipe, p.andOr = dir, compound, afterPipe, andOr
 }
 
 func (p *shellParser) has(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
@@ -150,6 +274,24 @@ func (p *shellParser) list(inParens, inCase bool) stop {
 	}
 }
 
+// operator notes the list operator just read: a cd that may fail holds
+// only through its && chain, and after | the next command is in a subshell.
+func (p *shellParser) operator(op string) {
+	if p.dir.mayFail != "" && op != "&&" {
+		p.dir = shellDir{why: p.dir.mayFail}
+	}
+	p.afterPipe = op == "|" || op == "|&"
+	switch op {
+	case "&&":
+		p.andOr = max(p.andOr, andOrAfterAnd)
+	case "||":
+		p.andOr = andOrAfterOr
+	case "|", "|&":
+	default:
+		p.andOr = andOrFirst
+	}
+}
+
 // command reads one simple command and the operator after it.
 func (p *shellParser) command(inParens, inCase bool) stop {
 	var c cmdBuilder
@@ -160,7 +302,7 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 			return stopEOF
 		}
 		if !c.started {
-			c.started, c.start, c.end, c.docsFrom = true, p.pos, p.pos, len(p.pending)
+			c.started, c.start, c.end = true, p.pos, p.pos
 		}
 		ch := p.src[p.pos]
 		switch {
@@ -170,45 +312,67 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 		case ch == '\n':
 			p.finish(&c)
 			p.newline()
+			p.operator("\n")
 			return stopNone
 		case ch == ';':
 			p.finish(&c)
 			switch {
-			case p.has(";;&"):
-				p.pos += 3
-			case p.has(";;"), p.has(";&"):
+			case p.has(";;&"), p.has(";&"):
+				if !p.bash {
+					p.shOnly(";& or ;;&", p.pos)
+				}
+				p.pos += 2
+				if p.has("&") {
+					p.pos++
+				}
+			case p.has(";;"):
 				p.pos += 2
 			default:
 				p.pos++
+				p.operator(";")
 				return stopNone
 			}
 			if inCase {
 				return stopCaseItem
 			}
 			return stopNone
-		case ch == '&' && p.peek(1) == '>':
-			p.redirect(&c)
+		case ch == '&' && p.peek(1) == '>' && p.bash:
+			p.redirect()
 			c.end = p.pos
 			continue
 		case ch == '&' || ch == '|':
+			if ch == '&' && p.peek(1) == '>' {
+				p.shOnly("&> (dash: & then a redirection)", p.pos)
+			}
 			p.finish(&c)
+			op := p.src[p.pos : p.pos+1]
 			p.pos++
-			if n := p.peek(0); n == '&' || n == '|' {
+			if n := p.peek(0); n == '&' && ch == '|' && !p.bash {
+				p.shOnly("|&", p.pos-1)
+			} else if n == '&' || n == '|' {
+				op += string(n)
 				p.pos++
 			}
+			p.operator(op)
 			return stopNone
 		case ch == '(':
-			if len(c.words) == 0 && p.has("((") && p.arith() {
-				c.end = p.pos
-				continue
+			if len(c.words) == 0 && p.has("((") {
+				if !p.bash {
+					p.shOnly("(( (dash: two subshells)", p.pos)
+				} else if start := p.pos; p.arith() {
+					p.unfollow("an arithmetic command ((…))", p.src[start:p.pos])
+					c.end = p.pos
+					continue
+				}
 			}
 			if len(c.words) > 0 && p.functionParens() {
-				c = cmdBuilder{} // name() — a function definition; the body follows
+				p.unfollow("a function definition", p.src[c.start:p.pos])
+				c = cmdBuilder{} // name() — the body follows
 				continue
 			}
 			p.pos++
 			var s stop
-			p.nest(func() { s = p.list(true, false) })
+			p.subshell(func() { s = p.list(true, false) })
 			if s == stopEOF || p.pos >= len(p.src) {
 				p.finish(&c)
 				return stopEOF
@@ -223,11 +387,11 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 			}
 			return stopNone // a stray ): a typo, or a case pattern we were not in
 		case (ch == '<' || ch == '>') && p.peek(1) != '(':
-			p.redirect(&c)
+			p.redirect()
 			c.end = p.pos
 			continue
 		case ch >= '0' && ch <= '9' && p.fdRedirect():
-			p.redirect(&c)
+			p.redirect()
 			c.end = p.pos
 			continue
 		}
@@ -239,6 +403,9 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 			continue
 		}
 		c.end = p.pos
+		if p.bash && p.fdVariable(w) {
+			continue
+		}
 		if len(c.words) == 0 && !c.header && w.plain {
 			if s, handled := p.keyword(&c, w.val, inParens, inCase); handled {
 				if s != stopNone {
@@ -248,33 +415,78 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 				continue
 			}
 		}
-		if c.afterTime && len(c.words) == 0 && w.val == "-p" {
-			continue
+		if c.timeState > 0 && len(c.words) == 0 {
+			// bash's time takes -p, then --, as written (quotes count).
+			if w.raw == "-p" && c.timeState == 1 {
+				c.timeState = 2
+				continue
+			}
+			if w.raw == "--" {
+				c.timeState = 0
+				continue
+			}
 		}
-		c.afterTime = false
+		c.timeState = 0
 		c.words = append(c.words, w)
 	}
 }
 
+// fdVariable reads bash's {name}>file, which stores a new descriptor in
+// name: a redirection, not a word.
+func (p *shellParser) fdVariable(w word) bool {
+	if len(w.raw) < 3 || w.raw[0] != '{' || w.raw[len(w.raw)-1] != '}' || (p.peek(0) != '<' && p.peek(0) != '>') {
+		return false
+	}
+	name := w.raw[1 : len(w.raw)-1]
+	if !isName(name) {
+		return false
+	}
+	p.assign(name, true, w.raw)
+	p.redirect()
+	return true
+}
+
+// bashKeywords are reserved words of bash that a POSIX sh reads as
+// command names.
+var bashKeywords = map[string]bool{"select": true, "time": true, "coproc": true, "function": true, "[[": true}
+
 // keyword acts on a reserved word at command position. handled is false for
 // an ordinary word.
 func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (s stop, handled bool) {
+	if bashKeywords[kw] && !p.bash {
+		// dash has no such keyword: it is a command name.
+		p.shOnly("the keyword "+kw, c.start)
+		return stopNone, false
+	}
 	switch kw {
-	case "if", "then", "else", "elif", "fi", "while", "until", "do", "done", "!", "{", "}", "coproc":
-	case "time":
-		c.afterTime = true
+	case "then", "else", "elif", "do", "!":
+	case "if", "while", "until", "{":
+		p.compound++
+	case "fi", "done", "}":
+		p.compound = max(p.compound-1, 0)
 	case "esac":
 		if inCase {
 			return stopEsac, true
 		}
 	case "for", "select":
+		p.compound++
 		p.blanks()
-		if p.has("((") {
-			p.arith()
+		if kw == "for" && p.has("((") {
+			if !p.bash {
+				p.shOnly("for ((…))", p.pos)
+			}
+			if start := p.pos; p.arith() {
+				p.arithUse(p.src[start+2:p.pos-2], p.src[start:p.pos])
+			}
 		}
 		c.header = true
 		return stopNone, true
+	case "time":
+		c.timeState = 1
+	case "coproc":
+		p.unfollow("coproc", p.src[c.start:min(len(p.src), p.pos+40)])
 	case "function":
+		p.unfollow("a function definition", p.src[c.start:min(len(p.src), p.pos+40)])
 		p.blanks()
 		if p.pos < len(p.src) && !isShellOperator(p.src[p.pos]) {
 			p.word()
@@ -284,10 +496,12 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 			p.functionParens()
 		}
 	case "[[":
-		p.condition()
+		p.condition(c.start)
 	case "case":
 		var s stop
+		p.compound++
 		p.nest(func() { s = p.caseCommand(inParens) })
+		p.compound--
 		if s != stopNone {
 			return s, true
 		}
@@ -300,9 +514,14 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 
 // finish hands the collected words on as a simple command.
 func (p *shellParser) finish(c *cmdBuilder) {
-	words, header, start, end, docsFrom, herestrings := c.words, c.header, c.start, c.end, c.docsFrom, c.herestrings
+	words, header, start, end := c.words, c.header, c.start, c.end
 	*c = cmdBuilder{}
-	if header || len(words) == 0 {
+	if len(words) == 0 {
+		return
+	}
+	raw := strings.TrimSpace(p.src[start:end])
+	if header {
+		p.loopHeader(words, raw)
 		return
 	}
 	var env map[string]string
@@ -312,6 +531,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 		if !ok {
 			break
 		}
+		p.assignWord(name, words[i], raw)
 		if env == nil {
 			env = map[string]string{}
 		}
@@ -333,34 +553,12 @@ func (p *shellParser) finish(c *cmdBuilder) {
 			}
 		}
 	}
-	vals := make([]string, 0, len(words)-i)
-	for _, w := range words[i:] {
-		vals = append(vals, w.val)
+	subshell := p.afterPipe
+	if n := p.peek(0); (n == '|' && p.peek(1) != '|') || (n == '&' && p.peek(1) != '&' && p.peek(1) != '>') {
+		subshell = true // a pipeline stage or a background job
 	}
-	cmd := ShellCommand{
-		Name:  commandName(words[i].val),
-		Words: vals,
-		Env:   env,
-		Raw:   strings.TrimSpace(p.src[start:end]),
-		Via:   p.via,
-	}
-	mark := len(p.out.cmds)
-	p.emit(cmd, 0)
-	// A shell reading its script from stdin — itself or through a wrapper
-	// (sudo bash <<EOF) — runs the here-documents and here-strings.
-	for _, sh := range p.out.cmds[mark:] {
-		if sh.Raw != cmd.Raw || !shellNames[sh.Name] || !readsScriptFromStdin(sh.Words[1:]) {
-			continue
-		}
-		for i := min(docsFrom, len(p.pending)); i < len(p.pending); i++ {
-			p.pending[i].shell = &sh
-		}
-		for _, h := range herestrings {
-			p.script(h, sh, sh.Name+" <<<")
-		}
-		break
-	}
-	if cmd.Name == "export" {
+	p.run(words[i:], reach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell})
+	if words[i].literal && words[i].val == "export" {
 		for _, w := range words[i+1:] {
 			if name, val, ok := assignment(w); ok {
 				p.out.vars[name] = val
@@ -369,83 +567,18 @@ func (p *shellParser) finish(c *cmdBuilder) {
 	}
 }
 
-// emit records a simple command and, when it is a wrapper (sudo, env,
-// bash -c, eval, watch, find -exec …), the command it runs. level counts the
-// wrappers already unwrapped on this path.
-func (p *shellParser) emit(c ShellCommand, level int) {
-	p.out.cmds = append(p.out.cmds, c)
-	if len(c.Words) < 2 {
-		return
+// loopHeader reads the NAME in WORDS of for and select: NAME is assigned
+// each word.
+func (p *shellParser) loopHeader(words []word, raw string) {
+	name := words[0]
+	if !name.literal {
+		return // bash refuses it
 	}
-	if p.depth+level >= maxShellDepth {
-		p.out.incomplete = true
-		return
+	isInt := len(words) > 2 && words[1].val == "in"
+	for _, w := range words[min(2, len(words)):] {
+		isInt = isInt && isIntegerWord(w)
 	}
-	args := c.Words[1:]
-	switch {
-	case shellNames[c.Name]:
-		if script, ok := shellScript(args); ok {
-			p.script(script, c, c.Name+" -c")
-		}
-	case c.Name == "eval":
-		p.script(strings.Join(args, " "), c, "eval")
-	case c.Name == "find":
-		for _, inner := range findExecs(args) {
-			p.emit(ShellCommand{Name: commandName(inner[0]), Words: inner, Env: c.Env, Raw: c.Raw, Via: joinVia(c.Via, "find -exec")}, level+1)
-		}
-	default:
-		if dashCWrappers[c.Name] {
-			if script, ok := dashCScript(args); ok {
-				p.script(script, c, c.Name+" -c")
-				return
-			}
-		}
-		rest, env, viaShell, ok := unwrapArgs(c.Name, args)
-		if !ok || len(rest) == 0 {
-			return
-		}
-		if viaShell {
-			p.script(strings.Join(rest, " "), c, c.Name)
-			return
-		}
-		for k, v := range c.Env {
-			if _, set := env[k]; !set {
-				env[k] = v // env is never nil when ok
-			}
-		}
-		p.emit(ShellCommand{Name: commandName(rest[0]), Words: rest, Env: env, Raw: c.Raw, Via: joinVia(c.Via, c.Name)}, level+1)
-	}
-}
-
-// script splits a command string a wrapper runs (bash -c, eval, watch).
-func (p *shellParser) script(src string, wrapper ShellCommand, via string) {
-	k := p.child(src)
-	if k == nil {
-		return
-	}
-	k.via, k.env = joinVia(wrapper.Via, via), wrapper.Env
-	k.list(false, false)
-}
-
-func joinVia(outer, inner string) string {
-	if outer == "" {
-		return inner
-	}
-	return outer + " > " + inner
-}
-
-// commandName is the base name validators match: "curl" for /usr/bin/curl;
-// a name computed at run time ($CMD, $(which curl)) stays as written.
-func commandName(w string) string {
-	trimmed := strings.TrimRight(w, "/")
-	if trimmed == "" {
-		return w
-	}
-	last := trimmed[strings.LastIndexByte(trimmed, '/')+1:]
-	if strings.ContainsAny(last, "$`") {
-		return w
-	}
-	return last
+	p.assign(name.val, isInt, raw)
 }
 
 // blanks skips spaces, tabs and backslash-newline continuations.
@@ -477,8 +610,8 @@ func (p *shellParser) newline() {
 	docs := p.pending
 	p.pending = nil
 	for _, d := range docs {
-		start, end := p.pos, len(p.src)
-		for p.pos < len(p.src) {
+		start, end, found := p.pos, len(p.src), false
+		for p.pos < len(p.src) && !found {
 			line, next := p.src[p.pos:], len(p.src)
 			if i := strings.IndexByte(line, '\n'); i >= 0 {
 				line, next = line[:i], p.pos+i+1
@@ -487,17 +620,20 @@ func (p *shellParser) newline() {
 				line = strings.TrimLeft(line, "\t")
 			}
 			if line == d.delim {
-				end, p.pos = p.pos, next
-				break
+				end, found = p.pos, true
+			} else if d.delim != "" && strings.HasPrefix(line, d.delim) {
+				// Inside $( ) bash ends the body at "EOF)" as well.
+				p.unfollow("a here-document line that starts like its end line", line)
 			}
 			p.pos = next
 		}
-		// The body is data — unless a shell reads it as its script — but
-		// with an unquoted delimiter its $( ) and ` ` run.
-		if d.shell != nil {
-			p.script(p.src[start:end], *d.shell, d.shell.Name+" <<"+d.delim)
-		} else if d.expand {
-			if k := p.child(p.src[start:end]); k != nil {
+		if !found {
+			p.unfollow("a here-document without its end line", "<<"+d.delim)
+		}
+		// The body is data, but with an unquoted delimiter its $( ) and
+		// ` ` run.
+		if d.expand {
+			if k := p.child(p.src[start:end], p.bash); k != nil {
 				var discard strings.Builder
 				k.dquoted(&discard, &word{}, false)
 			}
@@ -534,14 +670,13 @@ func (p *shellParser) fdRedirect() bool {
 
 // redirect skips a redirection and its target; a target is not an argument,
 // but the expansions in it still run. << and <<- open a here-document.
-func (p *shellParser) redirect(c *cmdBuilder) {
+func (p *shellParser) redirect() {
 	switch {
 	case p.has("<<<"):
-		p.pos += 3
-		if w := p.target(); w.raw != "" {
-			c.herestrings = append(c.herestrings, w.val)
+		if !p.bash {
+			p.shOnly("<<<", p.pos)
 		}
-		return
+		p.pos += 3
 	case p.has("<<-"), p.has("<<"):
 		strip := p.has("<<-")
 		p.pos += 2
@@ -601,7 +736,7 @@ func (p *shellParser) arith() bool {
 }
 
 func (p *shellParser) arithExpr() bool {
-	start, mark := p.pos, len(p.out.cmds)
+	start, mark, unfollowed := p.pos, len(p.out.cmds), len(p.out.unfollowed)
 	p.pos += 2
 	depth := 0
 	var discard strings.Builder
@@ -628,12 +763,19 @@ func (p *shellParser) arithExpr() bool {
 	}
 	p.out.arithRetries++
 	p.pos, p.out.cmds = start, p.out.cmds[:mark]
+	for _, u := range p.out.unfollowed[unfollowed:] {
+		delete(p.out.seen, u)
+	}
+	p.out.unfollowed = p.out.unfollowed[:unfollowed]
 	return false
 }
 
-// condition skips [[ … ]], whose words are operands, not commands, and
-// whose < > && || are operators of the test.
-func (p *shellParser) condition() {
+// condition reads [[ … ]] after the [[, whose words are operands, not
+// commands, and whose < > && || are operators of the test. Operands of
+// -eq, -lt … are arithmetic, and -v evaluates a subscript.
+func (p *shellParser) condition(start int) {
+	var words []word
+	defer func() { p.checkTest(words, "[[ -v", p.src[start:p.pos]) }()
 	for {
 		p.blanks()
 		if p.pos >= len(p.src) {
@@ -651,7 +793,7 @@ func (p *shellParser) condition() {
 		case isShellOperator(ch) && !((ch == '<' || ch == '>') && p.peek(1) == '('):
 			p.pos++
 		default:
-			p.word()
+			words = append(words, p.word())
 		}
 	}
 }
@@ -737,37 +879,73 @@ func (p *shellParser) pattern() {
 func (p *shellParser) word() word {
 	start := p.pos
 	var b strings.Builder
-	w := word{plain: true}
+	w := word{plain: true, literal: true, single: true}
 	// Plain bytes are copied in runs; a word that is all plain bytes is a
 	// substring of the line and copies nothing.
 	run := start
 	flush := func() { b.WriteString(p.src[run:p.pos]) }
+	bracket, braces, braceList := false, 0, false
+	glob := func() { w.literal, w.single = false, false }
 loop:
 	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
+		switch ch := p.src[p.pos]; ch {
 		case ' ', '\t', '\n', ';', '&', '|', ')':
 			break loop
 		case '(':
 			if !isArrayAssignment(p.src[start:p.pos]) {
 				break loop
 			}
+			if !p.bash {
+				p.shOnly("an array assignment", start)
+			}
 			flush()
-			w.plain = false
+			w.plain, w.literal = false, false
 			p.nest(func() { p.arrayValue(&b) })
 		case '<', '>':
 			if p.peek(1) != '(' {
 				break loop
 			}
+			if !p.bash {
+				p.shOnly("a process substitution", p.pos)
+			}
 			flush()
-			w.plain = false
+			w.plain, w.literal = false, false
 			s := p.pos
 			p.pos += 2
-			p.nest(func() { p.list(true, false) })
+			p.subshell(func() { p.list(true, false) })
 			b.WriteString(p.src[s:p.pos])
 		case '\\', '\'', '"', '`', '$':
 			flush()
 			p.wordPart(&b, &w)
 		default:
+			switch ch {
+			case '*', '?':
+				glob()
+			case '[':
+				bracket = true
+			case ']':
+				if bracket {
+					glob()
+				}
+			case '~':
+				if p.pos == start {
+					w.literal = false
+				}
+			case '{':
+				braces++
+			case ',':
+				braceList = braceList || braces > 0
+			case '.':
+				braceList = braceList || braces > 0 && p.peek(1) == '.'
+			case '}':
+				if braces > 0 && braceList {
+					if !p.bash {
+						p.shOnly("brace expansion", start)
+					}
+					glob()
+				}
+				braces = max(braces-1, 0)
+			}
 			p.pos++
 			continue
 		}
@@ -813,7 +991,7 @@ func (p *shellParser) wordPart(b *strings.Builder, w *word) {
 		p.pos++
 		p.dquoted(b, w, true)
 	case '`':
-		w.plain = false
+		w.plain, w.literal, w.single = false, false, false
 		p.backtick(b)
 	case '$':
 		p.dollar(b, w, false)
@@ -850,6 +1028,7 @@ func (p *shellParser) dquoted(b *strings.Builder, w *word, closing bool) {
 		case '$':
 			p.dollar(b, w, true)
 		case '`':
+			w.literal = false
 			p.backtick(b)
 		default:
 			b.WriteByte(ch)
@@ -858,40 +1037,74 @@ func (p *shellParser) dquoted(b *strings.Builder, w *word, closing bool) {
 	}
 }
 
-// dollar reads what follows a $: $( ), $(( )), ${ }, $' ', $" " or a
+// dollar reads what follows a $: $( ), $(( )), $[ ], ${ }, $' ', $" " or a
 // parameter, which stays as written.
 func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 	start := p.pos
+	expansion := func() {
+		w.plain, w.literal = false, false
+		if !quoted {
+			w.single = false
+		}
+	}
 	switch n := p.peek(1); {
 	case n == '(':
-		w.plain = false
+		expansion()
 		if p.peek(2) == '(' {
 			p.pos++
 			if p.arith() {
+				p.arithUse(p.src[start+3:p.pos-2], p.src[start:p.pos])
 				b.WriteString(p.src[start:p.pos])
 				return
 			}
 			p.pos = start
 		}
 		p.pos += 2
-		p.nest(func() { p.list(true, false) })
+		p.subshell(func() { p.list(true, false) })
+		b.WriteString(p.src[start:p.pos])
+	case n == '[':
+		expansion()
+		if !p.bash {
+			p.shOnly("$[…]", start)
+		}
+		end := matchBracket(p.src, p.pos+1)
+		p.arithUse(p.src[p.pos+2:end], p.src[start:min(len(p.src), end+1)])
+		p.pos = min(len(p.src), end+1)
 		b.WriteString(p.src[start:p.pos])
 	case n == '{':
-		w.plain = false
+		expansion()
 		p.pos += 2
 		p.nest(func() { p.paramExp(quoted) })
+		body := strings.TrimSuffix(p.src[min(start+2, p.pos):p.pos], "}")
+		p.checkParam(body, p.src[start:p.pos])
+		if quoted && strings.Contains(body, "[@]") || strings.HasPrefix(body, "@") {
+			w.single = false // "${a[@]}" is a word per element
+		}
 		b.WriteString(p.src[start:p.pos])
 	case n == '\'' && !quoted:
+		if !p.bash {
+			p.shOnly("$'…' (dash: $ and a quoted string)", start)
+			w.plain, w.literal = false, false
+			b.WriteByte('$')
+			p.pos++
+			return
+		}
 		w.plain = false
 		p.pos += 2
 		p.ansiC(b)
 	case n == '"' && !quoted:
-		w.plain = false
+		if !p.bash {
+			p.shOnly(`$"…"`, start)
+		}
+		w.plain, w.literal = false, false // a translation could change it
 		p.pos += 2
 		p.dquoted(b, w, true)
 	default:
 		if n == '_' || n >= 'a' && n <= 'z' || n >= 'A' && n <= 'Z' || n != 0 && strings.IndexByte("@*#?$!-0123456789", n) >= 0 {
-			w.plain = false
+			expansion()
+			if quoted && n == '@' {
+				w.single = false
+			}
 		}
 		b.WriteByte('$')
 		p.pos++
@@ -962,7 +1175,7 @@ func (p *shellParser) backtick(b *strings.Builder) {
 		p.pos++
 	}
 	b.WriteString(p.src[start:p.pos])
-	if k := p.child(inner.String()); k != nil {
+	if k := p.child(inner.String(), p.bash); k != nil {
 		k.list(false, false)
 	}
 }
@@ -1042,7 +1255,8 @@ func (p *shellParser) number(base, max int) (n uint64, used int) {
 	return n, used
 }
 
-// arrayValue reads the ( … ) of name=( … ).
+// arrayValue reads the ( … ) of name=( … ); the subscripts of [i]=v in it
+// are arithmetic.
 func (p *shellParser) arrayValue(b *strings.Builder) {
 	start := p.pos
 	p.pos++
@@ -1064,7 +1278,11 @@ func (p *shellParser) arrayValue(b *strings.Builder) {
 		case isShellOperator(ch) && !((ch == '<' || ch == '>') && p.peek(1) == '('):
 			p.pos++
 		default:
-			p.word()
+			if w := p.word(); strings.HasPrefix(w.raw, "[") {
+				if end := matchBracket(w.raw, 0); end < len(w.raw) && strings.HasPrefix(w.raw[end+1:], "=") {
+					p.arithUse(w.raw[1:end], w.raw)
+				}
+			}
 		}
 	}
 	b.WriteString(p.src[start:p.pos])

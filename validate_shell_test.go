@@ -11,7 +11,7 @@ import (
 // renderCommands shows each simple command of a line as validators see it:
 // the name, the flags sorted (-name=value), then the arguments quoted.
 func renderCommands(line string) []string {
-	cmds, _ := SplitCommandLine(line)
+	cmds := SplitCommandLine(line, testShell("/work")).Commands
 	out := []string{}
 	for _, c := range cmds {
 		flags, args := commandFlags(c.Name, c.Words[1:])
@@ -30,6 +30,13 @@ func renderCommands(line string) []string {
 		out = append(out, strings.Join(parts, " "))
 	}
 	return out
+}
+
+// testShell is bash starting in dir, with HOME=/home/u and SHELL=/bin/bash
+// and nothing else in its environment.
+func testShell(dir string) ShellContext {
+	env := map[string]string{"HOME": "/home/u", "SHELL": "/bin/bash"}
+	return ShellContext{Bash: true, Cwd: dir, Getenv: func(k string) string { return env[k] }}
 }
 
 // splitterCases are command lines and the simple commands in them, in order.
@@ -125,9 +132,6 @@ var splitterCases = []struct {
 	{"cat <<EOF\n$(whoami)\nEOF", []string{`cat`, `whoami`}},
 	{"cat <<-EOF\n\trm x\n\tEOF\necho z", []string{`cat`, `echo "z"`}},
 	{"cat <<A <<B\nx\nA\ny\nB\necho z", []string{`cat`, `echo "z"`}},
-	{"bash <<'EOF'\ncurl -X POST x\nEOF", []string{`bash`, `curl -X=POST "x"`}},
-	{`sh <<< 'rm -rf /'`, []string{`sh`, `rm -f= -r= "/"`}},
-	{"sudo bash <<'EOF'\nrm -rf /x\nEOF", []string{`sudo "bash"`, `bash`, `rm -f= -r= "/x"`}},
 	{"bash script.sh <<'EOF'\nrm -rf /x\nEOF", []string{`bash "script.sh"`}},
 	{`grep x <<< "$(curl y)"`, []string{`curl "y"`, `grep "x"`}},
 
@@ -147,7 +151,6 @@ var splitterCases = []struct {
 	{`bash -c 'curl -X DELETE u && echo ok'`, []string{`bash -c=curl -X DELETE u && echo ok`, `curl -X=DELETE "u"`, `echo "ok"`}},
 	{`sh -ec "git push --force"`, []string{`sh -c=git push --force -e=`, `git -force= "push"`}},
 	{`sudo bash -c "sudo rm -rf /x"`, []string{`sudo "bash" "-c" "sudo rm -rf /x"`, `bash -c=sudo rm -rf /x`, `sudo "rm" "-rf" "/x"`, `rm -f= -r= "/x"`}},
-	{`eval "curl -X POST x"`, []string{`eval "curl -X POST x"`, `curl -X=POST "x"`}},
 	{`find . -name '*.go' -exec gofmt -w {} +`, []string{`find -exec=gofmt -name=*.go -w= "." "{}" "+"`, `gofmt -w= "{}"`}},
 	{`nohup ./server --port 8080 &`, []string{`nohup "./server" "--port" "8080"`, `server -port= "8080"`}},
 	{`stdbuf -oL tail -f log`, []string{`stdbuf -o=L "tail" "-f" "log"`, `tail -f= "log"`}},
@@ -167,6 +170,7 @@ var splitterCases = []struct {
 }
 
 func TestSplitCommandLineTable(t *testing.T) {
+	t.Parallel()
 	if len(splitterCases) < 60 {
 		t.Fatalf("only %d cases", len(splitterCases))
 	}
@@ -187,6 +191,7 @@ func fmtList(l []string) string {
 }
 
 func TestSplitCommandLineEnvAndWrappers(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		line, name, env, via string
 	}{
@@ -200,10 +205,7 @@ func TestSplitCommandLineEnvAndWrappers(t *testing.T) {
 		{`echo $(AWS_PROFILE=dev aws s3 ls)`, "aws", "AWS_PROFILE=dev", ""},
 	}
 	for _, tc := range cases {
-		cmds, complete := SplitCommandLine(tc.line)
-		if !complete {
-			t.Errorf("%q: incomplete", tc.line)
-		}
+		cmds := SplitCommandLine(tc.line, testShell("/work")).Commands
 		var found *ShellCommand
 		for i := range cmds {
 			if cmds[i].Name == tc.name {
@@ -226,7 +228,8 @@ func TestSplitCommandLineEnvAndWrappers(t *testing.T) {
 }
 
 func TestSplitCommandLineRawIsTheCommandsText(t *testing.T) {
-	cmds, _ := SplitCommandLine("A=1 curl -X POST 'x y' 2>&1 | if true; then grep -q z; fi")
+	t.Parallel()
+	cmds := SplitCommandLine("A=1 curl -X POST 'x y' 2>&1 | if true; then grep -q z; fi", testShell("/work")).Commands
 	var raws []string
 	for _, c := range cmds {
 		raws = append(raws, c.Raw)
@@ -240,6 +243,7 @@ func TestSplitCommandLineRawIsTheCommandsText(t *testing.T) {
 // A line nested beyond what the splitter follows is reported, never
 // silently cut short.
 func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{
 		strings.Repeat("$(", 200) + "curl x" + strings.Repeat(")", 200),
 		strings.Repeat("(", 10000) + "curl x",
@@ -247,12 +251,11 @@ func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
 		strings.Repeat("sudo ", 500) + "curl x",
 		strings.Repeat("$((", 300) + "1",
 	} {
-		_, complete := SplitCommandLine(line)
-		if complete {
+		if len(SplitCommandLine(line, testShell("/work")).Unfollowed) == 0 {
 			t.Errorf("%.40q… reported complete", line)
 		}
 	}
-	if _, complete := SplitCommandLine(strings.Repeat("$(", 20) + "curl x" + strings.Repeat(")", 20)); !complete {
+	if u := SplitCommandLine("echo "+strings.Repeat("$(echo ", 20)+"curl x"+strings.Repeat(")", 20), testShell("/work")).Unfollowed; len(u) > 0 {
 		t.Error("20 levels reported incomplete")
 	}
 }
@@ -260,10 +263,12 @@ func TestSplitCommandLineTooDeepIsIncomplete(t *testing.T) {
 // TestShellQuoteIsReadBackAsOneWord: the splitter reads a quoted word back
 // as that word, whatever it holds.
 func TestShellQuoteIsReadBackAsOneWord(t *testing.T) {
+	t.Parallel()
 	for _, w := range []string{"plain", "-m", "--a=b", "fix bug", "", "it's", `"q"`, `a\b`, "$HOME", "`x`", "$(rm -rf /)",
 		"a;b", "a|b", "a && b", "*.go", "~", "#c", "x\ny", "tab\there", "'", "''", "é"} {
-		cmds, complete := SplitCommandLine("echo " + shellQuote(w))
-		if !complete || len(cmds) != 1 || len(cmds[0].Words) != 2 || cmds[0].Words[1] != w {
+		split := SplitCommandLine("echo "+shellQuote(w), testShell("/work"))
+		cmds := split.Commands
+		if len(split.Unfollowed) > 0 || len(cmds) != 1 || len(cmds[0].Words) != 2 || cmds[0].Words[1] != w {
 			t.Errorf("%q quoted as %s reads back as %+v", w, shellQuote(w), cmds)
 		}
 	}
@@ -281,8 +286,7 @@ func FuzzSplitCommandLine(f *testing.F) {
 	f.Add("cat <<")
 	f.Add("$'\\x")
 	f.Fuzz(func(t *testing.T, line string) {
-		cmds, _ := SplitCommandLine(line)
-		for _, c := range cmds {
+		for _, c := range SplitCommandLine(line, testShell("/work")).Commands {
 			if len(c.Words) == 0 {
 				t.Fatalf("%q: a command without words", line)
 			}
@@ -294,14 +298,15 @@ func FuzzSplitCommandLine(f *testing.F) {
 // TestWrappersThatRunACommandAreUnwrapped: a validator limited to curl must
 // see curl whichever wrapper runs it.
 func TestWrappersThatRunACommandAreUnwrapped(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{
-		"setsid curl x", `su -c "curl x"`, `su root -c 'curl x'`, "flock /tmp/l curl x", `flock /tmp/l -c "curl x"`,
+		"setsid curl x", `su -s /bin/bash -c "curl x"`, `su root -s /bin/sh -c 'curl x'`, "flock /tmp/l curl x", `flock /tmp/l -c "curl x"`,
 		"ionice -c2 -n7 curl x", "chroot / curl x", "watch -n 1 curl x", `script -qc "curl x" /dev/null`,
 		"unbuffer curl x", "busybox curl x", "unshare -r curl x", "nsenter -t 1 -m curl x",
-		"systemd-run --user -p X=1 curl x", `runuser -u bob -- curl x`, `runuser bob -c 'curl x'`,
+		`runuser -u bob -- curl x`, `runuser bob -s /bin/bash -c 'curl x'`,
 		"taskset 0x3 curl x", "taskset -c 0-3 curl x", "chrt -f 10 curl x", `sg wheel -c "curl x"`,
 	} {
-		cmds, _ := SplitCommandLine(line)
+		cmds := SplitCommandLine(line, testShell("/work")).Commands
 		found := false
 		for _, c := range cmds {
 			if c.Name == "curl" {

@@ -1,238 +1,500 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
-	"unicode/utf8"
 )
 
-// How the words of a simple command become what a validator sees: wrappers
-// (sudo, env, bash -c …) unwrapped to the command they run, and the flag
-// rules that tell a flag's value from a positional argument.
+// What a simple command runs, as validators see it: the builtins the
+// splitter follows (cd, read, declare …) or refuses to guess about (eval,
+// trap, source …), and the wrappers it unwraps by their real option
+// grammar (sudo, env, xargs, find -exec, bash -c …). An option a wrapper's
+// table does not know, or a wrapper argument known only at run time, is
+// not guessed at: it is Unfollowed.
 
-// Wrappers: commands that run the command in their arguments.
-
-var shellNames = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}
-
-// shellScript finds the command string of sh -c '…' (also -lc, -ec …).
-func shellScript(args []string) (string, bool) {
-	c := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--" || a == "-":
-			if c && i+1 < len(args) {
-				return args[i+1], true
-			}
-			return "", false
-		case strings.HasPrefix(a, "--"):
-			if a == "--rcfile" || a == "--init-file" {
-				i++
-			}
-		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
-			for _, ch := range a[1:] {
-				switch ch {
-				case 'c':
-					c = true
-				case 'o', 'O':
-					i++
-				}
-			}
-		default:
-			return a, c
-		}
-	}
-	return "", false
+// reach is how a simple command was reached.
+type reach struct {
+	env    map[string]string
+	via    string
+	raw    string // the text validators are shown for it
+	dir    string // its working directory; "" when unknown, then dirWhy says why
+	dirWhy string
+	level  int  // wrappers unwrapped on the way
+	open   bool // the program gets more arguments at run time (xargs, find -exec … {} +)
+	shell  bool // the shell runs it itself: builtins apply, a cd moves the shell
+	// subshell: … in a subshell (a pipeline stage, a background job), so
+	// a cd moves nothing after it.
+	subshell bool
 }
 
-// readsScriptFromStdin reports whether a shell with these arguments runs
-// what it reads on stdin: no -c and no script file, or -s.
-func readsScriptFromStdin(args []string) bool {
+// through is the reach of the command a wrapper runs.
+func (r reach) through(wrapper string) reach {
+	r.via, r.level, r.shell, r.subshell, r.open = joinVia(r.via, wrapper), r.level+1, false, false, false
+	return r
+}
+
+func joinVia(outer, inner string) string {
+	if outer == "" {
+		return inner
+	}
+	return outer + " > " + inner
+}
+
+// run records a simple command and follows what it runs.
+func (p *shellParser) run(ws []word, r reach) {
+	if p.depth+r.level >= maxShellDepth {
+		p.markTooDeep()
+		return
+	}
+	first := ws[0]
+	known := first.literal || tildePath(first)
+	name := first.val
+	if known {
+		name = p.commandName(name)
+	}
+	vals := make([]string, len(ws))
+	exact := !r.open
+	for i, w := range ws {
+		vals[i] = w.val
+		exact = exact && w.literal
+	}
+	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact})
+	if !known {
+		p.unfollow("a command name known only at run time", r.raw)
+		return
+	}
+	if r.dir == "" {
+		p.unfollow("a command whose working directory zot cannot tell ("+r.dirWhy+")", r.raw)
+	}
+	args := ws[1:]
+	switch name {
+	case "cd", "pushd", "popd", "dirs":
+		p.changeDir(name, args, r)
+	case "eval":
+		p.unfollow("eval, which runs a string as commands", r.raw)
+	case "source", ".":
+		p.unfollow(name+", which runs a file's commands", r.raw)
+	case "trap":
+		p.trap(args, r)
+	case "fc":
+		p.unfollow("fc, which reruns commands from history", r.raw)
+	case "alias":
+		for _, a := range args {
+			if !a.literal || strings.Contains(a.val, "=") {
+				p.unfollow("an alias definition", r.raw)
+				break
+			}
+		}
+	case "enable", "hash", "compgen", "complete", "bind":
+		p.builtinOptions(name, args, r)
+	case "let":
+		for _, a := range args {
+			p.arithOperand(a, r.raw)
+		}
+	case "set":
+		p.setOptions(args, r)
+	case "shopt":
+		p.shoptOptions(args, r)
+	case "read", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "export", "readonly":
+		p.assigningBuiltin(name, args, r)
+	case "test", "[":
+		p.checkTest(args, name+" -v", r.raw)
+	case "command", "builtin":
+		// They run a command, or a builtin, in the shell itself.
+		_, rest, stopped, why := getopt(name, args, optTables[name], false)
+		if p.optionTrouble(why, rest, r) || stopped {
+			return
+		}
+		inner := r
+		inner.via, inner.level = joinVia(r.via, name), r.level+1
+		p.run(rest, inner)
+	case "sh", "dash", "ash", "bash":
+		p.runShell(name, args, r)
+	case "find":
+		p.runFind(args, r)
+	case "xargs":
+		p.runXargs(args, r)
+	case "env":
+		p.runEnv(args, r)
+	case "sudo":
+		p.runSudo(args, r)
+	case "doas":
+		p.runDoas(args, r)
+	case "su", "runuser":
+		p.runSu(name, args, r)
+	case "sg":
+		p.runSg(args, r)
+	case "script":
+		p.runScript(args, r)
+	case "flock":
+		p.runFlock(args, r)
+	case "watch":
+		p.runWatch(args, r)
+	case "nice":
+		if len(args) > 0 && args[0].literal && isOldNice(args[0].val) {
+			args = args[1:] // nice -10 cmd
+		}
+		p.runWrapper(name, args, r)
+	case "busybox":
+		if len(args) > 0 && args[0].literal && !strings.HasPrefix(args[0].val, "-") {
+			p.run(args, r.through("busybox"))
+		}
+	default:
+		switch {
+		case wrapperSpecs[name].table != "":
+			p.runWrapper(name, args, r)
+		case unwrappedLaunchers[name]:
+			p.unfollow(name+", which runs commands zot does not unwrap", r.raw)
+		default:
+			p.interpreter(name, args, r)
+		}
+	}
+}
+
+// commandName is the base name validators match: "curl" for /usr/bin/curl,
+// folded to lower case where file names ignore it.
+func (p *shellParser) commandName(w string) string {
+	trimmed := strings.TrimRight(w, "/")
+	if trimmed == "" {
+		return w
+	}
+	name := trimmed[strings.LastIndexByte(trimmed, '/')+1:]
+	if p.out.sc.FoldCase {
+		name = strings.ToLower(name)
+	}
+	return name
+}
+
+// tildePath reports a ~/dir/name word: only its directory is known at run
+// time, its base name is.
+func tildePath(w word) bool {
+	return w.single && strings.HasPrefix(w.raw, "~/") && !strings.ContainsAny(w.raw[1:], "$`\\'\"*?[{~")
+}
+
+// startsAsOperand reports whether a word known only at run time still
+// cannot be an option: its first character is a plain one, not -.
+func startsAsOperand(w word) bool {
+	return w.raw != "" && strings.IndexByte("-$`\"'\\~{*?[<>(+", w.raw[0]) < 0
+}
+
+// Option grammars. A table lists a program's options as GNU getopt_long
+// reads them: "-C/--chdir=" is -C or --chdir with a value (-Cdir, -C dir,
+// --chdir=dir, --chdir dir, --ch=dir); "=?" an optional value, attached
+// only (-i, -iR, --replace=R); "!" an option after which no command runs
+// (--help, sudo -l). The canonical name of an option is its last spelling.
+type optDef struct {
+	name string
+	arg  byte // 0, '=' or '?'
+	stop bool
+}
+
+type optTable map[string]optDef
+
+func parseOptTable(spec string) optTable {
+	t := optTable{}
+	for _, e := range strings.Fields(spec) {
+		var d optDef
+		if strings.HasSuffix(e, "!") {
+			d.stop, e = true, strings.TrimSuffix(e, "!")
+		}
+		switch {
+		case strings.HasSuffix(e, "=?"):
+			d.arg, e = '?', strings.TrimSuffix(e, "=?")
+		case strings.HasSuffix(e, "="):
+			d.arg, e = '=', strings.TrimSuffix(e, "=")
+		}
+		names := strings.Split(e, "/")
+		d.name = names[len(names)-1]
+		for _, n := range names {
+			t[n] = d
+		}
+	}
+	return t
+}
+
+// long finds a long option by its name or a prefix of it that names one
+// option only, as getopt_long does.
+func (t optTable) long(k string) (optDef, bool) {
+	if d, ok := t[k]; ok {
+		return d, true
+	}
+	var found optDef
+	n := 0
+	for name, d := range t {
+		if strings.HasPrefix(name, "--") && strings.HasPrefix(name, k) && (n == 0 || d.name != found.name) {
+			found, n = d, n+1
+		}
+	}
+	return found, n == 1
+}
+
+// opt is an option as read: its canonical name and value.
+type opt struct {
+	name string
+	val  word
+	has  bool
+	next int // index in args after it
+}
+
+// getopt reads the options at the front of args by t. It stops at the first
+// operand (with permute, as su and script do, options may follow
+// operands), after --, or at an option that ends the program's work
+// (stopped). why, when set, says what it could not read: an option t does
+// not know, a value missing, an option word known only at run time.
+func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, operands []word, stopped bool, why string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch {
-		case a == "-":
-			return true
-		case a == "--":
-			return i+1 >= len(args) // bash -- script.sh runs the file
-		case strings.HasPrefix(a, "--"):
-			if a == "--rcfile" || a == "--init-file" {
-				i++
+		if !a.literal {
+			if !startsAsOperand(a) {
+				return opts, operands, false, prog + " argument " + a.raw + " known only at run time"
 			}
-		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
-			for _, ch := range a[1:] {
-				switch ch {
-				case 'c':
-					return false
-				case 's':
-					return true
-				case 'o', 'O':
-					i++
+			if !permute {
+				return opts, append(operands, args[i:]...), false, ""
+			}
+			if !a.single {
+				return opts, operands, false, prog + " argument " + a.raw + ", which may split into several words"
+			}
+			operands = append(operands, a)
+			continue
+		}
+		v := a.val
+		switch {
+		case v == "--":
+			return opts, append(operands, args[i+1:]...), false, ""
+		case len(v) < 2 || v[0] != '-':
+			if !permute {
+				return opts, append(operands, args[i:]...), false, ""
+			}
+			operands = append(operands, a)
+		case strings.HasPrefix(v, "--"):
+			k, val, eq := strings.Cut(v, "=")
+			d, ok := t.long(k)
+			if !ok {
+				return opts, operands, false, fmt.Sprintf("%s option %s, which zot does not know", prog, k)
+			}
+			o := opt{name: d.name}
+			switch {
+			case d.arg != 0 && eq:
+				o.val, o.has = literalWord(val), true
+			case d.arg == '=' && i+1 < len(args):
+				i++
+				o.val, o.has = args[i], true
+				if !o.val.single {
+					return opts, operands, false, fmt.Sprintf("%s %s value %s, which may split into several words", prog, k, o.val.raw)
 				}
+			case d.arg == '=':
+				return opts, operands, false, fmt.Sprintf("%s %s without its value", prog, k)
+			case eq && d.arg == 0:
+				return opts, operands, false, fmt.Sprintf("%s %s with a value it does not take", prog, k)
+			}
+			o.next = i + 1
+			opts = append(opts, o)
+			if d.stop {
+				return opts, operands, true, ""
 			}
 		default:
+			for j := 1; j < len(v); j++ {
+				d, ok := t["-"+v[j:j+1]]
+				if !ok {
+					return opts, operands, false, fmt.Sprintf("%s option -%s, which zot does not know", prog, v[j:j+1])
+				}
+				o := opt{name: d.name}
+				if d.arg != 0 {
+					switch {
+					case j+1 < len(v):
+						o.val, o.has = literalWord(v[j+1:]), true
+					case d.arg == '=' && i+1 < len(args):
+						i++
+						o.val, o.has = args[i], true
+						if !o.val.single {
+							return opts, operands, false, fmt.Sprintf("%s -%s value %s, which may split into several words", prog, v[j:j+1], o.val.raw)
+						}
+					case d.arg == '=':
+						return opts, operands, false, fmt.Sprintf("%s -%s without its value", prog, v[j:j+1])
+					}
+					j = len(v)
+				}
+				o.next = i + 1
+				opts = append(opts, o)
+				if d.stop {
+					return opts, operands, true, ""
+				}
+			}
+		}
+	}
+	return opts, operands, false, ""
+}
+
+// optionTrouble reports why getopt failed; with no command left it is
+// trouble only when the command would come from xargs input.
+func (p *shellParser) optionTrouble(why string, rest []word, r reach) bool {
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return true
+	}
+	if len(rest) == 0 {
+		if r.open {
+			p.unfollow("a wrapper whose command comes from xargs input", r.raw)
+		}
+		return true
+	}
+	return false
+}
+
+// wrapperSpec is a wrapper that runs the command after its options and
+// operands as it is.
+type wrapperSpec struct {
+	table    string
+	operands int // words before the command (timeout's duration)
+	// shellIfNone: without a command it starts a shell reading stdin.
+	shellIfNone bool
+	// lostDir names the options after which zot cannot tell the command's
+	// directory ("*": always).
+	lostDir string
+}
+
+var wrapperSpecs = map[string]wrapperSpec{
+	"nohup":    {table: "--help! --version!"},
+	"timeout":  {table: "-k/--kill-after= -s/--signal= --preserve-status --foreground -v/--verbose --help! --version!", operands: 1},
+	"stdbuf":   {table: "-i/--input= -o/--output= -e/--error= --help! --version!"},
+	"setsid":   {table: "-c/--ctty -f/--fork -w/--wait -h/--help! -V/--version!"},
+	"taskset":  {table: "-a/--all-tasks -p/--pid! -c/--cpu-list -h/--help! -V/--version!", operands: 1},
+	"ionice":   {table: "-c/--class= -n/--classdata= -p/--pid=! -P/--pgid=! -u/--uid=! -t/--ignore -h/--help! -V/--version!"},
+	"chroot":   {table: "--groups= --userspec= --skip-chdir --help! --version!", operands: 1, shellIfNone: true, lostDir: "*"},
+	"unbuffer": {table: "-p"},
+	"nice":     {table: "-n/--adjustment= --help! --version!"},
+	"time":     {table: "-a/--append -f/--format= -o/--output= -p/--portability -q/--quiet -v/--verbose -h/--help! -V/--version!"},
+	"exec":     {table: "-a= -c -l"},
+	"chrt": {operands: 1, table: "-a/--all-tasks -b/--batch -d/--deadline -f/--fifo -i/--idle -o/--other -r/--rr -R/--reset-on-fork " +
+		"-T/--sched-runtime= -P/--sched-period= -D/--sched-deadline= -m/--max! -p/--pid! -v/--verbose -h/--help! -V/--version!"},
+	"unshare": {table: "-m/--mount=? -u/--uts=? -i/--ipc=? -n/--net=? -p/--pid=? -U/--user=? -C/--cgroup=? -T/--time=? -f/--fork " +
+		"--map-user= --map-group= -r/--map-root-user -c/--map-current-user --map-auto --map-users= --map-groups= --kill-child=? " +
+		"--mount-proc=? --propagation= --setgroups= --keep-caps -R/--root= -w/--wd= -S/--setuid= -G/--setgid= --monotonic= --boottime= " +
+		"-h/--help! -V/--version!", shellIfNone: true, lostDir: "--root --wd"},
+	"nsenter": {table: "-a/--all -t/--target= -m/--mount=? -u/--uts=? -i/--ipc=? -n/--net=? -p/--pid=? -C/--cgroup=? -U/--user=? -T/--time=? " +
+		"-S/--setuid= -G/--setgid= --preserve-credentials -r/--root=? -w/--wd=? -W/--wdns= -F/--no-fork -Z/--follow-context -h/--help! -V/--version!",
+		shellIfNone: true, lostDir: "*"},
+}
+
+// optTables are the parsed tables of the wrappers and of the programs with
+// custom handling.
+var optTables = func() map[string]optTable {
+	specs := map[string]string{
+		"env":     "-i/--ignore-environment -0/--null -u/--unset= -C/--chdir= -S/--split-string= --block-signal=? --default-signal=? --ignore-signal=? --list-signal-handling -v/--debug --help! --version!",
+		"xargs":   "-0/--null -a/--arg-file= -d/--delimiter= -E= -e/--eof=? -I= -i/--replace=? -L= -l/--max-lines=? -n/--max-args= -o/--open-tty -P/--max-procs= -p/--interactive --process-slot-var= -r/--no-run-if-empty -s/--max-chars= --show-limits -t/--verbose -x/--exit --help! --version!",
+		"sudo":    "-A/--askpass -a/--auth-type= -B/--bell -b/--background -C/--close-from= -c/--login-class= -D/--chdir= -E --preserve-env=? -e/--edit! -g/--group= -H/--set-home -h=? --help! --host= -i/--login -K/--remove-timestamp! -k/--reset-timestamp -l/--list! -N/--no-update -n/--non-interactive -P/--preserve-groups -p/--prompt= -R/--chroot= -r/--role= -S/--stdin -s/--shell -T/--command-timeout= -t/--type= -U/--other-user= -u/--user= -V/--version! -v/--validate!",
+		"doas":    "-C=! -L! -n -s -u=",
+		"su":      "-m/-p/--preserve-environment -w/--whitelist-environment= -g/--group= -G/--supp-group= -l/--login -c/--command= --session-command= -f/--fast -s/--shell= -P/--pty -h/--help! -V/--version!",
+		"runuser": "-u/--user= -m/-p/--preserve-environment -w/--whitelist-environment= -g/--group= -G/--supp-group= -l/--login -c/--command= --session-command= -f/--fast -s/--shell= -P/--pty -h/--help! -V/--version!",
+		"script":  "-I/--log-in= -O/--log-out= -B/--log-io= -T/--log-timing= -t/--timing=? -m/--logging-format= -a/--append -c/--command= -e/--return -f/--flush --force -E/--echo= -o/--output-limit= -q/--quiet -h/--help! -V/--version!",
+		"flock":   "-s/--shared -x/-e/--exclusive -u/--unlock -n/--nb/--nonblock -w/--wait/--timeout= -E/--conflict-exit-code= -o/--close -c/--command= -F/--no-fork --verbose -h/--help! -V/--version!",
+		"watch":   "-b/--beep -c/--color -C/--no-color -d/--differences=? -e/--errexit -g/--chgexit -q/--equexit= -n/--interval= -p/--precise -r/--no-rerun -t/--no-title -w/--no-wrap/--no-linewrap -x/--exec -h/--help! -v/--version!",
+		"command": "-p -v! -V!",
+		"builtin": "",
+		"read":    "-a= -d= -e -E -i= -n= -N= -p= -r -s -t= -u=",
+		"mapfile": "-d= -n= -O= -s= -t -u= -C= -c=",
+	}
+	for name, w := range wrapperSpecs {
+		specs[name] = w.table
+	}
+	t := map[string]optTable{}
+	for name, s := range specs {
+		t[name] = parseOptTable(s)
+	}
+	return t
+}()
+
+// unwrappedLaunchers run a command given in their arguments by a grammar
+// zot does not model, or are shells it does not read; the line asks
+// rather than guess what they run.
+var unwrappedLaunchers = map[string]bool{
+	"systemd-run": true, "strace": true, "ltrace": true, "valgrind": true, "gdb": true, "parallel": true,
+	"fakeroot": true, "faketime": true, "proxychains": true, "proxychains4": true, "torsocks": true,
+	"firejail": true, "bwrap": true, "pkexec": true, "xvfb-run": true, "dbus-run-session": true,
+	"catchsegv": true, "numactl": true, "cpulimit": true, "trickle": true, "chpst": true, "setpriv": true,
+	"prlimit": true, "capsh": true, "run-parts": true, "newgrp": true, "login": true, "machinectl": true,
+	"tmux": true, "screen": true,
+	"zsh": true, "ksh": true, "mksh": true, "fish": true, "tcsh": true, "csh": true, "yash": true, "posh": true, "pwsh": true,
+}
+
+// runWrapper unwraps a wrapper of wrapperSpecs.
+func (p *shellParser) runWrapper(name string, args []word, r reach) {
+	spec := wrapperSpecs[name]
+	opts, rest, stopped, why := getopt(name, args, optTables[name], false)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return
+	}
+	if stopped {
+		return
+	}
+	inner := r.through(name)
+	for _, o := range opts {
+		if hasWord(spec.lostDir, o.name) {
+			inner.dir, inner.dirWhy = "", name+" "+o.name+" changes it"
+		}
+	}
+	if spec.lostDir == "*" {
+		inner.dir, inner.dirWhy = "", name+" changes it"
+	}
+	operands := spec.operands
+	if name == "chrt" && len(rest) > 0 && !isDigits(rest[0].val) {
+		operands = 0 // the priority may be left out for the policies that have none
+	}
+	if len(rest) < operands {
+		rest = nil
+	} else {
+		if !allSingle(rest[:operands]) {
+			p.unfollow(name+" operand that may split into several words", r.raw)
+			return
+		}
+		rest = rest[operands:]
+	}
+	if len(rest) == 0 {
+		switch {
+		case r.open:
+			p.unfollow(name+" whose command comes from xargs input", r.raw)
+		case spec.shellIfNone:
+			p.unfollow(name+" without a command, which starts a shell reading stdin", r.raw)
+		}
+		return
+	}
+	inner.open = r.open
+	p.run(rest, inner)
+}
+
+// allSingle reports whether none of ws can split into several words, which
+// would shift a wrapper's grammar (find . -name $x, x='a -exec rm {} ;').
+func allSingle(ws []word) bool {
+	for _, w := range ws {
+		if !w.single {
 			return false
 		}
 	}
 	return true
 }
 
-// findExecs returns the commands of find's -exec, -execdir, -ok, -okdir.
-func findExecs(args []string) [][]string {
-	var out [][]string
-	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			for j < len(args) && args[j] != ";" && args[j] != "+" {
-				j++
-			}
-			if j > i+1 {
-				out = append(out, args[i+1:j])
-			}
-			i = j
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return out
+	return s != ""
 }
 
-// wrapperSpec is how a wrapper's own options look, so the command after
-// them can be found.
-type wrapperSpec struct {
-	values   string // options that take a value
-	stop     string // options after which no command follows (command -v)
-	assigns  bool   // NAME=value words may come before the command
-	operands int    // positional words before the command (timeout's duration)
-	// execs, when set, marks a wrapper that joins its command's words with
-	// spaces and runs them with sh -c, unless one of these options makes it
-	// exec them as they are (watch -x).
-	execs string
-}
-
-var wrapperSpecs = map[string]wrapperSpec{
-	"sudo":        {values: "-u -g -h -p -C -D -r -t -T -U -R --user --group --host --prompt --close-from --chdir --role --type --command-timeout --other-user --chroot", stop: "-e --edit -l --list -v --validate -V --version -K --remove-timestamp", assigns: true},
-	"doas":        {values: "-u -C"},
-	"env":         {values: "-u -C -S --unset --chdir --split-string", assigns: true},
-	"nice":        {values: "-n --adjustment"},
-	"nohup":       {},
-	"timeout":     {values: "-s -k --signal --kill-after", operands: 1},
-	"xargs":       {values: "-a -d -E -I -L -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars --process-slot-var"},
-	"exec":        {values: "-a"},
-	"command":     {stop: "-v -V"},
-	"builtin":     {},
-	"time":        {values: "-f -o --format --output"},
-	"stdbuf":      {values: "-i -o -e --input --output --error"},
-	"setsid":      {},
-	"flock":       {values: "-w -E --timeout --conflict-exit-code", operands: 1},
-	"ionice":      {values: "-c -n -p -P -u --class --classdata --pid --pgid --uid"},
-	"chroot":      {values: "--userspec --groups", operands: 1},
-	"watch":       {values: "-n -q --interval --equexit", execs: "-x --exec"},
-	"unbuffer":    {},
-	"busybox":     {},
-	"unshare":     {values: "-S -G --setuid --setgid --root --wd --propagation --map-user --map-group"},
-	"nsenter":     {values: "-t -S -G -r -w --target --setuid --setgid --root --wd"},
-	"systemd-run": {values: "-p -u -E -M --property --unit --setenv --description --slice --working-directory --uid --gid --nice --machine"},
-	"taskset":     {operands: 1, stop: "-p --pid"},
-	"chrt":        {operands: 1, stop: "-p --pid -m --max"},
-	"sg":          {operands: 1},
-	"runuser":     {values: "-u -g -G -s -w --user --group --supp-group --shell --whitelist-environment"},
-}
-
-// dashCWrappers run a command string given with -c (or --command) through
-// a shell: su -c '…', runuser -c '…', script -qc '…', flock LOCK -c '…',
-// sg GROUP -c '…'.
-var dashCWrappers = map[string]bool{"su": true, "runuser": true, "script": true, "flock": true, "sg": true}
-
-// dashCScript finds the command string of a -c wrapper.
-func dashCScript(args []string) (string, bool) {
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return "", false
-		case a == "--command" || a == "--session-command":
-			if i+1 < len(args) {
-				return args[i+1], true
-			}
-		case strings.HasPrefix(a, "--command="):
-			return strings.TrimPrefix(a, "--command="), true
-		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.HasSuffix(a, "c") && i+1 < len(args):
-			return args[i+1], true
-		}
+// isOldNice reports nice's old form of the adjustment: -10, --5, -+5.
+func isOldNice(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
 	}
-	return "", false
-}
-
-// unwrapArgs skips a wrapper's options and returns the command it runs,
-// the variables it sets for it, and whether it runs the command's words
-// joined as a sh -c script rather than as they are.
-func unwrapArgs(name string, args []string) (rest []string, env map[string]string, viaShell, ok bool) {
-	spec, ok := wrapperSpecs[name]
-	if !ok {
-		return nil, nil, false, false
+	if s[0] == '-' || s[0] == '+' {
+		s = s[1:]
 	}
-	env = map[string]string{}
-	split := ""
-	viaShell = spec.execs != ""
-	i := 0
-options:
-	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			i++
-			break options
-		case len(a) < 2 || a[0] != '-':
-			break options
-		case hasWord(spec.stop, a):
-			return nil, nil, false, false
-		case strings.HasPrefix(a, "--"):
-			k, v, eq := strings.Cut(a, "=")
-			if hasWord(spec.execs, k) {
-				viaShell = false
-			}
-			if !eq && hasWord(spec.values, k) && i+1 < len(args) {
-				i++
-				v = args[i]
-			}
-			if k == "--split-string" {
-				split = v
-			}
-		default:
-			for j := 1; j < len(a); j++ {
-				opt := "-" + a[j:j+1]
-				if hasWord(spec.execs, opt) {
-					viaShell = false
-				}
-				if !hasWord(spec.values, opt) {
-					continue
-				}
-				v := a[j+1:]
-				if v == "" && i+1 < len(args) {
-					i++
-					v = args[i]
-				}
-				if opt == "-S" {
-					split = v
-				}
-				break
-			}
-		}
-	}
-	for ; spec.assigns && i < len(args); i++ {
-		k, n := assignmentName(args[i])
-		if n == 0 {
-			break
-		}
-		env[k] = args[i][n:]
-	}
-	rest = args[i:]
-	if split != "" && name == "env" {
-		words, _ := splitExecutor(split)
-		rest = append(words, rest...)
-	}
-	if len(rest) < spec.operands {
-		return nil, nil, false, false
-	}
-	return rest[spec.operands:], env, viaShell, true
+	return isDigits(s)
 }
 
 // hasWord reports whether w is one of the space-separated words of list.
@@ -247,197 +509,939 @@ func hasWord(list, w string) bool {
 	return false
 }
 
-// Flags, as validators receive them. The rule: --name=value and, for an
-// option listed below as taking a value, --name value, -X value and -Xvalue
-// give the value; any other option is a switch with the value "". -abc is
-// the switches a, b and c, unless one of them takes a value, which is then
-// the rest of the word or the next word. An option listed with a trailing
-// ? takes a value only when attached (sed -i.bak, mysql -psecret). For
-// commands whose options are whole words (find -name, go test -run), -name
-// is one option. After --, and for commands marked stopAtArg after their
-// first operand (ssh host ls -l), every word is an argument. A rule named
-// "docker run" replaces the rule of "docker" once the first operand is run.
-
-// cmdFlagRule is how one command's options look.
-type cmdFlagRule struct {
-	values     string // options that take a value
-	bools      string // with longValues: long options that take none
-	wholeWords bool   // -name is one option, not -n -a -m -e
-	longValues bool   // every --option takes a value unless listed in bools
-	stopAtArg  bool   // options end at the first operand
+// joinDir is the directory a wrapper option (env -C, sudo -D) gives.
+func (p *shellParser) joinDir(r reach, w word, what string) (dir, why string) {
+	switch {
+	case !w.literal:
+		return "", what + " to a directory known only at run time"
+	case filepath.IsAbs(w.val):
+		return filepath.Clean(w.val), ""
+	case r.dir == "":
+		return "", r.dirWhy
+	}
+	return filepath.Join(r.dir, w.val), ""
 }
 
-var cmdFlagRules = map[string]cmdFlagRule{
-	"curl": {values: "-X -H -d -o -u -A -e -b -c -F -T -x -U -m -w -K -E -r -C -y -Y -z -Q --request --header --data --data-raw --data-binary --data-urlencode --data-ascii --json --output --output-dir --user --user-agent --referer --cookie --cookie-jar --form --form-string --upload-file --proxy --proxy-user --max-time --connect-timeout --write-out --config --cert --key --cacert --capath --resolve --connect-to --retry --retry-delay --retry-max-time --range --url --limit-rate --max-filesize --interface --dns-servers --oauth2-bearer --unix-socket --netrc-file --variable"},
-	"wget": {values: "-O -o -a -P -U -t -T -e -i -B -Q -w -l -A -R -D -I -X --output-document --output-file --append-output --directory-prefix --user-agent --header --post-data --post-file --method --body-data --body-file --user --password --http-user --http-password --tries --timeout --wait --level --accept --reject --domains --include-directories --exclude-directories --input-file --base --quota --load-cookies --save-cookies --referer"},
-
-	"git":          {values: "-C -c --git-dir --work-tree --namespace --exec-path --config-env --super-prefix"},
-	"git commit":   {values: "-m -F -C -c -t --message --file --author --date --reuse-message --reedit-message --fixup --squash --cleanup --template --trailer"},
-	"git push":     {values: "-o --push-option --repo --receive-pack --exec --force-with-lease?"},
-	"git clone":    {values: "-b -o -c -u -j --branch --origin --depth --reference --template --upload-pack --config --separate-git-dir --shallow-since --shallow-exclude --filter --jobs"},
-	"git checkout": {values: "-b -B --orphan"},
-	"git switch":   {values: "-c -C --orphan --create --force-create"},
-	"git merge":    {values: "-m -s -X -F --message --strategy --strategy-option --file"},
-	"git pull":     {values: "-s -X -j --strategy --strategy-option --depth --jobs"},
-	"git fetch":    {values: "-j -o --depth --deepen --shallow-since --shallow-exclude --jobs --server-option --upload-pack"},
-	"git rebase":   {values: "-s -X -x --onto --exec --strategy --strategy-option"},
-	"git tag":      {values: "-m -F -u --message --file --local-user"},
-	"git log":      {values: "-n --max-count --author --committer --since --until --after --before --grep --format --pretty --date --skip"},
-	"git config":   {values: "-f --file --blob --type --default"},
-	"git branch":   {values: "-u --set-upstream-to"},
-	"git remote":   {values: "-t -m"},
-	"git grep":     {values: "-e -f -A -B -C -m --max-count --context --after-context --before-context"},
-
-	"ssh":   {values: "-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w -B", stopAtArg: true},
-	"scp":   {values: "-c -D -F -i -J -l -o -P -S -X"},
-	"sftp":  {values: "-B -b -c -D -F -i -J -l -o -P -R -S -s -X"},
-	"rsync": {values: "-e -f -T -B --rsh --exclude --include --filter --exclude-from --include-from --files-from --chmod --chown --usermap --groupmap --rsync-path --bwlimit --timeout --contimeout --port --log-file --log-file-format --temp-dir --partial-dir --backup-dir --suffix --compare-dest --copy-dest --link-dest --max-size --min-size --max-delete --block-size --password-file --out-format"},
-
-	"kubectl": {values: "-n -l -o -f -c -s -k -L --namespace --context --cluster --user --kubeconfig --selector --output --filename --container --server --token --as --as-group --field-selector --timeout --grace-period --type --replicas --image --patch --kustomize --label-columns --sort-by --template --since --since-time --tail --port --address --from-literal --from-file --from-env-file --overrides --cascade --request-timeout --certificate-authority --client-certificate --client-key"},
-	"helm":    {values: "-n -f -o --namespace --values --set --set-string --set-file --set-json --version --kube-context --kubeconfig --repo --output --timeout --post-renderer --description --name-template"},
-
-	"docker":         {values: "-H -c -l --host --context --config --log-level --tlscacert --tlscert --tlskey"},
-	"docker run":     {values: "-a -c -e -h -l -m -p -u -v -w --attach --cpu-shares --env --env-file --hostname --label --label-file --memory --publish --user --volume --workdir --name --network --net --entrypoint --mount --cpus --restart --add-host --device --cap-add --cap-drop --security-opt --ulimit --gpus --platform --pull --tmpfs --link --log-driver --log-opt --dns --expose --cidfile --ipc --pid --shm-size --stop-signal --stop-timeout --runtime --userns --uts --volumes-from --health-cmd --ip --mac-address --memory-swap --cgroup-parent --group-add --isolation --sysctl --storage-opt", stopAtArg: true},
-	"docker create":  {values: "-a -c -e -h -l -m -p -u -v -w --attach --cpu-shares --env --env-file --hostname --label --label-file --memory --publish --user --volume --workdir --name --network --net --entrypoint --mount --cpus --restart --add-host --device --cap-add --cap-drop --security-opt --ulimit --gpus --platform --pull --tmpfs --link --log-driver --log-opt --dns --expose --cidfile --ipc --pid --shm-size --stop-signal --stop-timeout --runtime --userns --uts --volumes-from", stopAtArg: true},
-	"docker exec":    {values: "-e -u -w --env --env-file --user --workdir --detach-keys", stopAtArg: true},
-	"docker build":   {values: "-t -f -o --tag --file --build-arg --target --platform --label --network --progress --secret --ssh --cache-from --cache-to --output --iidfile --add-host --shm-size --ulimit --build-context --cgroup-parent --isolation --memory --metadata-file"},
-	"docker pull":    {values: "--platform"},
-	"docker push":    {values: "--platform"},
-	"docker compose": {values: "-f -p --file --project-name --profile --env-file --project-directory"},
-
-	"aws":    {longValues: true, bools: "--debug --no-verify-ssl --no-paginate --no-sign-request --recursive --dryrun --dry-run --no-dry-run --force --quiet --only-show-errors --no-progress --delete --exact-timestamps --follow-symlinks --no-follow-symlinks --human-readable --summarize --no-cli-pager --cli-auto-prompt --no-cli-auto-prompt --version --help"},
-	"gcloud": {longValues: true, bools: "--quiet --async --no-user-output-enabled --log-http --help --version --dry-run --all --recursive --preemptible --no-address --enable-ip-alias --force"},
-	"az":     {longValues: true, bools: "--yes --debug --verbose --only-show-errors --no-wait --help --all --force"},
-
-	"terraform": {wholeWords: true, values: "-var -var-file -target -state -state-out -out -backend-config -lock-timeout -parallelism -replace -chdir -from-module -generate-config-out"},
-	"go":        {wholeWords: true, values: "-o -C -run -bench -count -timeout -tags -ldflags -gcflags -asmflags -p -coverprofile -covermode -coverpkg -cpuprofile -memprofile -blockprofile -mutexprofile -trace -exec -mod -modfile -pkgdir -toolexec -fuzz -fuzztime -fuzzminimizetime -parallel -benchtime -skip -outputdir -vet -shuffle -overlay -pgo -compiler -buildmode -installsuffix -cpu -list"},
-	"find":      {wholeWords: true, values: "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -maxdepth -mindepth -newer -anewer -cnewer -perm -size -user -group -uid -gid -mtime -atime -ctime -mmin -amin -cmin -used -inum -links -samefile -fstype -fprint -fprint0 -fprintf -fls -printf -regextype -context -exec -execdir -ok -okdir"},
-
-	"psql":  {values: "-c -d -f -h -p -U -o -L -v -P -F -R -T --command --dbname --file --host --port --username --output --set --variable --pset --log-file"},
-	"mysql": {values: "-e -h -u -P -D -S -p? --execute --host --user --port --database --socket"},
-
-	"grep":       {values: "-e -f -m -A -B -C -d -D --regexp --file --max-count --after-context --before-context --context --include --exclude --exclude-dir --exclude-from --label --devices --directories --binary-files"},
-	"rg":         {values: "-e -f -g -t -T -m -A -B -C -r -j -M --regexp --file --glob --iglob --type --type-not --max-count --after-context --before-context --context --replace --threads --max-columns --max-depth --max-filesize --type-add --sort --sortr --pre --pre-glob --encoding --engine"},
-	"sed":        {values: "-e -f -l -i? --expression --file --line-length"},
-	"awk":        {values: "-F -v -f --field-separator --assign --file"},
-	"tar":        {values: "-f -C -T -X -b -g -H -I -K -N -V --file --directory --files-from --exclude-from --exclude --use-compress-program --transform --owner --group --mode --mtime --newer --format --label --to-command --checkpoint-action --info-script --new-volume-script --rsh-command"},
-	"head":       {values: "-n -c --lines --bytes"},
-	"tail":       {values: "-n -c -s --lines --bytes --sleep-interval --pid"},
-	"sort":       {values: "-k -t -o -S -T --key --field-separator --output --buffer-size --temporary-directory --parallel"},
-	"cut":        {values: "-d -f -c -b --delimiter --fields --characters --bytes --output-delimiter"},
-	"cp":         {values: "-t -S --target-directory --suffix"},
-	"mv":         {values: "-t -S --target-directory --suffix"},
-	"ln":         {values: "-t -S --target-directory --suffix"},
-	"install":    {values: "-t -S -m -o -g --target-directory --suffix --mode --owner --group"},
-	"ps":         {values: "-o -p -u -U -C -G -g -t -q --format --pid --user --sort --ppid"},
-	"kill":       {values: "-s -n"},
-	"date":       {values: "-d -f -r --date --file --reference"},
-	"make":       {values: "-C -f -j -I -o -W -l --directory --file --jobs --include-dir --old-file --what-if --load-average"},
-	"nc":         {values: "-e -c -p -s -w -x -X -i -q -W -I -O -P -T"},
-	"systemctl":  {values: "-H -M -p -t -n -o -s --host --machine --property --type --state --lines --output --signal --kill-whom --root --job-mode"},
-	"journalctl": {values: "-u -n -p -o -S -U -t -D -M -g --unit --lines --priority --output --since --until --identifier --directory --user-unit --grep --file"},
-
-	"gh":  {values: "-R -b -t -F -f -X -H -q -B -a -l -m -L -s -r --repo --body --body-file --title --field --raw-field --method --header --jq --template --base --head --assignee --label --milestone --limit --state --reviewer"},
-	"npm": {values: "-w --prefix --registry --workspace --cache --userconfig --tag --otp --access"},
-	"npx": {values: "-p -c --package --call", stopAtArg: true},
-	"pip": {values: "-r -c -i -e -t -f --requirement --constraint --index-url --extra-index-url --editable --target --find-links --prefix --root --src --trusted-host --proxy --cert --client-cert --timeout --retries --log --cache-dir --platform --python-version --implementation --abi --only-binary --no-binary --progress-bar --upgrade-strategy --report"},
-
-	"python3": {values: "-c -m -W -X", stopAtArg: true},
-	"node":    {values: "-e -p -r --eval --print --require --import --loader --input-type", stopAtArg: true},
-	"perl":    {values: "-e -E -I -M -m", stopAtArg: true},
-	"ruby":    {values: "-e -I -r -C", stopAtArg: true},
-	"sh":      {values: "-c -o -O --rcfile --init-file", stopAtArg: true},
+// script splits a command string a wrapper runs with a shell (bash -c,
+// su -c, watch), in that wrapper's directory and environment.
+func (p *shellParser) script(src string, bash bool, r reach) {
+	k := p.child(src, bash)
+	if k == nil {
+		return
+	}
+	k.via, k.env = r.via, r.env
+	k.dir = shellDir{path: r.dir, why: r.dirWhy}
+	k.depth += r.level
+	k.list(false, false)
 }
 
-// cmdFlagAliases share a rule: podman reads docker's options.
-var cmdFlagAliases = map[string]string{
-	"podman": "docker", "python": "python3", "pip3": "pip", "gawk": "awk", "mawk": "awk", "ncat": "nc", "netcat": "nc",
-	"bash": "sh", "dash": "sh", "zsh": "sh", "ksh": "sh", "mksh": "sh", "ash": "sh", "pnpm": "npm",
+// scriptBySHELL splits a string a wrapper runs with $SHELL -c (flock -c,
+// script -c), when $SHELL is a shell zot reads.
+func (p *shellParser) scriptBySHELL(w word, r reach, via string) {
+	shell := filepath.Base(p.out.sc.Getenv("SHELL"))
+	switch {
+	case !hasWord("bash sh dash ash .", shell):
+		p.unfollow(via+" runs its command with $SHELL ("+shell+"), whose grammar zot does not read", r.raw)
+	case !w.literal:
+		p.unfollow("a "+via+" command known only at run time", r.raw)
+	default:
+		p.script(w.val, shell == "bash", r.through(via))
+	}
 }
 
-// flagRule finds the rule of a command ("docker") or of one of its
-// subcommands ("docker run"); wrappers use their own option lists.
-func flagRule(name string) (cmdFlagRule, bool) {
-	first, sub, _ := strings.Cut(name, " ")
-	if alias, ok := cmdFlagAliases[first]; ok {
-		name = strings.TrimSpace(alias + " " + sub)
-	}
-	if r, ok := cmdFlagRules[name]; ok {
-		return r, true
-	}
-	if w, ok := wrapperSpecs[name]; ok {
-		return cmdFlagRule{values: w.values, stopAtArg: true}, true
-	}
-	return cmdFlagRule{}, false
-}
+// Shells.
 
-// takesValue says whether an option (with its dashes) takes a value, and
-// whether only an attached one.
-func (r cmdFlagRule) takesValue(opt string) (takes, attachedOnly bool) {
-	if r.longValues && strings.HasPrefix(opt, "--") {
-		return !hasWord(r.bools, opt), false
-	}
-	if hasWord(r.values, opt) {
-		return true, false
-	}
-	if hasWord(r.values, opt+"?") {
-		return true, true
-	}
-	return false, false
-}
+var safeSetOptions = "allexport braceexpand emacs errexit errtrace functrace hashall histexpand history ignoreeof " +
+	"interactive-comments monitor noclobber noexec noglob nolog notify nounset onecmd pipefail privileged verbose vi xtrace"
 
-// commandFlags splits a command's arguments into flags (names without
-// their dashes) and positional arguments, by the rule above.
-func commandFlags(name string, args []string) (flags map[string]string, positional []string) {
-	flags, positional = map[string]string{}, []string{}
-	rule, _ := flagRule(name)
-	for i := 0; i < len(args); i++ {
+// safeSetLetters are the set options that change nothing about what a
+// line runs or where.
+const safeSetLetters = "abefhmnprtuvxBCEHT"
+
+var safeShoptOptions = "nullglob failglob globstar dotglob nocaseglob nocasematch inherit_errexit xpg_echo " +
+	"globasciiranges extquote checkwinsize histappend cmdhist lithist"
+
+// runShell follows sh, dash, ash or bash: the string of -c is split as a
+// script of its own; a shell reading stdin, or a startup file, runs what
+// zot cannot see.
+func (p *shellParser) runShell(name string, args []word, r reach) {
+	bash := name == "bash"
+	cmdMode, stdin := false, false
+	i := 0
+options:
+	for ; i < len(args); i++ {
 		a := args[i]
+		if !a.literal {
+			if startsAsOperand(a) {
+				break
+			}
+			p.unfollow(name+" argument "+a.raw+" known only at run time", r.raw)
+			return
+		}
+		v := a.val
 		switch {
-		case a == "--":
-			return flags, append(positional, args[i+1:]...)
-		case len(a) < 2 || a[0] != '-':
-			if len(positional) == 0 {
-				if sub, ok := flagRule(name + " " + a); ok {
-					rule = sub
-					positional = append(positional, a)
-					continue
-				}
+		case v == "--" || v == "-":
+			i++
+			break options
+		case len(v) < 2 || (v[0] != '-' && v[0] != '+'):
+			break options
+		case strings.HasPrefix(v, "--") && bash:
+			switch v {
+			case "--norc", "--noprofile", "--noediting", "--restricted", "--verbose":
+			case "--help", "--version", "--dump-strings", "--dump-po-strings":
+				return
+			default:
+				p.unfollow(name+" "+v+", which zot does not follow", r.raw)
+				return
 			}
-			if rule.stopAtArg {
-				return flags, append(positional, args[i:]...)
-			}
-			positional = append(positional, a)
-		case a[1] == '-' || rule.wholeWords:
-			dashes := 1
-			if a[1] == '-' {
-				dashes = 2
-			}
-			k, v, eq := strings.Cut(a[dashes:], "=")
-			if takes, attached := rule.takesValue(a[:dashes] + k); takes && !attached && !eq && i+1 < len(args) {
+			continue
+		}
+		for _, ch := range v[1:] {
+			switch {
+			case ch == 'c':
+				cmdMode = true
+			case ch == 's':
+				stdin = true
+			case ch == 'o' || ch == 'O':
 				i++
-				v = args[i]
+				if i >= len(args) {
+					return // prints the options
+				}
+				list := safeSetOptions
+				if ch == 'O' {
+					list = safeShoptOptions
+				}
+				if v[0] == '-' && (!args[i].literal || !hasWord(list, args[i].val)) {
+					p.unfollow(fmt.Sprintf("%s -%c %s, which changes how the shell reads commands", name, ch, args[i].raw), r.raw)
+					return
+				}
+			case ch == 'i' || ch == 'l':
+				p.unfollow(fmt.Sprintf("%s -%c, which runs startup files", name, ch), r.raw)
+				return
+			case !strings.ContainsRune(safeSetLetters, ch) && ch != 'D':
+				p.unfollow(fmt.Sprintf("%s option %c%c, which zot does not follow", name, v[0], ch), r.raw)
+				return
 			}
-			flags[k] = v
-		default:
-			for j := 1; j < len(a); {
-				_, size := utf8.DecodeRuneInString(a[j:])
-				opt := a[j : j+size]
-				takes, attached := rule.takesValue("-" + opt)
-				if !takes {
-					flags[opt] = ""
-					j += size
-					continue
-				}
-				v := a[j+size:]
-				if v == "" && !attached && i+1 < len(args) {
-					i++
-					v = args[i]
-				}
-				flags[opt] = v
+		}
+	}
+	rest := args[i:]
+	switch {
+	case cmdMode && len(rest) > 0:
+		if !rest[0].literal {
+			p.unfollow("a "+name+" -c script known only at run time", r.raw)
+			return
+		}
+		p.script(rest[0].val, bash, r.through(name+" -c"))
+	case cmdMode:
+		if r.open {
+			p.unfollow(name+" -c whose script comes from xargs input", r.raw)
+		}
+	case stdin || len(rest) == 0:
+		p.unfollow(name+" reading its commands from stdin", r.raw)
+	case !rest[0].literal || isStdinPath(rest[0].val):
+		p.unfollow(name+" running a script zot cannot read ("+rest[0].raw+")", r.raw)
+	}
+	// Otherwise it runs a script file, which zot does not read (docs).
+}
+
+// isStdinPath reports a path that names a file descriptor or stdin: the
+// script is whatever is fed to it.
+func isStdinPath(s string) bool {
+	return s == "-" || strings.HasPrefix(s, "/dev/") || strings.HasPrefix(s, "/proc/") || strings.HasPrefix(s, "<(")
+}
+
+// interpreterPrograms are programs that run a program of their own; the
+// options listed give it on the command line.
+var interpreterPrograms = map[string]string{
+	"python": "c m", "pypy": "c m", "perl": "e E", "ruby": "e", "irb": "", "node": "e p eval print", "nodejs": "e p eval print",
+	"bun": "e eval p print", "php": "r", "lua": "e", "luajit": "e", "tclsh": "", "wish": "", "expect": "c",
+	"Rscript": "e", "R": "e", "julia": "e", "osascript": "e", "psql": "c f command file", "mysql": "e execute",
+	"sqlite3": "", "ed": "", "ex": "",
+}
+
+// interpreter asks about an interpreter that reads its program from stdin
+// (python3 <<EOF, … | perl): zot cannot see that program.
+func (p *shellParser) interpreter(name string, args []word, r reach) {
+	base := strings.TrimRight(name, "0123456789.")
+	progOpts, ok := interpreterPrograms[base]
+	if !ok {
+		return
+	}
+	vals := make([]string, len(args))
+	for i, a := range args {
+		vals[i] = a.val
+	}
+	flags, positional := commandFlags(name, vals)
+	for f := range flags {
+		if hasWord(progOpts, f) {
+			return
+		}
+	}
+	stdin := len(positional) == 0 || base == "ed" || base == "ex" || (base == "sqlite3" && len(positional) < 2) || r.open
+	if !stdin {
+		for _, a := range args {
+			if a.val == positional[0] {
+				stdin = !a.literal || isStdinPath(a.val)
 				break
 			}
 		}
 	}
-	return flags, positional
+	if stdin {
+		p.unfollow(name+" reading its program from stdin", r.raw)
+	}
+}
+
+// find: the expression is read by find's own grammar, so that only real
+// -exec, -execdir, -ok and -okdir actions count, and an argument such as
+// -name -exec stays a name.
+
+var findArity = func() map[string]int {
+	m := map[string]int{}
+	for _, p := range strings.Fields("( ) ! , -not -a -and -o -or -daystart -depth -d -follow -ignore_readdir_race -mount " +
+		"-noignore_readdir_race -noleaf -xdev -warn -nowarn -empty -executable -false -true -nogroup -nouser -readable " +
+		"-writable -delete -ls -print -print0 -prune -quit -help --help -version --version") {
+		m[p] = 0
+	}
+	for _, p := range strings.Fields("-amin -anewer -atime -cmin -cnewer -ctime -context -fls -fprint -fprint0 -fstype -gid " +
+		"-group -ilname -iname -inum -ipath -iregex -iwholename -links -lname -maxdepth -mindepth -mmin -mtime -name -newer " +
+		"-path -perm -printf -regex -regextype -samefile -size -type -uid -used -user -wholename -xtype -files0-from") {
+		m[p] = 1
+	}
+	m["-fprintf"] = 2
+	return m
+}()
+
+func (p *shellParser) runFind(args []word, r reach) {
+	i := 0
+	for i < len(args) && args[i].literal {
+		v := args[i].val
+		if v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-O") {
+			i++
+		} else if v == "-D" {
+			i += 2
+		} else {
+			break
+		}
+	}
+	// Start points run to the first word that starts an expression.
+	for ; i < len(args); i++ {
+		w := args[i]
+		if !w.literal {
+			p.unfollow("a find start point known only at run time ("+w.raw+")", r.raw)
+			return
+		}
+		if strings.HasPrefix(w.val, "-") || w.val == "(" || w.val == "!" {
+			break
+		}
+	}
+	if r.open {
+		p.unfollow("find whose expression comes from xargs input", r.raw)
+		return
+	}
+	for i < len(args) {
+		w := args[i]
+		if !w.literal {
+			p.unfollow("a find expression word known only at run time ("+w.raw+")", r.raw)
+			return
+		}
+		switch v := w.val; v {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j, plus := i+1, false
+			for ; j < len(args); j++ {
+				if !args[j].literal {
+					p.unfollow("a find "+v+" word known only at run time ("+args[j].raw+")", r.raw)
+					return
+				}
+				if args[j].val == ";" || args[j].val == "+" && j > i+1 && args[j-1].val == "{}" {
+					plus = args[j].val == "+"
+					break
+				}
+			}
+			if j >= len(args) || j == i+1 {
+				return // find refuses an -exec without its end
+			}
+			inner := r.through("find " + v)
+			if strings.HasSuffix(v, "dir") {
+				inner.dir, inner.dirWhy = "", "find "+v+" runs it in each file's directory"
+			}
+			inner.open = plus
+			cmd := make([]word, j-i-1)
+			for k, a := range args[i+1 : j] {
+				if strings.Contains(a.val, "{}") {
+					a.literal = false // find puts a file name there
+				}
+				cmd[k] = a
+			}
+			p.run(cmd, inner)
+			i = j + 1
+		default:
+			n, ok := findArity[v]
+			if !ok && len(v) == 8 && strings.HasPrefix(v, "-newer") {
+				n, ok = 1, true // -newerXY
+			}
+			if !ok {
+				p.unfollow("find "+v+", which zot does not know", r.raw)
+				return
+			}
+			if !allSingle(args[i+1 : min(i+1+n, len(args))]) {
+				p.unfollow("a find "+v+" argument that may split into several words", r.raw)
+				return
+			}
+			i += 1 + n
+		}
+	}
+}
+
+// runXargs: the command after xargs's options gets the words read from its
+// input appended (or, with -I R, put where R is).
+func (p *shellParser) runXargs(args []word, r reach) {
+	opts, rest, stopped, why := getopt("xargs", args, optTables["xargs"], false)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return
+	}
+	if stopped {
+		return
+	}
+	replace := ""
+	for _, o := range opts {
+		switch {
+		case o.has && !o.val.literal && (o.name == "-I" || o.name == "--replace"):
+			p.unfollow("xargs -I with a string known only at run time", r.raw)
+			return
+		case o.name == "-I":
+			replace = o.val.val
+		case o.name == "--replace":
+			replace = "{}"
+			if o.has {
+				replace = o.val.val
+			}
+		}
+	}
+	if len(rest) == 0 {
+		rest = []word{literalWord("echo")}
+	}
+	inner := r.through("xargs")
+	inner.open = replace == ""
+	if replace != "" {
+		cmd := make([]word, len(rest))
+		for i, a := range rest {
+			if strings.Contains(a.val, replace) {
+				a.literal = false // xargs puts its input there
+			}
+			cmd[i] = a
+		}
+		rest = cmd
+	}
+	p.run(rest, inner)
+}
+
+// runEnv: options (-S splits its string into more of them), NAME=value
+// words, then the command.
+func (p *shellParser) runEnv(args []word, r reach) {
+	inner := r.through("env")
+	env := map[string]string{}
+	for k, v := range r.env {
+		env[k] = v
+	}
+	var rest []word
+	for {
+		opts, operands, stopped, why := getopt("env", args, optTables["env"], false)
+		if why != "" {
+			p.unfollow(why, r.raw)
+			return
+		}
+		if stopped {
+			return
+		}
+		rest = operands
+		split := false
+		for _, o := range opts {
+			switch o.name {
+			case "--ignore-environment":
+				env = map[string]string{}
+			case "--unset":
+				delete(env, o.val.val)
+			case "--chdir":
+				inner.dir, inner.dirWhy = p.joinDir(inner, o.val, "env -C")
+			case "--split-string":
+				words, ok := envSplit(o.val)
+				if !ok {
+					p.unfollow("env -S with quotes, escapes, ${…} or # in its string", r.raw)
+					return
+				}
+				args, split = append(words, args[o.next:]...), true
+			}
+			if split {
+				break // GNU env reads its options again from the split words
+			}
+		}
+		if !split {
+			break
+		}
+	}
+	if len(rest) > 0 && rest[0].literal && rest[0].val == "-" {
+		env, rest = map[string]string{}, rest[1:]
+	}
+	rest, ok := p.envAssignments("env", rest, env, r)
+	if !ok {
+		return
+	}
+	if len(rest) == 0 {
+		if r.open {
+			p.unfollow("env whose command comes from xargs input", r.raw)
+		}
+		return
+	}
+	inner.env, inner.open = env, r.open
+	p.run(rest, inner)
+}
+
+// envAssignments reads the NAME=value words before a wrapper's command
+// (env, sudo) into env: any word with an = is one, as the wrappers take it
+// ("=x" too).
+func (p *shellParser) envAssignments(prog string, rest []word, env map[string]string, r reach) ([]word, bool) {
+	for len(rest) > 0 {
+		w := rest[0]
+		name, val, isAssign := strings.Cut(w.val, "=")
+		if _, n := assignmentName(w.raw); n == 0 && !w.literal || !w.single {
+			p.unfollow(prog+" argument "+w.raw+" known only at run time", r.raw)
+			return nil, false
+		}
+		if !isAssign {
+			break
+		}
+		p.assign(name, isIntegerWord(word{raw: val, val: val, literal: w.literal}), r.raw)
+		env[name], rest = val, rest[1:]
+	}
+	return rest, true
+}
+
+// envSplit splits env -S's string the way GNU env does, for strings
+// without quotes, escapes, ${…} or comments; ok is false for those.
+func envSplit(w word) ([]word, bool) {
+	if !w.literal || strings.ContainsAny(w.val, "\\'\"$#") {
+		return nil, false
+	}
+	var words []word
+	for _, f := range strings.Fields(w.val) {
+		words = append(words, literalWord(f))
+	}
+	return words, true
+}
+
+// runSudo: sudo's options, VAR=value words, then the command; -s and -i
+// hand the command to a shell.
+func (p *shellParser) runSudo(args []word, r reach) {
+	opts, rest, stopped, why := getopt("sudo", args, optTables["sudo"], false)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return
+	}
+	if stopped {
+		return
+	}
+	inner := r.through("sudo")
+	shell := ""
+	for _, o := range opts {
+		switch o.name {
+		case "-h":
+			if !o.has {
+				return // help
+			}
+		case "--chdir":
+			inner.dir, inner.dirWhy = p.joinDir(inner, o.val, "sudo -D")
+		case "--chroot":
+			inner.dir, inner.dirWhy = "", "sudo -R changes the root"
+		case "--shell", "--login":
+			shell = o.name
+			if shell == "--login" {
+				inner.dir, inner.dirWhy = "", "sudo -i starts in the user's home directory"
+			}
+		}
+	}
+	env := map[string]string{}
+	for k, v := range r.env {
+		env[k] = v
+	}
+	rest, ok := p.envAssignments("sudo", rest, env, r)
+	if !ok {
+		return
+	}
+	inner.env = env
+	switch {
+	case len(rest) == 0 && shell != "":
+		p.unfollow("sudo "+shell+" without a command, which starts a shell reading stdin", r.raw)
+		return
+	case len(rest) == 0:
+		if r.open {
+			p.unfollow("sudo whose command comes from xargs input", r.raw)
+		}
+		return
+	case shell == "--login":
+		p.unfollow("sudo -i, which runs the command with the user's login shell", r.raw)
+	case shell != "":
+		for _, w := range rest {
+			if strings.Contains(w.val, "$") {
+				p.unfollow("sudo -s with a $ the user's shell expands", r.raw)
+				break
+			}
+		}
+	}
+	inner.open = r.open
+	p.run(rest, inner)
+}
+
+func (p *shellParser) runDoas(args []word, r reach) {
+	opts, rest, stopped, why := getopt("doas", args, optTables["doas"], false)
+	for _, o := range opts {
+		if o.name == "-s" {
+			p.unfollow("doas -s, which starts a shell reading stdin", r.raw)
+			return
+		}
+	}
+	if p.optionTrouble(why, rest, r) || stopped {
+		return
+	}
+	inner := r.through("doas")
+	inner.open = r.open
+	p.run(rest, inner)
+}
+
+// runSu follows su and runuser: -c hands a string to the user's shell,
+// runuser -u runs a command as it is.
+func (p *shellParser) runSu(name string, args []word, r reach) {
+	opts, operands, stopped, why := getopt(name, args, optTables[name], true)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return
+	}
+	if stopped {
+		return
+	}
+	inner := r.through(name)
+	var command, shellPath *word
+	user, login := false, false
+	for _, o := range opts {
+		switch o.name {
+		case "--command", "--session-command":
+			command = &o.val
+		case "--shell":
+			shellPath = &o.val
+		case "--login":
+			login = true
+		case "--user":
+			user = true
+		}
+	}
+	if len(operands) > 0 && operands[0].literal && operands[0].val == "-" {
+		login, operands = true, operands[1:]
+	}
+	if login {
+		inner.dir, inner.dirWhy = "", name+" -l starts in the user's home directory"
+	}
+	switch {
+	case command != nil && shellPath != nil && shellPath.literal && hasWord("bash sh dash ash", filepath.Base(shellPath.val)):
+		if !command.literal {
+			p.unfollow("a "+name+" -c command known only at run time", r.raw)
+			return
+		}
+		p.script(command.val, filepath.Base(shellPath.val) == "bash", inner)
+	case command != nil:
+		p.unfollow(name+" -c, which runs the command with the user's login shell", r.raw)
+	case user && len(operands) > 0:
+		inner.open = r.open
+		p.run(operands, inner)
+	case len(operands) > 1:
+		p.unfollow(name+", which passes these words to the user's shell", r.raw)
+	default:
+		p.unfollow(name+" without -c, which starts a shell reading stdin", r.raw)
+	}
+}
+
+// runSg: sg [-] group [-c] command… runs the words, joined, with /bin/sh -c.
+func (p *shellParser) runSg(args []word, r reach) {
+	if len(args) > 0 && args[0].literal && args[0].val == "-" {
+		args = args[1:]
+	}
+	if len(args) > 1 && args[1].literal && args[1].val == "-c" {
+		args = append(args[:1:1], args[2:]...)
+	}
+	if len(args) < 2 {
+		p.unfollow("sg without a command, which starts a shell reading stdin", r.raw)
+		return
+	}
+	p.joinedScript("sg", args[1:], r)
+}
+
+// joinedScript splits the words a wrapper joins with spaces and runs with
+// /bin/sh -c (watch, sg).
+func (p *shellParser) joinedScript(name string, words []word, r reach) {
+	vals := make([]string, len(words))
+	for i, w := range words {
+		if !w.literal {
+			p.unfollow("a "+name+" command word known only at run time ("+w.raw+")", r.raw)
+			return
+		}
+		vals[i] = w.val
+	}
+	p.script(strings.Join(vals, " "), false, r.through(name))
+}
+
+func (p *shellParser) runScript(args []word, r reach) {
+	opts, _, stopped, why := getopt("script", args, optTables["script"], true)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return
+	}
+	if stopped {
+		return
+	}
+	for _, o := range opts {
+		if o.name == "--command" {
+			p.scriptBySHELL(o.val, r, "script -c")
+			return
+		}
+	}
+	p.unfollow("script without -c, which starts a shell reading stdin", r.raw)
+}
+
+// runFlock: flock [options] file command…, or file -c string, or fd.
+func (p *shellParser) runFlock(args []word, r reach) {
+	opts, rest, stopped, why := getopt("flock", args, optTables["flock"], false)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return
+	}
+	if stopped {
+		return
+	}
+	for _, o := range opts {
+		if o.name == "--command" {
+			p.scriptBySHELL(o.val, r, "flock -c")
+			return
+		}
+	}
+	if len(rest) < 2 {
+		if r.open {
+			p.unfollow("flock whose command comes from xargs input", r.raw)
+		}
+		return
+	}
+	if !rest[0].single {
+		p.unfollow("a flock file that may split into several words", r.raw)
+		return
+	}
+	if c := rest[1]; c.literal && (c.val == "-c" || c.val == "--command") {
+		if len(rest) == 3 {
+			p.scriptBySHELL(rest[2], r, "flock -c")
+		}
+		return
+	}
+	inner := r.through("flock")
+	inner.open = r.open
+	p.run(rest[1:], inner)
+}
+
+// runWatch: watch joins its command's words with spaces and runs them with
+// sh -c, unless -x makes it exec them as they are.
+func (p *shellParser) runWatch(args []word, r reach) {
+	opts, rest, stopped, why := getopt("watch", args, optTables["watch"], false)
+	if p.optionTrouble(why, rest, r) || stopped {
+		return
+	}
+	for _, o := range opts {
+		if o.name == "--exec" {
+			p.run(rest, r.through("watch -x"))
+			return
+		}
+	}
+	p.joinedScript("watch", rest, r)
+}
+
+// Builtins.
+
+// changeDir follows cd, pushd, popd and dirs -c in the shell's directory.
+func (p *shellParser) changeDir(name string, args []word, r reach) {
+	if !r.shell || r.subshell {
+		return // behind a wrapper, in a pipeline stage or a background job: it moves nothing after it
+	}
+	d := &p.dir
+	lost := func(why string) { *d = shellDir{why: why} }
+	switch name {
+	case "dirs":
+		for _, a := range args {
+			if a.literal && a.val == "-c" {
+				d.stack = nil
+			}
+		}
+		return
+	case "popd":
+		switch {
+		case len(args) > 0:
+			lost("popd " + args[0].raw)
+		case len(d.stack) > 0:
+			top := d.stack[len(d.stack)-1]
+			d.stack = d.stack[:len(d.stack)-1]
+			p.moveTo(top, false, name)
+		}
+		return
+	}
+	physical := false
+	i := 0
+	for ; name == "cd" && i < len(args) && args[i].literal; i++ {
+		v := args[i].val
+		if v == "--" {
+			i++
+			break
+		}
+		if len(v) < 2 || v[0] != '-' {
+			break
+		}
+		for _, ch := range v[1:] {
+			switch ch {
+			case 'P':
+				physical = true
+			case 'L':
+				physical = false
+			case 'e', '@':
+			default:
+				return // cd refuses the option and stays
+			}
+		}
+	}
+	rest := args[i:]
+	var target string
+	switch {
+	case len(rest) > 1:
+		return // too many arguments: cd fails and stays
+	case len(rest) == 0 && name == "pushd":
+		if len(d.stack) == 0 {
+			return
+		}
+		top := d.stack[len(d.stack)-1]
+		d.stack[len(d.stack)-1] = d.path
+		p.moveTo(top, false, name)
+		return
+	case len(rest) == 0:
+		target = p.out.sc.Getenv("HOME")
+		if target == "" {
+			lost(name + " with no HOME")
+			return
+		}
+	default:
+		t := rest[0]
+		switch {
+		case t.raw == "~" || tildePath(t):
+			home := p.out.sc.Getenv("HOME")
+			if home == "" {
+				lost(name + " ~ with no HOME")
+				return
+			}
+			target = home + strings.TrimPrefix(t.raw, "~")
+		case !t.literal:
+			lost(name + " to a directory known only at run time (" + t.raw + ")")
+			return
+		case t.val == "-" || t.val == "" || name == "pushd" && (t.val[0] == '+' || t.val[0] == '-'):
+			lost(name + " " + t.raw)
+			return
+		default:
+			target = t.val
+			if p.out.sc.Getenv("CDPATH") != "" && !filepath.IsAbs(target) && !strings.HasPrefix(target, "./") && !strings.HasPrefix(target, "../") && target != "." && target != ".." {
+				lost(name + " with $CDPATH set")
+				return
+			}
+		}
+	}
+	old := d.path
+	p.moveTo(target, physical, name)
+	if name == "pushd" {
+		d.stack = append(d.stack, old)
+	}
+}
+
+// moveTo changes the shell's directory to target, as far as zot can tell.
+func (p *shellParser) moveTo(target string, physical bool, how string) {
+	d := &p.dir
+	if target == "" {
+		*d = shellDir{why: how + " to a directory zot could not tell", stack: d.stack}
+		return
+	}
+	if !filepath.IsAbs(target) {
+		if d.path == "" {
+			return // relative to a directory already unknown
+		}
+		target = filepath.Join(d.path, target)
+	}
+	if physical {
+		if real, err := filepath.EvalSymlinks(target); err == nil {
+			target = real
+		}
+	}
+	switch {
+	case p.compound > 0:
+		*d = shellDir{why: how + " inside if/while/for/case/{ }, which may or may not run", stack: d.stack}
+		return
+	case p.andOr == andOrAfterOr:
+		*d = shellDir{why: how + " after ||, which may or may not run", stack: d.stack}
+		return
+	}
+	d.path, d.why, d.mayFail = target, "", ""
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		d.mayFail = how + " to " + target + ", which does not exist now, may fail"
+	} else if p.andOr == andOrAfterAnd {
+		d.mayFail = how + " to " + target + " after && may not run"
+	}
+}
+
+func (p *shellParser) trap(args []word, r reach) {
+	if len(args) > 0 && args[0].literal && args[0].val == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return
+	}
+	if a := args[0]; a.literal && (a.val == "-l" || a.val == "-p" || a.val == "-" || a.val == "") {
+		return
+	}
+	p.unfollow("trap, whose command runs later", r.raw)
+}
+
+// builtinOptions asks about the options of enable (loads or hides
+// builtins), hash -p (binds a name to a file), compgen/complete -C and -F
+// and bind -x (run commands).
+func (p *shellParser) builtinOptions(name string, args []word, r reach) {
+	risky := map[string]string{"hash": "p", "compgen": "CF", "complete": "CF", "bind": "x"}[name]
+	for _, a := range args {
+		switch {
+		case !a.literal:
+			p.unfollow(name+" with an argument known only at run time", r.raw)
+			return
+		case name == "enable" && !hasWord("-a -p -s", a.val):
+			p.unfollow("enable, which loads or hides builtins", r.raw)
+			return
+		case risky != "" && strings.HasPrefix(a.val, "-") && strings.ContainsAny(a.val[1:], risky):
+			p.unfollow(name+" "+a.val+", which makes a name run other code", r.raw)
+			return
+		}
+	}
+}
+
+// setOptions checks set's options: those that change how bash reads or
+// runs commands (-k, -P, -o posix) are not followed.
+func (p *shellParser) setOptions(args []word, r reach) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.literal {
+			p.unfollow("set with an argument known only at run time", r.raw)
+			return
+		}
+		v := a.val
+		if v == "--" || len(v) < 2 || (v[0] != '-' && v[0] != '+') {
+			return // positional parameters follow
+		}
+		for _, ch := range v[1:] {
+			switch {
+			case ch == 'o':
+				i++
+				if i < len(args) && v[0] == '-' && (!args[i].literal || !hasWord(safeSetOptions, args[i].val)) {
+					p.unfollow("set -o "+args[i].raw+", which changes how bash reads commands", r.raw)
+					return
+				}
+			case v[0] == '-' && !strings.ContainsRune(safeSetLetters, ch):
+				p.unfollow(fmt.Sprintf("set -%c, which changes how bash reads commands", ch), r.raw)
+				return
+			}
+		}
+	}
+}
+
+// shoptOptions checks the shell options shopt -s turns on.
+func (p *shellParser) shoptOptions(args []word, r reach) {
+	on, setNames := false, false
+	for _, a := range args {
+		switch {
+		case !a.literal:
+			p.unfollow("shopt with an argument known only at run time", r.raw)
+			return
+		case strings.HasPrefix(a.val, "-"):
+			on = on || strings.Contains(a.val, "s")
+			setNames = setNames || strings.Contains(a.val, "o")
+		case on && !hasWord(safeShoptOptions, a.val) && !(setNames && hasWord(safeSetOptions, a.val)):
+			p.unfollow("shopt -s "+a.val+", which changes how bash reads commands", r.raw)
+			return
+		}
+	}
+}
+
+// assigningBuiltin checks builtins that assign to variables they are given
+// the names of: bash evaluates a subscript in such a name as arithmetic,
+// so a name known only at run time could run commands.
+func (p *shellParser) assigningBuiltin(name string, args []word, r reach) {
+	where := r.raw
+	var names []word
+	switch name {
+	case "read", "mapfile", "readarray":
+		table := optTables["read"]
+		if name != "read" {
+			table = optTables["mapfile"]
+		}
+		opts, rest, _, why := getopt(name, args, table, false)
+		if why != "" {
+			p.unfollow(why, where)
+			return
+		}
+		for _, o := range opts {
+			switch o.name {
+			case "-a":
+				names = append(names, o.val)
+			case "-C":
+				p.unfollow(name+" -C, which runs a callback", where)
+			}
+		}
+		names = append(names, rest...)
+	case "printf":
+		switch {
+		case len(args) > 1 && args[0].literal && args[0].val == "-v":
+			names = append(names, args[1])
+		case len(args) > 0 && args[0].literal && strings.HasPrefix(args[0].val, "-v") && len(args[0].val) > 2:
+			names = append(names, literalWord(args[0].val[2:]))
+		case len(args) > 1 && !args[0].literal:
+			// A format known only at run time could be -v: then the next
+			// word is a name.
+			if !args[1].literal || strings.Contains(args[1].val, "[") {
+				p.unfollow("printf with a format known only at run time before a word that could be a -v name", where)
+			}
+		}
+	case "getopts":
+		if len(args) > 1 {
+			names = append(names, args[1])
+		}
+	default: // declare, typeset, local, export, readonly
+		for _, a := range args {
+			if n, k := assignmentName(a.raw); k > 0 {
+				p.assignWord(n, a, where)
+				continue
+			}
+			if !a.literal {
+				p.unfollow(name+" of a name known only at run time ("+a.raw+")", where)
+				continue
+			}
+			if strings.HasPrefix(a.val, "-") {
+				if hasWord("declare typeset local", name) && strings.ContainsAny(a.val[1:], "in") {
+					p.unfollow(name+" "+a.val+", whose integer or reference attribute bash evaluates later", where)
+				}
+				continue
+			}
+			if !strings.HasPrefix(a.val, "+") {
+				p.checkVarName(a, name, where)
+			}
+		}
+		return
+	}
+	for _, n := range names {
+		if v, ok := p.checkVarName(n, name, where); ok {
+			p.assign(v, false, where)
+		}
+	}
 }

@@ -35,6 +35,13 @@ func main() {
 	ext.Command("echo", "echo the arguments as a prompt", func(args string) zotext.Response {
 		return zotext.Prompt("echo: " + args)
 	})
+	// /release is registered before /wait: `zot ext check` invokes commands
+	// in that order, and so finds /wait released instead of waiting its
+	// 10 s out.
+	ext.Command("release", "release /wait", func(string) zotext.Response {
+		releaseOnce.Do(func() { close(released) })
+		return zotext.Noop()
+	})
 	ext.Command("wait", "wait for /release", func(string) zotext.Response {
 		ext.Notify("info", "waiting")
 		select {
@@ -43,10 +50,6 @@ func main() {
 		case <-time.After(10 * time.Second):
 			return zotext.Display("timed out")
 		}
-	})
-	ext.Command("release", "release /wait", func(string) zotext.Response {
-		releaseOnce.Do(func() { close(released) })
-		return zotext.Noop()
 	})
 	ext.Command("boom", "panics", func(string) zotext.Response { panic("boom") })
 	ext.Command("notes", "a note, then none", func(string) zotext.Response {

@@ -16,12 +16,14 @@ const count = { p1: 0 };
 const counter = (id) => ({ id, title: "counter", lines: [count[id]], footer: "+ adds, q closes" });
 
 ext.command("echo", "echo the arguments as a prompt", (args) => prompt("echo: " + args));
+// /release is registered before /wait: `zot ext check` invokes commands in
+// that order, and so finds /wait released instead of waiting its 10 s out.
+ext.command("release", "release /wait", () => release());
 ext.command("wait", "wait for /release", async () => {
   ext.notify("waiting");
   const timeout = new Promise((resolve) => setTimeout(() => resolve("timed out"), 10000));
   return display(await Promise.race([released.then(() => "released"), timeout]));
 });
-ext.command("release", "release /wait", () => release());
 ext.command("boom", "throws", () => {
   throw new Error("boom");
 });

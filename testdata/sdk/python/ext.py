@@ -21,15 +21,17 @@ def echo(args):
     return prompt("echo: " + args)
 
 
+# /release is registered before /wait: `zot ext check` invokes commands in
+# that order, and so finds /wait released instead of waiting its 10 s out.
+@ext.command("release", "release /wait")
+def release(args):
+    released.set()
+
+
 @ext.command("wait", "wait for /release")
 def wait(args):
     ext.notify("waiting")
     return display("released" if released.wait(10) else "timed out")
-
-
-@ext.command("release", "release /wait")
-def release(args):
-    released.set()
 
 
 @ext.command("boom", "throws")

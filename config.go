@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// Where zot keeps its state and what it remembers there: $ZOT_HOME,
+// config.json (the user's last choices) and auth.json (API keys), and how a
+// provider's key is found. Reads name the file they failed on; writes are
+// whole or not at all.
+
+// zotHome is where zot keeps its state; it is created on first need.
+func zotHome() string {
+	if h := os.Getenv("ZOT_HOME"); h != "" {
+		return h
+	}
+	home, _ := os.UserHomeDir()
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "zot")
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "zot")
+	}
+	return filepath.Join(home, ".local", "state", "zot")
+}
+
+// defaultHomeHint is zotHome's default as --help shows it.
+func defaultHomeHint() string {
+	if runtime.GOOS == "darwin" {
+		return "~/Library/Application Support/zot"
+	}
+	return "$XDG_STATE_HOME/zot or ~/.local/state/zot"
+}
+
+// userConfig is $ZOT_HOME/config.json: choices the user made earlier.
+type userConfig struct {
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+}
+
+// saveConfig remembers the user's choices in config.json, written whole;
+// the settings it does not set ("claude_hooks", and any zot does not
+// know) are kept. The file is private (0600, or the file's own mode when
+// that is stricter): a base URL can carry credentials
+// (https://user:pass@host, ?key=).
+func saveConfig(home string, c userConfig) error {
+	path := filepath.Join(home, "config.json")
+	settings := map[string]json.RawMessage{}
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("save %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(old, &settings); err != nil {
+			return fmt.Errorf("save %s: the file is not a JSON object (%v); fix or remove it", path, err)
+		}
+	}
+	for key, v := range map[string]string{"provider": c.Provider, "model": c.Model, "base_url": c.BaseURL} {
+		if v == "" {
+			delete(settings, key)
+		} else {
+			settings[key], _ = json.Marshal(v)
+		}
+	}
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	mode := os.FileMode(0o600)
+	if info, err := os.Stat(path); err == nil {
+		mode &= info.Mode().Perm()
+	}
+	if err := writeFileAtomic(path, append(b, '\n'), mode); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return nil
+}
+
+// loadConfig reads config.json; a missing file is an empty one.
+func loadConfig(home string) (userConfig, error) {
+	var c userConfig
+	b, err := os.ReadFile(filepath.Join(home, "config.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("read %s: %w", filepath.Join(home, "config.json"), err)
+	}
+	return c, nil
+}
+
+// authFile is $ZOT_HOME/auth.json.
+type authFile map[string]struct {
+	APIKey string `json:"api_key"`
+}
+
+// loadAuth reads auth.json, refusing one that others can read: a key file
+// readable by the group or world is a leak waiting to happen.
+func loadAuth(home string) (authFile, error) {
+	path := filepath.Join(home, "auth.json")
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return authFile{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is readable by other users (mode %04o); run: chmod 600 %q", path, st.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var a authFile
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return a, nil
+}
+
+// saveAuthKey stores the key for provider in auth.json, or removes it when
+// key is empty. The file is replaced whole with mode 0600; other providers'
+// entries and any fields zot does not know are kept.
+func saveAuthKey(home, provider, key string) error {
+	path := filepath.Join(home, "auth.json")
+	entries := map[string]json.RawMessage{}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("save key in %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(b, &entries); err != nil {
+			return fmt.Errorf("save key in %s: the file is not valid JSON (%v); fix or remove it", path, err)
+		}
+	}
+	if key == "" {
+		if _, ok := entries[provider]; !ok {
+			return nil
+		}
+		delete(entries, provider)
+	} else {
+		entry := map[string]json.RawMessage{}
+		if old, ok := entries[provider]; ok {
+			json.Unmarshal(old, &entry)
+		}
+		entry["api_key"], _ = json.Marshal(key)
+		entries[provider], _ = json.Marshal(entry)
+	}
+	out, err := json.MarshalIndent(entries, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("save key in %s: %w", path, err)
+	}
+	if err := writeFileAtomic(path, append(out, '\n'), 0o600); err != nil {
+		return fmt.Errorf("save key in %s: %w", path, err)
+	}
+	return nil
+}
+
+// resolveKey finds the API key: --api-key, then the environment, then
+// auth.json. It returns where the key came from, for error messages.
+func resolveKey(provider, flagKey, home string) (key, source string, err error) {
+	if flagKey != "" {
+		return flagKey, "--api-key", nil
+	}
+	if provider == "ollama" {
+		return "", "", nil
+	}
+	env := keyEnvVar(provider)
+	if k := os.Getenv(env); k != "" {
+		return k, env, nil
+	}
+	auth, err := loadAuth(home)
+	if err != nil {
+		return "", "", err
+	}
+	if k := auth[provider].APIKey; k != "" {
+		return k, filepath.Join(home, "auth.json"), nil
+	}
+	return "", "", nil
+}
+
+// hooksEnabled says whether the user turned hooks on: --claude-hooks, or
+// "claude_hooks": true in $ZOT_HOME/config.json.
+func hooksEnabled(flag bool, home string) (bool, error) {
+	if flag {
+		return true, nil
+	}
+	path := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, nil // main reports an unreadable config
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil || cfg["claude_hooks"] == nil {
+		return false, nil
+	}
+	var on bool
+	if err := json.Unmarshal(cfg["claude_hooks"], &on); err != nil {
+		return false, fmt.Errorf("%s: \"claude_hooks\" must be true or false; hooks stay off", path)
+	}
+	return on, nil
+}
