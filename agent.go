@@ -136,6 +136,7 @@ const (
 type EventType string
 
 const (
+	EventSessionStart     EventType = "session_start"
 	EventTurnStart        EventType = "turn_start"
 	EventUserMessage      EventType = "user_message"
 	EventAssistantStart   EventType = "assistant_start"
@@ -179,6 +180,8 @@ type Event struct {
 	Summary    string
 	Extension  string
 	Level      string
+	Cwd        string // session_start
+	Sandbox    string // session_start
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -191,6 +194,12 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	t := typ{e.Type}
 	switch e.Type {
+	case EventSessionStart:
+		return json.Marshal(struct {
+			typ
+			Cwd     string `json:"cwd"`
+			Sandbox string `json:"sandbox"`
+		}{t, e.Cwd, e.Sandbox})
 	case EventTurnStart:
 		return json.Marshal(struct {
 			typ

@@ -43,7 +43,8 @@ type auditEntry struct {
 	Outcome     string          `json:"outcome"` // ran, blocked (a gate said no) or error (it could not run)
 	IsError     bool            `json:"is_error,omitempty"`
 	ExitCode    *int            `json:"exit_code,omitempty"`
-	Reason      string          `json:"reason,omitempty"` // why it was blocked or could not run
+	Reason      string          `json:"reason,omitempty"`  // why it was blocked or could not run
+	Sandbox     string          `json:"sandbox,omitempty"` // bash: the mode the command ran in
 }
 
 // auditCut describes arguments too long to keep whole: their size and hash,
@@ -58,6 +59,7 @@ type AuditLog struct {
 	Path      string
 	Cwd       string
 	SessionID func() string // may be nil
+	Sandbox   string        // the mode bash commands run in
 
 	fixMode sync.Once
 }
@@ -77,6 +79,9 @@ func (l *AuditLog) Record(rec *ToolRecord) error {
 	}
 	if l.SessionID != nil {
 		e.Session = l.SessionID()
+	}
+	if rec.Call.Name == "bash" {
+		e.Sandbox = l.Sandbox
 	}
 	e.Args, e.ArgsCut = auditArgs(rec.Call.Args)
 	if rec.Executed != nil {

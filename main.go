@@ -11,6 +11,16 @@ import (
 )
 
 func main() {
+	// zot started as its own sandbox launcher, or as the self-test program
+	// inside a sandbox: nothing of zot's start-up runs there.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case sandboxLauncherArg:
+			os.Exit(runSandboxLauncher(os.Args[2:]))
+		case sandboxSelfTestArg:
+			os.Exit(sandboxSelfTestMain(os.Args[2:]))
+		}
+	}
 	// First of all: see forbidDumps for what it covers and what not.
 	if err := forbidDumps(); err != nil {
 		fmt.Fprintf(os.Stderr, "zot: warning: could not make the process non-dumpable (%v): other processes of your user can read its environment\n", err)
@@ -32,6 +42,7 @@ type options struct {
 	cwd                  string
 	tools                string
 	noTools, jail        bool
+	sandbox              string // a mode; "" leaves it to config.json
 	systemPrompt         string
 	appendSystem         []string
 	reasoning            string
@@ -89,6 +100,11 @@ var flagTable = []flagSpec{
 	{"tools", "", "LIST", "comma-separated tools to enable (globs allowed, e.g. read,bash,mcp__fs__*)", func(o *options, v string) error { o.tools = v; return nil }},
 	{"no-tools", "", "", "give the model no tools", func(o *options, _ string) error { o.noTools = true; return nil }},
 	{"jail", "", "", "confine read/write/edit to paths inside the working directory", func(o *options, _ string) error { o.jail = true; return nil }},
+	{"sandbox", "", "MODE", "run commands in a kernel sandbox: off, workspace, workspace-offline or read-only (docs/sandbox.md)", func(o *options, v string) error {
+		m, err := parseSandboxMode(v)
+		o.sandbox = string(m)
+		return err
+	}},
 	{"system-prompt", "", "TEXT", "replace the system prompt", func(o *options, v string) error { o.systemPrompt = v; return nil }},
 	{"append-system-prompt", "", "TEXT", "append to the system prompt (repeatable)", func(o *options, v string) error { o.appendSystem = append(o.appendSystem, v); return nil }},
 	{"max-steps", "", "N", "most model turns per prompt (default 100)", func(o *options, v string) error {
@@ -174,6 +190,7 @@ Usage:
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
+  zot sandbox check                      what the kernel offers the sandbox, and a self-test
 
 Flags:
 `)
@@ -210,6 +227,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
 		case "skills":
 			return runSkillsCommand(args[1:], stdout, stderr)
+		case "sandbox":
+			return runSandboxCommand(args[1:], stdout, stderr)
 		case "validate":
 			return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
 		case "rpc":

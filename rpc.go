@@ -142,6 +142,7 @@ type (
 		Busy         bool   `json:"busy"`
 		Queued       int    `json:"queued"`
 		Usage        Usage  `json:"usage"`
+		Sandbox      string `json:"sandbox"`
 	}
 	rpcMessagesData struct {
 		Messages []WireMessage `json:"messages"`
@@ -333,6 +334,7 @@ type rpcConfig struct {
 	Agent    *Agent
 	Provider string
 	Cwd      string
+	Sandbox  string // the mode commands run in (docs/sandbox.md)
 	// Token is ZOTCORE_RPC_TOKEN; when set, the first command must be a
 	// hello carrying it.
 	Token string
@@ -676,6 +678,13 @@ func (s *rpcServer) waiting() int {
 	return n
 }
 
+func (s *rpcServer) sandboxMode() string {
+	if s.Sandbox == "" {
+		return "off"
+	}
+	return s.Sandbox
+}
+
 func (s *rpcServer) state() rpcStateData {
 	s.mu.Lock()
 	busy, queued := len(s.jobs) > 0, s.waiting()
@@ -689,6 +698,7 @@ func (s *rpcServer) state() rpcStateData {
 		Busy:         busy,
 		Queued:       queued,
 		Usage:        cum,
+		Sandbox:      s.sandboxMode(),
 	}
 }
 

@@ -202,13 +202,32 @@ const (
 //
 // The bash tool's spill files (the full output of a long command, which
 // the model may read later in the session) belong to the ToolEnv: Close
-// removes them.
+// removes them, and closes the sandbox.
 type ToolEnv struct {
 	Cwd  string
 	jail atomic.Bool
+	// Sandbox, when not nil, confines bash commands and what read, write
+	// and edit reach. It is set before the tools first run.
+	Sandbox CommandSandbox
 
 	spillMu sync.Mutex
 	spills  []string
+}
+
+// CommandSandbox confines the model's commands and file tools
+// (sandbox*.go). The paths its checks get are absolute, symlinks resolved.
+type CommandSandbox interface {
+	// Start starts spec's program inside the sandbox, as startProc does.
+	Start(spec procSpec) (*proc, error)
+	// Close stops what the sandbox keeps ready for the next command.
+	Close() error
+	// CheckRead and CheckWrite refuse a path the sandbox keeps from
+	// commands, saying which setting would allow it.
+	CheckRead(real string) error
+	CheckWrite(real string) error
+	// Explain returns a note on a failed command's output when it shows
+	// the sandbox refused something, else "".
+	Explain(output string) string
 }
 
 // NewToolEnv makes cwd absolute so a later chdir of the process cannot
@@ -244,6 +263,9 @@ func (e *ToolEnv) Close() error {
 		}
 	}
 	e.spills = nil
+	if e.Sandbox != nil {
+		errs = append(errs, e.Sandbox.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -305,6 +327,25 @@ func (e *ToolEnv) resolve(p string) (string, error) {
 		if real != root && root != "/" && !strings.HasPrefix(real, root+string(filepath.Separator)) {
 			return "", fmt.Errorf("path %s is outside the working directory (jail is on; /unjail to allow)", p)
 		}
+	}
+	return real, nil
+}
+
+// resolveFor is resolve for a tool that reads (write false) or writes
+// the path: the sandbox, when there is one, has its say too.
+func (e *ToolEnv) resolveFor(p string, write bool) (string, error) {
+	real, err := e.resolve(p)
+	switch {
+	case err != nil:
+		return "", err
+	case e.Sandbox == nil:
+	case write:
+		err = e.Sandbox.CheckWrite(real)
+	default:
+		err = e.Sandbox.CheckRead(real)
+	}
+	if err != nil {
+		return "", fmt.Errorf("path %s: %w", p, err)
 	}
 	return real, nil
 }
@@ -498,7 +539,7 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if limit == 0 || limit > readMaxLines {
 		limit = readMaxLines
 	}
-	real, err := t.env.resolve(p)
+	real, err := t.env.resolveFor(p, false)
 	if err != nil {
 		return errorResult("%v", err)
 	}
@@ -724,7 +765,7 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	case ctx.Err() != nil:
 		return errorResult("write %s: aborted before writing", p)
 	}
-	real, err := t.env.resolve(p)
+	real, err := t.env.resolveFor(p, true)
 	if err != nil {
 		return errorResult("%v", err)
 	}
@@ -948,7 +989,12 @@ func shellArgv(command string) []string { return []string{bashToolShell().Path, 
 // result names is registered with env, which removes it at Close.
 func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Duration, progress func(string)) ToolResult {
 	argv := shellArgv(command)
-	p, err := startProc(procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout})
+	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout}
+	start := startProc
+	if env.Sandbox != nil {
+		start = env.Sandbox.Start
+	}
+	p, err := start(spec)
 	if err != nil {
 		return errorResult("bash: start %s in %s: %v", argv[0], env.Cwd, err)
 	}
@@ -1019,6 +1065,11 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	}
 	if leftovers {
 		b.WriteString("\n[stopped processes the command left running in the background]")
+	}
+	if code != 0 && env.Sandbox != nil {
+		if note := env.Sandbox.Explain(text); note != "" {
+			b.WriteString("\n" + note)
+		}
 	}
 	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code}
 }

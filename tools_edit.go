@@ -82,7 +82,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	case ctx.Err() != nil:
 		return errorResult("edit %s: aborted before editing", p)
 	}
-	real, err := t.env.resolve(p)
+	real, err := t.env.resolveFor(p, true)
 	if err != nil {
 		return errorResult("%v", err)
 	}

@@ -43,6 +43,7 @@ type TUIConfig struct {
 	OnSession func(*Session)
 	Notes     []string // shown at the start (session repairs)
 	AskTools  bool     // --no-yolo: ask before each tool call
+	Sandbox   string   // the mode bash commands run in (docs/sandbox.md)
 }
 
 // tuiExtensions is what the TUI uses of the extension host. wire.go passes
@@ -892,8 +893,8 @@ func (t *TUI) streamRows(w int) []string {
 }
 
 // statusRow is the bottom line: model, directory, context used, tokens,
-// cost, jail and confirmation state, and while the agent works a spinner
-// with the time elapsed.
+// cost, sandbox (or else jail) and confirmation state, and while the agent
+// works a spinner with the time elapsed.
 func (t *TUI) statusRow(w int) string {
 	model := t.agent.CurrentModel()
 	info := lookupModel(t.provider, model)
@@ -910,9 +911,12 @@ func (t *TUI) statusRow(w int) string {
 	if info.Known {
 		add(fmt.Sprintf("$%.4f", total.CostUSD), sDim)
 	}
-	if t.cfg.ToolEnv.Jailed() {
+	switch {
+	case t.cfg.Sandbox != "" && t.cfg.Sandbox != "off":
+		add("sandbox "+t.cfg.Sandbox, fgGreen)
+	case t.cfg.ToolEnv.Jailed():
 		add("jail", fgYellow)
-	} else {
+	default:
 		add("no jail", sDim)
 	}
 	t.gateMu.Lock()

@@ -41,6 +41,7 @@ type setup struct {
 	gates   []ToolGate
 	agent   *Agent
 	toolEnv *ToolEnv
+	sandbox *Sandbox // nil: off
 	session *Session
 	skills  []Skill
 	notes   []string // things the user should know (session repairs)
@@ -103,7 +104,15 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
 	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
+	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home)
+	if err != nil {
+		return nil, err
+	}
+	s.notes = append(s.notes, notes...)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	if sb != nil {
+		s.sandbox, s.toolEnv.Sandbox = sb, sb
+	}
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
@@ -262,6 +271,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	var events *eventWriter
 	if o.json {
 		events = newEventWriter(stdout)
+		events.Write(Event{Type: EventSessionStart, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode())})
 		sink = func(e Event) {
 			if events.Write(e); events.Err() != nil {
 				cancelRun() // nobody reads the events any more
@@ -368,7 +378,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, release := rpcOutput(ctx, stdout)
 	defer release()
 
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Token: token, Log: s.agent.Log}, stdin, out)
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log}, stdin, out)
 	// The extension host's own problems (a bad manifest, a missing hello, a
 	// crash) reach the client as ext_notify from "extensions", beside stderr.
 	hostLog := func(format string, args ...any) {
@@ -432,7 +442,7 @@ func (s *setup) tuiConfig() TUIConfig {
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
 		Provider: s.provider, BaseURL: s.baseURL, APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
-		Notes: s.notes, AskTools: s.opts.noYolo,
+		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
 	}
 }
 
@@ -597,8 +607,9 @@ func (s *setup) guardTools() {
 // that cannot be written is reported once and does not stop the tools.
 func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 	l := &AuditLog{
-		Path: filepath.Join(s.home, "logs", "audit.jsonl"),
-		Cwd:  s.cwd,
+		Path:    filepath.Join(s.home, "logs", "audit.jsonl"),
+		Cwd:     s.cwd,
+		Sandbox: string(s.sandbox.Mode()),
 		SessionID: func() string {
 			if s.session != nil {
 				return s.session.Meta.ID

@@ -16,7 +16,7 @@ import (
 // conventions.
 var copyBuildCore = []string{
 	"agent.go", "session.go", "providers.go", "tools.go", "tools_edit.go",
-	"proc*.go", "untrusted.go", "config.go", "cli.go",
+	"proc*.go", "nodump_*.go", "untrusted.go", "config.go", "cli.go",
 }
 
 // copyBuilds are the plugins, each with its files. Each builds with
@@ -34,6 +34,7 @@ var copyBuilds = []struct {
 	{name: "validate", files: []string{"validate*.go", "audit.go"}},
 	{name: "skills", files: []string{"skills.go"}, dirs: []string{"skills"}},
 	{name: "rpc", files: []string{"rpc.go"}},
+	{name: "sandbox", files: []string{"sandbox*.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
 }
 
@@ -85,7 +86,7 @@ func TestCopyBuildsCoverEveryFile(t *testing.T) {
 			owner[m] = by
 		}
 	}
-	for _, p := range []string{"main.go", "wire.go", "nodump_*.go"} {
+	for _, p := range []string{"main.go", "wire.go"} {
 		claim(p, "the wiring")
 	}
 	for _, p := range copyBuildCore {
