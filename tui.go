@@ -161,6 +161,7 @@ type TUI struct {
 	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
+	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string      // what the scrollback ends with: "text", "tool" or ""
 	lastResult    *toolResult // what ctrl+o shows in full
 	rule          string      // the line above the editor, for the current width
@@ -760,6 +761,7 @@ func (t *TUI) shutdown() {
 		}
 	}
 	t.dialogs = nil
+	t.afterStop = nil // leaving: changes asked for meanwhile are not made
 	if t.run != nil {
 		t.abort()
 		deadline := time.After(5 * time.Second)

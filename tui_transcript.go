@@ -103,7 +103,14 @@ func (t *TUI) runDone(id int, err error) {
 	})
 	aborted := t.run.aborted
 	t.run = nil
-	if !aborted && len(t.queue) > 0 {
+	// Changes asked for while the turn ran; one that starts work of its
+	// own (/compact) leaves the rest for when that ends.
+	for len(t.afterStop) > 0 && t.run == nil {
+		change := t.afterStop[0]
+		t.afterStop = t.afterStop[1:]
+		change(t)
+	}
+	if !aborted && len(t.queue) > 0 && t.run == nil {
 		q := t.queue[0]
 		t.queue = t.queue[1:]
 		t.startPrompt(q)
