@@ -162,9 +162,9 @@ type TUI struct {
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
-	lastBlock     string      // what the scrollback ends with: "text", "tool" or ""
-	lastResult    *toolResult // what ctrl+o shows in full
-	rule          string      // the line above the editor, for the current width
+	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
+	lastResult    *toolResult    // what ctrl+o shows in full
+	rule          string         // the line above the editor, for the current width
 
 	panelKeys chan panelMsg
 	keyBuf    []byte
