@@ -186,6 +186,9 @@ type runState struct {
 	start   time.Time
 	aborted bool
 	prompts int // user_message events seen
+	// rescuable: the work answers a prompt, which another provider may
+	// retry when this one is unavailable (tui_rescue.go).
+	rescuable bool
 }
 
 // streamState is what the live region shows of the reply being streamed.

@@ -781,12 +781,13 @@ func boxEdge(width int, left, right, label string, st style) string {
 
 func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
-// pickerDialog chooses one of a list.
+// pickerDialog chooses one of a list; cancel, when set, runs on esc.
 type pickerDialog struct {
-	title string
-	items []string
-	sel   int
-	pick  func(t *TUI, i int)
+	title  string
+	items  []string
+	sel    int
+	pick   func(t *TUI, i int)
+	cancel func(t *TUI)
 }
 
 func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
@@ -825,6 +826,10 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 	case keyEnd:
 		d.sel = len(d.items) - 1
 	case keyEsc:
+		if d.cancel != nil {
+			t.popDialog(d)
+			d.cancel(t)
+		}
 		return true
 	case keyEnter:
 		t.popDialog(d)

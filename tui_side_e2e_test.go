@@ -48,3 +48,34 @@ func TestTUICommandsWhileTheAgentWorks(t *testing.T) {
 	}
 	tm.exitAndCheck()
 }
+
+// A provider that keeps answering 529 fails the prompt after its retries;
+// zot offers the other provider the user set up, and choosing it answers
+// the same prompt there.
+func TestTUIRescueAfterAProviderFailure(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	fail := startReplay(t, replayStep{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	ok := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "Answered by the local server."})})
+	z := newZotRun(t)
+	if err := saveConfig(z.home, userConfig{Provider: "openai", Model: "qwen-local", BaseURL: ok.URL}); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTUI(t, z, "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--base-url", fail.URL, "--api-key", "k")
+	tm.waitFor("/help for keys")
+	tm.typeText("summarise the repo")
+	tm.keys("Enter")
+	screen := tm.waitFor("anthropic is unavailable")
+	if !strings.Contains(screen, "HTTP 529") || !strings.Contains(screen, "openai/qwen-local") {
+		t.Fatalf("no error or no rescue offered:\n%s", screen)
+	}
+	tm.keys("Enter")
+	screen = tm.waitFor("Answered by the local server.")
+	if !strings.Contains(screen, "↻ retrying with openai/qwen-local") || !strings.Contains(screen, "openai/qwen-local ·") {
+		t.Errorf("screen:\n%s", screen)
+	}
+	if reqs := ok.Requests(); len(reqs) != 1 || strings.Count(string(reqs[0].Body), "summarise the repo") != 1 {
+		t.Errorf("the local server got %d requests", len(reqs))
+	}
+	tm.exitAndCheck()
+}

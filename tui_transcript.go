@@ -42,6 +42,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.beginRun(func(ctx context.Context, sink Sink) error {
 		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
+	t.run.rescuable = true
 }
 
 // beginRun starts agent work whose events go to the UI loop.
@@ -101,8 +102,11 @@ func (t *TUI) runDone(id int, err error) {
 		c, ok := d.(*confirmDialog)
 		return ok && c.req.ctx.Err() != nil
 	})
-	aborted := t.run.aborted
+	aborted, rescuable := t.run.aborted, t.run.rescuable
 	t.run = nil
+	if !aborted && rescuable && err != nil && t.offerRescue(err) {
+		return // queued prompts and changes wait for the user's choice
+	}
 	// Changes asked for while the turn ran; one that starts work of its
 	// own (/compact) leaves the rest for when that ends.
 	for len(t.afterStop) > 0 && t.run == nil {
@@ -110,10 +114,8 @@ func (t *TUI) runDone(id int, err error) {
 		t.afterStop = t.afterStop[1:]
 		change(t)
 	}
-	if !aborted && len(t.queue) > 0 && t.run == nil {
-		q := t.queue[0]
-		t.queue = t.queue[1:]
-		t.startPrompt(q)
+	if !aborted {
+		t.startQueued()
 	}
 }
 
