@@ -493,6 +493,10 @@ func (t *TUI) handle(m any) {
 		t.reloaded(m.stats)
 	case msgLog:
 		t.logf(m.st, "%s", m.text)
+	case msgBtwDelta:
+		m.d.delta(m.seq, m.delta)
+	case msgBtwDone:
+		m.d.done(t, m.seq, m.reply, m.err)
 	case errTerminalGone:
 		t.exit(exitFailure)
 	}

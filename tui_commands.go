@@ -34,6 +34,7 @@ func builtinCommands() []slashCommand {
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
+		{"btw", "[QUESTION]", "ask a side question (not added to the conversation)", false, (*TUI).cmdBtw},
 		{"jail", "", "keep read/write/edit inside the working directory", false, (*TUI).cmdJail},
 		{"unjail", "", "let read/write/edit reach any path", false, (*TUI).cmdUnjail},
 		{"reload-ext", "", "restart every extension", true, (*TUI).cmdReloadExt},

@@ -79,3 +79,38 @@ func TestTUIRescueAfterAProviderFailure(t *testing.T) {
 	}
 	tm.exitAndCheck()
 }
+
+// /btw opens an overlay that answers from the conversation; esc closes
+// it, and the next prompt's request carries nothing of the side exchange.
+func TestTUIBtwSideQuestion(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t,
+		replayStep{Events: anthropicEvents(gen{Text: "The bug is in parse.go."})},
+		replayStep{Events: anthropicEvents(gen{Text: "Side answer: it was parse.go."})},
+		replayStep{Events: anthropicEvents(gen{Text: "Main thread goes on."})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("find the bug")
+	tm.keys("Enter")
+	tm.waitFor("The bug is in parse.go.")
+	tm.typeText("/btw which file was it?")
+	tm.keys("Enter")
+	screen := tm.waitFor("Side answer: it was parse.go.")
+	if !strings.Contains(screen, "btw: a side question") || !strings.Contains(screen, "› which file was it?") {
+		t.Errorf("no overlay:\n%s", screen)
+	}
+	tm.keys("Escape")
+	screen = tm.waitScreen("the overlay closed", func(s string) bool { return !strings.Contains(s, "btw: a side question") })
+	if strings.Contains(screen, "Side answer") || strings.Contains(screen, "which file was it?") {
+		t.Errorf("the side exchange stayed in the transcript:\n%s", screen)
+	}
+	tm.typeText("go on")
+	tm.keys("Enter")
+	tm.waitFor("Main thread goes on.")
+	if body := string(srv.Requests()[2].Body); strings.Contains(body, "which file") || strings.Contains(body, "Side answer") {
+		t.Errorf("the main thread read the side exchange: %s", body)
+	}
+	tm.exitAndCheck()
+}
