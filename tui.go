@@ -166,6 +166,7 @@ type TUI struct {
 	lastResult    *toolResult    // what ctrl+o shows in full
 	rule          string         // the line above the editor, for the current width
 
+	images    imageProtocol // how pictures are drawn (tui_images.go); set by Run
 	panelKeys chan panelMsg
 	keyBuf    []byte
 	quit      bool
@@ -305,6 +306,11 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	}
 	t.scr.height = t.height
 	t.write([]byte("\x1b[?2004h"))
+	var imagesWarning string
+	t.images, imagesWarning = detectImages(os.Getenv)
+	if imagesWarning != "" {
+		t.logf(fgYellow, "zot: %s", imagesWarning)
+	}
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -319,7 +319,7 @@ func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
 	}
 
 	for b, want := range map[*Block]string{
-		{Type: "image", MimeType: "image/png", Data: "iVBORw=="}:   "image (image/png, 4 bytes)",
+		{Type: "image", MimeType: "image/png", Data: "iVBORw=="}:   "[image: not an image zot can read, 4 bytes]",
 		{Type: "text", Text: "<file path=\"a b.txt\">\n\n</file>"}: "@a b.txt (0 lines)",
 		{Type: "text", Text: "<file path=\"x\">\nno end"}:          "",
 		{Type: "text", Text: "context from a hook"}:                "",

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -111,6 +113,31 @@ func TestTUIBtwSideQuestion(t *testing.T) {
 	tm.waitFor("Main thread goes on.")
 	if body := string(srv.Requests()[2].Body); strings.Contains(body, "which file") || strings.Contains(body, "Side answer") {
 		t.Errorf("the main thread read the side exchange: %s", body)
+	}
+	tm.exitAndCheck()
+}
+
+// Under tmux, which passes no pictures through, an image the model reads
+// and one attached with @path show as placeholders read from their bytes;
+// a ZOT_INLINE_IMAGES zot does not know is reported.
+func TestTUIImagePlaceholders(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	z := newZotRun(t)
+	z.env = append(z.env, "ZOT_INLINE_IMAGES=sixel")
+	if err := os.WriteFile(filepath.Join(z.cwd, "shot.png"), testImage(t, "png", 64, 48), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startReplay(t,
+		toolStep("r1", "read", obj{"path": "shot.png"}),
+		replayStep{Events: anthropicEvents(gen{Text: "A picture of noise."})})
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("ZOT_INLINE_IMAGES=sixel is not off, kitty or iterm")
+	tm.typeText("what is in @shot.png")
+	tm.keys("Enter")
+	screen := tm.waitFor("A picture of noise.")
+	if !strings.Contains(screen, "+ @shot.png [image PNG 64×48,") || strings.Count(screen, "[image PNG 64×48,") != 2 {
+		t.Errorf("placeholders missing:\n%s", screen)
 	}
 	tm.exitAndCheck()
 }
