@@ -322,4 +322,3 @@ func (v *vt) picture(b []byte) (int, bool) {
 	}
 	return 0, false
 }
-
