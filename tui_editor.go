@@ -842,9 +842,9 @@ const (
 )
 
 // describeAttachment is the line that lists a block attached to a prompt:
-// "@path (N lines)" for a file, "[image PNG 640×480, 12.0 KB]" for an
-// image (read from its bytes). It
-// reports false for other blocks: the typed text, a hook's context.
+// "@path (N lines)" for a file, "[image PNG 640×480, 12.0 KiB]" for an
+// image (read from its bytes). It reports false for other blocks: the
+// typed text, a hook's context.
 func describeAttachment(b Block) (string, bool) {
 	switch b.Type {
 	case BlockImage:
