@@ -714,12 +714,40 @@ func serialSink(sink Sink) Sink {
 // event; a failure is also reported as an error event (but an abort, which is
 // the user's wish, is not). It returns ErrBusy when another prompt runs.
 func (a *Agent) Prompt(ctx context.Context, text string, images []Block, sink Sink) error {
+	return a.work(ctx, sink, func(emit Sink) error { return a.run(ctx, text, images, emit) })
+}
+
+// Continue asks the model again from the transcript as it stands, with no
+// new prompt: after a turn failed (a provider that was down; a host that
+// switched to another one), the prompt it was answering gets its answer
+// without being sent twice. The transcript must end on the user's side, a
+// prompt or tool results, as a failed model call leaves it. Events and
+// errors are those of Prompt.
+func (a *Agent) Continue(ctx context.Context, sink Sink) error {
+	return a.work(ctx, sink, func(emit Sink) error {
+		a.mu.Lock()
+		n := len(a.messages)
+		last := Message{}
+		if n > 0 {
+			last = a.messages[n-1]
+		}
+		a.mu.Unlock()
+		if last.Role != RoleUser {
+			return errors.New("nothing to continue: the conversation does not end with a prompt or tool results")
+		}
+		return a.loop(ctx, emit)
+	})
+}
+
+// work runs one prompt's worth of work (see Prompt) while holding the
+// agent busy.
+func (a *Agent) work(ctx context.Context, sink Sink, run func(emit Sink) error) error {
 	if !a.begin() {
 		return ErrBusy
 	}
 	defer a.end()
 	emit := serialSink(sink)
-	err := a.run(ctx, text, images, emit)
+	err := run(emit)
 	if serr := a.sync(); err == nil {
 		err = serr
 	}
@@ -768,7 +796,11 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 		return err
 	}
 	emit(Event{Type: EventUserMessage, Content: user.Content, Time: user.Time})
+	return a.loop(ctx, emit)
+}
 
+// loop asks the model and runs its tools until it stops.
+func (a *Agent) loop(ctx context.Context, emit Sink) error {
 	maxSteps := a.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = 100

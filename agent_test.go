@@ -777,3 +777,36 @@ func TestHeldTextHoldsThinkingToo(t *testing.T) {
 		t.Errorf("the transcript must keep the thinking")
 	}
 }
+
+// TestContinueAnswersAFailedPromptWithoutSendingItTwice: a prompt whose
+// model call failed is answered by Continue, from the transcript as the
+// failure left it, and the request carries the prompt once.
+func TestContinueAnswersAFailedPromptWithoutSendingItTwice(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, replayStep{Status: 400, Body: `{"error":{"type":"invalid_request_error","message":"no"}}`},
+		replayStep{Events: anthropicEvents(gen{Text: "answered"})})
+	a := newTestAgent(t, srv)
+	if err := a.Continue(context.Background(), nil); err == nil {
+		t.Error("Continue on an empty conversation did not fail")
+	}
+	if err := a.Prompt(context.Background(), "the question", nil, nil); err == nil {
+		t.Fatal("the first call should fail")
+	}
+	var log eventLog
+	if err := a.Continue(context.Background(), log.sink); err != nil {
+		t.Fatal(err)
+	}
+	msgs := a.Messages()
+	if len(msgs) != 2 || msgs[0].Text() != "the question" || msgs[1].Text() != "answered" {
+		t.Errorf("transcript: %+v", msgs)
+	}
+	if got := log.types(); strings.Contains(got, "user_message") || !strings.HasSuffix(got, "done") {
+		t.Errorf("events: %s", got)
+	}
+	if body := string(srv.Requests()[1].Body); strings.Count(body, "the question") != 1 {
+		t.Errorf("the retried request: %s", body)
+	}
+	if err := a.Continue(context.Background(), nil); err == nil {
+		t.Error("Continue after the answer did not fail")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -93,6 +94,40 @@ func (e *ProviderError) Is(target error) bool {
 	return strings.Contains(m, "prompt is too long") || strings.Contains(m, "context_length_exceeded") ||
 		strings.Contains(m, "maximum context length") || strings.Contains(m, "context window")
 }
+
+// Unavailable reports whether err is a failure of the provider rather than
+// of the request: the key was refused (401, 403), the rate or the server
+// gave out (408, 429, 5xx, an overload reported inside the stream), or
+// the connection did (refused, reset, cut, stalled, no answer). Another
+// provider may well answer the same request. A request the server found
+// bad (400, 404, 413, 422) or too long for the context window would fail
+// anywhere, and an abort is the user's wish: those are not.
+func Unavailable(err error) bool {
+	var perr *ProviderError
+	var nerr net.Error
+	var gone serverGone
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, ErrContextTooLong):
+		return false
+	case errors.As(err, &perr):
+		if perr.Status == 0 {
+			t := strings.ToLower(perr.Type)
+			return strings.Contains(t, "overload") || strings.Contains(t, "rate_limit") ||
+				t == "api_error" || t == "server_error" || strings.Contains(t, "unavailable")
+		}
+		return perr.Status == 401 || perr.Status == 403 || retryableStatus[perr.Status] || perr.Status >= 500
+	case errors.As(err, &gone), errors.As(err, &nerr), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	return false
+}
+
+// serverGone is a server that stopped answering — no response headers
+// in time, a stream that ended early or stalled — with the message of
+// the error it wraps.
+type serverGone struct{ error }
+
+func (e serverGone) Unwrap() error { return e.error }
 
 // ProviderConfig selects and configures a provider.
 type ProviderConfig struct {
@@ -188,7 +223,7 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 		case errors.Is(err, errNoResponse):
 			// Not retried: a server that took the request and said nothing
 			// for minutes would only be given more minutes.
-			return nil, fmt.Errorf("%s: no response within %v of sending the request: the server accepted it but did not answer (overloaded, or still loading the model? --response-timeout gives it longer)", h.name, h.headerTimeout)
+			return nil, serverGone{fmt.Errorf("%s: no response within %v of sending the request: the server accepted it but did not answer (overloaded, or still loading the model? --response-timeout gives it longer)", h.name, h.headerTimeout)}
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -524,7 +559,7 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 			return events, fmt.Errorf("%s: the reply grew past %s (%d bytes per token of the model's output limit) without ending; stopped reading it", name, sizeString(maxBytes), replyBytesPerToken)
 		}
 		if stalled.Load() {
-			return events, fmt.Errorf("%s: nothing new for %v after %d events (keep-alives do not count); the server stalled", name, idle, events)
+			return events, serverGone{fmt.Errorf("%s: nothing new for %v after %d events (keep-alives do not count); the server stalled", name, idle, events)}
 		}
 		var perr *ProviderError
 		if errors.As(err, &perr) {
@@ -542,7 +577,7 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 var errReplyTooLong = errors.New("reply too long")
 
 func streamEndedEarly(name string, events int) error {
-	return fmt.Errorf("%s: stream ended early after %d events", name, events)
+	return serverGone{fmt.Errorf("%s: stream ended early after %d events", name, events)}
 }
 
 // partialBlock collects one content block while it streams.

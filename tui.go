@@ -162,10 +162,12 @@ type TUI struct {
 	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
-	lastBlock     string      // what the scrollback ends with: "text", "tool" or ""
-	lastResult    *toolResult // what ctrl+o shows in full
-	rule          string      // the line above the editor, for the current width
+	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
+	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
+	lastResult    *toolResult    // what ctrl+o shows in full
+	rule          string         // the line above the editor, for the current width
 
+	images    imageProtocol // how pictures are drawn (tui_images.go); set by Run
 	panelKeys chan panelMsg
 	keyBuf    []byte
 	quit      bool
@@ -186,6 +188,9 @@ type runState struct {
 	start   time.Time
 	aborted bool
 	prompts int // user_message events seen
+	// rescuable: the work answers a prompt, which another provider may
+	// retry when this one is unavailable (tui_rescue.go).
+	rescuable bool
 }
 
 // streamState is what the live region shows of the reply being streamed.
@@ -302,6 +307,11 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	}
 	t.scr.height = t.height
 	t.write([]byte("\x1b[?2004h"))
+	var imagesWarning string
+	t.images, imagesWarning = detectImages(os.Getenv)
+	if imagesWarning != "" {
+		t.logf(fgYellow, "zot: %s", imagesWarning)
+	}
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -490,6 +500,10 @@ func (t *TUI) handle(m any) {
 		t.reloaded(m.stats)
 	case msgLog:
 		t.logf(m.st, "%s", m.text)
+	case msgBtwDelta:
+		m.d.delta(m.seq, m.delta)
+	case msgBtwDone:
+		m.d.done(t, m.seq, m.reply, m.err)
 	case errTerminalGone:
 		t.exit(exitFailure)
 	}
@@ -761,6 +775,7 @@ func (t *TUI) shutdown() {
 		}
 	}
 	t.dialogs = nil
+	t.afterStop = nil // leaving: changes asked for meanwhile are not made
 	if t.run != nil {
 		t.abort()
 		deadline := time.After(5 * time.Second)

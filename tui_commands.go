@@ -16,11 +16,13 @@ import (
 // Slash commands and the dialogs they open: pickers, the hidden key
 // prompt of /login, tool-call confirmations and extension panels.
 
-// slashCommand is a built-in command. idle commands refuse to run while
-// the agent works.
+// slashCommand is a built-in command. Every command acts at once, while
+// the agent works too; stops marks those that change the conversation or
+// the model, which stop the running turn before they make the change
+// (whenIdle), as /help says.
 type slashCommand struct {
 	name, args, help string
-	idle             bool
+	stops            bool
 	run              func(t *TUI, args string)
 }
 
@@ -32,6 +34,7 @@ func builtinCommands() []slashCommand {
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
+		{"btw", "[QUESTION]", "ask a side question (not added to the conversation)", false, (*TUI).cmdBtw},
 		{"jail", "", "keep read/write/edit inside the working directory", false, (*TUI).cmdJail},
 		{"unjail", "", "let read/write/edit reach any path", false, (*TUI).cmdUnjail},
 		{"reload-ext", "", "restart every extension", true, (*TUI).cmdReloadExt},
@@ -102,10 +105,6 @@ func (t *TUI) isCommand(name string) bool {
 // command runs a slash command.
 func (t *TUI) command(name, args string) {
 	if c := t.builtin(name); c != nil {
-		if c.idle && t.run != nil {
-			t.logf(fgYellow, "/%s waits until the agent is done (esc stops it)", name)
-			return
-		}
 		c.run(t, args)
 		return
 	}
@@ -131,8 +130,8 @@ func (t *TUI) cmdHelp(string) {
 	var cmds [][2]string
 	for _, c := range builtinCommands() {
 		help := c.help
-		if c.idle {
-			help += " (when idle)"
+		if c.stops {
+			help += " (stops a running turn)"
 		}
 		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
 	}
@@ -235,14 +234,16 @@ func (t *TUI) parseModel(arg string) (provider, id string) {
 // switchModel changes the model, and the provider with it when it differs,
 // and remembers the choice in config.json.
 func (t *TUI) switchModel(provider, id string) {
-	if !t.idle("/model") {
-		return
-	}
 	id = strings.TrimSpace(id)
 	if id == "" || sanitize(id) != id || strings.ContainsAny(id, " \t\n") {
 		t.logf(fgRed, "/model: %q is not a model id", id)
 		return
 	}
+	t.whenIdle("/model", func(t *TUI) { t.applyModel(provider, id) })
+}
+
+// applyModel makes the switch of switchModel once the agent is idle.
+func (t *TUI) applyModel(provider, id string) {
 	var ok bool
 	if provider != t.provider {
 		ok = t.useProvider("/model", provider, id)
@@ -304,16 +305,20 @@ func (t *TUI) applied(what string, err error) bool {
 	return true
 }
 
-// idle reports whether no prompt runs. Dialogs and asynchronous replies
-// check it before they touch the agent, since a prompt may have started
-// after they opened (an extension command's "prompt"); if one runs, what
-// was asked for is not done, and the user is told why.
-func (t *TUI) idle(what string) bool {
+// whenIdle runs change, which changes the conversation or the model, at
+// once when no prompt runs. Otherwise it stops the running turn, says so,
+// and runs change once the agent has stopped (runDone): the agent is never
+// changed under a running prompt, and the user is not told to wait. A
+// dialog's answer goes through it too, since a prompt may have started
+// after the dialog opened (an extension command's "prompt").
+func (t *TUI) whenIdle(what string, change func(t *TUI)) {
 	if t.run == nil {
-		return true
+		change(t)
+		return
 	}
-	t.logf(fgYellow, "%s: busy: finish or esc the running prompt first", what)
-	return false
+	t.logf(fgYellow, "%s: stopped the running turn first", what)
+	t.abort()
+	t.afterStop = append(t.afterStop, change)
 }
 
 // keyFor finds the key for a provider as at startup; --api-key counts only
@@ -365,9 +370,10 @@ func (t *TUI) cmdSessions(string) {
 
 // resumeSession switches to a saved session and shows its transcript.
 func (t *TUI) resumeSession(path string) {
-	if !t.idle("/sessions") {
-		return
-	}
+	t.whenIdle("/sessions", func(t *TUI) { t.applyResume(path) })
+}
+
+func (t *TUI) applyResume(path string) {
 	if t.session != nil && t.session.Path == path {
 		t.logf(sDim, "already in this session")
 		return
@@ -432,9 +438,10 @@ func (t *TUI) cmdFork(string) {
 // forkAt continues the conversation as it was before message at (the n-th
 // prompt) in a new session; the prompt goes back into the editor.
 func (t *TUI) forkAt(at, n int, msgs []Message) {
-	if !t.idle("/fork") {
-		return
-	}
+	t.whenIdle("/fork", func(t *TUI) { t.applyFork(at, n, msgs) })
+}
+
+func (t *TUI) applyFork(at, n int, msgs []Message) {
 	prompt, _ := splitPrompt(msgs[at])
 	if t.session != nil {
 		child, err := t.session.Fork(at, msgs)
@@ -457,12 +464,20 @@ func (t *TUI) forkAt(at, n int, msgs []Message) {
 }
 
 func (t *TUI) cmdCompact(string) {
+	t.whenIdle("/compact", (*TUI).compact)
+}
+
+func (t *TUI) compact() {
 	t.commitLine(span{"compacting the conversation…", sDim})
 	t.beginRun(func(ctx context.Context, sink Sink) error { return t.agent.Compact(ctx, sink) })
 	t.waitFor("summarising the conversation")
 }
 
 func (t *TUI) cmdClear(string) {
+	t.whenIdle("/clear", (*TUI).clear)
+}
+
+func (t *TUI) clear() {
 	if err := t.agent.Clear(); err != nil {
 		t.logf(fgRed, "/clear: %v", err)
 		return
@@ -505,6 +520,10 @@ func (t *TUI) cmdReloadExt(string) {
 		t.logf(sDim, "no extension host is running, so there is nothing to reload")
 		return
 	}
+	t.whenIdle("/reload-ext", (*TUI).reloadExt)
+}
+
+func (t *TUI) reloadExt() {
 	t.pendingCmds = append(t.pendingCmds, "reload-ext")
 	ext := t.Ext
 	// Owner: the UI loop, which gets msgReloaded. Reload is bounded by the
@@ -616,9 +635,6 @@ func (t *TUI) cmdSkills(args string) {
 
 func (t *TUI) cmdLogin(args string) {
 	ask := func(t *TUI, provider string) {
-		if !t.idle("/login") {
-			return
-		}
 		if provider == "ollama" {
 			t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
 			return
@@ -644,15 +660,22 @@ func (t *TUI) cmdLogin(args string) {
 	})
 }
 
+// login saves a key; a key for the provider in use replaces its client,
+// which stops a running turn first.
 func (t *TUI) login(provider, key string) {
-	if !t.idle("/login") {
-		return
-	}
 	key = strings.TrimSpace(key)
 	if key == "" {
 		t.logf(sDim, "/login: no key entered; nothing saved")
 		return
 	}
+	if provider == t.provider {
+		t.whenIdle("/login", func(t *TUI) { t.saveKey(provider, key) })
+	} else {
+		t.saveKey(provider, key)
+	}
+}
+
+func (t *TUI) saveKey(provider, key string) {
 	if err := saveAuthKey(t.cfg.Home, provider, key); err != nil {
 		t.logf(fgRed, "/login: %v", err)
 		return
@@ -675,6 +698,16 @@ func (t *TUI) cmdLogout(args string) {
 		t.logf(fgRed, "/logout: %q has no saved key (anthropic or openai)", provider)
 		return
 	}
+	if provider == t.provider {
+		t.whenIdle("/logout", func(t *TUI) { t.removeKey(provider) })
+	} else {
+		t.removeKey(provider)
+	}
+}
+
+// removeKey removes a saved key; the client of the provider in use is
+// rebuilt without it.
+func (t *TUI) removeKey(provider string) {
 	if err := saveAuthKey(t.cfg.Home, provider, ""); err != nil {
 		t.logf(fgRed, "/logout: %v", err)
 		return
@@ -749,12 +782,13 @@ func boxEdge(width int, left, right, label string, st style) string {
 
 func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
-// pickerDialog chooses one of a list.
+// pickerDialog chooses one of a list; cancel, when set, runs on esc.
 type pickerDialog struct {
-	title string
-	items []string
-	sel   int
-	pick  func(t *TUI, i int)
+	title  string
+	items  []string
+	sel    int
+	pick   func(t *TUI, i int)
+	cancel func(t *TUI)
 }
 
 func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
@@ -793,6 +827,10 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 	case keyEnd:
 		d.sel = len(d.items) - 1
 	case keyEsc:
+		if d.cancel != nil {
+			t.popDialog(d)
+			d.cancel(t)
+		}
 		return true
 	case keyEnter:
 		t.popDialog(d)

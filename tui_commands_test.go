@@ -56,23 +56,27 @@ func homeFiles(dir string) []string {
 	return files
 }
 
-// TestDialogAnswersWaitForTheRunningPrompt opens each dialog whose answer
-// changes the agent while it is idle, starts a prompt the way a slow
-// extension command's reply does, then answers: nothing about the agent
-// may change (no provider swapped under the running prompt, no key saved,
-// no session resumed or forked), and the user is told why.
-func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
+// TestDialogAnswersStopTheRunningPromptFirst opens each dialog whose
+// answer changes the agent, starts a prompt the way a slow extension
+// command's reply does, then answers: the running prompt is stopped and
+// the user told so; nothing about the agent changes while the prompt's
+// goroutine still runs (no provider swapped under it, no key saved, no
+// session resumed or forked); once it has ended, the change is made.
+func TestDialogAnswersStopTheRunningPromptFirst(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, args string
 		pick       string // the picker item to choose
 		keys       string
+		changed    func(tui *TUI) bool
 	}{
-		{"model", "", "openai/", "\r"},
-		{"login", "anthropic", "", "sk-new\r"},
-		{"login", "", "openai", "\r"},
-		{"sessions", "", "", "\r"},
-		{"fork", "", "", "\r"},
+		{"model", "", "openai/", "\r", func(tui *TUI) bool { return tui.provider == "openai" }},
+		{"login", "anthropic", "", "sk-new\r", func(tui *TUI) bool {
+			key, _, _ := resolveKey("anthropic", "", tui.cfg.Home)
+			return key == "sk-new"
+		}},
+		{"sessions", "", "an old prompt", "\r", func(tui *TUI) bool { return tui.agent.Messages()[0].Text() == "an old prompt" }},
+		{"fork", "", "", "\r", func(tui *TUI) bool { return len(tui.agent.Messages()) == 0 }},
 	} {
 		t.Run(c.name+" "+c.args, func(t *testing.T) {
 			tui, v := newTestTUI(t, 120, 30)
@@ -99,23 +103,67 @@ func TestDialogAnswersWaitForTheRunningPrompt(t *testing.T) {
 				}
 			}
 			startExtPrompt(t, tui)
-			session, msgs, files := tui.session, len(tui.agent.Messages()), homeFiles(tui.cfg.Home)
+			session, files := tui.session, homeFiles(tui.cfg.Home)
 			tui.input([]byte(c.keys), false)
 			tui.render()
-			if want := "/" + c.name + ": busy: finish or esc the running prompt first"; !strings.Contains(v.String(), want) {
+			if want := "/" + c.name + ": stopped the running turn first"; !strings.Contains(v.String(), want) {
 				t.Errorf("the screen does not say %q:\n%s", want, v.String())
+			}
+			if tui.run == nil || !tui.run.aborted {
+				t.Fatal("the running prompt was not stopped")
 			}
 			if tui.agent.Provider != prov || tui.provider != "anthropic" || tui.agent.CurrentModel() != "claude-sonnet-4-5" {
 				t.Errorf("the running prompt's provider changed: %s/%s (%T)", tui.provider, tui.agent.CurrentModel(), tui.agent.Provider)
 			}
-			if tui.session != session || len(tui.agent.Messages()) != msgs || len(tui.dialogs) != 0 {
-				t.Errorf("session %v → %v, %d → %d messages, %d dialogs open", session.Path, tui.session.Path, msgs, len(tui.agent.Messages()), len(tui.dialogs))
+			if tui.session != session || len(tui.dialogs) != 0 {
+				t.Errorf("session %v → %v, %d dialogs open", session.Path, tui.session.Path, len(tui.dialogs))
 			}
 			if now := homeFiles(tui.cfg.Home); strings.Join(now, "\n") != strings.Join(files, "\n") {
 				t.Errorf("files in ZOT_HOME changed while the prompt ran:\n%s\nnow:\n%s", strings.Join(files, "\n"), strings.Join(now, "\n"))
 			}
-			stopRun(t, tui)
+			handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
+			if tui.run != nil || !c.changed(tui) {
+				t.Errorf("after the prompt stopped, /%s made no change:\n%s", c.name, v.String())
+			}
 		})
+	}
+}
+
+// TestCommandsActWhileTheAgentWorks: read-only commands act at once and
+// leave the running prompt alone; commands that change the conversation
+// stop it first and then run, in the order given.
+func TestCommandsActWhileTheAgentWorks(t *testing.T) {
+	t.Parallel()
+	tui, v := newTestTUI(t, 120, 40)
+	tui.agent.Provider = &hangProvider{"anthropic"}
+	tui.agent.SetMessages([]Message{{Role: "user", Content: []Block{TextBlock("earlier")}}, {Role: "assistant", Content: []Block{TextBlock("ok")}}}, Usage{})
+	tui.startPrompt(queuedPrompt{display: "work", text: "work"})
+	handleUntil(t, tui, func(m any) bool { e, ok := m.(msgEvent); return ok && e.ev.Type == "assistant_start" })
+	for _, cmd := range []string{"/help", "/jail", "/unjail", "/skills"} {
+		tui.submitText(cmd, cmd)
+	}
+	tui.render()
+	if tui.run == nil || tui.run.aborted {
+		t.Fatal("a read-only command stopped the running prompt")
+	}
+	if s := v.String(); !strings.Contains(s, "Commands") || !strings.Contains(s, "jail on") || !strings.Contains(s, "jail off") {
+		t.Errorf("read-only commands did not act at once:\n%s", s)
+	}
+	tui.submitText("/clear", "/clear")
+	tui.submitText("/model claude-haiku-4-5", "/model claude-haiku-4-5")
+	tui.render()
+	if tui.run == nil || !tui.run.aborted || len(tui.agent.Messages()) == 0 {
+		t.Fatal("/clear did not stop the prompt, or cleared under it")
+	}
+	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
+	tui.render()
+	s := v.String()
+	if len(tui.agent.Messages()) != 0 || tui.agent.CurrentModel() != "claude-haiku-4-5" {
+		t.Errorf("after the stop: %d messages, model %s", len(tui.agent.Messages()), tui.agent.CurrentModel())
+	}
+	if strings.Index(s, "/clear: stopped the running turn first") > strings.Index(s, "conversation cleared") ||
+		strings.Index(s, "conversation cleared") > strings.Index(s, "model: anthropic/claude-haiku-4-5") {
+		t.Errorf("not stopped first, then cleared, then switched:\n%s", s)
 	}
 }
 
@@ -271,7 +319,7 @@ func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
 	}
 
 	for b, want := range map[*Block]string{
-		{Type: "image", MimeType: "image/png", Data: "iVBORw=="}:   "image (image/png, 4 bytes)",
+		{Type: "image", MimeType: "image/png", Data: "iVBORw=="}:   "[image: not an image zot can read, 4 bytes]",
 		{Type: "text", Text: "<file path=\"a b.txt\">\n\n</file>"}: "@a b.txt (0 lines)",
 		{Type: "text", Text: "<file path=\"x\">\nno end"}:          "",
 		{Type: "text", Text: "context from a hook"}:                "",

@@ -822,7 +822,9 @@ func attachFile(ref string, resolve func(string) (string, error)) (Block, string
 		return Block{}, "", err
 	}
 	if mime := imageType(data); mime != "" {
-		return Block{Type: BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}, fmt.Sprintf("@%s (image, %s)", ref, sizeString(st.Size())), nil
+		b := Block{Type: BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)}
+		desc, _ := describeAttachment(b)
+		return b, "@" + ref + " " + desc, nil
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return Block{}, "", fmt.Errorf("@%s looks binary; not attached", ref)
@@ -840,12 +842,13 @@ const (
 )
 
 // describeAttachment is the line that lists a block attached to a prompt:
-// "@path (N lines)" for a file, "image (type, size)" for an image. It
-// reports false for other blocks: the typed text, a hook's context.
+// "@path (N lines)" for a file, "[image PNG 640×480, 12.0 KiB]" for an
+// image (read from its bytes). It reports false for other blocks: the
+// typed text, a hook's context.
 func describeAttachment(b Block) (string, bool) {
 	switch b.Type {
 	case BlockImage:
-		return fmt.Sprintf("image (%s, %s)", b.MimeType, sizeString(int64(base64Len(b.Data)))), true
+		return readImageBlock(b).placeholder(), true
 	case BlockText:
 		rest, isFile := strings.CutPrefix(b.Text, fileOpen)
 		quoted, body, _ := strings.Cut(rest, ">\n")

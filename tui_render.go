@@ -11,7 +11,8 @@ import (
 // zero-width runes, drawText for anything that did not come from zot
 // itself, styled cells wrapped to a width, markdown-lite for assistant
 // text, and screen, which draws rows inline by diff. Every escape sequence
-// zot writes to the terminal is produced in this file.
+// zot writes to the terminal is produced in this file, and those that
+// draw pictures in tui_images.go.
 
 // Display width.
 

@@ -33,6 +33,7 @@ func (t *TUI) commitToolResult(name, summary, details string, isErr bool, conten
 	t.lastResult = r
 	t.commitLine(r.headline()...)
 	t.commitRows(r.rows(t.width, t.screenful(), false))
+	t.commitRows(t.pictures(content))
 }
 
 // expandLastResult is ctrl+o: the last tool result, all of it.
@@ -46,6 +47,7 @@ func (t *TUI) expandLastResult() {
 	t.commitRule("in full")
 	t.commitLine(r.headline()...)
 	t.commitRows(r.rows(t.width, 0, true))
+	t.commitRows(t.pictures(r.content))
 }
 
 // screenful is how many rows a result may take before it is folded: about
@@ -73,7 +75,7 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 		case BlockText:
 			text.WriteString(b.Text)
 		case BlockImage:
-			fmt.Fprintf(&text, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
+			text.WriteString(readImageBlock(b).placeholder() + "\n")
 		}
 	}
 	raw := strings.TrimRight(text.String(), "\n")

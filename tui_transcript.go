@@ -39,9 +39,11 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	}
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
+	t.commitRows(t.pictures(files))
 	t.beginRun(func(ctx context.Context, sink Sink) error {
 		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
+	t.run.rescuable = true
 }
 
 // beginRun starts agent work whose events go to the UI loop.
@@ -101,12 +103,20 @@ func (t *TUI) runDone(id int, err error) {
 		c, ok := d.(*confirmDialog)
 		return ok && c.req.ctx.Err() != nil
 	})
-	aborted := t.run.aborted
+	aborted, rescuable := t.run.aborted, t.run.rescuable
 	t.run = nil
-	if !aborted && len(t.queue) > 0 {
-		q := t.queue[0]
-		t.queue = t.queue[1:]
-		t.startPrompt(q)
+	if !aborted && rescuable && err != nil && t.offerRescue(err) {
+		return // queued prompts and changes wait for the user's choice
+	}
+	// Changes asked for while the turn ran; one that starts work of its
+	// own (/compact) leaves the rest for when that ends.
+	for len(t.afterStop) > 0 && t.run == nil {
+		change := t.afterStop[0]
+		t.afterStop = t.afterStop[1:]
+		change(t)
+	}
+	if !aborted {
+		t.startQueued()
 	}
 }
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +26,15 @@ type vt struct {
 	paste    bool
 	bytes    int
 	rest     []byte // an escape sequence cut by a write
+
+	// With images set, the picture sequences of tui_images.go are taken
+	// (any other use of them is still an error): pictures holds each
+	// picture's decoded bytes, kitty's chunks joined; saved is the cursor
+	// that ESC 7 saved.
+	images   bool
+	pictures [][]byte
+	kitty    []byte // base64 of a kitty picture whose chunks are arriving
+	saved    [2]int
 }
 
 func newVT(t testing.TB, w, h int) *vt {
@@ -114,6 +126,11 @@ func (v *vt) put(s string, w int) {
 func (v *vt) escape(b []byte) int {
 	if len(b) < 2 {
 		return 0
+	}
+	if v.images && b[1] != '[' {
+		if n, ok := v.picture(b); ok {
+			return n
+		}
 	}
 	if b[1] != '[' {
 		v.t.Errorf("unexpected escape %q written to the terminal", b[:2])
@@ -253,4 +270,55 @@ func plain(row string) string {
 		i++
 	}
 	return b.String()
+}
+
+// picture handles the sequences that draw pictures: ESC 7 and ESC 8, a
+// kitty graphics command, an iTerm2 OSC 1337 file. It returns 0, true
+// when b holds only the beginning of one.
+func (v *vt) picture(b []byte) (int, bool) {
+	switch b[1] {
+	case '7':
+		v.saved = [2]int{v.x, v.y}
+		return 2, true
+	case '8':
+		v.x, v.y = v.saved[0], v.saved[1]
+		return 2, true
+	case '_':
+		end := bytes.Index(b, []byte("\x1b\\"))
+		if end < 0 {
+			return 0, true
+		}
+		keys, payload, _ := strings.Cut(string(b[3:end]), ";")
+		if b[2] != 'G' || !regexp.MustCompile(`^(a=T,f=100,q=2,C=1,c=\d+,r=\d+,)?m=[01]$`).MatchString(keys) {
+			v.t.Errorf("unexpected kitty command %q", keys)
+		}
+		if len(payload) > 4096 {
+			v.t.Errorf("a kitty chunk of %d bytes", len(payload))
+		}
+		v.kitty = append(v.kitty, payload...)
+		if strings.HasSuffix(keys, "m=0") {
+			data, err := base64.StdEncoding.DecodeString(string(v.kitty))
+			if err != nil {
+				v.t.Errorf("kitty picture: %v", err)
+			}
+			v.pictures, v.kitty = append(v.pictures, data), nil
+		}
+		return end + 2, true
+	case ']':
+		end := bytes.IndexByte(b, '\a')
+		if end < 0 {
+			return 0, true
+		}
+		head, payload, _ := strings.Cut(string(b[2:end]), ":")
+		if !regexp.MustCompile(`^1337;File=inline=1;size=\d+;width=\d+;height=\d+;preserveAspectRatio=1;doNotMoveCursor=1$`).MatchString(head) {
+			v.t.Errorf("unexpected OSC %q", head)
+		}
+		data, err := base64.StdEncoding.DecodeString(payload)
+		if err != nil {
+			v.t.Errorf("iTerm2 picture: %v", err)
+		}
+		v.pictures = append(v.pictures, data)
+		return end + 1, true
+	}
+	return 0, false
 }
