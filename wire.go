@@ -43,7 +43,9 @@ type setup struct {
 	toolEnv *ToolEnv
 	session *Session
 	skills  []Skill
-	notes   []string // things the user should know (session repairs)
+	// templates are the prompt templates found, nil when they are off.
+	templates []PromptTemplate
+	notes     []string // things the user should know (session repairs)
 }
 
 // newSetup builds the provider, the tools and the agent the options ask
@@ -107,6 +109,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
+	s.loadTemplates(stderr)
 	switch {
 	case o.noTools:
 		reg.SetFilter(func(string) bool { return false })
@@ -274,7 +277,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
+	prompts := s.prompts(func(msg string) { fmt.Fprintf(stderr, "zot: %s\n", msg) })
+	err = prompts.Send(ctx, s.agent, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
 		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
 			final = sanitize(final)
@@ -384,6 +388,10 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
+	prompts := s.prompts(func(msg string) { srv.Notify(rpcNote{Extension: "prompts", Level: "warn", Message: msg}) })
+	srv.Prompt = func(ctx context.Context, text string, images []Block, sink Sink) error {
+		return prompts.Send(ctx, s.agent, text, images, sink)
+	}
 	srv.Observe = exts.Observe
 
 	err = srv.Serve(ctx)
@@ -455,6 +463,9 @@ func (s *setup) plugTUI(t *TUI) (stop func()) {
 	s.guardTools()
 	t.ChainGates(s.gates)
 	t.Ext, t.Observe = tuiExtHost{exts}, exts.Observe
+	if len(s.templates) > 0 {
+		t.Prompts = tuiPromptHost{s.prompts(func(msg string) { t.Note(tuiNote{Extension: "prompts", Level: "warn", Message: msg}) }), s.agent}
+	}
 	if len(s.skills) > 0 {
 		t.Skills = func() (string, func(string) (string, error)) {
 			return FormatSkillList(s.skills), func(name string) (string, error) {
@@ -468,6 +479,24 @@ func (s *setup) plugTUI(t *TUI) (stop func()) {
 		}
 	}
 	return stop
+}
+
+// tuiPromptHost is the prompt templates in the TUI's terms.
+type tuiPromptHost struct {
+	p *Prompts
+	a *Agent
+}
+
+func (h tuiPromptHost) List() []tuiTemplate {
+	var out []tuiTemplate
+	for _, t := range h.p.List() {
+		out = append(out, tuiTemplate{Name: t.Name, ArgumentHint: t.ArgumentHint, Description: t.Description, Source: t.Source, Path: t.Path})
+	}
+	return out
+}
+
+func (h tuiPromptHost) Send(ctx context.Context, text string, sink Sink) error {
+	return h.p.Send(ctx, h.a, text, nil, sink)
 }
 
 // tuiExtHost is the extension host in the TUI's terms.
@@ -628,6 +657,43 @@ func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 	})
 	reg.SetSource("skill", []Tool{SkillTool(s.skills)})
 }
+
+// loadTemplates finds the prompt templates unless --no-prompts or the
+// "prompts" setting turns them off; broken files are reported on stderr.
+func (s *setup) loadTemplates(stderr io.Writer) {
+	log := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
+	}
+	on, err := promptsEnabled(s.opts.noPrompts, s.home)
+	if err != nil {
+		log("%v", err)
+	}
+	if on {
+		s.templates = LoadPrompts(s.home, s.cwd, nil, log)
+	}
+}
+
+// prompts expands the templates for a mode; onNote shows the user a line
+// about one. A template's !`commands` pass the session's gates; its @paths
+// attach as the TUI's do, inside the jail when it is on.
+func (s *setup) prompts(onNote func(msg string)) *Prompts {
+	if len(s.templates) == 0 {
+		return nil
+	}
+	return NewPrompts(PromptConfig{
+		Templates:      s.templates,
+		Reserved:       tuiCommandNames(),
+		ProjectTrusted: s.projectTrusted,
+		KnownModel:     func(id string) bool { return lookupModel(s.provider, id).Known },
+		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv.resolve) },
+		OnNote:         onNote,
+	})
+}
+
+// projectTrusted says whether the user trusted this project. It is the
+// one seam for workspace trust (trust.go, issue 14): until that answers
+// here, no project is trusted, so what a project defines stays off.
+func (s *setup) projectTrusted() bool { return false }
 
 // extLevel maps an MCP log level onto the note levels extensions use.
 func extLevel(level string) string {

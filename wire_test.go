@@ -32,7 +32,7 @@ var copyBuilds = []struct {
 	{name: "mcp", files: []string{"mcp*.go"}},
 	{name: "hooks", files: []string{"hooks.go"}},
 	{name: "validate", files: []string{"validate*.go", "audit.go"}},
-	{name: "skills", files: []string{"skills.go"}, dirs: []string{"skills"}},
+	{name: "skills", files: []string{"skills.go", "prompts.go"}, dirs: []string{"skills"}},
 	{name: "rpc", files: []string{"rpc.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
 }
