@@ -345,7 +345,7 @@ type rpcConfig struct {
 	// Prompt runs a prompt command (a message starting with /name may be
 	// a prompt template); nil is the agent's Prompt.
 	Prompt func(ctx context.Context, text string, images []Block, sink Sink) error
-	Log     func(format string, args ...any)
+	Log    func(format string, args ...any)
 }
 
 // rpcReloadStats is reload_extensions' data: what the reload did.
