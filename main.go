@@ -211,11 +211,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "ext":
 			return runExtCommand(args[1:], tuiCommandNames(), stdin, stdout, stderr)
 		case "mcp":
-			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
+			return runMCPCommand(args[1:], func(src MCPSources) ([]mcpServerConfig, []mcpProblem) {
+				src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
+				return loadMCPConfigs(src)
+			}, stdout, stderr)
 		case "skills":
-			return runSkillsCommand(args[1:], stdout, stderr)
+			return runSkillsCommand(args[1:], pluginSkillRoots(EnabledPlugins(zotHome())), stdout, stderr)
 		case "prompts":
-			return runPromptsCommand(args[1:], nil, stdout, stderr)
+			return runPromptsCommand(args[1:], pluginPromptRoots(EnabledPlugins(zotHome())), stdout, stderr)
+		case "plugin", "plugins":
+			return runPluginCommand(args[1:], stdin, stdout, stderr)
 		case "validate":
 			return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
 		case "rpc":

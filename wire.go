@@ -45,6 +45,7 @@ type setup struct {
 	skills  []Skill
 	// templates are the prompt templates found, nil when they are off.
 	templates []PromptTemplate
+	plugins   []Plugin // the enabled plugins, whose parts load beside the others
 	notes     []string // things the user should know (session repairs)
 }
 
@@ -106,6 +107,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// use to any session still running.
 	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	s.plugins = EnabledPlugins(s.home)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
@@ -547,7 +549,7 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 // startMCP starts the MCP servers the configuration files name; their
 // tools join the agent's registry as each server gets ready.
 func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
-	servers, problems := loadMCPConfigs(MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP})
+	servers, problems := loadMCPConfigs(MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, Plugins: pluginMCPFiles(s.plugins)})
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
@@ -569,20 +571,29 @@ func (s *setup) startExtensions(ctx context.Context, out ExtConfig) *ExtManager 
 	return m
 }
 
-// startHooks loads the Claude Code hooks when the user turned them on,
-// attaches them to the agent and runs SessionStart, whose context joins
-// the system prompt. The caller chains ToolGate after the extension gate
-// and calls SessionEnd at exit. onNote shows the user one line.
+// startHooks loads the Claude Code hooks of the settings files when the
+// user turned them on, and the enabled plugins' hooks always, attaches
+// them to the agent and runs SessionStart, whose context joins the system
+// prompt. The caller chains ToolGate after the extension gate and calls
+// SessionEnd at exit. onNote shows the user one line.
 func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) *Hooks {
 	on, err := hooksEnabled(s.opts.claudeHooks, s.home)
 	if err != nil {
 		onNote("warn", "hooks: "+err.Error())
 	}
-	if !on {
+	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	if on {
+		userHome, _ := os.UserHomeDir()
+		cfg.Files = hookSettingsFiles(s.cwd, userHome)
+	}
+	for _, p := range s.plugins {
+		if _, err := os.Stat(p.HooksFile()); err == nil {
+			cfg.Plugins = append(cfg.Plugins, HookPluginFile{Path: p.HooksFile(), Root: p.Dir, Origin: p.Origin()})
+		}
+	}
+	if len(cfg.Files) == 0 && len(cfg.Plugins) == 0 {
 		return nil
 	}
-	userHome, _ := os.UserHomeDir()
-	cfg := HookConfig{Files: hookSettingsFiles(s.cwd, userHome), Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
 	if s.session != nil {
 		cfg.SessionID, cfg.TranscriptPath = s.session.Meta.ID, s.session.Path
 	} else {
@@ -654,7 +665,7 @@ func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 	}
 	s.skills = LoadSkills(s.home, s.cwd, func(format string, args ...any) {
 		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	})
+	}, pluginSkillRoots(s.plugins)...)
 	reg.SetSource("skill", []Tool{SkillTool(s.skills)})
 }
 
@@ -669,7 +680,7 @@ func (s *setup) loadTemplates(stderr io.Writer) {
 		log("%v", err)
 	}
 	if on {
-		s.templates = LoadPrompts(s.home, s.cwd, nil, log)
+		s.templates = LoadPrompts(s.home, s.cwd, pluginPromptRoots(s.plugins), log)
 	}
 }
 
@@ -688,6 +699,33 @@ func (s *setup) prompts(onNote func(msg string)) *Prompts {
 		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv.resolve) },
 		OnNote:         onNote,
 	})
+}
+
+// What the enabled plugins bring, as the plugin of zot that runs each part
+// reads it: names prefixed "NAME:", the source "plugin:NAME".
+
+func pluginSkillRoots(ps []Plugin) []skillRoot {
+	var out []skillRoot
+	for _, p := range ps {
+		out = append(out, skillRoot{dir: p.SkillsDir(), label: p.Origin(), prefix: p.Name + ":"})
+	}
+	return out
+}
+
+func pluginPromptRoots(ps []Plugin) []PromptRoot {
+	var out []PromptRoot
+	for _, p := range ps {
+		out = append(out, PromptRoot{Dir: p.CommandsDir(), Label: p.Origin(), Namespace: p.Name + ":", Owned: true})
+	}
+	return out
+}
+
+func pluginMCPFiles(ps []Plugin) []MCPPluginFile {
+	var out []MCPPluginFile
+	for _, p := range ps {
+		out = append(out, MCPPluginFile{Path: p.MCPFile(), Namespace: p.Name, Root: p.Dir})
+	}
+	return out
 }
 
 // projectTrusted says whether the user trusted this project. It is the

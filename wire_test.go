@@ -33,6 +33,7 @@ var copyBuilds = []struct {
 	{name: "hooks", files: []string{"hooks.go"}},
 	{name: "validate", files: []string{"validate*.go", "audit.go"}},
 	{name: "skills", files: []string{"skills.go", "prompts.go"}, dirs: []string{"skills"}},
+	{name: "plugins", files: []string{"plugins.go"}},
 	{name: "rpc", files: []string{"rpc.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
 }
