@@ -445,6 +445,11 @@ func (p *Prompts) runCommand(ctx context.Context, a *Agent, t PromptTemplate, co
 	if res.IsError && res.ExitCode == nil {
 		return "", fmt.Errorf("!`%s` did not run: %s", truncate(command, 200), truncate(strings.TrimSpace(text), 500))
 	}
+	// The output as the command printed it: the bash tool's note of a
+	// clean exit is for the model, not for the prompt.
+	if !res.IsError {
+		text = strings.TrimSuffix(strings.TrimSuffix(text, "[exit code 0]"), "(no output)\n")
+	}
 	return truncate(strings.TrimRight(text, "\n"), promptMaxOutput), nil
 }
 
