@@ -212,7 +212,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runExtCommand(args[1:], tuiCommandNames(), stdin, stdout, stderr)
 		case "mcp":
 			return runMCPCommand(args[1:], func(src MCPSources) ([]mcpServerConfig, []mcpProblem) {
-				src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
+				if !src.SkipDefault {
+					src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
+				}
 				return loadMCPConfigs(src)
 			}, stdout, stderr)
 		case "skills":

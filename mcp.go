@@ -46,7 +46,7 @@ type MCPSources struct {
 	// $ZOT_HOME/mcp.json; Files still load.
 	SkipDefault bool
 	// Plugins are the .mcp.json files of installed plugins, read after
-	// the others.
+	// the others (the caller leaves them out with SkipDefault).
 	Plugins []MCPPluginFile
 }
 

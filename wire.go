@@ -549,7 +549,11 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 // startMCP starts the MCP servers the configuration files name; their
 // tools join the agent's registry as each server gets ready.
 func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
-	servers, problems := loadMCPConfigs(MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, Plugins: pluginMCPFiles(s.plugins)})
+	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP}
+	if !s.opts.noMCP {
+		src.Plugins = pluginMCPFiles(s.plugins)
+	}
+	servers, problems := loadMCPConfigs(src)
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
