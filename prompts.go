@@ -366,12 +366,15 @@ var (
 // lines run (or left out, with a note), @path references attached. a runs
 // the commands: each is a bash tool call through a's gates and audit
 // trail. Arguments never become commands: only text the file holds runs.
+// Nor does a command's output attach files: its @words come from outside
+// (a commit message, a file name) and stay text.
 func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args string) PromptExpansion {
 	var x PromptExpansion
 	positional := splitPromptArgs(args)
 	uses := strings.Contains(t.Body, "$ARGUMENTS") || promptArgRef.MatchString(t.Body)
-	var out []string
+	var out, refs []string
 	for i, line := range strings.Split(t.Body, "\n") {
+		refs = append(refs, atPathRefs(substitutePromptArgs(promptCommand.ReplaceAllString(line, ""), args, positional))...)
 		if !promptCommand.MatchString(line) {
 			out = append(out, substitutePromptArgs(line, args, positional))
 			continue
@@ -401,9 +404,10 @@ func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args s
 	x.Text = strings.Join(out, "\n")
 	if !uses && args != "" {
 		x.Text += "\n\nARGUMENTS: " + args
+		refs = append(refs, atPathRefs(args)...)
 	}
 	if p.cfg.Attach != nil {
-		for _, ref := range atPathRefs(x.Text) {
+		for _, ref := range refs {
 			b, desc, err := p.cfg.Attach(ref)
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {

@@ -121,8 +121,9 @@ func TestPromptTemplateInPrintMode(t *testing.T) {
 	t.Parallel()
 	z := newZotRun(t)
 	os.WriteFile(filepath.Join(z.cwd, "notes.txt"), []byte("the notes\n"), 0o644)
+	os.WriteFile(filepath.Join(z.cwd, "secret.txt"), []byte("not for the prompt\n"), 0o644)
 	writePrompt(t, filepath.Join(z.home, "prompts", "review.md"),
-		"---\ndescription: review\nmodel: claude-haiku-4-5\n---\nReview $1, then $ARGUMENTS.\nBranch: !`echo cmd-output-$1`\nSee @notes.txt")
+		"---\ndescription: review\nmodel: claude-haiku-4-5\n---\nReview $1, then $ARGUMENTS.\nBranch: !`echo cmd-output-$1 @secret.txt`\nSee @notes.txt")
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Reviewed."})})
 	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "/review", "src", "fast")...)
 	if code != 0 || stdout != "Reviewed.\n" {
@@ -130,13 +131,16 @@ func TestPromptTemplateInPrintMode(t *testing.T) {
 	}
 	body := string(srv.Requests()[0].Body)
 	for _, want := range []string{
-		`Review src, then src fast.\nBranch: cmd-output-src\nSee @notes.txt`,
+		`Review src, then src fast.\nBranch: cmd-output-src @secret.txt\nSee @notes.txt`,
 		`\u003cfile path=\"notes.txt\"\u003e\nthe notes\n\u003c/file\u003e`,
 		`"model":"claude-haiku-4-5"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("request lacks %s:\n%s", want, body)
 		}
+	}
+	if strings.Contains(body, "not for the prompt") {
+		t.Errorf("an @path in a command's output attached a file")
 	}
 	audit := auditLines(t, z.home)
 	if len(audit) != 1 || audit[0].Tool != "bash" || audit[0].Outcome != "ran" || len(audit[0].Decisions) == 0 ||
