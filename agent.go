@@ -972,7 +972,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 			continue
 		}
 		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
-		res := a.runTool(ctx, call, emit)
+		res := a.runTool(ctx, call, nil, emit)
 		emit(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
 		results = append(results, Block{Type: BlockToolResult, CallID: call.ID, IsError: res.IsError, Content: res.Content})
 		if ctx.Err() != nil {
@@ -986,8 +986,19 @@ func abortedResult(callID string) Block {
 	return Block{Type: BlockToolResult, CallID: callID, IsError: true, Content: []Block{TextBlock("aborted by the user before it ran")}}
 }
 
-func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) (result ToolResult) {
+// RunTool runs one tool call that no model asked for (a prompt template's
+// !`command`) through BeforeToolExecute and AfterToolExecute like the
+// model's own calls: the same gates decide, the same audit trail records
+// it. origin, first in the decision trail, names who asked.
+func (a *Agent) RunTool(ctx context.Context, call ToolCall, origin GateNote) ToolResult {
+	return a.runTool(ctx, call, &origin, func(Event) {})
+}
+
+func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, emit Sink) (result ToolResult) {
 	rec := ToolRecord{Call: call}
+	if origin != nil {
+		rec.Decision.Trail = []GateNote{*origin}
+	}
 	defer func() {
 		if a.AfterToolExecute != nil {
 			a.AfterToolExecute(ctx, &rec)
@@ -1012,7 +1023,9 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, emit Sink) (result T
 		return rec.Result
 	}
 	if a.BeforeToolExecute != nil {
-		rec.Decision = a.BeforeToolExecute(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+		d := a.BeforeToolExecute(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+		d.Trail = append(rec.Decision.Trail, d.Trail...)
+		rec.Decision = d
 		if rec.Decision.Args != nil {
 			args = rec.Decision.Args
 			rec.Executed = args

@@ -3,15 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // What every zot command shares: the version, the exit statuses, usage
 // errors, the flag reader of the management commands (zot ext, mcp,
-// skills, validate) and the signals that stop a command. main.go
+// skills, validate), the signals that stop a command, and installing a
+// directory (zot ext install, zot plugin install). main.go
 // dispatches the commands; the plugins that own them use these.
 
 const version = "0.1.0"
@@ -74,4 +79,155 @@ func lastOr(vs []string, def string) string {
 		return def
 	}
 	return vs[len(vs)-1]
+}
+
+// installTree installs src — a directory, or a git URL cloned with --depth
+// 1 — as root/<name>, where name is what nameOf reads from the copy (and
+// so checks it). kind names what is installed in messages ("extension",
+// "plugin"). Everything happens in a staging directory beside the
+// destination, so a failure leaves nothing behind and success is one
+// rename; force replaces an installed one the same way.
+func installTree(kind, src, root string, force bool, nameOf func(dir string) (string, error)) (dest string, err error) {
+	st, statErr := os.Stat(src)
+	local := statErr == nil && st.IsDir()
+	var srcAbs string
+	if local {
+		srcAbs, _ = filepath.Abs(src)
+		if real, err := filepath.EvalSymlinks(srcAbs); err == nil {
+			srcAbs = real // copy what a symlinked directory points to
+		}
+		if _, err := nameOf(srcAbs); err != nil {
+			return "", err
+		}
+		if rootAbs, _ := filepath.Abs(root); rootAbs == srcAbs || strings.HasPrefix(rootAbs, srcAbs+string(filepath.Separator)) {
+			return "", fmt.Errorf("cannot install %s into %s, which is inside it", srcAbs, root)
+		}
+	} else if !looksLikeGitURL(src) {
+		return "", fmt.Errorf("%s is neither a directory nor a git URL", src)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", root, err)
+	}
+	staging, err := os.MkdirTemp(root, ".install-")
+	if err != nil {
+		return "", fmt.Errorf("create a staging directory in %s: %w", root, err)
+	}
+	defer os.RemoveAll(staging)
+	if local {
+		if err := copyTree(srcAbs, staging); err != nil {
+			return "", fmt.Errorf("copy %s: %w", srcAbs, err)
+		}
+	} else if err := gitClone(src, staging); err != nil {
+		return "", err
+	}
+	name, err := nameOf(staging)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", src, err)
+	}
+	dest = filepath.Join(root, name)
+	if dest == srcAbs {
+		return "", fmt.Errorf("%s %q is already installed at %s", kind, name, dest)
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		if !force {
+			return "", fmt.Errorf("%s %q is already installed at %s; use --force to replace it", kind, name, dest)
+		}
+		old := staging + ".old"
+		if err := os.Rename(dest, old); err != nil {
+			return "", fmt.Errorf("move the old %s aside: %w", dest, err)
+		}
+		if err := os.Rename(staging, dest); err != nil {
+			os.Rename(old, dest)
+			return "", fmt.Errorf("install %q at %s: %w", name, dest, err)
+		}
+		os.RemoveAll(old)
+	} else if err := os.Rename(staging, dest); err != nil {
+		return "", fmt.Errorf("install %q at %s: %w", name, dest, err)
+	}
+	return dest, nil
+}
+
+// removeTree deletes an installed directory: renamed away first, so it
+// disappears whole even if deleting its files fails halfway.
+func removeTree(dir string) error {
+	trash, err := os.MkdirTemp(filepath.Dir(dir), ".remove-")
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	defer os.RemoveAll(trash)
+	if err := os.Rename(dir, filepath.Join(trash, "x")); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+func looksLikeGitURL(s string) bool {
+	return strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || strings.HasSuffix(s, ".git")
+}
+
+func gitClone(url, dir string) error {
+	ctx, stop := signalContext()
+	defer stop()
+	spec := procSpec{argv: []string{"git", "clone", "--quiet", "--depth", "1", "--", url, dir}, env: envNoSecrets,
+		addEnv: []string{"GIT_TERMINAL_PROMPT=0"}, stderr: streamStdout}
+	run, err := runToEnd(ctx, spec, nil, 64<<10, time.Second)
+	switch {
+	case err != nil:
+		return fmt.Errorf("git clone %s: %v", url, err)
+	case run.stopped:
+		return fmt.Errorf("git clone %s: interrupted", url)
+	case !run.state.Success():
+		return fmt.Errorf("git clone %s: %v: %s", url, run.state, strings.TrimSpace(string(run.stdout.Bytes())))
+	}
+	return nil
+}
+
+// copyTree copies a directory: files keep their mode, symlinks stay links,
+// anything else (devices, sockets) is refused.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			if rel == "." {
+				return os.Chmod(dst, mode.Perm()|0o700)
+			}
+			return os.Mkdir(target, mode.Perm()|0o700)
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case mode.IsRegular():
+			return copyFile(path, target, mode.Perm())
+		default:
+			return fmt.Errorf("%s is not a file, directory or symlink", path)
+		}
+	})
+}
+
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -203,18 +203,42 @@ func hooksEnabled(flag bool, home string) (bool, error) {
 	if flag {
 		return true, nil
 	}
+	on, err := configBool(home, "claude_hooks", false)
+	if err != nil {
+		return false, fmt.Errorf("%v; hooks stay off", err)
+	}
+	return on, nil
+}
+
+// promptsEnabled says whether prompt templates load: not with
+// --no-prompts (noFlag) or "prompts": false in $ZOT_HOME/config.json.
+func promptsEnabled(noFlag bool, home string) (bool, error) {
+	if noFlag {
+		return false, nil
+	}
+	on, err := configBool(home, "prompts", true)
+	if err != nil {
+		return false, fmt.Errorf("%v; prompt templates stay off", err)
+	}
+	return on, nil
+}
+
+// configBool reads a true/false setting of config.json: def when the file
+// or the key is not there (main reports a file it cannot read), an error
+// when the value is not a boolean.
+func configBool(home, key string, def bool) (bool, error) {
 	path := filepath.Join(home, "config.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return false, nil // main reports an unreadable config
+		return def, nil
 	}
 	var cfg map[string]json.RawMessage
-	if json.Unmarshal(b, &cfg) != nil || cfg["claude_hooks"] == nil {
-		return false, nil
+	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
+		return def, nil
 	}
 	var on bool
-	if err := json.Unmarshal(cfg["claude_hooks"], &on); err != nil {
-		return false, fmt.Errorf("%s: \"claude_hooks\" must be true or false; hooks stay off", path)
+	if err := json.Unmarshal(cfg[key], &on); err != nil {
+		return def, fmt.Errorf("%s: %q must be true or false", path, key)
 	}
 	return on, nil
 }

@@ -259,64 +259,19 @@ func (c *extCLI) list(asJSON bool) error {
 }
 
 func (c *extCLI) install(src string, force bool) error {
-	root := c.root()
-	st, statErr := os.Stat(src)
-	local := statErr == nil && st.IsDir()
-	var srcAbs string
-	if local {
-		srcAbs, _ = filepath.Abs(src)
-		if real, err := filepath.EvalSymlinks(srcAbs); err == nil {
-			srcAbs = real // copy what a symlinked directory points to
+	dest, err := installTree("extension", src, c.root(), force, func(dir string) (string, error) {
+		mf, err := readManifest(dir, c.scope())
+		if err != nil {
+			return "", err
 		}
-		if _, err := readManifest(srcAbs, c.scope()); err != nil {
-			return err
-		}
-		if rootAbs, _ := filepath.Abs(root); rootAbs == srcAbs || strings.HasPrefix(rootAbs, srcAbs+string(filepath.Separator)) {
-			return fmt.Errorf("cannot install %s into %s, which is inside it", srcAbs, root)
-		}
-	} else if !looksLikeGitURL(src) {
-		return fmt.Errorf("%s is neither a directory nor a git URL", src)
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", root, err)
-	}
-	// Everything happens in a staging directory beside the destination, so
-	// a failure leaves nothing behind and success is one rename.
-	staging, err := os.MkdirTemp(root, ".install-")
+		return mf.Name, nil
+	})
 	if err != nil {
-		return fmt.Errorf("create a staging directory in %s: %w", root, err)
-	}
-	defer os.RemoveAll(staging)
-	if local {
-		if err := copyTree(srcAbs, staging); err != nil {
-			return fmt.Errorf("copy %s: %w", srcAbs, err)
-		}
-	} else if err := c.gitClone(src, staging); err != nil {
 		return err
 	}
-	mf, err := readManifest(staging, c.scope())
+	mf, err := readManifest(dest, c.scope())
 	if err != nil {
-		return fmt.Errorf("%s: %w", src, err)
-	}
-	dest := filepath.Join(root, mf.Name)
-	if dest == srcAbs {
-		return fmt.Errorf("extension %q is already installed at %s", mf.Name, dest)
-	}
-	if _, err := os.Lstat(dest); err == nil {
-		if !force {
-			return fmt.Errorf("extension %q is already installed at %s; use --force to replace it", mf.Name, dest)
-		}
-		old := staging + ".old"
-		if err := os.Rename(dest, old); err != nil {
-			return fmt.Errorf("move the old %s aside: %w", dest, err)
-		}
-		if err := os.Rename(staging, dest); err != nil {
-			os.Rename(old, dest)
-			return fmt.Errorf("install %q at %s: %w", mf.Name, dest, err)
-		}
-		os.RemoveAll(old)
-	} else if err := os.Rename(staging, dest); err != nil {
-		return fmt.Errorf("install %q at %s: %w", mf.Name, dest, err)
+		return err
 	}
 	fmt.Fprintf(c.stdout, "installed %s %s at %s\n", mf.Name, mf.Version, dest)
 	if !filepath.IsAbs(mf.Exec) && strings.ContainsRune(mf.Exec, '/') {
@@ -325,77 +280,6 @@ func (c *extCLI) install(src string, force bool) error {
 		}
 	}
 	return nil
-}
-
-func looksLikeGitURL(s string) bool {
-	return strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || strings.HasSuffix(s, ".git")
-}
-
-func (c *extCLI) gitClone(url, dir string) error {
-	ctx, stop := signalContext()
-	defer stop()
-	spec := procSpec{argv: []string{"git", "clone", "--quiet", "--depth", "1", "--", url, dir}, env: envNoSecrets,
-		addEnv: []string{"GIT_TERMINAL_PROMPT=0"}, stderr: streamStdout}
-	run, err := runToEnd(ctx, spec, nil, 64<<10, time.Second)
-	switch {
-	case err != nil:
-		return fmt.Errorf("git clone %s: %v", url, err)
-	case run.stopped:
-		return fmt.Errorf("git clone %s: interrupted", url)
-	case !run.state.Success():
-		return fmt.Errorf("git clone %s: %v: %s", url, run.state, strings.TrimSpace(string(run.stdout.Bytes())))
-	}
-	return nil
-}
-
-// copyTree copies a directory: files keep their mode, symlinks stay links,
-// anything else (devices, sockets) is refused.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch mode := info.Mode(); {
-		case mode.IsDir():
-			if rel == "." {
-				return os.Chmod(dst, mode.Perm()|0o700)
-			}
-			return os.Mkdir(target, mode.Perm()|0o700)
-		case mode&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case mode.IsRegular():
-			return copyFile(path, target, mode.Perm())
-		default:
-			return fmt.Errorf("%s is not a file, directory or symlink", path)
-		}
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // installed finds an installed extension by manifest name (or, for a
@@ -428,15 +312,8 @@ func (c *extCLI) remove(name string, yes bool) error {
 			return fmt.Errorf("extension %q not removed", name)
 		}
 	}
-	// Renamed away first, so the extension disappears whole even if
-	// deleting its files fails halfway.
-	trash, err := os.MkdirTemp(filepath.Dir(f.Dir), ".remove-")
-	if err != nil {
-		return fmt.Errorf("remove %s: %w", f.Dir, err)
-	}
-	defer os.RemoveAll(trash)
-	if err := os.Rename(f.Dir, filepath.Join(trash, "x")); err != nil {
-		return fmt.Errorf("remove %s: %w", f.Dir, err)
+	if err := removeTree(f.Dir); err != nil {
+		return err
 	}
 	fmt.Fprintf(c.stdout, "removed %s from %s (its logs in %s and data in %s are kept)\n", name, f.Dir, filepath.Join(c.home, "logs"), filepath.Join(c.home, "ext-data", name))
 	return nil

@@ -43,6 +43,11 @@ type HookConfig struct {
 	// Files are the settings files to read, in the order their commands
 	// run, as hookSettingsFiles lists them.
 	Files []string
+	// Plugins are installed plugins' hooks/hooks.json files, whose
+	// commands run after those of Files. A settings file's
+	// "disableAllHooks" does not turn them off: they are the user's
+	// choice, not the project's.
+	Plugins []HookPluginFile
 	// Cwd is the session's working directory: the hooks' working
 	// directory and CLAUDE_PROJECT_DIR.
 	Cwd string
@@ -80,10 +85,19 @@ type hookGroup struct {
 	handlers []hookHandler
 }
 
+// HookPluginFile is a plugin's hooks.json. ${CLAUDE_PLUGIN_ROOT} in its
+// commands is Root, and so is the variable in their environment; Origin
+// ("plugin:NAME") names the plugin in notes and the audit trail.
+type HookPluginFile struct {
+	Path, Root, Origin string
+}
+
 // hookHandler is one command of a settings file.
 type hookHandler struct {
 	Command string
 	Timeout time.Duration
+	env     []string // added to the command's environment
+	origin  string   // the plugin it comes from, "" for a settings file
 }
 
 // hookSettingsFiles are the files hooks come from, in the order their
@@ -126,7 +140,20 @@ func NewHooks(cfg HookConfig) *Hooks {
 	}
 	if disabled != "" {
 		h.events = map[string][]hookGroup{}
-		h.note("warn", fmt.Sprintf("hooks: %s sets \"disableAllHooks\": true; no hook runs", disabled))
+		h.note("warn", fmt.Sprintf("hooks: %s sets \"disableAllHooks\": true; no hook of a settings file runs", disabled))
+	}
+	for _, p := range cfg.Plugins {
+		groups, _ := readHookSettings(p.Path, h.note)
+		for _, ev := range sortedKeys(groups) {
+			for _, g := range groups[ev] {
+				for i := range g.handlers {
+					hd := &g.handlers[i]
+					hd.Command = strings.ReplaceAll(hd.Command, "${CLAUDE_PLUGIN_ROOT}", p.Root)
+					hd.env, hd.origin = []string{"CLAUDE_PLUGIN_ROOT=" + p.Root}, p.Origin
+				}
+				h.events[ev] = append(h.events[ev], g)
+			}
+		}
 	}
 	return h
 }
@@ -416,7 +443,12 @@ func (r *hookRun) reason() string {
 }
 
 // by names the hook in the audit trail.
-func (r *hookRun) by() string { return "hook:" + truncate(r.h.Command, 200) }
+func (r *hookRun) by() string {
+	if r.h.origin != "" {
+		return r.h.origin + "/hook:" + truncate(r.h.Command, 200)
+	}
+	return "hook:" + truncate(r.h.Command, 200)
+}
 
 // run fires event: every command whose matcher takes subject runs, all in
 // parallel, with in on stdin. Results come back in configuration order;
@@ -485,7 +517,7 @@ func runHookCommand(ctx context.Context, cwd string, hd hookHandler, stdin []byt
 	r := hookRun{h: hd, code: -1}
 	tctx, cancel := context.WithTimeout(ctx, hd.Timeout)
 	defer cancel()
-	spec := procSpec{argv: []string{"/bin/sh", "-c", hd.Command}, dir: cwd, env: envNoSecrets, addEnv: []string{"CLAUDE_PROJECT_DIR=" + cwd}}
+	spec := procSpec{argv: []string{"/bin/sh", "-c", hd.Command}, dir: cwd, env: envNoSecrets, addEnv: append([]string{"CLAUDE_PROJECT_DIR=" + cwd}, hd.env...)}
 	run, err := runToEnd(tctx, spec, stdin, hookOutputLimit, hookDrain)
 	switch {
 	case err != nil:

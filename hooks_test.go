@@ -234,7 +234,7 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 	writeSettings(t, filepath.Join(cwd, ".zot", "settings.json"), obj{})
 	os.WriteFile(filepath.Join(cwd, ".zot", "settings.json"), []byte(`{"disableAllHooks": true}`), 0o644)
 	notes = &hookNotes{}
-	if h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, OnNote: notes.add}); h.Has("PreToolUse") || !strings.Contains(notes.text(), `"disableAllHooks": true; no hook runs`) {
+	if h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, OnNote: notes.add}); h.Has("PreToolUse") || !strings.Contains(notes.text(), `"disableAllHooks": true; no hook of a settings file runs`) {
 		t.Errorf("disableAllHooks: %v %s", h.Has("PreToolUse"), notes.text())
 	}
 }

@@ -51,6 +51,7 @@ type options struct {
 	sessionPath          string
 	noSession            bool
 	noSkills             bool
+	noPrompts            bool
 	mcpConfigs           []string
 	noMCP                bool
 	ext                  []string
@@ -120,6 +121,7 @@ var flagTable = []flagSpec{
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
+	{"no-prompts", "", "", "load no prompt templates (see zot prompts list)", func(o *options, _ string) error { o.noPrompts = true; return nil }},
 	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
@@ -187,6 +189,8 @@ Usage:
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
   zot skills list|show NAME              the skills a session sees (zot skills --help)
+  zot prompts list|show NAME             the prompt templates a session sees (zot prompts --help)
+  zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
@@ -224,9 +228,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "ext":
 			return runExtCommand(args[1:], tuiCommandNames(), stdin, stdout, stderr)
 		case "mcp":
-			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
+			return runMCPCommand(args[1:], func(src MCPSources) ([]mcpServerConfig, []mcpProblem) {
+				if !src.SkipDefault {
+					src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
+				}
+				return loadMCPConfigs(src)
+			}, stdout, stderr)
 		case "skills":
-			return runSkillsCommand(args[1:], stdout, stderr)
+			return runSkillsCommand(args[1:], pluginSkillRoots(EnabledPlugins(zotHome())), stdout, stderr)
+		case "prompts":
+			return runPromptsCommand(args[1:], pluginPromptRoots(EnabledPlugins(zotHome())), stdout, stderr)
+		case "plugin", "plugins":
+			return runPluginCommand(args[1:], stdin, stdout, stderr)
 		case "sandbox":
 			return runSandboxCommand(args[1:], stdout, stderr)
 		case "validate":

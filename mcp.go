@@ -45,6 +45,16 @@ type MCPSources struct {
 	// SkipDefault (--no-mcp) ignores ./.mcp.json, ./.zot/mcp.json and
 	// $ZOT_HOME/mcp.json; Files still load.
 	SkipDefault bool
+	// Plugins are the .mcp.json files of installed plugins, read after
+	// the others (the caller leaves them out with SkipDefault).
+	Plugins []MCPPluginFile
+}
+
+// MCPPluginFile is a plugin's .mcp.json. Its servers are named
+// "Namespace:server", and ${CLAUDE_PLUGIN_ROOT} in their command, args
+// and env is Root.
+type MCPPluginFile struct {
+	Path, Namespace, Root string
 }
 
 // MCPConfig is what the manager needs from its host.
@@ -1009,12 +1019,18 @@ func mcpConfigFiles(cfg MCPSources) (files []string, explicit map[string]bool) {
 // are returned as problems naming the file and server, and skipped.
 func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 	files, explicit := mcpConfigFiles(cfg)
+	sources := make([]MCPPluginFile, 0, len(files)+len(cfg.Plugins))
+	for _, f := range files {
+		sources = append(sources, MCPPluginFile{Path: f})
+	}
+	sources = append(sources, cfg.Plugins...)
 	var out []mcpServerConfig
 	var problems []mcpProblem
 	taken := map[string]bool{}
 	slugs := map[string]string{}
 	read := map[string]bool{}
-	for _, path := range files {
+	for _, src := range sources {
+		path := src.Path
 		if read[path] {
 			continue
 		}
@@ -1034,12 +1050,20 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%s: not valid JSON: %v (skipped)", path, err)})
 			continue
 		}
-		for _, name := range sortedKeys(file.Servers) {
+		var vars map[string]string
+		if src.Root != "" {
+			vars = map[string]string{"CLAUDE_PLUGIN_ROOT": src.Root}
+		}
+		for _, entry := range sortedKeys(file.Servers) {
+			name := entry
+			if src.Namespace != "" {
+				name = src.Namespace + ":" + entry
+			}
 			if taken[name] {
 				continue // a more specific file has it
 			}
 			taken[name] = true
-			c, err := parseMCPEntry(name, file.Servers[name])
+			c, err := parseMCPEntry(name, file.Servers[entry], vars)
 			if err == nil && slugs[c.slug] != "" {
 				err = fmt.Errorf("its tool names would clash with server %q's", slugs[c.slug])
 			}
@@ -1055,7 +1079,9 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 	return out, problems
 }
 
-func parseMCPEntry(name string, raw json.RawMessage) (mcpServerConfig, error) {
+// parseMCPEntry reads one server entry; vars are variables that ${NAME}
+// takes before the environment.
+func parseMCPEntry(name string, raw json.RawMessage, vars map[string]string) (mcpServerConfig, error) {
 	c := mcpServerConfig{Name: name, slug: mcpSlug(name)}
 	if name == "" {
 		return c, errors.New("the server name is empty")
@@ -1104,7 +1130,7 @@ func parseMCPEntry(name string, raw json.RawMessage) (mcpServerConfig, error) {
 		if err != nil {
 			return ""
 		}
-		out, xerr := expandVars(v)
+		out, xerr := expandVars(v, vars)
 		if xerr != nil {
 			err = fmt.Errorf("%s: %v", field, xerr)
 		}
@@ -1143,9 +1169,10 @@ func parseMCPEntry(name string, raw json.RawMessage) (mcpServerConfig, error) {
 	return c, nil
 }
 
-// expandVars replaces ${NAME} and ${NAME:-default} with the environment's
-// values. An unset variable without a default is an error naming it.
-func expandVars(s string) (string, error) {
+// expandVars replaces ${NAME} and ${NAME:-default} with the values of vars,
+// else of the environment. An unset variable without a default is an
+// error naming it.
+func expandVars(s string, vars map[string]string) (string, error) {
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "${")
@@ -1162,7 +1189,10 @@ func expandVars(s string) (string, error) {
 		if !validEnvName(name) {
 			return "", fmt.Errorf("${%s} is not a variable name", truncate(name, 40))
 		}
-		v, ok := os.LookupEnv(name)
+		v, ok := vars[name]
+		if !ok {
+			v, ok = os.LookupEnv(name)
+		}
 		if v == "" && hasDef {
 			v, ok = def, true
 		}

@@ -770,7 +770,7 @@ func TestMCPExpandVars(t *testing.T) {
 		{"${1X}", "", "not a variable name"},
 	}
 	for _, tt := range tests {
-		got, err := expandVars(tt.in)
+		got, err := expandVars(tt.in, nil)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("expandVars(%q) error %v, want %q", tt.in, err, tt.err)

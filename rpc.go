@@ -344,7 +344,10 @@ type rpcConfig struct {
 	// Observe receives every event of every prompt and compaction as the
 	// agent emits it (done included), beside the client.
 	Observe Sink
-	Log     func(format string, args ...any)
+	// Prompt runs a prompt command (a message starting with /name may be
+	// a prompt template); nil is the agent's Prompt.
+	Prompt func(ctx context.Context, text string, images []Block, sink Sink) error
+	Log    func(format string, args ...any)
 }
 
 // rpcReloadStats is reload_extensions' data: what the reload did.
@@ -777,10 +780,12 @@ func (s *rpcServer) run(j *rpcJob) {
 	}
 	sink := TeeSinks(s.emit, s.Observe)
 	var err error
-	switch j.kind {
-	case rpcPrompt:
+	switch {
+	case j.kind == rpcPrompt && s.Prompt != nil:
+		err = s.Prompt(j.ctx, j.text, j.images, sink)
+	case j.kind == rpcPrompt:
 		err = s.Agent.Prompt(j.ctx, j.text, j.images, sink)
-	case rpcCompact:
+	case j.kind == rpcCompact:
 		err = s.Agent.Compact(j.ctx, sink)
 	}
 	if errors.Is(err, ErrBusy) {

@@ -55,9 +55,10 @@ const (
 	skillMaxListFiles  = 200  // files the skill tool lists beside a SKILL.md
 )
 
-// skillRoot is one directory searched for skills.
+// skillRoot is one directory searched for skills. prefix goes before the
+// names of its skills ("plugin:").
 type skillRoot struct {
-	dir, label string
+	dir, label, prefix string
 }
 
 // skillRoots are the directories searched, in precedence order: the first
@@ -67,12 +68,12 @@ type skillRoot struct {
 func skillRoots(home, cwd string) []skillRoot {
 	user, _ := os.UserHomeDir()
 	roots := []skillRoot{
-		{filepath.Join(cwd, ".zot", "skills"), ".zot/skills"},
-		{filepath.Join(home, "skills"), "$ZOT_HOME/skills"},
-		{filepath.Join(cwd, ".claude", "skills"), ".claude/skills"},
-		{filepath.Join(user, ".claude", "skills"), "~/.claude/skills"},
-		{filepath.Join(cwd, ".agents", "skills"), ".agents/skills"},
-		{filepath.Join(user, ".agents", "skills"), "~/.agents/skills"},
+		{filepath.Join(cwd, ".zot", "skills"), ".zot/skills", ""},
+		{filepath.Join(home, "skills"), "$ZOT_HOME/skills", ""},
+		{filepath.Join(cwd, ".claude", "skills"), ".claude/skills", ""},
+		{filepath.Join(user, ".claude", "skills"), "~/.claude/skills", ""},
+		{filepath.Join(cwd, ".agents", "skills"), ".agents/skills", ""},
+		{filepath.Join(user, ".agents", "skills"), "~/.agents/skills", ""},
 	}
 	var out []skillRoot
 	seen := map[string]bool{}
@@ -87,9 +88,11 @@ func skillRoots(home, cwd string) []skillRoot {
 }
 
 // LoadSkills finds the skills for a session in cwd, sorted by name. home
-// is $ZOT_HOME. A file that cannot be read or parsed is reported to log
-// with its path and line, and skipped; log may be nil.
-func LoadSkills(home, cwd string, log func(string, ...any)) []Skill {
+// is $ZOT_HOME; extra (the plugins' skills/) are searched after the
+// others, before the built-in skills. A file that cannot be read or
+// parsed is reported to log with its path and line, and skipped; log may
+// be nil.
+func LoadSkills(home, cwd string, log func(string, ...any), extra ...skillRoot) []Skill {
 	if log == nil {
 		log = func(string, ...any) {}
 	}
@@ -103,7 +106,7 @@ func LoadSkills(home, cwd string, log func(string, ...any)) []Skill {
 			}
 		}
 	}
-	for _, r := range skillRoots(home, cwd) {
+	for _, r := range append(skillRoots(home, cwd), extra...) {
 		add(loadSkillRoot(r, log))
 	}
 	add(builtinSkills(log))
@@ -160,6 +163,7 @@ func loadSkillRoot(r skillRoot, log func(string, ...any)) []Skill {
 			continue
 		}
 		byName[s.Name] = path
+		s.Name = r.prefix + s.Name
 		s.Source, s.Dir = r.label, dir
 		out = append(out, s)
 	}
@@ -1077,13 +1081,15 @@ const skillsUsage = `Usage:
   zot skills show NAME [--cwd DIR]   print a skill's body
 
 Skills are searched in ./.zot/skills, $ZOT_HOME/skills, ./.claude/skills,
-~/.claude/skills, ./.agents/skills, ~/.agents/skills, then the built-in ones;
-the first skill found with a name wins.
+~/.claude/skills, ./.agents/skills, ~/.agents/skills, the skills/ of enabled
+plugins (as plugin:name), then the built-in ones; the first skill found with
+a name wins.
 `
 
 // runSkillsCommand is `zot skills …`: exit 0, 1 for an unknown skill, 2 for
 // a usage mistake.
-func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
+// extra are the plugins' directories.
+func runSkillsCommand(args []string, extra []skillRoot, stdout, stderr io.Writer) int {
 	var cwds []string
 	words, help, err := subcommandArgs(args, nil, map[string]*[]string{"--cwd": &cwds})
 	switch {
@@ -1108,10 +1114,10 @@ func runSkillsCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case len(words) == 1 && words[0] == "list":
-		fmt.Fprint(stdout, FormatSkillList(LoadSkills(zotHome(), abs, log)))
+		fmt.Fprint(stdout, FormatSkillList(LoadSkills(zotHome(), abs, log, extra...)))
 		return exitOK
 	case len(words) == 2 && words[0] == "show":
-		for _, s := range LoadSkills(zotHome(), abs, log) {
+		for _, s := range LoadSkills(zotHome(), abs, log, extra...) {
 			if s.Name == words[1] {
 				if len(s.AllowedTools) > 0 {
 					// On stderr, so stdout stays the body for scripts.

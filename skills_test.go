@@ -204,7 +204,7 @@ func TestSkillFrontMatterMalformed(t *testing.T) {
 func TestSkillFixturesLikeRealFiles(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
-	skills := loadSkillRoot(skillRoot{"testdata/skills", "fixtures"}, func(f string, a ...any) {
+	skills := loadSkillRoot(skillRoot{dir: "testdata/skills", label: "fixtures"}, func(f string, a ...any) {
 		fmt.Fprintf(&b, "log: "+f+"\n", a...)
 	})
 	for _, s := range skills {

@@ -118,6 +118,8 @@ type TUI struct {
 	// Observe, when set, also receives every event of the agent's runs
 	// (the extension host's event fan-out).
 	Observe Sink
+	// Prompts are the prompt templates; nil when there are none.
+	Prompts tuiPrompts
 
 	cfg TUIConfig
 	out io.Writer
@@ -152,6 +154,7 @@ type TUI struct {
 	pop           *popup
 	popDismissed  string // the text for which esc closed the slash popup
 	extItems      []popupItem
+	clashes       map[string]bool // templates reported as shadowed, by path
 	dialogs       []dialog
 	stream        streamState
 	run           *runState
@@ -656,7 +659,7 @@ func (t *TUI) submitText(display, text string) {
 		t.command(name, args)
 		return
 	}
-	if name, _, ok := parseSlash(text); ok && !strings.Contains(name, "/") {
+	if name, _, ok := parseSlash(text); ok && !strings.Contains(name, "/") && !t.isTemplate(name) {
 		t.logf(fgRed, "unknown command /%s (see /help; start with // to send a message that begins with a slash)", name)
 		t.ed.set(display)
 		return
@@ -703,7 +706,7 @@ func (t *TUI) updateSlashPopup() {
 	if it, ok := t.pop.selected(); ok {
 		prevSel = it.label
 	}
-	t.pop = slashPopup(text[1:], builtinItems(), t.extItems)
+	t.pop = slashPopup(text[1:], builtinItems(), popupSection{"extensions", t.extItems}, popupSection{"prompt templates", t.templateItems()})
 	if t.pop != nil && prevSel != "" {
 		for i, it := range t.pop.items {
 			if it.label == prevSel && !it.divider {

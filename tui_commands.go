@@ -81,6 +81,68 @@ func (t *TUI) extCommandItems() []popupItem {
 	return items
 }
 
+// tuiPrompts is what the TUI uses of the prompt templates.
+type tuiPrompts interface {
+	List() []tuiTemplate
+	// Send expands the template text starts with and prompts the agent
+	// with it; notes about it reach the TUI through Note.
+	Send(ctx context.Context, text string, sink Sink) error
+}
+
+// tuiTemplate is one prompt template as completion and /help show it.
+type tuiTemplate struct {
+	Name, ArgumentHint, Description, Source, Path string
+}
+
+// templates lists the templates that no extension command shadows, and
+// reports each shadowed one once (wire.go left out those named like a
+// built-in command).
+func (t *TUI) templates() []tuiTemplate {
+	if t.Prompts == nil {
+		return nil
+	}
+	ext := map[string]string{}
+	if t.Ext != nil {
+		for _, c := range t.Ext.Commands() {
+			ext[c.Name] = c.Extension
+		}
+	}
+	var out []tuiTemplate
+	for _, p := range t.Prompts.List() {
+		if by, clash := ext[p.Name]; clash {
+			if t.clashes == nil {
+				t.clashes = map[string]bool{}
+			}
+			if !t.clashes[p.Path] {
+				t.clashes[p.Path] = true
+				t.logf(fgYellow, "prompt template %s is not used: /%s is a command of extension %s", oneLine(p.Path), oneLine(p.Name), oneLine(by))
+			}
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// templateItems are the templates in the slash popup.
+func (t *TUI) templateItems() []popupItem {
+	var items []popupItem
+	for _, p := range t.templates() {
+		desc := oneLine(strings.TrimSpace(p.ArgumentHint + "  " + p.Description))
+		items = append(items, popupItem{label: p.Name, desc: desc + "  [" + oneLine(p.Source) + "]"})
+	}
+	return items
+}
+
+func (t *TUI) isTemplate(name string) bool {
+	for _, p := range t.templates() {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *TUI) builtin(name string) *slashCommand {
 	for _, c := range builtinCommands() {
 		if c.name == name {
@@ -135,14 +197,17 @@ func (t *TUI) cmdHelp(string) {
 		}
 		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
 	}
-	var ext [][2]string
+	var ext, templates [][2]string
 	for _, it := range t.extCommandItems() {
 		ext = append(ext, [2]string{"/" + it.label, it.desc})
+	}
+	for _, p := range t.templates() {
+		templates = append(templates, [2]string{oneLine(strings.TrimSpace("/" + p.Name + " " + p.ArgumentHint)), oneLine(p.Description) + "  [" + oneLine(p.Source) + "]"})
 	}
 	for _, section := range []struct {
 		title string
 		rows  [][2]string
-	}{{"Keys", keys}, {"Commands", cmds}, {"Extension commands", ext}} {
+	}{{"Keys", keys}, {"Commands", cmds}, {"Extension commands", ext}, {"Prompt templates", templates}} {
 		if len(section.rows) > 0 {
 			t.commitLine(span{section.title, sBold})
 			t.commitRows(helpRows(section.rows, t.width))

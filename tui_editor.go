@@ -683,22 +683,24 @@ func (p *popup) view(width int) []string {
 
 // slashPopup lists the commands whose names start with what is typed after
 // "/": built-in ones, then extension commands under a divider.
-func slashPopup(typed string, builtins []popupItem, ext []popupItem) *popup {
+func slashPopup(typed string, builtins []popupItem, sections ...popupSection) *popup {
 	p := &popup{}
 	for _, it := range builtins {
 		if strings.HasPrefix(it.label, typed) {
 			p.items = append(p.items, it)
 		}
 	}
-	var extMatches []popupItem
-	for _, it := range ext {
-		if strings.HasPrefix(it.label, typed) {
-			extMatches = append(extMatches, it)
+	for _, sec := range sections {
+		var matches []popupItem
+		for _, it := range sec.items {
+			if strings.HasPrefix(it.label, typed) {
+				matches = append(matches, it)
+			}
 		}
-	}
-	if len(extMatches) > 0 {
-		p.items = append(p.items, popupItem{label: "extensions", divider: true})
-		p.items = append(p.items, extMatches...)
+		if len(matches) > 0 {
+			p.items = append(p.items, popupItem{label: sec.title, divider: true})
+			p.items = append(p.items, matches...)
+		}
 	}
 	if len(p.items) == 0 {
 		return nil
@@ -707,6 +709,13 @@ func slashPopup(typed string, builtins []popupItem, ext []popupItem) *popup {
 		p.sel = 1
 	}
 	return p
+}
+
+// popupSection is a titled group of the slash popup: the extensions'
+// commands, the prompt templates.
+type popupSection struct {
+	title string
+	items []popupItem
 }
 
 // atWord finds the @reference around the cursor: its start and the text

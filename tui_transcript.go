@@ -24,6 +24,16 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 		t.ed.set(q.display)
 		return
 	}
+	if name, _, ok := parseSlash(q.text); ok && t.isTemplate(name) {
+		// The template's @paths and !`commands` are the expansion's: it
+		// runs on the run's goroutine, where a gate may ask the user.
+		t.notes = nil
+		t.commitPrompt(q.display, nil)
+		t.beginRun(func(ctx context.Context, sink Sink) error {
+			return t.Prompts.Send(ctx, q.text, sink)
+		})
+		return
+	}
 	var files []Block
 	var attached []string
 	for _, ref := range atRefs(q.text) {

@@ -44,7 +44,10 @@ type setup struct {
 	sandbox *Sandbox // nil: off
 	session *Session
 	skills  []Skill
-	notes   []string // things the user should know (session repairs)
+	// templates are the prompt templates found, nil when they are off.
+	templates []PromptTemplate
+	plugins   []Plugin // the enabled plugins, whose parts load beside the others
+	notes     []string // things the user should know (session repairs)
 }
 
 // newSetup builds the provider, the tools and the agent the options ask
@@ -113,9 +116,11 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if sb != nil {
 		s.sandbox, s.toolEnv.Sandbox = sb, sb
 	}
+	s.plugins = EnabledPlugins(s.home)
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
+	s.loadTemplates(stderr)
 	switch {
 	case o.noTools:
 		reg.SetFilter(func(string) bool { return false })
@@ -284,7 +289,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	err = s.agent.Prompt(ctx, text, nil, TeeSinks(exts.Observe, sink))
+	prompts := s.prompts(func(msg string) { fmt.Fprintf(stderr, "zot: %s\n", msg) })
+	err = prompts.Send(ctx, s.agent, text, nil, TeeSinks(exts.Observe, sink))
 	if o.print && final != "" {
 		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
 			final = sanitize(final)
@@ -394,6 +400,10 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
+	prompts := s.prompts(func(msg string) { srv.Notify(rpcNote{Extension: "prompts", Level: "warn", Message: msg}) })
+	srv.Prompt = func(ctx context.Context, text string, images []Block, sink Sink) error {
+		return prompts.Send(ctx, s.agent, text, images, sink)
+	}
 	srv.Observe = exts.Observe
 
 	err = srv.Serve(ctx)
@@ -465,6 +475,9 @@ func (s *setup) plugTUI(t *TUI) (stop func()) {
 	s.guardTools()
 	t.ChainGates(s.gates)
 	t.Ext, t.Observe = tuiExtHost{exts}, exts.Observe
+	if len(s.templates) > 0 {
+		t.Prompts = tuiPromptHost{s.prompts(func(msg string) { t.Note(tuiNote{Extension: "prompts", Level: "warn", Message: msg}) }), s.agent}
+	}
 	if len(s.skills) > 0 {
 		t.Skills = func() (string, func(string) (string, error)) {
 			return FormatSkillList(s.skills), func(name string) (string, error) {
@@ -478,6 +491,24 @@ func (s *setup) plugTUI(t *TUI) (stop func()) {
 		}
 	}
 	return stop
+}
+
+// tuiPromptHost is the prompt templates in the TUI's terms.
+type tuiPromptHost struct {
+	p *Prompts
+	a *Agent
+}
+
+func (h tuiPromptHost) List() []tuiTemplate {
+	var out []tuiTemplate
+	for _, t := range h.p.List() {
+		out = append(out, tuiTemplate{Name: t.Name, ArgumentHint: t.ArgumentHint, Description: t.Description, Source: t.Source, Path: t.Path})
+	}
+	return out
+}
+
+func (h tuiPromptHost) Send(ctx context.Context, text string, sink Sink) error {
+	return h.p.Send(ctx, h.a, text, nil, sink)
 }
 
 // tuiExtHost is the extension host in the TUI's terms.
@@ -528,7 +559,11 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 // startMCP starts the MCP servers the configuration files name; their
 // tools join the agent's registry as each server gets ready.
 func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
-	servers, problems := loadMCPConfigs(MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP})
+	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP}
+	if !s.opts.noMCP {
+		src.Plugins = pluginMCPFiles(s.plugins)
+	}
+	servers, problems := loadMCPConfigs(src)
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
@@ -550,20 +585,29 @@ func (s *setup) startExtensions(ctx context.Context, out ExtConfig) *ExtManager 
 	return m
 }
 
-// startHooks loads the Claude Code hooks when the user turned them on,
-// attaches them to the agent and runs SessionStart, whose context joins
-// the system prompt. The caller chains ToolGate after the extension gate
-// and calls SessionEnd at exit. onNote shows the user one line.
+// startHooks loads the Claude Code hooks of the settings files when the
+// user turned them on, and the enabled plugins' hooks always, attaches
+// them to the agent and runs SessionStart, whose context joins the system
+// prompt. The caller chains ToolGate after the extension gate and calls
+// SessionEnd at exit. onNote shows the user one line.
 func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) *Hooks {
 	on, err := hooksEnabled(s.opts.claudeHooks, s.home)
 	if err != nil {
 		onNote("warn", "hooks: "+err.Error())
 	}
-	if !on {
+	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	if on {
+		userHome, _ := os.UserHomeDir()
+		cfg.Files = hookSettingsFiles(s.cwd, userHome)
+	}
+	for _, p := range s.plugins {
+		if _, err := os.Stat(p.HooksFile()); err == nil {
+			cfg.Plugins = append(cfg.Plugins, HookPluginFile{Path: p.HooksFile(), Root: p.Dir, Origin: p.Origin()})
+		}
+	}
+	if len(cfg.Files) == 0 && len(cfg.Plugins) == 0 {
 		return nil
 	}
-	userHome, _ := os.UserHomeDir()
-	cfg := HookConfig{Files: hookSettingsFiles(s.cwd, userHome), Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
 	if s.session != nil {
 		cfg.SessionID, cfg.TranscriptPath = s.session.Meta.ID, s.session.Path
 	} else {
@@ -636,9 +680,73 @@ func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 	}
 	s.skills = LoadSkills(s.home, s.cwd, func(format string, args ...any) {
 		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	})
+	}, pluginSkillRoots(s.plugins)...)
 	reg.SetSource("skill", []Tool{SkillTool(s.skills)})
 }
+
+// loadTemplates finds the prompt templates unless --no-prompts or the
+// "prompts" setting turns them off; broken files are reported on stderr.
+func (s *setup) loadTemplates(stderr io.Writer) {
+	log := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
+	}
+	on, err := promptsEnabled(s.opts.noPrompts, s.home)
+	if err != nil {
+		log("%v", err)
+	}
+	if on {
+		s.templates = LoadPrompts(s.home, s.cwd, pluginPromptRoots(s.plugins), log)
+	}
+}
+
+// prompts expands the templates for a mode; onNote shows the user a line
+// about one. A template's !`commands` pass the session's gates; its @paths
+// attach as the TUI's do, inside the jail when it is on.
+func (s *setup) prompts(onNote func(msg string)) *Prompts {
+	if len(s.templates) == 0 {
+		return nil
+	}
+	return NewPrompts(PromptConfig{
+		Templates:      s.templates,
+		Reserved:       tuiCommandNames(),
+		ProjectTrusted: s.projectTrusted,
+		KnownModel:     func(id string) bool { return lookupModel(s.provider, id).Known },
+		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv.resolve) },
+		OnNote:         onNote,
+	})
+}
+
+// What the enabled plugins bring, as the plugin of zot that runs each part
+// reads it: names prefixed "NAME:", the source "plugin:NAME".
+
+func pluginSkillRoots(ps []Plugin) []skillRoot {
+	var out []skillRoot
+	for _, p := range ps {
+		out = append(out, skillRoot{dir: p.SkillsDir(), label: p.Origin(), prefix: p.Name + ":"})
+	}
+	return out
+}
+
+func pluginPromptRoots(ps []Plugin) []PromptRoot {
+	var out []PromptRoot
+	for _, p := range ps {
+		out = append(out, PromptRoot{Dir: p.CommandsDir(), Label: p.Origin(), Namespace: p.Name + ":", Owned: true})
+	}
+	return out
+}
+
+func pluginMCPFiles(ps []Plugin) []MCPPluginFile {
+	var out []MCPPluginFile
+	for _, p := range ps {
+		out = append(out, MCPPluginFile{Path: p.MCPFile(), Namespace: p.Name, Root: p.Dir})
+	}
+	return out
+}
+
+// projectTrusted says whether the user trusted this project. It is the
+// one seam for workspace trust (trust.go, issue 14): until that answers
+// here, no project is trusted, so what a project defines stays off.
+func (s *setup) projectTrusted() bool { return false }
 
 // extLevel maps an MCP log level onto the note levels extensions use.
 func extLevel(level string) string {
