@@ -118,6 +118,8 @@ type TUI struct {
 	// (the extension host's event fan-out).
 	Observe Sink
 
+	trustAsk *tuiTrustAsk // see AskTrust
+
 	cfg TUIConfig
 	out io.Writer
 
@@ -434,6 +436,9 @@ func (t *TUI) start(prompt string, resume bool) {
 	}
 	if resume {
 		t.cmdSessions("")
+	}
+	if t.trustAsk != nil {
+		t.pushDialog(&trustDialog{ask: *t.trustAsk, sel: 1}) // on top: answered first
 	}
 	switch {
 	case strings.TrimSpace(prompt) == "":
