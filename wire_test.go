@@ -34,6 +34,7 @@ var copyBuilds = []struct {
 	{name: "validate", files: []string{"validate*.go", "audit.go"}},
 	{name: "skills", files: []string{"skills.go"}, dirs: []string{"skills"}},
 	{name: "rpc", files: []string{"rpc.go"}},
+	{name: "trust", files: []string{"trust.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
 }
 
