@@ -65,7 +65,13 @@ func (e trustEntry) String() string {
 	if len(e.Names) > 0 {
 		s += " [sets " + strings.Join(e.Names, ", ") + "]"
 	}
-	return sanitize(s)
+	return oneLineText(s)
+}
+
+// oneLineText is s safe for a terminal and on one line: a line break in a
+// command is shown as ⏎, never hidden.
+func oneLineText(s string) string {
+	return strings.NewReplacer("\r\n", "⏎", "\n", "⏎", "\r", "⏎").Replace(sanitize(s))
 }
 
 // trustRecord is one trusted directory in trust.json.
@@ -311,7 +317,7 @@ func trustSkippedLine(st trustStatus) string {
 	if n := len(st.Pending()); n > 0 && n < len(st.Entries) {
 		why = fmt.Sprintf("%d of them new or changed since you trusted it", n)
 	}
-	return sanitize(fmt.Sprintf("not started: %s's own programs (%s; %s); to run them: zot trust %s (or --trust-project for this run)",
+	return oneLineText(fmt.Sprintf("not started: %s's own programs (%s; %s); to run them: zot trust %s (or --trust-project for this run)",
 		st.Dir, strings.Join(names, ", "), why, quoteDir(st.Dir)))
 }
 
