@@ -334,6 +334,9 @@ func TestTUITrustDialog(t *testing.T) {
 		ran    []string
 	}{
 		{"trust", []string{"Up", "Enter"}, 0, []string{"extension", "hook"}},
+		// The repository changes its hook while the dialog is open: the
+		// user trusted what was shown, not that.
+		{"changed while asking", []string{"Up", "Enter"}, 0, []string{"extension"}},
 		{"continue without", []string{"Enter"}, 0, nil},
 		{"quit", []string{"Down", "Enter"}, 0, nil},
 	} {
@@ -351,6 +354,9 @@ func TestTUITrustDialog(t *testing.T) {
 			if m := markers(z.cwd); len(m) > 0 {
 				t.Errorf("started before the answer: %v", m)
 			}
+			if c.name == "changed while asking" {
+				os.WriteFile(filepath.Join(z.cwd, ".claude", "settings.json"), []byte(`{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "sh ./mark.sh hook; true"}]}]}}`), 0o644)
+			}
 			tm.keys(c.keys...)
 			if c.name == "quit" {
 				tm.checkExit(c.status)
@@ -360,6 +366,12 @@ func TestTUITrustDialog(t *testing.T) {
 					waitMarkers(t, z.cwd, c.ran)
 				}
 				tm.exitAndCheck()
+			}
+			if c.name == "changed while asking" {
+				if m := markers(z.cwd); slices.Contains(m, "hook") {
+					t.Errorf("a hook changed after the dialog showed it ran")
+				}
+				return
 			}
 			_, err := os.Stat(filepath.Join(z.home, "trust.json"))
 			if recorded := err == nil; recorded != (c.name == "trust") {

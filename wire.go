@@ -558,6 +558,16 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 // tools join the agent's registry as each server gets ready.
 func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
 	servers, problems := loadMCPConfigs(MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, UntrustedProject: !s.projectOK})
+	project := map[string]bool{}
+	for _, f := range mcpProjectFiles(s.cwd) {
+		project[f] = !userOwns(s.home, f) && !slices.ContainsFunc(s.opts.mcpConfigs, func(c string) bool { abs, _ := filepath.Abs(c); return abs == f })
+	}
+	for i, c := range servers {
+		if project[c.Source] && !c.Untrusted && !c.Disabled && !s.approved(mcpTrustEntry(c, s.cwd)) {
+			servers[i].Untrusted = true
+			s.agent.logf("MCP server %q (%s) is new or changed since this directory was trusted: not started (zot trust %s)", c.Name, relTo(s.cwd, c.Source), s.cwd)
+		}
+	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
@@ -596,9 +606,18 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 	userHome, _ := os.UserHomeDir()
 	var files []string
 	for _, f := range hookSettingsFiles(s.cwd, userHome) {
-		if s.projectOK || userOwns(s.home, f) {
+		if userOwns(s.home, f) {
 			files = append(files, f)
+			continue
 		}
+		if !s.projectOK {
+			continue
+		}
+		if slices.ContainsFunc(hookTrustEntries(f, s.cwd), func(e trustEntry) bool { return !s.approved(e) }) {
+			onNote("warn", fmt.Sprintf("hooks: %s changed since this directory was trusted: its hooks do not run (zot trust %s)", relTo(s.cwd, f), s.cwd))
+			continue
+		}
+		files = append(files, f)
 	}
 	cfg := HookConfig{Files: files, Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
 	if s.session != nil {
@@ -624,6 +643,14 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 // --no-audit, the audit log. Problems go to the agent's log.
 func (s *setup) guardTools() {
 	vs := loadValidatorFiles(trustedValidatorFiles(s.home, s.cwd, s.projectOK), func(msg string) { s.agent.logf("%s", validatorText(msg)) })
+	project := filepath.Join(s.cwd, ".zot", "validators.json")
+	vs = slices.DeleteFunc(vs, func(v Validator) bool {
+		if v.Source != project || userOwns(s.home, project) || s.approved(validatorTrustEntry(v, s.cwd)) {
+			return false
+		}
+		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
+		return true
+	})
 	if len(vs) > 0 {
 		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
 	}
@@ -738,30 +765,15 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	rel := func(path string) string {
-		if r, err := filepath.Rel(dir, path); err == nil {
-			return r
-		}
-		return path
-	}
 	if !o.noMCP {
 		kinds = append(kinds, trustMCP)
 		files := mcpProjectFiles(dir)
 		slices.Reverse(files) // as --mcp-config files, the last given wins
 		servers, _ := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
 		for _, c := range servers {
-			if c.Disabled || userOwns(home, c.Source) {
-				continue
+			if !c.Disabled && !userOwns(home, c.Source) {
+				entries = append(entries, mcpTrustEntry(c, dir))
 			}
-			e := trustEntry{Kind: trustMCP, Source: rel(c.Source), Name: c.Name}
-			if c.Type == "stdio" {
-				e.Command, e.Names = commandLine(append([]string{c.RawCommand}, c.RawArgs...)), sortedKeys(c.Env)
-			} else {
-				// The URL's query may carry a key: shown without it,
-				// covered whole by the digest.
-				e.Command, e.Names, e.Content = redactURL(c.RawURL), sortedKeys(c.Headers), sha256Hex([]byte(c.RawURL))
-			}
-			entries = append(entries, e)
 		}
 	}
 	if !o.noExt {
@@ -776,7 +788,7 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	if path := filepath.Join(dir, ".zot", "validators.json"); !userOwns(home, path) {
 		if data, err := readValidatorFile(path); err == nil {
 			for _, v := range parseValidators(path, data, func(string) {}) {
-				entries = append(entries, trustEntry{Kind: trustValidator, Source: rel(path), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env})
+				entries = append(entries, validatorTrustEntry(v, dir))
 			}
 		}
 	}
@@ -784,26 +796,75 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 		kinds = append(kinds, trustHook)
 		userHome, _ := os.UserHomeDir()
 		for _, path := range hookSettingsFiles(dir, userHome) {
-			if userOwns(home, path) {
-				continue
-			}
-			events, _ := readHookSettings(path, func(string, string) {})
-			for _, ev := range sortedKeys(events) {
-				n := 0
-				for _, g := range events[ev] {
-					for _, h := range g.handlers {
-						n++
-						name := fmt.Sprintf("%s #%d", ev, n)
-						if g.matcher != "" {
-							name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
-						}
-						entries = append(entries, trustEntry{Kind: trustHook, Source: rel(path), Name: name, Command: h.Command})
-					}
-				}
+			if !userOwns(home, path) {
+				entries = append(entries, hookTrustEntries(path, dir)...)
 			}
 		}
 	}
 	return entries, kinds
+}
+
+// relTo is path relative to the project directory dir.
+func relTo(dir, path string) string {
+	if r, err := filepath.Rel(dir, path); err == nil {
+		return r
+	}
+	return path
+}
+
+// mcpTrustEntry is a project MCP server as trust covers it.
+func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
+	e := trustEntry{Kind: trustMCP, Source: relTo(dir, c.Source), Name: c.Name}
+	if c.Type == "stdio" {
+		e.Command, e.Names = commandLine(append([]string{c.RawCommand}, c.RawArgs...)), sortedKeys(c.Env)
+	} else {
+		// The URL's query may carry a key: shown without it, covered
+		// whole by the digest.
+		e.Command, e.Names, e.Content = redactURL(c.RawURL), sortedKeys(c.Headers), sha256Hex([]byte(c.RawURL))
+	}
+	return e
+}
+
+// validatorTrustEntry is a project validator as trust covers it.
+func validatorTrustEntry(v Validator, dir string) trustEntry {
+	return trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+}
+
+// hookTrustEntries are the commands of one hook settings file, each named
+// by its event, matcher and place.
+func hookTrustEntries(path, dir string) []trustEntry {
+	var out []trustEntry
+	events, _ := readHookSettings(path, func(string, string) {})
+	for _, ev := range sortedKeys(events) {
+		n := 0
+		for _, g := range events[ev] {
+			for _, h := range g.handlers {
+				n++
+				name := fmt.Sprintf("%s #%d", ev, n)
+				if g.matcher != "" {
+					name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
+				}
+				out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command})
+			}
+		}
+	}
+	return out
+}
+
+// approved says whether e is one of the programs this run may start: the
+// files are read again when each plugin starts, and what changed since
+// the check (or while the TUI's dialog was open) is not what the user
+// trusted.
+func (s *setup) approved(e trustEntry) bool {
+	if !s.projectOK {
+		return false
+	}
+	for _, t := range s.trust.Entries {
+		if t.key() == e.key() && t.sum() == e.sum() {
+			return true
+		}
+	}
+	return false
 }
 
 // extTrustEntry is a project extension as trust covers it: its manifest
@@ -835,10 +896,8 @@ func (s *setup) mayLoad(f *extFound, log func(format string, args ...any)) bool 
 		return false
 	}
 	e := extTrustEntry(f.Manifest, s.cwd)
-	for _, t := range s.trust.Entries {
-		if t.key() == e.key() && t.sum() == e.sum() {
-			return true
-		}
+	if s.approved(e) {
+		return true
 	}
 	if log != nil {
 		log("extension %q (%s) is new or changed since this directory was trusted: not loaded (zot trust %s, then /reload-ext)", f.Manifest.Name, e.Source, s.cwd)
