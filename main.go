@@ -113,7 +113,7 @@ var flagTable = []flagSpec{
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
 	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
 	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *options, _ string) error { o.claudeHooks = true; return nil }},
-	{"trust-project", "", "", "run this directory's own MCP servers, extensions, validators and hooks for this run without recording trust (see zot trust)", func(o *options, _ string) error { o.trustProject = true; return nil }},
+	{"trust-project", "", "", "run this directory's own MCP servers, extensions, validators and hooks for this run only (see zot trust)", func(o *options, _ string) error { o.trustProject = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -176,7 +176,7 @@ Usage:
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
-  zot trust [DIR] [--yes|--list|--revoke] let a directory run its own servers, extensions, validators, hooks
+  zot trust [DIR] [--yes]                trust a directory to run its own servers, extensions, hooks (zot trust --help)
 
 Flags:
 `)
