@@ -385,9 +385,10 @@ type extFound struct {
 
 // discoverExtensions lists extension directories in load order: the --ext
 // paths as given, then ./.zot/extensions/*, then $ZOT_HOME/extensions/*,
-// each by directory name. The first manifest of a name wins, enabled or
-// not; later ones are marked shadowed.
-func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*extFound {
+// each by directory name. keep, when not nil, drops the ones it refuses
+// (the wiring's trust check) before names are taken. The first manifest of
+// a name wins, enabled or not; later ones are marked shadowed.
+func discoverExtensions(home, cwd string, paths []string, noDiscovery bool, keep func(*extFound) bool) []*extFound {
 	var out []*extFound
 	seen := map[string]bool{}
 	add := func(scope, dir string) {
@@ -437,6 +438,9 @@ func discoverExtensions(home, cwd string, paths []string, noDiscovery bool) []*e
 				add(root.scope, dir)
 			}
 		}
+	}
+	if keep != nil {
+		out = slices.DeleteFunc(out, func(f *extFound) bool { return !keep(f) })
 	}
 	byName := map[string]*extFound{}
 	for _, f := range out {

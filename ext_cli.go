@@ -41,11 +41,16 @@ type extCLI struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	project        bool
+	// projectTrusted says whether the user trusted the project directory
+	// to run its own extensions (wire.go knows).
+	projectTrusted func(cwd string) bool
 }
 
 // runExtCommand is `zot ext …`. reserved are the slash commands of zot's
-// own UI, which zot ext check warns an extension not to take.
-func runExtCommand(args, reserved []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// own UI, which zot ext check warns an extension not to take;
+// projectTrusted says whether a session in cwd would load the project's
+// own extensions.
+func runExtCommand(args, reserved []string, projectTrusted func(cwd string) bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, extHelp)
 		return exitUsage
@@ -99,7 +104,7 @@ func runExtCommand(args, reserved []string, stdin io.Reader, stdout, stderr io.W
 		return runExtCheck(words[0], set["--json"], reserved, stdout, stderr)
 	}
 	cwd, _ := os.Getwd()
-	c := &extCLI{home: zotHome(), cwd: cwd, stdin: stdin, stdout: stdout, stderr: stderr, project: set["--project"]}
+	c := &extCLI{home: zotHome(), cwd: cwd, stdin: stdin, stdout: stdout, stderr: stderr, project: set["--project"], projectTrusted: projectTrusted}
 	var err error
 	switch sub {
 	case "help":
@@ -153,9 +158,12 @@ type extListRow struct {
 	Description string        `json:"description,omitempty"`
 	Directory   string        `json:"directory"`
 	ShadowedBy  string        `json:"shadowed_by,omitempty"`
-	Shadowed    []string      `json:"shadowed"`
-	Refused     []string      `json:"refused"`
-	Error       string        `json:"error,omitempty"`
+	// Untrusted: a project extension that a session here does not load,
+	// because the user has not trusted the directory (zot trust).
+	Untrusted bool     `json:"untrusted,omitempty"`
+	Shadowed  []string `json:"shadowed"`
+	Refused   []string `json:"refused"`
+	Error     string   `json:"error,omitempty"`
 
 	grant string // the text form
 }
@@ -169,11 +177,15 @@ type extListGrant struct {
 
 func (c *extCLI) list(asJSON bool) error {
 	rows := []extListRow{}
-	for _, f := range discoverExtensions(c.home, c.cwd, nil, false) {
+	untrusted := c.projectTrusted != nil && !c.projectTrusted(c.cwd)
+	for _, f := range discoverExtensions(c.home, c.cwd, nil, false, nil) {
 		if c.project && f.Scope != "project" {
 			continue
 		}
-		r := extListRow{Scope: f.Scope, Directory: f.Dir, Shadowed: []string{}, Refused: []string{}}
+		r := extListRow{Scope: f.Scope, Directory: f.Dir, Shadowed: []string{}, Refused: []string{}, Untrusted: untrusted && f.Scope == "project"}
+		if untrusted && f.ShadowedBy != nil && f.ShadowedBy.Scope == "project" {
+			f.ShadowedBy = nil // the project's is not loaded, so this one is
+		}
 		if f.Err != nil {
 			r.Error = f.Err.Error()
 			rows = append(rows, r)
@@ -244,6 +256,9 @@ func (c *extCLI) list(asJSON bool) error {
 			continue
 		}
 		fmt.Fprintf(&out, "  permissions: %s; fail_closed=%s\n", r.grant, yesNo(r.FailClosed))
+		if r.Untrusted {
+			out.WriteString("  not used: untrusted (zot trust): this directory's own extensions load once you trust it\n")
+		}
 		if r.ShadowedBy != "" {
 			fmt.Fprintf(&out, "  not loaded: shadowed by the %s extension of the same name\n", sanitize(r.ShadowedBy))
 		}
@@ -289,7 +304,7 @@ func (c *extCLI) installed(name string) (*extFound, error) {
 		return nil, usageError{fmt.Sprintf("%q is not an extension name", name)}
 	}
 	root := c.root()
-	for _, f := range discoverExtensions(c.home, c.cwd, nil, false) {
+	for _, f := range discoverExtensions(c.home, c.cwd, nil, false, nil) {
 		if filepath.Dir(f.Dir) != root && f.Dir != root {
 			continue
 		}

@@ -41,7 +41,7 @@ func greedyHarness(t *testing.T, perms any, extra ...obj) *extHarness {
 	t.Helper()
 	h := newExtHarness(t, nil)
 	installGreedy(t, h.home, perms, extra...)
-	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(h.home, h.cwd, nil, false) }
+	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(h.home, h.cwd, nil, false, nil) }
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("greedy did not start: %+v", st)
 	}

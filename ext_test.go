@@ -45,7 +45,7 @@ func newExtHarness(t *testing.T, tune func(*extLimits), paths ...string) *extHar
 // onlyExtPaths discovers the directories given and nothing else, as
 // zot --no-ext --ext DIR… does.
 func onlyExtPaths(dirs []string) func() []*extFound {
-	return func() []*extFound { return discoverExtensions("", "", dirs, true) }
+	return func() []*extFound { return discoverExtensions("", "", dirs, true, nil) }
 }
 
 // newExtHarnessReserving is newExtHarness for a host whose UI has the slash
@@ -880,7 +880,7 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 	reg("beta", []string{"dup", "skill"}, []string{"dup", "own"})
 	h := newExtHarnessReserving(t, []string{"/help", "model"}, nil)
 	h.m.cfg.Home, h.home = home, home
-	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(home, h.cwd, nil, false) }
+	h.m.cfg.Discover = func() []*extFound { return discoverExtensions(home, h.cwd, nil, false, nil) }
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
 	a.Tools.SetSource("builtin", BuiltinTools(NewToolEnv(t.TempDir(), false)))
@@ -1000,7 +1000,7 @@ func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
 		os.MkdirAll(filepath.Join(global, name), 0o755)
 		os.WriteFile(filepath.Join(global, name, "extension.json"), []byte(body), 0o644)
 	}
-	found := discoverExtensions(home, cwd, []string{flag}, false)
+	found := discoverExtensions(home, cwd, []string{flag}, false, nil)
 	var got []string
 	for _, f := range found {
 		s := f.Scope + " " + filepath.Base(f.Dir)
@@ -1031,7 +1031,7 @@ func TestExtDiscoveryPrecedenceAndBadManifests(t *testing.T) {
 		t.Errorf("discovery:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// --no-ext keeps --ext.
-	if f := discoverExtensions(home, cwd, []string{flag}, true); len(f) != 1 || f[0].Scope != "--ext" {
+	if f := discoverExtensions(home, cwd, []string{flag}, true, nil); len(f) != 1 || f[0].Scope != "--ext" {
 		t.Errorf("--no-ext: %+v", f)
 	}
 }

@@ -11,9 +11,14 @@ import (
 // End-to-end tests of Claude Code hooks: the built binary, a replayed
 // model, real hook scripts in the run's ./.claude/settings.json.
 
+// claudeSettings writes the project's hook settings, and trusts the
+// project as a user who wrote them would (zot trust --yes).
 func claudeSettings(t *testing.T, z *zotRun, hooks obj) {
 	t.Helper()
 	writeSettings(t, filepath.Join(z.cwd, ".claude", "settings.json"), hooks)
+	if stdout, stderr, code := z.run("trust", "--yes"); code != 0 {
+		t.Fatalf("zot trust --yes: exit %d\n%s%s", code, stdout, stderr)
+	}
 }
 
 func requestText(t *testing.T, r capturedRequest) string {

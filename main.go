@@ -59,6 +59,7 @@ type options struct {
 	noYolo               bool
 	approveAsks, noAudit bool
 	claudeHooks          bool
+	trustProject         bool
 	prompt               []string
 	interactive          bool // the TUI: a missing key is reported there, not fatal
 }
@@ -130,6 +131,7 @@ var flagTable = []flagSpec{
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
 	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
 	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *options, _ string) error { o.claudeHooks = true; return nil }},
+	{"trust-project", "", "", "run this directory's own MCP servers, extensions, validators and hooks for this run only (see zot trust)", func(o *options, _ string) error { o.trustProject = true; return nil }},
 	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
 	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
 }
@@ -195,6 +197,7 @@ Usage:
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
   zot sandbox check                      what the kernel offers the sandbox, and a self-test
+  zot trust [DIR] [--yes]                trust a directory to run its own servers, extensions, hooks (zot trust --help)
 
 Flags:
 `)
@@ -226,12 +229,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "ext":
-			return runExtCommand(args[1:], tuiCommandNames(), stdin, stdout, stderr)
+			return runExtCommand(args[1:], tuiCommandNames(), func(cwd string) bool { return projectTrusted(zotHome(), cwd) }, stdin, stdout, stderr)
 		case "mcp":
 			return runMCPCommand(args[1:], func(src MCPSources) ([]mcpServerConfig, []mcpProblem) {
 				if !src.SkipDefault {
 					src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
 				}
+				src.UntrustedProject = !src.SkipDefault && !projectTrusted(src.Home, src.Cwd)
 				return loadMCPConfigs(src)
 			}, stdout, stderr)
 		case "skills":
@@ -243,7 +247,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "sandbox":
 			return runSandboxCommand(args[1:], stdout, stderr)
 		case "validate":
-			return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
+			return runValidateCommand(args[1:], loadTrustedValidators, stdin, stdout, stderr)
+		case "trust":
+			return runTrustCommand(args[1:], func(dir string) ([]trustEntry, []string) {
+				return projectPrograms(zotHome(), dir, options{}, true)
+			}, stdin, stdout, stderr)
 		case "rpc":
 			args = append([]string{"--rpc"}, args[1:]...)
 		}

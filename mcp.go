@@ -45,6 +45,10 @@ type MCPSources struct {
 	// SkipDefault (--no-mcp) ignores ./.mcp.json, ./.zot/mcp.json and
 	// $ZOT_HOME/mcp.json; Files still load.
 	SkipDefault bool
+	// UntrustedProject reads the project's files (./.zot/mcp.json,
+	// ./.mcp.json) last and marks their servers Untrusted: listed, never
+	// started. Their mistakes are not reported: they do not run.
+	UntrustedProject bool
 	// Plugins are the .mcp.json files of installed plugins, read after
 	// the others (the caller leaves them out with SkipDefault).
 	Plugins []MCPPluginFile
@@ -84,7 +88,13 @@ const (
 	MCPStopped  MCPServerState = "stopped"  // zot stopped it at shutdown
 	MCPDisabled MCPServerState = "disabled" // "disabled": true in its entry
 	MCPInvalid  MCPServerState = "invalid"  // its entry is wrong; see Error
+	// MCPUntrusted: the project's own server, in a directory the user has
+	// not trusted (zot trust); it is not started.
+	MCPUntrusted MCPServerState = "untrusted"
 )
+
+// mcpUntrustedNote is what a listing says about an untrusted server.
+const mcpUntrustedNote = "untrusted (zot trust): this project's own server starts once you trust the directory"
 
 // MCPServerStatus is one configured server as `zot mcp list` shows it.
 type MCPServerStatus struct {
@@ -168,10 +178,14 @@ func (m *MCPManager) load(only string) {
 			continue
 		}
 		s := &mcpServer{m: m, cfg: c, settled: make(chan struct{}), state: MCPStarting}
-		if c.Disabled {
+		switch {
+		case c.Untrusted:
+			s.state, s.lastErr = MCPUntrusted, mcpUntrustedNote
+			s.settle()
+		case c.Disabled:
 			s.state = MCPDisabled
 			s.settle()
-		} else {
+		default:
 			s.log = openMCPLog(mcpLogPath(m.cfg.Home, c.slug))
 		}
 		servers = append(servers, s)
@@ -963,6 +977,7 @@ type mcpServerConfig struct {
 	Command    string
 	RawCommand string
 	Args       []string
+	RawArgs    []string // as configured, before ${VAR} expansion
 	Env        map[string]string
 	URL        string
 	RawURL     string
@@ -971,6 +986,9 @@ type mcpServerConfig struct {
 	// StartupTimeoutMS bounds initialize and tools/list.
 	StartupTimeoutMS int
 	Disabled         bool
+	// Untrusted: from the project's files in a directory the user has not
+	// trusted; it is listed and never started.
+	Untrusted bool
 }
 
 func (c mcpServerConfig) target() string {
@@ -995,10 +1013,16 @@ type mcpEntry struct {
 
 type mcpProblem struct{ server, file, msg string }
 
+// mcpProjectFiles are the project's own configuration files, most
+// specific first.
+func mcpProjectFiles(cwd string) []string {
+	return []string{filepath.Join(cwd, ".zot", "mcp.json"), filepath.Join(cwd, ".mcp.json")}
+}
+
 // mcpConfigFiles lists the configuration files, most specific first:
 // --mcp-config files (the last given first), ./.zot/mcp.json, ./.mcp.json,
-// $ZOT_HOME/mcp.json. A server name takes its entry from the first file that
-// has it.
+// $ZOT_HOME/mcp.json (with UntrustedProject, the project's files come
+// last). A server name takes its entry from the first file that has it.
 func mcpConfigFiles(cfg MCPSources) (files []string, explicit map[string]bool) {
 	explicit = map[string]bool{}
 	for i := len(cfg.Files) - 1; i >= 0; i-- {
@@ -1009,8 +1033,12 @@ func mcpConfigFiles(cfg MCPSources) (files []string, explicit map[string]bool) {
 		files = append(files, p)
 		explicit[p] = true
 	}
-	if !cfg.SkipDefault {
-		files = append(files, filepath.Join(cfg.Cwd, ".zot", "mcp.json"), filepath.Join(cfg.Cwd, ".mcp.json"), filepath.Join(cfg.Home, "mcp.json"))
+	switch {
+	case cfg.SkipDefault:
+	case cfg.UntrustedProject:
+		files = append(append(files, filepath.Join(cfg.Home, "mcp.json")), mcpProjectFiles(cfg.Cwd)...)
+	default:
+		files = append(append(files, mcpProjectFiles(cfg.Cwd)...), filepath.Join(cfg.Home, "mcp.json"))
 	}
 	return files, explicit
 }
@@ -1024,6 +1052,12 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 		sources = append(sources, MCPPluginFile{Path: f})
 	}
 	sources = append(sources, cfg.Plugins...)
+	untrusted := map[string]bool{}
+	if cfg.UntrustedProject {
+		for _, f := range mcpProjectFiles(cfg.Cwd) {
+			untrusted[f] = true
+		}
+	}
 	var out []mcpServerConfig
 	var problems []mcpProblem
 	taken := map[string]bool{}
@@ -1039,12 +1073,25 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 		if errors.Is(err, os.ErrNotExist) && !explicit[path] {
 			continue
 		}
-		if err != nil {
-			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("read %s: %v (skipped)", path, err)})
-			continue
-		}
 		var file struct {
 			Servers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		switch {
+		case untrusted[path] && err == nil:
+			json.Unmarshal(data, &file)
+			for _, name := range sortedKeys(file.Servers) {
+				if c, err := parseMCPEntry(name, file.Servers[name], nil); !taken[name] && err == nil {
+					taken[name] = true
+					c.Source, c.Untrusted = path, true
+					out = append(out, c)
+				}
+			}
+			continue
+		case untrusted[path]:
+			continue
+		case err != nil:
+			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("read %s: %v (skipped)", path, err)})
+			continue
 		}
 		if err := json.Unmarshal(data, &file); err != nil {
 			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%s: not valid JSON: %v (skipped)", path, err)})
@@ -1142,6 +1189,7 @@ func parseMCPEntry(name string, raw json.RawMessage, vars map[string]string) (mc
 		}
 		c.RawCommand = e.Command
 		c.Command = expand("command", e.Command)
+		c.RawArgs = e.Args
 		for i, a := range e.Args {
 			c.Args = append(c.Args, expand(fmt.Sprintf("args[%d]", i), a))
 		}

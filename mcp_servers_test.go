@@ -216,7 +216,7 @@ func TestMCPEndToEndModelReadsAFileThroughMCP(t *testing.T) {
 	},
 		toolStep("t1", "mcp__fs__read_file", obj{"path": "notes.txt"}),
 		replayStep{Events: anthropicEvents(gen{Text: "It says kiwi."})})
-	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "what is in notes.txt?")...)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--trust-project", "-p", "what is in notes.txt?")...)
 	if code != 0 || stdout != "It says kiwi.\n" {
 		t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
 	}
@@ -271,6 +271,7 @@ func TestMCPCommandLine(t *testing.T) {
 	z := newZotRun(t)
 	writeFile(t, filepath.Join(z.cwd, ".mcp.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s, "off": {"command": "x", "disabled": true}, "bad": {"url": "ftp://x"}}}`,
 		fakeServer(t, "normal", t.TempDir(), "")), 0o644)
+	z.run("trust", "--yes")
 	tests := []struct {
 		args           []string
 		code           int

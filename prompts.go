@@ -275,9 +275,10 @@ type PromptConfig struct {
 	// Reserved are names a template may not take (zot's own commands);
 	// such a template is reported once and left out.
 	Reserved []string
-	// ProjectTrusted says whether the user trusted the project; nil is no.
-	// A project's template runs its !`command` lines only when it is.
-	ProjectTrusted func() bool
+	// ProjectTrusted says whether the user trusted the project and this
+	// template of it as it is now; nil is no. A project's template runs
+	// its !`command` lines only then.
+	ProjectTrusted func(PromptTemplate) bool
 	// KnownModel says whether a template's model: exists for the provider
 	// in use; nil knows none.
 	KnownModel func(id string) bool
@@ -356,6 +357,16 @@ type PromptExpansion struct {
 	Model    string   // the template's model, when the provider has it
 }
 
+// PromptCommands are the !`command`s a template's text holds, as written
+// (before its arguments are put in).
+func PromptCommands(t PromptTemplate) []string {
+	var out []string
+	for _, m := range promptCommand.FindAllStringSubmatch(t.Body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 var (
 	// promptCommand is !`command` in a template's body.
 	promptCommand = regexp.MustCompile("!`([^`\n]+)`")
@@ -431,7 +442,7 @@ func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args s
 
 // mayRun says why a template's commands may not run, or "" when they may.
 func (p *Prompts) mayRun(t PromptTemplate) string {
-	if t.Owned || p.cfg.ProjectTrusted != nil && p.cfg.ProjectTrusted() {
+	if t.Owned || p.cfg.ProjectTrusted != nil && p.cfg.ProjectTrusted(t) {
 		return ""
 	}
 	return fmt.Sprintf("the template is the project's (%s) and this project is not trusted, so its !`command` lines do not run", t.Source)

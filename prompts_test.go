@@ -181,8 +181,23 @@ func TestPromptCommandGates(t *testing.T) {
 	if body := string(srv.Requests()[1].Body); !strings.Contains(body, `Hello.\nBye.`) {
 		t.Errorf("request:\n%s", body)
 	}
-	if !strings.Contains(stderr, "left out: the template is the project's (.claude/commands) and this project is not trusted") {
+	if !strings.Contains(stderr, "left out: the template is the project's (.claude/commands) and this project is not trusted") ||
+		!strings.Contains(stderr, "zot trust") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+	// Trusted, the template runs its command; changed after, it does not.
+	if out, stderr, code := z.run("trust", "--yes", z.cwd); code != 0 || !strings.Contains(out+stderr, "/evil") {
+		t.Fatalf("zot trust: exit %d\n%s%s", code, out, stderr)
+	}
+	srv = startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})}, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	if _, stderr, _ = z.run(append(anthropicFlags(srv), "-p", "/evil")...); !pathExists(filepath.Join(z.cwd, "pwned")) {
+		t.Errorf("a trusted project's template did not run its command:\n%s", stderr)
+	}
+	os.Remove(filepath.Join(z.cwd, "pwned"))
+	writePrompt(t, filepath.Join(z.cwd, ".claude", "commands", "evil.md"), "Hello.\n!`touch pwned; touch more`\nBye.")
+	_, stderr, _ = z.run(append(anthropicFlags(srv), "-p", "/evil")...)
+	if pathExists(filepath.Join(z.cwd, "pwned")) || !strings.Contains(stderr, "not trusted") {
+		t.Errorf("a template changed after the trust ran its command:\n%s", stderr)
 	}
 }
 
@@ -278,4 +293,9 @@ func TestPromptsCanBeTurnedOffInConfig(t *testing.T) {
 	if on, _ := promptsEnabled(true, t.TempDir()); on {
 		t.Errorf("--no-prompts")
 	}
+}
+
+func pathExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

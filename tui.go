@@ -121,6 +121,8 @@ type TUI struct {
 	// Prompts are the prompt templates; nil when there are none.
 	Prompts tuiPrompts
 
+	trustAsk *tuiTrustAsk // see AskTrust
+
 	cfg TUIConfig
 	out io.Writer
 
@@ -448,6 +450,9 @@ func (t *TUI) start(prompt string, resume bool) {
 	}
 	if resume {
 		t.cmdSessions("")
+	}
+	if t.trustAsk != nil {
+		t.pushDialog(&trustDialog{ask: *t.trustAsk, sel: 1}) // on top: answered first
 	}
 	switch {
 	case strings.TrimSpace(prompt) == "":

@@ -57,9 +57,15 @@ func validatorFiles(home, cwd string) []string {
 // that is wrong is reported through warn, naming the file, the entry and
 // the field, and skipped; the others still apply.
 func LoadValidators(home, cwd string, warn func(msg string)) []Validator {
+	return loadValidatorFiles(validatorFiles(home, cwd), warn)
+}
+
+// loadValidatorFiles is LoadValidators for the files its host chose (the
+// wiring leaves out the file of a project the user has not trusted).
+func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 	var vs []Validator
 	seen := map[string]bool{}
-	for _, path := range validatorFiles(home, cwd) {
+	for _, path := range files {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}

@@ -231,6 +231,7 @@ func TestValidateCommand(t *testing.T) {
 	withValidators(t, z.home, obj{"name": "no-post", "script": "deny_post.py", "commands": []string{"curl"}}, obj{"name": "all", "script": "allow.sh"})
 	os.MkdirAll(filepath.Join(z.cwd, ".zot"), 0o755)
 	withValidators(t, filepath.Join(z.cwd, ".zot"), obj{"name": "kube", "script": "ask.sh", "commands": []string{"kubectl"}}, obj{"bad": true})
+	z.run("trust", "--yes")
 
 	stdout, stderr, code := z.run("validate", "--", "curl -X POST https://x | jq .")
 	if code != 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +50,12 @@ type setup struct {
 	templates []PromptTemplate
 	plugins   []Plugin // the enabled plugins, whose parts load beside the others
 	notes     []string // things the user should know (session repairs)
+	// trust is where the project directory stands (trust.go); projectOK
+	// says whether its own programs may start in this run: it is trusted,
+	// --trust-project, or the user said so in the TUI's dialog.
+	trust      trustStatus
+	trustKinds []string
+	projectOK  bool
 }
 
 // newSetup builds the provider, the tools and the agent the options ask
@@ -66,6 +74,10 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		return nil, usageError{fmt.Sprintf("--cwd %s is not a directory", cwd)}
 	}
 	s.cwd = abs
+	hooksOn, _ := hooksEnabled(o.claudeHooks, s.home) // startHooks reports a bad setting
+	entries, kinds := projectPrograms(s.home, s.cwd, o, hooksOn)
+	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
+	s.projectOK = s.trust.Trusted || o.trustProject
 	cfg, err := loadConfig(s.home)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
@@ -266,6 +278,17 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer catchSIGPIPE()()
 	ctx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
+	var events *eventWriter
+	if o.json {
+		events = newEventWriter(stdout)
+		events.Write(Event{Type: EventSessionStart, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode())})
+	}
+	for _, line := range s.trustNotes() {
+		fmt.Fprintf(stderr, "zot: %s\n", line)
+		if events != nil {
+			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
+		}
+	}
 	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
 	defer stopPlugins()
 	s.guardTools()
@@ -273,10 +296,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	var sink Sink
 	var final string
-	var events *eventWriter
 	if o.json {
-		events = newEventWriter(stdout)
-		events.Write(Event{Type: EventSessionStart, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode())})
 		sink = func(e Event) {
 			if events.Write(e); events.Err() != nil {
 				cancelRun() // nobody reads the events any more
@@ -385,6 +405,10 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer release()
 
 	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log}, stdin, out)
+	for _, line := range s.trustNotes() {
+		fmt.Fprintf(stderr, "zot: %s\n", line)
+		srv.Notify(rpcNote{Extension: "trust", Level: "warn", Message: line})
+	}
 	// The extension host's own problems (a bad manifest, a missing hello, a
 	// crash) reach the client as ext_notify from "extensions", beside stderr.
 	hostLog := func(format string, args ...any) {
@@ -440,8 +464,23 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	t := newTUI(s.tuiConfig(), out)
-	stop := s.plugTUI(t)
-	defer stop()
+	stop := func() {}
+	defer func() { stop() }()
+	if s.projectOK {
+		stop = s.plugTUI(t)
+	} else {
+		// Nothing starts before the user answers: the dialog comes first,
+		// and no prompt can run while it is open.
+		t.AskTrust(s.trustAsk(func(trust bool) {
+			if trust {
+				s.projectOK = true
+				if err := recordTrust(s.home, s.cwd, s.trust.Entries, s.trustKinds); err != nil {
+					t.Logf("zot: trusted for this session only: %s", err)
+				}
+			}
+			stop = s.plugTUI(t)
+		}))
+	}
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }
 
@@ -559,11 +598,21 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 // startMCP starts the MCP servers the configuration files name; their
 // tools join the agent's registry as each server gets ready.
 func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
-	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP}
+	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, UntrustedProject: !s.projectOK}
 	if !s.opts.noMCP {
 		src.Plugins = pluginMCPFiles(s.plugins)
 	}
 	servers, problems := loadMCPConfigs(src)
+	project := map[string]bool{}
+	for _, f := range mcpProjectFiles(s.cwd) {
+		project[f] = !userOwns(s.home, f) && !slices.ContainsFunc(s.opts.mcpConfigs, func(c string) bool { abs, _ := filepath.Abs(c); return abs == f })
+	}
+	for i, c := range servers {
+		if project[c.Source] && !c.Untrusted && !c.Disabled && !s.approved(mcpTrustEntry(c, s.cwd)) {
+			servers[i].Untrusted = true
+			s.agent.logf("MCP server %q (%s) is new or changed since this directory was trusted: not started (zot trust %s)", c.Name, relTo(s.cwd, c.Source), s.cwd)
+		}
+	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
@@ -577,7 +626,9 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 func (s *setup) startExtensions(ctx context.Context, out ExtConfig) *ExtManager {
 	cfg := out
 	cfg.Home, cfg.Cwd, cfg.Provider, cfg.Model = s.home, s.cwd, s.provider, s.model
-	cfg.Discover = func() []*extFound { return discoverExtensions(s.home, s.cwd, s.opts.ext, s.opts.noExt) }
+	cfg.Discover = func() []*extFound {
+		return discoverExtensions(s.home, s.cwd, s.opts.ext, s.opts.noExt, func(f *extFound) bool { return s.mayLoad(f, cfg.Log) })
+	}
 	m := NewExtManager(cfg)
 	m.Start(ctx)
 	m.Attach(s.agent)
@@ -598,7 +649,20 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
 	if on {
 		userHome, _ := os.UserHomeDir()
-		cfg.Files = hookSettingsFiles(s.cwd, userHome)
+		for _, f := range hookSettingsFiles(s.cwd, userHome) {
+			if userOwns(s.home, f) {
+				cfg.Files = append(cfg.Files, f)
+				continue
+			}
+			if !s.projectOK {
+				continue
+			}
+			if slices.ContainsFunc(hookTrustEntries(f, s.cwd), func(e trustEntry) bool { return !s.approved(e) }) {
+				onNote("warn", fmt.Sprintf("hooks: %s changed since this directory was trusted: its hooks do not run (zot trust %s)", relTo(s.cwd, f), s.cwd))
+				continue
+			}
+			cfg.Files = append(cfg.Files, f)
+		}
 	}
 	for _, p := range s.plugins {
 		if _, err := os.Stat(p.HooksFile()); err == nil {
@@ -630,7 +694,15 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 // ones already there: the extension interception chain, hooks) and, unless
 // --no-audit, the audit log. Problems go to the agent's log.
 func (s *setup) guardTools() {
-	vs := LoadValidators(s.home, s.cwd, func(msg string) { s.agent.logf("%s", validatorText(msg)) })
+	vs := loadValidatorFiles(trustedValidatorFiles(s.home, s.cwd, s.projectOK), func(msg string) { s.agent.logf("%s", validatorText(msg)) })
+	project := filepath.Join(s.cwd, ".zot", "validators.json")
+	vs = slices.DeleteFunc(vs, func(v Validator) bool {
+		if v.Source != project || userOwns(s.home, project) || s.approved(validatorTrustEntry(v, s.cwd)) {
+			return false
+		}
+		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
+		return true
+	})
 	if len(vs) > 0 {
 		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
 	}
@@ -709,7 +781,7 @@ func (s *setup) prompts(onNote func(msg string)) *Prompts {
 	return NewPrompts(PromptConfig{
 		Templates:      s.templates,
 		Reserved:       tuiCommandNames(),
-		ProjectTrusted: s.projectTrusted,
+		ProjectTrusted: s.templateTrusted,
 		KnownModel:     func(id string) bool { return lookupModel(s.provider, id).Known },
 		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv.resolve) },
 		OnNote:         onNote,
@@ -743,10 +815,19 @@ func pluginMCPFiles(ps []Plugin) []MCPPluginFile {
 	return out
 }
 
-// projectTrusted says whether the user trusted this project. It is the
-// one seam for workspace trust (trust.go, issue 14): until that answers
-// here, no project is trusted, so what a project defines stays off.
-func (s *setup) projectTrusted() bool { return false }
+// templateTrusted says whether a project template's !`command` lines may
+// run: the project is trusted with the template as it is now.
+func (s *setup) templateTrusted(t PromptTemplate) bool {
+	return s.approved(promptTrustEntry(t, s.cwd))
+}
+
+// promptTrustEntry is a project template with !`command` lines as trust
+// covers it: its commands, and its whole text, which puts the arguments
+// into them.
+func promptTrustEntry(t PromptTemplate, dir string) trustEntry {
+	return trustEntry{Kind: trustPrompt, Source: relTo(dir, t.Path), Name: "/" + t.Name,
+		Command: strings.Join(PromptCommands(t), " ; "), Content: sha256Hex([]byte(t.Body))}
+}
 
 // extLevel maps an MCP log level onto the note levels extensions use.
 func extLevel(level string) string {
@@ -793,4 +874,280 @@ func catchSIGPIPE() (stop func()) {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	return func() { signal.Stop(pipe) }
+}
+
+// Workspace trust. The project's own programs — what ./.mcp.json,
+// ./.zot/mcp.json, ./.zot/extensions/, ./.zot/validators.json, the
+// project's prompt templates and its hook settings would start — are
+// listed here, where the
+// plugins' sources are known, for trust.go to check; each plugin then
+// gets its project sources only when s.projectOK.
+
+// projectPrograms lists what the project in dir would run with these
+// options, and the kinds of program it looked at: MCP servers unless
+// --no-mcp, extensions unless --no-ext, validators, the !`command` lines
+// of prompt templates unless they are off, and hooks when they are on. Files of the user's own ($ZOT_HOME, ~/.claude) are not the
+// project's, even when the project directory holds them.
+func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trustEntry, kinds []string) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if !o.noMCP {
+		kinds = append(kinds, trustMCP)
+		files := mcpProjectFiles(dir)
+		slices.Reverse(files) // as --mcp-config files, the last given wins
+		servers, _ := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
+		for _, c := range servers {
+			if !c.Disabled && !userOwns(home, c.Source) {
+				entries = append(entries, mcpTrustEntry(c, dir))
+			}
+		}
+	}
+	if !o.noExt {
+		kinds = append(kinds, trustExtension)
+		for _, f := range discoverExtensions(home, dir, nil, false, func(f *extFound) bool { return f.Scope == "project" }) {
+			if f.Manifest != nil && f.Manifest.Enabled && !userOwns(home, f.Dir) {
+				entries = append(entries, extTrustEntry(f.Manifest, dir))
+			}
+		}
+	}
+	kinds = append(kinds, trustValidator)
+	if path := filepath.Join(dir, ".zot", "validators.json"); !userOwns(home, path) {
+		if data, err := readValidatorFile(path); err == nil {
+			for _, v := range parseValidators(path, data, func(string) {}) {
+				entries = append(entries, validatorTrustEntry(v, dir))
+			}
+		}
+	}
+	if on, _ := promptsEnabled(o.noPrompts, home); on {
+		kinds = append(kinds, trustPrompt)
+		for _, t := range LoadPrompts(home, dir, nil, nil) {
+			if !t.Owned && len(PromptCommands(t)) > 0 {
+				entries = append(entries, promptTrustEntry(t, dir))
+			}
+		}
+	}
+	if hooksOn {
+		kinds = append(kinds, trustHook)
+		userHome, _ := os.UserHomeDir()
+		for _, path := range hookSettingsFiles(dir, userHome) {
+			if !userOwns(home, path) {
+				entries = append(entries, hookTrustEntries(path, dir)...)
+			}
+		}
+	}
+	return entries, kinds
+}
+
+// relTo is path relative to the project directory dir.
+func relTo(dir, path string) string {
+	if r, err := filepath.Rel(dir, path); err == nil {
+		return r
+	}
+	return path
+}
+
+// mcpTrustEntry is a project MCP server as trust covers it.
+func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
+	e := trustEntry{Kind: trustMCP, Source: relTo(dir, c.Source), Name: c.Name}
+	if c.Type == "stdio" {
+		e.Command, e.Names = commandLine(append([]string{c.RawCommand}, c.RawArgs...)), sortedKeys(c.Env)
+	} else {
+		// The URL's query may carry a key: shown without it, covered
+		// whole by the digest.
+		e.Command, e.Names, e.Content = redactURL(c.RawURL), sortedKeys(c.Headers), sha256Hex([]byte(c.RawURL))
+	}
+	return e
+}
+
+// validatorTrustEntry is a project validator as trust covers it.
+func validatorTrustEntry(v Validator, dir string) trustEntry {
+	return trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+}
+
+// hookTrustEntries are the commands of one hook settings file, each named
+// by its event, matcher and place.
+func hookTrustEntries(path, dir string) []trustEntry {
+	var out []trustEntry
+	events, _ := readHookSettings(path, func(string, string) {})
+	for _, ev := range sortedKeys(events) {
+		n := 0
+		for _, g := range events[ev] {
+			for _, h := range g.handlers {
+				n++
+				name := fmt.Sprintf("%s #%d", ev, n)
+				if g.matcher != "" {
+					name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
+				}
+				out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command})
+			}
+		}
+	}
+	return out
+}
+
+// approved says whether e is one of the programs this run may start: the
+// files are read again when each plugin starts, and what changed since
+// the check (or while the TUI's dialog was open) is not what the user
+// trusted.
+func (s *setup) approved(e trustEntry) bool {
+	if !s.projectOK {
+		return false
+	}
+	for _, t := range s.trust.Entries {
+		if t.key() == e.key() && t.sum() == e.sum() {
+			return true
+		}
+	}
+	return false
+}
+
+// extTrustEntry is a project extension as trust covers it: its manifest
+// and, when the manifest names a file of its own directory, that file's
+// content.
+func extTrustEntry(mf *extManifest, dir string) trustEntry {
+	e := trustEntry{Kind: trustExtension, Name: mf.Name, Command: commandLine(append([]string{mf.Exec}, mf.Args...))}
+	e.Source, _ = filepath.Rel(dir, mf.Path)
+	manifest, err := os.ReadFile(mf.Path)
+	if err != nil {
+		manifest = []byte(err.Error())
+	}
+	e.Content = "manifest " + sha256Hex(manifest)
+	if !filepath.IsAbs(mf.Exec) && strings.ContainsRune(mf.Exec, '/') {
+		e.Content += ", exec " + fileDigest(filepath.Join(mf.Dir, mf.Exec))
+	}
+	return e
+}
+
+// mayLoad is the extension host's discovery filter: a project extension
+// that would start loads only when the directory is trusted and it is
+// exactly one the user trusted — an extension added or changed during the
+// session (a /reload-ext after the model wrote one) is not.
+func (s *setup) mayLoad(f *extFound, log func(format string, args ...any)) bool {
+	if f.Scope != "project" || f.Manifest == nil || !f.Manifest.Enabled {
+		return true // not the project's, or nothing to start
+	}
+	if !s.projectOK {
+		return false
+	}
+	e := extTrustEntry(f.Manifest, s.cwd)
+	if s.approved(e) {
+		return true
+	}
+	if log != nil {
+		log("extension %q (%s) is new or changed since this directory was trusted: not loaded (zot trust %s, then /reload-ext)", f.Manifest.Name, e.Source, s.cwd)
+	}
+	return false
+}
+
+// trustedValidatorFiles are the validator files a session uses: the
+// project's only in a trusted directory.
+func trustedValidatorFiles(home, cwd string, projectOK bool) []string {
+	var out []string
+	for _, f := range validatorFiles(home, cwd) {
+		if projectOK || userOwns(home, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// userOwns says whether path is one of the user's own files: under
+// $ZOT_HOME or ~/.claude.
+func userOwns(home, path string) bool {
+	roots := []string{home}
+	if h, err := os.UserHomeDir(); err == nil {
+		roots = append(roots, filepath.Join(h, ".claude"))
+	}
+	for _, r := range roots {
+		if r, err := filepath.Abs(r); err == nil {
+			if rel, err := filepath.Rel(r, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// commandLine shows argv as one line a shell would read the same way.
+func commandLine(argv []string) string {
+	var words []string
+	for _, a := range argv {
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// fileDigest is the SHA-256 of a file's content, or why it cannot be read
+// (which changes when the file appears).
+func fileDigest(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "unreadable"
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unreadable"
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// projectTrusted says whether a session in cwd would start the project's
+// own programs (without --trust-project): the management commands ask.
+func projectTrusted(home, cwd string) bool {
+	hooksOn, _ := hooksEnabled(false, home)
+	entries, kinds := projectPrograms(home, cwd, options{}, hooksOn)
+	return checkTrust(home, cwd, entries, kinds).Trusted
+}
+
+// loadTrustedValidators is LoadValidators for zot validate: the project's
+// validators count only in a trusted directory, and warn says when they
+// do not.
+func loadTrustedValidators(home, cwd string, warn func(string)) []Validator {
+	ok := projectTrusted(home, cwd)
+	if path := filepath.Join(cwd, ".zot", "validators.json"); !ok && !userOwns(home, path) {
+		if _, err := os.Stat(path); err == nil {
+			warn(fmt.Sprintf("%s: not used: untrusted (zot trust): this directory's own validators apply once you trust it", path))
+		}
+	}
+	return loadValidatorFiles(trustedValidatorFiles(home, cwd, ok), warn)
+}
+
+// trustNotes are the lines a run without a terminal prints when it leaves
+// the project's programs out: a trust.json it cannot read, and what it
+// skipped with the command that trusts it.
+func (s *setup) trustNotes() []string {
+	var out []string
+	if s.trust.Warning != "" {
+		out = append(out, "warning: "+sanitize(s.trust.Warning))
+	}
+	if !s.projectOK {
+		out = append(out, trustSkippedLine(s.trust))
+	}
+	return out
+}
+
+// trustAsk is the TUI's question about the project's programs; answer
+// runs in the UI loop.
+func (s *setup) trustAsk(answer func(trust bool)) tuiTrustAsk {
+	a := tuiTrustAsk{Dir: s.trust.Dir, Warning: s.trust.Warning, Answer: answer}
+	changed := map[string]string{}
+	for _, c := range s.trust.Changes {
+		changed[c.Entry.key()] = c.Change
+	}
+	for _, e := range s.trust.Entries {
+		a.Programs = append(a.Programs, tuiTrustProgram{Change: changed[e.key()], Text: e.String()})
+	}
+	for _, c := range s.trust.Changes {
+		if c.Change == "removed" {
+			a.Programs = append(a.Programs, tuiTrustProgram{Change: c.Change, Text: c.Entry.String()})
+		}
+	}
+	return a
 }

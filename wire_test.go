@@ -36,6 +36,7 @@ var copyBuilds = []struct {
 	{name: "plugins", files: []string{"plugins.go"}},
 	{name: "rpc", files: []string{"rpc.go"}},
 	{name: "sandbox", files: []string{"sandbox*.go"}},
+	{name: "trust", files: []string{"trust.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
 }
 

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec sh "$(dirname "$0")/../../../mark.sh" extension
