@@ -229,7 +229,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "zot %s\n", version)
 		return exitOK
 	case o.listModels:
-		return listModels(o, stdout)
+		return listModels(o, stdout, stderr)
 	}
 	if o.rpc {
 		return runRPC(o, stdin, stdout, stderr)
@@ -248,8 +248,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runOnce(o, stdin, stdout, stderr)
 }
 
-func listModels(o options, stdout io.Writer) int {
-	providers := []string{"anthropic", "openai"}
+// listModels prints the models of the provider in use (--provider) or of
+// every provider: the catalogue, the user's models.json and what the
+// configured server serves (models_server.go).
+func listModels(o options, stdout, stderr io.Writer) int {
+	home := zotHome()
+	for _, n := range useUserModels(home) {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
+	}
+	providers := modelProviders
 	if o.provider != "" {
 		providers = []string{o.provider}
 	}
@@ -257,7 +264,8 @@ func listModels(o options, stdout io.Writer) int {
 		models := modelsFor(p)
 		sort.SliceStable(models, func(i, j int) bool { return models[i].ID < models[j].ID })
 		for _, m := range models {
-			fmt.Fprintf(stdout, "%-10s %-26s ctx %7d  out %6d  $%g/$%g per Mtok in/out\n", p, m.ID, m.ContextWindow, m.MaxOutput, m.Input, m.Output)
+			fmt.Fprintf(stdout, "%-10s %-26s ctx %7d  out %6d  $%g/$%g per Mtok in/out  source: %s\n",
+				p, sanitize(m.ID), m.ContextWindow, m.MaxOutput, m.Input, m.Output, modelSource(m))
 		}
 	}
 	return exitOK

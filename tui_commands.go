@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -185,9 +186,9 @@ func (t *TUI) cmdModel(args string) {
 	}
 	type choice struct{ provider, id, desc string }
 	var choices []choice
-	for _, p := range []string{"anthropic", "openai"} {
+	for _, p := range modelProviders {
 		for _, m := range modelsFor(p) {
-			choices = append(choices, choice{p, m.ID, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output)})
+			choices = append(choices, choice{p, m.ID, modelSummary(m)})
 		}
 	}
 	if !lookupModel(t.provider, t.agent.CurrentModel()).Known {
@@ -224,7 +225,7 @@ func (t *TUI) parseModel(arg string) (provider, id string) {
 	if lookupModel(t.provider, arg).Known {
 		return t.provider, arg
 	}
-	for _, p := range []string{"anthropic", "openai"} {
+	for _, p := range modelProviders {
 		if lookupModel(p, arg).Known {
 			return p, arg
 		}
@@ -244,7 +245,7 @@ func (t *TUI) switchModel(provider, id string) {
 		return
 	}
 	var ok bool
-	if provider != t.provider {
+	if provider != t.provider || t.endpointFor(provider, id) != t.endpointFor(t.provider, t.agent.CurrentModel()) {
 		ok = t.useProvider("/model", provider, id)
 	} else {
 		ok = t.applied("/model", t.agent.SetModel(id))
@@ -270,7 +271,7 @@ func (t *TUI) switchModel(provider, id string) {
 // refuses while a prompt runs. It reports whether the switch was made.
 func (t *TUI) useProvider(what, name, model string) bool {
 	key, source, err := t.keyFor(name)
-	base := t.baseURLFor(name)
+	base := t.endpointFor(name, model)
 	var prov Provider
 	if err == nil {
 		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout})
@@ -324,6 +325,12 @@ func (t *TUI) keyFor(provider string) (key, source string, err error) {
 		flagKey = t.cfg.APIKey
 	}
 	return resolveKey(provider, flagKey, t.cfg.Home)
+}
+
+// endpointFor is where a model is served: its models.json baseUrl, else
+// the provider's base URL.
+func (t *TUI) endpointFor(provider, model string) string {
+	return cmp.Or(lookupModel(provider, model).BaseURL, t.baseURLFor(provider))
 }
 
 // baseURLFor is the base URL of a provider: the one in use at startup for

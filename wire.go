@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -66,6 +67,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
+	s.notes = append(s.notes, useUserModels(s.home)...)
 	s.provider = chooseProvider(o, cfg)
 	if s.provider != "anthropic" && s.provider != "openai" && s.provider != "ollama" {
 		return nil, usageError{fmt.Sprintf("unknown provider %q (want anthropic, openai or ollama)", s.provider)}
@@ -88,11 +90,16 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.baseURL = baseURL
+	// A models.json entry's baseUrl is where that model is served,
+	// unless --base-url says otherwise for this run.
+	if o.baseURL == "" {
+		baseURL = cmp.Or(lookupModel(s.provider, s.model).BaseURL, baseURL)
+	}
 	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
-	s.baseURL = baseURL
 	if key == "" && s.provider != "ollama" && baseURL == "" {
 		if !o.interactive {
 			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
