@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -248,6 +250,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runOnce(o, stdin, stdout, stderr)
 }
 
+// listModelsTimeout bounds --list-models' wait for the server's list.
+const listModelsTimeout = 10 * time.Second
+
 // listModels prints the models of the provider in use (--provider) or of
 // every provider: the catalogue, the user's models.json and what the
 // configured server serves (models_server.go).
@@ -255,6 +260,21 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	home := zotHome()
 	for _, n := range useUserModels(home) {
 		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
+	}
+	cfg, _ := loadConfig(home)
+	ep, err := chooseEndpoint(o, cfg, home)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	// The user asked for the list: a stale one is fetched now, within a
+	// bound, and a server that does not answer leaves the rest listed.
+	if srv, ok := serverFor(ep.provider, ep.baseURL, ep.key); ok && !useCachedServerModels(home, srv, time.Now()) {
+		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
+		err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now())
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
+		}
 	}
 	providers := modelProviders
 	if o.provider != "" {
