@@ -173,6 +173,7 @@ Usage:
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout
   zot skills list|show NAME              the skills a session sees (zot skills --help)
+  zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
@@ -212,6 +213,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
 		case "skills":
 			return runSkillsCommand(args[1:], stdout, stderr)
+		case "sessions":
+			return runSessionsCommand(args[1:], stdout, stderr)
 		case "validate":
 			return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
 		case "rpc":

@@ -48,7 +48,7 @@ type setup struct {
 	// configured one (hasServer).
 	server    modelServer
 	hasServer bool
-	notes   []string // things the user should know (session repairs)
+	notes     []string // things the user should know (session repairs)
 }
 
 // newSetup builds the provider, the tools and the agent the options ask
