@@ -510,6 +510,9 @@ func SessionTree(list []SessionInfo) []SessionTreeRow {
 // sessions list show: the session list's columns, a fork indented under
 // its parent with the number of messages it kept.
 func FormatSessionTree(rows []SessionTreeRow, now time.Time) []string {
+	if len(rows) == 0 {
+		return nil
+	}
 	infos := make([]SessionInfo, len(rows))
 	for i, r := range rows {
 		infos[i] = r.Info

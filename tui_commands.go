@@ -31,6 +31,7 @@ func builtinCommands() []slashCommand {
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
+		{"session", "export [PATH] | import PATH | tree", "export or import a session file; switch between a session and its forks", true, (*TUI).cmdSession},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
 		{"jail", "", "keep read/write/edit inside the working directory", false, (*TUI).cmdJail},
