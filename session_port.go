@@ -516,6 +516,10 @@ func FormatSessionTree(rows []SessionTreeRow, now time.Time) []string {
 	infos := make([]SessionInfo, len(rows))
 	for i, r := range rows {
 		infos[i] = r.Info
+		// What tells a fork from its parent is what came after the fork.
+		if r.Depth > 0 && r.Info.ForkPrompt != "" {
+			infos[i].FirstPrompt = r.Info.ForkPrompt
+		}
 	}
 	lines := strings.Split(strings.TrimRight(FormatSessionList(infos, now), "\n"), "\n")
 	for i, r := range rows {
