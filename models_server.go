@@ -236,7 +236,9 @@ func serverModelInfos(provider string, models []cachedModelInfo) []ModelInfo {
 
 // listServerModels is the background listing of the TUI: the cache at
 // once, the server when the cache is stale. It returns at once; report
-// gets a failure, and stop cancels the request and waits for it.
+// gets a failure (the /model picker says it: a server without a list is
+// common, and not news worth a line of the transcript at every start),
+// and stop cancels the request and waits for it.
 func listServerModels(home string, s modelServer, report func(error)) (stop func()) {
 	if useCachedServerModels(home, s, time.Now()) {
 		return func() {}

@@ -203,3 +203,32 @@ func TestBackgroundListingStopsWithItsOwner(t *testing.T) {
 		t.Error("a cancelled fetch succeeded")
 	}
 }
+
+// The /model picker lists what the server serves, or says why it does not.
+func TestModelPickerShowsTheServersModels(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	for _, tc := range []struct{ list, want string }{
+		{servedModels, "openai/served-coder"},
+		{"<html>gateway</html>", "not listed: list the models of"},
+	} {
+		srv := startModelList(t, map[string]string{"/v1/models": tc.list})
+		z := newZotRun(t)
+		tm := startTUI(t, z, "--provider", "openai", "--base-url", srv.URL, "--model", "local-model")
+		tm.waitFor("/help for keys")
+		waitFor(t, "the model list request", func() bool { return srv.hits.Load() > 0 })
+		// The listing lands in the background; the picker reads it when
+		// it opens, so open it until it shows.
+		tm.waitScreen(tc.want, func(s string) bool {
+			if strings.Contains(s, tc.want) {
+				return true
+			}
+			tm.keys("Escape")
+			tm.typeText("/model")
+			tm.keys("Enter")
+			return false
+		})
+		tm.keys("Escape")
+		tm.exitAndCheck()
+	}
+}

@@ -118,6 +118,10 @@ type TUI struct {
 	// (the extension host's event fan-out).
 	Observe Sink
 
+	// modelListErr is why the server's models are missing from /model
+	// (SetModelListError); the background listing sets it.
+	modelListErr atomic.Pointer[error]
+
 	cfg TUIConfig
 	out io.Writer
 

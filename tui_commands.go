@@ -31,7 +31,7 @@ func builtinCommands() []slashCommand {
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
-		{"session", "export [PATH] | import PATH | tree", "export or import a session file; switch between a session and its forks", true, (*TUI).cmdSession},
+		{"session", "export [PATH] | import PATH | tree", "a session to or from a file; its tree of forks", true, (*TUI).cmdSession},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
 		{"jail", "", "keep read/write/edit inside the working directory", false, (*TUI).cmdJail},
@@ -209,13 +209,21 @@ func (t *TUI) cmdModel(args string) {
 		name := c.provider + "/" + c.id
 		items = append(items, mark+name+strings.Repeat(" ", nameW-stringWidth(name))+"  "+c.desc)
 	}
+	title := "choose a model (or type /model ollama/NAME)"
+	if err := t.modelListErr.Load(); err != nil {
+		title += " · not listed: " + (*err).Error()
+	}
 	t.pushDialog(&pickerDialog{
-		title: "choose a model (or type /model ollama/NAME)",
+		title: title,
 		items: items,
 		sel:   sel,
 		pick:  func(t *TUI, i int) { t.switchModel(choices[i].provider, choices[i].id) },
 	})
 }
+
+// SetModelListError records why the configured server's models are not in
+// the /model picker; safe from any goroutine.
+func (t *TUI) SetModelListError(err error) { t.modelListErr.Store(&err) }
 
 // parseModel reads "provider/id", or an id the catalogue knows, or an id for
 // the current provider.

@@ -449,9 +449,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	stop := s.plugTUI(t)
 	defer stop()
 	if s.hasServer {
-		defer listServerModels(s.home, s.server, func(err error) {
-			t.Logf("%v (the /model picker shows the catalogue and models.json)", err)
-		})()
+		defer listServerModels(s.home, s.server, t.SetModelListError)()
 	}
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }
