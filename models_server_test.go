@@ -218,17 +218,21 @@ func TestModelPickerShowsTheServersModels(t *testing.T) {
 		tm.waitFor("/help for keys")
 		waitFor(t, "the model list request", func() bool { return srv.hits.Load() > 0 })
 		// The listing lands in the background; the picker reads it when
-		// it opens, so open it until it shows.
-		tm.waitScreen(tc.want, func(s string) bool {
-			if strings.Contains(s, tc.want) {
-				return true
-			}
-			tm.keys("Escape")
+		// it opens, so it is opened again until it shows.
+		for attempt := 0; ; attempt++ {
 			tm.typeText("/model")
 			tm.keys("Enter")
-			return false
-		})
+			if strings.Contains(tm.waitFor("choose a model"), tc.want) {
+				break
+			}
+			if attempt == 100 {
+				t.Fatalf("the picker never showed %q", tc.want)
+			}
+			tm.keys("Escape")
+			tm.waitScreen("the picker closed", func(s string) bool { return !strings.Contains(s, "choose a model") })
+		}
 		tm.keys("Escape")
+		tm.waitScreen("the picker closed", func(s string) bool { return !strings.Contains(s, "choose a model") })
 		tm.exitAndCheck()
 	}
 }
