@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -193,6 +195,7 @@ Usage:
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot prompts list|show NAME             the prompt templates a session sees (zot prompts --help)
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
+  zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext help)
   zot validate -- COMMAND LINE           ask the command validators without running it
@@ -246,6 +249,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runPluginCommand(args[1:], stdin, stdout, stderr)
 		case "sandbox":
 			return runSandboxCommand(args[1:], stdout, stderr)
+		case "sessions":
+			return runSessionsCommand(args[1:], stdout, stderr)
 		case "validate":
 			return runValidateCommand(args[1:], loadTrustedValidators, stdin, stdout, stderr)
 		case "trust":
@@ -269,7 +274,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "zot %s\n", version)
 		return exitOK
 	case o.listModels:
-		return listModels(o, stdout)
+		return listModels(o, stdout, stderr)
 	}
 	if o.rpc {
 		return runRPC(o, stdin, stdout, stderr)
@@ -288,8 +293,33 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runOnce(o, stdin, stdout, stderr)
 }
 
-func listModels(o options, stdout io.Writer) int {
-	providers := []string{"anthropic", "openai"}
+// listModelsTimeout bounds --list-models' wait for the server's list.
+const listModelsTimeout = 10 * time.Second
+
+// listModels prints the models of the provider in use (--provider) or of
+// every provider: the catalogue, the user's models.json and what the
+// configured server serves (models_server.go).
+func listModels(o options, stdout, stderr io.Writer) int {
+	home := zotHome()
+	for _, n := range useUserModels(home) {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
+	}
+	cfg, _ := loadConfig(home)
+	ep, err := chooseEndpoint(o, cfg, home)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	// The user asked for the list: a stale one is fetched now, within a
+	// bound, and a server that does not answer leaves the rest listed.
+	if srv, ok := serverFor(ep.provider, ep.baseURL, ep.key); ok && !useCachedServerModels(home, srv, time.Now()) {
+		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
+		err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now())
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
+		}
+	}
+	providers := modelProviders
 	if o.provider != "" {
 		providers = []string{o.provider}
 	}
@@ -297,7 +327,8 @@ func listModels(o options, stdout io.Writer) int {
 		models := modelsFor(p)
 		sort.SliceStable(models, func(i, j int) bool { return models[i].ID < models[j].ID })
 		for _, m := range models {
-			fmt.Fprintf(stdout, "%-10s %-26s ctx %7d  out %6d  $%g/$%g per Mtok in/out\n", p, m.ID, m.ContextWindow, m.MaxOutput, m.Input, m.Output)
+			fmt.Fprintf(stdout, "%-10s %-26s ctx %7d  out %6d  $%g/$%g per Mtok in/out  source: %s\n",
+				p, sanitize(m.ID), m.ContextWindow, m.MaxOutput, m.Input, m.Output, modelSource(m))
 		}
 	}
 	return exitOK

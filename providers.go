@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -181,7 +182,7 @@ func NewProvider(cfg ProviderConfig) (Provider, error) {
 			url = base + "/chat/completions"
 		}
 		h.name = cfg.Name
-		return &openaiProvider{http: h, name: cfg.Name, url: url, key: cfg.APIKey}, nil
+		return &openaiProvider{http: h, name: cfg.Name, url: url, key: cfg.APIKey, plainMaxTokens: base != "https://api.openai.com"}, nil
 	}
 	return nil, fmt.Errorf("unknown provider %q (want anthropic, openai or ollama)", cfg.Name)
 }
@@ -1012,6 +1013,10 @@ type openaiProvider struct {
 	name string
 	url  string
 	key  string
+	// plainMaxTokens sends the output limit as max_tokens, which every
+	// compatible server reads; OpenAI's own API wants
+	// max_completion_tokens (and refuses max_tokens for reasoning models).
+	plainMaxTokens bool
 }
 
 func (p *openaiProvider) Name() string { return p.name }
@@ -1057,8 +1062,9 @@ type oaiRequest struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	ReasoningEffort string `json:"reasoning_effort,omitempty"`
-	MaxTokens       int    `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string `json:"reasoning_effort,omitempty"`
+	MaxCompletionTokens int    `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int    `json:"max_tokens,omitempty"`
 }
 
 func jsonString(s string) json.RawMessage {
@@ -1067,8 +1073,20 @@ func jsonString(s string) json.RawMessage {
 }
 
 func (p *openaiProvider) buildRequest(req Request) oaiRequest {
-	effort := reasoningFor(lookupModel("openai", req.Model), req.Reasoning)
-	out := oaiRequest{Model: req.Model, Stream: true, ReasoningEffort: effort, MaxTokens: req.MaxTokens}
+	info := lookupModel(p.name, req.Model)
+	out := oaiRequest{Model: req.Model, Stream: true, ReasoningEffort: reasoningFor(info, req.Reasoning)}
+	// The catalogue's limits are the API's defaults anyway; a limit the
+	// user wrote in models.json is sent, since a local server's default
+	// may be far from it.
+	limit := req.MaxTokens
+	if limit == 0 && info.Source == SourceUser {
+		limit = info.MaxOutput
+	}
+	if p.plainMaxTokens {
+		out.MaxTokens = limit
+	} else {
+		out.MaxCompletionTokens = limit
+	}
 	out.StreamOptions.IncludeUsage = true
 	if req.System != "" {
 		out.Messages = append(out.Messages, oaiMessage{Role: "system", Content: jsonString(req.System)})
@@ -1172,7 +1190,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 		return Reply{}, err
 	}
 	s := &oaiStream{name: p.name, on: on}
-	maxTokens := cmp.Or(req.MaxTokens, lookupModel("openai", req.Model).MaxOutput)
+	maxTokens := cmp.Or(req.MaxTokens, lookupModel(p.name, req.Model).MaxOutput)
 	events, err := streamBody(ctx, p.name, resp.Body, p.http.idle, maxReplyBytes(maxTokens), s)
 	reply := Reply{Stop: s.stop, Usage: s.usage}
 	if s.thinking != nil {
@@ -1349,7 +1367,10 @@ func oaiStopReason(r string) string {
 }
 
 // ModelInfo is what zot knows of a model: limits and prices in USD per
-// million tokens.
+// million tokens. Source says where it came from: "" for the built-in
+// catalogue, "user" for $ZOT_HOME/models.json, "server" for the list the
+// configured server serves. BaseURL, when set, is where the model is
+// served (a models.json entry's baseUrl).
 type ModelInfo struct {
 	ID            string  `json:"id"`
 	Provider      string  `json:"provider"`
@@ -1361,6 +1382,9 @@ type ModelInfo struct {
 	CacheRead     float64 `json:"-"`
 	CacheWrite    float64 `json:"-"`
 	Known         bool    `json:"-"`
+	Name          string  `json:"-"`
+	BaseURL       string  `json:"-"`
+	Source        string  `json:"-"`
 }
 
 // Cost prices one call's usage.
@@ -1402,10 +1426,71 @@ const (
 	defaultMaxOutput     = 16384
 )
 
-// lookupModel finds a model by exact id, then by the longest catalogue id it
-// starts with (dated snapshots such as claude-sonnet-4-5-20250929). An
-// unknown model still works: no cost, default limits.
+// Model sources beside the built-in catalogue.
+const (
+	SourceUser   = "user"
+	SourceServer = "server"
+)
+
+// learnedModels are the models zot learns at run time: the user's own
+// (which win over the catalogue) and those the configured server lists
+// (which only fill in models nobody else knows). The host sets them with
+// SetUserModels and SetServerModels; lookups read them.
+var learnedModels struct {
+	sync.RWMutex
+	user   []ModelInfo
+	server map[string][]ModelInfo // by provider
+}
+
+// SetUserModels replaces the user's models. An entry may leave limits
+// and prices at zero: the catalogue's values for the same id stay.
+func SetUserModels(ms []ModelInfo) {
+	learnedModels.Lock()
+	defer learnedModels.Unlock()
+	learnedModels.user = append([]ModelInfo(nil), ms...)
+}
+
+// SetServerModels replaces the models the server of provider lists.
+func SetServerModels(provider string, ms []ModelInfo) {
+	learnedModels.Lock()
+	defer learnedModels.Unlock()
+	if learnedModels.server == nil {
+		learnedModels.server = map[string][]ModelInfo{}
+	}
+	learnedModels.server[provider] = append([]ModelInfo(nil), ms...)
+}
+
+// lookupModel finds a model: the user's entry for it (over the catalogue's
+// values), else the catalogue by exact id, then by the longest catalogue
+// id it starts with (dated snapshots such as claude-sonnet-4-5-20250929),
+// else what the server said of it. An unknown model still works: no cost,
+// default limits.
 func lookupModel(provider, id string) ModelInfo {
+	info, known := catalogueModel(provider, id)
+	learnedModels.RLock()
+	defer learnedModels.RUnlock()
+	for _, u := range learnedModels.user {
+		if u.Provider == provider && u.ID == id {
+			return overlayModel(info, u)
+		}
+	}
+	if known {
+		return info
+	}
+	for _, m := range learnedModels.server[provider] {
+		if m.ID == id {
+			info.Source = SourceServer
+			if m.ContextWindow > 0 {
+				info.ContextWindow = m.ContextWindow
+			}
+			break
+		}
+	}
+	return info
+}
+
+// catalogueModel is the catalogue's entry for id, or default limits.
+func catalogueModel(provider, id string) (ModelInfo, bool) {
 	var best ModelInfo
 	for _, m := range catalogue {
 		if m.Provider != provider {
@@ -1413,7 +1498,7 @@ func lookupModel(provider, id string) ModelInfo {
 		}
 		if m.ID == id {
 			m.Known = true
-			return m
+			return m, true
 		}
 		if strings.HasPrefix(id, m.ID+"-") && len(m.ID) > len(best.ID) {
 			best = m
@@ -1421,18 +1506,64 @@ func lookupModel(provider, id string) ModelInfo {
 	}
 	if best.ID != "" {
 		best.ID, best.Known = id, true
-		return best
+		return best, true
 	}
-	return ModelInfo{ID: id, Provider: provider, ContextWindow: defaultContextWindow, MaxOutput: defaultMaxOutput}
+	return ModelInfo{ID: id, Provider: provider, ContextWindow: defaultContextWindow, MaxOutput: defaultMaxOutput}, false
 }
 
-// modelsFor lists the catalogue's models of one provider.
+// overlayModel is base with what the user's entry u sets: its limits and
+// prices where they are not zero, its name, endpoint and reasoning flag.
+func overlayModel(base, u ModelInfo) ModelInfo {
+	base.ID, base.Provider, base.Known, base.Source = u.ID, u.Provider, true, SourceUser
+	base.Reasoning, base.Name, base.BaseURL = u.Reasoning, u.Name, u.BaseURL
+	for _, f := range []struct {
+		dst *int
+		src int
+	}{{&base.ContextWindow, u.ContextWindow}, {&base.MaxOutput, u.MaxOutput}} {
+		if f.src > 0 {
+			*f.dst = f.src
+		}
+	}
+	for _, f := range []struct {
+		dst *float64
+		src float64
+	}{{&base.Input, u.Input}, {&base.Output, u.Output}, {&base.CacheRead, u.CacheRead}, {&base.CacheWrite, u.CacheWrite}} {
+		if f.src > 0 {
+			*f.dst = f.src
+		}
+	}
+	return base
+}
+
+// modelsFor lists the models of one provider: the catalogue's, with the
+// user's entries over them and the user's own after them, then those the
+// server lists that neither knows.
 func modelsFor(provider string) []ModelInfo {
 	var out []ModelInfo
+	seen := map[string]bool{}
 	for _, m := range catalogue {
 		if m.Provider == provider {
-			out = append(out, m)
+			out = append(out, lookupModel(provider, m.ID))
+			seen[m.ID] = true
 		}
+	}
+	learnedModels.RLock()
+	var extra []ModelInfo
+	for _, u := range learnedModels.user {
+		if u.Provider == provider && !seen[u.ID] {
+			extra = append(extra, u)
+			seen[u.ID] = true
+		}
+	}
+	for _, m := range learnedModels.server[provider] {
+		if !seen[m.ID] {
+			extra = append(extra, m)
+			seen[m.ID] = true
+		}
+	}
+	learnedModels.RUnlock()
+	for _, m := range extra {
+		out = append(out, lookupModel(provider, m.ID))
 	}
 	return out
 }

@@ -295,7 +295,7 @@ func TestReasoningFitsTheModel(t *testing.T) {
 			t.Errorf("%s --reasoning %q: max_tokens %d budget %d, want %d and %d", tc.model, tc.level, r.MaxTokens, budget, tc.maxTokens, tc.budget)
 		}
 	}
-	oai := &openaiProvider{}
+	oai := &openaiProvider{name: "openai"}
 	for model, want := range map[string]string{"gpt-5": "high", "o3": "high", "gpt-4o": "", "qwen3-coder": "high"} {
 		if got := oai.buildRequest(Request{Model: model, Reasoning: "high"}).ReasoningEffort; got != want {
 			t.Errorf("%s: reasoning_effort %q, want %q", model, got, want)

@@ -52,6 +52,12 @@ func startReplay(t testing.TB, steps ...replayStep) *replayServer {
 }
 
 func (rs *replayServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		// The TUI's background model listing (models_server.go) is no
+		// part of a script: it neither takes a step nor counts.
+		http.NotFound(w, r)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	rs.mu.Lock()
 	n := len(rs.requests)

@@ -146,6 +146,7 @@ type SessionInfo struct {
 	Messages    int         // in the transcript as it stands
 	CostUSD     float64
 	FirstPrompt string
+	ForkPrompt  string // a fork's first prompt after the fork point
 	Model       string // the model in use at the end
 	// Newer is set for a session written by a newer zot: listed, so that
 	// it does not silently vanish, but not something this zot can open.
@@ -603,6 +604,7 @@ type sessionScan struct {
 	usage       Usage
 	lastContext int // of the last usage row after the last reset
 	firstPrompt string
+	forkPrompt  string // the first prompt after a fork's fork point
 	repairs     []string
 
 	size         int64 // bytes read
@@ -742,6 +744,9 @@ func quoteRowType(t string) string {
 }
 
 func (sc *sessionScan) noteFirstPrompt(m Message) {
+	if sc.forkPrompt == "" && sc.meta.Parent != "" && len(sc.msgs) >= sc.meta.ForkedAt && m.isPrompt() {
+		sc.forkPrompt, _ = splitPrompt(m)
+	}
 	if sc.firstPrompt == "" && m.isPrompt() {
 		sc.firstPrompt, _ = splitPrompt(m)
 	}
@@ -890,6 +895,7 @@ func readSessionInfo(path string) (SessionInfo, error) {
 		Messages:    len(sc.msgs),
 		CostUSD:     sc.usage.CostUSD,
 		FirstPrompt: sc.firstPrompt,
+		ForkPrompt:  sc.forkPrompt,
 		Model:       sc.model,
 	}, nil
 }

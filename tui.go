@@ -123,6 +123,10 @@ type TUI struct {
 
 	trustAsk *tuiTrustAsk // see AskTrust
 
+	// modelListErr is why the server's models are missing from /model
+	// (SetModelListError); the background listing sets it.
+	modelListErr atomic.Pointer[error]
+
 	cfg TUIConfig
 	out io.Writer
 

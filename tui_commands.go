@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ func builtinCommands() []slashCommand {
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
+		{"session", "export [PATH] | import PATH | tree", "a session to or from a file; its tree of forks", true, (*TUI).cmdSession},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
 		{"btw", "[QUESTION]", "ask a side question (not added to the conversation)", false, (*TUI).cmdBtw},
@@ -249,9 +251,9 @@ func (t *TUI) cmdModel(args string) {
 	}
 	type choice struct{ provider, id, desc string }
 	var choices []choice
-	for _, p := range []string{"anthropic", "openai"} {
+	for _, p := range modelProviders {
 		for _, m := range modelsFor(p) {
-			choices = append(choices, choice{p, m.ID, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output)})
+			choices = append(choices, choice{p, m.ID, modelSummary(m)})
 		}
 	}
 	if !lookupModel(t.provider, t.agent.CurrentModel()).Known {
@@ -271,13 +273,21 @@ func (t *TUI) cmdModel(args string) {
 		name := c.provider + "/" + c.id
 		items = append(items, mark+name+strings.Repeat(" ", nameW-stringWidth(name))+"  "+c.desc)
 	}
+	title := "choose a model (or type /model ollama/NAME)"
+	if err := t.modelListErr.Load(); err != nil {
+		title += " · not listed: " + (*err).Error()
+	}
 	t.pushDialog(&pickerDialog{
-		title: "choose a model (or type /model ollama/NAME)",
+		title: title,
 		items: items,
 		sel:   sel,
 		pick:  func(t *TUI, i int) { t.switchModel(choices[i].provider, choices[i].id) },
 	})
 }
+
+// SetModelListError records why the configured server's models are not in
+// the /model picker; safe from any goroutine.
+func (t *TUI) SetModelListError(err error) { t.modelListErr.Store(&err) }
 
 // parseModel reads "provider/id", or an id the catalogue knows, or an id for
 // the current provider.
@@ -288,7 +298,7 @@ func (t *TUI) parseModel(arg string) (provider, id string) {
 	if lookupModel(t.provider, arg).Known {
 		return t.provider, arg
 	}
-	for _, p := range []string{"anthropic", "openai"} {
+	for _, p := range modelProviders {
 		if lookupModel(p, arg).Known {
 			return p, arg
 		}
@@ -310,7 +320,7 @@ func (t *TUI) switchModel(provider, id string) {
 // applyModel makes the switch of switchModel once the agent is idle.
 func (t *TUI) applyModel(provider, id string) {
 	var ok bool
-	if provider != t.provider {
+	if provider != t.provider || t.endpointFor(provider, id) != t.endpointFor(t.provider, t.agent.CurrentModel()) {
 		ok = t.useProvider("/model", provider, id)
 	} else {
 		ok = t.applied("/model", t.agent.SetModel(id))
@@ -336,7 +346,7 @@ func (t *TUI) applyModel(provider, id string) {
 // refuses while a prompt runs. It reports whether the switch was made.
 func (t *TUI) useProvider(what, name, model string) bool {
 	key, source, err := t.keyFor(name)
-	base := t.baseURLFor(name)
+	base := t.endpointFor(name, model)
 	var prov Provider
 	if err == nil {
 		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout})
@@ -394,6 +404,12 @@ func (t *TUI) keyFor(provider string) (key, source string, err error) {
 		flagKey = t.cfg.APIKey
 	}
 	return resolveKey(provider, flagKey, t.cfg.Home)
+}
+
+// endpointFor is where a model is served: its models.json baseUrl, else
+// the provider's base URL.
+func (t *TUI) endpointFor(provider, model string) string {
+	return cmp.Or(lookupModel(provider, model).BaseURL, t.baseURLFor(provider))
 }
 
 // baseURLFor is the base URL of a provider: the one in use at startup for

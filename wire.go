@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -56,6 +57,10 @@ type setup struct {
 	trust      trustStatus
 	trustKinds []string
 	projectOK  bool
+	// server is the server whose model list the TUI shows, when the user
+	// configured one (hasServer).
+	server    modelServer
+	hasServer bool
 }
 
 // newSetup builds the provider, the tools and the agent the options ask
@@ -82,33 +87,21 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
-	s.provider = chooseProvider(o, cfg)
-	if s.provider != "anthropic" && s.provider != "openai" && s.provider != "ollama" {
-		return nil, usageError{fmt.Sprintf("unknown provider %q (want anthropic, openai or ollama)", s.provider)}
-	}
-	s.model = o.model
-	if s.model == "" && cfg.Provider == s.provider {
-		s.model = cfg.Model
-	}
-	if s.model == "" {
-		s.model = defaultModels[s.provider]
-	}
-	if s.model == "" {
-		return nil, usageError{fmt.Sprintf("--provider %s needs --model (the name of a model your server has, e.g. qwen3-coder)", s.provider)}
-	}
-	baseURL := o.baseURL
-	if baseURL == "" && cfg.Provider == s.provider {
-		baseURL = cfg.BaseURL
-	}
-	key, source, err := resolveKey(s.provider, o.apiKey, s.home)
+	s.notes = append(s.notes, useUserModels(s.home)...)
+	ep, err := chooseEndpoint(o, cfg, s.home)
 	if err != nil {
 		return nil, err
 	}
+	if ep.model == "" {
+		return nil, usageError{fmt.Sprintf("--provider %s needs --model (the name of a model your server has, e.g. qwen3-coder)", ep.provider)}
+	}
+	s.provider, s.model, s.baseURL = ep.provider, ep.model, ep.configuredBase
+	baseURL, key, source := ep.baseURL, ep.key, ep.keySource
+	s.server, s.hasServer = serverFor(s.provider, baseURL, key)
 	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
-	s.baseURL = baseURL
 	if key == "" && s.provider != "ollama" && baseURL == "" {
 		if !o.interactive {
 			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
@@ -154,6 +147,39 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	s.agent = a
 	return s, nil
+}
+
+// endpoint is the provider zot talks to, the model and where they are
+// served, and the key.
+type endpoint struct {
+	provider, model string
+	// baseURL is where requests go; configuredBase is the provider's base
+	// URL from --base-url or config.json, without a model's own.
+	baseURL, configuredBase string
+	key, keySource          string
+}
+
+// chooseEndpoint reads the options over config.json and models.json. The
+// model is "" for a local server without --model.
+func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
+	ep := endpoint{provider: chooseProvider(o, cfg), model: o.model, configuredBase: o.baseURL}
+	if ep.provider != "anthropic" && ep.provider != "openai" && ep.provider != "ollama" {
+		return ep, usageError{fmt.Sprintf("unknown provider %q (want anthropic, openai or ollama)", ep.provider)}
+	}
+	if cfg.Provider == ep.provider {
+		ep.model = cmp.Or(ep.model, cfg.Model)
+		ep.configuredBase = cmp.Or(ep.configuredBase, cfg.BaseURL)
+	}
+	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
+	ep.baseURL = ep.configuredBase
+	// A models.json entry's baseUrl is where that model is served,
+	// unless --base-url says otherwise for this run.
+	if o.baseURL == "" && ep.model != "" {
+		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, ep.baseURL)
+	}
+	var err error
+	ep.key, ep.keySource, err = resolveKey(ep.provider, o.apiKey, home)
+	return ep, err
 }
 
 // chooseProvider picks the provider when --provider is not given: the last
@@ -480,6 +506,9 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 			stop = s.plugTUI(t)
 		}))
+	}
+	if s.hasServer {
+		defer listServerModels(s.home, s.server, t.SetModelListError)()
 	}
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }

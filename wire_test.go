@@ -13,10 +13,11 @@ import (
 // copyBuildCore are the files every copy build starts from: the core, and
 // the files the plugins share — the one way to run a process, the one
 // door for outside text, the configuration and the command-line
-// conventions.
+// conventions, the models beyond the catalogue and the portable sessions
+// (the TUI's /model and /session use them as zot's command line does).
 var copyBuildCore = []string{
 	"agent.go", "session.go", "providers.go", "tools.go", "tools_edit.go",
-	"proc*.go", "nodump_*.go", "untrusted.go", "config.go", "cli.go",
+	"proc*.go", "nodump_*.go", "untrusted.go", "config.go", "cli.go", "models*.go", "session_port.go",
 }
 
 // copyBuilds are the plugins, each with its files. Each builds with

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// The models zot learns beyond its catalogue: the user's own, described in
+// $ZOT_HOME/models.json in the reference zot's format, and (models_server.go)
+// those the configured server lists. Both are handed to the catalogue in
+// providers.go, which every lookup of a window, an output limit or a price
+// goes through.
+
+// userModelsFile is models.json:
+//
+//	{"providers": {"ollama": {"baseUrl": "…", "models": [{"id": "qwen3.5:4b", "name": "Qwen 3.5 4B",
+//	  "contextWindow": 32768, "maxTokens": 8192, "reasoning": true, "baseUrl": "…",
+//	  "priceInput": 0, "priceOutput": 0, "priceCacheRead": 0, "priceCacheWrite": 0}]}}}
+//
+// Prices are dollars per million tokens. Fields zot does not use (the
+// reference's api, auth, discover, compat…) are ignored.
+type userModelsFile struct {
+	Providers map[string]userProvider `json:"providers"`
+}
+
+type userProvider struct {
+	BaseURL string      `json:"baseUrl"`
+	Models  []userModel `json:"models"`
+}
+
+type userModel struct {
+	ID              string  `json:"id"`
+	Name            string  `json:"name"`
+	Reasoning       *bool   `json:"reasoning"`
+	ContextWindow   int     `json:"contextWindow"`
+	MaxTokens       int     `json:"maxTokens"`
+	BaseURL         string  `json:"baseUrl"`
+	PriceInput      float64 `json:"priceInput"`
+	PriceOutput     float64 `json:"priceOutput"`
+	PriceCacheRead  float64 `json:"priceCacheRead"`
+	PriceCacheWrite float64 `json:"priceCacheWrite"`
+}
+
+// userProviderAliases are the reference zot's transport names for the
+// providers zot speaks.
+var userProviderAliases = map[string]string{
+	"openai-codex":       "openai",
+	"openai-responses":   "openai",
+	"anthropic-messages": "anthropic",
+}
+
+// loadUserModels reads $ZOT_HOME/models.json; a missing file is no models.
+// err, when set, is a file that cannot be used at all: it names the file
+// and line, and no model of it is used. notes name the entries that were
+// skipped while the rest were used.
+func loadUserModels(home string) (models []ModelInfo, notes []string, err error) {
+	path := filepath.Join(home, "models.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w (custom models are not used)", path, err)
+	}
+	var file userModelsFile
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, nil, fmt.Errorf("%s: %s; fix it (custom models are not used until then)", jsonErrorPlace(path, data, err), jsonErrorText(err))
+	}
+	names := make([]string, 0, len(file.Providers))
+	for name := range file.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		prov := file.Providers[name]
+		provider := name
+		if alias, ok := userProviderAliases[name]; ok {
+			provider = alias
+		}
+		if provider != "anthropic" && provider != "openai" && provider != "ollama" {
+			notes = append(notes, fmt.Sprintf("%s: provider %q is not one zot speaks (anthropic, openai, ollama); its %d models are skipped", path, name, len(prov.Models)))
+			continue
+		}
+		for i, um := range prov.Models {
+			switch {
+			case um.ID == "":
+				notes = append(notes, fmt.Sprintf("%s: model %d of provider %q has no id; skipped", path, i+1, name))
+				continue
+			case um.ContextWindow < 0 || um.MaxTokens < 0:
+				notes = append(notes, fmt.Sprintf("%s: %s/%s has a negative contextWindow or maxTokens; skipped", path, name, um.ID))
+				continue
+			}
+			m := ModelInfo{ID: um.ID, Provider: provider, Name: um.Name, BaseURL: um.BaseURL,
+				ContextWindow: um.ContextWindow, MaxOutput: um.MaxTokens,
+				Input: um.PriceInput, Output: um.PriceOutput, CacheRead: um.PriceCacheRead, CacheWrite: um.PriceCacheWrite,
+				Source: SourceUser, Known: true}
+			if m.BaseURL == "" {
+				m.BaseURL = prov.BaseURL
+			}
+			// An entry that only sets a price keeps the catalogue's
+			// reasoning flag rather than turning reasoning off.
+			if um.Reasoning != nil {
+				m.Reasoning = *um.Reasoning
+			} else if cat, ok := catalogueModel(provider, um.ID); ok {
+				m.Reasoning = cat.Reasoning
+			}
+			models = append(models, m)
+		}
+	}
+	return models, notes, nil
+}
+
+// useUserModels loads models.json into the catalogue. What is wrong with
+// the file comes back as notes for the user, once per run.
+func useUserModels(home string) (notes []string) {
+	models, notes, err := loadUserModels(home)
+	if err != nil {
+		return append(notes, err.Error())
+	}
+	SetUserModels(models)
+	return notes
+}
+
+// jsonErrorPlace is "path line N" for a decoding error that knows its
+// offset, else the path.
+func jsonErrorPlace(path string, data []byte, err error) string {
+	var offset int64 = -1
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		offset = syntax.Offset
+	case errors.As(err, &typ):
+		offset = typ.Offset
+	}
+	if offset < 0 {
+		return path
+	}
+	offset = min(offset, int64(len(data)))
+	return fmt.Sprintf("%s line %d", path, 1+bytes.Count(data[:offset], []byte("\n")))
+}
+
+// jsonErrorText says what is wrong in words a user editing the file
+// follows.
+func jsonErrorText(err error) string {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		want := "a JSON " + typ.Type.Kind().String()
+		switch typ.Type.Kind() {
+		case reflect.Int, reflect.Float64:
+			want = "a number"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Slice:
+			want = "a list"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		}
+		field := typ.Field[strings.LastIndex(typ.Field, ".")+1:]
+		return fmt.Sprintf("%q must be %s, not a %s", field, want, typ.Value)
+	}
+	return "not valid JSON: " + err.Error()
+}
+
+// modelProviders are the providers whose models zot lists.
+var modelProviders = []string{"anthropic", "openai", "ollama"}
+
+// modelSummary is a model's line in the /model picker: window, prices and
+// where zot knows it from.
+func modelSummary(m ModelInfo) string {
+	var parts []string
+	if m.Name != "" {
+		parts = append(parts, m.Name)
+	}
+	switch {
+	case m.Known || m.Source == SourceUser:
+		parts = append(parts, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output))
+	case m.ContextWindow != defaultContextWindow:
+		parts = append(parts, fmt.Sprintf("%dk context", m.ContextWindow/1000))
+	}
+	return strings.Join(append(parts, modelSource(m)), " · ")
+}
+
+// modelSource names where zot knows a model from.
+func modelSource(m ModelInfo) string {
+	switch m.Source {
+	case SourceUser:
+		return "user"
+	case SourceServer:
+		return "server"
+	}
+	return "catalogue"
+}
