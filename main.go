@@ -169,11 +169,13 @@ Usage:
   zot [flags] [prompt words…]            interactive terminal UI
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
-  zot rpc [flags]                        the embedding protocol on stdin/stdout
+  zot rpc [flags]                        the embedding protocol on stdin/stdout (zot rpc --help)
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
-  zot ext <command> …                    manage extensions (zot ext help)
+  zot ext <command> …                    manage extensions (zot ext --help)
   zot validate -- COMMAND LINE           ask the command validators without running it
+  zot help [COMMAND [SUBCOMMAND]]        this text, or a command's (same as --help)
+  zot version                            the version (same as --version)
 
 Flags:
 `)
@@ -197,31 +199,103 @@ Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
 	return b.String()
 }
 
-// run is zot: a management command, or a mode (in wire.go) for the
-// options. It returns the exit status.
+// command is one of zot's commands: its usage and what runs it. A
+// command is recognised only as the first argument, so prompt words such
+// as "fix the rpc tests" stay a prompt.
+type command struct {
+	help *commandHelp
+	run  func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// commands are zot's commands besides the modes; run answers -h/--help
+// for each of them (see commandHelp).
+var commands = map[string]command{
+	"ext": {&extUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runExtCommand(args, tuiCommandNames(), stdin, stdout, stderr)
+	}},
+	"mcp": {&mcpUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runMCPCommand(args, loadMCPConfigs, stdout, stderr)
+	}},
+	"skills": {&skillsUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runSkillsCommand(args, stdout, stderr)
+	}},
+	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runValidateCommand(args, LoadValidators, stdin, stdout, stderr)
+	}},
+	"rpc": {&rpcUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runMode(append([]string{"--rpc"}, args...), stdin, stdout, stderr)
+	}},
+}
+
+var rpcUsage = commandHelp{
+	name:  "zot rpc",
+	about: "the embedding protocol on stdin/stdout",
+	usage: "zot rpc [flags]      (or zot --rpc [flags])",
+	notes: `Reads one JSON command a line on stdin ({"type":"prompt","message":…}) and
+writes responses and events on stdout (docs/rpc.md, docs/events.md). It takes
+the flags of zot (--provider, --model, --tools, --cwd …; see zot --help) but
+no prompt words, -p or --json. When ZOTCORE_RPC_TOKEN is set, a client's
+hello must carry it.
+
+Exit status: 0 when stdin ends, 1 on a failure, 2 usage error, 130 interrupted.
+`,
+}
+
+// run is zot: a command, help or the version asked for by name, or a mode
+// for the options. It returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// A subcommand is recognised only as the first argument, so prompt
-	// words such as "fix the rpc tests" stay a prompt.
-	if len(args) > 0 {
-		switch args[0] {
-		case "ext":
-			return runExtCommand(args[1:], tuiCommandNames(), stdin, stdout, stderr)
-		case "mcp":
-			return runMCPCommand(args[1:], loadMCPConfigs, stdout, stderr)
-		case "skills":
-			return runSkillsCommand(args[1:], stdout, stderr)
-		case "validate":
-			return runValidateCommand(args[1:], LoadValidators, stdin, stdout, stderr)
-		case "rpc":
-			args = append([]string{"--rpc"}, args[1:]...)
-		}
+	if len(args) == 0 {
+		return runMode(args, stdin, stdout, stderr)
 	}
+	switch name, rest := args[0], args[1:]; name {
+	case "help":
+		// `zot help` on a terminal would otherwise be a paid prompt.
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, helpText())
+			return exitOK
+		}
+		if c, ok := commands[rest[0]]; ok {
+			fmt.Fprint(stdout, c.help.text(lastOr(rest[1:], "")))
+			return exitOK
+		}
+		return fail(stderr, usageError{fmt.Sprintf("help takes a command name (%s); to send a prompt that starts with %q, quote it: zot %q", strings.Join(commandNames(), ", "), "help", strings.Join(args, " "))})
+	case "version":
+		if len(rest) > 0 {
+			return fail(stderr, usageError{fmt.Sprintf("version takes no arguments; to send a prompt that starts with %q, quote it: zot %q", "version", strings.Join(args, " "))})
+		}
+		fmt.Fprintf(stdout, "zot %s\n", version)
+		return exitOK
+	}
+	if c, ok := commands[args[0]]; ok {
+		if c.help.answerHelp(args[1:], stdout) {
+			return exitOK
+		}
+		return c.run(args[1:], stdin, stdout, stderr)
+	}
+	return runMode(args, stdin, stdout, stderr)
+}
+
+// commandNames are the names of zot's commands, sorted.
+func commandNames() []string {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// runMode is zot without a command: the TUI, -p, --json or rpc.
+func runMode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 		return exitUsage
 	}
 	switch {
+	case o.help && o.rpc:
+		fmt.Fprint(stdout, rpcUsage.text(""))
+		return exitOK
 	case o.help:
 		fmt.Fprint(stdout, helpText())
 		return exitOK

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestEveryCommandAnswersHelp runs the real binary over every command and
+// subcommand of the commands table, in every way of asking for help: each
+// prints its own usage on stdout, nothing on stderr, and exits 0.
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	t.Parallel()
+	type ask struct {
+		args []string
+		want string // the usage printed names this
+	}
+	asks := []ask{
+		{[]string{"help"}, "zot -p|--print"},
+		{[]string{"--help"}, "zot -p|--print"},
+		{[]string{"-h"}, "zot -p|--print"},
+		{[]string{"--rpc", "--help"}, "zot rpc [flags]"},
+	}
+	for _, name := range commandNames() {
+		c := commands[name]
+		cmd := "zot " + name
+		asks = append(asks, ask{[]string{name, "--help"}, cmd}, ask{[]string{name, "-h"}, cmd}, ask{[]string{"help", name}, cmd})
+		for _, s := range c.help.subs {
+			if s.name == "help" {
+				asks = append(asks, ask{[]string{name, "help"}, cmd})
+				continue
+			}
+			sub := cmd + " " + s.name
+			asks = append(asks,
+				ask{[]string{name, s.name, "--help"}, sub},
+				ask{[]string{name, s.name, "-h"}, sub},
+				ask{[]string{name, "help", s.name}, sub},
+				ask{[]string{"help", name, s.name}, sub},
+			)
+		}
+	}
+	for _, a := range asks {
+		t.Run(strings.Join(a.args, " "), func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := newZotRun(t).run(a.args...)
+			if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage") || !strings.Contains(stdout, a.want) {
+				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant exit 0, no stderr, usage naming %q", code, stderr, stdout, a.want)
+			}
+		})
+	}
+}
+
+// TestHelpListsEveryCommand: a command named in zot --help that is not
+// in the commands table would not answer --help the same way.
+func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  zot ([a-z]+)`).FindAllStringSubmatch(helpText(), -1) {
+		named[m[1]] = true
+	}
+	for name := range named {
+		if _, ok := commands[name]; !ok && name != "help" && name != "version" {
+			t.Errorf("zot --help names zot %s, which is not in the commands table", name)
+		}
+	}
+	for name := range commands {
+		if !named[name] {
+			t.Errorf("zot --help does not list zot %s", name)
+		}
+	}
+}
+
+// TestHelpAndVersionWords: `zot help` and `zot version` are not prompts;
+// a prompt that starts with either word is refused with how to send it,
+// and one in quotes, or later on the line, stays a prompt.
+func TestHelpAndVersionWords(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	if stdout, stderr, code := z.run("version"); code != 0 || stdout != "zot "+version+"\n" || stderr != "" {
+		t.Errorf("zot version: exit %d %q %q", code, stdout, stderr)
+	}
+	if _, stderr, code := z.run("help", "me", "fix", "this"); code != 2 || !strings.Contains(stderr, `zot "help me fix this"`) {
+		t.Errorf("zot help me fix this: exit %d %q", code, stderr)
+	}
+	if _, stderr, code := z.run("version", "bump"); code != 2 || !strings.Contains(stderr, `zot "version bump"`) {
+		t.Errorf("zot version bump: exit %d %q", code, stderr)
+	}
+	// Without a terminal, a prompt reaches the TUI's refusal: it was read
+	// as a prompt, not as a command.
+	if _, stderr, code := z.run("help me fix this"); code != 2 || !strings.Contains(stderr, "needs a terminal") {
+		t.Errorf(`zot "help me fix this": exit %d %q`, code, stderr)
+	}
+	// After --, -h belongs to the command line being checked.
+	if stdout, _, _ := z.run("validate", "--", "ls", "-h"); strings.Contains(stdout, "Usage") {
+		t.Errorf("zot validate -- ls -h printed the usage:\n%s", stdout)
+	}
+}
