@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -93,5 +95,36 @@ func TestHelpAndVersionWords(t *testing.T) {
 	// After --, -h belongs to the command line being checked.
 	if stdout, _, _ := z.run("validate", "--", "ls", "-h"); strings.Contains(stdout, "Usage") {
 		t.Errorf("zot validate -- ls -h printed the usage:\n%s", stdout)
+	}
+}
+
+// TestToolsPatternThatMatchesNothing: `--tools nonexistent` is a usage
+// error naming the tools there are, not a run with no tools; an MCP
+// server's tools count by their prefix before the server is ready.
+func TestToolsPatternThatMatchesNothing(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	writeFile(t, filepath.Join(z.cwd, "servers.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s}}`, fakeServer(t, "normal", t.TempDir(), "")), 0o644)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})}, replayStep{Events: anthropicEvents(gen{Text: "ok"})}, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	for _, tt := range []struct {
+		tools  string
+		code   int
+		stderr string
+	}{
+		{"nonexistent", 2, "--tools: nonexistent matches no tool; the tools are bash, edit, read, skill, write, mcp__fake__* (MCP)"},
+		{"read,mcp__other__*", 2, "--tools: mcp__other__* matches no tool"},
+		{"mcp__fake", 2, "mcp__fake matches no tool"},
+		{"[", 2, "[ matches no tool"},
+		{"read,b*", 0, ""},
+		{"mcp__fake__*", 0, ""},
+		{"mcp__fake__echo", 0, ""},
+	} {
+		_, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--no-mcp", "--mcp-config", "servers.json", "--tools", tt.tools, "hi")...)
+		if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+			t.Errorf("--tools %s: exit %d %q; want %d with %q", tt.tools, code, stderr, tt.code, tt.stderr)
+		}
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("%d model requests; want 3, one per accepted --tools", n)
 	}
 }

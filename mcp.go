@@ -807,7 +807,7 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage, progress func(s
 // refuse replaced by "_"; a name past mcpMaxToolName keeps its start and
 // ends in a hash of the whole, so it stays unique.
 func mcpToolName(server, tool string) string {
-	name := "mcp__" + mcpSlug(server) + "__" + mcpSlug(tool)
+	name := mcpToolPrefix(server) + mcpSlug(tool)
 	if len(name) <= mcpMaxToolName {
 		return name
 	}
@@ -815,6 +815,9 @@ func mcpToolName(server, tool string) string {
 	h.Write([]byte(name))
 	return fmt.Sprintf("%s_%08x", name[:mcpMaxToolName-9], h.Sum32())
 }
+
+// mcpToolPrefix starts the name of every tool of the server.
+func mcpToolPrefix(server string) string { return "mcp__" + mcpSlug(server) + "__" }
 
 func mcpSlug(s string) string {
 	return strings.Map(func(r rune) rune {

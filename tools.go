@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,6 +149,23 @@ func (r *ToolRegistry) List() []Tool {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
+}
+
+// Names are the names of every tool registered, whether the filter lets
+// the model see it or not.
+func (r *ToolRegistry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var names []string
+	for _, s := range r.sources {
+		for _, t := range s.tools {
+			if !slices.Contains(names, t.Name()) {
+				names = append(names, t.Name())
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Specs describes the visible tools for a provider request.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +46,9 @@ type setup struct {
 	session *Session
 	skills  []Skill
 	notes   []string // things the user should know (session repairs)
+	// mcpPrefixes start the names of the tools the MCP servers will
+	// register when they are ready (mcp__<server>__).
+	mcpPrefixes []string
 }
 
 // newSetup builds the provider, the tools and the agent the options ask
@@ -144,6 +149,48 @@ func chooseProvider(o options, cfg userConfig) string {
 		return "openai"
 	}
 	return "anthropic"
+}
+
+// checkToolPatterns refuses a --tools pattern that matches no tool, which
+// would silently leave the model without the tools the user meant. It runs
+// once the plugins have started: an extension's tools are registered by
+// then, and an MCP server's tools, which join when it is ready, count by
+// their prefix.
+func (s *setup) checkToolPatterns() error {
+	if s.opts.tools == "" || s.opts.noTools {
+		return nil
+	}
+	names := s.agent.Tools.Names()
+	var unmatched []string
+	for _, p := range splitList(s.opts.tools) {
+		if !slices.ContainsFunc(names, toolFilter([]string{p})) && !slices.ContainsFunc(s.mcpPrefixes, func(prefix string) bool { return patternCouldMatchPrefix(p, prefix) }) {
+			unmatched = append(unmatched, p)
+		}
+	}
+	if len(unmatched) == 0 {
+		return nil
+	}
+	there := names
+	for _, p := range s.mcpPrefixes {
+		there = append(there, p+"* (MCP)")
+	}
+	return usageError{fmt.Sprintf("--tools: %s matches no tool; the tools are %s", strings.Join(unmatched, ", "), strings.Join(there, ", "))}
+}
+
+// patternCouldMatchPrefix says whether a --tools pattern may match some
+// tool whose name starts with prefix: the pattern's literal start and the
+// prefix agree as far as both go.
+func patternCouldMatchPrefix(pattern, prefix string) bool {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return false
+	}
+	literal := pattern
+	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+		literal = pattern[:i]
+	} else if len(pattern) <= len(prefix) {
+		return false // a whole name, and too short to be one of the server's
+	}
+	return strings.HasPrefix(prefix, literal) || strings.HasPrefix(literal, prefix)
 }
 
 // splitList reads a comma-separated flag value.
@@ -254,6 +301,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancelRun()
 	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
 	defer stopPlugins()
+	if err := s.checkToolPatterns(); err != nil {
+		return fail(stderr, err)
+	}
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 
@@ -381,6 +431,9 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.Notify(rpcNote{Extension: "hooks", Level: level, Message: msg})
 	})
 	defer stopPlugins()
+	if err := s.checkToolPatterns(); err != nil {
+		return fail(stderr, err)
+	}
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
@@ -422,6 +475,9 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	t := newTUI(s.tuiConfig(), out)
 	stop := s.plugTUI(t)
 	defer stop()
+	if err := s.checkToolPatterns(); err != nil {
+		return fail(stderr, err)
+	}
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }
 
@@ -519,6 +575,9 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 // tools join the agent's registry as each server gets ready.
 func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
 	servers, problems := loadMCPConfigs(MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP})
+	for _, c := range servers {
+		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
+	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
 	return m
