@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -127,4 +130,87 @@ func TestToolsPatternThatMatchesNothing(t *testing.T) {
 	if n := len(srv.Requests()); n != 3 {
 		t.Errorf("%d model requests; want 3, one per accepted --tools", n)
 	}
+}
+
+// TestDocumentedUsageErrors runs every example of docs/usage.md's list of
+// usage errors, without a terminal (its own session: no /dev/tty either),
+// and checks each exits 2 without a model request: the list says what
+// exits 2, and the examples do. The configured provider is a server that
+// counts what reaches it.
+func TestDocumentedUsageErrors(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("docs/usage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "### Usage errors")
+	section, _, _ = strings.Cut(section, "\n\n## ")
+	var examples []string
+	for _, line := range strings.Split(section, "\n") {
+		if cells := strings.Split(line, "|"); len(cells) == 4 {
+			for _, m := range regexp.MustCompile("`([A-Z_]+= )?zot[^`]*`").FindAllString(cells[2], -1) {
+				examples = append(examples, strings.Trim(m, "`"))
+			}
+		}
+	}
+	if len(examples) < 20 {
+		t.Fatalf("found %d examples in docs/usage.md's usage errors: %q", len(examples), examples)
+	}
+	srv := startReplay(t)
+	for _, ex := range examples {
+		t.Run(ex, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			writeFile(t, filepath.Join(z.home, "config.json"), fmt.Sprintf(`{"provider": "anthropic", "base_url": %q}`, srv.URL), 0o600)
+			z.env = append(z.env, "ANTHROPIC_API_KEY=test-key")
+			words := shellWords(t, ex)
+			for len(words) > 0 && strings.Contains(words[0], "=") {
+				z.env = append(z.env, words[0])
+				words = words[1:]
+			}
+			cmd := z.cmd(words[1:]...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if code := exitCode(err); code != 2 || stderr.Len() == 0 {
+				t.Errorf("%s: exit %d, stderr %q; want 2 and a message", ex, code, stderr.String())
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if n := len(srv.Requests()); n > 0 {
+			t.Errorf("%d model requests went out; a usage error sends none", n)
+		}
+	})
+}
+
+// shellWords splits an example command line as sh would, for the plain
+// words and single quotes the docs use.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, w.String())
+			}
+			w.Reset()
+			inWord = false
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
 }

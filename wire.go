@@ -283,12 +283,16 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	pick, err := pickSessionFromTTY(o.resume, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer s.close()
-	if err := s.openSession(true, pickSessionFromTTY(stderr)); err != nil {
+	if err := s.openSession(true, pick); err != nil {
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
@@ -399,12 +403,16 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	pick, err := pickSessionFromTTY(o.resume, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer s.close()
-	if err := s.openSession(false, pickSessionFromTTY(stderr)); err != nil {
+	if err := s.openSession(false, pick); err != nil {
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
@@ -708,11 +716,22 @@ func fail(stderr io.Writer, err error) int {
 
 // pickSessionFromTTY shows the numbered session list and reads a choice
 // from the terminal, which stays free even when stdin carries the prompt.
-func pickSessionFromTTY(stderr io.Writer) func([]SessionInfo) (int, error) {
+// Without a terminal, --resume is a usage error, found before anything
+// starts, like the TUI's own refusal.
+func pickSessionFromTTY(resume bool, stderr io.Writer) (func([]SessionInfo) (int, error), error) {
+	errNoTTY := usageError{"--resume needs a terminal to choose a session from; use --session PATH or --continue"}
+	if !resume {
+		return nil, nil
+	}
+	tty, err := os.Open("/dev/tty")
+	if err != nil {
+		return nil, errNoTTY
+	}
+	tty.Close()
 	return func(list []SessionInfo) (int, error) {
 		tty, err := os.Open("/dev/tty")
 		if err != nil {
-			return 0, errors.New("--resume needs a terminal to choose from; use --session PATH or --continue")
+			return 0, errNoTTY
 		}
 		defer tty.Close()
 		fmt.Fprint(stderr, FormatSessionList(list, time.Now()))
@@ -722,7 +741,7 @@ func pickSessionFromTTY(stderr io.Writer) func([]SessionInfo) (int, error) {
 			return 0, errors.New("no session chosen")
 		}
 		return n - 1, nil
-	}
+	}, nil
 }
 
 // catchSIGPIPE keeps a reader that goes away (`zot --json | head`) from
