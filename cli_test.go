@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -213,4 +215,33 @@ func shellWords(t *testing.T, line string) []string {
 		words = append(words, w.String())
 	}
 	return words
+}
+
+// TestJailRefusalNamesWhatTheReaderCanDo: outside the TUI the jail's
+// refusal names --jail, never the TUI's /unjail; in the TUI, /unjail.
+func TestJailRefusalNamesWhatTheReaderCanDo(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t,
+		toolStep("t1", "read", obj{"path": "/etc/hostname"}),
+		replayStep{Events: anthropicEvents(gen{Text: "refused"})})
+	stdout, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "--json", "--jail", "read it")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var result string
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.Contains(line, `"type":"tool_result"`) {
+			result = line
+		}
+	}
+	if !strings.Contains(result, "outside the working directory") || !strings.Contains(result, "without --jail") || strings.Contains(result, "unjail") {
+		t.Errorf("tool_result = %s", result)
+	}
+
+	tui, _ := newTestTUI(t, 80, 24)
+	read, _ := tui.agent.Tools.Lookup("read")
+	tui.cfg.ToolEnv.SetJail(true)
+	if r := read.Run(context.Background(), json.RawMessage(`{"path":"/etc/hostname"}`), nil); !strings.Contains(textOf(r), "/unjail to allow") {
+		t.Errorf("in the TUI: %s", textOf(r))
+	}
 }

@@ -224,6 +224,10 @@ const (
 type ToolEnv struct {
 	Cwd  string
 	jail atomic.Bool
+	// JailHint ends the jail's refusal with what its reader can do about
+	// it, in the terms of the mode: the TUI's /unjail, the command line's
+	// --jail. Set it before the tools run.
+	JailHint string
 
 	spillMu sync.Mutex
 	spills  []string
@@ -321,7 +325,11 @@ func (e *ToolEnv) resolve(p string) (string, error) {
 			root = filepath.Clean(e.Cwd)
 		}
 		if real != root && root != "/" && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-			return "", fmt.Errorf("path %s is outside the working directory (jail is on; /unjail to allow)", p)
+			hint := ""
+			if e.JailHint != "" {
+				hint = "; " + e.JailHint
+			}
+			return "", fmt.Errorf("path %s is outside the working directory (the jail is on%s)", p, hint)
 		}
 	}
 	return real, nil

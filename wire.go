@@ -109,6 +109,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// use to any session still running.
 	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	// Who reads a refusal outside the TUI (which sets its own) can only
+	// start zot again.
+	s.toolEnv.JailHint = "zot was started with --jail: run it without --jail, or with --cwd set to a directory that holds the path"
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
