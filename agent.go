@@ -1166,20 +1166,45 @@ type SystemPromptOptions struct {
 }
 
 const defaultSystemPrompt = `You are zot, a coding agent working in a terminal on the user's machine.
-Work in the current directory: %s
-Tools: %s.
-- read files before you change them; prefer edit for changes to existing files and write for new ones.
-- run commands with bash to build, test and inspect; keep output small (use head, grep, -q).
-- be concise; show the user what changed and how you checked it.`
+Work in the current directory: %s`
+
+// promptAdvice is the built-in prompt's advice, each line given only when
+// the model has the tools it speaks of: advice about a tool the model
+// lacks sends it looking for one.
+var promptAdvice = []struct {
+	when func(has func(string) bool) bool
+	text string
+}{
+	{func(has func(string) bool) bool { return has("read") && (has("edit") || has("write")) }, "read files before you change them."},
+	{func(has func(string) bool) bool { return has("edit") && has("write") }, "prefer edit for changes to existing files and write for new ones."},
+	{func(has func(string) bool) bool { return has("bash") }, "run commands with bash to build, test and inspect; keep output small (use head, grep, -q)."},
+	{func(has func(string) bool) bool { return has("edit") || has("write") || has("bash") }, "show the user what changed and how you checked it."},
+	{func(func(string) bool) bool { return true }, "be concise."},
+}
+
+// defaultPrompt is the built-in system prompt for the tools the model has.
+func defaultPrompt(cwd string, tools []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, defaultSystemPrompt, cwd)
+	if len(tools) == 0 {
+		b.WriteString("\nYou have no tools in this session: you cannot read or change files or run commands, so answer from what the user gives you.")
+	} else {
+		fmt.Fprintf(&b, "\nTools: %s.", strings.Join(tools, ", "))
+	}
+	has := func(name string) bool { return slices.Contains(tools, name) }
+	for _, a := range promptAdvice {
+		if a.when(has) {
+			b.WriteString("\n- " + a.text)
+		}
+	}
+	return b.String()
+}
 
 // BuildSystemPrompt assembles the system prompt: the built-in default (or
 // $ZOT_HOME/SYSTEM.md, or --system-prompt), then appended text, then the
 // AGENTS.md / CLAUDE.md files of the cwd and its parents, outermost first.
 func BuildSystemPrompt(o SystemPromptOptions) string {
-	base := fmt.Sprintf(defaultSystemPrompt, o.Cwd, strings.Join(o.Tools, ", "))
-	if len(o.Tools) == 0 {
-		base = strings.Replace(base, "Tools: .", "You have no tools in this session.", 1)
-	}
+	base := defaultPrompt(o.Cwd, o.Tools)
 	if o.Home != "" {
 		if b, err := os.ReadFile(filepath.Join(o.Home, "SYSTEM.md")); err == nil {
 			base = string(b)

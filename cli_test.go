@@ -245,3 +245,29 @@ func TestJailRefusalNamesWhatTheReaderCanDo(t *testing.T) {
 		t.Errorf("in the TUI: %s", textOf(r))
 	}
 }
+
+// TestNoToolsPromptSpeaksOfNone: with --no-tools the request offers no
+// tools and its system prompt gives no advice about any.
+func TestNoToolsPromptSpeaksOfNone(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	if _, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "-p", "--no-tools", "hi")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var body struct {
+		System []struct{ Text string } `json:"system"`
+		Tools  []any                   `json:"tools"`
+	}
+	if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil || len(body.System) == 0 {
+		t.Fatalf("request %s: %v", srv.Requests()[0].Body, err)
+	}
+	system := body.System[0].Text
+	for _, word := range []string{"read files", "edit", "write", "bash", "Tools:"} {
+		if strings.Contains(system, word) {
+			t.Errorf("the system prompt speaks of %q:\n%s", word, system)
+		}
+	}
+	if len(body.Tools) != 0 || !strings.Contains(system, "no tools") {
+		t.Errorf("tools %v, system prompt:\n%s", body.Tools, system)
+	}
+}
