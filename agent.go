@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -108,7 +110,21 @@ type Usage struct {
 	Output     int     `json:"output"`
 	CacheRead  int     `json:"cache_read"`
 	CacheWrite int     `json:"cache_write"`
-	CostUSD    float64 `json:"cost_usd"`
+	CostUSD    USD     `json:"cost_usd"`
+}
+
+// USD is an amount of dollars. Sums of prices carry binary noise
+// (0.000376 + … = 0.00037600000000000003); in JSON it is rounded to a
+// billionth of a dollar, far below any price, and written as the shortest
+// decimal that reads back as that value.
+type USD float64
+
+func (d USD) MarshalJSON() ([]byte, error) {
+	v := math.Round(float64(d)*1e9) / 1e9
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		v = 0 // no price makes either; JSON has no way to say them
+	}
+	return strconv.AppendFloat(nil, v, 'f', -1, 64), nil
 }
 
 func (u *Usage) Add(o Usage) {
@@ -902,7 +918,7 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 
 func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 	a.mu.Lock()
-	u.CostUSD = lookupModel(a.Provider.Name(), a.Model).Cost(u)
+	u.CostUSD = USD(lookupModel(a.Provider.Name(), a.Model).Cost(u))
 	a.cumulative.Add(u)
 	a.lastInput = u.ContextTokens()
 	cum := a.cumulative

@@ -271,3 +271,38 @@ func TestNoToolsPromptSpeaksOfNone(t *testing.T) {
 		t.Errorf("tools %v, system prompt:\n%s", body.Tools, system)
 	}
 }
+
+// TestCostsAreShortDecimals: five calls of 0.0006525 dollars sum to
+// 0.0032624999999999998 in float64; events carry 0.0032625.
+func TestCostsAreShortDecimals(t *testing.T) {
+	t.Parallel()
+	var steps []replayStep
+	for i := range 4 {
+		steps = append(steps, toolStep(fmt.Sprint("t", i), "bash", obj{"command": "true"}))
+	}
+	srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
+	stdout, stderr, code := newZotRun(t).run(append(anthropicFlags(srv), "--json", "go")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	costs := regexp.MustCompile(`"cost_usd":([^,}]*)`).FindAllStringSubmatch(stdout, -1)
+	if len(costs) != 10 {
+		t.Fatalf("%d costs in:\n%s", len(costs), stdout)
+	}
+	for _, c := range costs {
+		if _, frac, _ := strings.Cut(c[1], "."); len(frac) > 9 || strings.ContainsAny(c[1], "eE") {
+			t.Errorf("cost_usd %s is not a short decimal", c[1])
+		}
+	}
+	if !strings.Contains(stdout, `"cost_usd":0.0032625}`) {
+		t.Errorf("the last cumulative cost is not 0.0032625:\n%s", stdout)
+	}
+	for _, tt := range []struct {
+		in   USD
+		want string
+	}{{0.00037600000000000003, "0.000376"}, {0, "0"}, {12.5, "12.5"}, {1e-10, "0"}, {3e-9, "0.000000003"}} {
+		if b, _ := json.Marshal(tt.in); string(b) != tt.want {
+			t.Errorf("USD(%v) = %s, want %s", float64(tt.in), b, tt.want)
+		}
+	}
+}
