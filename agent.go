@@ -106,11 +106,11 @@ func (m Message) isPrompt() bool {
 
 // Usage counts tokens of one provider call or of a whole session.
 type Usage struct {
-	Input      int     `json:"input"`
-	Output     int     `json:"output"`
-	CacheRead  int     `json:"cache_read"`
-	CacheWrite int     `json:"cache_write"`
-	CostUSD    USD     `json:"cost_usd"`
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	CacheRead  int `json:"cache_read"`
+	CacheWrite int `json:"cache_write"`
+	CostUSD    USD `json:"cost_usd"`
 }
 
 // USD is an amount of dollars. Sums of prices carry binary noise
