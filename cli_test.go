@@ -306,3 +306,23 @@ func TestCostsAreShortDecimals(t *testing.T) {
 		}
 	}
 }
+
+// TestBaseURLWithoutKeySendsNoKeyHeader: a server given with --base-url
+// and no key gets no key header at all, not an empty one.
+func TestBaseURLWithoutKeySendsNoKeyHeader(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ provider, header string }{{"anthropic", "X-Api-Key"}, {"openai", "Authorization"}} {
+		events := anthropicEvents(gen{Text: "ok"})
+		if tt.provider == "openai" {
+			events = openaiEvents(gen{Text: "ok"})
+		}
+		srv := startReplay(t, replayStep{Events: events})
+		stdout, stderr, code := newZotRun(t).run("-p", "--provider", tt.provider, "--model", "m", "--base-url", srv.URL, "hi")
+		if code != 0 || stdout != "ok\n" {
+			t.Fatalf("%s: exit %d %q %q", tt.provider, code, stdout, stderr)
+		}
+		if v, present := srv.Requests()[0].Header[tt.header]; present {
+			t.Errorf("%s: %s header %q sent without a key", tt.provider, tt.header, v)
+		}
+	}
+}
