@@ -326,3 +326,26 @@ func TestBaseURLWithoutKeySendsNoKeyHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestExtCheckSaysWhatIsMissing: a directory that does not exist, and a Go
+// example not built yet, each get a message that says what to do.
+func TestExtCheckSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	missing := filepath.Join(z.cwd, "nonexistent")
+	if stdout, _, code := z.run("ext", "check", missing); code != 1 || !strings.Contains(stdout, "directory "+missing+" does not exist") {
+		t.Errorf("check %s: exit %d\n%s", missing, code, stdout)
+	}
+	unbuilt := filepath.Join(z.cwd, "calc-go")
+	for _, f := range []string{"extension.json", "go.mod", "main.go"} {
+		b, err := os.ReadFile(filepath.Join("examples/extensions/calc-go", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(unbuilt, f), string(b), 0o644)
+	}
+	want := "exec " + filepath.Join(unbuilt, "calc") + " is missing: it is a Go program that was not built: run `go build -o calc .` in " + unbuilt
+	if stdout, _, code := z.run("ext", "check", unbuilt); code != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("check the unbuilt example: exit %d\n%s\nwant %q", code, stdout, want)
+	}
+}

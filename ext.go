@@ -176,6 +176,11 @@ func parseManifest(dir, scope string) (*extManifest, error) {
 	path := filepath.Join(dir, "extension.json")
 	f, err := os.Open(path)
 	if err != nil {
+		if st, serr := os.Stat(dir); serr != nil {
+			return nil, fmt.Errorf("directory %s does not exist", dir)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory (give the extension's directory)", dir)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no extension.json in this directory", dir)
 		}
