@@ -170,6 +170,9 @@ const (
 	EventError            EventType = "error"
 	EventCompactDone      EventType = "compact_done"
 	EventExtNotify        EventType = "ext_notify"
+	// EventMessageBlocked says that an interceptor withheld the assistant's
+	// message from the user, and why (the message stays in the transcript).
+	EventMessageBlocked EventType = "assistant_message_blocked"
 )
 
 // Event is one thing that happened while the agent worked. Its JSON encoding
@@ -195,6 +198,7 @@ type Event struct {
 	Summary    string
 	Extension  string
 	Level      string
+	Reason     string
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -279,6 +283,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			typ
 			Message string `json:"message"`
 		}{t, e.Message})
+	case EventMessageBlocked:
+		return json.Marshal(struct {
+			typ
+			Reason string `json:"reason"`
+		}{t, e.Reason})
 	case EventCompactDone:
 		return json.Marshal(struct {
 			typ
@@ -522,6 +531,9 @@ type Agent struct {
 	BeforeTurn             func(ctx context.Context, step int) (block bool, reason string)
 	BeforeToolExecute      func(ctx context.Context, call ToolCall) ToolDecision
 	AfterToolExecute       func(ctx context.Context, rec *ToolRecord)
+	// BeforeAssistantMessage may rewrite the text the user sees of the
+	// assistant's message, or block it; when it blocks, shown is the reason
+	// the user is told.
 	BeforeAssistantMessage func(ctx context.Context, text string) (shown string, block bool)
 	// HoldText says whether this turn's text deltas wait for
 	// BeforeAssistantMessage (e.g. only while an extension intercepts
@@ -900,6 +912,9 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 		text := msg.Text()
 		replacement, block := a.BeforeAssistantMessage(ctx, text)
 		if block {
+			if replacement != "" && ctx.Err() == nil {
+				emit(Event{Type: EventMessageBlocked, Reason: replacement})
+			}
 			replacement = ""
 		}
 		shown.Content = nil

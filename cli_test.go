@@ -349,3 +349,32 @@ func TestExtCheckSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("check the unbuilt example: exit %d\n%s\nwant %q", code, stdout, want)
 	}
 }
+
+// TestBlockedAssistantMessageShowsItsReason: an assistant_message
+// interceptor that blocks has its reason shown in every mode: stderr in
+// -p (and no empty line on stdout), an event in --json, a line in the TUI.
+func TestBlockedAssistantMessageShowsItsReason(t *testing.T) {
+	t.Parallel()
+	guard := scriptedExt(t, "guard", obj{
+		"frames":    []obj{{"type": "subscribe", "intercept": []string{"assistant_message"}}},
+		"intercept": obj{"assistant_message": []obj{{"match": "SECRET", "reply": obj{"block": true, "reason": "it names a secret\x1b[31m"}}}},
+	})
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "the key is SECRET"})})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--ext", guard, "tell me")...)
+	want := `extension "guard" blocked the assistant's message: it names a secret`
+	if code != 0 || stdout != "" || !strings.Contains(stderr, "zot: "+want+"\n") {
+		t.Errorf("-p: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	stdout, stderr, code = z.run(append(anthropicFlags(srv), "--json", "--ext", guard, "tell me")...)
+	reason, _ := json.Marshal(want + "\x1b[31m")
+	if code != 0 || !strings.Contains(stdout, `{"type":"assistant_message_blocked","reason":`+string(reason)+`}`) {
+		t.Errorf("--json: exit %d %s\n%s", code, stderr, stdout)
+	}
+
+	tui, v := newTestTUI(t, 80, 24)
+	feed(tui, Event{Type: EventMessageBlocked, Reason: want + "\x1b[31m"})
+	if screen := v.String(); !strings.Contains(screen, want) || strings.Contains(screen, "\x1b") {
+		t.Errorf("the TUI shows:\n%s", screen)
+	}
+}

@@ -326,8 +326,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	} else {
 		sink = func(e Event) {
-			if e.Type == EventAssistantMessage {
+			switch e.Type {
+			case EventAssistantMessage:
 				final = Message{Content: e.Content}.Text()
+			case EventMessageBlocked:
+				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
 			}
 		}
 	}
