@@ -527,10 +527,10 @@ type Agent struct {
 	Reasoning string
 
 	// Hooks. Each may be nil.
-	BeforePrompt           func(ctx context.Context, text string) (block bool, reason string, extra string)
-	BeforeTurn             func(ctx context.Context, step int) (block bool, reason string)
-	BeforeToolExecute      func(ctx context.Context, call ToolCall) ToolDecision
-	AfterToolExecute       func(ctx context.Context, rec *ToolRecord)
+	BeforePrompt      func(ctx context.Context, text string) (block bool, reason string, extra string)
+	BeforeTurn        func(ctx context.Context, step int) (block bool, reason string)
+	BeforeToolExecute func(ctx context.Context, call ToolCall) ToolDecision
+	AfterToolExecute  func(ctx context.Context, rec *ToolRecord)
 	// BeforeAssistantMessage may rewrite the text the user sees of the
 	// assistant's message, or block it; when it blocks, shown is the reason
 	// the user is told.
