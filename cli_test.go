@@ -378,3 +378,42 @@ func TestBlockedAssistantMessageShowsItsReason(t *testing.T) {
 		t.Errorf("the TUI shows:\n%s", screen)
 	}
 }
+
+// TestFirstRequestWaitsForStartingMCPServers: -p, --json and the first
+// prompt of rpc wait, bounded, for MCP servers still starting, so the
+// first request offers their tools; one not ready in time is reported and
+// the run goes on without it.
+func TestFirstRequestWaitsForStartingMCPServers(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	writeFile(t, filepath.Join(z.cwd, "slow.json"), fmt.Sprintf(`{"mcpServers": {"slow": %s}}`, fakeServer(t, "slowinit", t.TempDir(), "")), 0o644)
+	writeFile(t, filepath.Join(z.cwd, "dead.json"), fmt.Sprintf(`{"mcpServers": {"dead": %s}}`, fakeServer(t, "noinit", t.TempDir(), "")), 0o644)
+	// A bound far past the server's second, so a loaded machine does not
+	// fail the test; the wait ends when the server is ready.
+	writeFile(t, filepath.Join(z.home, "config.json"), `{"mcp_wait": "2m"}`, 0o600)
+	offers := func(srv *replayServer, tool string) bool {
+		return strings.Contains(string(srv.Requests()[0].Body), `"name":"`+tool+`"`)
+	}
+	for _, mode := range []string{"-p", "--json", "rpc"} {
+		srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+		args := append(anthropicFlags(srv), "--no-mcp", "--mcp-config", "slow.json")
+		z.stdin = ""
+		if mode == "rpc" {
+			args = append([]string{"rpc"}, args...)
+			z.stdin = `{"type":"prompt","message":"hi"}` + "\n"
+		} else {
+			args = append(args, mode, "hi")
+		}
+		_, stderr, code := z.run(args...)
+		if code != 0 || !offers(srv, "mcp__slow__echo") {
+			t.Errorf("%s: exit %d %s; the first request does not offer the slow server's tools:\n%s", mode, code, stderr, srv.Requests()[0].Body)
+		}
+	}
+
+	z.stdin = ""
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--no-mcp", "--mcp-config", "dead.json", "--mcp-wait", "300ms", "-p", "hi")...)
+	if code != 0 || stdout != "ok\n" || !strings.Contains(stderr, `mcp server "dead": not ready after 300ms`) || offers(srv, "mcp__dead__echo") {
+		t.Errorf("a server that does not start: exit %d %q %q", code, stdout, stderr)
+	}
+}

@@ -42,6 +42,7 @@ type options struct {
 	noSkills             bool
 	mcpConfigs           []string
 	noMCP                bool
+	mcpWait              *time.Duration // nil: config.json's, else defaultMCPWait
 	ext                  []string
 	noExt                bool
 	noYolo               bool
@@ -105,6 +106,14 @@ var flagTable = []flagSpec{
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
 	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
+	{"mcp-wait", "", "DURATION", "how long -p, --json, rpc and a prompt given on the command line wait for MCP servers still starting before the first model request (default 5s; 0 does not wait)", func(o *options, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("--mcp-wait needs a duration such as 5s, 30s or 0, not %q", v)
+		}
+		o.mcpWait = &d
+		return nil
+	}},
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},

@@ -49,7 +49,15 @@ type setup struct {
 	// mcpPrefixes start the names of the tools the MCP servers will
 	// register when they are ready (mcp__<server>__).
 	mcpPrefixes []string
+	mcp         *MCPManager
+	mcpStatus   func(server, level, msg string)
+	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 }
+
+// defaultMCPWait bounds the wait for MCP servers before a run's first
+// model request: long enough for a server started with npx or uvx from a
+// warm cache, short enough that a broken one does not stall every run.
+const defaultMCPWait = 5 * time.Second
 
 // newSetup builds the provider, the tools and the agent the options ask
 // for; problems that are not fatal go to stderr.
@@ -70,6 +78,16 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	cfg, err := loadConfig(s.home)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
+	s.mcpWait = defaultMCPWait
+	switch d, err := time.ParseDuration(cfg.MCPWait); {
+	case o.mcpWait != nil:
+		s.mcpWait = *o.mcpWait
+	case cfg.MCPWait == "":
+	case err != nil || d < 0:
+		fmt.Fprintf(stderr, "zot: config.json: mcp_wait %q is not a duration such as \"5s\" (ignored)\n", cfg.MCPWait)
+	default:
+		s.mcpWait = d
 	}
 	s.provider = chooseProvider(o, cfg)
 	if s.provider != "anthropic" && s.provider != "openai" && s.provider != "ollama" {
@@ -311,6 +329,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := s.checkToolPatterns(); err != nil {
 		return fail(stderr, err)
 	}
+	s.awaitMCPBeforeFirstTurn()
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 
@@ -448,6 +467,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := s.checkToolPatterns(); err != nil {
 		return fail(stderr, err)
 	}
+	s.awaitMCPBeforeFirstTurn()
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
@@ -491,6 +511,9 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	if err := s.checkToolPatterns(); err != nil {
 		return fail(stderr, err)
+	}
+	if len(o.prompt) > 0 {
+		s.awaitMCPBeforeFirstTurn()
 	}
 	return t.Run(in, out, strings.Join(o.prompt, " "), resume)
 }
@@ -594,7 +617,42 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
+	s.mcp, s.mcpStatus = m, onStatus
 	return m
+}
+
+// awaitMCPBeforeFirstTurn makes the first model request wait, at most
+// s.mcpWait, for the MCP servers still starting: a one-shot run must offer
+// their tools on the turn where the model plans. A server not ready by then
+// is reported, and its tools join when it is. The TUI, where the user types
+// first, calls it only for a prompt given on the command line.
+func (s *setup) awaitMCPBeforeFirstTurn() {
+	var once sync.Once
+	prev := s.agent.BeforeTurn
+	s.agent.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
+		once.Do(func() { s.awaitMCP(ctx) })
+		if prev != nil {
+			return prev(ctx, step)
+		}
+		return false, ""
+	}
+}
+
+func (s *setup) awaitMCP(ctx context.Context) {
+	if s.mcp == nil || s.mcpWait <= 0 {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, s.mcpWait)
+	defer cancel()
+	s.mcp.waitSettled(wait)
+	if ctx.Err() != nil {
+		return
+	}
+	for _, st := range s.mcp.Status() {
+		if st.State == MCPStarting {
+			s.mcpStatus(st.Name, "warning", fmt.Sprintf("not ready after %s: the first model request goes without its tools, which join when it is ready (--mcp-wait waits longer)", s.mcpWait))
+		}
+	}
 }
 
 // startExtensions starts the extensions the command line asks for (--ext,
