@@ -12,8 +12,9 @@ import (
 
 // What every zot command shares: the version, the exit statuses, usage
 // errors, the flag reader of the management commands (zot ext, mcp,
-// skills, validate) and the signals that stop a command. main.go
-// dispatches the commands; the plugins that own them use these.
+// skills, validate), how a command answers -h/--help (commandHelp, below)
+// and the signals that stop a command. main.go dispatches the commands;
+// the plugins that own them use these.
 
 const version = "0.1.0"
 
