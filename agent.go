@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,11 +106,25 @@ func (m Message) isPrompt() bool {
 
 // Usage counts tokens of one provider call or of a whole session.
 type Usage struct {
-	Input      int     `json:"input"`
-	Output     int     `json:"output"`
-	CacheRead  int     `json:"cache_read"`
-	CacheWrite int     `json:"cache_write"`
-	CostUSD    float64 `json:"cost_usd"`
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	CacheRead  int `json:"cache_read"`
+	CacheWrite int `json:"cache_write"`
+	CostUSD    USD `json:"cost_usd"`
+}
+
+// USD is an amount of dollars. Sums of prices carry binary noise
+// (0.000376 + … = 0.00037600000000000003); in JSON it is rounded to a
+// billionth of a dollar, far below any price, and written as the shortest
+// decimal that reads back as that value.
+type USD float64
+
+func (d USD) MarshalJSON() ([]byte, error) {
+	v := math.Round(float64(d)*1e9) / 1e9
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		v = 0 // no price makes either; JSON has no way to say them
+	}
+	return strconv.AppendFloat(nil, v, 'f', -1, 64), nil
 }
 
 func (u *Usage) Add(o Usage) {
@@ -155,6 +171,9 @@ const (
 	EventError            EventType = "error"
 	EventCompactDone      EventType = "compact_done"
 	EventExtNotify        EventType = "ext_notify"
+	// EventMessageBlocked says that an interceptor withheld the assistant's
+	// message from the user, and why (the message stays in the transcript).
+	EventMessageBlocked EventType = "assistant_message_blocked"
 )
 
 // Event is one thing that happened while the agent worked. Its JSON encoding
@@ -182,6 +201,7 @@ type Event struct {
 	Level      string
 	Cwd        string // session_start
 	Sandbox    string // session_start
+	Reason     string
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -272,6 +292,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			typ
 			Message string `json:"message"`
 		}{t, e.Message})
+	case EventMessageBlocked:
+		return json.Marshal(struct {
+			typ
+			Reason string `json:"reason"`
+		}{t, e.Reason})
 	case EventCompactDone:
 		return json.Marshal(struct {
 			typ
@@ -511,10 +536,13 @@ type Agent struct {
 	Reasoning string
 
 	// Hooks. Each may be nil.
-	BeforePrompt           func(ctx context.Context, text string) (block bool, reason string, extra string)
-	BeforeTurn             func(ctx context.Context, step int) (block bool, reason string)
-	BeforeToolExecute      func(ctx context.Context, call ToolCall) ToolDecision
-	AfterToolExecute       func(ctx context.Context, rec *ToolRecord)
+	BeforePrompt      func(ctx context.Context, text string) (block bool, reason string, extra string)
+	BeforeTurn        func(ctx context.Context, step int) (block bool, reason string)
+	BeforeToolExecute func(ctx context.Context, call ToolCall) ToolDecision
+	AfterToolExecute  func(ctx context.Context, rec *ToolRecord)
+	// BeforeAssistantMessage may rewrite the text the user sees of the
+	// assistant's message, or block it; when it blocks, shown is the reason
+	// the user is told.
 	BeforeAssistantMessage func(ctx context.Context, text string) (shown string, block bool)
 	// HoldText says whether this turn's text deltas wait for
 	// BeforeAssistantMessage (e.g. only while an extension intercepts
@@ -925,6 +953,9 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 		text := msg.Text()
 		replacement, block := a.BeforeAssistantMessage(ctx, text)
 		if block {
+			if replacement != "" && ctx.Err() == nil {
+				emit(Event{Type: EventMessageBlocked, Reason: replacement})
+			}
 			replacement = ""
 		}
 		shown.Content = nil
@@ -943,7 +974,7 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 
 func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 	a.mu.Lock()
-	u.CostUSD = lookupModel(a.Provider.Name(), a.Model).Cost(u)
+	u.CostUSD = USD(lookupModel(a.Provider.Name(), a.Model).Cost(u))
 	a.cumulative.Add(u)
 	a.lastInput = u.ContextTokens()
 	cum := a.cumulative
@@ -1220,20 +1251,45 @@ type SystemPromptOptions struct {
 }
 
 const defaultSystemPrompt = `You are zot, a coding agent working in a terminal on the user's machine.
-Work in the current directory: %s
-Tools: %s.
-- read files before you change them; prefer edit for changes to existing files and write for new ones.
-- run commands with bash to build, test and inspect; keep output small (use head, grep, -q).
-- be concise; show the user what changed and how you checked it.`
+Work in the current directory: %s`
+
+// promptAdvice is the built-in prompt's advice, each line given only when
+// the model has the tools it speaks of: advice about a tool the model
+// lacks sends it looking for one.
+var promptAdvice = []struct {
+	when func(has func(string) bool) bool
+	text string
+}{
+	{func(has func(string) bool) bool { return has("read") && (has("edit") || has("write")) }, "read files before you change them."},
+	{func(has func(string) bool) bool { return has("edit") && has("write") }, "prefer edit for changes to existing files and write for new ones."},
+	{func(has func(string) bool) bool { return has("bash") }, "run commands with bash to build, test and inspect; keep output small (use head, grep, -q)."},
+	{func(has func(string) bool) bool { return has("edit") || has("write") || has("bash") }, "show the user what changed and how you checked it."},
+	{func(func(string) bool) bool { return true }, "be concise."},
+}
+
+// defaultPrompt is the built-in system prompt for the tools the model has.
+func defaultPrompt(cwd string, tools []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, defaultSystemPrompt, cwd)
+	if len(tools) == 0 {
+		b.WriteString("\nYou have no tools in this session: you cannot read or change files or run commands, so answer from what the user gives you.")
+	} else {
+		fmt.Fprintf(&b, "\nTools: %s.", strings.Join(tools, ", "))
+	}
+	has := func(name string) bool { return slices.Contains(tools, name) }
+	for _, a := range promptAdvice {
+		if a.when(has) {
+			b.WriteString("\n- " + a.text)
+		}
+	}
+	return b.String()
+}
 
 // BuildSystemPrompt assembles the system prompt: the built-in default (or
 // $ZOT_HOME/SYSTEM.md, or --system-prompt), then appended text, then the
 // AGENTS.md / CLAUDE.md files of the cwd and its parents, outermost first.
 func BuildSystemPrompt(o SystemPromptOptions) string {
-	base := fmt.Sprintf(defaultSystemPrompt, o.Cwd, strings.Join(o.Tools, ", "))
-	if len(o.Tools) == 0 {
-		base = strings.Replace(base, "Tools: .", "You have no tools in this session.", 1)
-	}
+	base := defaultPrompt(o.Cwd, o.Tools)
 	if o.Home != "" {
 		if b, err := os.ReadFile(filepath.Join(o.Home, "SYSTEM.md")); err == nil {
 			base = string(b)

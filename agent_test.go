@@ -681,6 +681,27 @@ func TestBuildSystemPrompt(t *testing.T) {
 		}
 		last = i
 	}
+	for _, tt := range []struct {
+		tools    []string
+		has, not []string
+	}{
+		{nil, []string{"no tools"}, []string{"Tools:", "read files", "edit", "write", "bash"}},
+		{[]string{"read"}, []string{"Tools: read.", "be concise"}, []string{"before you change", "edit", "bash", "what changed"}},
+		{[]string{"bash", "edit", "read", "write"}, []string{"read files before", "prefer edit", "run commands with bash", "what changed"}, []string{"no tools"}},
+	} {
+		p := BuildSystemPrompt(SystemPromptOptions{Cwd: sub, Tools: tt.tools})
+		for _, s := range tt.has {
+			if !strings.Contains(p, s) {
+				t.Errorf("tools %q: the prompt lacks %q:\n%s", tt.tools, s, p)
+			}
+		}
+		base, _, _ := strings.Cut(p, "Project context")
+		for _, s := range tt.not {
+			if strings.Contains(base, s) {
+				t.Errorf("tools %q: the prompt speaks of %q:\n%s", tt.tools, s, p)
+			}
+		}
+	}
 	os.WriteFile(filepath.Join(home, "SYSTEM.md"), []byte("custom base"), 0o644)
 	if p := BuildSystemPrompt(SystemPromptOptions{Cwd: sub, Home: home}); !strings.HasPrefix(p, "custom base") {
 		t.Errorf("SYSTEM.md did not replace the default:\n%s", p)

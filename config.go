@@ -42,6 +42,9 @@ type userConfig struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
 	BaseURL  string `json:"base_url,omitempty"`
+	// MCPWait is how long a run without the TUI waits for MCP servers
+	// before its first model request ("5s"; --mcp-wait wins).
+	MCPWait string `json:"mcp_wait,omitempty"`
 }
 
 // saveConfig remembers the user's choices in config.json, written whole;

@@ -176,6 +176,11 @@ func parseManifest(dir, scope string) (*extManifest, error) {
 	path := filepath.Join(dir, "extension.json")
 	f, err := os.Open(path)
 	if err != nil {
+		if st, serr := os.Stat(dir); serr != nil {
+			return nil, fmt.Errorf("directory %s does not exist", dir)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory (give the extension's directory)", dir)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no extension.json in this directory", dir)
 		}
@@ -871,7 +876,7 @@ func (m *ExtManager) Attach(a *Agent) {
 	a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) {
 		shown, block := m.beforeAssistantMessage(ctx, text)
 		if block {
-			return "", true
+			return shown, true
 		}
 		if prevMsg != nil {
 			return prevMsg(ctx, shown)
@@ -1069,9 +1074,10 @@ func (m *ExtManager) beforeTurn(ctx context.Context, step int) (bool, string) {
 }
 
 // beforeAssistantMessage is the assistant_message intercept chain: block
-// hides the message from the user, replace_text rewrites what the user sees
-// and the next interceptor gets the rewritten text. The transcript keeps
-// the original either way (the agent sees to that).
+// hides the message from the user, who is told the reason (returned in
+// place of the text), replace_text rewrites what the user sees and the
+// next interceptor gets the rewritten text. The transcript keeps the
+// original either way (the agent sees to that).
 func (m *ExtManager) beforeAssistantMessage(ctx context.Context, text string) (string, bool) {
 	if text == "" {
 		return "", false
@@ -1087,11 +1093,14 @@ func (m *ExtManager) beforeAssistantMessage(ctx context.Context, text string) (s
 		case err != nil && ctx.Err() != nil:
 			return "", true // never show what an interceptor did not get to see
 		case err != nil:
-			if block, _ := m.failed(p, extEventAssistantMessage, err); block {
-				return "", true
+			if block, reason := m.failed(p, extEventAssistantMessage, err); block {
+				return "the assistant's message is withheld: " + reason, true
 			}
 		case msg.Block:
-			return "", true
+			if msg.Reason == "" {
+				return fmt.Sprintf("the assistant's message was blocked by extension %q", p.name()), true
+			}
+			return fmt.Sprintf("extension %q blocked the assistant's message: %s", p.name(), msg.Reason), true
 		case msg.ReplaceText != "":
 			text = msg.ReplaceText
 		}

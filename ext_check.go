@@ -177,6 +177,9 @@ func (c *extChecker) start(dir, home string) bool {
 		c.warn("manifest", "\"enabled\": false: zot does not start it (checked anyway)")
 	}
 	execPath, err := resolveExec(mf)
+	if err == nil {
+		err = execExists(execPath)
+	}
 	if err != nil {
 		c.fail("spawn", "%v", err)
 		return false

@@ -132,7 +132,7 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 		warns []string
 	}{
 		{"no manifest", t.TempDir(), []string{"manifest: ", "no extension.json in this directory"}, nil},
-		{"exec not found", writeManifest(t, filepath.Join(t.TempDir(), "ghost"), obj{"name": "ghost", "exec": "./nowhere"}), []string{"spawn: start ", "nowhere"}, nil},
+		{"exec not found", writeManifest(t, filepath.Join(t.TempDir(), "ghost"), obj{"name": "ghost", "exec": "./nowhere"}), []string{"spawn: exec ", "nowhere is missing"}, nil},
 		{"silent", scriptExt(t, "silent", "nohello.sh"), []string{"hello: no frame within 500ms: the first line must be a hello frame"}, nil},
 		{"exits before hello", nohello, []string{"hello: it exited (exit status 3) before saying hello"}, nil},
 		{"first line not hello", scriptedExt(t, "rude", obj{"first_line": "hi there"}), []string{`hello: the first line must be a hello frame, got "hi there"`}, nil},

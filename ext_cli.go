@@ -18,22 +18,24 @@ import (
 // `zot ext …`: list, install, remove, enable, disable and read the logs of
 // extensions. Errors about an extension exit 1; usage errors exit 2.
 
-const extHelp = `zot ext — manage extensions
-
-Usage:
-  zot ext list [--project] [--json]          installed extensions: scope, name, version, state, directory, permissions, shadowed and refused names
-  zot ext install <path|git-url> [--force]   copy a directory (or git clone --depth 1) into the extensions directory
-  zot ext remove <name> [-y]                 delete an installed extension (asks unless -y)
-  zot ext enable <name>                      set "enabled": true in its manifest
-  zot ext disable <name>                     set "enabled": false in its manifest
-  zot ext logs <name> [-f]                   print its log (-f: follow)
-  zot ext check <dir> [--json]               run an extension once and check it speaks the protocol
-  zot ext help                               this text
-
---project works on ./.zot/extensions instead of $ZOT_HOME/extensions.
+var extUsage = commandHelp{
+	name:  "zot ext",
+	about: "manage extensions",
+	subs: []subcommandHelp{
+		{"list", "[--project] [--json]", "installed extensions: scope, name, version, state, directory, permissions, shadowed and refused names", ""},
+		{"install", "<path|git-url> [--project] [--force]", "copy a directory (or git clone --depth 1) into the extensions directory", "--force replaces an installed extension of the same name.\n"},
+		{"remove", "<name> [--project] [-y]", "delete an installed extension (asks unless -y)", ""},
+		{"enable", "<name> [--project]", `set "enabled": true in its manifest`, ""},
+		{"disable", "<name> [--project]", `set "enabled": false in its manifest`, ""},
+		{"logs", "<name> [-f]", "print its log (-f: follow)", "The log is $ZOT_HOME/logs/ext-<name>.log.\n"},
+		{"check", "<dir> [--json]", "run an extension once and check it speaks the protocol", "Exit status: 0 conformant, 1 not, 2 usage error.\n"},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `--project works on ./.zot/extensions instead of $ZOT_HOME/extensions.
 To load an extension for one run without installing it: zot --ext DIR.
 The protocol: docs/extensions.md.
-`
+`,
+}
 
 // extCLI is one run of `zot ext`.
 type extCLI struct {
@@ -52,7 +54,7 @@ type extCLI struct {
 // own extensions.
 func runExtCommand(args, reserved []string, projectTrusted func(cwd string) bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, extHelp)
+		fmt.Fprint(stderr, extUsage.text(""))
 		return exitUsage
 	}
 	sub, rest := args[0], args[1:]
@@ -64,12 +66,8 @@ func runExtCommand(args, reserved []string, projectTrusted func(cwd string) bool
 		"disable": {"--project"},
 		"logs":    {"-f", "--follow"},
 		"check":   {"--json"},
-		"help":    {},
 	}
 	allowed, ok := switches[sub]
-	if sub == "-h" || sub == "--help" {
-		sub, allowed, ok = "help", nil, true
-	}
 	if !ok {
 		fmt.Fprintf(stderr, "zot ext: unknown command %q (see zot ext help)\n", sub)
 		return exitUsage
@@ -95,9 +93,9 @@ func runExtCommand(args, reserved []string, projectTrusted func(cwd string) bool
 		}
 		words = append(words, a)
 	}
-	want := map[string]int{"list": 0, "install": 1, "remove": 1, "enable": 1, "disable": 1, "logs": 1, "check": 1, "help": 0}[sub]
+	want := map[string]int{"list": 0, "install": 1, "remove": 1, "enable": 1, "disable": 1, "logs": 1, "check": 1}[sub]
 	if len(words) != want {
-		fmt.Fprintf(stderr, "zot ext %s: wrong number of arguments\n\n%s", sub, extHelp)
+		fmt.Fprintf(stderr, "zot ext %s: wrong number of arguments\n\n%s", sub, extUsage.text(sub))
 		return exitUsage
 	}
 	if sub == "check" {
@@ -107,8 +105,6 @@ func runExtCommand(args, reserved []string, projectTrusted func(cwd string) bool
 	c := &extCLI{home: zotHome(), cwd: cwd, stdin: stdin, stdout: stdout, stderr: stderr, project: set["--project"], projectTrusted: projectTrusted}
 	var err error
 	switch sub {
-	case "help":
-		fmt.Fprint(stdout, extHelp)
 	case "list":
 		err = c.list(set["--json"])
 	case "install":

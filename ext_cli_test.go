@@ -335,7 +335,7 @@ func TestExtCLIUsageErrors(t *testing.T) {
 		}
 	}
 	stdout, _, code := z.run("ext", "help")
-	if code != 0 || !strings.Contains(stdout, "zot ext install <path|git-url> [--force]") {
+	if code != 0 || !strings.Contains(stdout, "zot ext install <path|git-url> [--project] [--force]") {
 		t.Errorf("help: %d %q", code, stdout)
 	}
 }

@@ -174,7 +174,7 @@ func TestExtFailClosedThatCannotStartBlocks(t *testing.T) {
 	}{
 		{"exec not in $PATH", obj{"exec": "zot-no-such-interpreter"}, `extension "guard"`, `exec "zot-no-such-interpreter" is not in $PATH`, true},
 		{"script without execute bit", obj{"exec": "./guard.sh", "args": nil}, `extension "guard"`, "permission denied (is it executable? chmod +x)", true},
-		{"missing binary", obj{"exec": "./guard-bin", "args": nil}, `extension "guard"`, "no such file or directory", true},
+		{"missing binary", obj{"exec": "./guard-bin", "args": nil}, `extension "guard"`, "guard-bin is missing", true},
 		{"args of the wrong type", obj{"args": "guard.py"}, `extension "guard"`, `field "args" must be a list of strings`, true},
 		{"fail_closed of the wrong type", obj{"fail_closed": "yes"}, `extension "guard"`, `field "fail_closed" must be true or false`, true},
 		{"no name", obj{"name": nil, "args": "guard.py"}, "guard", `field "args" must be a list of strings`, true},

@@ -540,6 +540,24 @@ func resolveExec(mf *extManifest) (string, error) {
 	return p, nil
 }
 
+// execExists says what to do when the manifest's exec is a path to no
+// file: most often a compiled extension that was not built yet.
+func execExists(path string) error {
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil // what else is wrong, starting it says
+	}
+	hint := "build or install it, or fix \"exec\" in extension.json"
+	if dir := filepath.Dir(path); fileExists(filepath.Join(dir, "go.mod")) || fileExists(filepath.Join(dir, "main.go")) {
+		hint = fmt.Sprintf("it is a Go program that was not built: run `go build -o %s .` in %s", filepath.Base(path), dir)
+	}
+	return fmt.Errorf("exec %s is missing: %s", path, hint)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // spawn starts an extension and the goroutines that serve it. The
 // handshake and registration continue in the background; p.ready closes
 // when the extension is ready and p.dead when it failed.
@@ -549,6 +567,9 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 		return fmt.Errorf("extension %q: %s (manifest %s)", mf.Name, fmt.Sprintf(format, args...), mf.Path)
 	}
 	execPath, err := resolveExec(mf)
+	if err == nil {
+		err = execExists(execPath)
+	}
 	if err != nil {
 		return nil, failf("%v", err)
 	}

@@ -56,6 +56,7 @@ type options struct {
 	noPrompts            bool
 	mcpConfigs           []string
 	noMCP                bool
+	mcpWait              *time.Duration // nil: config.json's, else defaultMCPWait
 	ext                  []string
 	noExt                bool
 	noYolo               bool
@@ -126,6 +127,14 @@ var flagTable = []flagSpec{
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
 	{"no-prompts", "", "", "load no prompt templates (see zot prompts list)", func(o *options, _ string) error { o.noPrompts = true; return nil }},
 	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
+	{"mcp-wait", "", "DURATION", "how long -p, --json, rpc and a prompt given on the command line wait for MCP servers still starting before the first model request (default 5s; 0 does not wait)", func(o *options, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("--mcp-wait needs a duration such as 5s, 30s or 0, not %q", v)
+		}
+		o.mcpWait = &d
+		return nil
+	}},
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
@@ -191,16 +200,18 @@ Usage:
   zot [flags] [prompt words…]            interactive terminal UI
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
-  zot rpc [flags]                        the embedding protocol on stdin/stdout
+  zot rpc [flags]                        the embedding protocol on stdin/stdout (zot rpc --help)
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot prompts list|show NAME             the prompt templates a session sees (zot prompts --help)
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
   zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
-  zot ext <command> …                    manage extensions (zot ext help)
+  zot ext <command> …                    manage extensions (zot ext --help)
   zot validate -- COMMAND LINE           ask the command validators without running it
   zot sandbox check                      what the kernel offers the sandbox, and a self-test
   zot trust [DIR] [--yes]                trust a directory to run its own servers, extensions, hooks (zot trust --help)
+  zot help [COMMAND [SUBCOMMAND]]        this text, or a command's (same as --help)
+  zot version                            the version (same as --version)
 
 Flags:
 `)
@@ -224,49 +235,124 @@ Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
 	return b.String()
 }
 
-// run is zot: a management command, or a mode (in wire.go) for the
-// options. It returns the exit status.
+// command is one of zot's commands: its usage and what runs it. A
+// command is recognised only as the first argument, so prompt words such
+// as "fix the rpc tests" stay a prompt.
+type command struct {
+	help *commandHelp
+	run  func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// commands are zot's commands besides the modes; run answers -h/--help
+// for each of them (see commandHelp).
+var commands = map[string]command{
+	"ext": {&extUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runExtCommand(args, tuiCommandNames(), func(cwd string) bool { return projectTrusted(zotHome(), cwd) }, stdin, stdout, stderr)
+	}},
+	"mcp": {&mcpUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runMCPCommand(args, func(src MCPSources) ([]mcpServerConfig, []mcpProblem) {
+			if !src.SkipDefault {
+				src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
+			}
+			src.UntrustedProject = !src.SkipDefault && !projectTrusted(src.Home, src.Cwd)
+			return loadMCPConfigs(src)
+		}, stdout, stderr)
+	}},
+	"skills": {&skillsUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runSkillsCommand(args, pluginSkillRoots(EnabledPlugins(zotHome())), stdout, stderr)
+	}},
+	"prompts": {&promptsUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runPromptsCommand(args, pluginPromptRoots(EnabledPlugins(zotHome())), stdout, stderr)
+	}},
+	"plugin": {&pluginUsage, runPluginCommand},
+	"sandbox": {&sandboxUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runSandboxCommand(args, stdout, stderr)
+	}},
+	"sessions": {&sessionsUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runSessionsCommand(args, stdout, stderr)
+	}},
+	"trust": {&trustUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runTrustCommand(args, func(dir string) ([]trustEntry, []string) {
+			return projectPrograms(zotHome(), dir, options{}, true)
+		}, stdin, stdout, stderr)
+	}},
+	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runValidateCommand(args, loadTrustedValidators, stdin, stdout, stderr)
+	}},
+	"rpc": {&rpcUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runMode(append([]string{"--rpc"}, args...), stdin, stdout, stderr)
+	}},
+}
+
+var rpcUsage = commandHelp{
+	name:  "zot rpc",
+	about: "the embedding protocol on stdin/stdout",
+	usage: "zot rpc [flags]      (or zot --rpc [flags])",
+	notes: `Reads one JSON command a line on stdin ({"type":"prompt","message":…}) and
+writes responses and events on stdout (docs/rpc.md, docs/events.md). It takes
+the flags of zot (--provider, --model, --tools, --cwd …; see zot --help) but
+no prompt words, -p or --json. When ZOTCORE_RPC_TOKEN is set, a client's
+hello must carry it.
+
+Exit status: 0 when stdin ends, 1 on a failure, 2 usage error, 130 interrupted.
+`,
+}
+
+// run is zot: a command, help or the version asked for by name, or a mode
+// for the options. It returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// A subcommand is recognised only as the first argument, so prompt
-	// words such as "fix the rpc tests" stay a prompt.
-	if len(args) > 0 {
-		switch args[0] {
-		case "ext":
-			return runExtCommand(args[1:], tuiCommandNames(), func(cwd string) bool { return projectTrusted(zotHome(), cwd) }, stdin, stdout, stderr)
-		case "mcp":
-			return runMCPCommand(args[1:], func(src MCPSources) ([]mcpServerConfig, []mcpProblem) {
-				if !src.SkipDefault {
-					src.Plugins = pluginMCPFiles(EnabledPlugins(src.Home))
-				}
-				src.UntrustedProject = !src.SkipDefault && !projectTrusted(src.Home, src.Cwd)
-				return loadMCPConfigs(src)
-			}, stdout, stderr)
-		case "skills":
-			return runSkillsCommand(args[1:], pluginSkillRoots(EnabledPlugins(zotHome())), stdout, stderr)
-		case "prompts":
-			return runPromptsCommand(args[1:], pluginPromptRoots(EnabledPlugins(zotHome())), stdout, stderr)
-		case "plugin", "plugins":
-			return runPluginCommand(args[1:], stdin, stdout, stderr)
-		case "sandbox":
-			return runSandboxCommand(args[1:], stdout, stderr)
-		case "sessions":
-			return runSessionsCommand(args[1:], stdout, stderr)
-		case "validate":
-			return runValidateCommand(args[1:], loadTrustedValidators, stdin, stdout, stderr)
-		case "trust":
-			return runTrustCommand(args[1:], func(dir string) ([]trustEntry, []string) {
-				return projectPrograms(zotHome(), dir, options{}, true)
-			}, stdin, stdout, stderr)
-		case "rpc":
-			args = append([]string{"--rpc"}, args[1:]...)
-		}
+	if len(args) == 0 {
+		return runMode(args, stdin, stdout, stderr)
 	}
+	switch name, rest := args[0], args[1:]; name {
+	case "help":
+		// `zot help` on a terminal would otherwise be a paid prompt.
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, helpText())
+			return exitOK
+		}
+		if c, ok := commands[rest[0]]; ok {
+			fmt.Fprint(stdout, c.help.text(lastOr(rest[1:], "")))
+			return exitOK
+		}
+		return fail(stderr, usageError{fmt.Sprintf("help takes a command name (%s); to send a prompt that starts with %q, quote it: zot %q", strings.Join(commandNames(), ", "), "help", strings.Join(args, " "))})
+	case "version":
+		if len(rest) > 0 {
+			return fail(stderr, usageError{fmt.Sprintf("version takes no arguments; to send a prompt that starts with %q, quote it: zot %q", "version", strings.Join(args, " "))})
+		}
+		fmt.Fprintf(stdout, "zot %s\n", version)
+		return exitOK
+	}
+	if c, ok := commands[args[0]]; ok {
+		if c.help.answerHelp(args[1:], stdout) {
+			return exitOK
+		}
+		return c.run(args[1:], stdin, stdout, stderr)
+	}
+	return runMode(args, stdin, stdout, stderr)
+}
+
+// commandNames are the names of zot's commands, sorted.
+func commandNames() []string {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// runMode is zot without a command: the TUI, -p, --json or rpc.
+func runMode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 		return exitUsage
 	}
 	switch {
+	case o.help && o.rpc:
+		fmt.Fprint(stdout, rpcUsage.text(""))
+		return exitOK
 	case o.help:
 		fmt.Fprint(stdout, helpText())
 		return exitOK

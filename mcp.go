@@ -831,7 +831,7 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage, progress func(s
 // refuse replaced by "_"; a name past mcpMaxToolName keeps its start and
 // ends in a hash of the whole, so it stays unique.
 func mcpToolName(server, tool string) string {
-	name := "mcp__" + mcpSlug(server) + "__" + mcpSlug(tool)
+	name := mcpToolPrefix(server) + mcpSlug(tool)
 	if len(name) <= mcpMaxToolName {
 		return name
 	}
@@ -839,6 +839,9 @@ func mcpToolName(server, tool string) string {
 	h.Write([]byte(name))
 	return fmt.Sprintf("%s_%08x", name[:mcpMaxToolName-9], h.Sum32())
 }
+
+// mcpToolPrefix starts the name of every tool of the server.
+func mcpToolPrefix(server string) string { return "mcp__" + mcpSlug(server) + "__" }
 
 func mcpSlug(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -1287,12 +1290,19 @@ func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
 	}
 }
 
-const mcpUsage = `usage:
-  zot mcp list [--json]                  servers, transport, state, tool count
-  zot mcp tools NAME                     a server's tools with descriptions and input schemas
-  zot mcp call NAME TOOL ['{json args}']  call one tool and print the result
-flags: --mcp-config FILE (repeatable), --no-mcp, --cwd DIR
-`
+var mcpUsage = commandHelp{
+	name:  "zot mcp",
+	about: "inspect and debug MCP servers",
+	subs: []subcommandHelp{
+		{"list", "[--json]", "servers, transport, state, tool count", ""},
+		{"tools", "NAME", "a server's tools with descriptions and input schemas", ""},
+		{"call", "NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n"},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `Every command takes --mcp-config FILE (repeatable), --no-mcp and --cwd DIR.
+The servers: ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json (docs/mcp.md).
+`,
+}
 
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
 // load reads the servers it may start (main.go decides, as for a session).
@@ -1303,15 +1313,15 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds})
 	switch {
 	case help:
-		fmt.Fprint(stdout, mcpUsage)
+		fmt.Fprint(stdout, mcpUsage.text(""))
 		return exitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage)
+		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage.text(""))
 		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
 	if len(words) == 0 {
-		fmt.Fprint(stderr, mcpUsage)
+		fmt.Fprint(stderr, mcpUsage.text(""))
 		return exitUsage
 	}
 	if cwd == "" {
@@ -1358,7 +1368,7 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		}
 		return mcpCallFromShell(ctx, tools, words[1], words[2], argsJSON, stdout, stderr)
 	}
-	fmt.Fprint(stderr, mcpUsage)
+	fmt.Fprint(stderr, mcpUsage.text(""))
 	return exitUsage
 }
 

@@ -285,7 +285,7 @@ func TestMCPCommandLine(t *testing.T) {
 		{[]string{"mcp", "call", "fake", "echo", "[1]"}, 2, "", "the arguments must be a JSON object"},
 		{[]string{"mcp", "tools", "missing"}, 1, "", `zot mcp: no server "missing" is configured`},
 		{[]string{"mcp", "tools", "bad"}, 1, "", `zot mcp: server "bad" is invalid: ` + filepath.Join(z.cwd, ".mcp.json") + `: server "bad": url ftp://x is not an http:// or https:// URL`},
-		{[]string{"mcp", "frobnicate"}, 2, "", "usage:"},
+		{[]string{"mcp", "frobnicate"}, 2, "", "Usage:"},
 		{[]string{"mcp", "list", "--bogus"}, 2, "", "unknown flag --bogus"},
 	}
 	for _, tt := range tests {

@@ -219,19 +219,22 @@ func writeDisabledPlugins(home string, disabled map[string]bool) error {
 	return writeFileAtomic(pluginStatePath(home), append(b, '\n'), 0o644)
 }
 
-const pluginHelp = `zot plugin — Claude Code plugins
-
-Usage:
-  zot plugin install <dir|git-url> [--force]   copy a plugin (or git clone --depth 1) into $ZOT_HOME/plugins
-  zot plugin list [--json]                     installed plugins: name, state, parts, what zot cannot run
-  zot plugin remove <name> [-y]                delete an installed plugin (asks unless -y)
-  zot plugin enable <name>                     load its parts again
-  zot plugin disable <name>                    keep it installed but load nothing of it
-
-An enabled plugin's hooks/hooks.json, skills/, commands/ (as /plugin:command)
+var pluginUsage = commandHelp{
+	name:  "zot plugin",
+	about: "Claude Code plugins",
+	subs: []subcommandHelp{
+		{"install", "<dir|git-url> [--force]", "copy a plugin (or git clone --depth 1) into $ZOT_HOME/plugins", ""},
+		{"list", "[--json]", "installed plugins: name, state, parts, what zot cannot run", ""},
+		{"remove", "<name> [-y]", "delete an installed plugin (asks unless -y)", ""},
+		{"enable", "<name>", "load its parts again", ""},
+		{"disable", "<name>", "keep it installed but load nothing of it", ""},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `An enabled plugin's hooks/hooks.json, skills/, commands/ (as /plugin:command)
 and .mcp.json load in every session, without --claude-hooks: installing it
 is the opt-in. See docs/plugins.md.
-`
+`,
+}
 
 // runPluginCommand is `zot plugin …`: exit 0, 1 when it failed, 2 for a
 // usage mistake.
@@ -240,19 +243,19 @@ func runPluginCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	words, help, err := subcommandArgs(args, map[string]*bool{"--force": &force, "-y": &yes, "--yes": &yesLong, "--json": &asJSON}, nil)
 	switch {
 	case help:
-		fmt.Fprint(stdout, pluginHelp)
+		fmt.Fprint(stdout, pluginUsage.text(""))
 		return exitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "zot plugin: %v\n%s", err, pluginHelp)
+		fmt.Fprintf(stderr, "zot plugin: %v\n%s", err, pluginUsage.text(""))
 		return exitUsage
 	case len(words) == 0:
-		fmt.Fprint(stderr, pluginHelp)
+		fmt.Fprint(stderr, pluginUsage.text(""))
 		return exitUsage
 	}
 	want := map[string]int{"install": 1, "list": 0, "remove": 1, "enable": 1, "disable": 1}
 	n, known := want[words[0]]
 	if !known || len(words)-1 != n {
-		fmt.Fprintf(stderr, "zot plugin: unknown command or wrong number of arguments: %s\n%s", sanitize(strings.Join(words, " ")), pluginHelp)
+		fmt.Fprintf(stderr, "zot plugin: unknown command or wrong number of arguments: %s\n%s", sanitize(strings.Join(words, " ")), pluginUsage.text(""))
 		return exitUsage
 	}
 	home := zotHome()

@@ -583,15 +583,20 @@ func promptUsage(t PromptTemplate) string {
 	return strings.TrimSpace("/" + t.Name + " " + skillOneLine(t.ArgumentHint))
 }
 
-const promptsUsage = `Usage:
-  zot prompts list [--cwd DIR]        list the prompt templates a session in DIR would see
-  zot prompts show NAME [--cwd DIR]   print a template: its front matter's keys, then its body
-
-Templates are searched in ./.zot/prompts, ./.claude/commands, $ZOT_HOME/prompts,
+var promptsUsage = commandHelp{
+	name:  "zot prompts",
+	about: "the prompt templates a session sees",
+	subs: []subcommandHelp{
+		{"list", "[--cwd DIR]", "list the prompt templates a session in DIR would see", ""},
+		{"show", "NAME [--cwd DIR]", "print a template: its front matter's keys, then its body", ""},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `Templates are searched in ./.zot/prompts, ./.claude/commands, $ZOT_HOME/prompts,
 ~/.claude/commands, then the commands/ of enabled plugins (as plugin:name); the
 first one found with a name wins. A subdirectory is a namespace:
 frontend/component.md is /frontend:component. See docs/prompts.md.
-`
+`,
+}
 
 // runPromptsCommand is `zot prompts …`: exit 0, 1 for an unknown template,
 // 2 for a usage mistake. extra are the plugins' directories.
@@ -600,10 +605,10 @@ func runPromptsCommand(args []string, extra []PromptRoot, stdout, stderr io.Writ
 	words, help, err := subcommandArgs(args, nil, map[string]*[]string{"--cwd": &cwds})
 	switch {
 	case help:
-		fmt.Fprint(stdout, promptsUsage)
+		fmt.Fprint(stdout, promptsUsage.text(""))
 		return exitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "zot prompts: %v\n%s", err, promptsUsage)
+		fmt.Fprintf(stderr, "zot prompts: %v\n%s", err, promptsUsage.text(""))
 		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
@@ -641,6 +646,6 @@ func runPromptsCommand(args []string, extra []PromptRoot, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "zot: no prompt template named %q (zot prompts list shows them)\n", sanitize(name))
 		return exitFailure
 	}
-	fmt.Fprint(stderr, promptsUsage)
+	fmt.Fprint(stderr, promptsUsage.text(""))
 	return exitUsage
 }

@@ -822,7 +822,11 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(Str
 		return Reply{}, fmt.Errorf("anthropic: encode request: %w", err)
 	}
 	header := http.Header{}
-	header.Set("x-api-key", p.key)
+	if p.key != "" {
+		// A server behind --base-url may need none; an empty header is
+		// one some proxies reject.
+		header.Set("x-api-key", p.key)
+	}
 	header.Set("anthropic-version", "2023-06-01")
 	resp, err := p.http.post(ctx, p.url, header, body)
 	if err != nil {

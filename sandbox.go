@@ -396,10 +396,10 @@ func pathsIn(s string) []string {
 func runSandboxCommand(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] != "check" {
 		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, sandboxUsage)
+			fmt.Fprint(stdout, sandboxUsage.text(""))
 			return exitOK
 		}
-		fmt.Fprint(stderr, sandboxUsage)
+		fmt.Fprint(stderr, sandboxUsage.text(""))
 		return exitUsage
 	}
 	home := zotHome()
@@ -430,12 +430,17 @@ func runSandboxCommand(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-const sandboxUsage = `Usage:
-  zot sandbox check    what the kernel offers the sandbox, and a self-test of each mode
-
-The modes (--sandbox MODE, or "sandbox": "MODE" in $ZOT_HOME/config.json):
+var sandboxUsage = commandHelp{
+	name:  "zot sandbox",
+	about: "the kernel sandbox for the model's commands",
+	subs: []subcommandHelp{
+		{"check", "", "what the kernel offers the sandbox, and a self-test of each mode", ""},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `The modes (--sandbox MODE, or "sandbox": "MODE" in $ZOT_HOME/config.json):
 off, workspace, workspace-offline, read-only. See docs/sandbox.md.
-`
+`,
+}
 
 // selfTestResult is how one mode did in its self-test.
 type selfTestResult struct {

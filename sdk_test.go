@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,7 +152,11 @@ func TestSDKProtocol(t *testing.T) {
 				t.Errorf("turn 1 blocked")
 			}
 			for text, want := range map[string]string{"the SECRET is out": "the [redacted] is out", "HIDE me": "", "throw it": "throw it", "plain": "plain"} {
-				if shown, block := h.m.beforeAssistantMessage(ctx, text); shown != want || block != (want == "") {
+				// A blocked message's text is replaced by the reason the user is told.
+				if want == "" {
+					want = fmt.Sprintf("the assistant's message was blocked by extension %q", "sdk-"+lang)
+				}
+				if shown, block := h.m.beforeAssistantMessage(ctx, text); shown != want || block != (text == "HIDE me") {
 					t.Errorf("%q shown as %q (block %v)", text, shown, block)
 				}
 			}
@@ -195,7 +200,7 @@ func TestSDKThrowingInterceptorHonoursFailClosed(t *testing.T) {
 			if g.Verdict != GateDeny || !strings.Contains(g.Reason, "interceptor broke") {
 				t.Errorf("%+v", g)
 			}
-			if shown, block := h.m.beforeAssistantMessage(context.Background(), "throw"); !block || shown != "" {
+			if shown, block := h.m.beforeAssistantMessage(context.Background(), "throw"); !block || !strings.Contains(shown, "redactor broke") {
 				t.Errorf("assistant_message: %q %v", shown, block)
 			}
 		})

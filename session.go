@@ -893,7 +893,7 @@ func readSessionInfo(path string) (SessionInfo, error) {
 		Meta:        sc.meta,
 		Updated:     st.ModTime(),
 		Messages:    len(sc.msgs),
-		CostUSD:     sc.usage.CostUSD,
+		CostUSD:     float64(sc.usage.CostUSD),
 		FirstPrompt: sc.firstPrompt,
 		ForkPrompt:  sc.forkPrompt,
 		Model:       sc.model,

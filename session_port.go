@@ -384,7 +384,7 @@ func (r *importReader) convertReference(first json.RawMessage, meta *SessionMeta
 			}
 			prev = row.Cumulative
 			writeJSONLine(out, usageRow{"usage", Usage{Input: u.InputTokens, Output: u.OutputTokens,
-				CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, CostUSD: u.CostUSD}})
+				CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, CostUSD: USD(u.CostUSD)}})
 		case "rename":
 			// A title: this zot names sessions by their first prompt.
 		default:
@@ -533,12 +533,16 @@ func FormatSessionTree(rows []SessionTreeRow, now time.Time) []string {
 	return lines
 }
 
-const sessionsUsage = `Usage:
-  zot sessions list [--json]                the sessions of this directory, forks under their parent
-  zot sessions export SESSION [-o PATH]     write SESSION as one portable file (default ./<name>.zotsession; -o - for stdout)
-  zot sessions import FILE                  make FILE a new session of this directory (prints its path)
-
-SESSION is a session id (or the start of one), "latest", or a session file.
+var sessionsUsage = commandHelp{
+	name:  "zot sessions",
+	about: "sessions for scripts: list, export, import",
+	subs: []subcommandHelp{
+		{"list", "[--json] [--cwd DIR]", "the sessions of this directory, forks under their parent", ""},
+		{"export", "SESSION [-o PATH] [--cwd DIR]", "write SESSION as one portable file (default ./<name>.zotsession; -o - for stdout)", ""},
+		{"import", "FILE [--cwd DIR]", "make FILE a new session of this directory (prints its path)", ""},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `SESSION is a session id (or the start of one), "latest", or a session file.
 FILE is an export, a session file of zot, or a session file or .zotsession
 of the reference zot, which is converted. Rows that cannot be read are
 skipped and named on stderr; the new session is written whole or not at all.
@@ -548,7 +552,8 @@ Flags:
   --json      list: one JSON object per line
 
 Exit status: 0 done, 1 failed (the reason is on stderr), 2 usage error.
-`
+`,
+}
 
 // sessionListEntry is a line of zot sessions list --json.
 type sessionListEntry struct {
@@ -559,7 +564,7 @@ type sessionListEntry struct {
 	Provider    string    `json:"provider"`
 	Model       string    `json:"model"`
 	Messages    int       `json:"messages"`
-	CostUSD     float64   `json:"cost_usd"`
+	CostUSD     USD       `json:"cost_usd"`
 	FirstPrompt string    `json:"first_prompt"`
 	Parent      string    `json:"parent,omitempty"`
 	ForkedAt    int       `json:"forked_at,omitempty"`
@@ -573,10 +578,10 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds, "-o": &outs, "--output": &outs})
 	switch {
 	case help:
-		fmt.Fprint(stdout, sessionsUsage)
+		fmt.Fprint(stdout, sessionsUsage.text(""))
 		return exitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "zot sessions: %v\n%s", err, sessionsUsage)
+		fmt.Fprintf(stderr, "zot sessions: %v\n%s", err, sessionsUsage.text(""))
 		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
@@ -604,7 +609,7 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 			for _, r := range rows {
 				i := r.Info
 				writeJSONLine(stdout, sessionListEntry{ID: i.Meta.ID, Path: i.Path, Updated: i.Updated.UTC(), Created: i.Meta.Created,
-					Provider: i.Meta.Provider, Model: cmp.Or(i.Model, i.Meta.Model), Messages: i.Messages, CostUSD: i.CostUSD,
+					Provider: i.Meta.Provider, Model: cmp.Or(i.Model, i.Meta.Model), Messages: i.Messages, CostUSD: USD(i.CostUSD),
 					FirstPrompt: i.FirstPrompt, Parent: filepath.Base(i.Meta.Parent), ForkedAt: i.Meta.ForkedAt, Depth: r.Depth})
 			}
 			return exitOK
@@ -642,7 +647,7 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, path)
 		return exitOK
 	}
-	fmt.Fprint(stderr, sessionsUsage)
+	fmt.Fprint(stderr, sessionsUsage.text(""))
 	return exitUsage
 }
 

@@ -256,7 +256,11 @@ func TestSessionsCommandUsage(t *testing.T) {
 	t.Parallel()
 	z := newZotRun(t)
 	for _, args := range [][]string{{"sessions", "--help"}, {"sessions", "export", "-h"}, {"sessions", "import", "--help"}} {
-		if out, _, code := z.run(args...); code != 0 || !strings.Contains(out, "zot sessions import FILE") {
+		want := "zot sessions import FILE"
+		if args[1] == "export" {
+			want = "zot sessions export SESSION"
+		}
+		if out, _, code := z.run(args...); code != 0 || !strings.Contains(out, want) {
 			t.Errorf("%v: exit %d, %s", args, code, out)
 		}
 	}

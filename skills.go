@@ -1076,15 +1076,20 @@ func SkillsPrompt(reg *ToolRegistry, skills []Skill) []string {
 	return nil
 }
 
-const skillsUsage = `Usage:
-  zot skills list [--cwd DIR]        list the skills a session in DIR would see
-  zot skills show NAME [--cwd DIR]   print a skill's body
-
-Skills are searched in ./.zot/skills, $ZOT_HOME/skills, ./.claude/skills,
+var skillsUsage = commandHelp{
+	name:  "zot skills",
+	about: "the skills a session sees",
+	subs: []subcommandHelp{
+		{"list", "[--cwd DIR]", "list the skills a session in DIR would see", ""},
+		{"show", "NAME [--cwd DIR]", "print a skill's body", ""},
+		{"help", "[command]", "this text, or a command's", ""},
+	},
+	notes: `Skills are searched in ./.zot/skills, $ZOT_HOME/skills, ./.claude/skills,
 ~/.claude/skills, ./.agents/skills, ~/.agents/skills, the skills/ of enabled
 plugins (as plugin:name), then the built-in ones; the first skill found with
 a name wins.
-`
+`,
+}
 
 // runSkillsCommand is `zot skills …`: exit 0, 1 for an unknown skill, 2 for
 // a usage mistake.
@@ -1094,10 +1099,10 @@ func runSkillsCommand(args []string, extra []skillRoot, stdout, stderr io.Writer
 	words, help, err := subcommandArgs(args, nil, map[string]*[]string{"--cwd": &cwds})
 	switch {
 	case help:
-		fmt.Fprint(stdout, skillsUsage)
+		fmt.Fprint(stdout, skillsUsage.text(""))
 		return exitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "zot skills: %v\n%s", err, skillsUsage)
+		fmt.Fprintf(stderr, "zot skills: %v\n%s", err, skillsUsage.text(""))
 		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
@@ -1130,6 +1135,6 @@ func runSkillsCommand(args []string, extra []skillRoot, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "zot: no skill named %q (zot skills list shows them)\n", sanitize(words[1]))
 		return exitFailure
 	}
-	fmt.Fprint(stderr, skillsUsage)
+	fmt.Fprint(stderr, skillsUsage.text(""))
 	return exitUsage
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,6 +151,23 @@ func (r *ToolRegistry) List() []Tool {
 	return out
 }
 
+// Names are the names of every tool registered, whether the filter lets
+// the model see it or not.
+func (r *ToolRegistry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var names []string
+	for _, s := range r.sources {
+		for _, t := range s.tools {
+			if !slices.Contains(names, t.Name()) {
+				names = append(names, t.Name())
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Specs describes the visible tools for a provider request.
 func (r *ToolRegistry) Specs() []ToolSpec {
 	var specs []ToolSpec
@@ -209,6 +227,10 @@ type ToolEnv struct {
 	// Sandbox, when not nil, confines bash commands and what read, write
 	// and edit reach. It is set before the tools first run.
 	Sandbox CommandSandbox
+	// JailHint ends the jail's refusal with what its reader can do about
+	// it, in the terms of the mode: the TUI's /unjail, the command line's
+	// --jail. Set it before the tools run.
+	JailHint string
 
 	spillMu sync.Mutex
 	spills  []string
@@ -325,7 +347,11 @@ func (e *ToolEnv) resolve(p string) (string, error) {
 			root = filepath.Clean(e.Cwd)
 		}
 		if real != root && root != "/" && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-			return "", fmt.Errorf("path %s is outside the working directory (jail is on; /unjail to allow)", p)
+			hint := ""
+			if e.JailHint != "" {
+				hint = "; " + e.JailHint
+			}
+			return "", fmt.Errorf("path %s is outside the working directory (the jail is on%s)", p, hint)
 		}
 	}
 	return real, nil

@@ -765,7 +765,7 @@ func TestJailRefusesPathsOutsideTheWorkingDirectory(t *testing.T) {
 
 	refused := []string{"../outside/secret.txt", filepath.Join(outside, "secret.txt"), "out-dir/secret.txt", "out-file", "out-dir/new/deep.txt", "dangling-out", "/etc/passwd"}
 	for _, p := range refused {
-		msg := fmt.Sprintf("path %s is outside the working directory (jail is on; /unjail to allow)", p)
+		msg := fmt.Sprintf("path %s is outside the working directory (the jail is on)", p)
 		mustFail(t, call(t, read, map[string]any{"path": p}), msg)
 		mustFail(t, call(t, write, map[string]any{"path": p, "content": "pwned"}), msg)
 		mustFail(t, call(t, edit, map[string]any{"path": p, "edits": []map[string]string{{"oldText": "secret", "newText": "pwned"}}}), msg)

@@ -331,13 +331,15 @@ func quoteDir(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-const trustUsage = `usage:
-  zot trust [DIR] [--yes]     show what DIR (default: here) would run, and trust it after a yes
-  zot trust --list            the trusted directories
-  zot trust --revoke [DIR]    forget DIR
-A trusted directory runs its own MCP servers, extensions, validators and
-hooks; when they change, zot asks again. docs/security.md says what trust covers.
-`
+var trustUsage = commandHelp{
+	name:  "zot trust",
+	about: "let a project directory run its own programs",
+	usage: "zot trust [DIR] [--yes]     show what DIR (default: here) would run, and trust it after a yes\n  zot trust --list            the trusted directories\n  zot trust --revoke [DIR]    forget DIR",
+	notes: `A trusted directory runs its own MCP servers, extensions, validators, hooks
+and prompt-template commands; when they change, zot asks again.
+docs/security.md says what trust covers.
+`,
+}
 
 // runTrustCommand is `zot trust`. collect lists what a directory would
 // run and the kinds it looked at (wire.go knows the plugins' sources).
@@ -346,13 +348,13 @@ func runTrustCommand(args []string, collect func(dir string) ([]trustEntry, []st
 	words, help, err := subcommandArgs(args, map[string]*bool{"--yes": &yes, "-y": &yes, "--list": &list, "--revoke": &revoke}, nil)
 	switch {
 	case help:
-		fmt.Fprint(stdout, trustUsage)
+		fmt.Fprint(stdout, trustUsage.text(""))
 		return exitOK
 	case err != nil, len(words) > 1, list && (revoke || yes || len(words) > 0):
 		if err == nil {
 			err = errors.New("wrong arguments")
 		}
-		fmt.Fprintf(stderr, "zot trust: %v\n%s", err, trustUsage)
+		fmt.Fprintf(stderr, "zot trust: %v\n%s", err, trustUsage.text(""))
 		return exitUsage
 	}
 	home := zotHome()

@@ -264,6 +264,9 @@ func newTUI(cfg TUIConfig, out io.Writer) *TUI {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.ed.histAt = -1
 	t.hist = &promptHistory{path: filepath.Join(cfg.Home, "history"), cwd: cfg.Cwd}
+	if cfg.ToolEnv != nil {
+		cfg.ToolEnv.JailHint = "/unjail to allow"
+	}
 	cfg.Agent.Log = func(format string, args ...any) { t.Logf("zot: "+format, args...) }
 	return t
 }

@@ -212,6 +212,10 @@ func (t *TUI) event(e Event) {
 		t.endThinking()
 		t.flushText()
 		t.commitRows(plainRows(drawText("✗ "+e.Message), t.width, fgRed, nil, []span{{"  ", 0}}))
+	case EventMessageBlocked:
+		t.endThinking()
+		t.flushText()
+		t.commitRows(plainRows(drawText("⊘ "+e.Reason), t.width, fgYellow, nil, []span{{"  ", 0}}))
 	case EventCompactDone:
 		t.commitRule("compacted")
 		rows := renderMarkdown(e.Summary, t.width, sDim)

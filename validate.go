@@ -674,11 +674,11 @@ func NonInteractiveConfirm(approveAsks bool) ConfirmFunc {
 	}
 }
 
-const validateUsage = `Usage:
-  zot validate [--json] [--cwd DIR] -- COMMAND LINE
-  zot validate [--json] [--cwd DIR] < script.sh
-
-Asks the validators configured in $ZOT_HOME/validators.json and
+var validateUsage = commandHelp{
+	name:  "zot validate",
+	about: "ask the command validators about a command line without running it",
+	usage: "zot validate [--json] [--cwd DIR] -- COMMAND LINE\n  zot validate [--json] [--cwd DIR] < script.sh",
+	notes: `Asks the validators configured in $ZOT_HOME/validators.json and
 ./.zot/validators.json about a command line without running it, and prints
 the simple commands found, each validator's answer and the decision.
 Several words after -- are the words of one command, as the shell passed
@@ -686,7 +686,8 @@ them: zot validate -- git commit -m "fix bug". One word is a whole command
 line, read as the shell would: zot validate -- 'curl -H "A: b" x | jq .'
 
 Exit status: 0 allow, 1 deny, 3 ask, 2 usage error.
-`
+`,
+}
 
 // commandLineOf makes the command line of zot validate's words. One word is
 // the line as typed ('curl x | jq .'); several are the words of one
@@ -713,10 +714,10 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
 	switch {
 	case help:
-		fmt.Fprint(stdout, validateUsage)
+		fmt.Fprint(stdout, validateUsage.text(""))
 		return exitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "zot validate: %v (put the command line after --)\n%s", err, validateUsage)
+		fmt.Fprintf(stderr, "zot validate: %v (put the command line after --)\n%s", err, validateUsage.text(""))
 		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
@@ -724,7 +725,7 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 	if len(words) == 0 {
 		if f, ok := stdin.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				fmt.Fprint(stderr, "zot: no command line\n"+validateUsage)
+				fmt.Fprint(stderr, "zot: no command line\n"+validateUsage.text(""))
 				return exitUsage
 			}
 		}
@@ -741,7 +742,7 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 		line = string(b)
 	}
 	if strings.TrimSpace(line) == "" {
-		fmt.Fprint(stderr, "zot: no command line\n"+validateUsage)
+		fmt.Fprint(stderr, "zot: no command line\n"+validateUsage.text(""))
 		return exitUsage
 	}
 	if cwd == "" {

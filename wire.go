@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,7 +62,18 @@ type setup struct {
 	// configured one (hasServer).
 	server    modelServer
 	hasServer bool
+	// mcpPrefixes start the names of the tools the MCP servers will
+	// register when they are ready (mcp__<server>__).
+	mcpPrefixes []string
+	mcp         *MCPManager
+	mcpStatus   func(server, level, msg string)
+	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 }
+
+// defaultMCPWait bounds the wait for MCP servers before a run's first
+// model request: long enough for a server started with npx or uvx from a
+// warm cache, short enough that a broken one does not stall every run.
+const defaultMCPWait = 5 * time.Second
 
 // newSetup builds the provider, the tools and the agent the options ask
 // for; problems that are not fatal go to stderr.
@@ -86,6 +98,16 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	cfg, err := loadConfig(s.home)
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
+	s.mcpWait = defaultMCPWait
+	switch d, err := time.ParseDuration(cfg.MCPWait); {
+	case o.mcpWait != nil:
+		s.mcpWait = *o.mcpWait
+	case cfg.MCPWait == "":
+	case err != nil || d < 0:
+		fmt.Fprintf(stderr, "zot: config.json: mcp_wait %q is not a duration such as \"5s\" (ignored)\n", cfg.MCPWait)
+	default:
+		s.mcpWait = d
 	}
 	s.notes = append(s.notes, useUserModels(s.home)...)
 	ep, err := chooseEndpoint(o, cfg, s.home)
@@ -122,6 +144,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		s.sandbox, s.toolEnv.Sandbox = sb, sb
 	}
 	s.plugins = EnabledPlugins(s.home)
+	// Who reads a refusal outside the TUI (which sets its own) can only
+	// start zot again.
+	s.toolEnv.JailHint = "zot was started with --jail: run it without --jail, or with --cwd set to a directory that holds the path"
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	s.registerSkills(reg, stderr)
@@ -196,6 +221,48 @@ func chooseProvider(o options, cfg userConfig) string {
 		return "openai"
 	}
 	return "anthropic"
+}
+
+// checkToolPatterns refuses a --tools pattern that matches no tool, which
+// would silently leave the model without the tools the user meant. It runs
+// once the plugins have started: an extension's tools are registered by
+// then, and an MCP server's tools, which join when it is ready, count by
+// their prefix.
+func (s *setup) checkToolPatterns() error {
+	if s.opts.tools == "" || s.opts.noTools {
+		return nil
+	}
+	names := s.agent.Tools.Names()
+	var unmatched []string
+	for _, p := range splitList(s.opts.tools) {
+		if !slices.ContainsFunc(names, toolFilter([]string{p})) && !slices.ContainsFunc(s.mcpPrefixes, func(prefix string) bool { return patternCouldMatchPrefix(p, prefix) }) {
+			unmatched = append(unmatched, p)
+		}
+	}
+	if len(unmatched) == 0 {
+		return nil
+	}
+	there := names
+	for _, p := range s.mcpPrefixes {
+		there = append(there, p+"* (MCP)")
+	}
+	return usageError{fmt.Sprintf("--tools: %s matches no tool; the tools are %s", strings.Join(unmatched, ", "), strings.Join(there, ", "))}
+}
+
+// patternCouldMatchPrefix says whether a --tools pattern may match some
+// tool whose name starts with prefix: the pattern's literal start and the
+// prefix agree as far as both go.
+func patternCouldMatchPrefix(pattern, prefix string) bool {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return false
+	}
+	literal := pattern
+	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+		literal = pattern[:i]
+	} else if len(pattern) <= len(prefix) {
+		return false // a whole name, and too short to be one of the server's
+	}
+	return strings.HasPrefix(prefix, literal) || strings.HasPrefix(literal, prefix)
 }
 
 // splitList reads a comma-separated flag value.
@@ -288,12 +355,16 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	pick, err := pickSessionFromTTY(o.resume, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer s.close()
-	if err := s.openSession(true, pickSessionFromTTY(stderr)); err != nil {
+	if err := s.openSession(true, pick); err != nil {
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
@@ -317,6 +388,10 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
 	defer stopPlugins()
+	if err := s.checkToolPatterns(); err != nil {
+		return fail(stderr, err)
+	}
+	s.awaitMCPBeforeFirstTurn()
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 
@@ -330,8 +405,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	} else {
 		sink = func(e Event) {
-			if e.Type == EventAssistantMessage {
+			switch e.Type {
+			case EventAssistantMessage:
 				final = Message{Content: e.Content}.Text()
+			case EventMessageBlocked:
+				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
 			}
 		}
 	}
@@ -411,12 +489,16 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	pick, err := pickSessionFromTTY(o.resume, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer s.close()
-	if err := s.openSession(false, pickSessionFromTTY(stderr)); err != nil {
+	if err := s.openSession(false, pick); err != nil {
 		return fail(stderr, err)
 	}
 	for _, n := range s.notes {
@@ -447,6 +529,10 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		srv.Notify(rpcNote{Extension: "hooks", Level: level, Message: msg})
 	})
 	defer stopPlugins()
+	if err := s.checkToolPatterns(); err != nil {
+		return fail(stderr, err)
+	}
+	s.awaitMCPBeforeFirstTurn()
 	s.guardTools()
 	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
@@ -494,6 +580,12 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer func() { stop() }()
 	if s.projectOK {
 		stop = s.plugTUI(t)
+		if err := s.checkToolPatterns(); err != nil {
+			return fail(stderr, err)
+		}
+		if len(o.prompt) > 0 {
+			s.awaitMCPBeforeFirstTurn()
+		}
 	} else {
 		// Nothing starts before the user answers: the dialog comes first,
 		// and no prompt can run while it is open.
@@ -642,9 +734,47 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 			s.agent.logf("MCP server %q (%s) is new or changed since this directory was trusted: not started (zot trust %s)", c.Name, relTo(s.cwd, c.Source), s.cwd)
 		}
 	}
+	for _, c := range servers {
+		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
+	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
 	m.Start(ctx, s.agent.Tools)
+	s.mcp, s.mcpStatus = m, onStatus
 	return m
+}
+
+// awaitMCPBeforeFirstTurn makes the first model request wait, at most
+// s.mcpWait, for the MCP servers still starting: a one-shot run must offer
+// their tools on the turn where the model plans. A server not ready by then
+// is reported, and its tools join when it is. The TUI, where the user types
+// first, calls it only for a prompt given on the command line.
+func (s *setup) awaitMCPBeforeFirstTurn() {
+	var once sync.Once
+	prev := s.agent.BeforeTurn
+	s.agent.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
+		once.Do(func() { s.awaitMCP(ctx) })
+		if prev != nil {
+			return prev(ctx, step)
+		}
+		return false, ""
+	}
+}
+
+func (s *setup) awaitMCP(ctx context.Context) {
+	if s.mcp == nil || s.mcpWait <= 0 {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, s.mcpWait)
+	defer cancel()
+	s.mcp.waitSettled(wait)
+	if ctx.Err() != nil {
+		return
+	}
+	for _, st := range s.mcp.Status() {
+		if st.State == MCPStarting {
+			s.mcpStatus(st.Name, "warning", fmt.Sprintf("not ready after %s: the first model request goes without its tools, which join when it is ready (--mcp-wait waits longer)", s.mcpWait))
+		}
+	}
 }
 
 // startExtensions starts the extensions the command line asks for (--ext,
@@ -878,11 +1008,22 @@ func fail(stderr io.Writer, err error) int {
 
 // pickSessionFromTTY shows the numbered session list and reads a choice
 // from the terminal, which stays free even when stdin carries the prompt.
-func pickSessionFromTTY(stderr io.Writer) func([]SessionInfo) (int, error) {
+// Without a terminal, --resume is a usage error, found before anything
+// starts, like the TUI's own refusal.
+func pickSessionFromTTY(resume bool, stderr io.Writer) (func([]SessionInfo) (int, error), error) {
+	errNoTTY := usageError{"--resume needs a terminal to choose a session from; use --session PATH or --continue"}
+	if !resume {
+		return nil, nil
+	}
+	tty, err := os.Open("/dev/tty")
+	if err != nil {
+		return nil, errNoTTY
+	}
+	tty.Close()
 	return func(list []SessionInfo) (int, error) {
 		tty, err := os.Open("/dev/tty")
 		if err != nil {
-			return 0, errors.New("--resume needs a terminal to choose from; use --session PATH or --continue")
+			return 0, errNoTTY
 		}
 		defer tty.Close()
 		fmt.Fprint(stderr, FormatSessionList(list, time.Now()))
@@ -892,7 +1033,7 @@ func pickSessionFromTTY(stderr io.Writer) func([]SessionInfo) (int, error) {
 			return 0, errors.New("no session chosen")
 		}
 		return n - 1, nil
-	}
+	}, nil
 }
 
 // catchSIGPIPE keeps a reader that goes away (`zot --json | head`) from

@@ -6,6 +6,7 @@ Usage: fake_server.py MODE [STATE_DIR]
 MODE picks a misbehaviour:
   normal     a well-behaved server
   noinit     never answers initialize
+  slowinit   answers initialize after a second (a server that starts slowly)
   oldversion answers initialize with protocol version 1999-01-01
   garbage    writes non-JSON and broken JSON-RPC lines among its answers
   paged      lists its tools two per page
@@ -162,6 +163,8 @@ def handle(msg):
     if method == "initialize":
         if MODE == "noinit":
             return
+        if MODE == "slowinit":
+            time.sleep(1)
         version = msg["params"]["protocolVersion"]
         if MODE == "oldversion":
             version = "1999-01-01"
