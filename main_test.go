@@ -529,7 +529,7 @@ func TestCoreCopyBuilds(t *testing.T) {
 		t.Skip("builds a module")
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"agent.go", "session.go", "providers.go", "tools.go", "tools_edit.go", "untrusted.go", "proc.go", "proc_linux.go", "proc_darwin.go", "proc_other.go"} {
+	for _, f := range []string{"agent.go", "session.go", "providers.go", "providers_catalogue.go", "tools.go", "tools_edit.go", "untrusted.go", "proc.go", "proc_linux.go", "proc_darwin.go", "proc_other.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // conventions, the models beyond the catalogue and the portable sessions
 // (the TUI's /model and /session use them as zot's command line does).
 var copyBuildCore = []string{
-	"agent.go", "session.go", "providers.go", "tools.go", "tools_edit.go",
+	"agent.go", "session.go", "providers*.go", "tools.go", "tools_edit.go",
 	"proc*.go", "nodump_*.go", "untrusted.go", "config.go", "cli.go", "models*.go", "session_port.go",
 }
 
