@@ -74,6 +74,33 @@ func subcommandArgs(args []string, switches map[string]*bool, values map[string]
 	return words, false, nil
 }
 
+// commandArgs reads a management command's words and flags as
+// subcommandArgs does, and its --cwd: the last one given, else the current
+// directory, made absolute. A mistake is reported on stderr with the
+// command's usage and ok is false: the command exits exitUsage.
+func commandArgs(c *commandHelp, args []string, switches map[string]*bool, values map[string]*[]string, stderr io.Writer) (words []string, dir string, ok bool) {
+	var cwds []string
+	if values == nil {
+		values = map[string]*[]string{}
+	}
+	values["--cwd"] = &cwds
+	words, _, err := subcommandArgs(args, switches, values)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n%s", c.name, err, c.text(""))
+		return nil, "", false
+	}
+	cwd := lastOr(cwds, "")
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	dir, err = filepath.Abs(cwd)
+	if st, serr := os.Stat(dir); err != nil || serr != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "%s: --cwd %s is not a directory\n", c.name, cwd)
+		return nil, "", false
+	}
+	return words, dir, true
+}
+
 // lastOr is the last of a repeatable flag's values, or def.
 func lastOr(vs []string, def string) string {
 	if len(vs) == 0 {

@@ -601,23 +601,8 @@ frontend/component.md is /frontend:component. See docs/prompts.md.
 // runPromptsCommand is `zot prompts …`: exit 0, 1 for an unknown template,
 // 2 for a usage mistake. extra are the plugins' directories.
 func runPromptsCommand(args []string, extra []PromptRoot, stdout, stderr io.Writer) int {
-	var cwds []string
-	words, help, err := subcommandArgs(args, nil, map[string]*[]string{"--cwd": &cwds})
-	switch {
-	case help:
-		fmt.Fprint(stdout, promptsUsage.text(""))
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "zot prompts: %v\n%s", err, promptsUsage.text(""))
-		return exitUsage
-	}
-	cwd := lastOr(cwds, "")
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	abs, err := filepath.Abs(cwd)
-	if st, serr := os.Stat(abs); err != nil || serr != nil || !st.IsDir() {
-		fmt.Fprintf(stderr, "zot: --cwd %s is not a directory\n", cwd)
+	words, abs, ok := commandArgs(&promptsUsage, args, nil, nil, stderr)
+	if !ok {
 		return exitUsage
 	}
 	log := func(format string, args ...any) {

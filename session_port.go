@@ -573,24 +573,10 @@ type sessionListEntry struct {
 
 // runSessionsCommand is zot sessions: list, export and import for scripts.
 func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
-	var cwds, outs []string
+	var outs []string
 	var asJSON bool
-	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds, "-o": &outs, "--output": &outs})
-	switch {
-	case help:
-		fmt.Fprint(stdout, sessionsUsage.text(""))
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "zot sessions: %v\n%s", err, sessionsUsage.text(""))
-		return exitUsage
-	}
-	cwd := lastOr(cwds, "")
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	abs, err := filepath.Abs(cwd)
-	if st, serr := os.Stat(abs); err != nil || serr != nil || !st.IsDir() {
-		fmt.Fprintf(stderr, "zot sessions: --cwd %s is not a directory\n", cwd)
+	words, abs, ok := commandArgs(&sessionsUsage, args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"-o": &outs, "--output": &outs}, stderr)
+	if !ok {
 		return exitUsage
 	}
 	home := zotHome()

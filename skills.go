@@ -1095,23 +1095,8 @@ a name wins.
 // a usage mistake.
 // extra are the plugins' directories.
 func runSkillsCommand(args []string, extra []skillRoot, stdout, stderr io.Writer) int {
-	var cwds []string
-	words, help, err := subcommandArgs(args, nil, map[string]*[]string{"--cwd": &cwds})
-	switch {
-	case help:
-		fmt.Fprint(stdout, skillsUsage.text(""))
-		return exitOK
-	case err != nil:
-		fmt.Fprintf(stderr, "zot skills: %v\n%s", err, skillsUsage.text(""))
-		return exitUsage
-	}
-	cwd := lastOr(cwds, "")
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	abs, err := filepath.Abs(cwd)
-	if st, serr := os.Stat(abs); err != nil || serr != nil || !st.IsDir() {
-		fmt.Fprintf(stderr, "zot: --cwd %s is not a directory\n", cwd)
+	words, abs, ok := commandArgs(&skillsUsage, args, nil, nil, stderr)
+	if !ok {
 		return exitUsage
 	}
 	log := func(format string, args ...any) {

@@ -51,6 +51,9 @@ func TestTUISessionTreeExportAndImport(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("(current)")
 	tm.keys("Escape")
+	// Typing on before the picker closed would send ESC and "/" together:
+	// alt+/.
+	tm.waitScreen("the picker closed", func(s string) bool { return !strings.Contains(s, "(current)") })
 
 	tm.typeText("/session export fork.zotsession")
 	tm.keys("Enter")
