@@ -276,6 +276,28 @@ func splitList(v string) []string {
 	return out
 }
 
+// newModeSetup is the setup of -p, --json and rpc, with its session open
+// (a session of its own unless useSessionByDefault is false) and its notes
+// shown on stderr. The caller closes it.
+func newModeSetup(o options, useSessionByDefault bool, stderr io.Writer) (*setup, error) {
+	pick, err := pickSessionFromTTY(o.resume, stderr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSetup(o, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openSession(useSessionByDefault, pick); err != nil {
+		s.close()
+		return nil, err
+	}
+	for _, n := range s.notes {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
+	}
+	return s, nil
+}
+
 // openSession attaches a session file as -c, -r, --session and
 // --no-session ask. useByDefault is false for rpc, where the embedding
 // application owns persistence.
@@ -355,21 +377,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	pick, err := pickSessionFromTTY(o.resume, stderr)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	s, err := newSetup(o, stderr)
+	s, err := newModeSetup(o, true, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer s.close()
-	if err := s.openSession(true, pick); err != nil {
-		return fail(stderr, err)
-	}
-	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
-	}
 	ctx, stop := signalContext()
 	defer stop()
 	defer catchSIGPIPE()()
@@ -489,21 +501,11 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	pick, err := pickSessionFromTTY(o.resume, stderr)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	s, err := newSetup(o, stderr)
+	s, err := newModeSetup(o, false, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer s.close()
-	if err := s.openSession(false, pick); err != nil {
-		return fail(stderr, err)
-	}
-	for _, n := range s.notes {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
-	}
 	defer catchSIGPIPE()()
 	ctx, stop := signalContext()
 	defer stop()
