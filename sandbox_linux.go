@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -402,6 +403,10 @@ func runSandboxLauncher(args []string) int {
 	// Never unlocked: this thread carries the restrictions, and the
 	// command is started from it.
 	runtime.LockOSThread()
+	// The launcher allocates little and lives no longer than its command;
+	// a collection would only take the CPU from the command (a spare that
+	// just got ready would still be collecting what it set up with).
+	debug.SetGCPercent(-1)
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "zot: sandbox: "+format+"\n", a...)
 		return sandboxSetupFailed
