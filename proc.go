@@ -92,6 +92,13 @@ type procSpec struct {
 	// launcher's Cloneflags and UidMappings). startProc owns the session
 	// and group fields and overwrites them.
 	sys *syscall.SysProcAttr
+	// reportsEnd: the program's fd 3 is a pipe on which it writes its exit
+	// status (a decimal number and a newline) once nothing it started
+	// runs any more, just before it exits: the sandbox launcher, whose own
+	// exit waits for the kernel to tear its namespaces down. The proc
+	// counts as exited at the report; the leader is reaped in the
+	// background (Gone).
+	reportsEnd bool
 }
 
 // proc is one started child. Its owner reads Exited or calls waitExit to
@@ -105,7 +112,9 @@ type proc struct {
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
-	exited chan struct{} // closed when the leader has exited; it stays unreaped until Reap
+	exited chan struct{} // closed when the leader has exited (or reported its end); it stays unreaped until Reap
+	gone   chan struct{} // closed when the leader has been reaped
+	report *os.File      // with reportsEnd: where the leader reports its end
 
 	mu       sync.RWMutex // Stop holds it shared and Reap exclusively, so no signal follows the reap
 	released bool         // reaped: its ids may be a stranger's now
@@ -114,6 +123,11 @@ type proc struct {
 	state    *os.ProcessState
 	waitErr  error
 	early    bool // reaped when it exited, where the system cannot wait without reaping
+	// reported: the leader reported its end (reportsEnd) with status
+	// reportedCode; nothing of its session runs but the leader itself,
+	// which the watcher reaps.
+	reported     bool
+	reportedCode int
 }
 
 // startProc starts spec's program in a session of its own. Its errors are
@@ -137,10 +151,10 @@ func startProc(spec procSpec) (*proc, error) {
 	attr.Setsid, attr.Setpgid, attr.Pgid, attr.Setctty, attr.Foreground = true, false, 0, false, false
 	cmd.SysProcAttr = &attr
 
-	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, exited: make(chan struct{}), gone: make(chan struct{})}
 	var theirs []*os.File // the child's ends, closed once it holds them
 	fail := func(err error) (*proc, error) {
-		for _, f := range append(theirs, p.stdin, p.stdout, p.stderr) {
+		for _, f := range append(theirs, p.stdin, p.stdout, p.stderr, p.report) {
 			if f != nil {
 				f.Close()
 			}
@@ -169,6 +183,13 @@ func startProc(spec procSpec) (*proc, error) {
 			return fail(err)
 		}
 	}
+	if spec.reportsEnd {
+		child, ours, err := pipe(false)
+		if err != nil {
+			return fail(err)
+		}
+		cmd.ExtraFiles, p.report = []*os.File{child}, ours
+	}
 	switch spec.stderr {
 	case streamPipe:
 		if cmd.Stderr, p.stderr, err = pipe(false); err != nil {
@@ -196,21 +217,80 @@ func startProc(spec procSpec) (*proc, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// The watcher: ends when the leader has exited.
+	// The watcher: ends when the leader has exited, or, when it reported
+	// its end, once it is reaped.
 	go func() {
-		if !waitUnreaped(p.pid) {
-			p.early = true
-			p.waitErr = cmd.Wait()
-			p.state = cmd.ProcessState
+		if p.report != nil {
+			code, ok := readEndReport(p.report)
+			p.report.Close()
+			if ok {
+				p.reported, p.reportedCode = true, code
+				p.empty.Store(true)
+				close(p.exited)
+				p.waitLeader()
+				p.release()
+				return
+			}
 		}
+		p.waitLeader()
 		close(p.exited)
 	}()
 	return p, nil
 }
 
-// Exited is closed when the leader has exited. Until Reap, its unreaped
-// exit keeps its session and group ids from being reused.
+// waitLeader waits for the leader to exit, unreaped where the system
+// allows it.
+func (p *proc) waitLeader() {
+	if !waitUnreaped(p.pid) {
+		p.early = true
+		p.waitErr = p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+	}
+}
+
+// readEndReport reads the status a reportsEnd program writes before it
+// exits; ok is false when it exited (or was killed) without one.
+func readEndReport(f *os.File) (code int, ok bool) {
+	var buf []byte
+	chunk := make([]byte, 8)
+	for len(buf) < 8 {
+		n, err := f.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if line, _, found := bytes.Cut(buf, []byte("\n")); found {
+			code, err := strconv.Atoi(string(line))
+			return code, err == nil && code >= 0 && code <= 255
+		}
+		if err != nil {
+			break
+		}
+	}
+	return 0, false
+}
+
+// Exited is closed when the leader has exited, or reported its end. Until
+// Reap, its unreaped exit keeps its session and group ids from being
+// reused.
 func (p *proc) Exited() <-chan struct{} { return p.exited }
+
+// Gone is closed once the leader has been reaped: by Reap, or in the
+// background after it reported its end.
+func (p *proc) Gone() <-chan struct{} { return p.gone }
+
+// ExitCode is how the leader ended, as a shell reports it: its exit
+// status, or 128+N when signal N killed it (signal is then N). Call it
+// after Reap.
+func (p *proc) ExitCode() (code int, signal syscall.Signal) {
+	if p.reported {
+		return p.reportedCode, 0
+	}
+	if p.state == nil {
+		return -1, 0
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), ws.Signal()
+	}
+	return p.state.ExitCode(), 0
+}
 
 // waitExit waits up to d, or until ctx ends, for the leader to exit, and
 // reports whether it has.
@@ -304,7 +384,7 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 	for {
 		select {
 		case <-p.exited:
-			if !p.signalSession(esc.signal) {
+			if p.empty.Load() || !p.signalSession(esc.signal) {
 				p.empty.Store(true)
 				return esc.result
 			}
@@ -374,27 +454,38 @@ func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
 
 // Reap waits for the leader to exit, kills whatever its session left
 // running, and releases the process; it returns how the leader ended, as
-// exec.Cmd.Wait does. Later calls return the same.
+// exec.Cmd.Wait does. Later calls return the same. A leader that reported
+// its end has left nothing running: Reap returns at once, with no state
+// (ExitCode has the status), and the leader is reaped in the background.
 func (p *proc) Reap() (*os.ProcessState, error) {
 	<-p.exited
+	if p.reported {
+		return nil, nil
+	}
 	p.reapOnce.Do(func() {
 		p.Stop(0)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if !p.early {
-			// Once more to the group, which a kill reaches at once
-			// whatever it is doing: a process that forks and exits in a
-			// loop can slip past a look at /proc.
-			syscall.Kill(-p.pid, syscall.SIGKILL)
-			p.waitErr = p.cmd.Wait()
-			p.state = p.cmd.ProcessState
-		}
-		p.released = true
-		children.Lock()
-		delete(children.started, p.pid)
-		children.Unlock()
+		p.release()
 	})
 	return p.state, p.waitErr
+}
+
+// release reaps the leader, which has exited, and frees its ids.
+func (p *proc) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.early {
+		// Once more to the group, which a kill reaches at once whatever
+		// it is doing: a process that forks and exits in a loop can slip
+		// past a look at /proc.
+		syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.waitErr = p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+	}
+	p.released = true
+	children.Lock()
+	delete(children.started, p.pid)
+	children.Unlock()
+	close(p.gone)
 }
 
 // procRun is what runToEnd kept of a process that ran to its end.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -32,41 +33,70 @@ func setSubreaper() error {
 	return nil
 }
 
-// runAsInit is PID 1 of a PID namespace (the sandbox launcher): it starts
-// program from the calling thread, so that the thread's restrictions are
-// the command's, passes the signals it gets on to every process of the
-// namespace, reaps what is orphaned to it, and returns the command's exit
-// status (128+N when a signal N ended it) once the command has exited.
-// When its caller then exits, the kernel kills what is left in the
-// namespace.
-func runAsInit(program string, argv []string) (int, error) {
+// forwardSignals makes PID 1 of a PID namespace (the sandbox launcher)
+// pass the signals that ask a process to end on to every other process of
+// the namespace: a signal zot sends its session reaches the whole command.
+func forwardSignals() {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	pid, err := syscall.ForkExec(program, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
-	if err != nil {
-		return 0, fmt.Errorf("start %s: %w", argv[0], err)
-	}
 	// The forwarder lives as long as the process.
 	go func() {
 		for s := range sigs {
 			syscall.Kill(-1, s.(syscall.Signal)) // everyone in the namespace but init
 		}
 	}()
-	for {
+}
+
+// runAsInit is PID 1 of a PID namespace (the sandbox launcher, which
+// called forwardSignals): it starts program from the calling thread, so
+// that the thread's restrictions are the command's, and reaps what is
+// orphaned to it. Once the command has exited it kills every other
+// process of the namespace and reaps them all, so that nothing of the
+// command runs, and returns the command's exit status (128+N when a
+// signal N ended it). When report is not -1 it also writes that status
+// there (a pipe to zot), its stdout and stderr closed first: zot then has
+// the command's end and all its output without waiting for the kernel to
+// tear the namespaces down as the launcher exits, which costs more than
+// the rest of a short command.
+func runAsInit(program string, argv []string, report int) (int, error) {
+	pid, err := syscall.ForkExec(program, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	status := -1
+	for status < 0 {
 		var ws syscall.WaitStatus
 		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
 		switch {
 		case err == syscall.EINTR:
-			continue
 		case err != nil:
 			return 0, fmt.Errorf("wait for %s: %w", argv[0], err)
 		case wpid != pid:
-			continue // an orphan of the command, reaped
+			// an orphan of the command, reaped
 		case ws.Signaled():
-			return 128 + int(ws.Signal()), nil
+			status = 128 + int(ws.Signal())
+		default:
+			status = ws.ExitStatus()
 		}
-		return ws.ExitStatus(), nil
 	}
+	// kill(-1) reaches every process of the namespace but init, and one
+	// that is forking has its child killed with it; each ends up a child
+	// of init, so ECHILD means none is left.
+	syscall.Kill(-1, syscall.SIGKILL)
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && err != syscall.EINTR {
+			break
+		}
+	}
+	if report >= 0 {
+		syscall.Close(1)
+		syscall.Close(2)
+		if _, err := syscall.Write(report, []byte(strconv.Itoa(status)+"\n")); err != nil {
+			return 0, fmt.Errorf("report the command's end to zot: %w", err)
+		}
+	}
+	return status, nil
 }
 
 // execInPlace replaces the process with program, from the calling thread

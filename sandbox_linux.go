@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,7 +114,14 @@ type launchPolicy struct {
 	// Wait: set everything up, then read the command (a JSON list of
 	// words) from stdin, which becomes /dev/null for the command.
 	Wait bool `json:"wait,omitempty"`
+	// Report (namespaces path): fd 3 is a pipe to zot, which gets the
+	// command's exit status there once nothing of it runs
+	// (procSpec.reportsEnd).
+	Report bool `json:"report,omitempty"`
 }
+
+// reportFd is the launcher's end of the pipe of launchPolicy.Report.
+const reportFd = 3
 
 // landlockABI is the newest Landlock ABI the kernel offers, 0 for none.
 func landlockABI() int {
@@ -184,17 +192,21 @@ func (sb *Sandbox) confine(spec procSpec) (procSpec, error) {
 // spareLauncher is a launcher started ahead of the next command: it sets
 // the sandbox up and waits on its stdin for the command, so that a bash
 // call does not wait for a zot process to start and build the sandbox —
-// most of a call's cost. Each call that takes it starts the next one.
+// most of a call's cost. The next one is started once a command has
+// ended: started alongside it, it would take the CPU from the command.
 type spareLauncher struct {
 	mu     sync.Mutex
 	next   chan *proc // the spare once started (nil if it could not be); nil when none is coming
 	spec   procSpec   // the command it was started for: its directory and streams
 	closed bool
+	// calls counts the launchers that took a command and are not reaped
+	// yet (one that reported its end is reaped in the background).
+	calls sync.WaitGroup
 }
 
 // Start starts spec's program in the sandbox: through the spare launcher
 // when it was started for a command like spec, else through a launcher of
-// its own. It starts the spare for the next command.
+// its own. Once the command has ended it starts the spare for the next.
 func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
 	s := &sb.spare
 	s.mu.Lock()
@@ -204,30 +216,56 @@ func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
 	} else {
 		next = nil
 	}
-	refill := !s.closed && s.next == nil
+	s.calls.Add(1)
 	s.mu.Unlock()
-	if refill {
-		sb.startSpare(spec)
-	}
+	var p *proc
 	if next != nil {
-		if p := <-next; p != nil {
-			if err := p.sendCommand(spec.argv); err == nil {
-				return p, nil
+		if p = <-next; p != nil {
+			if err := p.sendCommand(spec.argv); err != nil {
+				discard(p) // it died: a launcher of the command's own says why
+				p = nil
 			}
-			discard(p) // it died: a launcher of the command's own says why
 		}
 	}
-	return startProc(sb.launch(spec, sb.policy()))
+	if p == nil {
+		var err error
+		if p, err = startProc(sb.launch(spec, sb.commandPolicy())); err != nil {
+			s.calls.Done()
+			return nil, err
+		}
+	}
+	// The follower ends once the launcher is reaped, which its caller
+	// (or, after a report, the watcher) sees to, and the next spare is
+	// on its way.
+	go func() {
+		defer s.calls.Done()
+		<-p.Gone()
+		sb.startSpare(spec)
+	}()
+	return p, nil
 }
 
-// startSpare starts a launcher that waits for a command like spec.
+// commandPolicy is the policy of a launcher that runs a command for Start:
+// on the namespaces path it reports the command's end.
+func (sb *Sandbox) commandPolicy() launchPolicy {
+	pol := sb.policy()
+	pol.Report = pol.Path == pathNamespaces
+	return pol
+}
+
+// startSpare starts a launcher that waits for a command like spec, unless
+// one is coming already or the sandbox is closed.
 func (sb *Sandbox) startSpare(spec procSpec) {
 	s := &sb.spare
 	ch := make(chan *proc, 1)
 	s.mu.Lock()
+	if s.closed || s.next != nil {
+		s.mu.Unlock()
+		return
+	}
 	s.next, s.spec = ch, spec
 	s.mu.Unlock()
-	pol := sb.policy()
+	pol := sb.commandPolicy()
 	pol.Wait = true
 	spare := spec
 	spare.argv, spare.stdin = nil, streamPipe
@@ -242,7 +280,8 @@ func (sb *Sandbox) startSpare(spec procSpec) {
 	}()
 }
 
-// Close stops the spare launcher and starts no more.
+// Close stops the spare launcher, starts no more, and waits until every
+// launcher that ran a command is reaped.
 func (sb *Sandbox) Close() error {
 	s := &sb.spare
 	s.mu.Lock()
@@ -255,6 +294,7 @@ func (sb *Sandbox) Close() error {
 			discard(p)
 		}
 	}
+	s.calls.Wait()
 	return nil
 }
 
@@ -288,6 +328,7 @@ func discard(p *proc) {
 
 func (sb *Sandbox) launch(spec procSpec, pol launchPolicy) procSpec {
 	spec.argv = append([]string{sb.launcher, sandboxLauncherArg, mustJSON(pol), "--"}, spec.argv...)
+	spec.reportsEnd = pol.Report
 	// If zot dies, so does the launcher, and with it (PID 1) its namespace.
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if pol.Path == pathNamespaces {
@@ -362,6 +403,10 @@ func runSandboxLauncher(args []string) int {
 	// Never unlocked: this thread carries the restrictions, and the
 	// command is started from it.
 	runtime.LockOSThread()
+	// The launcher allocates little and lives no longer than its command;
+	// a collection would only take the CPU from the command (a spare that
+	// just got ready would still be collecting what it set up with).
+	debug.SetGCPercent(-1)
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "zot: sandbox: "+format+"\n", a...)
 		return sandboxSetupFailed
@@ -371,6 +416,13 @@ func runSandboxLauncher(args []string) int {
 		return fail("the launcher needs POLICY -- COMMAND; it is started by zot's bash tool, not by hand")
 	}
 	argv := args[2:]
+	report := -1
+	if pol.Report {
+		// A command that could write here would tell zot it ended while
+		// it runs on.
+		report = reportFd
+		syscall.CloseOnExec(report)
+	}
 	if !pol.Probe && !pol.Wait && len(argv) == 0 {
 		return fail("no command to run")
 	}
@@ -388,6 +440,8 @@ func runSandboxLauncher(args []string) int {
 		if err := setUpNamespaces(pol); err != nil {
 			return fail("%v", err)
 		}
+		// Before the command comes: set up, it costs a spare's call nothing.
+		forwardSignals()
 	}
 	if err := restrictThread(pol); err != nil {
 		return fail("%v", err)
@@ -412,7 +466,7 @@ func runSandboxLauncher(args []string) int {
 		err := execInPlace(program, argv)
 		return fail("start %s: %v", argv[0], err)
 	}
-	status, err := runAsInit(program, argv)
+	status, err := runAsInit(program, argv, report)
 	if err != nil {
 		return fail("%v", err)
 	}

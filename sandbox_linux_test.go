@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -233,12 +234,18 @@ func TestSandboxConfinesCommands(t *testing.T) {
 
 func quoteForSh(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\\''`) + "'" }
 
-// processesWith lists the live processes whose command line holds mark.
+// processesWith lists the live processes whose command line holds mark,
+// but zot's own launchers: a launcher that ran a command has ended
+// everything of it when it reports, and may still be exiting (tearing its
+// namespaces down) when the call returns.
 func processesWith(mark string) []string {
 	procs, _ := readProcs()
 	var out []string
 	for _, p := range procs {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
+		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[1] == sandboxLauncherArg {
+			continue
+		}
 		if !p.zombie() && strings.Contains(string(b), mark) {
 			out = append(out, strconv.Itoa(p.pid)+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
@@ -306,6 +313,114 @@ func TestSandboxRefusalGetsANote(t *testing.T) {
 	out, _ = sandboxBash(t, sb, l.work, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'")
 	if !strings.Contains(out, "commands have no network") {
 		t.Errorf("result:\n%s", out)
+	}
+}
+
+// The launcher tells zot that a command ended (and all it started) on a
+// pipe of its own; a command that writes there, or to the launcher's end
+// through /proc, must not make zot stop waiting for it early. The second
+// call runs in the spare launcher.
+func TestSandboxEndReportCannotBeForged(t *testing.T) {
+	t.Parallel()
+	for _, path := range sandboxPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			l := newSandboxLayout(t)
+			sb := l.sandbox(t, sandboxWorkspace, path.force)
+			env := NewToolEnv(l.work, false)
+			env.Sandbox = sb
+			defer env.Close()
+			forge := `for f in /dev/fd/3 /proc/1/fd/3 /proc/$PPID/fd/3 /proc/$$/fd/3; do (echo 0 > $f) 2>/dev/null && echo "forged $f"; done; sleep 1; echo slept; exit 3`
+			for call := 1; call <= 2; call++ {
+				res := bashTool{env}.Run(context.Background(), json.RawMessage(mustJSON(obj{"command": forge, "timeout": 60})), nil)
+				out := Message{Content: res.Content}.Text()
+				if strings.Contains(out, "forged") || !strings.Contains(out, "slept") || !strings.Contains(out, "[exit code 3]") {
+					t.Errorf("call %d:\n%s", call, out)
+				}
+			}
+		})
+	}
+}
+
+// A command that runs past its timeout is stopped with everything it
+// started, a setsid daemon included, before the call returns.
+func TestSandboxTimeoutStopsEverything(t *testing.T) {
+	t.Parallel()
+	for _, path := range sandboxPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			l := newSandboxLayout(t)
+			sb := l.sandbox(t, sandboxWorkspace, path.force)
+			mark := "zot-sandbox-timeout-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "x"
+			cmd := "setsid sh -c 'sleep 1000; : " + mark + "-setsid' >/dev/null 2>&1 & sh -c 'sleep 1000; : " + mark + "-bg' & echo started; sleep 1000"
+			env := NewToolEnv(l.work, false)
+			env.Sandbox = sb
+			defer env.Close()
+			res := bashTool{env}.Run(context.Background(), json.RawMessage(mustJSON(obj{"command": cmd, "timeout": 1})), nil)
+			out := Message{Content: res.Content}.Text()
+			if !res.IsError || !strings.Contains(out, "started") || !strings.Contains(out, "timed out after 1s") {
+				t.Errorf("result:\n%s", out)
+			}
+			if left := processesWith(mark); len(left) > 0 {
+				t.Errorf("processes outlived the call: %v", left)
+			}
+		})
+	}
+}
+
+// Every launcher that ran a command is reaped by Close at the latest (on
+// the namespaces path it reports the command's end first and is reaped in
+// the background), and each call after the first runs in the spare
+// launcher started after the call before it.
+func TestSandboxCloseReapsLaunchers(t *testing.T) {
+	t.Parallel()
+	for _, path := range sandboxPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			l := newSandboxLayout(t)
+			sb := l.sandbox(t, sandboxWorkspace, path.force)
+			var procs []*proc
+			for call := 1; call <= 3; call++ {
+				var spare chan *proc
+				if call > 1 {
+					spare = waitSpareReady(t, sb)
+				}
+				p, err := sb.Start(procSpec{argv: shellArgv("echo hi; sleep 1000 >/dev/null 2>&1 &"), dir: l.work, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout})
+				if err != nil {
+					t.Fatal(err)
+				}
+				procs = append(procs, p)
+				sb.spare.mu.Lock()
+				tookSpare := spare != nil && sb.spare.next != spare
+				sb.spare.mu.Unlock()
+				if call > 1 && !tookSpare {
+					t.Errorf("call %d did not take the spare launcher", call)
+				}
+				p.stdout.SetReadDeadline(time.Now().Add(time.Minute))
+				out, _ := io.ReadAll(p.stdout)
+				p.stdout.Close()
+				<-p.Exited()
+				p.Stop(0)
+				p.Reap()
+				if code, _ := p.ExitCode(); string(out) != "hi\n" || code != 0 {
+					t.Errorf("call %d: exit %d, output %q", call, code, out)
+				}
+				if p.reported != (path.name == pathNamespaces) {
+					t.Errorf("call %d: reported its end: %v", call, p.reported)
+				}
+			}
+			sb.Close()
+			for _, p := range procs {
+				select {
+				case <-p.Gone():
+				default:
+					t.Errorf("launcher %d is not reaped after Close", p.pid)
+				}
+				if s, ok := readProcStat(strconv.Itoa(p.pid)); ok && s.ppid == os.Getpid() {
+					t.Errorf("launcher %d is still a child of zot: %+v", p.pid, s)
+				}
+			}
+		})
 	}
 }
 
@@ -448,21 +563,36 @@ func BenchmarkSandboxBashCall(b *testing.B) {
 			}
 			defer env.Close()
 			args := json.RawMessage(`{"command":"echo hi"}`)
+			call := func() time.Duration {
+				start := time.Now()
+				res := bashTool{env}.Run(context.Background(), args, nil)
+				took := time.Since(start)
+				if res.IsError {
+					b.Fatalf("echo hi: %s", Message{Content: res.Content}.Text())
+				}
+				return took
+			}
+			call() // the first call has no spare launcher ready
 			times := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				// The model thinks between calls: time enough for the
 				// spare launcher to be ready.
 				b.StopTimer()
-				if sb, ok := env.Sandbox.(*Sandbox); ok {
-					waitSpareReady(b, sb)
+				sb, _ := env.Sandbox.(*Sandbox)
+				var spare chan *proc
+				if sb != nil {
+					spare = waitSpareReady(b, sb)
 				}
 				b.StartTimer()
-				start := time.Now()
-				res := bashTool{env}.Run(context.Background(), args, nil)
-				times = append(times, time.Since(start))
-				if res.IsError {
-					b.Fatalf("echo hi: %s", Message{Content: res.Content}.Text())
+				times = append(times, call())
+				if sb != nil {
+					sb.spare.mu.Lock()
+					unused := sb.spare.next == spare
+					sb.spare.mu.Unlock()
+					if unused {
+						b.Fatalf("the call did not take the spare launcher")
+					}
 				}
 			}
 			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
@@ -472,18 +602,23 @@ func BenchmarkSandboxBashCall(b *testing.B) {
 }
 
 // waitSpareReady waits until the sandbox's spare launcher has set up and
-// blocks reading its command.
-func waitSpareReady(b *testing.B, sb *Sandbox) {
-	sb.spare.mu.Lock()
-	ch := sb.spare.next
-	sb.spare.mu.Unlock()
+// blocks reading its command, and returns where Start takes it from.
+func waitSpareReady(b testing.TB, sb *Sandbox) chan *proc {
+	// The spare is started once the last command has ended, which is
+	// about when the call returns; the first call has none before it.
+	var ch chan *proc
+	for deadline := time.Now().Add(10 * time.Second); ch == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		sb.spare.mu.Lock()
+		ch = sb.spare.next
+		sb.spare.mu.Unlock()
+	}
 	if ch == nil {
-		return
+		b.Fatalf("no spare launcher was started")
 	}
 	p := <-ch
 	ch <- p
 	if p == nil {
-		return
+		b.Fatalf("the spare launcher could not be started")
 	}
 	// The thread that reads may be any of the launcher's.
 	tasks := "/proc/" + strconv.Itoa(p.pid) + "/task/"
@@ -491,9 +626,10 @@ func waitSpareReady(b *testing.B, sb *Sandbox) {
 		entries, _ := os.ReadDir(tasks)
 		for _, e := range entries {
 			if w, _ := os.ReadFile(tasks + e.Name() + "/wchan"); strings.Contains(string(w), "pipe") {
-				return
+				return ch
 			}
 		}
 	}
 	b.Fatalf("the spare launcher %d never got ready", p.pid)
+	return nil
 }

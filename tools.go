@@ -1059,7 +1059,7 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 		out.readFrom(pr, progress)
 	}
 	pr.Close()
-	state, _ := p.Reap()
+	p.Reap()
 
 	text, cut := out.result()
 	if spill := out.close(cut > 0); spill != "" {
@@ -1073,19 +1073,12 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteByte('\n')
 	}
-	code := state.ExitCode() // -1 when killed by a signal
-	var ws syscall.WaitStatus
-	if state != nil {
-		ws, _ = state.Sys().(syscall.WaitStatus)
-	}
-	if ws.Signaled() {
-		code = 128 + int(ws.Signal()) // as the shell reports it
-	}
+	code, signal := p.ExitCode()
 	switch {
 	case stopped != "":
 		fmt.Fprintf(&b, "[%s; stopped the command and its process group (exit code %d)]", stopped, code)
-	case ws.Signaled():
-		fmt.Fprintf(&b, "[exit code %d: killed by signal %v]", code, ws.Signal())
+	case signal != 0:
+		fmt.Fprintf(&b, "[exit code %d: killed by signal %v]", code, signal)
 	default:
 		fmt.Fprintf(&b, "[exit code %d]", code)
 	}
