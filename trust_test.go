@@ -142,3 +142,26 @@ func TestReloadDoesNotLoadAnExtensionAddedAfterTrust(t *testing.T) {
 		t.Errorf("loaded %d extensions (want none: one new, one changed); logged %q", len(found), logged)
 	}
 }
+
+// A project's "disableAllHooks" would switch off the user's own hooks
+// (their PreToolUse guards): it needs trust like a hook command does, and
+// is shown as such.
+func TestProjectDisableAllHooksNeedsTrust(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"disableAllHooks": true}`), 0o644)
+	entries, kinds := projectPrograms(home, dir, options{}, true)
+	if len(entries) != 1 || entries[0].Name != "disableAllHooks" || !strings.Contains(entries[0].String(), "turns off every hook") {
+		t.Fatalf("entries: %+v", entries)
+	}
+	if st := checkTrust(home, dir, entries, kinds); st.Trusted {
+		t.Errorf("a project that turns off the user's hooks counts as trusted: %+v", st)
+	}
+	if err := recordTrust(home, dir, entries, kinds); err != nil {
+		t.Fatal(err)
+	}
+	if st := checkTrust(home, dir, entries, kinds); !st.Trusted {
+		t.Errorf("trusted by the user: %+v", st)
+	}
+}

@@ -1141,7 +1141,12 @@ func validatorTrustEntry(v Validator, dir string) trustEntry {
 // by its event, matcher and place.
 func hookTrustEntries(path, dir string) []trustEntry {
 	var out []trustEntry
-	events, _ := readHookSettings(path, func(string, string) {})
+	events, disableAll := readHookSettings(path, func(string, string) {})
+	if disableAll {
+		// Not a program, but it switches off every hook — the user's own
+		// guards in ~/.claude/settings.json too: only a trusted project may.
+		out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: "disableAllHooks", Command: "turns off every hook, yours included"})
+	}
 	for _, ev := range sortedKeys(events) {
 		n := 0
 		for _, g := range events[ev] {
