@@ -1050,15 +1050,24 @@ func mcpConfigFiles(cfg MCPSources) (files []string, explicit map[string]bool) {
 // are returned as problems naming the file and server, and skipped.
 func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 	files, explicit := mcpConfigFiles(cfg)
-	sources := make([]MCPPluginFile, 0, len(files)+len(cfg.Plugins))
-	for _, f := range files {
-		sources = append(sources, MCPPluginFile{Path: f})
-	}
-	sources = append(sources, cfg.Plugins...)
 	untrusted := map[string]bool{}
 	if cfg.UntrustedProject {
 		for _, f := range mcpProjectFiles(cfg.Cwd) {
 			untrusted[f] = true
+		}
+	}
+	// An untrusted project's files come last, after the plugins', so that
+	// a name they take cannot keep a server of the user's from starting.
+	sources := make([]MCPPluginFile, 0, len(files)+len(cfg.Plugins))
+	for _, f := range files {
+		if !untrusted[f] {
+			sources = append(sources, MCPPluginFile{Path: f})
+		}
+	}
+	sources = append(sources, cfg.Plugins...)
+	for _, f := range files {
+		if untrusted[f] {
+			sources = append(sources, MCPPluginFile{Path: f})
 		}
 	}
 	var out []mcpServerConfig

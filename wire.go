@@ -737,6 +737,9 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 	}
 	for _, c := range servers {
+		if c.Untrusted || c.Disabled {
+			continue // never starts: --tools cannot count on its tools
+		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
