@@ -394,23 +394,28 @@ func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args s
 			p.note(fmt.Sprintf("/%s: line %d of %s left out: %s", t.Name, i+1, t.Path, why))
 			continue
 		}
-		var failed string
-		expanded := promptCommand.ReplaceAllStringFunc(line, func(m string) string {
-			if failed != "" {
-				return ""
-			}
-			cmd := substitutePromptArgs(promptCommand.FindStringSubmatch(m)[1], args, positional)
-			output, err := p.runCommand(ctx, a, t, cmd)
+		// The text around a command gets the arguments as typed; the
+		// command gets each argument as one quoted shell word, so that no
+		// argument is shell syntax.
+		var expanded strings.Builder
+		var failed error
+		at := 0
+		for _, m := range promptCommand.FindAllStringSubmatchIndex(line, -1) {
+			expanded.WriteString(substitutePromptArgs(line[at:m[0]], args, positional))
+			at = m[1]
+			output, err := p.runCommand(ctx, a, t, substituteCommandArgs(line[m[2]:m[3]], positional))
 			if err != nil {
-				failed = err.Error()
+				failed = err
+				break
 			}
-			return output
-		})
-		if failed != "" {
+			expanded.WriteString(output)
+		}
+		if failed != nil {
 			p.note(fmt.Sprintf("/%s: line %d of %s left out: %s", t.Name, i+1, t.Path, failed))
 			continue
 		}
-		out = append(out, expanded)
+		expanded.WriteString(substitutePromptArgs(line[at:], args, positional))
+		out = append(out, expanded.String())
 	}
 	x.Text = strings.Join(out, "\n")
 	if !uses && args != "" {
@@ -509,6 +514,17 @@ func substitutePromptArgs(line, args string, positional []string) string {
 		}
 		return ""
 	})
+}
+
+// substituteCommandArgs puts the arguments into a !`command`: $1…$9 as
+// one shell word each, $ARGUMENTS as all of them, each its own word. An
+// argument is never shell syntax: "x; rm -rf ~" is one word.
+func substituteCommandArgs(command string, positional []string) string {
+	quoted := make([]string, len(positional))
+	for i, a := range positional {
+		quoted[i] = shellQuote(a)
+	}
+	return substitutePromptArgs(command, strings.Join(quoted, " "), quoted)
 }
 
 // splitPromptArgs splits arguments at spaces; "double" or 'single' quotes

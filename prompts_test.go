@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -298,4 +299,26 @@ func TestPromptsCanBeTurnedOffInConfig(t *testing.T) {
 func pathExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// An argument put into a !`command` is one shell word however it is
+// spelled: checked by real bash, which prints each word it got.
+func TestPromptArgumentsInACommandAreWordsNotSyntax(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	positional := splitPromptArgs(`"x; touch pwned" '$(touch pwned2)' "it's" ` + "`touch pwned3`")
+	cmd := substituteCommandArgs(`printf '%s|' $1 $ARGUMENTS`, positional)
+	c := exec.Command("bash", "-c", cmd)
+	c.Dir = dir
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	want := "x; touch pwned|x; touch pwned|$(touch pwned2)|it's|`touch|pwned3`|"
+	if string(out) != want {
+		t.Errorf("bash got %q from %s, want %q", out, cmd, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("an argument ran as a command: %v", entries)
+	}
 }

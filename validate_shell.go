@@ -1329,19 +1329,3 @@ func isArrayAssignment(prefix string) bool {
 	_, n := assignmentName(prefix)
 	return n > 0 && n == len(prefix)
 }
-
-// shellQuote is the inverse of the splitter for one word: the word as it
-// is when no shell gives any of its characters a meaning, else in single
-// quotes, where a quote of its own ends them, is escaped, and opens them
-// again.
-func shellQuote(w string) string {
-	plain := w != ""
-	for i := 0; i < len(w) && plain; i++ {
-		c := w[i]
-		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_./:,=+@%", c) >= 0
-	}
-	if plain {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
