@@ -599,6 +599,12 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				}
 			}
 			stop = s.plugTUI(t)
+			if err := s.checkToolPatterns(); err != nil {
+				t.Logf("zot: %s", err)
+			}
+			if len(o.prompt) > 0 {
+				s.awaitMCPBeforeFirstTurn()
+			}
 		}))
 	}
 	if s.hasServer {
