@@ -521,42 +521,6 @@ func TestAuthFileMustBePrivate(t *testing.T) {
 	}
 }
 
-// TestCoreCopyBuilds keeps the embedding promise: the core files and a
-// ten-line main build on their own.
-func TestCoreCopyBuilds(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds a module")
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"agent.go", "session.go", "providers.go", "providers_catalogue.go", "tools.go", "tools_edit.go", "untrusted.go", "proc.go", "proc_linux.go", "proc_darwin.go", "proc_other.go"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, f), b, 0o644)
-	}
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module coreembed\n\ngo 1.22\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "main.go"), []byte(`package main
-
-import ("context"; "fmt"; "os")
-
-func main() {
-	p, _ := NewProvider(ProviderConfig{Name: "anthropic", APIKey: os.Getenv("ANTHROPIC_API_KEY")})
-	reg := NewToolRegistry()
-	reg.SetSource("builtin", BuiltinTools(NewToolEnv(".", false)))
-	a := NewAgent(p, "claude-sonnet-4-5", reg)
-	fmt.Println(a.Prompt(context.Background(), os.Args[1], nil, func(e Event) { fmt.Println(e.Type) }))
-}
-`), 0o644)
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "coreembed"), ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("core copy does not build: %v\n%s", err, out)
-	}
-}
-
 // waitFor polls cond until it holds, failing after a deadline generous
 // enough for a loaded machine.
 func waitFor(t *testing.T, what string, cond func() bool) {

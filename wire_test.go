@@ -15,10 +15,28 @@ import (
 // door for outside text, the configuration and the command-line
 // conventions, the models beyond the catalogue and the portable sessions
 // (the TUI's /model and /session use them as zot's command line does).
-var copyBuildCore = []string{
+var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "session_port.go"}, coreFiles...)
+
+// coreFiles are the core alone: what an embedder copies (docs/embedding.md).
+var coreFiles = []string{
 	"agent.go", "session.go", "providers*.go", "tools.go", "tools_edit.go",
-	"proc*.go", "nodump_*.go", "untrusted.go", "config.go", "cli.go", "models*.go", "session_port.go",
+	"proc*.go", "nodump_*.go", "untrusted.go",
 }
+
+// embedExample is the ten-line main of docs/embedding.md, as a function of
+// the core's copy.
+const embedExample = `package copybuild
+
+import ("context"; "fmt"; "os")
+
+func embed() {
+	p, _ := NewProvider(ProviderConfig{Name: "anthropic", APIKey: os.Getenv("ANTHROPIC_API_KEY")})
+	reg := NewToolRegistry()
+	reg.SetSource("builtin", BuiltinTools(NewToolEnv(".", false)))
+	a := NewAgent(p, "claude-sonnet-4-5", reg)
+	fmt.Println(a.Prompt(context.Background(), os.Args[1], nil, func(e Event) { fmt.Println(e.Type) }))
+}
+`
 
 // copyBuilds are the plugins, each with its files. Each builds with
 // copyBuildCore and nothing else: no plugin reaches into another, or into
@@ -42,7 +60,8 @@ var copyBuilds = []struct {
 }
 
 // TestPluginsBuildAlone copies the core and one plugin into a package of
-// its own, for every plugin, and builds them all with one go build: the
+// its own, for every plugin, and the core alone with an embedder's lines
+// into another, and builds them all with one go build: the
 // compiler holds the layout of docs/embedding.md. The copies are library
 // packages, so that go build compiles them in parallel and links none, and
 // -trimpath lets the build cache serve a copy that did not change.
@@ -63,6 +82,13 @@ func TestPluginsBuildAlone(t *testing.T) {
 			copyDir(t, d, filepath.Join(dir, d))
 		}
 	}
+	// The core alone, with the lines an embedder writes around it.
+	core := filepath.Join(mod, "core")
+	os.Mkdir(core, 0o755)
+	for _, pattern := range coreFiles {
+		copyGoFiles(t, pattern, core)
+	}
+	os.WriteFile(filepath.Join(core, "embed.go"), []byte(embedExample), 0o644)
 	cmd := exec.Command("go", "build", "-trimpath", "./...")
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
