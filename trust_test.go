@@ -179,3 +179,25 @@ func TestUntrustedProjectCannotShadowAPluginServer(t *testing.T) {
 		t.Errorf("servers %+v, problems %+v", servers, problems)
 	}
 }
+
+// ~/.claude is the user's own, but the marketplaces Claude Code clones
+// under ~/.claude/plugins are other people's repositories.
+func TestClaudePluginClonesAreNotTheUsers(t *testing.T) {
+	t.Parallel()
+	h, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory")
+	}
+	home := t.TempDir()
+	for path, want := range map[string]bool{
+		filepath.Join(home, "mcp.json"):                                          true,
+		filepath.Join(h, ".claude", "settings.json"):                             true,
+		filepath.Join(h, ".claude", "plugins", "marketplaces", "x", ".mcp.json"): false,
+		filepath.Join(h, ".claude-other", "settings.json"):                       false,
+		filepath.Join(t.TempDir(), ".claude", "settings.json"):                   false,
+	} {
+		if got := userOwns(home, path); got != want {
+			t.Errorf("userOwns(%s) = %v", path, got)
+		}
+	}
+}

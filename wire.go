@@ -1239,20 +1239,22 @@ func trustedValidatorFiles(home, cwd string, projectOK bool) []string {
 }
 
 // userOwns says whether path is one of the user's own files: under
-// $ZOT_HOME or ~/.claude.
+// $ZOT_HOME or ~/.claude — but not ~/.claude/plugins, where Claude Code
+// clones plugin marketplaces: other people's repositories.
 func userOwns(home, path string) bool {
-	roots := []string{home}
-	if h, err := os.UserHomeDir(); err == nil {
-		roots = append(roots, filepath.Join(h, ".claude"))
-	}
-	for _, r := range roots {
-		if r, err := filepath.Abs(r); err == nil {
-			if rel, err := filepath.Rel(r, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-				return true
-			}
+	under := func(root string) bool {
+		r, err := filepath.Abs(root)
+		if err != nil {
+			return false
 		}
+		rel, err := filepath.Rel(r, path)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 	}
-	return false
+	if under(home) {
+		return true
+	}
+	h, err := os.UserHomeDir()
+	return err == nil && under(filepath.Join(h, ".claude")) && !under(filepath.Join(h, ".claude", "plugins"))
 }
 
 // commandLine shows argv as one line a shell would read the same way.
