@@ -42,36 +42,35 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 // subcommandArgs reads the flags of a management command (zot mcp, skills,
-// validate): switches, flags with a value (`--name VALUE` or `--name=VALUE`;
-// a repeated one accumulates) and -h/--help. `--` ends the flags; the
-// other words are returned in order.
-func subcommandArgs(args []string, switches map[string]*bool, values map[string]*[]string) (words []string, help bool, err error) {
+// validate): switches and flags with a value (`--name VALUE` or
+// `--name=VALUE`; a repeated one accumulates). `--` ends the flags; the
+// other words are returned in order. -h/--help never reach it: run in
+// main.go answers them first (commandHelp).
+func subcommandArgs(args []string, switches map[string]*bool, values map[string]*[]string) (words []string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(a, "=")
 		switch {
-		case a == "-h" || a == "--help":
-			return nil, true, nil
 		case a == "--":
-			return append(words, args[i+1:]...), false, nil
+			return append(words, args[i+1:]...), nil
 		case switches[a] != nil:
 			*switches[a] = true
 		case values[name] != nil:
 			if !hasValue {
 				if i+1 >= len(args) {
-					return nil, false, fmt.Errorf("%s needs a value", name)
+					return nil, fmt.Errorf("%s needs a value", name)
 				}
 				i++
 				value = args[i]
 			}
 			*values[name] = append(*values[name], value)
 		case len(a) > 1 && a[0] == '-':
-			return nil, false, fmt.Errorf("unknown flag %s", a)
+			return nil, fmt.Errorf("unknown flag %s", a)
 		default:
 			words = append(words, a)
 		}
 	}
-	return words, false, nil
+	return words, nil
 }
 
 // commandArgs reads a management command's words and flags as
@@ -84,7 +83,7 @@ func commandArgs(c *commandHelp, args []string, switches map[string]*bool, value
 		values = map[string]*[]string{}
 	}
 	values["--cwd"] = &cwds
-	words, _, err := subcommandArgs(args, switches, values)
+	words, err := subcommandArgs(args, switches, values)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n%s", c.name, err, c.text(""))
 		return nil, "", false

@@ -1318,12 +1318,9 @@ The servers: ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json (docs/mcp.md).
 func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
 	var files, cwds []string
 	var asJSON, noMCP bool
-	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
+	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
 		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds})
 	switch {
-	case help:
-		fmt.Fprint(stdout, mcpUsage.text(""))
-		return exitOK
 	case err != nil:
 		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage.text(""))
 		return exitUsage

@@ -240,11 +240,8 @@ is the opt-in. See docs/plugins.md.
 // usage mistake.
 func runPluginCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var force, yes, yesLong, asJSON bool
-	words, help, err := subcommandArgs(args, map[string]*bool{"--force": &force, "-y": &yes, "--yes": &yesLong, "--json": &asJSON}, nil)
+	words, err := subcommandArgs(args, map[string]*bool{"--force": &force, "-y": &yes, "--yes": &yesLong, "--json": &asJSON}, nil)
 	switch {
-	case help:
-		fmt.Fprint(stdout, pluginUsage.text(""))
-		return exitOK
 	case err != nil:
 		fmt.Fprintf(stderr, "zot plugin: %v\n%s", err, pluginUsage.text(""))
 		return exitUsage

@@ -395,10 +395,6 @@ func pathsIn(s string) []string {
 // sandboxed shell. It exits 0 when every mode the system offers passed.
 func runSandboxCommand(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] != "check" {
-		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, sandboxUsage.text(""))
-			return exitOK
-		}
 		fmt.Fprint(stderr, sandboxUsage.text(""))
 		return exitUsage
 	}

@@ -345,11 +345,8 @@ docs/security.md says what trust covers.
 // run and the kinds it looked at (wire.go knows the plugins' sources).
 func runTrustCommand(args []string, collect func(dir string) ([]trustEntry, []string), stdin io.Reader, stdout, stderr io.Writer) int {
 	var yes, list, revoke bool
-	words, help, err := subcommandArgs(args, map[string]*bool{"--yes": &yes, "-y": &yes, "--list": &list, "--revoke": &revoke}, nil)
+	words, err := subcommandArgs(args, map[string]*bool{"--yes": &yes, "-y": &yes, "--list": &list, "--revoke": &revoke}, nil)
 	switch {
-	case help:
-		fmt.Fprint(stdout, trustUsage.text(""))
-		return exitOK
 	case err != nil, len(words) > 1, list && (revoke || yes || len(words) > 0):
 		if err == nil {
 			err = errors.New("wrong arguments")

@@ -711,11 +711,8 @@ const exitAsk = 3
 func runValidateCommand(args []string, load func(home, cwd string, warn func(string)) []Validator, stdin io.Reader, stdout, stderr io.Writer) int {
 	var asJSON bool
 	var cwds []string
-	words, help, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
+	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
 	switch {
-	case help:
-		fmt.Fprint(stdout, validateUsage.text(""))
-		return exitOK
 	case err != nil:
 		fmt.Fprintf(stderr, "zot validate: %v (put the command line after --)\n%s", err, validateUsage.text(""))
 		return exitUsage
