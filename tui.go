@@ -134,9 +134,11 @@ type TUI struct {
 	inbox   []any
 	wake    chan struct{}
 
-	// ctx ends when the TUI exits; work started for the UI uses it.
+	// ctx ends when the TUI exits; work started for the UI uses it, and
+	// bg counts that work (background), which Run waits for.
 	ctx    context.Context
 	cancel context.CancelFunc
+	bg     sync.WaitGroup
 
 	mode    *ttyMode
 	restore sync.Once
@@ -360,6 +362,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 		case <-readerDone:
 		case <-time.After(time.Second):
 		}
+		t.waitBackground(5 * time.Second)
 	}()
 
 	t.start(prompt, resume)
@@ -414,6 +417,32 @@ func (t *TUI) restoreTerminal() {
 // crashGuard, deferred first in every goroutine the TUI starts, gives the
 // terminal back before a panic ends the process, so the trace is readable
 // and the shell usable.
+// background runs work beside the UI loop: a provider call, an extension
+// command, a reload. work must end once t.ctx ends; Run waits for it
+// before it returns, so nothing the TUI started outlives it.
+func (t *TUI) background(work func()) {
+	t.bg.Add(1)
+	go func() {
+		defer t.bg.Done()
+		defer t.crashGuard()
+		work()
+	}()
+}
+
+// waitBackground waits for the background work, which t.ctx has ended,
+// at most limit: a call that ignores its context must not hang the exit.
+func (t *TUI) waitBackground(limit time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		t.bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+	}
+}
+
 func (t *TUI) crashGuard() {
 	if r := recover(); r != nil {
 		t.restore.Do(func() {

@@ -97,8 +97,7 @@ func (d *btwDialog) ask(t *TUI, question string) {
 	d.cancel = cancel
 	// Owner: the dialog, which cancels it on esc or close; the TUI's
 	// context ends it on exit. It ends when the provider call returns.
-	go func() {
-		defer t.crashGuard()
+	t.background(func() {
 		defer cancel()
 		reply, err := prov.Stream(ctx, req, func(se StreamEvent) {
 			if se.Type == "text" {
@@ -106,7 +105,7 @@ func (d *btwDialog) ask(t *TUI, question string) {
 			}
 		})
 		t.post(msgBtwDone{d, seq, reply, err})
-	}()
+	})
 }
 
 // stop cancels the side call in flight.

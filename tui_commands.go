@@ -609,10 +609,7 @@ func (t *TUI) reloadExt() {
 	ext := t.Ext
 	// Owner: the UI loop, which gets msgReloaded. Reload is bounded by the
 	// host's own timeouts and by the TUI's context.
-	go func() {
-		defer t.crashGuard()
-		t.post(msgReloaded{ext.Reload(t.ctx)})
-	}()
+	t.background(func() { t.post(msgReloaded{ext.Reload(t.ctx)}) })
 }
 
 func (t *TUI) reloaded(st tuiReloadStats) {
@@ -642,13 +639,12 @@ func (t *TUI) invokeExtCommand(name, args string) {
 	ext := t.Ext
 	// Owner: the UI loop, which gets msgCmdDone. The host times the
 	// command out (30 s); the deadline here only backs that up.
-	go func() {
-		defer t.crashGuard()
+	t.background(func() {
 		ctx, cancel := context.WithTimeout(t.ctx, 35*time.Second)
 		defer cancel()
 		resp, err := ext.InvokeCommand(ctx, name, args)
 		t.post(msgCmdDone{name, resp, err})
-	}()
+	})
 }
 
 // extCommandDone acts on an extension command's response.
@@ -1275,9 +1271,8 @@ func (t *TUI) sendPanel(m panelMsg) {
 		ch := make(chan panelMsg, 256)
 		t.panelKeys = ch
 		ext := t.Ext
-		// Owner: the TUI. It exits when the TUI's context ends.
-		go func() {
-			defer t.crashGuard()
+		// It exits when the TUI's context ends.
+		t.background(func() {
 			for {
 				select {
 				case m := <-ch:
@@ -1294,7 +1289,7 @@ func (t *TUI) sendPanel(m panelMsg) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	select {
 	case t.panelKeys <- m:

@@ -67,12 +67,11 @@ func (t *TUI) beginRun(work func(ctx context.Context, sink Sink) error) {
 	sink := TeeSinks(t.Observe, func(e Event) { t.post(msgEvent{id, e}) })
 	// Owner: the UI loop, which waits for msgRunDone. It ends when the
 	// agent returns, which cancelling ctx brings about promptly.
-	go func() {
-		defer t.crashGuard()
+	t.background(func() {
 		err := work(ctx, sink)
 		cancel()
 		t.post(msgRunDone{id, err})
-	}()
+	})
 }
 
 // abort cancels the running prompt (esc, ctrl+c). Queued prompts go back
