@@ -100,6 +100,14 @@ func commandArgs(c *commandHelp, args []string, switches map[string]*bool, value
 	return words, dir, true
 }
 
+// stderrLog writes a printf-style message to w as one "zot: " line,
+// sanitised: the messages name files and entries from outside.
+func stderrLog(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(w, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
+	}
+}
+
 // lastOr is the last of a repeatable flag's values, or def.
 func lastOr(vs []string, def string) string {
 	if len(vs) == 0 {

@@ -621,9 +621,7 @@ func runPromptsCommand(args []string, extra []PromptRoot, stdout, stderr io.Writ
 	if !ok {
 		return exitUsage
 	}
-	log := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	}
+	log := stderrLog(stderr)
 	switch {
 	case len(words) == 1 && words[0] == "list":
 		fmt.Fprint(stdout, FormatPromptList(LoadPrompts(zotHome(), abs, extra, log)))

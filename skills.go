@@ -1099,9 +1099,7 @@ func runSkillsCommand(args []string, extra []skillRoot, stdout, stderr io.Writer
 	if !ok {
 		return exitUsage
 	}
-	log := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	}
+	log := stderrLog(stderr)
 	switch {
 	case len(words) == 1 && words[0] == "list":
 		fmt.Fprint(stdout, FormatSkillList(LoadSkills(zotHome(), abs, log, extra...)))

@@ -167,9 +167,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		toolNames = append(toolNames, t.Name())
 	}
 	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: SkillsPrompt(reg, s.skills)})
-	a.Log = func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	}
+	a.Log = stderrLog(stderr)
 	s.agent = a
 	return s, nil
 }
@@ -920,18 +918,14 @@ func (s *setup) registerSkills(reg *ToolRegistry, stderr io.Writer) {
 	if s.opts.noSkills {
 		return
 	}
-	s.skills = LoadSkills(s.home, s.cwd, func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	}, pluginSkillRoots(s.plugins)...)
+	s.skills = LoadSkills(s.home, s.cwd, stderrLog(stderr), pluginSkillRoots(s.plugins)...)
 	reg.SetSource("skill", []Tool{SkillTool(s.skills)})
 }
 
 // loadTemplates finds the prompt templates unless --no-prompts or the
 // "prompts" setting turns them off; broken files are reported on stderr.
 func (s *setup) loadTemplates(stderr io.Writer) {
-	log := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "zot: %s\n", sanitize(fmt.Sprintf(format, args...)))
-	}
+	log := stderrLog(stderr)
 	on, err := promptsEnabled(s.opts.noPrompts, s.home)
 	if err != nil {
 		log("%v", err)
