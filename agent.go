@@ -1298,10 +1298,7 @@ func BuildSystemPrompt(o SystemPromptOptions) string {
 	if o.Override != "" {
 		base = o.Override
 	}
-	parts := []string{strings.TrimSpace(base)}
-	for _, s := range o.Append {
-		parts = append(parts, s)
-	}
+	parts := append([]string{strings.TrimSpace(base)}, o.Append...)
 	parts = append(parts, o.Extra...)
 	for _, f := range projectContextFiles(o.Cwd) {
 		b, err := os.ReadFile(f)

@@ -187,9 +187,7 @@ func (t *TUI) event(e Event) {
 		lt.summary = toolSummary(e.Name, e.Args)
 	case EventToolProgress:
 		if lt := t.liveTool(e.ID); lt != nil {
-			for _, line := range strings.Split(strings.TrimRight(e.Text, "\n"), "\n") {
-				lt.progress = append(lt.progress, line)
-			}
+			lt.progress = append(lt.progress, strings.Split(strings.TrimRight(e.Text, "\n"), "\n")...)
 			if n := len(lt.progress); n > 3 {
 				lt.progress = append(lt.progress[:0], lt.progress[n-3:]...)
 			}
