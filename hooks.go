@@ -162,22 +162,12 @@ func NewHooks(cfg HookConfig) *Hooks {
 // its problems. A missing file is no problem.
 func readHookSettings(path string, report func(level, msg string)) (events map[string][]hookGroup, disableAll bool) {
 	warn := func(format string, args ...any) { report("warn", "hooks: "+fmt.Sprintf(format, args...)) }
-	f, err := os.Open(path)
+	b, err := readUntrustedFile(path, hookSettingsLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false
 	}
 	if err != nil {
-		warn("read %s: %v", path, err)
-		return nil, false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, hookSettingsLimit+1))
-	if err != nil {
-		warn("read %s: %v", path, err)
-		return nil, false
-	}
-	if len(b) > hookSettingsLimit {
-		warn("%s is larger than %d bytes; its hooks are skipped", path, hookSettingsLimit)
+		warn("%v; its hooks are skipped", err)
 		return nil, false
 	}
 	var file struct {

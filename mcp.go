@@ -32,6 +32,7 @@ const (
 	mcpDefaultTimeout = 60 * time.Second
 	mcpRestartEvery   = time.Minute // a crashed server is restarted at most this often
 	mcpMaxText        = 100 << 10   // text of one result given to the model
+	mcpMaxConfig      = 4 << 20     // bytes of one configuration file
 	mcpMaxPages       = 100         // tools/list pages followed
 	mcpMaxToolName    = 64          // what the provider APIs accept
 )
@@ -1081,7 +1082,7 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 			continue
 		}
 		read[path] = true
-		data, err := os.ReadFile(path)
+		data, err := readUntrustedFile(path, mcpMaxConfig)
 		if errors.Is(err, os.ErrNotExist) && !explicit[path] {
 			continue
 		}
@@ -1099,10 +1100,10 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 				}
 			}
 			continue
-		case untrusted[path]:
-			continue
 		case err != nil:
-			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("read %s: %v (skipped)", path, err)})
+			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%v (skipped)", err)})
+			continue
+		case untrusted[path]:
 			continue
 		}
 		if err := json.Unmarshal(data, &file); err != nil {

@@ -176,18 +176,9 @@ func loadPromptRoot(r PromptRoot, log func(string, ...any)) []PromptTemplate {
 
 // readPromptFile reads and parses one template; the error names the file.
 func readPromptFile(path string) (PromptTemplate, error) {
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return PromptTemplate{}, fmt.Errorf("%s: %v", path, err)
-	case !st.Mode().IsRegular():
-		return PromptTemplate{}, fmt.Errorf("%s: not a regular file", path)
-	case st.Size() > promptMaxFileBytes:
-		return PromptTemplate{}, fmt.Errorf("%s: %d bytes; a template may be at most %d", path, st.Size(), promptMaxFileBytes)
-	}
-	data, err := os.ReadFile(path)
+	data, err := readUntrustedFile(path, promptMaxFileBytes)
 	if err != nil {
-		return PromptTemplate{}, fmt.Errorf("%s: %v", path, err)
+		return PromptTemplate{}, err
 	}
 	return parsePrompt(path, data)
 }

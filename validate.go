@@ -78,7 +78,7 @@ func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 			continue
 		}
 		if err != nil {
-			warn(fmt.Sprintf("%s: %v; no validator from this file applies", path, err))
+			warn(fmt.Sprintf("%v; no validator from this file applies", err))
 			continue
 		}
 		vs = append(vs, parseValidators(path, data, warn)...)
@@ -87,19 +87,7 @@ func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 }
 
 func readValidatorFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, validatorMaxConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > validatorMaxConfig {
-		return nil, fmt.Errorf("larger than %d bytes", validatorMaxConfig)
-	}
-	return data, nil
+	return readUntrustedFile(path, validatorMaxConfig)
 }
 
 // parseValidators reads the entries of one validators.json.

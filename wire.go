@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path"
@@ -92,7 +93,8 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	s.cwd = abs
 	hooksOn, _ := hooksEnabled(o.claudeHooks, s.home) // startHooks reports a bad setting
-	entries, kinds := projectPrograms(s.home, s.cwd, o, hooksOn)
+	// Each plugin reports the files it cannot read when it loads them.
+	entries, kinds, _ := projectPrograms(s.home, s.cwd, o, hooksOn)
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
 	cfg, err := loadConfig(s.home)
@@ -825,7 +827,7 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 			if !s.projectOK {
 				continue
 			}
-			if slices.ContainsFunc(hookTrustEntries(f, s.cwd), func(e trustEntry) bool { return !s.approved(e) }) {
+			if slices.ContainsFunc(hookTrustEntries(f, s.cwd, nil), func(e trustEntry) bool { return !s.approved(e) }) {
 				onNote("warn", fmt.Sprintf("hooks: %s changed since this directory was trusted: its hooks do not run (zot trust %s)", relTo(s.cwd, f), s.cwd))
 				continue
 			}
@@ -1061,9 +1063,12 @@ func catchSIGPIPE() (stop func()) {
 // projectPrograms lists what the project in dir would run with these
 // options, and the kinds of program it looked at: MCP servers unless
 // --no-mcp, extensions unless --no-ext, validators, the !`command` lines
-// of prompt templates unless they are off, and hooks when they are on. Files of the user's own ($ZOT_HOME, ~/.claude) are not the
-// project's, even when the project directory holds them.
-func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trustEntry, kinds []string) {
+// of prompt templates unless they are off, and hooks when they are on.
+// Files of the user's own (userOwns) are not the project's, even when the
+// project directory holds them. problems name the project's files that
+// could not be read (a FIFO, a device, one too large): they define
+// nothing.
+func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trustEntry, kinds, problems []string) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -1071,7 +1076,10 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 		kinds = append(kinds, trustMCP)
 		files := mcpProjectFiles(dir)
 		slices.Reverse(files) // as --mcp-config files, the last given wins
-		servers, _ := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
+		servers, bad := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
+		for _, p := range bad {
+			problems = append(problems, "mcp: "+p.msg)
+		}
 		for _, c := range servers {
 			if !c.Disabled && !userOwns(home, c.Source) {
 				entries = append(entries, mcpTrustEntry(c, dir))
@@ -1081,6 +1089,9 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	if !o.noExt {
 		kinds = append(kinds, trustExtension)
 		for _, f := range discoverExtensions(home, dir, nil, false, func(f *extFound) bool { return f.Scope == "project" }) {
+			if f.Err != nil && !userOwns(home, f.Dir) {
+				problems = append(problems, "extension: "+f.Err.Error())
+			}
 			if f.Manifest != nil && f.Manifest.Enabled && !userOwns(home, f.Dir) {
 				entries = append(entries, extTrustEntry(f.Manifest, dir))
 			}
@@ -1088,10 +1099,14 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	}
 	kinds = append(kinds, trustValidator)
 	if path := filepath.Join(dir, ".zot", "validators.json"); !userOwns(home, path) {
-		if data, err := readValidatorFile(path); err == nil {
+		data, err := readValidatorFile(path)
+		switch {
+		case err == nil:
 			for _, v := range parseValidators(path, data, func(string) {}) {
 				entries = append(entries, validatorTrustEntry(v, dir))
 			}
+		case !errors.Is(err, fs.ErrNotExist):
+			problems = append(problems, err.Error())
 		}
 	}
 	if on, _ := promptsEnabled(o.noPrompts, home); on {
@@ -1107,11 +1122,11 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 		userHome, _ := os.UserHomeDir()
 		for _, path := range hookSettingsFiles(dir, userHome) {
 			if !userOwns(home, path) {
-				entries = append(entries, hookTrustEntries(path, dir)...)
+				entries = append(entries, hookTrustEntries(path, dir, func(msg string) { problems = append(problems, msg) })...)
 			}
 		}
 	}
-	return entries, kinds
+	return entries, kinds, problems
 }
 
 // relTo is path relative to the project directory dir.
@@ -1141,10 +1156,15 @@ func validatorTrustEntry(v Validator, dir string) trustEntry {
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
-// by its event, matcher and place.
-func hookTrustEntries(path, dir string) []trustEntry {
+// by its event, matcher and place. problem, unless nil, is told when the
+// file cannot be read.
+func hookTrustEntries(path, dir string, problem func(msg string)) []trustEntry {
 	var out []trustEntry
-	events, disableAll := readHookSettings(path, func(string, string) {})
+	events, disableAll := readHookSettings(path, func(level, msg string) {
+		if problem != nil && level != "info" {
+			problem(msg)
+		}
+	})
 	if disableAll {
 		// Not a program, but it switches off every hook — the user's own
 		// guards in ~/.claude/settings.json too: only a trusted project may.
@@ -1284,7 +1304,7 @@ func fileDigest(path string) string {
 // own programs (without --trust-project): the management commands ask.
 func projectTrusted(home, cwd string) bool {
 	hooksOn, _ := hooksEnabled(false, home)
-	entries, kinds := projectPrograms(home, cwd, options{}, hooksOn)
+	entries, kinds, _ := projectPrograms(home, cwd, options{}, hooksOn)
 	return checkTrust(home, cwd, entries, kinds).Trusted
 }
 
