@@ -180,8 +180,9 @@ func TestUntrustedProjectCannotShadowAPluginServer(t *testing.T) {
 	}
 }
 
-// ~/.claude is the user's own, but the marketplaces Claude Code clones
-// under ~/.claude/plugins are other people's repositories.
+// The user's own are files, not trees: a repository under ~/.claude or
+// $ZOT_HOME (a marketplace Claude Code clones under ~/.claude/plugins, a
+// collection cloned to ~/.claude/skills) is other people's.
 func TestClaudePluginClonesAreNotTheUsers(t *testing.T) {
 	t.Parallel()
 	h, err := os.UserHomeDir()
@@ -190,11 +191,19 @@ func TestClaudePluginClonesAreNotTheUsers(t *testing.T) {
 	}
 	home := t.TempDir()
 	for path, want := range map[string]bool{
-		filepath.Join(home, "mcp.json"):                                          true,
-		filepath.Join(h, ".claude", "settings.json"):                             true,
-		filepath.Join(h, ".claude", "plugins", "marketplaces", "x", ".mcp.json"): false,
-		filepath.Join(h, ".claude-other", "settings.json"):                       false,
-		filepath.Join(t.TempDir(), ".claude", "settings.json"):                   false,
+		filepath.Join(home, "mcp.json"):                                           true,
+		filepath.Join(home, "validators.json"):                                    true,
+		filepath.Join(home, "extensions", "guard"):                                true,
+		filepath.Join(home, "extensions", "clone", ".mcp.json"):                   false,
+		filepath.Join(home, "plugins", "p", ".zot", "validators.json"):            false,
+		filepath.Join(h, ".claude", "settings.json"):                              true,
+		filepath.Join(h, ".claude", "settings.local.json"):                        true,
+		filepath.Join(h, ".claude", "skills", "repo", ".mcp.json"):                false,
+		filepath.Join(h, ".claude", "skills", "repo", ".claude", "settings.json"): false,
+		filepath.Join(h, ".claude", ".mcp.json"):                                  false,
+		filepath.Join(h, ".claude", "plugins", "marketplaces", "x", ".mcp.json"):  false,
+		filepath.Join(h, ".claude-other", "settings.json"):                        false,
+		filepath.Join(t.TempDir(), ".claude", "settings.json"):                    false,
 	} {
 		if got := userOwns(home, path); got != want {
 			t.Errorf("userOwns(%s) = %v", path, got)

@@ -1252,23 +1252,36 @@ func trustedValidatorFiles(home, cwd string, projectOK bool) []string {
 	return out
 }
 
-// userOwns says whether path is one of the user's own files: under
-// $ZOT_HOME or ~/.claude — but not ~/.claude/plugins, where Claude Code
-// clones plugin marketplaces: other people's repositories.
+// userOwns says whether path — a file that defines programs (an MCP
+// configuration, validators.json, a hook settings file) or an extension's
+// directory — is one of the user's own: $ZOT_HOME's validators.json,
+// mcp.json and settings.json, a directory of $ZOT_HOME/extensions, and
+// ~/.claude/settings.json and settings.local.json. It goes by the file,
+// not by the tree it lies in: a repository cloned anywhere under
+// ~/.claude or $ZOT_HOME (~/.claude/skills/<repo>, a plugin marketplace)
+// and opened as a project is a project like any other. (The user's
+// templates and skills, ~/.claude/commands and ~/.claude/skills, are
+// their loaders' business: promptRoots marks them the user's.)
 func userOwns(home, path string) bool {
-	under := func(root string) bool {
-		r, err := filepath.Abs(root)
-		if err != nil {
-			return false
+	path = filepath.Clean(path)
+	if h, err := filepath.Abs(home); err == nil {
+		for _, f := range []string{"validators.json", "mcp.json", "settings.json"} {
+			if path == filepath.Join(h, f) {
+				return true
+			}
 		}
-		rel, err := filepath.Rel(r, path)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+		if filepath.Dir(path) == filepath.Join(h, "extensions") {
+			return true
+		}
 	}
-	if under(home) {
-		return true
+	if u, err := os.UserHomeDir(); err == nil && u != "" {
+		for _, f := range []string{"settings.json", "settings.local.json"} {
+			if path == filepath.Join(u, ".claude", f) {
+				return true
+			}
+		}
 	}
-	h, err := os.UserHomeDir()
-	return err == nil && under(filepath.Join(h, ".claude")) && !under(filepath.Join(h, ".claude", "plugins"))
+	return false
 }
 
 // commandLine shows argv as one line a shell would read the same way.
