@@ -244,12 +244,6 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-// within reports whether path is dir or lies beneath it; both are clean
-// and absolute.
-func within(path, dir string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, dir+string(filepath.Separator))
-}
-
 // Mode is the sandbox's mode; a nil sandbox is off.
 func (sb *Sandbox) Mode() sandboxMode {
 	if sb == nil {
@@ -281,6 +275,9 @@ func (sb *Sandbox) isWritable(real string) bool {
 	}
 	return false
 }
+
+// Hidden are $ZOT_HOME as written and as resolved.
+func (sb *Sandbox) Hidden() []string { return sb.hidden }
 
 // CheckRead refuses the read tool what commands cannot read: $ZOT_HOME.
 // real is the path with its symlinks resolved.

@@ -949,7 +949,7 @@ func (s *setup) prompts(onNote func(msg string)) *Prompts {
 		Reserved:       tuiCommandNames(),
 		ProjectTrusted: s.templateTrusted,
 		KnownModel:     func(id string) bool { return lookupModel(s.provider, id).Known },
-		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv.resolve) },
+		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv) },
 		OnNote:         onNote,
 	})
 }
