@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The file tools open what they checked. A path from the model (read,
@@ -304,6 +305,12 @@ func walkError(p string, err error, r *pathRules) error {
 		return fmt.Errorf("path %s: %w", p, err)
 	}
 	return fmt.Errorf("resolve path %s: %w", p, err)
+}
+
+// ownedByUser says whether a file belongs to the user zot runs as.
+func ownedByUser(st fs.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Getuid()
 }
 
 // tempName is the name of a write's temp file beside base.
