@@ -63,6 +63,11 @@ type HookConfig struct {
 	// file. The text is already safe for a terminal. It is called from
 	// the goroutine that fired the event.
 	OnNote func(level, msg string)
+	// Verify, when set, is asked before each command of a settings file
+	// runs, with the file: an error (the file, or a script its commands
+	// run, changed since it was trusted) refuses the command — a
+	// PreToolUse hook so refused blocks the tool call.
+	Verify func(file string) error
 }
 
 // Hooks runs the hook commands of one session. The zero value (and a Hooks
@@ -98,6 +103,7 @@ type hookHandler struct {
 	Timeout time.Duration
 	env     []string // added to the command's environment
 	origin  string   // the plugin it comes from, "" for a settings file
+	file    string   // the settings file it comes from, "" for a plugin's
 }
 
 // hookSettingsFiles are the files hooks come from, in the order their
@@ -135,6 +141,11 @@ func NewHooks(cfg HookConfig) *Hooks {
 			disabled = path
 		}
 		for _, ev := range sortedKeys(groups) {
+			for _, g := range groups[ev] {
+				for i := range g.handlers {
+					g.handlers[i].file = path
+				}
+			}
 			h.events[ev] = append(h.events[ev], groups[ev]...)
 		}
 	}
@@ -412,6 +423,8 @@ type hookRun struct {
 	err    error // it could not start, timed out, or its output was unusable
 	out    hookOutput
 	json   bool // exit 0 with a JSON object on stdout
+	// refused: Verify said no, and the command did not run (err says why).
+	refused bool
 }
 
 // ok is exit 0 with usable output.
@@ -465,6 +478,12 @@ func (h *Hooks) run(ctx context.Context, event, subject string, in hookInput) []
 		// Ends when the command and what it left behind are gone.
 		go func() {
 			defer wg.Done()
+			if h.cfg.Verify != nil && hd.file != "" {
+				if err := h.cfg.Verify(hd.file); err != nil {
+					runs[i] = hookRun{event: event, h: hd, code: -1, err: err, refused: true}
+					return
+				}
+			}
 			runs[i] = runHookCommand(ctx, h.cfg.Cwd, hd, stdin)
 			runs[i].event = event
 		}()
@@ -564,6 +583,8 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 		r := &runs[i]
 		note := GateNote{By: r.by(), Decision: "allow"}
 		switch {
+		case r.refused:
+			note.Decision, note.Reason = "deny", r.err.Error()
 		case r.blocks():
 			note.Decision, note.Reason = "deny", r.reason()
 		case !r.ok():

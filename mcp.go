@@ -390,6 +390,11 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	var ht *httpTransport
 	switch s.cfg.Type {
 	case "stdio":
+		if s.cfg.Verify != nil {
+			if err := s.cfg.Verify(); err != nil {
+				return s.fail(err)
+			}
+		}
 		s.log.printf("starting %s", s.cfg.RawCommand)
 		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, serverEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
 		if err != nil {
@@ -993,6 +998,10 @@ type mcpServerConfig struct {
 	// Untrusted: from the project's files in a directory the user has not
 	// trusted; it is listed and never started.
 	Untrusted bool
+	// Verify, when set, is asked before every start of a stdio server (a
+	// restart after a crash too): an error (its command or a file it runs
+	// changed since it was trusted) fails the start.
+	Verify func() error
 }
 
 func (c mcpServerConfig) target() string {

@@ -36,9 +36,14 @@ type trustEntry struct {
 	Command string   `json:"command"`         // the command line or URL as configured
 	Names   []string `json:"names,omitempty"` // environment variables or headers it sets (names only)
 	// Content is the SHA-256 of the files it runs that the project holds:
-	// an extension's manifest and exec file. A changed binary is a changed
-	// program.
+	// an extension's manifest and exec file, every project file its
+	// command line names (a script, an interpreter's argument). A changed
+	// file is a changed program.
 	Content string `json:"content,omitempty"`
+	// Files are the project files its command line names (absolute,
+	// symlinks resolved): the sandbox keeps them read-only. Their digests
+	// are in Content.
+	Files []string `json:"-"`
 }
 
 // Kinds of project programs.

@@ -32,6 +32,10 @@ type Validator struct {
 	Env      []string      `json:"env,omitempty"`      // variables passed in params.env
 	Timeout  time.Duration `json:"-"`
 	Source   string        `json:"source"` // the validators.json it came from
+	// Check, when set, is asked before every start: an error (the program
+	// or a file it runs changed since it was trusted) is a failure, and so
+	// an ask, and nothing is started.
+	Check func() error `json:"-"`
 }
 
 const (
@@ -336,6 +340,11 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	failed := func(format string, args ...any) ValidatorReply {
 		how := validatorText(fmt.Sprintf(format, args...))
 		return ValidatorReply{Status: "ask", Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
+	}
+	if v.Check != nil {
+		if err := v.Check(); err != nil {
+			return failed("%v", err)
+		}
 	}
 	req, err := json.Marshal(validateRequest{JSONRPC: "2.0", ID: 1, Method: "validateCommand", Params: p})
 	if err != nil {

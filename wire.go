@@ -136,7 +136,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
 	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
-	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home)
+	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, sandboxProtected(s.cwd, s.trust.Entries))
 	if err != nil {
 		return nil, err
 	}
@@ -737,10 +737,15 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		project[f] = !userOwns(s.home, f) && !slices.ContainsFunc(s.opts.mcpConfigs, func(c string) bool { abs, _ := filepath.Abs(c); return abs == f })
 	}
 	for i, c := range servers {
-		if project[c.Source] && !c.Untrusted && !c.Disabled && !s.approved(mcpTrustEntry(c, s.cwd)) {
+		if !project[c.Source] || c.Untrusted || c.Disabled {
+			continue
+		}
+		if !s.approved(mcpTrustEntry(c, s.cwd)) {
 			servers[i].Untrusted = true
 			s.agent.logf("MCP server %q (%s) is new or changed since this directory was trusted: not started (zot trust %s)", c.Name, relTo(s.cwd, c.Source), s.cwd)
+			continue
 		}
+		servers[i].Verify = func() error { return s.stillTrusted(mcpTrustEntry(c, s.cwd), fmt.Sprintf("MCP server %q", c.Name)) }
 	}
 	for _, c := range servers {
 		if c.Untrusted || c.Disabled {
@@ -817,6 +822,18 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 		onNote("warn", "hooks: "+err.Error())
 	}
 	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	project := map[string]bool{}
+	cfg.Verify = func(file string) error {
+		if !project[file] {
+			return nil
+		}
+		for _, e := range hookTrustEntries(file, s.cwd, nil) {
+			if err := s.stillTrusted(e, fmt.Sprintf("hook %q (%s)", e.Name, e.Source)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if on {
 		userHome, _ := os.UserHomeDir()
 		for _, f := range hookSettingsFiles(s.cwd, userHome) {
@@ -831,6 +848,7 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 				onNote("warn", fmt.Sprintf("hooks: %s changed since this directory was trusted: its hooks do not run (zot trust %s)", relTo(s.cwd, f), s.cwd))
 				continue
 			}
+			project[f] = true
 			cfg.Files = append(cfg.Files, f)
 		}
 	}
@@ -873,6 +891,13 @@ func (s *setup) guardTools() {
 		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
 		return true
 	})
+	for i, v := range vs {
+		if v.Source == project && !userOwns(s.home, project) {
+			vs[i].Check = func() error {
+				return s.stillTrusted(validatorTrustEntry(v, s.cwd), fmt.Sprintf("validator %q", v.Name))
+			}
+		}
+	}
 	if len(vs) > 0 {
 		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
 	}
@@ -1142,6 +1167,7 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 	e := trustEntry{Kind: trustMCP, Source: relTo(dir, c.Source), Name: c.Name}
 	if c.Type == "stdio" {
 		e.Command, e.Names = commandLine(append([]string{c.RawCommand}, c.RawArgs...)), sortedKeys(c.Env)
+		e = withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, append([]string{c.Command}, c.Args...)))
 	} else {
 		// The URL's query may carry a key: shown without it, covered
 		// whole by the digest.
@@ -1152,7 +1178,8 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 
 // validatorTrustEntry is a project validator as trust covers it.
 func validatorTrustEntry(v Validator, dir string) trustEntry {
-	return trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+	e := trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+	return withNamedFiles(e, dir, namedProjectFiles(dir, []string{filepath.Dir(v.Source), dir}, v.Argv))
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
@@ -1179,7 +1206,8 @@ func hookTrustEntries(path, dir string, problem func(msg string)) []trustEntry {
 				if g.matcher != "" {
 					name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
 				}
-				out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command})
+				e := trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command}
+				out = append(out, withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, hookWords(h.Command, dir))))
 			}
 		}
 	}
@@ -1208,7 +1236,7 @@ func (s *setup) approved(e trustEntry) bool {
 func extTrustEntry(mf *extManifest, dir string) trustEntry {
 	e := trustEntry{Kind: trustExtension, Name: mf.Name, Command: commandLine(append([]string{mf.Exec}, mf.Args...))}
 	e.Source, _ = filepath.Rel(dir, mf.Path)
-	manifest, err := os.ReadFile(mf.Path)
+	manifest, err := readUntrustedFile(mf.Path, extManifestLimit)
 	if err != nil {
 		manifest = []byte(err.Error())
 	}
@@ -1216,7 +1244,7 @@ func extTrustEntry(mf *extManifest, dir string) trustEntry {
 	if !filepath.IsAbs(mf.Exec) && strings.ContainsRune(mf.Exec, '/') {
 		e.Content += ", exec " + fileDigest(filepath.Join(mf.Dir, mf.Exec))
 	}
-	return e
+	return withNamedFiles(e, dir, namedProjectFiles(dir, []string{mf.Dir}, mf.Args))
 }
 
 // mayLoad is the extension host's discovery filter: a project extension
@@ -1296,21 +1324,6 @@ func commandLine(argv []string) string {
 func sha256Hex(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
-}
-
-// fileDigest is the SHA-256 of a file's content, or why it cannot be read
-// (which changes when the file appears).
-func fileDigest(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "unreadable"
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "unreadable"
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // projectTrusted says whether a session in cwd would start the project's
