@@ -129,6 +129,9 @@ type shellParser struct {
 	// after && only (it runs if all before it succeeded), or after an ||.
 	andOr   andOrPos
 	pending []heredoc // here-documents whose bodies start after the next newline
+	// inArith counts the arithmetic expressions open around the parser:
+	// bash delimits those by their parentheses alone.
+	inArith int
 }
 
 // shellDir is the shell's working directory as far as the splitter can
@@ -736,6 +739,8 @@ func (p *shellParser) arith() bool {
 }
 
 func (p *shellParser) arithExpr() bool {
+	p.inArith++
+	defer func() { p.inArith-- }()
 	start, mark, unfollowed := p.pos, len(p.out.cmds), len(p.out.unfollowed)
 	p.pos += 2
 	depth := 0
@@ -1076,7 +1081,6 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		p.pos += 2
 		p.nest(func() { p.paramExp(quoted) })
 		body := strings.TrimSuffix(p.src[min(start+2, p.pos):p.pos], "}")
-		p.checkParam(body, p.src[start:p.pos])
 		if quoted && strings.Contains(body, "[@]") || strings.HasPrefix(body, "@") {
 			w.single = false // "${a[@]}" is a word per element
 		}
@@ -1106,48 +1110,13 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 				w.single = false
 			}
 		}
-		b.WriteByte('$')
-		p.pos++
-	}
-}
-
-// paramExp skips ${ … } after the ${, following the expansions inside.
-func (p *shellParser) paramExp(quoted bool) {
-	var discard strings.Builder
-	var w word
-	depth := 1
-	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
-		case '}':
-			p.pos++
-			if depth--; depth == 0 {
-				return
-			}
-		case '{':
-			depth++
-			p.pos++
-		case '\\':
-			p.pos = min(p.pos+2, len(p.src))
-		case '\'':
-			if quoted {
-				p.pos++
-				continue
-			}
-			if end := strings.IndexByte(p.src[p.pos+1:], '\''); end >= 0 {
-				p.pos += end + 2
-			} else {
-				p.pos = len(p.src)
-			}
-		case '"':
-			p.pos++
-			p.dquoted(&discard, &w, true)
-		case '$':
-			p.dollar(&discard, &w, true)
-		case '`':
-			p.backtick(&discard)
-		default:
+		if n == '$' {
+			// $$ is one parameter: a { after it does not open a ${.
+			b.WriteByte('$')
 			p.pos++
 		}
+		b.WriteByte('$')
+		p.pos++
 	}
 }
 
