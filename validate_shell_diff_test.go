@@ -303,29 +303,43 @@ func parseShimLog(b []byte) ([]labExec, error) {
 	return out, nil
 }
 
+// lineOutcome is what the lab did with a line.
+type lineOutcome int
+
+const (
+	lineRan     lineOutcome = iota
+	lineAsked               // the splitter said it cannot follow it: not run
+	lineSkipped             // it runs what the lab cannot shim: not run
+)
+
 // checkLine splits line as bash in the lab reads it and, unless the
 // splitter says it cannot follow it, runs it and compares. It returns what
 // disagreed, and whether the line ran.
 func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err error) {
+	problems, outcome, err := lab.check(line)
+	return problems, outcome == lineRan, err
+}
+
+func (lab *shellLab) check(line string) (problems []string, outcome lineOutcome, err error) {
 	cwd, logs, err := lab.prepare()
 	if err != nil {
-		return nil, false, err
+		return nil, lineSkipped, err
 	}
 	env := map[string]string{"PATH": lab.bin, "HOME": lab.home, "SHELL": lab.bash}
 	split := SplitCommandLine(line, ShellContext{Bash: true, Cwd: cwd, Getenv: func(k string) string { return env[k] }})
 	if len(split.Unfollowed) > 0 {
-		return nil, false, nil
+		return nil, lineAsked, nil
 	}
 	for _, c := range split.Commands {
 		if strings.Contains(c.Words[0], "/") || runsScriptFile(c) {
 			// The lab runs only names it can shim; what a script file runs
 			// is beyond the splitter, as docs/security.md says.
-			return nil, false, nil
+			return nil, lineSkipped, nil
 		}
 	}
 	r, err := lab.run(line, cwd, logs)
 	if err != nil {
-		return nil, true, err
+		return nil, lineRan, err
 	}
 	for _, e := range r.execs {
 		var candidates []string
@@ -349,7 +363,7 @@ func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err er
 	if len(problems) > 0 {
 		problems = append(problems, "output: "+strings.TrimSpace(r.output))
 	}
-	return problems, true, nil
+	return problems, lineRan, nil
 }
 
 // runsScriptFile reports a shell running a script file (bash script.sh),
@@ -375,33 +389,59 @@ func runsScriptFile(c ShellCommand) bool {
 
 // checkLines checks lines in parallel and reports every disagreement.
 func (lab *shellLab) checkLines(t *testing.T, lines []string) (ran int) {
+	return lab.checkLinesUntil(t, lines, time.Time{}, "").ran
+}
+
+// diffStats counts what the lab did with the lines it checked.
+type diffStats struct{ checked, ran, asked, skipped, bypassed int }
+
+func (s diffStats) String() string {
+	return fmt.Sprintf("%d lines checked: %d followed and run, %d asked, %d not runnable in the lab; %d bypassed the splitter",
+		s.checked, s.ran, s.asked, s.skipped, s.bypassed)
+}
+
+// checkLinesUntil checks lines in parallel, starting no new one after the
+// deadline (none when zero), and reports every disagreement; note goes
+// with each (the seed that made the line).
+func (lab *shellLab) checkLinesUntil(t *testing.T, lines []string, deadline time.Time, note string) diffStats {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var st diffStats
 	sem := make(chan struct{}, 4)
 	for _, line := range lines {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
-		// Owned by checkLines, which waits for it; it ends when its line
-		// has run and been compared.
+		// Owned by checkLinesUntil, which waits for it; it ends when its
+		// line has run and been compared.
 		go func(line string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			problems, didRun, err := lab.checkLine(line)
+			problems, outcome, err := lab.check(line)
 			mu.Lock()
 			defer mu.Unlock()
-			if didRun {
-				ran++
+			st.checked++
+			switch outcome {
+			case lineRan:
+				st.ran++
+			case lineAsked:
+				st.asked++
+			default:
+				st.skipped++
 			}
 			if err != nil {
-				t.Errorf("%q: %v", line, err)
+				t.Errorf("%q: %v%s", line, err, note)
 			}
 			if len(problems) > 0 {
-				t.Errorf("%q: the splitter followed the line but missed what bash did:\n  %s", line, strings.Join(problems, "\n  "))
+				st.bypassed++
+				t.Errorf("%q: the splitter followed the line but missed what bash did:\n  %s%s", line, strings.Join(problems, "\n  "), note)
 			}
 		}(line)
 	}
 	wg.Wait()
-	return ran
+	return st
 }
 
 func TestSplitterMatchesBashOnSeedLines(t *testing.T) {
