@@ -80,6 +80,8 @@ func TestSplitterNamesWhatItDoesNotFollow(t *testing.T) {
 		{"cd \"$d\" && rm x", "cd to a directory known only at run time"},
 		{"cd - && rm x", "cd -"},
 		{"false || cd sub; rm x", "after ||"},
+		{"for v in 1 2; do rm x; cd sub; done", "cd inside a loop, which moves the commands before it on the next pass"},
+		{"while true; do rm x; pushd sub; done", "pushd inside a loop"},
 		{"echo $(cat <<EOF\nx\nEOF); rm y", "a here-document line that starts like its end line"},
 		{"cat <<EOF\nno end", "a here-document without its end line"},
 		{strings.Repeat("(", 100) + "rm x", "nesting deeper than 64 levels"},

@@ -120,8 +120,10 @@ type shellParser struct {
 	out   *shellOut
 	dir   shellDir
 	// compound counts the if/while/for/case/{ } bodies open around the
-	// command being read: a cd there may or may not run.
-	compound int
+	// command being read: a cd there may or may not run. loops counts the
+	// while/until/for/select bodies among them: a cd there moves what came
+	// before it on the next pass.
+	compound, loops int
 	// afterPipe: the command being read is a later stage of a pipeline,
 	// which bash runs in a subshell.
 	afterPipe bool
@@ -252,10 +254,10 @@ func (p *shellParser) nest(f func()) {
 
 // subshell runs f in a subshell's scope: a cd in it moves nothing after it.
 func (p *shellParser) subshell(f func()) {
-	dir, compound, afterPipe, andOr := p.dir.clone(), p.compound, p.afterPipe, p.andOr
-	p.compound, p.afterPipe, p.andOr = 0, false, andOrFirst
+	dir, compound, loops, afterPipe, andOr := p.dir.clone(), p.compound, p.loops, p.afterPipe, p.andOr
+	p.compound, p.loops, p.afterPipe, p.andOr = 0, 0, false, andOrFirst
 	p.nest(f)
-	p.dir, p.compound, p.afterPipe, p.andOr = dir, compound, afterPipe, andOr
+	p.dir, p.compound, p.loops, p.afterPipe, p.andOr = dir, compound, loops, afterPipe, andOr
 }
 
 func (p *shellParser) has(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
@@ -465,14 +467,21 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 	case "then", "else", "elif", "do", "!":
 	case "if", "while", "until", "{":
 		p.compound++
+		if kw == "while" || kw == "until" {
+			p.loops++
+		}
 	case "fi", "done", "}":
 		p.compound = max(p.compound-1, 0)
+		if kw == "done" {
+			p.loops = max(p.loops-1, 0)
+		}
 	case "esac":
 		if inCase {
 			return stopEsac, true
 		}
 	case "for", "select":
 		p.compound++
+		p.loops++
 		p.blanks()
 		if kw == "for" && p.has("((") {
 			if !p.bash {

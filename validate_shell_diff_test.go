@@ -91,6 +91,7 @@ var diffSeedLines = []string{
 	"cd sub/deeper && rm x && cd ../.. && rm y", "cd ~ && rm x", "cd && rm x", "cd -P sub && rm x", "cd -- sub && rm x",
 	"pushd sub >/dev/null; pushd deeper >/dev/null; popd >/dev/null; rm x", "cd sub other; rm x", "cd \"$X\" && rm x",
 	"cd -; rm x", "echo $(cd sub; rm x) && rm y", "cd sub; echo `rm x`", "true && cd sub && rm x || rm y",
+	"for v in 1 2; do rm x; cd sub; done", "for v in 1 2; do (rm x; cd sub); done",
 	// expansions and arithmetic
 	"i=1; echo $((i+1)); rm x", "x='a[$(rm y)]'; echo $((x))", "[[ $n -eq 1 ]] && rm x", "for ((i=0;i<2;i++)); do rm x; done",
 	"n=$(rm x); echo $((n))", "echo $[1+1]; rm x", "let i=1+1; rm x", "a=(1 2); echo ${a[1]}; rm x", "echo ${x:-$(rm y)}",
@@ -534,6 +535,10 @@ type lineGen struct{ r *rand.Rand }
 func (g lineGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
 
 func (g lineGen) arg() string {
+	if g.r.Intn(8) == 0 {
+		e, _ := paramGen{c: g.r}.expansion(1)
+		return e
+	}
 	return g.pick("x", "y", "-r", "-f", "--force", "f", "'a b'", `"c d"`, `$'t\x41b'`, `"$v"`, "$v", "*", "{a,b}", "--", "sub",
 		`e\ f`, "''", `"$(true)"`, "-", "=x", "a=b", "'{}'", "+", ";", "x;", "#c")
 }

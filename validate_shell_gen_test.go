@@ -16,7 +16,9 @@ import (
 // (a bare {, $'\'', a nested ${…} holding a quoted }, the other quote
 // inside double quotes …) — in every context a word appears in, followed
 // by a marker command, paramMarker. Lines come two ways: the systematic
-// families (every operator × piece × context) and random ones, nested.
+// families (every operator × piece × context) and random ones, nested
+// (and, in the bash test, the random lines of lineGen, whose arguments are
+// sometimes such a ${…}).
 //
 // Three tests use it. TestSplitterReportsWhatFollowsEveryExpansion and
 // FuzzSplitterReportsWhatFollowsAnExpansion need no shell: the marker must
@@ -276,12 +278,15 @@ func TestSplitterMatchesBashOnExpansionLines(t *testing.T) {
 	g := paramGen{c: r}
 	lines := make([]string, 0, n)
 	for i := 0; len(lines) < n; i++ {
-		if i%2 == 0 && i/2 < len(families) {
+		switch {
+		case i%2 == 0 && i/2 < len(families):
 			lines = append(lines, families[i/2])
-			continue
+		case i%4 == 1:
+			lines = append(lines, lineGen{r: r}.list(0))
+		default:
+			l, _ := g.line(0)
+			lines = append(lines, l)
 		}
-		l, _ := g.line(0)
-		lines = append(lines, l)
 	}
 	st := lab.checkLinesUntil(t, lines, deadline, note)
 	t.Logf("%s%s", st, note)

@@ -1166,6 +1166,9 @@ func (p *shellParser) changeDir(name string, args []word, r reach) {
 	if !r.shell || r.subshell {
 		return // behind a wrapper, in a pipeline stage or a background job: it moves nothing after it
 	}
+	if p.loops > 0 && name != "dirs" {
+		p.unfollow(name+" inside a loop, which moves the commands before it on the next pass", r.raw)
+	}
 	d := &p.dir
 	lost := func(why string) { *d = shellDir{why: why} }
 	switch name {
