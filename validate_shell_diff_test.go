@@ -106,6 +106,12 @@ var diffSeedLines = []string{
 	"f() { rm x; }; f", "function f { rm x; }; f", "alias r=rm; r x", "source f", ". f", "eval rm x", "PATH=. ls",
 	"x=rm; $x y", "rm $'a b' \"c d\" 'e f'", "rm -- -x", "rm \\\n x",
 	"x='a -exec rm {} ;'; find . -name $x", "A='1 rm x'; env B=$A ls",
+	// variables the line assigns
+	"F=--force; git push $F", "F=rm; $F -rf x", "F='a  b'; rm $F x$F\"\" \"$F\"; G=; rm $G \"\"$G", "F=a; rm ${F}b \"${F}\" $F$F",
+	"F=ok; (F=--force); git push $F", "F=ok; cat <<EOF; F=--force\n$(git push $F)\nEOF", "for f in a; do rm \"$f\" $f; done",
+	"for f in *; do rm \"$f\"; done", "n=$(ls); cat \"$n\"", "export F=' x '; rm $F; rm \"$F\"", "F=$'a\\tb'; rm $F",
+	"F=a; F=b rm $F", "F=a G=$F; rm $G", "F=-r; env rm $F x", "F=rm; sudo $F x", "F='-exec rm {} ;'; find . $F",
+	"F=x; unset F; rm $F", "F=x; read F <<< y; rm $F", "F=x; declare F=y; rm $F", "F=x; F+=y; rm $F",
 }
 
 // shellLab runs command lines under the real bash in a sandbox of shims.
@@ -600,7 +606,7 @@ func (g lineGen) command(depth int) string {
 	if depth > 2 {
 		return g.simple()
 	}
-	switch g.r.Intn(14) {
+	switch g.r.Intn(15) {
 	case 0:
 		return "(" + g.list(depth+1) + ")"
 	case 1:
@@ -623,6 +629,8 @@ func (g lineGen) command(depth int) string {
 		return "i=2; echo $((i+1))"
 	case 10, 11:
 		return g.wrapped(0)
+	case 14:
+		return g.pick("v=", "export v=", "v+=", "read v <<< ", "v=a ") + g.pick("x", "'a b'", "--force", "''", "'*'", "$(true)", "\"$v\"x", "rm", " ' c '")
 	default:
 		return g.simple()
 	}

@@ -18,18 +18,28 @@ import "strings"
 // first hides, where dash could read it differently, and wherever the
 // form is one it does not know.
 
-// paramExp reads ${ … } after the ${, following the commands inside it.
-// quoted says the ${ is inside double quotes or a here-document body.
-func (p *shellParser) paramExp(quoted bool) {
+// paramExp reads ${ … } after the ${, following the commands inside it,
+// and notes the variables it uses in outer, the word it is part of. quoted
+// says the ${ is inside double quotes or a here-document body.
+func (p *shellParser) paramExp(quoted bool, outer *word) {
 	open := p.pos - 2
 	var discard strings.Builder
 	var w word
+	defer func() { outer.opRefs = append(append(outer.opRefs, w.refs...), w.opRefs...) }()
 	var hidden []string // text the parser reads as quoted: '…' and $'…'
 	for p.pos < len(p.src) {
 		switch p.src[p.pos] {
 		case '}':
 			p.pos++
-			p.paramBody(p.src[open+2:p.pos-1], p.src[open:p.pos], quoted, hidden)
+			body := p.src[open+2 : p.pos-1]
+			p.paramBody(body, p.src[open:p.pos], quoted, hidden)
+			if name, op, ok := paramForm(body); ok && name != "" {
+				if op == "" && name == body {
+					outer.refs = append(outer.refs, name)
+				} else {
+					outer.opRefs = append(outer.opRefs, name)
+				}
+			}
 			return
 		case '\\':
 			p.pos = min(p.pos+2, len(p.src))
@@ -100,6 +110,7 @@ func (p *shellParser) paramBody(body, where string, quoted bool, hidden []string
 	}
 	if op == "=" || op == ":=" {
 		p.assign(name, false, where)
+		p.forgetVar(name, where)
 	}
 	p.checkParam(body, where)
 }
@@ -168,4 +179,104 @@ func paramForm(body string) (name, op string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// dollarDparen reads $(( at start as bash does: its parser ends it where
+// the parentheses after $( balance, counting them through quotes but not
+// comments; then bash evaluates it as arithmetic when what is between $((
+// and )) balances on its own, and runs it as a command substitution of a
+// subshell otherwise. It reports false, moving nothing, when the
+// parentheses never balance.
+func (p *shellParser) dollarDparen(start int, w *word) bool {
+	end := matchParens(p.src, start+1)
+	if end < 0 {
+		return false
+	}
+	if p.src[end-2] != ')' || !balancedParens(p.src[start+3:end-2]) {
+		if k := p.child(p.src[start+2:end-1], p.bash); k != nil {
+			k.inSubst = true
+			k.list(false, false)
+		}
+		p.pos = end
+		return true
+	}
+	p.pos = start + 1
+	if !p.arith() || p.pos != end {
+		p.unfollow("an arithmetic expansion $((…)) that zot does not delimit as bash does", p.src[start:end])
+		p.pos = end
+		return true
+	}
+	p.arithUse(p.src[start+3:p.pos-2], p.src[start:p.pos])
+	reads, _, _ := arithScan(p.src[start+3 : p.pos-2])
+	w.opRefs = append(w.opRefs, reads...)
+	return true
+}
+
+// matchParens finds the end of the parentheses opening at s[open] — the
+// index after the ) that balances them — skipping escaped characters and
+// quoted text; -1 when they do not balance.
+func matchParens(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '\'', '"', '`':
+			end := closingQuote(s, i)
+			if end < 0 {
+				return -1
+			}
+			i = end
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+// balancedParens reports whether the parentheses of s balance, never
+// closing more than are open, outside quotes: bash's test that $((…)) is
+// arithmetic.
+func balancedParens(s string) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '\'', '"':
+			end := closingQuote(s, i)
+			if end < 0 {
+				return false
+			}
+			i = end
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}
+
+// closingQuote finds the quote closing the one at s[i]; inside " and `
+// a backslash keeps the next character.
+func closingQuote(s string, i int) int {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			if q != '\'' {
+				j++
+			}
+		case q:
+			return j
+		}
+	}
+	return -1
 }
