@@ -211,6 +211,9 @@ func (p *shellParser) used(name string) {
 func (p *shellParser) assignedValue(w word) varValue {
 	_, n := assignmentName(w.raw)
 	_, val, _ := assignment(w)
+	if strings.HasPrefix(w.raw[n:], "(") {
+		return varValue{state: varUnknown} // an array: $NAME is its first element
+	}
 	for _, r := range w.opRefs {
 		if p.vars.get(r).state != varUnset {
 			return varValue{state: varUnknown}

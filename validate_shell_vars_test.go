@@ -54,6 +54,16 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		{"F=2; head -n $((F+1)) f", nil, "value zot cannot tell ($((F+1)))"},
 		{"F=x; echo ${F:=y}; rm $F", nil, "value zot cannot tell"},
 		{"IFS=:; F=a:b; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=(a b); rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; F[1]=y; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; export F+=y; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; printf -v F y; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; : $((F=2)); rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; for F in y; do :; done; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; readonly F; F=y; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; { F=y; }; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; F=y &\nrm $F", []string{`rm "x"`}, ""},
+		{"F=x; exec {F}>out; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=$(echo --force); G=${F:-x}; git push $G", nil, "value zot cannot tell ($G)"},
 	}
 	if c := SplitCommandLine("F=--force; git push $F", testShell("/work")).Commands; len(c) != 1 || !slices.Equal(c[0].Vars, []string{"F"}) || !c[0].Exact {
