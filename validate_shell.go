@@ -198,9 +198,36 @@ type word struct {
 	// single: it stays one word — no unquoted expansion, glob or brace,
 	// no "$@".
 	single bool
-	// refs are the variables it uses as $NAME or ${NAME}; opRefs those it
-	// uses any other way (${NAME:-…}, ${#NAME}, $((NAME+1)) …).
-	refs, opRefs []string
+	uses *wordUses // the variables it uses; nil for none
+}
+
+// wordUses are the variables a word uses: refs as $NAME or ${NAME}, opRefs
+// any other way (${NAME:-…}, ${#NAME}, $((NAME+1)) …).
+type wordUses struct{ refs, opRefs []string }
+
+func (w *word) use(name string, op bool) {
+	if w.uses == nil {
+		w.uses = &wordUses{}
+	}
+	if op {
+		w.uses.opRefs = append(w.uses.opRefs, name)
+	} else {
+		w.uses.refs = append(w.uses.refs, name)
+	}
+}
+
+func (w word) refs() []string {
+	if w.uses == nil {
+		return nil
+	}
+	return w.uses.refs
+}
+
+func (w word) opRefs() []string {
+	if w.uses == nil {
+		return nil
+	}
+	return w.uses.opRefs
 }
 
 func literalWord(s string) word {
@@ -761,7 +788,7 @@ func (p *shellParser) redirect() {
 		}
 		p.heredocInSubst = p.heredocInSubst || p.inSubst
 		if w := p.target(); w.raw != "" {
-			p.pending = append(p.pending, heredoc{delim: w.val, strip: strip, expand: !strings.ContainsAny(w.raw, `'"\`), vars: p.vars.sub()})
+			p.pending = append(p.pending, heredoc{delim: w.val, strip: strip, expand: !strings.ContainsAny(w.raw, `'"\`), vars: p.vars.snapshot()})
 		}
 		return
 	case p.has("&>>"):
@@ -1151,7 +1178,9 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		end := matchBracket(p.src, p.pos+1)
 		p.arithUse(p.src[p.pos+2:end], p.src[start:min(len(p.src), end+1)])
 		reads, _, _ := arithScan(p.src[p.pos+2 : end])
-		w.opRefs = append(w.opRefs, reads...)
+		for _, r := range reads {
+			w.use(r, true)
+		}
 		p.pos = min(len(p.src), end+1)
 		b.WriteString(p.src[start:p.pos])
 	case n == '{':
@@ -1185,7 +1214,7 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		if n == '_' || n >= 'a' && n <= 'z' || n >= 'A' && n <= 'Z' || n != 0 && strings.IndexByte("@*#?$!-0123456789", n) >= 0 {
 			expansion()
 			if name, k := simpleRef(p.src[p.pos:]); k > 0 {
-				w.refs = append(w.refs, name)
+				w.use(name, false)
 			}
 			if quoted && n == '@' {
 				w.single = false

@@ -25,7 +25,11 @@ func (p *shellParser) paramExp(quoted bool, outer *word) {
 	open := p.pos - 2
 	var discard strings.Builder
 	var w word
-	defer func() { outer.opRefs = append(append(outer.opRefs, w.refs...), w.opRefs...) }()
+	defer func() {
+		for _, r := range append(w.refs(), w.opRefs()...) {
+			outer.use(r, true)
+		}
+	}()
 	var hidden []string // text the parser reads as quoted: '…' and $'…'
 	for p.pos < len(p.src) {
 		switch p.src[p.pos] {
@@ -35,9 +39,9 @@ func (p *shellParser) paramExp(quoted bool, outer *word) {
 			p.paramBody(body, p.src[open:p.pos], quoted, hidden)
 			if name, op, ok := paramForm(body); ok && name != "" {
 				if op == "" && name == body {
-					outer.refs = append(outer.refs, name)
+					outer.use(name, false)
 				} else {
-					outer.opRefs = append(outer.opRefs, name)
+					outer.use(name, true)
 				}
 			}
 			return
@@ -208,7 +212,9 @@ func (p *shellParser) dollarDparen(start int, w *word) bool {
 	}
 	p.arithUse(p.src[start+3:p.pos-2], p.src[start:p.pos])
 	reads, _, _ := arithScan(p.src[start+3 : p.pos-2])
-	w.opRefs = append(w.opRefs, reads...)
+	for _, r := range reads {
+		w.use(r, true)
+	}
 	return true
 }
 

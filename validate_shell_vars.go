@@ -41,13 +41,16 @@ type varValue struct {
 }
 
 // varScope is what the splitter knows of one shell's variables at the
-// point it has read to. A subshell gets a copy; parent is the scope it was
-// copied from, whose open loops its commands are inside too.
+// point it has read to. A subshell's scope reads through to its parent's,
+// which cannot change while the subshell is read, and keeps its own
+// assignments; parent is also the scope whose open loops its commands are
+// inside.
 type varScope struct {
-	vals   map[string]varValue
-	frozen map[string]bool // declared, readonly …: never known again
-	loops  []*varLoop
-	parent *varScope
+	vals    map[string]varValue // assigned in this scope; nil until one is
+	frozen  map[string]bool     // declared, readonly …: never known again
+	loops   []*varLoop
+	parent  *varScope
+	inherit bool // values not assigned here are the parent's
 }
 
 // varLoop is an open while/until/for/select body: the names commands in
@@ -57,35 +60,77 @@ type varLoop struct {
 	forName string
 }
 
-func newVarScope() *varScope {
-	return &varScope{vals: map[string]varValue{}, frozen: map[string]bool{}}
-}
+func newVarScope() *varScope { return &varScope{} }
 
-// sub is the scope of a subshell of s.
-func (s *varScope) sub() *varScope {
-	c := newVarScope()
-	for k, v := range s.vals {
-		c.vals[k] = v
+// sub is the scope of a subshell of s, read while s waits.
+func (s *varScope) sub() *varScope { return &varScope{parent: s, inherit: true} }
+
+// snapshot is s as it is now, for what is read later but runs now (a
+// here-document's body).
+func (s *varScope) snapshot() *varScope {
+	c := &varScope{parent: s}
+	for _, name := range s.names() {
+		c.set(name, s.get(name))
+		if s.isFrozen(name) {
+			if c.frozen == nil {
+				c.frozen = map[string]bool{}
+			}
+			c.frozen[name] = true
+		}
 	}
-	for k := range s.frozen {
-		c.frozen[k] = true
-	}
-	c.parent = s
 	return c
 }
 
 // shell is the scope of a new shell started from s (bash -c): what s
 // assigned may or may not be in its environment.
 func (s *varScope) shell() *varScope {
-	c := newVarScope()
-	for k := range s.vals {
-		c.vals[k] = varValue{state: varUnknown}
+	c := &varScope{parent: s, vals: map[string]varValue{}}
+	for _, name := range s.names() {
+		c.vals[name] = varValue{state: varUnknown}
 	}
-	c.parent = s
 	return c
 }
 
-func (s *varScope) get(name string) varValue { return s.vals[name] }
+func (s *varScope) get(name string) varValue {
+	for ; s != nil; s = s.parent {
+		if v, ok := s.vals[name]; ok || !s.inherit {
+			return v
+		}
+	}
+	return varValue{}
+}
+
+func (s *varScope) isFrozen(name string) bool {
+	for ; s != nil; s = s.parent {
+		if s.frozen[name] || !s.inherit {
+			return s.frozen[name]
+		}
+	}
+	return false
+}
+
+func (s *varScope) set(name string, v varValue) {
+	if s.vals == nil {
+		s.vals = map[string]varValue{}
+	}
+	s.vals[name] = v
+}
+
+// names are the variables assigned in s as it reads.
+func (s *varScope) names() []string {
+	var out []string
+	for ; s != nil; s = s.parent {
+		for name := range s.vals {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+		if !s.inherit {
+			break
+		}
+	}
+	return out
+}
 
 // dynamicVars are the variables bash changes by itself: a value assigned
 // to one does not last.
@@ -103,10 +148,10 @@ var dynamicVars = map[string]bool{
 func (p *shellParser) setVar(name string, v varValue, certain bool, where string) {
 	s := p.vars
 	p.checkLoopUse(name, where)
-	if !certain || s.frozen[name] || dynamicVars[name] || len(s.loops) > 0 || p.compound > 0 {
+	if !certain || s.isFrozen(name) || dynamicVars[name] || len(s.loops) > 0 || p.compound > 0 {
 		v = varValue{state: varUnknown}
 	}
-	s.vals[name] = v
+	s.set(name, v)
 }
 
 // checkLoopUse asks about an assignment in a loop whose commands used the
@@ -133,7 +178,7 @@ func (p *shellParser) forgetVar(name, where string) {
 
 // forgetAll records an assignment to names zot cannot tell (unset "$x").
 func (p *shellParser) forgetAll(where string) {
-	for name := range p.vars.vals {
+	for _, name := range p.vars.names() {
 		p.forgetVar(name, where)
 	}
 }
@@ -142,6 +187,9 @@ func (p *shellParser) forgetAll(where string) {
 // attributes can change what later assignments store.
 func (p *shellParser) freezeVar(name, where string) {
 	p.forgetVar(name, where)
+	if p.vars.frozen == nil {
+		p.vars.frozen = map[string]bool{}
+	}
 	p.vars.frozen[name] = true
 }
 
@@ -159,12 +207,12 @@ func (p *shellParser) loopVar(name string, words []word, isSelect bool, where st
 			}
 		}
 	}
-	if s.frozen[name] || dynamicVars[name] {
+	if s.isFrozen(name) || dynamicVars[name] {
 		v = varValue{state: varUnknown}
 	}
-	s.vals[name] = v
+	s.set(name, v)
 	if isSelect {
-		s.vals["REPLY"] = varValue{state: varUnknown}
+		s.set("REPLY", varValue{state: varUnknown})
 	}
 	if len(s.loops) > 0 {
 		s.loops[len(s.loops)-1].forName = name
@@ -184,7 +232,7 @@ func (p *shellParser) closeLoop() {
 	l := s.loops[len(s.loops)-1]
 	s.loops = s.loops[:len(s.loops)-1]
 	if l.forName != "" {
-		s.vals[l.forName] = varValue{state: varUnknown} // the last word, or unchanged when the list was empty
+		s.set(l.forName, varValue{state: varUnknown}) // the last word, or unchanged when the list was empty
 	}
 }
 
@@ -214,14 +262,14 @@ func (p *shellParser) assignedValue(w word) varValue {
 	if strings.HasPrefix(w.raw[n:], "(") {
 		return varValue{state: varUnknown} // an array: $NAME is its first element
 	}
-	for _, r := range w.opRefs {
+	for _, r := range w.opRefs() {
 		if p.vars.get(r).state != varUnset {
 			return varValue{state: varUnknown}
 		}
 	}
 	parts, ok := wordParts(w.raw[n:], true)
 	if !ok {
-		for _, r := range w.refs {
+		for _, r := range w.refs() {
 			if p.vars.get(r).state != varUnset {
 				return varValue{state: varUnknown}
 			}
@@ -258,11 +306,13 @@ func (p *shellParser) substitute(ws []word, raw string) (out []word, vars []stri
 	}
 	touched := false
 	for _, w := range ws {
-		for _, r := range append(w.refs[:len(w.refs):len(w.refs)], w.opRefs...) {
-			if !quiet {
-				p.used(r)
+		for _, refs := range [2][]string{w.refs(), w.opRefs()} {
+			for _, r := range refs {
+				if !quiet {
+					p.used(r)
+				}
+				touched = touched || p.vars.get(r).state != varUnset
 			}
-			touched = touched || p.vars.get(r).state != varUnset
 		}
 	}
 	if !touched {
@@ -271,7 +321,7 @@ func (p *shellParser) substitute(ws []word, raw string) (out []word, vars []stri
 	out = make([]word, 0, len(ws))
 	for i, w := range ws {
 		sub, ok := p.substituteWord(w)
-		for _, r := range w.refs {
+		for _, r := range w.refs() {
 			if st := p.vars.get(r).state; ok && (st == varExact || st == varWritten) && !slices.Contains(vars, r) {
 				vars = append(vars, r)
 			}
@@ -295,10 +345,10 @@ func (p *shellParser) substitute(ws []word, raw string) (out []word, vars []stri
 // cannot say what the word becomes.
 func (p *shellParser) substituteWord(w word) ([]word, bool) {
 	touched := false
-	for _, r := range w.refs {
+	for _, r := range w.refs() {
 		touched = touched || p.vars.get(r).state != varUnset
 	}
-	for _, r := range w.opRefs {
+	for _, r := range w.opRefs() {
 		if p.vars.get(r).state != varUnset {
 			return nil, false
 		}
