@@ -198,7 +198,7 @@ type word struct {
 	// single: it stays one word — no unquoted expansion, glob or brace,
 	// no "$@".
 	single bool
-	uses *wordUses // the variables it uses; nil for none
+	uses   *wordUses // the variables it uses; nil for none
 }
 
 // wordUses are the variables a word uses: refs as $NAME or ${NAME}, opRefs
