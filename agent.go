@@ -111,6 +111,9 @@ type Usage struct {
 	CacheRead  int `json:"cache_read"`
 	CacheWrite int `json:"cache_write"`
 	CostUSD    USD `json:"cost_usd"`
+	// CacheWrite1h is the part of CacheWrite kept for an hour, which
+	// costs more than a 5-minute write; it only prices the call.
+	CacheWrite1h int `json:"-"`
 }
 
 // USD is an amount of dollars. Sums of prices carry binary noise
@@ -132,6 +135,7 @@ func (u *Usage) Add(o Usage) {
 	u.Output += o.Output
 	u.CacheRead += o.CacheRead
 	u.CacheWrite += o.CacheWrite
+	u.CacheWrite1h += o.CacheWrite1h
 	u.CostUSD += o.CostUSD
 }
 
