@@ -219,3 +219,31 @@ func TestCacheRetentionFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// models.json may name a model's thinking style; a value zot does not know
+// is reported with its file and entry, and the catalogue's flag is used.
+func TestUserModelsNameTheThinkingStyle(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeModelsFile(t, home, `{"providers": {"anthropic": {"models": [
+		{"id": "claude-in-house", "reasoning": "budget"},
+		{"id": "claude-opus-5", "reasoning": "adaptive"},
+		{"id": "claude-plain", "reasoning": true},
+		{"id": "claude-sonnet-4-5", "reasoning": "deep"},
+		{"id": "claude-off", "reasoning": false}]}}}`)
+	models, notes, err := loadUserModels(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "anthropic/claude-sonnet-4-5") || !strings.Contains(notes[0], `"deep"`) || !strings.Contains(notes[0], "models.json") {
+		t.Errorf("notes = %q, want one naming the entry and its value", notes)
+	}
+	want := map[string]string{"claude-in-house": ThinkingBudget, "claude-opus-5": ThinkingAdaptive, "claude-plain": ThinkingAdaptive,
+		"claude-sonnet-4-5": ThinkingBudget, "claude-off": ""}
+	for _, m := range models {
+		base, _ := catalogueModel(m.Provider, m.ID)
+		if got := thinkingStyle("anthropic", overlayModel(base, m)); got != want[m.ID] {
+			t.Errorf("%s: style %q, want %q", m.ID, got, want[m.ID])
+		}
+	}
+}
