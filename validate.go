@@ -465,10 +465,12 @@ type ValidationReport struct {
 	Answers  []ValidatorAnswer  `json:"answers"`
 	Decision string             `json:"decision"` // allow, deny or ask
 	// Incomplete is set when the splitter could not follow all of the line;
-	// Unfollowed says what it could not follow. With validators configured
-	// the decision is then at least ask.
+	// Unfollowed says what it could not follow. With validators or rules
+	// configured the decision is then at least ask.
 	Incomplete bool     `json:"incomplete,omitempty"`
 	Unfollowed []string `json:"unfollowed,omitempty"`
+	// Rules are the rule sources' answers (permissions.go), per command.
+	Rules []RuleAnswer `json:"rules,omitempty"`
 }
 
 // ValidatedCommand is one simple command of the line, as validators see it
@@ -496,19 +498,32 @@ type ValidatorAnswer struct {
 // with nothing to ask, the line is allowed. The line is read as the bash
 // tool's shell will read it, starting in cwd.
 func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) ValidationReport {
-	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
-	return checkCommandLine(ctx, vs, line, sc)
+	return CheckCommandLineRules(ctx, vs, nil, line, cwd)
 }
 
-func checkCommandLine(ctx context.Context, vs []Validator, line string, sc ShellContext) ValidationReport {
-	split := SplitCommandLine(line, sc)
+// CheckCommandLineRules is CheckCommandLine with the permission rules
+// (nil: none) asked beside the validators.
+func CheckCommandLineRules(ctx context.Context, vs []Validator, rules *PermissionRules, line, cwd string) ValidationReport {
+	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
+	return checkCommandLine(ctx, vs, rules, line, sc)
+}
+
+func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRules, line string, sc ShellContext) ValidationReport {
+	split, ruleCmds := splitForRules(line, sc)
 	shellEnv, _ := envNoSecrets.environ() // the bash tool's environment
 	unfollowed := append(shellStartupProblems(shellEnv), split.Unfollowed...)
 	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: "allow",
 		Incomplete: len(unfollowed) > 0, Unfollowed: unfollowed}
+	sourcing := false
 	for _, c := range split.Commands {
 		flags, args := commandFlags(c.Name, c.Words[1:])
 		r.Commands = append(r.Commands, ValidatedCommand{Raw: c.Raw, Via: c.Via, Cwd: c.Cwd, Command: c.Name, Flags: flags, Args: args, Assigned: c.Env})
+		sourcing = sourcing || c.Name == "source" || c.Name == "." || c.Name == "eval"
+	}
+	if rules.Active() {
+		for i, rc := range ruleCmds {
+			r.Rules = append(r.Rules, rules.commandAnswers(rc, i, sc, sourcing)...)
+		}
 	}
 
 	// One process per distinct question: echo a; echo a asks once.
@@ -566,13 +581,16 @@ func checkCommandLine(ctx context.Context, vs []Validator, line string, sc Shell
 	for i, j := range answerJob {
 		r.Answers[i].ValidatorReply = j.reply
 	}
-	if r.Incomplete && len(vs) > 0 {
+	if r.Incomplete && (len(vs) > 0 || rules.Active()) {
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
 			Status:  "ask",
-			Message: validatorText("zot cannot tell everything this line runs, so validators may not have seen all of it: " + strings.Join(unfollowed, "; ")),
+			Message: validatorText("zot cannot tell everything this line runs, so validators and rules may not have seen all of it: " + strings.Join(unfollowed, "; ")),
 		}})
 	}
 	for _, a := range r.Answers {
+		r.Decision = worseStatus(r.Decision, a.Status)
+	}
+	for _, a := range r.Rules {
 		r.Decision = worseStatus(r.Decision, a.Status)
 	}
 	return r
@@ -589,26 +607,16 @@ func worseStatus(a, b string) string {
 
 // ValidatorGate is the ToolGate that asks the validators about bash calls;
 // other tools pass. It belongs after the extension interception gate in
-// ChainGates, so it sees the command as rewritten.
+// ChainGates, so it sees the command as rewritten. PermissionGate is the
+// same gate with the permission rules beside the validators.
 func ValidatorGate(vs []Validator, cwd string) ToolGate {
-	return func(ctx context.Context, call ToolCall) GateResult {
-		if call.Name != "bash" {
-			return GateResult{}
-		}
-		// Read the command exactly as the bash tool will: duplicate or
-		// differently cased keys must not show validators another command.
-		a := parseToolArgs("bash", call.Args)
-		command := a.str("command")
-		if a.err != nil || command == "" {
-			return GateResult{} // the tool refuses these arguments itself
-		}
-		return CheckCommandLine(ctx, vs, command, cwd).gateResult()
-	}
+	return PermissionGate(vs, nil, cwd)
 }
 
 // gateResult turns a report into a gate's answer: one note per validator
-// (its worst answer over the line's commands), for the audit trail and the
-// confirm dialog; on deny, a reason the model can act on.
+// and per rule source (its worst answer over the line's commands), for the
+// audit trail and the confirm dialog; on deny, a reason the model can act
+// on.
 func (r ValidationReport) gateResult() GateResult {
 	var res GateResult
 	var order []string
@@ -634,6 +642,25 @@ func (r ValidationReport) gateResult() GateResult {
 			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
 		}
 	}
+	var sources []string
+	worstRule := map[string]RuleAnswer{}
+	for _, a := range r.Rules {
+		w, seen := worstRule[a.Source]
+		if !seen {
+			sources = append(sources, a.Source)
+		}
+		if !seen || worseStatus(w.Status, a.Status) != w.Status {
+			worstRule[a.Source] = a
+		}
+	}
+	for _, src := range sources {
+		a := worstRule[src]
+		why := r.explainRule(a)
+		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: a.Status, Reason: why})
+		if a.Status == "deny" {
+			denials = append(denials, "denied by "+why)
+		}
+	}
 	switch r.Decision {
 	case "deny":
 		res.Verdict = GateDeny
@@ -642,6 +669,16 @@ func (r ValidationReport) gateResult() GateResult {
 		res.Verdict = GateAsk
 	}
 	return res
+}
+
+// explainRule is a rule source's answer as a person or the model reads
+// it, with the simple command it was about when the line has several.
+func (r ValidationReport) explainRule(a RuleAnswer) string {
+	s := explainRule(a)
+	if len(r.Commands) > 1 && a.Command >= 0 && a.Command < len(r.Commands) {
+		s += "\ncommand: " + validatorText(r.Commands[a.Command].Raw)
+	}
+	return s
 }
 
 // explain is an answer as a person or the model reads it: the message,
