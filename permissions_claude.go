@@ -58,15 +58,17 @@ type claudeRule struct {
 	broken  bool
 }
 
-func (r *claudeRule) where() string { return fmt.Sprintf("%s (permissions.%s[%d])", r.file, r.action, r.index) }
+func (r *claudeRule) where() string {
+	return fmt.Sprintf("%s (permissions.%s[%d])", r.file, r.action, r.index)
+}
 
 // claudeRules is the Claude Code source of a session.
 type claudeRules struct {
-	rules []*claudeRule // managed, user, project, local; each file's deny, ask, allow
-	mode  string        // the permission mode for calls no rule decides
+	rules    []*claudeRule // managed, user, project, local; each file's deny, ask, allow
+	mode     string        // the permission mode for calls no rule decides
 	modeFrom string
-	cwd   string
-	home  string
+	cwd      string
+	home     string
 }
 
 // claudeSettingsFile is one settings file and where it stands.
