@@ -67,7 +67,7 @@ type PermissionSources struct {
 	UserOwns func(path string) bool
 	// Approved says the user trusted a project file's loosening rules as
 	// they are now; nil: none is.
-	Approved func(path, digest string) bool
+	Approved func(PermissionLoosening) bool
 }
 
 // DefaultPermissionSources are the places for a session in cwd.

@@ -189,8 +189,9 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 		if len(loose) > 0 {
 			h := sha256.Sum256([]byte(strings.Join(loose, "\n")))
 			digest := hex.EncodeToString(h[:])
-			loosening = append(loosening, PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: digest})
-			if src.Approved == nil || !src.Approved(f.path, digest) {
+			l := PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: digest}
+			loosening = append(loosening, l)
+			if src.Approved == nil || !src.Approved(l) {
 				c.rules = slices.DeleteFunc(c.rules, func(r *claudeRule) bool { return r.file == f.path && r.action == "allow" })
 				modes = slices.DeleteFunc(modes, func(m modeAt) bool {
 					return m.file == f.path && slices.Index(claudeModes, m.mode) > slices.Index(claudeModes, "default")
@@ -271,9 +272,13 @@ func (c *claudeRules) check(r *claudeRule) []PermissionProblem {
 		}
 	case !known:
 		hint := ""
-		for name := range claudeTools {
-			if strings.EqualFold(name, r.tool) || editDistance(strings.ToLower(name), strings.ToLower(r.tool)) <= 2 {
+		for _, name := range sortedKeys(claudeTools) {
+			if strings.EqualFold(name, r.tool) {
 				hint = fmt.Sprintf(" (did you mean %s? tool names are case-sensitive)", name)
+				break
+			}
+			if hint == "" && editDistance(strings.ToLower(name), strings.ToLower(r.tool)) <= 2 {
+				hint = fmt.Sprintf(" (did you mean %s?)", name)
 			}
 		}
 		add(problemNever, "can never match: Claude Code has no tool %q%s", r.tool, hint)

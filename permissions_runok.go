@@ -1010,8 +1010,9 @@ func loadRunokRules(src PermissionSources) (*runokRules, []PermissionProblem, []
 			trusted.merge(l.frag)
 			continue
 		}
-		loosening = append(loosening, PermissionLoosening{File: l.path, Summary: summary, Digest: digest})
-		if src.Approved != nil && src.Approved(l.path, digest) {
+		pl := PermissionLoosening{File: l.path, Summary: summary, Digest: digest}
+		loosening = append(loosening, pl)
+		if src.Approved != nil && src.Approved(pl) {
 			trusted.merge(l.frag)
 			continue
 		}
