@@ -591,3 +591,265 @@ func TestRunokDocumentationTable(t *testing.T) {
 		}
 	}
 }
+
+// runokLayout writes files (relative to a temp dir holding home/ and
+// home/proj) and loads the rules of a session in home/proj.
+func runokLayout(t *testing.T, approved bool, files map[string]string) (*PermissionRules, string) {
+	t.Helper()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	cwd := filepath.Join(home, "proj", "sub")
+	os.MkdirAll(cwd, 0o755)
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := PermissionSources{Cwd: cwd, UserHome: home, ConfigHome: filepath.Join(home, ".config")}
+	if approved {
+		src.Approved = func(PermissionLoosening) bool { return true }
+	}
+	return LoadPermissionRules(src), cwd
+}
+
+func decide(t *testing.T, rules *PermissionRules, cwd, line string) ValidationReport {
+	t.Helper()
+	return CheckCommandLineRules(context.Background(), nil, rules, line, cwd)
+}
+
+func problemsText(rules *PermissionRules) string {
+	var out []string
+	for _, p := range rules.Problems {
+		out = append(out, p.Level+": "+p.String())
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestRunokFindsAndMergesItsFourLayers(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{
+		"home/.config/runok/runok.yml":       "rules:\n  - allow: 'git *'\ndefinitions:\n  paths:\n    secrets: [~/.ssh]\n",
+		"home/.config/runok/runok.local.yml": "rules:\n  - deny: 'git push *'\n",
+		"home/proj/runok.yml":                "rules:\n  - allow: 'cargo build *'\n  - deny: 'cat <path:secrets>'\ndefinitions:\n  paths:\n    secrets: [~/.aws/credentials]\ndefaults:\n  action: deny\n",
+		"home/proj/runok.local.yaml":         "defaults:\n  action: ask\n",
+		"home/runok.yml":                     "rules:\n  - deny: 'git status'\n", // $HOME's own file is not a project's
+	})
+	home := filepath.Dir(filepath.Dir(cwd))
+	for line, want := range map[string]string{
+		"git status":                         "allow",
+		"git push":                           "deny",
+		"cargo build --release":              "allow",
+		"cat " + filepath.Join(home, ".ssh"): "deny", // paths append per key
+		"cat " + home + "/.aws/credentials":  "deny",
+		"unknown":                            "ask", // the last layer's default
+	} {
+		if r := decide(t, rules, cwd, line); r.Decision != want {
+			t.Errorf("%q: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
+		}
+	}
+	if len(rules.Files) != 4 {
+		t.Errorf("files: %v", rules.Files)
+	}
+}
+
+// The attacker is a repository with a runok.yml that allows everything.
+// Until the directory is trusted its deny and ask rules apply and nothing
+// it would loosen does: allow rules, defaults, definitions.
+func TestRunokProjectLooseningWaitsForTrust(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"home/.config/runok/runok.yml": "rules:\n  - allow: 'kubectl get pods'\n  - allow: 'cat *'\n",
+		"home/proj/runok.yml": `
+defaults:
+  action: allow
+definitions:
+  aliases:
+    kubectl: ['kubectl *']
+  wrappers: ['nice <cmd>']
+rules:
+  - allow: 'curl *'
+  - deny: 'rm -rf *'
+  - ask: 'git push *'
+`,
+	}
+	for _, trusted := range []bool{false, true} {
+		rules, cwd := runokLayout(t, trusted, files)
+		want := map[string]string{
+			"curl x":             "ask",
+			"rm -rf /":           "deny",
+			"git push":           "ask",
+			"unknown":            "ask",
+			"kubectl delete all": "ask", // the project's alias would widen the user's rule
+			"kubectl get pods":   "allow",
+			"cat x":              "allow",
+		}
+		if trusted {
+			want["curl x"], want["unknown"], want["kubectl delete all"] = "allow", "allow", "allow"
+		}
+		for line, w := range want {
+			if r := decide(t, rules, cwd, line); r.Decision != w {
+				t.Errorf("trusted %v: %q: %s, want %s (%+v)", trusted, line, r.Decision, w, r.Rules)
+			}
+		}
+		if len(rules.Loosening) != 1 {
+			t.Errorf("loosening: %+v", rules.Loosening)
+		}
+	}
+}
+
+func TestRunokExtendsLocalFilesAndFailsClosedOnTheRest(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{
+		"home/.config/runok/runok.yml":  "extends:\n  - ./base.yml\n  - ~/shared/more.yml\nrules:\n  - allow: 'ls *'\n",
+		"home/.config/runok/base.yml":   "extends: [./deeper.yml]\nrules:\n  - deny: 'rm *'\n",
+		"home/.config/runok/deeper.yml": "rules:\n  - deny: 'shred *'\n",
+		"home/shared/more.yml":          "rules:\n  - ask: 'git push *'\n",
+	})
+	for line, want := range map[string]string{"ls": "allow", "rm x": "deny", "shred x": "deny", "git push": "ask"} {
+		if r := decide(t, rules, cwd, line); r.Decision != want {
+			t.Errorf("%q: %s, want %s", line, r.Decision, want)
+		}
+	}
+	if p := problemsText(rules); p != "" {
+		t.Errorf("problems:\n%s", p)
+	}
+	for name, ext := range map[string]string{
+		"remote":  "github:fohte/runok-presets/base@v1",
+		"missing": "./nope.yml",
+		"escape":  "../../etc/runok.yml",
+		"cycle":   "./runok.yml",
+	} {
+		rules, cwd := runokLayout(t, true, map[string]string{
+			"home/.config/runok/runok.yml": "extends: ['" + ext + "']\nrules:\n  - allow: 'ls *'\n  - deny: 'rm *'\n",
+		})
+		r := decide(t, rules, cwd, "ls")
+		if r.Decision != "ask" || !strings.Contains(r.Rules[0].Note, "what it would allow is asked") {
+			t.Errorf("%s: ls: %s %+v", name, r.Decision, r.Rules)
+		}
+		if r := decide(t, rules, cwd, "rm x"); r.Decision != "deny" {
+			t.Errorf("%s: rm: %s", name, r.Decision)
+		}
+		if p := problemsText(rules); !strings.Contains(p, "error: ") || !strings.Contains(p, ext) {
+			t.Errorf("%s: problems:\n%s", name, p)
+		}
+	}
+}
+
+func TestRunokFileThatCannotBeReadAsks(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{
+		"yaml":       "rules:\n  - allow: 'ls *'\n  - deny: \"rm \\; x\"\n",
+		"bad rule":   "rules:\n  - allow: 'ls *'\n  - deny: 'rm [-f'\n",
+		"bare ?":     "rules:\n  - allow: 'ls *'\n  - allow: 'git status ?'\n",
+		"flag group": "rules:\n  - allow: 'ls *'\n  - deny: 'rm <flag:nope>'\n",
+		"no action":  "rules:\n  - allow: 'ls *'\n  - message: x\n",
+	} {
+		rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": body})
+		if r := decide(t, rules, cwd, "ls"); r.Decision != "ask" {
+			t.Errorf("%s: ls %s, want ask while the file is broken", name, r.Decision)
+		}
+		p := problemsText(rules)
+		if !strings.Contains(p, "runok.yml:") || !strings.Contains(p, "error") {
+			t.Errorf("%s: the problem names no file and line:\n%s", name, p)
+		}
+	}
+}
+
+func TestRunokWhenSandboxAndUnsupportedAreSaidOnce(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": `
+defaults:
+  sandbox: strict
+definitions:
+  sandbox:
+    strict:
+      network:
+        allow: false
+rules:
+  - deny: 'curl *'
+    when: "env.HTTP_PROXY != ''"
+  - allow: 'npm publish'
+    when: "env.CI == 'true'"
+  - allow: 'python3 *'
+    sandbox: strict
+`})
+	for line, want := range map[string]string{"curl x": "ask", "npm publish": "ask", "python3 x.py": "allow"} {
+		if r := decide(t, rules, cwd, line); r.Decision != want {
+			t.Errorf("%q: %s, want %s", line, r.Decision, want)
+		}
+	}
+	p := problemsText(rules)
+	if strings.Count(p, "when clause") != 1 || strings.Count(p, "runok's sandbox presets") != 3 {
+		t.Errorf("problems:\n%s", p)
+	}
+}
+
+// zot's splitter unwraps sudo, env, time, command … by itself. Where
+// runok's wrappers would not, the stricter answer wins.
+func TestRunokStricterWhereTheSplitterSeesMore(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": "rules:\n  - allow: 'sudo *'\n  - allow: 'echo *'\n  - deny: 'rm -rf /'\n"})
+	for line, want := range map[string]string{
+		"sudo rm -rf /":    "deny", // runok alone: allow (no wrapper definitions)
+		"sudo echo hi":     "allow",
+		"sudo unknown":     "ask",
+		"echo $(rm -rf /)": "deny",
+		"F=/; rm -rf $F":   "deny",
+		"X=hi; echo $X":    "ask", // never allowed on its literal $X
+		"eval 'rm -rf /'":  "ask", // not followed: ask
+	} {
+		if r := decide(t, rules, cwd, line); r.Decision != want {
+			t.Errorf("%q: %s, want %s (%+v %+v)", line, r.Decision, want, r.Rules, r.Answers)
+		}
+	}
+}
+
+func TestRunokRequireCommandInPath(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": `
+defaults:
+  action: allow
+experimental:
+  require_command_in_path:
+    enabled: true
+    ignore: [my-helper]
+rules:
+  - allow: 'tarraform plan'
+`})
+	for line, want := range map[string]string{
+		"tarraform version": "deny",
+		"tarraform plan":    "allow", // an allow rule is the escape hatch
+		"my-helper x":       "allow",
+		"sh -c true":        "allow",
+		"./script.sh":       "allow",
+		"cd /tmp":           "allow", // a builtin
+	} {
+		if r := decide(t, rules, cwd, line); r.Decision != want {
+			t.Errorf("%q: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
+		}
+	}
+}
+
+func TestRunokDenyFeedbackReachesTheModel(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokRulesFor(t, "feedback", runokDocConfigs["feedback"])
+	g := decide(t, rules, cwd, "rm -rf /").gateResult()
+	if g.Verdict != GateDeny || !strings.Contains(g.Reason, "Deleting the root filesystem is not allowed.") ||
+		!strings.Contains(g.Reason, "suggested fix: rm -rf ./build") || !strings.Contains(g.Reason, "runok.yml:3") {
+		t.Errorf("%+v", g)
+	}
+}
+
+// The attacker is a runok.yml (or a model) with a pattern built to take
+// forever: matching stops at runok's step limit, and a deny or ask rule
+// that could not be decided asks.
+func TestRunokPathologicalPatternStopsAndAsks(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": "defaults:\n  action: allow\nrules:\n  - deny: 'x " + strings.Repeat("* ", 30) + "z'\n"})
+	line := "x " + strings.Repeat("a ", 60)
+	if r := decide(t, rules, cwd, line); r.Decision != "ask" {
+		t.Errorf("%s %+v", r.Decision, r.Rules)
+	}
+}
