@@ -51,7 +51,8 @@ var copyBuilds = []struct {
 	{name: "ext", files: []string{"ext*.go"}},
 	{name: "mcp", files: []string{"mcp*.go"}},
 	{name: "hooks", files: []string{"hooks.go"}},
-	{name: "validate", files: []string{"validate*.go", "audit.go"}},
+	// The validators and the permission rules are one gate.
+	{name: "validate", files: []string{"validate*.go", "audit.go", "permissions*.go"}},
 	{name: "skills", files: []string{"skills.go", "prompts.go"}, dirs: []string{"skills"}},
 	{name: "plugins", files: []string{"plugins.go"}},
 	{name: "rpc", files: []string{"rpc.go"}},
