@@ -853,3 +853,39 @@ func TestRunokPathologicalPatternStopsAndAsks(t *testing.T) {
 		t.Errorf("%s %+v", r.Decision, r.Rules)
 	}
 }
+
+// FuzzRunokPattern: no pattern and no command line panics or runs away;
+// matching ends within runok's step limit.
+func FuzzRunokPattern(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"git push -f|--force *", "git push origin --force"},
+		{"curl [-X|--request POST] *", "curl -X=DELETE x"},
+		{`find * -exec|-ok <cmd> \;|+`, "find . -exec rm {} ;"},
+		{"kubectl !describe|get|list-* *", "kubectl list-x"},
+		{"git branch [--abbrev ?] *", "git branch --abbrev=8 x"},
+		{`"npx prettier"|prettier *`, "npx prettier --write ."},
+		{"* --help", "docker compose --help"},
+		{"[ -f * ]", "[ -f x ]"},
+		{"a [b", "a b"},
+		{"x * * * * * * * * y", "x a a a a a a a a a a a"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, command string) {
+		cfg := &runokConfig{valueFlags: map[string]bool{"-X": true}}
+		pats, err := parseRunokPattern(pattern, cfg, true)
+		if err != nil {
+			return
+		}
+		words := strings.Fields(command)
+		for _, p := range pats {
+			for _, broad := range []bool{false, true} {
+				m := &rpMatcher{defs: cfg, cwd: "/", broad: broad}
+				m.match(p, words, func([]string) bool { return false })
+				if m.steps > rpMaxSteps+1 && !m.exceeded {
+					t.Errorf("%q on %q: %d steps", pattern, command, m.steps)
+				}
+			}
+		}
+	})
+}
