@@ -283,3 +283,29 @@ defaults:
 		t.Errorf("zot validate --check: exit %d\n%s", code, out)
 	}
 }
+
+// Managed settings cannot be loosened by the user's own file; the test
+// hook ZOT_TEST_MANAGED_SETTINGS_DIR stands for /etc/claude-code.
+func TestManagedSettingsThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	managed := filepath.Join(t.TempDir(), "claude-code")
+	writeJSONFile(t, filepath.Join(managed, "managed-settings.json"), perms("deny", []string{"Bash(curl:*)"}))
+	writeJSONFile(t, filepath.Join(managed, "managed-settings.d", "50-ask.json"), perms("ask", []string{"Bash(wget:*)"}))
+	userSettings(t, z, perms("allow", []string{"Bash(curl:*)", "Bash(wget:*)"}))
+	z.env = append(z.env, claudeManagedDirEnv+"="+managed)
+	for line, want := range map[string]int{"curl https://x": exitFailure, "wget https://x": exitAsk} {
+		out, _, code := z.run("validate", "--", line)
+		if code != want || !strings.Contains(out, managed) {
+			t.Errorf("%q: exit %d, want %d\n%s", line, code, want, out)
+		}
+	}
+	out, _, code := z.run("validate", "--check", "--json")
+	var check struct {
+		RuleFiles []string `json:"rule_files"`
+		OK        bool     `json:"ok"`
+	}
+	if err := json.Unmarshal([]byte(out), &check); err != nil || code != 0 || !check.OK || len(check.RuleFiles) != 3 {
+		t.Errorf("zot validate --check --json: exit %d, %v\n%s", code, err, out)
+	}
+}
