@@ -726,6 +726,9 @@ func (f *runokFragment) compile() (*runokConfig, []PermissionProblem) {
 			broken(r.src, "%s: %v", r, err)
 			continue
 		}
+		for _, why := range c.neverMatches(r.src.text, pats) {
+			probs = append(probs, PermissionProblem{File: r.src.file, Line: r.src.line, Level: problemNever, Msg: fmt.Sprintf("%s: can never match: %s", r, why)})
+		}
 		rule := *r
 		rule.pats = pats
 		c.rules = append(c.rules, &rule)
@@ -748,6 +751,44 @@ func (f *runokFragment) compile() (*runokConfig, []PermissionProblem) {
 		c.learnValueFlags(w.pats)
 	}
 	return c, probs
+}
+
+// neverMatches names what keeps a rule from ever matching: a shell
+// operator or a redirection in it (rules see one simple command, without
+// its redirections), a path or variable name nothing defines.
+func (c *runokConfig) neverMatches(text string, pats []*runokPattern) []string {
+	var out []string
+	words, _ := lexRunokPattern(text)
+	for _, w := range words {
+		for _, op := range []string{"&&", "||", "|", ";", "&", ">", ">>", "<", "2>&1", "&>"} {
+			if w.is(op) {
+				out = append(out, fmt.Sprintf("%q is a shell operator or a redirection: rules are matched against each simple command, without its redirections", op))
+			}
+		}
+	}
+	var walk func([]rpTok)
+	walk = func(toks []rpTok) {
+		for _, t := range toks {
+			switch {
+			case t.kind == rpPath && c.paths[t.name] == nil:
+				out = append(out, fmt.Sprintf("<path:%s> names no definitions.paths entry", t.name))
+			case t.kind == rpVar && c.vars[t.name] == nil:
+				out = append(out, fmt.Sprintf("<var:%s> names no definitions.vars entry", t.name))
+			case t.kind == rpFlagValue && t.value != nil:
+				walk([]rpTok{*t.value})
+			case t.kind == rpOptional:
+				walk(t.group)
+			}
+		}
+	}
+	for _, p := range pats {
+		if p.cmdVar != "" && c.vars[p.cmdVar] == nil {
+			out = append(out, fmt.Sprintf("<var:%s> names no definitions.vars entry", p.cmdVar))
+		}
+		walk(p.args)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // learnValueFlags records the flags patterns give values: the flag schema

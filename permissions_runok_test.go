@@ -552,7 +552,7 @@ func runokRulesFor(t *testing.T, name, config string) (*PermissionRules, string)
 	}
 	rules := LoadPermissionRules(PermissionSources{Cwd: cwd, UserHome: dir, ConfigHome: cfg})
 	for _, p := range rules.Problems {
-		if p.Level != problemNote {
+		if p.Level == problemError {
 			t.Errorf("config %s: %s", name, p)
 		}
 	}
@@ -888,4 +888,34 @@ func FuzzRunokPattern(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRunokRulesThatCanNeverMatchAreReported(t *testing.T) {
+	t.Parallel()
+	rules, _ := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": `
+definitions:
+  paths:
+    secrets: [~/.ssh]
+rules:
+  - allow: 'git add . && git commit *'
+  - allow: 'echo hello > file.txt'
+  - deny: 'cat <path:secret>'
+  - allow: '<var:tool> run'
+  - deny: 'find * -exec rm {} \\;'
+  - deny: 'cat <path:secrets>'
+`})
+	p := problemsText(rules)
+	for _, want := range []string{
+		`runok.yml:6: allow: 'git add . && git commit *': can never match: "&&" is a shell operator`,
+		`runok.yml:7: allow: 'echo hello > file.txt': can never match: ">" is a shell operator or a redirection`,
+		`runok.yml:8: deny: 'cat <path:secret>': can never match: <path:secret> names no definitions.paths entry`,
+		`runok.yml:9: allow: '<var:tool> run': can never match: <var:tool> names no definitions.vars entry`,
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("missing %q in:\n%s", want, p)
+		}
+	}
+	if strings.Count(p, "never:") != 4 {
+		t.Errorf("want exactly the four:\n%s", p)
+	}
 }
