@@ -954,6 +954,12 @@ func (m *rpMatcher) flagValue(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 			return false // runok takes the first occurrence
 		}
 	}
+	if m.broad && t.value.kind == rpLit && !m.sequential {
+		// A deny or ask rule also matches with the flag read as one that
+		// takes no value: deny 'rm -r -f /' covers rm -f -r /.
+		asWords := append([]rpTok{{kind: rpLit, alts: t.alts}, *t.value}, rest...)
+		return m.args(asWords, toks, caps, k)
+	}
 	return false
 }
 

@@ -919,3 +919,16 @@ rules:
 		t.Errorf("want exactly the four:\n%s", p)
 	}
 }
+
+// A flag followed by a word in a pattern takes it as its value (runok's
+// flag schema inference); a deny or ask rule also matches the words in
+// another order, so that rm -f -r / is not a way around deny 'rm -r -f /'.
+func TestRunokDenyRulesMatchFlagsEitherWay(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": "defaults:\n  action: allow\nrules:\n  - deny: 'rm -r -f /'\n  - allow: 'curl -X GET *'\n"})
+	for line, want := range map[string]string{"rm -r -f /": "deny", "rm -f -r /": "deny", "rm / -r -f": "deny", "rm -r -f /tmp": "allow", "curl -X GET url": "allow", "curl url -X GET": "allow"} {
+		if r := decide(t, rules, cwd, line); r.Decision != want {
+			t.Errorf("%q: %s, want %s", line, r.Decision, want)
+		}
+	}
+}
