@@ -112,17 +112,25 @@ func (p *PermissionRules) Active() bool { return p != nil && (p.claude != nil ||
 
 // StartupProblems are the problems worth a line when a session starts:
 // files and rules zot cannot use, rules that can never match, and what it
-// leaves out. Rules not applicable in zot (WebFetch) wait for zot validate
-// --check.
+// leaves out — the ignored sandbox settings as one line. Rules not
+// applicable in zot (WebFetch) wait for zot validate --check.
 func (p *PermissionRules) StartupProblems() []PermissionProblem {
 	if p == nil {
 		return nil
 	}
 	var out []PermissionProblem
+	sandbox := 0
 	for _, pr := range p.Problems {
-		if pr.Level != problemNote || !strings.Contains(pr.Msg, "not applicable") {
+		switch {
+		case pr.Level == problemNote && strings.Contains(pr.Msg, "not applicable"):
+		case pr.Level == problemNote && strings.Contains(pr.Msg, runokSandboxIgnored):
+			sandbox++
+		default:
 			out = append(out, pr)
 		}
+	}
+	if sandbox > 0 {
+		out = append(out, PermissionProblem{Level: problemNote, Msg: fmt.Sprintf("runok: %d sandbox setting(s) %s (zot validate --check lists them)", sandbox, runokSandboxIgnored)})
 	}
 	return out
 }

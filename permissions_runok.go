@@ -327,7 +327,7 @@ func (ld *runokLoader) readFile(path string, doc *yamlNode) *runokFragment {
 					}
 					f.deflt = &runokSrc{text: a.Str, file: path, line: d.KeyLine[k]}
 				case "sandbox":
-					note(d.KeyLine[k], problemNote, "defaults.sandbox is ignored: zot does not apply runok's sandbox presets (zot's own sandbox is --sandbox)")
+					note(d.KeyLine[k], problemNote, "defaults.sandbox %s", runokSandboxIgnored)
 				default:
 					note(d.KeyLine[k], problemNote, "unknown key defaults.%s ignored", k)
 				}
@@ -364,6 +364,9 @@ func (ld *runokLoader) readFile(path string, doc *yamlNode) *runokFragment {
 
 func isRuleAction(s string) bool { return s == "allow" || s == "deny" || s == "ask" }
 
+// runokSandboxIgnored is said of every sandbox setting.
+const runokSandboxIgnored = "ignored: zot does not apply runok's sandbox presets (its own sandbox is --sandbox)"
+
 // readRule reads one entry of rules.
 func (f *runokFragment) readRule(path string, i int, entry *yamlNode, note func(int, string, string, ...any), broken func(int, string, ...any)) {
 	where := fmt.Sprintf("rule %d", i+1)
@@ -399,7 +402,7 @@ func (f *runokFragment) readRule(path string, i int, entry *yamlNode, note func(
 		case "when":
 			r.when = true
 		case "sandbox":
-			note(entry.KeyLine[k], problemNote, "%s: sandbox %q is ignored: zot does not apply runok's sandbox presets", where, v.Str)
+			note(entry.KeyLine[k], problemNote, "%s: sandbox %q %s", where, v.Str, runokSandboxIgnored)
 		case "tests":
 		default:
 			note(entry.KeyLine[k], problemNote, "%s: unknown key %q ignored", where, k)
@@ -420,7 +423,7 @@ func (f *runokFragment) readDefinitions(path string, d *yamlNode, home string, n
 		v, line := d.Map[k], d.KeyLine[k]
 		switch k {
 		case "sandbox":
-			note(line, problemNote, "definitions.sandbox is ignored: zot does not apply runok's sandbox presets")
+			note(line, problemNote, "definitions.sandbox %s", runokSandboxIgnored)
 		case "wrappers":
 			list, ok := yamlStrings(v)
 			if !ok {

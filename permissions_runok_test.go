@@ -784,6 +784,13 @@ rules:
 	if strings.Count(p, "when clause") != 1 || strings.Count(p, "runok's sandbox presets") != 3 {
 		t.Errorf("problems:\n%s", p)
 	}
+	var start []string
+	for _, pr := range rules.StartupProblems() {
+		start = append(start, pr.String())
+	}
+	if s := strings.Join(start, "\n"); strings.Count(s, "\n") != 1 || !strings.Contains(s, "runok: 3 sandbox setting(s) ignored") {
+		t.Errorf("at start, the sandbox settings are one line:\n%s", s)
+	}
 }
 
 // zot's splitter unwraps sudo, env, time, command … by itself. Where
