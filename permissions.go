@@ -274,8 +274,9 @@ type RuleAnswer struct {
 	Note string `json:"note,omitempty"`
 }
 
-// commandAnswers asks each rule source about one command.
-func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext, sourcing bool) []RuleAnswer {
+// commandAnswers asks each rule source about one command; budget is the
+// line's (newRuleBudget).
+func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext, sourcing bool, budget *ruleBudget) []RuleAnswer {
 	var out []RuleAnswer
 	cwd := rc.cwd
 	if cwd == "" {
@@ -300,10 +301,10 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 			s, cmds := splitForRules(line, sub)
 			return cmds, s.Unfollowed
 		}
-		v := p.runok.verdict(rc.words, cwd, split, sourcing)
+		v := p.runok.verdict(rc.words, cwd, split, sourcing, budget)
 		for _, o := range rc.others {
 			// Other readings count only where a deny or ask rule matched.
-			if w := p.runok.verdict(o, cwd, split, sourcing); w.rule != nil && (w.action == "deny" || w.action == "ask") {
+			if w := p.runok.verdict(o, cwd, split, sourcing, budget); w.rule != nil && (w.action == "deny" || w.action == "ask") {
 				v = stricter(v, w)
 			}
 		}

@@ -912,7 +912,28 @@ type runokEval struct {
 	// sourcing: the whole line runs source, . or eval, which
 	// require_command_in_path does not second-guess.
 	sourcing bool
+	budget   *ruleBudget
 }
+
+// ruleBudget bounds the work of judging one line — matcher steps and
+// wrapped commands, shared by all its commands — so that a line built to
+// multiply it (env env env … under a wrapper 'env * <cmd>') ends in an
+// ask instead of a hang.
+type ruleBudget struct{ left int }
+
+// ruleBudgetSteps is a line's budget: far above what real configurations
+// and lines take (thousands of steps), far below a noticeable wait.
+const ruleBudgetSteps = 2_000_000
+
+func newRuleBudget() *ruleBudget { return &ruleBudget{left: ruleBudgetSteps} }
+
+// take spends n steps; false once the budget is gone.
+func (b *ruleBudget) take(n int) bool {
+	b.left -= n
+	return b.left >= 0
+}
+
+var runokBudgetSpent = runokVerdict{action: "ask", byZot: "the line takes too much work to judge against the rules"}
 
 // command evaluates one simple command: every rule that matches, then the
 // wrappers that unwrap it, merged strictest first; unmatched, the default.
@@ -927,6 +948,9 @@ func (e *runokEval) command(words []string, cwd string, depth int) runokVerdict 
 			m := &rpMatcher{defs: e.cfg, cwd: cwd, broad: r.action != "allow"}
 			if m.match(p, words, nil) && !m.exceeded {
 				matched = true
+			}
+			if !e.budget.take(m.steps) {
+				return runokBudgetSpent
 			}
 			exceeded = exceeded || m.exceeded
 			if matched {
@@ -946,21 +970,26 @@ func (e *runokEval) command(words []string, cwd string, depth int) runokVerdict 
 			v = stricter(v, runokVerdict{action: r.action, rule: r, message: r.message, fix: r.fix})
 		}
 	}
-	unwrapped := false
+	unwrapped, spent := false, false
 	for _, w := range e.cfg.wrappers {
 		for _, p := range w.pats {
 			m := &rpMatcher{defs: e.cfg, cwd: cwd, sequential: true, broad: true}
 			m.match(p, words, func(caps []string) bool {
 				for _, c := range caps {
 					unwrapped = true
-					inner := e.line(c, cwd, depth+1)
-					if inner.action == "" {
-						continue
+					if !e.budget.take(1000) {
+						spent = true
+						return true
 					}
-					v = stricter(v, inner)
+					if inner := e.line(c, cwd, depth+1); inner.action != "" {
+						v = stricter(v, inner)
+					}
 				}
 				return false
 			})
+			if spent || !e.budget.take(m.steps) {
+				return runokBudgetSpent
+			}
 		}
 	}
 	if v.action != "" {
@@ -1162,10 +1191,10 @@ func runokLooseningOf(f *runokFragment) (summary, digest string) {
 // verdict evaluates one command of a line for the session: the full
 // configuration, beside it the untrusted project's deny and ask rules;
 // allow becomes ask while a file or an extends is missing.
-func (rr *runokRules) verdict(words []string, cwd string, split func(line, cwd string) ([]ruleCommand, []string), sourcing bool) runokVerdict {
-	v := (&runokEval{cfg: rr.full, split: split, sourcing: sourcing}).command(words, cwd, 0)
+func (rr *runokRules) verdict(words []string, cwd string, split func(line, cwd string) ([]ruleCommand, []string), sourcing bool, budget *ruleBudget) runokVerdict {
+	v := (&runokEval{cfg: rr.full, split: split, sourcing: sourcing, budget: budget}).command(words, cwd, 0)
 	if rr.untrusted != nil {
-		v = stricter(v, (&runokEval{cfg: rr.untrusted, split: split, sourcing: sourcing}).command(words, cwd, 0))
+		v = stricter(v, (&runokEval{cfg: rr.untrusted, split: split, sourcing: sourcing, budget: budget}).command(words, cwd, 0))
 	}
 	if v.action == "allow" && len(rr.missing) > 0 {
 		v.action = "ask"

@@ -939,3 +939,17 @@ func TestRunokDenyRulesMatchFlagsEitherWay(t *testing.T) {
 		}
 	}
 }
+
+// The attacker is the model: a line built so that a wrapper definition
+// multiplies the work at every level. The judgement ends, and asks.
+func TestRunokWrapperBlowupEndsInAnAsk(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": "definitions:\n  wrappers:\n    - 'env * <cmd>'\n    - 'nohup * <cmd>'\nrules:\n  - allow: 'env *'\n  - allow: 'nohup *'\n  - allow: 'true'\n"})
+	line := strings.Repeat("env nohup ", 30) + "true"
+	if r := decide(t, rules, cwd, line); r.Decision != "ask" {
+		t.Errorf("%s", r.Decision)
+	}
+	if r := decide(t, rules, cwd, "env nohup env true"); r.Decision != "allow" {
+		t.Errorf("a short line: %s %+v", r.Decision, r.Rules)
+	}
+}

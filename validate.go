@@ -521,8 +521,9 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 		sourcing = sourcing || c.Name == "source" || c.Name == "." || c.Name == "eval"
 	}
 	if rules.Active() {
+		budget := newRuleBudget()
 		for i, rc := range ruleCmds {
-			r.Rules = append(r.Rules, rules.commandAnswers(rc, i, sc, sourcing)...)
+			r.Rules = append(r.Rules, rules.commandAnswers(rc, i, sc, sourcing, budget)...)
 		}
 	}
 
