@@ -33,6 +33,10 @@ const (
 	runokMaxExtends   = 10      // levels of extends, as runok
 	runokMaxWrapDepth = 10      // wrappers inside wrappers, as runok
 	runokMaxAliases   = 5       // alias expansions in a chain, as runok
+	// runokMaxExpansions bounds the patterns one rule expands into
+	// (aliases and pattern variables multiply), so that a file cannot make
+	// loading it take all memory.
+	runokMaxExpansions = 1000
 )
 
 // runokSrc is a piece of configuration and where it is written.
@@ -822,6 +826,9 @@ func (c *runokConfig) expandText(text string, aliases map[string][]runokSrc, wra
 	var out []string
 	var visit func(t string, chain []string) error
 	visit = func(t string, chain []string) error {
+		if len(out) > runokMaxExpansions {
+			return fmt.Errorf("aliases expand it into more than %d patterns", runokMaxExpansions)
+		}
 		first, rest := splitFirstPatternWord(t)
 		if alias, ok := aliases[first]; ok && !wrapper && !slices.Contains(chain, first) && len(chain) < runokMaxAliases {
 			for _, a := range alias {
@@ -855,6 +862,9 @@ func (c *runokConfig) expandText(text string, aliases map[string][]runokSrc, wra
 			}
 			for _, val := range v.raw {
 				next = append(next, strings.ReplaceAll(t, ph, val))
+			}
+			if len(next) > runokMaxExpansions {
+				return nil, fmt.Errorf("variables expand it into more than %d patterns", runokMaxExpansions)
 			}
 		}
 		out = next

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -951,5 +952,28 @@ func TestRunokWrapperBlowupEndsInAnAsk(t *testing.T) {
 	}
 	if r := decide(t, rules, cwd, "env nohup env true"); r.Decision != "allow" {
 		t.Errorf("a short line: %s %+v", r.Decision, r.Rules)
+	}
+}
+
+// The attacker is a runok.yml whose aliases multiply: each rule may
+// expand into a bounded number of patterns, and past it the rule is an
+// error (what the file would allow is asked), not a loader out of memory.
+func TestRunokAliasExpansionIsBounded(t *testing.T) {
+	t.Parallel()
+	var y strings.Builder
+	y.WriteString("definitions:\n  aliases:\n")
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&y, "    a%d:\n", i)
+		for j := 0; j < 50; j++ {
+			fmt.Fprintf(&y, "      - 'a%d x%d'\n", i+1, j)
+		}
+	}
+	y.WriteString("rules:\n  - deny: 'a0 *'\n  - allow: 'ls'\n")
+	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": y.String()})
+	if p := problemsText(rules); !strings.Contains(p, "expand it into more than 1000 patterns") {
+		t.Errorf("problems:\n%s", p)
+	}
+	if r := decide(t, rules, cwd, "ls"); r.Decision != "ask" {
+		t.Errorf("ls: %s, want ask while a rule cannot be read", r.Decision)
 	}
 }
