@@ -182,7 +182,9 @@ func ruleCommandOf(c ShellCommand, line string) ruleCommand {
 
 // lineVariables are the variables the words expand that the line itself
 // assigns (VAR=…, for VAR in, read VAR, …): their values are not what the
-// words say.
+// words say. It reads the line by itself, erring towards "assigned"; once
+// the splitter marks such words itself (issue 22 §4), that mark replaces
+// it.
 func lineVariables(words []string, env map[string]string, line string) []string {
 	var out []string
 	for _, w := range words {

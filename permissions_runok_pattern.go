@@ -501,6 +501,7 @@ func parseFlagGroupDef(s string) (*rpFlagGroupDef, error) {
 	return def, nil
 }
 
+// noDefs are the definitions a flag group's value pattern may use: none.
 type noDefs struct{}
 
 func (noDefs) varType(string) (string, bool)            { return "", false }
