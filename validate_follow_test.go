@@ -248,7 +248,7 @@ func TestCommandNamesFoldWhereFileNamesIgnoreCase(t *testing.T) {
 	}
 	v := testValidator(t, "deny-rm", "deny_rm.sh")
 	v.Commands = []string{"rm"}
-	if r := checkCommandLine(context.Background(), []Validator{v}, "RM -rf x", sh); r.Decision != "deny" || len(r.Answers) != 1 {
+	if r := checkCommandLine(context.Background(), []Validator{v}, nil, "RM -rf x", sh); r.Decision != "deny" || len(r.Answers) != 1 {
 		t.Errorf("RM with a validator for rm: %s %+v", r.Decision, r.Answers)
 	}
 	v.Commands = []string{"Rm"}
