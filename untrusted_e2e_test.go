@@ -27,6 +27,7 @@ var untrustedConfigPaths = []string{
 	".zot/settings.json",
 	".claude/settings.json",
 	".claude/settings.local.json",
+	"runok.yml",
 	".zot/skills/s/SKILL.md",
 	".zot/prompts/p.md",
 	".claude/commands/c.md",
