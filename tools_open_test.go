@@ -139,3 +139,34 @@ func TestOpenForWriteCreatesOnlyWhereAllowed(t *testing.T) {
 		t.Errorf("temp files left: %v", matches)
 	}
 }
+
+// The cost of opening a file the checked way, with and without a symlink
+// on the path (the slow walk), beside a plain open by name.
+func BenchmarkOpenChecked(b *testing.B) {
+	work := b.TempDir()
+	os.MkdirAll(filepath.Join(work, "a", "b", "c"), 0o755)
+	os.WriteFile(filepath.Join(work, "a", "b", "c", "f.go"), []byte("package x\n"), 0o644)
+	os.Symlink("a", filepath.Join(work, "link"))
+	env := NewToolEnv(work, true)
+	b.Cleanup(func() { env.Close() })
+	for _, c := range []struct{ name, path string }{{"direct", "a/b/c/f.go"}, {"through-symlink", "link/b/c/f.go"}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				f, _, err := env.openRead(c.path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	}
+	b.Run("os.Open", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			f, err := os.Open(filepath.Join(work, "a", "b", "c", "f.go"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
+}
