@@ -373,9 +373,7 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 			delete(children.stopping, p.pid)
 		}
 		children.Unlock()
-		if len(esc.seen) > 0 && subreaper.Load() {
-			reapOrphans()
-		}
+		esc.reapDead()
 	}()
 	exited := p.exited
 	for {
@@ -480,6 +478,9 @@ func (p *proc) release() {
 	children.Lock()
 	delete(children.started, p.pid)
 	children.Unlock()
+	if subreaper.Load() && !childrenFiles() {
+		reapOrphans() // the kernel may have named this one before an orphan
+	}
 	close(p.gone)
 }
 
@@ -689,14 +690,30 @@ func orphans(below bool) finder {
 // session a Stop is looking at (see children). An orphan is looked at
 // with the table locked: a child of zot that is not in the table then is
 // an orphan, since startProc holds the lock until its child is in it, and
-// a child of zot keeps its pid until zot reaps it.
+// a child of zot keeps its pid until zot reaps it. Without children files
+// it asks the kernel for an exited child instead of reading every
+// process; as the kernel names the first it finds, it stops at one that
+// is not an orphan's, and release asks again once that one is reaped.
 func reapOrphans() {
 	children.Lock()
 	defer children.Unlock()
-	for _, s := range orphans(false)(func(procStat) {}) {
-		if s.zombie() && children.stopping[s.sid] == 0 {
-			var ws syscall.WaitStatus
-			syscall.Wait4(s.pid, &ws, syscall.WNOHANG, nil)
+	reap := func(s procStat) bool {
+		if !s.zombie() || s.ppid != os.Getpid() || children.started[s.pid] || s.sid == zotSession() || children.stopping[s.sid] > 0 {
+			return false
+		}
+		var ws syscall.WaitStatus
+		syscall.Wait4(s.pid, &ws, syscall.WNOHANG, nil)
+		return true
+	}
+	if childrenFiles() {
+		for _, s := range orphans(false)(func(procStat) {}) {
+			reap(s)
+		}
+		return
+	}
+	for pid := exitedChild(); pid > 0; pid = exitedChild() {
+		if s, ok := readProcStat(strconv.Itoa(pid)); !ok || !reap(s) {
+			return
 		}
 	}
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -60,4 +64,71 @@ func TestBashForkLoopDoesNotOutliveTheCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProcWorkDoesNotGrowWithTheMachine is issue 28's first item: what a
+// bash call costs zot to find what the command left must not grow with
+// the processes on the machine. Each way zot has of finding them (a
+// cgroup where this machine gives one, the process tree, the pids given
+// out since the command started) reads about as many files per call with
+// 1,000 more unrelated processes as without them; a look at every
+// process would read at least 1,000 more. The calls leave a process in
+// another group of their session, so that there is something to find.
+func TestProcWorkDoesNotGrowWithTheMachine(t *testing.T) {
+	t.Parallel()
+	for _, way := range procWays {
+		t.Run("way="+way, func(t *testing.T) {
+			if !runsAlone(t, procForceEnv+"="+way) {
+				return
+			}
+			release := adoptOrphans(killGrace)
+			defer release()
+			_, _, tools := toolsIn(t, false)
+			perCall := func() []int64 {
+				var reads []int64
+				for i := 0; i < 5; i++ {
+					before := procFilesRead.Load()
+					mustOK(t, call(t, tools["bash"], map[string]any{"command": "bash -c 'set -m; sleep 405 & echo $! > left.pid'"}))
+					reads = append(reads, procFilesRead.Load()-before)
+				}
+				slices.Sort(reads)
+				return reads
+			}
+			idle := perCall()
+			stopIdle := startIdleProcesses(t, 1000)
+			busy := perCall()
+			stopIdle()
+			t.Logf("files read per call: %v; with 1,000 more processes: %v", idle, busy)
+			if way == "scan" {
+				return // the fallback's orphan reaper reads every process (docs/tools.md)
+			}
+			if busy[2] > idle[2]+100 {
+				t.Errorf("the median call read %d files with 1,000 more processes on the machine, %d without", busy[2], idle[2])
+			}
+		})
+	}
+}
+
+// startIdleProcesses starts n processes that sleep, in a session of
+// their own under one shell, and returns what stops them all.
+func startIdleProcesses(t *testing.T, n int) (stop func()) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt "$1" ]; do sleep 3600 & i=$((i+1)); done; echo ready; wait`, "sh", strconv.Itoa(n))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop = func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}
+	t.Cleanup(stop)
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the idle processes did not start: %q %v", line, err)
+	}
+	return stop
 }
