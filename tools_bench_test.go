@@ -16,7 +16,7 @@ import (
 func BenchmarkBash1GBOutput(b *testing.B) {
 	bash := BuiltinTools(NewToolEnv(b.TempDir(), false))[3]
 	args := json.RawMessage(`{"command":"head -c 1000000000 /dev/zero | tr '\\0' 'x'"}`)
-	spill := regexp.MustCompile(`full output in (\S+) …`)
+	spill := regexp.MustCompile(` are in (\S+) …`)
 	b.SetBytes(1_000_000_000)
 	for i := 0; i < b.N; i++ {
 		r := bash.Run(context.Background(), args, nil)
