@@ -200,17 +200,20 @@ const (
 	editMaxBytes  = 64 << 20
 	bashTimeout   = 120 * time.Second
 	bashMaxTime   = 600 * time.Second
-	// A command's output in the bash result: a quarter from its head,
-	// the rest from its tail, where test summaries and errors are.
-	bashOutputDefault = 16 << 10
-	bashOutputMax     = 1 << 20
-	// The spill file keeps a command's whole output up to this, then a
-	// quarter from the head and the rest from the tail: a command
-	// printing forever must not fill the disk.
-	bashSpillDefault = 64 << 20
 	bashDrain     = 200 * time.Millisecond
 	killGrace     = 2 * time.Second
 	progressEvery = 100 * time.Millisecond
+)
+
+// A command's output in the bash result: a quarter from its head, the
+// rest from its tail, where test summaries and errors are. The spill file
+// keeps the whole output up to bashSpillDefault, then a quarter from the
+// head and the rest from the tail: a command printing forever must not
+// fill the disk.
+const (
+	bashOutputDefault = 16 << 10
+	bashOutputMax     = 1 << 20
+	bashSpillDefault  = 64 << 20
 )
 
 // ToolEnv is the state the built-in tools share: the session's working
@@ -1221,6 +1224,7 @@ func (o *shellOutput) toSpill(p []byte) {
 	}
 	o.spill.write(p)
 }
+
 // report passes the latest complete line to progress, at most every
 // progressEvery; lines in between are skipped, not queued.
 func (o *shellOutput) report(p []byte, progress func(string)) {
