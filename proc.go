@@ -373,7 +373,9 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 			delete(children.stopping, p.pid)
 		}
 		children.Unlock()
-		esc.reapDead()
+		if (len(esc.seen) > 0 || len(esc.dead) > 0) && subreaper.Load() {
+			reapOrphans() // what died meanwhile was left to this stop
+		}
 	}()
 	exited := p.exited
 	for {

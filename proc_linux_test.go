@@ -62,6 +62,51 @@ func TestBashForkLoopDoesNotOutliveTheCall(t *testing.T) {
 			if after, _ := os.ReadFile(marker); string(after) != string(before) {
 				t.Errorf("the loop went on after the call: marker %q, then %q", before, after)
 			}
+			// What died was zot's to reap (the subreaper): no zombie stays.
+			zot := p.cmd.Process.Pid
+			waitFor(t, "zot to reap the loop's processes", func() bool {
+				procs, _ := readProcs()
+				for _, s := range procs {
+					if s.ppid == zot && s.zombie() {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
+
+// TestZotStopsAForkLoopAtExit: a loop that forks and exits in a session
+// of its own outlives the call (the sandbox is off: docs/tools.md), and
+// not zot: at exit zot stops its adopted orphans and everything below
+// them, frozen first, in each way it has of finding them.
+func TestZotStopsAForkLoopAtExit(t *testing.T) {
+	t.Parallel()
+	for _, way := range procWays {
+		t.Run("way="+way, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			z.env = append(z.env, procForceEnv+"="+way)
+			marker := filepath.Join(z.cwd, "loop.marker")
+			srv := startReplay(t,
+				toolStep("t1", "bash", obj{"command": "python3 " + strconv.Quote(procTestdata(t, "forkloop.py")) + " " + strconv.Quote(marker) + " setsid"}),
+				replayStep{Events: anthropicEvents(gen{Text: "started"})})
+			if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "start it")...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			before, err := os.ReadFile(marker)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for look := 0; look < 3; look++ {
+				if left := processesWith(marker); len(left) > 0 {
+					t.Fatalf("running after zot exited (look %d): %v", look, left)
+				}
+			}
+			if after, _ := os.ReadFile(marker); string(after) != string(before) {
+				t.Errorf("the loop went on after zot exited: marker %q, then %q", before, after)
+			}
 		})
 	}
 }

@@ -378,19 +378,6 @@ func (e *escalation) look(find finder, visit func(procStat)) (live []procStat, n
 	return live, newlyDead
 }
 
-// reapDead reaps the zombies of the last look that are zot's adopted
-// orphans: the orphan reaper left them to this stop (see children).
-func (e *escalation) reapDead() {
-	children.Lock()
-	defer children.Unlock()
-	for pid, start := range e.dead {
-		if s, ok := readProcStat(strconv.Itoa(pid)); ok && s.start == start && s.zombie() && s.ppid == os.Getpid() && !children.started[pid] {
-			var ws syscall.WaitStatus
-			syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-		}
-	}
-}
-
 func (e *escalation) givenUp() bool {
 	return time.Since(e.killAt) > time.Second && time.Since(e.lastNew) > time.Second
 }

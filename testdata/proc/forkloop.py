@@ -1,9 +1,10 @@
-"""forkloop.py MARKER: leave behind a process that forks and exits in a
-loop, so that no process of it lives for long, and returns once the loop
-runs. Each new process leaves its parent's process group (setpgid(0, 0))
-and ignores SIGTERM, as issue 22's attacker did, and rewrites MARKER with
-"PID SID" (its pid and session id) before it forks the next. Its stdio
-is /dev/null, so it holds none of its caller's pipes.
+"""forkloop.py MARKER [setsid]: leave behind a process that forks and
+exits in a loop, so that no process of it lives for long, and returns once
+the loop runs. Each new process leaves its parent's process group
+(setpgid(0, 0)) and ignores SIGTERM, as issue 22's attacker did, and
+rewrites MARKER with "PID SID" (its pid and session id) before it forks
+the next. With "setsid" the loop starts in a session of its own. Its
+stdio is /dev/null, so it holds none of its caller's pipes.
 """
 import os, signal, sys
 
@@ -11,6 +12,8 @@ marker = sys.argv[1]
 r, w = os.pipe()
 if os.fork() == 0:
     os.close(r)
+    if sys.argv[2:] == ["setsid"]:
+        os.setsid()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
