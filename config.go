@@ -48,6 +48,9 @@ type userConfig struct {
 	// MCPWait is how long a run without the TUI waits for MCP servers
 	// before its first model request ("5s"; --mcp-wait wins).
 	MCPWait string `json:"mcp_wait,omitempty"`
+	// CacheRetention is how long Anthropic keeps the prompt cache: "5m"
+	// (its default) or "1h" (docs/usage.md#prompt-caching).
+	CacheRetention string `json:"cacheRetention,omitempty"`
 	// BashOutputLimit is the most of a command's output a bash result
 	// holds, BashSpillLimit the most its spill file keeps whole (0: no
 	// spill file); each a number of bytes or a size such as "16KiB".

@@ -962,15 +962,11 @@ type skillTool struct{ skills []Skill }
 func (skillTool) Name() string { return "skill" }
 
 func (skillTool) Description() string {
-	return "Load a skill: the instructions for a kind of task. The skills are listed in the system prompt; " +
-		"call this with a skill's name when a task matches its description. Returns the instructions " +
-		"and the files beside them, which you can read with the read tool."
+	return "Load a skill listed in the system prompt: its instructions and files."
 }
 
 func (skillTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"name":{"type":"string","description":"The skill's name, as listed in the system prompt"}},` +
-		`"required":["name"]}`)
+	return json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
 }
 
 func (t skillTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {

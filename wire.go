@@ -62,6 +62,8 @@ type setup struct {
 	// configured one (hasServer).
 	server    modelServer
 	hasServer bool
+	// cacheRetention is config.json's cacheRetention, checked.
+	cacheRetention string
 	// mcpPrefixes start the names of the tools the MCP servers will
 	// register when they are ready (mcp__<server>__).
 	mcpPrefixes []string
@@ -109,6 +111,13 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	default:
 		s.mcpWait = d
 	}
+	switch cfg.CacheRetention {
+	case "", "5m":
+	case CacheRetention1h:
+		s.cacheRetention = CacheRetention1h
+	default:
+		fmt.Fprintf(stderr, "zot: config.json: cacheRetention %q is not \"5m\" or \"1h\" (ignored)\n", cfg.CacheRetention)
+	}
 	s.notes = append(s.notes, useUserModels(s.home)...)
 	ep, err := chooseEndpoint(o, cfg, s.home)
 	if err != nil {
@@ -120,7 +129,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.provider, s.model, s.baseURL = ep.provider, ep.model, ep.configuredBase
 	baseURL, key, source := ep.baseURL, ep.key, ep.keySource
 	s.server, s.hasServer = serverFor(s.provider, baseURL, key)
-	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
+	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout, CacheRetention: s.cacheRetention})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
@@ -617,7 +626,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 func (s *setup) tuiConfig() TUIConfig {
 	return TUIConfig{
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
-		Provider: s.provider, BaseURL: s.baseURL, APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout,
+		Provider: s.provider, BaseURL: s.baseURL, APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
 		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
 	}
