@@ -221,8 +221,8 @@ func startProc(spec procSpec) (*proc, error) {
 		// type), and zot stops trying.
 		cg.discard()
 		cg = nil
-		again := exec.Command(cmd.Path, cmd.Args[1:]...)
-		again.Dir, again.Env, again.SysProcAttr = cmd.Dir, cmd.Env, &plain
+		again := exec.Command(cmd.Path)
+		again.Args, again.Dir, again.Env, again.SysProcAttr = cmd.Args, cmd.Dir, cmd.Env, &plain
 		again.Stdin, again.Stdout, again.Stderr, again.ExtraFiles = cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles
 		if err = again.Start(); err == nil {
 			cgroupsFailed()
