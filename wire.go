@@ -151,6 +151,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	s.notes = append(s.notes, notes...)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	s.toolEnv.BashOutput, s.toolEnv.SpillLimit = cfg.bashLimits(stderrLog(stderr))
 	if sb != nil {
 		s.sandbox, s.toolEnv.Sandbox = sb, sb
 	}
