@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,12 @@ func loadUserModels(home string) (models []ModelInfo, notes []string, err error)
 			case um.ContextWindow < 0 || um.MaxTokens < 0:
 				notes = append(notes, fmt.Sprintf("%s: %s/%s has a negative contextWindow or maxTokens; skipped", path, name, um.ID))
 				continue
+			}
+			if base := cmp.Or(um.BaseURL, prov.BaseURL); base != "" {
+				if err := checkBaseURL(base); err != nil {
+					notes = append(notes, fmt.Sprintf("%s: %s/%s: baseUrl %v; skipped", path, name, um.ID, err))
+					continue
+				}
 			}
 			m := ModelInfo{ID: um.ID, Provider: provider, Name: um.Name, BaseURL: um.BaseURL,
 				ContextWindow: um.ContextWindow, MaxOutput: um.MaxTokens,

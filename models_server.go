@@ -61,15 +61,13 @@ func (s modelServer) base() string {
 
 // requests are the URLs asked, in order, until one answers with a list:
 // ollama's own /api/tags first for ollama (a server that only speaks the
-// OpenAI API answers the second), else {base}/v1/models.
+// OpenAI API answers the second), else the OpenAI list: {base}/models for
+// a base with a path, {base}/v1/models for a bare host.
 func (s modelServer) requests() []string {
 	base := s.base()
-	openai := base + "/v1/models"
-	if strings.HasSuffix(base, "/v1") {
-		openai = base + "/models"
-	}
+	openai := openaiURL(base, "/models")
 	if s.provider == "ollama" {
-		return []string{strings.TrimSuffix(base, "/v1") + "/api/tags", openai}
+		return []string{endpointURL(serverRoot(base), "/api/tags"), openai}
 	}
 	return []string{openai}
 }

@@ -66,11 +66,30 @@ type ProviderError struct {
 	Type     string
 	Message  string
 	Hint     string
+	// Request is "POST <url>" (without credentials) when the body was not
+	// the provider's JSON error but a page — a proxy's, a server's 404 —
+	// whose ContentType the message names: the request is then what the
+	// user needs to see.
+	Request     string
+	ContentType string
 }
 
 func (e *ProviderError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Provider)
+	if e.Request != "" {
+		fmt.Fprintf(&b, ": %s → %d", e.Request, e.Status)
+		if e.ContentType != "" {
+			fmt.Fprintf(&b, " (%s)", e.ContentType)
+		}
+		if e.Hint != "" {
+			b.WriteString(": " + e.Hint)
+		}
+		if e.Message != "" {
+			fmt.Fprintf(&b, "; the server said: %s", e.Message)
+		}
+		return sanitize(b.String())
+	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, ": HTTP %d", e.Status)
 	}
@@ -162,13 +181,18 @@ func NewProvider(cfg ProviderConfig) (Provider, error) {
 		h.retries = 0
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base != "" {
+		if err := checkBaseURL(base); err != nil {
+			return nil, fmt.Errorf("base URL %w", err)
+		}
+	}
 	switch cfg.Name {
 	case "anthropic":
 		if base == "" {
 			base = "https://api.anthropic.com"
 		}
 		h.name = "anthropic"
-		return &anthropicProvider{http: h, url: base + "/v1/messages", key: cfg.APIKey}, nil
+		return &anthropicProvider{http: h, url: endpointURL(base, "/v1/messages"), key: cfg.APIKey}, nil
 	case "openai", "ollama":
 		if base == "" {
 			base = "https://api.openai.com"
@@ -176,10 +200,7 @@ func NewProvider(cfg ProviderConfig) (Provider, error) {
 				base = "http://localhost:11434/v1"
 			}
 		}
-		url := base + "/v1/chat/completions"
-		if strings.HasSuffix(base, "/v1") {
-			url = base + "/chat/completions"
-		}
+		url := openaiURL(base, "/chat/completions")
 		h.name = cfg.Name
 		return &openaiProvider{http: h, name: cfg.Name, url: url, key: cfg.APIKey, plainMaxTokens: base != "https://api.openai.com"}, nil
 	}
@@ -311,8 +332,14 @@ func notAStream(name string, resp *http.Response) error {
 		return nil
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-	return fmt.Errorf("%s: expected an event stream (text/event-stream) but got %s: %s", name, ct, sanitize(strings.TrimSpace(string(body))))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	perr := &ProviderError{Provider: name, Status: resp.StatusCode}
+	pageError(perr, resp, body)
+	perr.Hint = "expected an event stream (text/event-stream)"
+	if strings.Contains(ct, "html") {
+		perr.Hint += "; check --base-url"
+	}
+	return perr
 }
 
 // scrubURLError drops the URL from a transport error: a base URL may carry
@@ -336,7 +363,7 @@ func (h *httpStreamer) httpError(resp *http.Response) *ProviderError {
 		perr.Type, perr.Message = decodeErrorValue(parsed.Error)
 	}
 	if perr.Message == "" {
-		perr.Message = strings.TrimSpace(truncate(string(body), 300))
+		pageError(perr, resp, body)
 	}
 	if resp.StatusCode == 401 || resp.StatusCode == 403 {
 		src := h.keySource

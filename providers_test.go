@@ -792,7 +792,7 @@ func TestNonStreamAnswerIsNamed(t *testing.T) {
 	srv := startReplay(t, replayStep{Header: http.Header{"Content-Type": {"application/json"}}, Events: []string{`{"id":"x","choices":[]}`}})
 	p, _ := testProvider(t, "openai", srv.URL)
 	got := callProvider(t, p, Request{Model: "m"})
-	if got.err == nil || !strings.Contains(got.err.Error(), `expected an event stream (text/event-stream) but got application/json: {"id":"x"`) {
+	if got.err == nil || !strings.Contains(got.err.Error(), "POST "+srv.URL+`/v1/chat/completions → 200 (application/json): expected an event stream (text/event-stream); the server said: {"id":"x"`) {
 		t.Fatalf("err = %v", got.err)
 	}
 }

@@ -193,6 +193,11 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 		ep.model = cmp.Or(ep.model, cfg.Model)
 		ep.configuredBase = cmp.Or(ep.configuredBase, cfg.BaseURL)
 	}
+	if o.baseURL == "" && ep.configuredBase != "" {
+		if err := checkBaseURL(ep.configuredBase); err != nil {
+			return ep, fmt.Errorf("%s: base_url %w; fix it there, or give --base-url", filepath.Join(home, "config.json"), err)
+		}
+	}
 	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
 	ep.baseURL = ep.configuredBase
 	// A models.json entry's baseUrl is where that model is served,
