@@ -403,7 +403,12 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	}
 	// The user asked for the list: a stale one is fetched now, within a
 	// bound, and a server that does not answer leaves the rest listed.
-	if srv, ok := serverFor(ep.provider, ep.baseURL, ep.key); ok && !useCachedServerModels(home, srv, time.Now()) {
+	pc, err := endpointConfig(home, ProviderConfig{Name: ep.provider, BaseURL: ep.baseURL, APIKey: ep.key, KeySource: ep.keySource}, ep.model)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
+		srv.headers = pc.Local.Headers
 		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
 		err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now())
 		cancel()

@@ -25,8 +25,10 @@ import (
 //	  "contextWindow": 32768, "maxTokens": 8192, "reasoning": true, "baseUrl": "…",
 //	  "priceInput": 0, "priceOutput": 0, "priceCacheRead": 0, "priceCacheWrite": 0}]}}}
 //
-// Prices are dollars per million tokens. Fields zot does not use (the
-// reference's api, auth, discover, compat…) are ignored.
+// Prices are dollars per million tokens. The settings of the server
+// behind a provider or model (apiKey, headers, textToolCalls, tools,
+// compat, timeouts) are read by models_settings.go. Fields zot does not
+// use (the reference's api, auth, discover…) are ignored.
 type userModelsFile struct {
 	Providers map[string]userProvider `json:"providers"`
 }
@@ -47,6 +49,9 @@ type userModel struct {
 	PriceOutput     float64 `json:"priceOutput"`
 	PriceCacheRead  float64 `json:"priceCacheRead"`
 	PriceCacheWrite float64 `json:"priceCacheWrite"`
+	// CompactThreshold is the share of the window that compacts the
+	// conversation with this model (0.85 when left out).
+	CompactThreshold float64 `json:"compactThreshold"`
 }
 
 // userProviderAliases are the reference zot's transport names for the
@@ -97,6 +102,9 @@ func loadUserModels(home string) (models []ModelInfo, notes []string, err error)
 			case um.ContextWindow < 0 || um.MaxTokens < 0:
 				notes = append(notes, fmt.Sprintf("%s: %s/%s has a negative contextWindow or maxTokens; skipped", path, name, um.ID))
 				continue
+			case um.CompactThreshold < 0 || um.CompactThreshold > 1:
+				notes = append(notes, fmt.Sprintf("%s: %s/%s: compactThreshold must be above 0 and at most 1 (0.85 compacts at 85%% of the window); skipped", path, name, um.ID))
+				continue
 			}
 			if base := cmp.Or(um.BaseURL, prov.BaseURL); base != "" {
 				if err := checkBaseURL(base); err != nil {
@@ -107,7 +115,7 @@ func loadUserModels(home string) (models []ModelInfo, notes []string, err error)
 			m := ModelInfo{ID: um.ID, Provider: provider, Name: um.Name, BaseURL: um.BaseURL,
 				ContextWindow: um.ContextWindow, MaxOutput: um.MaxTokens,
 				Input: um.PriceInput, Output: um.PriceOutput, CacheRead: um.PriceCacheRead, CacheWrite: um.PriceCacheWrite,
-				Source: SourceUser, Known: true}
+				CompactThreshold: um.CompactThreshold, Source: SourceUser, Known: true}
 			if m.BaseURL == "" {
 				m.BaseURL = prov.BaseURL
 			}
@@ -132,7 +140,9 @@ func useUserModels(home string) (notes []string) {
 		return append(notes, err.Error())
 	}
 	SetUserModels(models)
-	return notes
+	providers, servers, more := loadUserServers(home)
+	setUserServers(providers, servers)
+	return append(notes, more...)
 }
 
 // jsonErrorPlace is "path line N" for a decoding error that knows its

@@ -99,6 +99,15 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
+	for _, key := range []string{"response_timeout", "idle_timeout"} {
+		v, err := configString(s.home, key)
+		if _, derr := parsePositiveDuration(v); err == nil && derr != nil {
+			err = fmt.Errorf("config.json: %s %v", key, derr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+		}
+	}
 	s.mcpWait = defaultMCPWait
 	switch d, err := time.ParseDuration(cfg.MCPWait); {
 	case o.mcpWait != nil:
@@ -118,9 +127,14 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		return nil, usageError{fmt.Sprintf("--provider %s needs --model (the name of a model your server has, e.g. qwen3-coder)", ep.provider)}
 	}
 	s.provider, s.model, s.baseURL = ep.provider, ep.model, ep.configuredBase
-	baseURL, key, source := ep.baseURL, ep.key, ep.keySource
+	pc, err := endpointConfig(s.home, ProviderConfig{Name: s.provider, BaseURL: ep.baseURL, APIKey: ep.key, KeySource: ep.keySource, ResponseTimeout: o.responseTimeout}, s.model)
+	if err != nil {
+		return nil, err
+	}
+	baseURL, key := pc.BaseURL, pc.APIKey
 	s.server, s.hasServer = serverFor(s.provider, baseURL, key)
-	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
+	s.server.headers = pc.Local.Headers
+	prov, err := NewProvider(pc)
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
@@ -159,6 +173,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
+	if a.CompactThreshold, err = configFraction(s.home, "compact_threshold"); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
 	if o.maxSteps > 0 {
 		a.MaxSteps = o.maxSteps
 	}
@@ -425,6 +442,10 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				final = Message{Content: e.Content}.Text()
 			case EventMessageBlocked:
 				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
+			case EventError:
+				if e.Truncated { // a warning; a failure is told once, at the end
+					fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Message))
+				}
 			}
 		}
 	}
