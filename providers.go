@@ -387,6 +387,9 @@ func (h *httpStreamer) httpError(resp *http.Response) *ProviderError {
 	}
 	if json.Unmarshal(body, &parsed) == nil && len(parsed.Error) > 0 {
 		perr.Type, perr.Message = decodeErrorValue(parsed.Error)
+	} else if len(body) > 0 && body[0] == '{' {
+		// vLLM and others: {"object": "error", "message": …, "type": …}
+		perr.Type, perr.Message = decodeErrorValue(body)
 	}
 	if perr.Message == "" {
 		pageError(perr, resp, body)
