@@ -157,11 +157,11 @@ func parseMistral(text string) (int, []textCall, bool) {
 		if !found || !validCallName(name) {
 			return 0, nil, false
 		}
-		args = strings.TrimSpace(args)
-		if !json.Valid([]byte(args)) || !isJSONObject(json.RawMessage(args)) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(args)) != nil || !isJSONObject(compact.Bytes()) {
 			return 0, nil, false
 		}
-		calls = append(calls, textCall{Name: name, Args: json.RawMessage(args)})
+		calls = append(calls, textCall{Name: name, Args: compact.Bytes()})
 	}
 	return i, calls, true
 }
