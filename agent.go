@@ -1314,6 +1314,14 @@ func compactCut(msgs []Message) int {
 	return 0
 }
 
+// windowProber is a provider that can ask its server for the model's
+// context window before the first request (a local server: see
+// providers_local.go), so the first turn of a resumed conversation is
+// measured against the real window.
+type windowProber interface {
+	ProbeWindow(ctx context.Context, model string)
+}
+
 // maybeAutoCompact compacts before a turn when the conversation fills the
 // threshold's share of the model's window — as the last call's usage said,
 // or as zot counts the request about to go (EstimateTokens: the tool
@@ -1328,6 +1336,9 @@ func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted b
 	a.mu.Unlock()
 	if justCompacted {
 		return nil
+	}
+	if p, ok := a.Provider.(windowProber); ok {
+		p.ProbeWindow(ctx, model)
 	}
 	info := lookupModel(a.Provider.Name(), model)
 	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)

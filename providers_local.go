@@ -658,3 +658,13 @@ func isOpenAIAPI(base string) bool {
 	u, err := url.Parse(base)
 	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
 }
+
+// ProbeWindow asks the server about model (once), so that the window is
+// known before the first request.
+func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) {
+	if p.local != nil {
+		p.local.info(ctx, model)
+	}
+}
+
+func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) { p.local.info(ctx, model) }

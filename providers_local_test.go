@@ -353,7 +353,7 @@ func TestOllamaRecordings(t *testing.T) {
 		}},
 		{"native: a prompt cut without a word is reported", mergeRoutes(ollama, map[string][]string{native: {"ollama/api_chat_overflow_numctx2048_stream.ndjson"}}), false, func(t *testing.T, got streamed, rs *recordedServer) {
 			tr := got.reply.Truncated
-			if got.err != nil || !strings.Contains(tr, "read only 1026 of the about") || !strings.Contains(tr, "is 2048 tokens") || !strings.Contains(tr, "contextWindow") {
+			if got.err != nil || !strings.Contains(tr, "read only 1026 of the about") || !strings.Contains(tr, "is 2048 tokens") || !strings.Contains(tr, "that is all the model takes") {
 				t.Errorf("err %v, truncated %q", got.err, tr)
 			}
 		}},

@@ -163,12 +163,15 @@ func looksTruncated(reported, estimate int) bool {
 // truncationMessage is what the user is told when the server cut the
 // prompt.
 func truncationMessage(server, model string, reported, estimate int, info ServerInfo) string {
-	window := ""
+	window, raise := "", "to give the model more room, "+raiseContextHint(info.Kind)
 	if info.Window > 0 {
 		window = fmt.Sprintf(" Its context for %s is %d tokens.", model, info.Window)
 	}
-	return fmt.Sprintf("%s read only %d of the about %d prompt tokens zot sent: it cut the conversation without an error, so the model did not see all of it.%s zot compacts the conversation before the next request; to give the model more room, %s.",
-		server, reported, estimate, window, raiseContextHint(info.Kind))
+	if info.TrainWindow > 0 && info.Window >= info.TrainWindow {
+		raise = "that is all the model takes (the length it was trained for): shorten what you send, or use a model with a longer context"
+	}
+	return fmt.Sprintf("%s read only %d of the about %d prompt tokens zot sent: it cut the conversation without an error, so the model did not see all of it.%s zot compacts the conversation before the next request; %s.",
+		server, reported, estimate, window, raise)
 }
 
 // refusesTools says whether an error is a server refusing the tools it
