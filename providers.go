@@ -422,6 +422,14 @@ func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
 	}
 	var s string
 	json.Unmarshal(raw, &s)
+	// ollama passes on its runner's (llama-server's) error as a string
+	// that holds the JSON: the words are inside.
+	var inner struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &inner) == nil && len(inner.Error) > 0 && inner.Error[0] != '"' {
+		return decodeErrorValue(inner.Error)
+	}
 	return "", s
 }
 

@@ -465,13 +465,17 @@ type localPlan struct {
 	estimate  int  // the prompt's tokens without the tools (see looksTruncated)
 	sent      int  // the prompt's tokens as sent, tools included
 	notice    string
+	tools     map[string]bool // the names of the tools the model has
 }
 
 // prepare asks the server about the model (once) and shapes req for it:
 // without native tools when the user said so, the server's template takes
 // none, or the server refused them earlier in the run.
 func (l *localServer) prepare(ctx context.Context, req Request) (Request, localPlan) {
-	plan := localPlan{info: l.info(ctx, req.Model), readText: isTrue(l.opts.TextToolCalls, true)}
+	plan := localPlan{info: l.info(ctx, req.Model), readText: isTrue(l.opts.TextToolCalls, true), tools: map[string]bool{}}
+	for _, t := range req.Tools {
+		plan.tools[t.Name] = true
+	}
 	l.mu.Lock()
 	refused := l.noTools[req.Model]
 	l.mu.Unlock()
@@ -574,7 +578,11 @@ func withTextTools(req Request, describe bool) Request {
 func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsage bool, on func(StreamEvent)) {
 	reply.Notice = plan.notice
 	if plan.readText && len(Message{Content: reply.Content}.ToolCalls()) == 0 {
-		readTextCalls(reply, plan.textTools, on)
+		var known func(string) bool
+		if plan.textTools {
+			known = func(name string) bool { return plan.tools[name] }
+		}
+		readTextCalls(reply, known, on)
 	}
 	if !sawUsage {
 		reply.Usage = Usage{Input: plan.sent, Output: EstimateOutputTokens(reply.Content), Estimated: true}
@@ -588,16 +596,14 @@ func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsag
 
 // readTextCalls turns the tool calls that end the reply's text into tool
 // call blocks, streamed as native ones are. The text before them stays.
-func readTextCalls(reply *Reply, textTools bool, on func(StreamEvent)) {
+// known names the tools a bare JSON reply may call; nil when the tools
+// went natively, where such a reply is an answer.
+func readTextCalls(reply *Reply, known func(string) bool, on func(StreamEvent)) {
 	i := slices.IndexFunc(reply.Content, func(b Block) bool { return b.Type == BlockText })
 	if i < 0 {
 		return
 	}
 	text := reply.Content[i].Text
-	known := func(string) bool { return true }
-	if !textTools {
-		known = nil // the native tools were sent: a bare JSON reply is an answer
-	}
 	prefix, calls, _, ok := parseTextToolCalls(text, known)
 	var blocks []Block
 	switch {
@@ -639,7 +645,7 @@ func (l *localServer) explain(err error, model string, plan localPlan) {
 		return
 	}
 	kind, window := plan.info.Kind, overflowContext(perr.Message)
-	if perr.Type == "exceed_context_size_error" {
+	if kind == "" && perr.Type == "exceed_context_size_error" {
 		kind = "llama.cpp"
 	}
 	window = cmp.Or(window, plan.info.Window)

@@ -364,6 +364,13 @@ func TestOllamaRecordings(t *testing.T) {
 				t.Errorf("err %v, notice %q, request %s", got.err, got.reply.Notice, rs.posts("/api/chat")[0].Body)
 			}
 		}},
+		{"native, a model on ollama's llama-server path: its runner's 400 inside a string", mergeRoutes(ollama, map[string][]string{native: {"ollama/api_chat_jinja_overflow_stream.ndjson"}}), false, func(t *testing.T, got streamed, rs *recordedServer) {
+			var perr *ProviderError
+			if !errors.Is(got.err, ErrContextTooLong) || !errors.As(got.err, &perr) || perr.Type != "exceed_context_size_error" ||
+				!strings.HasPrefix(perr.Message, "request (8136 tokens) exceeds") || !strings.Contains(got.err.Error(), `"contextWindow" for the model`) {
+				t.Errorf("err = %v", got.err)
+			}
+		}},
 		{"no /api/version: the OpenAI path; role and text in the first chunk", map[string][]string{v1: {"ollama/chat_stream.sse"}}, false, func(t *testing.T, got streamed, rs *recordedServer) {
 			if got.err != nil || len(rs.posts("/v1/chat/completions")) != 1 || !strings.HasPrefix(replyText(got.reply), " grams netted") {
 				t.Errorf("err %v, text %q", got.err, replyText(got.reply))
