@@ -350,7 +350,7 @@ func (t *TUI) useProvider(what, name, model string) bool {
 	var prov Provider
 	if err == nil {
 		var pc ProviderConfig
-		pc, err = endpointConfig(t.cfg.Home, ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout}, model)
+		pc, err = endpointConfig(t.cfg.Home, ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout, CacheRetention: t.cfg.CacheRetention}, model)
 		if err == nil {
 			key = pc.APIKey
 			prov, err = NewProvider(pc)
