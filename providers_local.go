@@ -649,11 +649,15 @@ func (l *localServer) explain(err error, model string, plan localPlan) {
 		kind = "llama.cpp"
 	}
 	window = cmp.Or(window, plan.info.Window)
+	raise := raiseContextHint(kind)
+	if atTrainedLength(plan.info) && window >= plan.info.TrainWindow {
+		raise = trainedLengthHint
+	}
 	if window > 0 {
 		SetMeasuredWindow(l.name, model, window)
-		perr.Hint = fmt.Sprintf("the server's context is %d tokens and zot sent about %d; %s", window, plan.sent, raiseContextHint(kind))
+		perr.Hint = fmt.Sprintf("the server's context is %d tokens and zot sent about %d; %s", window, plan.sent, raise)
 	} else {
-		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raiseContextHint(kind))
+		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raise)
 	}
 	l.forget(model)
 }

@@ -160,6 +160,14 @@ func looksTruncated(reported, estimate int) bool {
 	return reported > 0 && reported*2 < estimate && estimate-reported > truncationSlack
 }
 
+// trainedLengthHint is the way out when the server already gives the
+// model all it was trained for: no setting can raise it.
+const trainedLengthHint = "that is all the model takes (the length it was trained for): shorten what you send, or use a model with a longer context"
+
+func atTrainedLength(info ServerInfo) bool {
+	return info.TrainWindow > 0 && info.Window >= info.TrainWindow
+}
+
 // truncationMessage is what the user is told when the server cut the
 // prompt.
 func truncationMessage(server, model string, reported, estimate int, info ServerInfo) string {
@@ -167,8 +175,8 @@ func truncationMessage(server, model string, reported, estimate int, info Server
 	if info.Window > 0 {
 		window = fmt.Sprintf(" Its context for %s is %d tokens.", model, info.Window)
 	}
-	if info.TrainWindow > 0 && info.Window >= info.TrainWindow {
-		raise = "that is all the model takes (the length it was trained for): shorten what you send, or use a model with a longer context"
+	if atTrainedLength(info) {
+		raise = trainedLengthHint
 	}
 	return fmt.Sprintf("%s read only %d of the about %d prompt tokens zot sent: it cut the conversation without an error, so the model did not see all of it.%s zot compacts the conversation before the next request; %s.",
 		server, reported, estimate, window, raise)
