@@ -129,7 +129,8 @@ func pageError(perr *ProviderError, resp *http.Response, body []byte) {
 	perr.ContentType = strings.ToLower(strings.TrimSpace(ct))
 	perr.Message = errorPageLine(body)
 	switch s := resp.StatusCode; {
-	case s == 404 || s == 405, s >= 400 && s < 500 && s != 401 && s != 403 && strings.Contains(perr.ContentType, "html"):
+	// 501: a server that takes no POST at all (a static file server).
+	case s == 404 || s == 405 || s == 501, s >= 400 && s < 500 && s != 401 && s != 403 && strings.Contains(perr.ContentType, "html"):
 		perr.Hint = "check --base-url"
 	}
 }

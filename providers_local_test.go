@@ -65,18 +65,23 @@ func TestErrorPageNamesTheRequestNotThePage(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, ctype, body, want string
+		status                  int
 	}{
 		{"html", "text/html; charset=utf-8", "<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head>\n<body><h1>Not Found</h1><p>The requested URL was not found on this server.</p>\n<hr><address>Apache/2.4 Server</address></body></html>\n",
-			"POST %s/v1/messages → 404 (text/html): check --base-url; the server said: 404 Not Found"},
+			"POST %s/v1/messages → 404 (text/html): check --base-url; the server said: 404 Not Found", 404},
 		{"plain", "text/plain; charset=utf-8", "404 page not found\n",
-			"POST %s/v1/messages → 404 (text/plain): check --base-url; the server said: 404 page not found"},
+			"POST %s/v1/messages → 404 (text/plain): check --base-url; the server said: 404 page not found", 404},
+		// A static file server (python3 -m http.server) where the API
+		// should be: it does not take POST at all.
+		{"static files", "text/html;charset=utf-8", "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 501</p>\n        <p>Message: Unsupported method ('POST').</p>\n    </body>\n</html>\n",
+			"POST %s/v1/messages → 501 (text/html): check --base-url; the server said: Error response", 501},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", c.ctype)
-				w.WriteHeader(404)
+				w.WriteHeader(c.status)
 				io.WriteString(w, c.body)
 			}))
 			defer srv.Close()
