@@ -318,3 +318,41 @@ func configBool(home, key string, def bool) (bool, error) {
 	}
 	return on, nil
 }
+
+// configString reads a string setting of config.json: "" when the file or
+// the key is not there, an error when the value is not a string.
+func configString(home, key string) (string, error) {
+	path := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
+		return "", nil
+	}
+	var v string
+	if err := json.Unmarshal(cfg[key], &v); err != nil {
+		return "", fmt.Errorf("%s: %q must be a string", path, key)
+	}
+	return v, nil
+}
+
+// configFraction reads a share of config.json (compact_threshold): 0 when
+// it is not there, an error unless it is a number above 0 and at most 1.
+func configFraction(home, key string) (float64, error) {
+	path := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
+		return 0, nil
+	}
+	var v float64
+	if err := json.Unmarshal(cfg[key], &v); err != nil || v <= 0 || v > 1 {
+		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (0.85 compacts at 85%% of the context window)", path, key)
+	}
+	return v, nil
+}
