@@ -164,7 +164,7 @@ type TUI struct {
 	popDismissed  string // the text for which esc closed the slash popup
 	extItems      []popupItem
 	clashes       map[string]bool // templates reported as shadowed, by path
-	dialogs       []dialog
+	dialogs       dialogStack
 	stream        streamState
 	run           *runState
 	runSeq        int
@@ -580,18 +580,8 @@ func (t *TUI) key(k key) {
 	}
 	t.hint = ""
 	t.lastKeyAt = time.Now()
-	if n := len(t.dialogs); n > 0 {
-		if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
-			// ctrl+c closes any dialog as esc does; at a confirmation it
-			// also stops the prompt.
-			if _, ok := t.dialogs[n-1].(*confirmDialog); ok {
-				t.abort()
-			}
-			k = key{code: keyEsc}
-		}
-		if t.dialogs[n-1].key(t, k) {
-			t.popDialog(t.dialogs[n-1])
-		}
+	if len(t.dialogs) > 0 {
+		t.dialogs.key(t, k)
 		return
 	}
 	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
@@ -814,12 +804,7 @@ func (t *TUI) exit(code int) {
 // and the live region is erased, leaving the transcript above the shell's
 // prompt. Open panels are left to the extension host's own shutdown.
 func (t *TUI) shutdown() {
-	for _, d := range t.dialogs {
-		if c, ok := d.(*confirmDialog); ok {
-			c.answer(false)
-		}
-	}
-	t.dialogs = nil
+	t.dialogs.refuseAll()
 	t.afterStop = nil // leaving: changes asked for meanwhile are not made
 	if t.run != nil {
 		t.abort()
@@ -874,8 +859,8 @@ func (t *TUI) view() (rows []string, crow, ccol int) {
 		t.rule = fitLine(w, span{strings.Repeat("─", w), sDim})
 	}
 	rows = append(rows, t.rule)
-	if n := len(t.dialogs); n > 0 {
-		drows, dr, dc := t.dialogs[n-1].view(t, w)
+	if d := t.dialogs.top(); d != nil {
+		drows, dr, dc := d.view(t, w)
 		crow, ccol = len(rows)+dr, dc
 		rows = append(rows, drows...)
 	} else {
