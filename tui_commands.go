@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -55,31 +54,6 @@ func tuiCommandNames() []string {
 	return names
 }
 
-func builtinItems() []popupItem {
-	var items []popupItem
-	for _, c := range builtinCommands() {
-		items = append(items, popupItem{label: c.name, desc: strings.TrimSpace(c.args + "  " + c.help)})
-	}
-	return items
-}
-
-// extCommandItems lists the extensions' commands that no built-in shadows.
-func (t *TUI) extCommandItems() []popupItem {
-	if t.Ext == nil {
-		return nil
-	}
-	var items []popupItem
-	for _, c := range t.Ext.Commands() {
-		name := oneLine(c.Name)
-		if name == "" || t.builtin(name) != nil || strings.ContainsAny(name, " /") {
-			continue
-		}
-		items = append(items, popupItem{label: name, desc: oneLine(c.Description) + "  [" + oneLine(c.Extension) + "]"})
-	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].label < items[j].label })
-	return items
-}
-
 // tuiPrompts is what the TUI uses of the prompt templates.
 type tuiPrompts interface {
 	List() []tuiTemplate
@@ -121,16 +95,6 @@ func (t *TUI) templates() []tuiTemplate {
 		out = append(out, p)
 	}
 	return out
-}
-
-// templateItems are the templates in the slash popup.
-func (t *TUI) templateItems() []popupItem {
-	var items []popupItem
-	for _, p := range t.templates() {
-		desc := oneLine(strings.TrimSpace(p.ArgumentHint + "  " + p.Description))
-		items = append(items, popupItem{label: p.Name, desc: desc + "  [" + oneLine(p.Source) + "]"})
-	}
-	return items
 }
 
 func (t *TUI) isTemplate(name string) bool {
@@ -616,7 +580,7 @@ func (t *TUI) reloadExt() {
 
 func (t *TUI) reloaded(st tuiReloadStats) {
 	t.donePending("reload-ext")
-	t.extItems = nil
+	t.pop.commandsChanged()
 	t.logf(fgCyan, "extensions reloaded: stopped %d, loaded %d, ready %d", st.Stopped, st.Loaded, st.Ready)
 	for _, e := range st.Errors {
 		t.logf(fgRed, "  %s", e)
@@ -671,7 +635,7 @@ func (t *TUI) extCommandDone(name string, resp tuiCommandResponse, err error) {
 		}
 	case "insert":
 		t.ed.insertText(editorClean(resp.Insert))
-		t.updateSlashPopup()
+		t.pop.edited(&t.ed, t.extCommandItems, t.templateItems)
 	case "display":
 		bar := []span{{"┃ ", fgMagenta}}
 		t.commitRows(plainRows(drawText(resp.Display), t.width, 0, bar, bar))

@@ -29,7 +29,7 @@ type dialogStack []dialog
 // pushDialog opens d on top; the slash popup closes, as the editor it
 // belongs to is hidden.
 func (t *TUI) pushDialog(d dialog) {
-	t.pop = nil
+	t.pop.close()
 	t.dialogs.push(d)
 }
 
