@@ -1,0 +1,258 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testCheckpoints is a store for a fresh project directory.
+func testCheckpoints(t testing.TB) (*Checkpoints, string) {
+	t.Helper()
+	home, cwd := t.TempDir(), t.TempDir()
+	return OpenCheckpoints(home, cwd, nil, DefaultCheckpointSettings()), cwd
+}
+
+// ckStep records a checkpoint around change, as the agent does around a
+// tool call, and returns the checkpoint's id.
+func ckStep(t testing.TB, ck *Checkpoints, session, prompt string, change func()) string {
+	t.Helper()
+	pt := time.Date(2026, 1, 1, 0, 0, len(prompt), 0, time.UTC)
+	after, err := ck.Before(ckStepInfo{Session: session, Tool: "bash", CallID: "c", Prompt: prompt, PromptTime: pt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change()
+	if err := after(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ck.sessionRecords(session)
+	if err != nil || len(recs.Records) == 0 {
+		t.Fatalf("no records: %v", err)
+	}
+	return recs.Records[len(recs.Records)-1].ID
+}
+
+// treeState is the files beneath dir (not .git), each as mode and content
+// or link target, for comparing whole trees.
+func treeState(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		if fi.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "link " + target
+		case fi.IsDir():
+			out[rel+"/"] = fmt.Sprintf("dir %o", fi.Mode().Perm())
+		default:
+			b, _ := os.ReadFile(p)
+			out[rel] = fmt.Sprintf("%o %s", fi.Mode().Perm(), b)
+		}
+		return nil
+	})
+	return out
+}
+
+func mustWrite(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, mode)
+}
+
+// One call edits, creates, deletes, chmods, replaces a directory with a
+// file and a file with a symlink; restoring its checkpoint brings the
+// tree back exactly, and the restore is a checkpoint that undoes it.
+func TestCheckpointRestoreBringsTheTreeBack(t *testing.T) {
+	t.Parallel()
+	ck, cwd := testCheckpoints(t)
+	mustWrite(t, filepath.Join(cwd, "edit.txt"), "one\n", 0o644)
+	mustWrite(t, filepath.Join(cwd, "gone.txt"), "bye\n", 0o600)
+	mustWrite(t, filepath.Join(cwd, "run.sh"), "#!/bin/sh\n", 0o644)
+	mustWrite(t, filepath.Join(cwd, "dir", "deep", "x.txt"), "x\n", 0o644)
+	mustWrite(t, filepath.Join(cwd, "plain"), "plain\n", 0o644)
+	os.Symlink("edit.txt", filepath.Join(cwd, "link"))
+	os.Mkdir(filepath.Join(cwd, "empty"), 0o750)
+	before := treeState(t, cwd)
+
+	id := ckStep(t, ck, "s1", "change everything", func() {
+		mustWrite(t, filepath.Join(cwd, "edit.txt"), "two\n", 0o644)
+		os.Remove(filepath.Join(cwd, "gone.txt"))
+		os.Chmod(filepath.Join(cwd, "run.sh"), 0o755)
+		os.RemoveAll(filepath.Join(cwd, "dir"))
+		mustWrite(t, filepath.Join(cwd, "dir"), "now a file", 0o644)
+		os.Remove(filepath.Join(cwd, "plain"))
+		os.Symlink("/etc/passwd", filepath.Join(cwd, "plain"))
+		os.Remove(filepath.Join(cwd, "link"))
+		mustWrite(t, filepath.Join(cwd, "link"), "not a link", 0o644)
+		mustWrite(t, filepath.Join(cwd, "new", "made.txt"), "new\n", 0o644)
+		os.Remove(filepath.Join(cwd, "empty"))
+	})
+	changed := treeState(t, cwd)
+	res, err := ck.Restore(id, ckRestoreOptions{Session: "s1"})
+	if err != nil {
+		t.Fatalf("restore: %v %+v", err, res)
+	}
+	if got := treeState(t, cwd); !mapsEqual(got, before) {
+		t.Fatalf("after restore:\n%v\nwant:\n%v", got, before)
+	}
+	if len(res.Errors) > 0 || res.Record == "" {
+		t.Fatalf("result %+v", res)
+	}
+	// The restore was itself a checkpoint: restoring it brings back the
+	// state it replaced.
+	if _, err := ck.Restore(res.Record, ckRestoreOptions{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := treeState(t, cwd); !mapsEqual(got, changed) {
+		t.Fatalf("after undoing the restore:\n%v\nwant:\n%v", got, changed)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// A file changed after the checkpoint by someone else — between calls or
+// after the last one — is a conflict: nothing is restored without force.
+func TestCheckpointRestoreRefusesOthersChanges(t *testing.T) {
+	t.Parallel()
+	ck, cwd := testCheckpoints(t)
+	mustWrite(t, filepath.Join(cwd, "a.txt"), "a1", 0o644)
+	mustWrite(t, filepath.Join(cwd, "b.txt"), "b1", 0o644)
+	first := ckStep(t, ck, "s1", "p1", func() { mustWrite(t, filepath.Join(cwd, "a.txt"), "a2", 0o644) })
+	mustWrite(t, filepath.Join(cwd, "b.txt"), "b-user", 0o644) // between calls
+	ckStep(t, ck, "s1", "p2", func() { mustWrite(t, filepath.Join(cwd, "a.txt"), "a3", 0o644) })
+	mustWrite(t, filepath.Join(cwd, "c.txt"), "user's new file", 0o644) // after the last call
+
+	res, err := ck.Restore(first, ckRestoreOptions{Session: "s1"})
+	if !errors.Is(err, errCheckpointConflict) {
+		t.Fatalf("restore: %v", err)
+	}
+	var paths []string
+	for _, c := range res.Conflicts {
+		paths = append(paths, c.Path)
+	}
+	slices.Sort(paths)
+	if !slices.Equal(paths, []string{"b.txt", "c.txt"}) {
+		t.Fatalf("conflicts %+v", res.Conflicts)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cwd, "a.txt")); string(b) != "a3" {
+		t.Fatalf("a refused restore changed a.txt: %q", b)
+	}
+	// Keeping them restores the rest.
+	if _, err := ck.Restore(first, ckRestoreOptions{Session: "s1", Keep: paths}); err != nil {
+		t.Fatal(err)
+	}
+	got := treeState(t, cwd)
+	if got["a.txt"] != "644 a1" || got["b.txt"] != "644 b-user" || got["c.txt"] != "644 user's new file" {
+		t.Fatalf("keep: %v", got)
+	}
+	// Force overwrites them.
+	if _, err := ck.Restore(first, ckRestoreOptions{Session: "s1", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	got = treeState(t, cwd)
+	if got["b.txt"] != "644 b1" || got["c.txt"] != "" {
+		t.Fatalf("force: %v", got)
+	}
+}
+
+// Ignored files, .git, caches and files over the size limit are not
+// recorded; a restore leaves them as they are, even one created after the
+// checkpoint, which a restore would otherwise remove.
+func TestCheckpointLeavesWhatItDoesNotRecord(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	set := DefaultCheckpointSettings()
+	set.MaxFileSize = 100
+	ck := OpenCheckpoints(home, cwd, nil, set)
+	mustWrite(t, filepath.Join(cwd, ".gitignore"), "*.log\nbuild/\n!keep.log\n", 0o644)
+	mustWrite(t, filepath.Join(cwd, "src.go"), "package x", 0o644)
+	id := ckStep(t, ck, "s1", "p", func() {
+		mustWrite(t, filepath.Join(cwd, "src.go"), "package y", 0o644)
+		mustWrite(t, filepath.Join(cwd, "out.log"), "log", 0o644)
+		mustWrite(t, filepath.Join(cwd, "keep.log"), "kept", 0o644)
+		mustWrite(t, filepath.Join(cwd, "build", "bin"), "binary", 0o644)
+		mustWrite(t, filepath.Join(cwd, ".git", "HEAD"), "ref", 0o644)
+		mustWrite(t, filepath.Join(cwd, "node_modules", "m.js"), "js", 0o644)
+		mustWrite(t, filepath.Join(cwd, "big.bin"), strings.Repeat("x", 101), 0o644)
+		mustWrite(t, filepath.Join(cwd, "target", "CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55\n", 0o644)
+	})
+	if _, err := ck.Restore(id, ckRestoreOptions{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := treeState(t, cwd)
+	for _, p := range []string{"out.log", "build/bin", ".git", "node_modules/m.js", "big.bin", "target/CACHEDIR.TAG"} {
+		if _, ok := got[p]; !ok && p != ".git" {
+			t.Errorf("%s was removed: %v", p, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cwd, ".git", "HEAD")); err != nil {
+		t.Errorf(".git was touched: %v", err)
+	}
+	if _, ok := got["keep.log"]; ok {
+		t.Errorf("keep.log (negated, so recorded) was not removed")
+	}
+	if got["src.go"] != "644 package x" {
+		t.Errorf("src.go = %q", got["src.go"])
+	}
+}
+
+// A checkpoint of an unchanged tree stores nothing new; one that changes
+// one file adds that file and the trees above it.
+func TestCheckpointStoresOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	ck, cwd := testCheckpoints(t)
+	ck.now = func() time.Time { return time.Now().Add(3 * racyWindow) }
+	for i := 0; i < 50; i++ {
+		mustWrite(t, filepath.Join(cwd, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%d.txt", i)), strings.Repeat("content ", i+1), 0o644)
+	}
+	ckStep(t, ck, "s1", "p", func() {})
+	objects := func() int {
+		n := 0
+		filepath.Walk(filepath.Join(ck.dir, "objects"), func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	n0 := objects()
+	ckStep(t, ck, "s1", "p", func() {})
+	if n := objects(); n != n0 {
+		t.Fatalf("an unchanged tree added %d objects", n-n0)
+	}
+	ckStep(t, ck, "s1", "p", func() { mustWrite(t, filepath.Join(cwd, "d3", "f3.txt"), "new bytes", 0o644) })
+	// The new file, its directory's tree and the root's tree.
+	if n := objects(); n != n0+3 {
+		t.Fatalf("changing one file added %d objects, want 3", n-n0)
+	}
+}
