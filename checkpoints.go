@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -259,8 +261,8 @@ func checkpointDir(home, cwd string) string {
 func OpenCheckpoints(home, cwd string, extra []string, set CheckpointSettings) *Checkpoints {
 	roots := []string{cwd}
 	for _, d := range extra {
-		if !within(d, cwd) && !within(cwd, d) {
-			roots = appendUnique(roots, d)
+		if !slices.ContainsFunc(roots, func(r string) bool { return pathWithin(d, r) || pathWithin(r, d) }) {
+			roots = append(roots, d)
 		}
 	}
 	return &Checkpoints{home: home, cwd: cwd, dir: checkpointDir(home, cwd), roots: roots, set: set, now: time.Now,
@@ -275,10 +277,50 @@ type ckStepInfo struct {
 	PromptTime           time.Time
 }
 
+// AroundToolRun is the agent hook that takes a checkpoint around each call
+// of a tool that mayChange files, for the session that session names.
+// What a checkpoint does not cover, and a checkpoint that fails, are said
+// in the agent's log (once each); the call runs either way.
+func (c *Checkpoints) AroundToolRun(agent *Agent, session func() (id, path string), mayChange func(tool string) bool) func(ctx context.Context, call ToolCall) func() {
+	noted := map[string]bool{}
+	return func(ctx context.Context, call ToolCall) func() {
+		if !mayChange(call.Name) {
+			return nil
+		}
+		info := ckStepInfo{Tool: call.Name, CallID: call.ID}
+		info.Session, info.SessionPath = session()
+		msgs := agent.Messages()
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].isPrompt() {
+				info.Prompt, _ = splitPrompt(msgs[i])
+				info.PromptTime = msgs[i].Time
+				break
+			}
+		}
+		after, notes, err := c.Before(info)
+		for _, n := range notes {
+			if !noted[n] {
+				noted[n] = true
+				agent.logf("checkpoints: %s", n)
+			}
+		}
+		if err != nil {
+			agent.logf("checkpoint before %s: %v; the call runs without one", call.Name, err)
+			return nil
+		}
+		return func() {
+			if err := after(); err != nil {
+				agent.logf("checkpoint after %s: %v", call.Name, err)
+			}
+		}
+	}
+}
+
 // Before records the covered directories before a call and returns the
 // function that records them after it (nil with the error when the
-// checkpoint could not be taken: the call then runs without one).
-func (c *Checkpoints) Before(info ckStepInfo) (after func() error, err error) {
+// checkpoint could not be taken: the call then runs without one). notes
+// say what the checkpoint does not cover.
+func (c *Checkpoints) Before(info ckStepInfo) (after func() error, notes []string, err error) {
 	if !c.pruned {
 		c.pruned = true
 		c.maybeDailyPrune(info.Session)
@@ -287,7 +329,7 @@ func (c *Checkpoints) Before(info ckStepInfo) (after func() error, err error) {
 	defer c.mu.Unlock()
 	unlock, err := c.lock()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer unlock()
 	rec := &ckRecord{Version: checkpointVersion, Session: info.Session, SessionPath: info.SessionPath, Kind: ckKindStep,
@@ -297,12 +339,12 @@ func (c *Checkpoints) Before(info ckStepInfo) (after func() error, err error) {
 		rec.PromptTime = &pt
 	}
 	if err := c.snapshotInto(rec, false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.saveNew(rec); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func() error { return c.finish(rec) }, nil
+	return func() error { return c.finish(rec) }, rec.Notes, nil
 }
 
 // finish records the after state of rec and what changed.
@@ -1009,6 +1051,12 @@ func (c *Checkpoints) diffPaths(a, b, prefix string, changed func(rel string)) e
 		}
 	}
 	return nil
+}
+
+// pathWithin says whether path is dir or beneath it; both are clean and
+// absolute.
+func pathWithin(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
 // cutRunes cuts s to n runes.

@@ -236,7 +236,7 @@ func (c *Checkpoints) rootIgnores(root string) *ignoreStack {
 	}
 	s = s.push(c.ignoreFile(filepath.Join(top, ".git", "info", "exclude"), "", prefixFor(top)))
 	var dirs []string
-	for d := filepath.Dir(root); within(d, top) && d != root; d = filepath.Dir(d) {
+	for d := filepath.Dir(root); pathWithin(d, top) && d != root; d = filepath.Dir(d) {
 		dirs = append(dirs, d)
 		if d == top {
 			break

@@ -573,9 +573,19 @@ func samePrompt(a, b *ckRecord) bool {
 	return a.PromptTime.Equal(*b.PromptTime)
 }
 
-// Undo restores the files to before the session's latest prompt that
-// changed them (see undoTarget).
-func (c *Checkpoints) Undo(opt ckRestoreOptions) (*ckRestoreResult, error) {
+// ckRewind is what a rewind of a live conversation did.
+type ckRewind struct {
+	Target *ckRecord
+	Files  *ckRestoreResult // nil when the files were not asked for
+	Kept   int              // messages kept; -1 when the conversation was not asked for
+	Prompt string           // the prompt the conversation went back to before
+}
+
+// RewindLive restores the files of checkpoint id — the /undo target of
+// session when id is "" — and, with conversation, takes the agent's
+// transcript back to before the checkpoint's prompt. A conflict or a
+// prompt no longer in the transcript changes nothing.
+func (c *Checkpoints) RewindLive(agent *Agent, session, sessionPath, id string, files, conversation bool, opt ckRestoreOptions) (*ckRewind, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	unlock, err := c.lock()
@@ -583,18 +593,48 @@ func (c *Checkpoints) Undo(opt ckRestoreOptions) (*ckRestoreResult, error) {
 		return nil, err
 	}
 	defer unlock()
-	recs, err := c.sessionRecords(opt.Session)
-	if err != nil {
+	var target *ckRecord
+	var recs ckSessionRecords
+	if id == "" {
+		if recs, err = c.sessionRecords(session); err != nil {
+			return nil, err
+		}
+		if target = undoTarget(recs.Records); target == nil {
+			if len(recs.Damaged) > 0 {
+				return nil, recs.Damaged[0]
+			}
+			return nil, errors.New("nothing to undo: no call of this session changed a file zot records")
+		}
+	} else if target, recs, err = c.findRecord(id); err != nil {
 		return nil, err
 	}
-	target := undoTarget(recs.Records)
-	if target == nil {
-		if len(recs.Damaged) > 0 {
-			return nil, recs.Damaged[0]
+	out := &ckRewind{Target: target, Kept: -1}
+	at := -1
+	if conversation {
+		if target.Session != session {
+			return nil, fmt.Errorf("checkpoint %s belongs to another session (%s), not to this conversation; restore its files only", target.ID, target.Session)
 		}
-		return nil, errors.New("nothing to undo: no call of this session changed a file zot records")
+		msgs := agent.Messages()
+		if at = promptIndex(msgs, target); at < 0 {
+			return nil, fmt.Errorf("the prompt of checkpoint %s (%s) is no longer in the conversation (compacted or cleared since); restore its files only", target.ID, quotedPrompt(target.Prompt))
+		}
+		out.Prompt, _ = splitPrompt(msgs[at])
 	}
-	return c.restoreLocked(target, recs, opt)
+	if files {
+		opt.Session, opt.SessionPath = session, sessionPath
+		res, err := c.restoreLocked(target, recs, opt)
+		out.Files = res
+		if err != nil {
+			return out, err
+		}
+	}
+	if conversation {
+		if err := agent.Rewind(at); err != nil {
+			return out, err
+		}
+		out.Kept = at
+	}
+	return out, nil
 }
 
 // ckPromptPoint is a prompt of a session with checkpoints: where to go

@@ -23,7 +23,7 @@ func testCheckpoints(t testing.TB) (*Checkpoints, string) {
 func ckStep(t testing.TB, ck *Checkpoints, session, prompt string, change func()) string {
 	t.Helper()
 	pt := time.Date(2026, 1, 1, 0, 0, len(prompt), 0, time.UTC)
-	after, err := ck.Before(ckStepInfo{Session: session, Tool: "bash", CallID: "c", Prompt: prompt, PromptTime: pt})
+	after, _, err := ck.Before(ckStepInfo{Session: session, Tool: "bash", CallID: "c", Prompt: prompt, PromptTime: pt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,7 @@ var copyBuilds = []struct {
 	{name: "rpc", files: []string{"rpc.go"}},
 	{name: "sandbox", files: []string{"sandbox*.go"}},
 	{name: "trust", files: []string{"trust.go"}},
+	{name: "checkpoints", files: []string{"checkpoints*.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
 }
 
