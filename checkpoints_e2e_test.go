@@ -282,3 +282,131 @@ func TestCheckpointsStayOutOfExportedSessions(t *testing.T) {
 		t.Errorf("the export mentions checkpoints:\n%s", truncate(out, 2000))
 	}
 }
+
+// /undo in the TUI undoes only the last prompt's changes and keeps the
+// conversation; a second /undo goes one prompt further back, and asks
+// before it overwrites a file the user changed since.
+func TestTUIUndoUndoesTheLastPrompt(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t,
+		toolStep("t1", "edit", obj{"path": "a.txt", "oldText": "a1", "newText": "a2"}),
+		replayStep{Events: anthropicEvents(gen{Text: "First done."})},
+		toolStep("t2", "bash", obj{"command": "echo b > b.txt"}),
+		replayStep{Events: anthropicEvents(gen{Text: "Second done."})})
+	z := newZotRun(t)
+	mustWrite(t, filepath.Join(z.cwd, "a.txt"), "a1\n", 0o644)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("change a")
+	tm.keys("Enter")
+	tm.waitFor("First done.")
+	tm.typeText("make b")
+	tm.keys("Enter")
+	tm.waitFor("Second done.")
+	if got := treeState(t, z.cwd); got["a.txt"] != "644 a2\n" || got["b.txt"] != "644 b\n" {
+		t.Fatalf("before /undo: %v", got)
+	}
+
+	tm.typeText("/undo")
+	tm.keys("Enter")
+	tm.waitFor(`/undo: files back to before "make b"`)
+	if got := treeState(t, z.cwd); got["a.txt"] != "644 a2\n" || got["b.txt"] != "" {
+		t.Fatalf("after /undo: %v", got)
+	}
+
+	// The user edits a.txt; the next /undo (of "change a") asks first.
+	mustWrite(t, filepath.Join(z.cwd, "a.txt"), "a2 and mine\n", 0o644)
+	tm.typeText("/undo")
+	tm.keys("Enter")
+	tm.waitFor("overwrite the files changed since?")
+	screen := tm.waitFor("a.txt: changed since zot last recorded it")
+	if !strings.Contains(screen, "1 files changed after zot recorded them") {
+		t.Errorf("screen:\n%s", screen)
+	}
+	tm.keys("Enter") // cancel is chosen
+	tm.waitFor("/undo: nothing changed")
+	if got := treeState(t, z.cwd); got["a.txt"] != "644 a2 and mine\n" {
+		t.Fatalf("a cancelled /undo changed a.txt: %v", got)
+	}
+	tm.typeText("/undo")
+	tm.keys("Enter")
+	tm.waitFor("overwrite the files changed since?")
+	tm.keys("Up", "Up", "Enter") // overwrite
+	tm.waitFor(`/undo: files back to before "change a"`)
+	if got := treeState(t, z.cwd); got["a.txt"] != "644 a1\n" || got["b.txt"] != "" {
+		t.Fatalf("after the second /undo: %v", got)
+	}
+	tm.exitAndCheck()
+
+	// The conversation was kept whole.
+	list, _ := filepath.Glob(filepath.Join(z.home, "sessions", "*", "*.jsonl"))
+	if len(list) != 1 {
+		t.Fatalf("sessions: %v", list)
+	}
+	info, err := readSessionInfo(list[0])
+	if err != nil || info.Messages != 8 {
+		t.Errorf("the session holds %d messages, want 8 (%v)", info.Messages, err)
+	}
+}
+
+// rpc get_checkpoints lists the session's checkpoints; rewind restores
+// files, the conversation or both, and refuses, naming them, to overwrite
+// files changed since unless "force".
+func TestRPCRewind(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t,
+		toolStep("t1", "write", obj{"path": "notes.txt", "content": "v1\n"}),
+		replayStep{Events: anthropicEvents(gen{Text: "ok1"})},
+		toolStep("t2", "edit", obj{"path": "notes.txt", "oldText": "v1", "newText": "v2"}),
+		replayStep{Events: anthropicEvents(gen{Text: "ok2"})})
+	z := newZotRun(t)
+	p := startRPCProc(t, z, append([]string{"rpc"}, anthropicFlags(srv)...)...)
+	isDone := func(o rpcOut) bool { return o.Type == "done" }
+	p.send(`{"type":"prompt","message":"write notes"}`)
+	p.until(isDone)
+	p.send(`{"type":"prompt","message":"edit notes"}`)
+	p.until(isDone)
+
+	p.send(`{"id":"l","type":"get_checkpoints"}`)
+	var list struct{ Checkpoints []ckListEntry }
+	r := p.until(isResponse("l"))
+	if json.Unmarshal(r[len(r)-1].Data, &list); len(list.Checkpoints) != 2 || list.Checkpoints[0].Prompt != "write notes" || list.Checkpoints[1].Changed[0] != "notes.txt" {
+		t.Fatalf("get_checkpoints: %s", r[len(r)-1].Raw)
+	}
+
+	p.send(`{"id":"bad","type":"rewind","restore":"all"}`)
+	if r := p.until(isResponse("bad")); !strings.Contains(r[len(r)-1].Error, `"restore" "all" is not one of both, files, conversation`) {
+		t.Errorf("bad restore: %s", r[len(r)-1].Raw)
+	}
+
+	mustWrite(t, filepath.Join(z.cwd, "notes.txt"), "v2 and the user's\n", 0o644)
+	p.send(`{"id":"u1","type":"rewind","restore":"files"}`)
+	r = p.until(isResponse("u1"))
+	if o := r[len(r)-1]; o.Success || !strings.Contains(o.Error, "notes.txt (changed since zot last recorded it") || !strings.Contains(o.Error, `"force":true`) {
+		t.Fatalf("rewind over the user's change: %s", o.Raw)
+	}
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, "notes.txt")); string(b) != "v2 and the user's\n" {
+		t.Fatalf("a refused rewind changed the file: %q", b)
+	}
+	p.send(`{"id":"u2","type":"rewind","restore":"files","force":true}`)
+	r = p.until(isResponse("u2"))
+	var data rpcRewindData
+	json.Unmarshal(r[len(r)-1].Data, &data)
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, "notes.txt")); string(b) != "v1\n" || data.Checkpoint != list.Checkpoints[1].ID || data.Undo == "" || data.Messages != nil {
+		t.Fatalf("forced rewind: %q %s", b, r[len(r)-1].Raw)
+	}
+
+	p.send(`{"id":"both","type":"rewind","checkpoint":"` + list.Checkpoints[0].ID + `"}`)
+	r = p.until(isResponse("both"))
+	if json.Unmarshal(r[len(r)-1].Data, &data); data.Messages == nil || *data.Messages != 0 || len(data.Removed) != 1 {
+		t.Fatalf("rewind both: %s", r[len(r)-1].Raw)
+	}
+	if _, err := os.Stat(filepath.Join(z.cwd, "notes.txt")); !os.IsNotExist(err) {
+		t.Errorf("notes.txt is still there: %v", err)
+	}
+	p.send(`{"id":"m","type":"get_messages"}`)
+	if r := p.until(isResponse("m")); !strings.Contains(r[len(r)-1].Raw, `"messages":[]`) {
+		t.Errorf("the conversation was not rewound: %s", r[len(r)-1].Raw)
+	}
+}

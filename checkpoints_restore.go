@@ -365,10 +365,11 @@ func (c *Checkpoints) recordOne(root, rel string) (ckEntry, bool) {
 // on. rec holds the state now.
 func (c *Checkpoints) conflicts(target *ckRecord, records []*ckRecord, plan *ckPlan, now *ckRecord) ([]ckConflict, error) {
 	type point struct {
-		tree  string
-		own   bool   // the change to the next point is zot's
-		after bool   // the state after a call
-		why   string // what a change to the next point means
+		tree    string
+		own     bool   // the change to the next point is zot's
+		restore bool   // ... and a restore's: the bytes are zot's record
+		after   bool   // the state after a call
+		why     string // what a change to the next point means
 	}
 	treeOf := func(r *ckRecord, after bool) string {
 		for _, root := range r.Roots {
@@ -388,7 +389,7 @@ func (c *Checkpoints) conflicts(target *ckRecord, records []*ckRecord, plan *ckP
 			continue
 		}
 		if after := treeOf(r, true); r.Done && after != "" {
-			points = append(points, point{tree: before, own: true},
+			points = append(points, point{tree: before, own: true, restore: r.Kind == ckKindRestore},
 				point{tree: after, after: true, why: fmt.Sprintf("changed between checkpoint %s and the next one, by something other than zot", r.ID)})
 			continue
 		}
@@ -398,26 +399,33 @@ func (c *Checkpoints) conflicts(target *ckRecord, records []*ckRecord, plan *ckP
 		points[n-1].why = "changed since zot last recorded it, by something other than zot"
 	}
 	points = append(points, point{tree: treeOf(now, false)})
+	// A change someone else made is at stake while it is in the file: a
+	// call of zot's that changed the file after it built on it, but a
+	// restore replaced it with bytes of zot's record.
 	var out []ckConflict
 	for _, rel := range plan.leaves() {
+		at := ""
 		for i := 0; i+1 < len(points); i++ {
-			if points[i].own {
-				continue
-			}
 			a, aok, err := c.lookup(points[i].tree, rel)
 			if err != nil {
-				out = append(out, ckConflict{plan.display + rel, err.Error()})
+				at = err.Error()
 				break
 			}
 			b, bok, err := c.lookup(points[i+1].tree, rel)
 			if err != nil {
-				out = append(out, ckConflict{plan.display + rel, err.Error()})
+				at = err.Error()
 				break
 			}
-			if aok != bok || a != b {
-				out = append(out, ckConflict{plan.display + rel, points[i].why})
-				break
+			switch {
+			case aok == bok && a == b:
+			case points[i].restore:
+				at = ""
+			case !points[i].own:
+				at = points[i].why
 			}
+		}
+		if at != "" {
+			out = append(out, ckConflict{plan.display + rel, at})
 		}
 	}
 	return out, nil

@@ -140,15 +140,21 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 // A file changed after the checkpoint by someone else — between calls or
-// after the last one — is a conflict: nothing is restored without force.
+// after the last one, and even when a later call built on the change — is
+// a conflict: nothing is restored without force.
 func TestCheckpointRestoreRefusesOthersChanges(t *testing.T) {
 	t.Parallel()
 	ck, cwd := testCheckpoints(t)
 	mustWrite(t, filepath.Join(cwd, "a.txt"), "a1", 0o644)
 	mustWrite(t, filepath.Join(cwd, "b.txt"), "b1", 0o644)
+	mustWrite(t, filepath.Join(cwd, "d.txt"), "d1", 0o644)
 	first := ckStep(t, ck, "s1", "p1", func() { mustWrite(t, filepath.Join(cwd, "a.txt"), "a2", 0o644) })
 	mustWrite(t, filepath.Join(cwd, "b.txt"), "b-user", 0o644) // between calls
-	ckStep(t, ck, "s1", "p2", func() { mustWrite(t, filepath.Join(cwd, "a.txt"), "a3", 0o644) })
+	mustWrite(t, filepath.Join(cwd, "d.txt"), "d-user", 0o644)
+	ckStep(t, ck, "s1", "p2", func() {
+		mustWrite(t, filepath.Join(cwd, "a.txt"), "a3", 0o644)
+		mustWrite(t, filepath.Join(cwd, "d.txt"), "d-user, then zot", 0o644)
+	})
 	mustWrite(t, filepath.Join(cwd, "c.txt"), "user's new file", 0o644) // after the last call
 
 	res, err := ck.Restore(first, ckRestoreOptions{Session: "s1"})
@@ -160,7 +166,7 @@ func TestCheckpointRestoreRefusesOthersChanges(t *testing.T) {
 		paths = append(paths, c.Path)
 	}
 	slices.Sort(paths)
-	if !slices.Equal(paths, []string{"b.txt", "c.txt"}) {
+	if !slices.Equal(paths, []string{"b.txt", "c.txt", "d.txt"}) {
 		t.Fatalf("conflicts %+v", res.Conflicts)
 	}
 	if b, _ := os.ReadFile(filepath.Join(cwd, "a.txt")); string(b) != "a3" {
@@ -171,7 +177,7 @@ func TestCheckpointRestoreRefusesOthersChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := treeState(t, cwd)
-	if got["a.txt"] != "644 a1" || got["b.txt"] != "644 b-user" || got["c.txt"] != "644 user's new file" {
+	if got["a.txt"] != "644 a1" || got["b.txt"] != "644 b-user" || got["c.txt"] != "644 user's new file" || got["d.txt"] != "644 d-user, then zot" {
 		t.Fatalf("keep: %v", got)
 	}
 	// Force overwrites them.
@@ -179,8 +185,13 @@ func TestCheckpointRestoreRefusesOthersChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = treeState(t, cwd)
-	if got["b.txt"] != "644 b1" || got["c.txt"] != "" {
+	if got["b.txt"] != "644 b1" || got["c.txt"] != "" || got["d.txt"] != "644 d1" {
 		t.Fatalf("force: %v", got)
+	}
+	// What a forced restore overwrote is no longer at stake: going back
+	// further finds no conflict.
+	if _, err := ck.Restore(first, ckRestoreOptions{Session: "s1"}); err != nil {
+		t.Fatalf("after the forced restore: %v", err)
 	}
 }
 
