@@ -219,7 +219,7 @@ type ckDamaged struct {
 }
 
 func (e *ckDamaged) Error() string {
-	return fmt.Sprintf("checkpoint store damaged: %s: %s; it is not used (remove it, or run zot checkpoints prune)", e.path, e.why)
+	return fmt.Sprintf("checkpoint store damaged: %s: %s (zot restores nothing from it)", e.path, e.why)
 }
 
 // Checkpoints is the store of one project for one zot process. Its methods

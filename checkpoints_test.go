@@ -267,3 +267,140 @@ func TestCheckpointStoresOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("changing one file added %d objects, want 3", n-n0)
 	}
 }
+
+// The model replaces a directory with a symlink to a directory outside the
+// project: the snapshot records the link (it does not walk out), and the
+// restore puts the directory back without writing through the link.
+func TestCheckpointRestoreNeverFollowsASymlinkOut(t *testing.T) {
+	t.Parallel()
+	ck, cwd := testCheckpoints(t)
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(outside, "f.txt"), "outside's", 0o644)
+	mustWrite(t, filepath.Join(cwd, "sub", "f.txt"), "inside", 0o644)
+	id := ckStep(t, ck, "s1", "p", func() {
+		os.RemoveAll(filepath.Join(cwd, "sub"))
+		os.Symlink(outside, filepath.Join(cwd, "sub"))
+	})
+	recs, _ := ck.sessionRecords("s1")
+	if e, found, err := ck.lookup(recs.Records[0].Roots[0].After, "sub"); err != nil || !found || e.Kind != kindLink {
+		t.Fatalf("the snapshot after: %+v %v %v", e, found, err)
+	}
+	if _, err := ck.Restore(id, ckRestoreOptions{Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "f.txt")); string(b) != "outside's" {
+		t.Fatalf("the restore wrote through the link: %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(cwd, "sub")); err != nil || !fi.IsDir() {
+		t.Fatalf("sub is not a directory again: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cwd, "sub", "f.txt")); string(b) != "inside" {
+		t.Fatalf("sub/f.txt = %q", b)
+	}
+}
+
+// A symlink swapped in between the plan and its application — a process
+// racing the restore — is refused, not followed: nothing outside changes.
+func TestCheckpointRestoreRefusesASymlinkSwappedInMidway(t *testing.T) {
+	t.Parallel()
+	ck, cwd := testCheckpoints(t)
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(cwd, "sub", "f.txt"), "inside", 0o644)
+	mustWrite(t, filepath.Join(cwd, "sub", "gone.txt"), "bye", 0o644)
+	ckStep(t, ck, "s1", "p", func() {
+		mustWrite(t, filepath.Join(cwd, "sub", "f.txt"), "changed", 0o644)
+		os.Remove(filepath.Join(cwd, "sub", "gone.txt"))
+		mustWrite(t, filepath.Join(cwd, "sub", "new.txt"), "new", 0o644)
+	})
+	recs, _ := ck.sessionRecords("s1")
+	r := recs.Records[0].Roots[0]
+	p := &ckPlan{c: ck, root: cwd}
+	if err := p.merge(r.Before, r.After, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.actions) != 3 {
+		t.Fatalf("plan %+v", p.actions)
+	}
+	// The race: sub becomes a link to a directory outside, with files of
+	// the same names.
+	os.Rename(filepath.Join(cwd, "sub"), filepath.Join(cwd, "sub.moved"))
+	os.Symlink(outside, filepath.Join(cwd, "sub"))
+	mustWrite(t, filepath.Join(outside, "new.txt"), "outside's own", 0o644)
+	res := &ckRestoreResult{}
+	p.apply(res)
+	if len(res.Errors) != 3 || !strings.Contains(res.Errors[0], "sub is a symlink or a file where a directory should be: not followed") {
+		t.Fatalf("errors: %q", res.Errors)
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 1 {
+		t.Fatalf("the restore wrote outside: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "new.txt")); string(b) != "outside's own" {
+		t.Fatalf("the restore removed or changed a file outside: %q", b)
+	}
+}
+
+// Pruning removes the oldest sessions first until the project fits, keeps
+// the newest, deletes the objects only they reached, and makes a running
+// zot forget what it knew of them: its next checkpoint stores them again.
+func TestCheckpointPruneRemovesOldestSessionsFirst(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	set := DefaultCheckpointSettings()
+	ck := OpenCheckpoints(home, cwd, nil, set)
+	ck.pruned = true
+	ck.now = func() time.Time { return time.Now().Add(3 * racyWindow) }
+	mustWrite(t, filepath.Join(cwd, "g.txt"), "g", 0o644)
+	ckStep(t, ck, "newest", "p", func() {})
+	ckStep(t, ck, "middle", "p", func() { mustWrite(t, filepath.Join(cwd, "m.bin"), strings.Repeat("m", 200_000), 0o644) })
+	ckStep(t, ck, "oldest", "p", func() { mustWrite(t, filepath.Join(cwd, "f.bin"), strings.Repeat("f", 300_000), 0o644) })
+	age := func(session string, d time.Duration) {
+		files, _ := filepath.Glob(filepath.Join(ck.sessionDir(session), "*.json"))
+		for _, f := range files {
+			when := time.Now().Add(-d)
+			os.Chtimes(f, when, when)
+		}
+	}
+	age("oldest", 3*time.Hour)
+	age("middle", 2*time.Hour)
+	age("newest", 0)
+	size := dirSize(ck.dir)
+	set.MaxProjectSize = size - 250_000 // room for all but the oldest session's file
+	rep, err := PruneCheckpoints(home, set, "")
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatal(err, rep.Problems)
+	}
+	if len(rep.Removed) != 1 || !strings.HasSuffix(rep.Removed[0], "session oldest") || rep.After >= rep.Before {
+		t.Fatalf("removed %v, %d → %d", rep.Removed, rep.Before, rep.After)
+	}
+	sessions, _ := ck.sessions()
+	if len(sessions) != 2 {
+		t.Fatalf("sessions left: %+v", sessions)
+	}
+	// f.bin's bytes went with the oldest session, but this zot's index
+	// still names them: its next checkpoint must store them again.
+	id := ckStep(t, ck, "newest", "q", func() { os.Remove(filepath.Join(cwd, "f.bin")) })
+	if _, err := ck.Restore(id, ckRestoreOptions{Session: "newest"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cwd, "f.bin")); len(b) != 300_000 {
+		t.Fatalf("f.bin came back with %d bytes", len(b))
+	}
+	// The middle session still restores whole.
+	recs, _ := ck.sessionRecords("middle")
+	if _, err := ck.Restore(recs.Records[0].ID, ckRestoreOptions{Session: "middle", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := treeState(t, cwd); len(got) != 1 || got["g.txt"] != "644 g" {
+		t.Fatalf("after restoring the middle session: %v", got)
+	}
+	// Nothing is removed below the limits; the newest session never.
+	set.MaxProjectSize, set.MaxTotalSize = 1, 1
+	rep, err = PruneCheckpoints(home, set, "newest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sessions, _ := ck.sessions(); len(sessions) != 1 || sessions[0].ID != "newest" {
+		t.Fatalf("after pruning to nothing: %+v (%v)", sessions, rep.Removed)
+	}
+}
