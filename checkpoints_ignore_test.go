@@ -15,9 +15,9 @@ var ignoreFiles = map[string]string{
 		"a/**/z", "foo[0-9].c", "[!x]y.c", `\#literal`, "trailing.txt   ", "sub/", "*.tmp", "!keep/*.tmp",
 		"dir-only/", "star*/one.txt", "/anchored/", "mid/dle/file", "?.q",
 	}, "\n"),
-	"nested/.gitignore":         "!*.log\n/local.txt\n*.md\n",
-	"nested/inner/.gitignore":   "!readme.md\n",
-	".git/info/exclude":         "excluded-by-info\n",
+	"nested/.gitignore":       "!*.log\n/local.txt\n*.md\n",
+	"nested/inner/.gitignore": "!readme.md\n",
+	".git/info/exclude":       "excluded-by-info\n",
 }
 
 var ignorePaths = []string{
