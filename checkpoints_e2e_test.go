@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -408,5 +410,90 @@ func TestRPCRewind(t *testing.T) {
 	p.send(`{"id":"m","type":"get_messages"}`)
 	if r := p.until(isResponse("m")); !strings.Contains(r[len(r)-1].Raw, `"messages":[]`) {
 		t.Errorf("the conversation was not rewound: %s", r[len(r)-1].Raw)
+	}
+}
+
+// With --sandbox, the directories of sandbox_writable outside the project
+// are covered too: what a command changed there is restored.
+func TestCheckpointsCoverSandboxWritableDirectories(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox end-to-end tests run on Linux")
+	}
+	z := newZotRun(t)
+	writable := t.TempDir()
+	z.env = append(z.env, "TMPDIR="+t.TempDir()) // so that writable is not in it
+	mustWrite(t, filepath.Join(z.home, "config.json"), `{"sandbox_writable": ["`+writable+`"]}`, 0o600)
+	mustWrite(t, filepath.Join(writable, "cache.txt"), "c1\n", 0o644)
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "echo c2 > " + writable + "/cache.txt; echo new > " + writable + "/new.txt; echo p > here.txt"}),
+		replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--sandbox", "workspace", "go")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	out, _, _ := z.run("checkpoints", "list", "--json")
+	var entry ckListEntry
+	if json.Unmarshal([]byte(out), &entry); !slices.Contains(entry.Changed, filepath.Join(writable, "cache.txt")) || !slices.Contains(entry.Changed, "here.txt") || !slices.Contains(entry.Roots, writable) {
+		t.Fatalf("list:\n%s", out)
+	}
+	if _, stderr, code := z.run("checkpoints", "restore", checkpointIDs(t, z)[0]); code != 0 {
+		t.Fatalf("restore: %s", stderr)
+	}
+	if got := treeState(t, writable); len(got) != 1 || got["cache.txt"] != "644 c1\n" {
+		t.Errorf("the writable directory after restore: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(z.cwd, "here.txt")); !os.IsNotExist(err) {
+		t.Errorf("here.txt: %v", err)
+	}
+}
+
+// /rewind lists the prompts with the files each changed; going back to
+// before the first restores the files and the conversation, and puts the
+// prompt back into the editor.
+func TestTUIRewindRestoresFilesAndConversation(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t,
+		toolStep("t1", "edit", obj{"path": "a.txt", "oldText": "a1", "newText": "a2"}),
+		replayStep{Events: anthropicEvents(gen{Text: "First done."})},
+		toolStep("t2", "bash", obj{"command": "echo b > b.txt"}),
+		replayStep{Events: anthropicEvents(gen{Text: "Second done."})})
+	z := newZotRun(t)
+	mustWrite(t, filepath.Join(z.cwd, "a.txt"), "a1\n", 0o644)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("change a")
+	tm.keys("Enter")
+	tm.waitFor("First done.")
+	tm.typeText("make b")
+	tm.keys("Enter")
+	tm.waitFor("Second done.")
+
+	tm.typeText("/rewind")
+	tm.keys("Enter")
+	screen := tm.waitFor("rewind to before which prompt?")
+	for _, want := range []string{"1) change a  — changed a.txt", "2) make b  — changed b.txt"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the picker lacks %q:\n%s", want, screen)
+		}
+	}
+	tm.keys("Up", "Enter")
+	tm.waitFor("the files and the conversation")
+	tm.keys("Enter")
+	screen = tm.waitFor("rewound the conversation to before prompt 1")
+	if !strings.Contains(screen, `/rewind: files back to before "change a"`) {
+		t.Errorf("screen:\n%s", screen)
+	}
+	if got := treeState(t, z.cwd); len(got) != 1 || got["a.txt"] != "644 a1\n" {
+		t.Fatalf("after /rewind: %v", got)
+	}
+	tm.waitScreen("the prompt back in the editor", func(s string) bool {
+		_, editor, _ := strings.Cut(s, "rewound the conversation to before prompt 1")
+		return strings.Contains(editor, "› change a")
+	})
+	tm.exitAndCheck()
+	list, _ := filepath.Glob(filepath.Join(z.home, "sessions", "*", "*.jsonl"))
+	if info, err := readSessionInfo(list[0]); err != nil || info.Messages != 0 {
+		t.Errorf("the session holds %d messages after the rewind (%v)", info.Messages, err)
 	}
 }
