@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -339,6 +340,15 @@ func TestTUIUndoUndoesTheLastPrompt(t *testing.T) {
 	if got := treeState(t, z.cwd); got["a.txt"] != "644 a1\n" || got["b.txt"] != "" {
 		t.Fatalf("after the second /undo: %v", got)
 	}
+	// What the forced undo overwrote is in its own checkpoint.
+	screen = tm.waitFor(" takes this back")
+	undo := regexp.MustCompile(`/undo (\S+) takes this back`).FindAllStringSubmatch(screen, -1)
+	tm.typeText("/undo " + undo[len(undo)-1][1])
+	tm.keys("Enter")
+	tm.waitFor(`/undo: files back to before checkpoint ` + undo[len(undo)-1][1])
+	if got := treeState(t, z.cwd); got["a.txt"] != "644 a2 and mine\n" {
+		t.Fatalf("after undoing the undo: %v", got)
+	}
 	tm.exitAndCheck()
 
 	// The conversation was kept whole.
@@ -495,5 +505,29 @@ func TestTUIRewindRestoresFilesAndConversation(t *testing.T) {
 	list, _ := filepath.Glob(filepath.Join(z.home, "sessions", "*", "*.jsonl"))
 	if info, err := readSessionInfo(list[0]); err != nil || info.Messages != 0 {
 		t.Errorf("the session holds %d messages after the rewind (%v)", info.Messages, err)
+	}
+}
+
+// "enabled": false in config.json turns checkpoints off; a bad setting is
+// named on stderr and the run goes on with the defaults.
+func TestCheckpointsSettingsInConfig(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo x > x.txt"}), replayStep{Events: anthropicEvents(gen{Text: "done"})},
+		toolStep("t2", "bash", obj{"command": "echo y > y.txt"}), replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	z := newZotRun(t)
+	mustWrite(t, filepath.Join(z.home, "config.json"), `{"checkpoints": {"enabled": false}}`, 0o600)
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "go")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(z.home, "checkpoints")); !os.IsNotExist(err) {
+		t.Errorf("checkpoints were taken while off: %v", err)
+	}
+	mustWrite(t, filepath.Join(z.home, "config.json"), `{"checkpoints": {"max_file_size": "huge"}}`, 0o600)
+	_, stderr, code := z.run(append(anthropicFlags(srv), "-p", "go")...)
+	if code != 0 || !strings.Contains(stderr, `config.json: "checkpoints": "max_file_size": "huge" is not a size such as "10MB" (checkpoints use their defaults)`) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if ids := checkpointIDs(t, z); len(ids) != 1 {
+		t.Errorf("checkpoints: %v", ids)
 	}
 }

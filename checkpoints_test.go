@@ -404,3 +404,33 @@ func TestCheckpointPruneRemovesOldestSessionsFirst(t *testing.T) {
 		t.Fatalf("after pruning to nothing: %+v (%v)", sessions, rep.Removed)
 	}
 }
+
+func TestCheckpointSettings(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		config string
+		want   func(s CheckpointSettings) bool
+		err    string
+	}{
+		{``, func(s CheckpointSettings) bool { return s.Enabled && s.MaxFileSize == 10<<20 }, ""},
+		{`{"checkpoints": {"enabled": false}}`, func(s CheckpointSettings) bool { return !s.Enabled }, ""},
+		{`{"checkpoints": {"max_file_size": "512KB", "max_project_size": 1000, "max_total_size": "1.5GB", "exclude": ["*.bin"]}}`, func(s CheckpointSettings) bool {
+			return s.MaxFileSize == 512<<10 && s.MaxProjectSize == 1000 && s.MaxTotalSize == 3<<29 && s.Exclude[0] == "*.bin"
+		}, ""},
+		{`{"checkpoints": {"max_file_size": "big"}}`, func(s CheckpointSettings) bool { return s.MaxFileSize == 10<<20 }, `"checkpoints": "max_file_size": "big" is not a size such as "10MB"`},
+		{`{"checkpoints": {"max_files": 0}}`, func(s CheckpointSettings) bool { return s.MaxFiles == 100_000 }, `"max_files" must be at least 1`},
+		{`{"checkpoints": true}`, func(s CheckpointSettings) bool { return s.Enabled }, `"checkpoints": json: cannot unmarshal`},
+	} {
+		home := t.TempDir()
+		if c.config != "" {
+			mustWrite(t, filepath.Join(home, "config.json"), c.config, 0o600)
+		}
+		s, err := LoadCheckpointSettings(home)
+		switch {
+		case c.err == "" && err != nil, c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), filepath.Join(home, "config.json"))):
+			t.Errorf("%s: error %v, want %q", c.config, err, c.err)
+		case !c.want(s):
+			t.Errorf("%s: settings %+v", c.config, s)
+		}
+	}
+}

@@ -39,7 +39,7 @@ type tuiRewindPoint struct {
 // tuiRestoreResult is what a restore did, or would do (Conflicts).
 type tuiRestoreResult struct {
 	Checkpoint string // restored to
-	Prompt     string // the checkpoint's prompt
+	Prompt     string // the prompt of the checkpoint's call; "" for a restore's
 	Written    []string
 	Removed    []string
 	Left       []string // not recorded then or now: left as they are
@@ -58,12 +58,15 @@ func rewindQuote(p string) string {
 	return `"` + sessionOneLine(p, 40) + `"`
 }
 
-func (t *TUI) cmdUndo(string) {
+// cmdUndo restores the files to before the last prompt's changes, or with
+// an id (zot checkpoints list shows them) to before that checkpoint.
+func (t *TUI) cmdUndo(args string) {
 	if t.cfg.Checkpoints == nil {
 		t.logf(sDim, "checkpoints are off (\"checkpoints\" in config.json), so there is nothing to undo")
 		return
 	}
-	t.whenIdle("/undo", func(t *TUI) { t.restoreFiles("/undo", "", false, nil, nil) })
+	id := strings.TrimSpace(args)
+	t.whenIdle("/undo", func(t *TUI) { t.restoreFiles("/undo", id, false, nil, nil) })
 }
 
 // restoreFiles restores checkpoint id's files; when someone else changed
@@ -82,7 +85,7 @@ func (t *TUI) restoreFiles(what, id string, force bool, keep []string, then func
 		t.pushDialog(&pickerDialog{
 			title: what + ": overwrite the files changed since?",
 			items: []string{
-				"overwrite them too (the restore is a checkpoint: /rewind brings them back)",
+				"overwrite them too (the restore is a checkpoint: /undo with its id brings them back)",
 				"restore the rest, and leave these files as they are",
 				"cancel: change nothing",
 			},
@@ -123,7 +126,10 @@ func (t *TUI) showRestore(what string, r tuiRestoreResult) {
 		}
 		return strings.Join(shown, ", ")
 	}
-	head := fmt.Sprintf("%s: files back to before %s (checkpoint %s)", what, rewindQuote(r.Prompt), r.Checkpoint)
+	head := fmt.Sprintf("%s: files back to before checkpoint %s", what, r.Checkpoint)
+	if r.Prompt != "" {
+		head = fmt.Sprintf("%s: files back to before %s (checkpoint %s)", what, rewindQuote(r.Prompt), r.Checkpoint)
+	}
 	switch {
 	case len(r.Written)+len(r.Removed) == 0:
 		t.logf(fgCyan, "%s: they were already so", head)
@@ -144,7 +150,7 @@ func (t *TUI) showRestore(what string, r tuiRestoreResult) {
 		t.logf(fgRed, "  %s", oneLine(e))
 	}
 	if r.Undo != "" {
-		t.logf(sDim, "  /rewind, or zot checkpoints restore %s, takes this back", r.Undo)
+		t.logf(sDim, "  /undo %s takes this back", r.Undo)
 	}
 }
 

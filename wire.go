@@ -1424,7 +1424,10 @@ func (h checkpointHost) Restore(id string, force bool, keep []string) (tuiRestor
 	rw, err := h.s.checkpoints.RewindLive(nil, session, path, id, true, false, ckRestoreOptions{Force: force, Keep: keep})
 	var r tuiRestoreResult
 	if rw != nil {
-		r.Checkpoint, r.Prompt = rw.Target.ID, rw.Target.Prompt
+		r.Checkpoint = rw.Target.ID
+		if rw.Target.Kind == ckKindStep {
+			r.Prompt = rw.Target.Prompt
+		}
 		if f := rw.Files; f != nil {
 			r.Written, r.Removed, r.Left, r.Errors, r.Undo = f.Written, f.Removed, f.Left, f.Errors, f.Record
 			for _, c := range f.Conflicts {
