@@ -241,9 +241,13 @@ type Checkpoints struct {
 	indexGen  string                  // the gen file's content when it was loaded
 	indexDirt bool
 	known     map[string]bool      // objects known to be in the store
-	trees     map[string][]ckEntry // parsed trees
+	trees     map[string][]ckEntry // parsed trees, for one snapshot or restore
 	ignores   map[string]*ignoreCache
 	pruned    bool // this process asked for its daily prune
+	// uncovered are the roots found too big in this run, and why: they
+	// are not walked again.
+	uncovered map[string]string
+	counted   map[string]bool // roots whose files were counted
 }
 
 // checkpointDir is where a project's checkpoints live.
@@ -266,7 +270,8 @@ func OpenCheckpoints(home, cwd string, extra []string, set CheckpointSettings) *
 		}
 	}
 	return &Checkpoints{home: home, cwd: cwd, dir: checkpointDir(home, cwd), roots: roots, set: set, now: time.Now,
-		known: map[string]bool{}, trees: map[string][]ckEntry{}, ignores: map[string]*ignoreCache{}}
+		known: map[string]bool{}, trees: map[string][]ckEntry{}, ignores: map[string]*ignoreCache{},
+		uncovered: map[string]string{}, counted: map[string]bool{}}
 }
 
 // ckStepInfo is what a checkpoint records about the call it precedes.
@@ -321,12 +326,12 @@ func (c *Checkpoints) AroundToolRun(agent *Agent, session func() (id, path strin
 // checkpoint could not be taken: the call then runs without one). notes
 // say what the checkpoint does not cover.
 func (c *Checkpoints) Before(info ckStepInfo) (after func() error, notes []string, err error) {
-	if !c.pruned {
-		c.pruned = true
-		c.maybeDailyPrune(info.Session)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.pruned {
+		c.pruned = true
+		c.maybeDailyPrune(info.Session) // before this project's lock, which it takes
+	}
 	unlock, err := c.lock()
 	if err != nil {
 		return nil, nil, err
@@ -691,8 +696,9 @@ func (c *Checkpoints) lock() (unlock func(), err error) {
 	}
 	if gen := readGen(c.dir); gen != c.indexGen && c.index != nil {
 		// A prune ran: objects may be gone that the caches think are there.
-		c.index, c.known, c.trees = nil, map[string]bool{}, map[string][]ckEntry{}
+		c.index, c.known = nil, map[string]bool{}
 	}
+	c.trees = map[string][]ckEntry{}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()

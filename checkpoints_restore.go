@@ -103,6 +103,9 @@ func (c *Checkpoints) restoreLocked(target *ckRecord, recs ckSessionRecords, opt
 		}
 		plans = append(plans, p)
 	}
+	if len(plans) == 0 {
+		return nil, fmt.Errorf("checkpoint %s recorded no files (%s)", target.ID, strings.Join(target.Notes, "; "))
+	}
 	if err := c.saveIndex(); err != nil {
 		return nil, err
 	}
@@ -472,7 +475,6 @@ func (p *ckPlan) apply(res *ckRestoreResult) {
 		if err := root.removeDir(a.rel); err != nil && !errors.Is(err, os.ErrNotExist) {
 			// Files zot does not record (or that the user kept) are in it.
 			if a.soft || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-				p.left = append(p.left, p.display+a.rel+"/")
 				res.Left = append(res.Left, p.display+a.rel+"/")
 				continue
 			}

@@ -434,3 +434,35 @@ func TestCheckpointSettings(t *testing.T) {
 		}
 	}
 }
+
+// A directory with more files than max_files is not covered, is said so,
+// and is neither read nor walked again in the run.
+func TestCheckpointLeavesOutATooBigDirectory(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	set := DefaultCheckpointSettings()
+	set.MaxFiles = 5
+	ck := OpenCheckpoints(home, cwd, nil, set)
+	for i := 0; i < 10; i++ {
+		mustWrite(t, filepath.Join(cwd, fmt.Sprintf("d%d", i%3), fmt.Sprintf("f%d", i)), "x", 0o644)
+	}
+	after, notes, err := ck.Before(ckStepInfo{Session: "s", Tool: "bash"})
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], cwd+" is not covered: it has more than 5 files") || !strings.Contains(notes[0], `"max_files"`) {
+		t.Fatalf("notes %q, err %v", notes, err)
+	}
+	after()
+	objects, _ := filepath.Glob(filepath.Join(ck.dir, "objects", "*", "*"))
+	if len(objects) != 0 {
+		t.Errorf("the files of a directory not covered were stored: %v", objects)
+	}
+	recs, _ := ck.sessionRecords("s")
+	if r := recs.Records[0]; r.Roots[0].Before != "" || r.Roots[0].After != "" || !r.Done {
+		t.Errorf("record %+v", r)
+	}
+	if _, notes, _ := ck.Before(ckStepInfo{Session: "s", Tool: "bash"}); len(notes) != 1 {
+		t.Errorf("the second checkpoint: %q", notes)
+	}
+	if _, err := ck.Restore(recs.Records[0].ID, ckRestoreOptions{}); err == nil || !strings.Contains(err.Error(), "recorded no files ("+cwd+" is not covered") {
+		t.Errorf("restore: %v", err)
+	}
+}

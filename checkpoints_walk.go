@@ -142,6 +142,9 @@ type ckWalk struct {
 	start int64  // when the walk began: the "seen" of what it hashes
 	files int
 	seen  map[string]bool // index paths the walk met
+	// countOnly walks without a stat or a read, to find a root too big
+	// before its first snapshot reads everything in it.
+	countOnly bool
 }
 
 // snapshotRoot stores what changed beneath root and returns its tree. A
@@ -151,11 +154,27 @@ func (c *Checkpoints) snapshotRoot(root string) (tree, note string, err error) {
 	if err != nil || !st.IsDir() {
 		return "", fmt.Sprintf("%s is not covered: not a directory zot can read", root), nil
 	}
+	if why, ok := c.uncovered[root]; ok {
+		return "", why, nil
+	}
 	home, _ := filepath.Abs(c.home)
-	w := &ckWalk{c: c, root: root, home: home, start: c.now().UnixNano(), seen: map[string]bool{}}
-	hash, _, err := w.dir(root, "", c.rootIgnores(root), true)
+	ign := c.rootIgnores(root)
+	w := &ckWalk{c: c, root: root, home: home, start: c.now().UnixNano(), seen: map[string]bool{}, countOnly: !c.counted[root]}
+	if w.countOnly {
+		_, _, err = w.dir(root, "", ign, true)
+		w.countOnly, w.files = false, 0
+		if err == nil {
+			c.counted[root] = true
+		}
+	}
+	var hash string
+	if err == nil {
+		hash, _, err = w.dir(root, "", ign, true)
+	}
 	if errors.Is(err, errTooManyFiles) {
-		return "", fmt.Sprintf("%s is not covered: it has more than %d files (raise \"max_files\" under \"checkpoints\" in config.json, or ignore some in .gitignore)", root, c.set.MaxFiles), nil
+		why := fmt.Sprintf("%s is not covered: it has more than %d files (raise \"max_files\" under \"checkpoints\" in config.json, or ignore some in .gitignore)", root, c.set.MaxFiles)
+		c.uncovered[root] = why
+		return "", why, nil
 	}
 	if err != nil {
 		return "", "", err
@@ -216,6 +235,9 @@ func (w *ckWalk) dir(abs, rel string, ign *ignoreStack, isRoot bool) (hash strin
 			entries = append(entries, e)
 		}
 	}
+	if w.countOnly {
+		return "", false, nil
+	}
 	hash, err = w.c.putObject(encodeTree(entries))
 	return hash, false, err
 }
@@ -226,6 +248,9 @@ func (w *ckWalk) entry(abs, rel string, typ fs.FileMode, ign *ignoreStack) (e ck
 	if typ.IsRegular() || typ&fs.ModeSymlink != 0 {
 		if w.files++; w.files > w.c.set.MaxFiles {
 			return e, false, errTooManyFiles
+		}
+		if w.countOnly {
+			return e, false, nil
 		}
 	}
 	switch {
