@@ -34,6 +34,7 @@ type TUIConfig struct {
 	// APIKey the --api-key given for it (for it alone).
 	Provider, BaseURL, APIKey string
 	ResponseTimeout           time.Duration // for a provider /model or /login switches to
+	CacheRetention            string        // likewise
 	// MissingKey, when set, says that Provider has no key yet.
 	MissingKey string
 	// Session records the conversation; nil with --no-session. The TUI
