@@ -902,16 +902,24 @@ const (
 )
 
 func encodeTree(entries []ckEntry) []byte {
-	var b bytes.Buffer
-	b.WriteString(treeHeader)
+	// Appended by hand, not with fmt: every checkpoint encodes every
+	// directory of the project again (a quarter of a snapshot's time).
+	b := make([]byte, 0, len(treeHeader)+len(entries)*(64+40))
+	b = append(b, treeHeader...)
 	for _, e := range entries {
 		h := e.Hash
 		if h == "" {
 			h = "-"
 		}
-		fmt.Fprintf(&b, "%c %o %s %s\n", e.Kind, e.Mode, h, strconv.Quote(e.Name))
+		b = append(b, e.Kind, ' ')
+		b = strconv.AppendUint(b, uint64(e.Mode), 8)
+		b = append(b, ' ')
+		b = append(b, h...)
+		b = append(b, ' ')
+		b = strconv.AppendQuote(b, e.Name)
+		b = append(b, '\n')
 	}
-	return b.Bytes()
+	return b
 }
 
 // tree reads a tree object (cached), refusing one that does not parse:
