@@ -589,6 +589,11 @@ type Agent struct {
 	BeforeTurn        func(ctx context.Context, step int) (block bool, reason string)
 	BeforeToolExecute func(ctx context.Context, call ToolCall) ToolDecision
 	AfterToolExecute  func(ctx context.Context, rec *ToolRecord)
+	// AroundToolRun is called just before a tool runs, once the gates
+	// allowed the call, with the arguments it runs with; after, when not
+	// nil, is called once the tool returned (checkpoints record the files
+	// before and after each call).
+	AroundToolRun func(ctx context.Context, call ToolCall) (after func())
 	// BeforeAssistantMessage may rewrite the text the user sees of the
 	// assistant's message, or block it; when it blocks, shown is the reason
 	// the user is told.
@@ -668,6 +673,30 @@ func (a *Agent) Clear() error {
 	a.lastInput = 0
 	if a.Recorder != nil {
 		return a.Recorder.Reset(nil)
+	}
+	return nil
+}
+
+// Rewind keeps the first n messages of the transcript — a cut before a
+// prompt, so that no tool call loses its result — and records it as a
+// reset; it refuses while a prompt runs. The usage totals stay: those
+// calls were made.
+func (a *Agent) Rewind(n int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	if n < 0 || n > len(a.messages) {
+		return fmt.Errorf("cannot keep %d messages of %d", n, len(a.messages))
+	}
+	if n < len(a.messages) && !a.messages[n].isPrompt() {
+		return fmt.Errorf("message %d is not a prompt; rewind to before a prompt so that no tool call loses its result", n+1)
+	}
+	a.messages = append([]Message(nil), a.messages[:n]...)
+	a.lastInput = 0
+	if a.Recorder != nil {
+		return a.Recorder.Reset(a.messages)
 	}
 	return nil
 }
@@ -1177,9 +1206,16 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		}
 	}
 	rec.Ran = true
+	var after func()
+	if a.AroundToolRun != nil {
+		after = a.AroundToolRun(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+	}
 	rec.Result = tool.Run(ctx, args, func(line string) {
 		emit(Event{Type: EventToolProgress, ID: call.ID, Text: line})
 	})
+	if after != nil {
+		after()
+	}
 	return rec.Result
 }
 

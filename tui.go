@@ -45,6 +45,8 @@ type TUIConfig struct {
 	Notes     []string // shown at the start (session repairs)
 	AskTools  bool     // --no-yolo: ask before each tool call
 	Sandbox   string   // the mode bash commands run in (docs/sandbox.md)
+	// Checkpoints are /undo's and /rewind's; nil when they are off.
+	Checkpoints tuiCheckpoints
 }
 
 // tuiExtensions is what the TUI uses of the extension host. wire.go passes
