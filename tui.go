@@ -170,7 +170,8 @@ type TUI struct {
 	queue         []queuedPrompt
 	notes         []tuiNote
 	hint          string
-	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
+	exitArmedAt   time.Time // a ctrl+c on the idle, empty editor asked to exit (see ctrlCExitWindow)
+	stopGrace     time.Time // until then a ctrl+c is taken as meant for the run that just ended
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
@@ -395,6 +396,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 			if t.run != nil || len(t.pendingCmds) > 0 {
 				t.spin++
 			}
+			t.expireExitHint()
 		}
 	}
 	t.shutdown()
@@ -571,11 +573,14 @@ func (t *TUI) input(b []byte, flush bool) {
 // key routes one key: to the top dialog if there is one, else to the
 // editor after the keys that mean something to the TUI itself.
 func (t *TUI) key(k key) {
-	wasCtrlC := t.ctrlC
-	t.ctrlC = false
 	if k.code == keyUnknown {
-		t.ctrlC = wasCtrlC
 		return
+	}
+	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
+	armed := !t.exitArmedAt.IsZero() && time.Since(t.exitArmedAt) < ctrlCExitWindow
+	t.exitArmedAt = time.Time{}
+	if !isCtrl('c') {
+		t.stopGrace = time.Time{} // the user has moved on from stopping
 	}
 	t.hint = ""
 	t.lastKeyAt = time.Now()
@@ -593,7 +598,6 @@ func (t *TUI) key(k key) {
 		}
 		return
 	}
-	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
 	switch {
 	case isCtrl('c'):
 		switch {
@@ -604,11 +608,14 @@ func (t *TUI) key(k key) {
 		case !t.ed.empty():
 			t.ed.clear()
 			t.pop = nil
-		case wasCtrlC:
+		case time.Now().Before(t.stopGrace):
+			// The run ended (by itself, or stopping) as the user pressed:
+			// the press was meant to stop it, not to leave.
+		case armed:
 			t.exit(exitOK)
 		default:
-			t.ctrlC = true
-			t.hint = "press ctrl+c again to exit"
+			t.exitArmedAt = time.Now()
+			t.hint = ctrlCExitHint
 		}
 		return
 	case isCtrl('d') && t.ed.empty():
@@ -801,6 +808,27 @@ func (t *TUI) acceptFile(path string) {
 	}
 	t.ed.replaceRange(start, "@"+path+suffix)
 	t.pop = nil
+}
+
+const (
+	// ctrlCExitWindow is how long a ctrl+c that asked "press ctrl+c again
+	// to exit" waits for the second one.
+	ctrlCExitWindow = 2 * time.Second
+	// ctrlCStopGrace is how long after a run ended a ctrl+c is still taken
+	// as meant to stop it: a user mashing ctrl+c as the answer ends must
+	// not leave (another key ends the grace at once).
+	ctrlCStopGrace = time.Second
+	ctrlCExitHint  = "press ctrl+c again to exit (or ctrl+d)"
+)
+
+// expireExitHint disarms a ctrl+c exit whose window has passed.
+func (t *TUI) expireExitHint() {
+	if !t.exitArmedAt.IsZero() && time.Since(t.exitArmedAt) >= ctrlCExitWindow {
+		t.exitArmedAt = time.Time{}
+		if t.hint == ctrlCExitHint {
+			t.hint = ""
+		}
+	}
 }
 
 // exit leaves the loop; a running prompt is cancelled first.

@@ -195,23 +195,38 @@ func TestFairSharesKeepShortRunsAndSplitTheRest(t *testing.T) {
 }
 
 // ctrl+c while the agent works stops it and nothing more, however often
-// it is pressed; on an idle editor it clears the text (ctrl+y brings it
-// back); only on an idle, empty editor does it arm the exit.
+// it is pressed, and so does one just after the run ended; on an idle
+// editor it clears the text (ctrl+y brings it back); only on an idle,
+// empty editor does it arm the exit, for ctrlCExitWindow.
 func TestCtrlCDuringARunOnlyStops(t *testing.T) {
 	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	tui.beginRun(func(ctx context.Context, sink Sink) error { <-ctx.Done(); return ctx.Err() })
 	tui.input([]byte("\x03\x03\x03"), false)
-	if tui.quit || !tui.run.aborted || tui.ctrlC {
-		t.Fatalf("ctrl+c during a run: quit %v, aborted %v, armed %v", tui.quit, tui.run.aborted, tui.ctrlC)
+	if tui.quit || !tui.run.aborted || !tui.exitArmedAt.IsZero() {
+		t.Fatalf("ctrl+c during a run: quit %v, aborted %v, armed at %v", tui.quit, tui.run.aborted, tui.exitArmedAt)
 	}
 	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
 	if tui.run != nil {
 		t.Fatal("the run did not end")
 	}
-	tui.input([]byte("\x03"), false) // the double tap's second press, after the run ended
-	if tui.quit || tui.hint != "press ctrl+c again to exit" {
+	tui.input([]byte("\x03\x03"), false) // the mashing goes on as the run ends
+	if tui.quit || tui.hint != "" {
+		t.Fatalf("ctrl+c just after the run ended: quit %v, hint %q", tui.quit, tui.hint)
+	}
+	tui.stopGrace = time.Now() // the grace has passed
+	tui.input([]byte("\x03"), false)
+	if tui.quit || tui.hint != ctrlCExitHint {
 		t.Fatalf("a ctrl+c after stopping: quit %v, hint %q", tui.quit, tui.hint)
+	}
+	tui.exitArmedAt = time.Now().Add(-ctrlCExitWindow) // the window has passed
+	tui.expireExitHint()
+	if tui.hint != "" {
+		t.Errorf("the exit hint outlived its window: %q", tui.hint)
+	}
+	tui.input([]byte("\x03"), false)
+	if tui.quit || tui.hint != ctrlCExitHint {
+		t.Fatalf("a ctrl+c after the window: quit %v, hint %q", tui.quit, tui.hint)
 	}
 	tui.input([]byte("draft\x03"), false)
 	if tui.quit || !tui.ed.empty() {

@@ -114,6 +114,7 @@ func (t *TUI) runDone(id int, err error) {
 	})
 	aborted, rescuable := t.run.aborted, t.run.rescuable
 	t.run = nil
+	t.stopGrace = time.Now().Add(ctrlCStopGrace)
 	if !aborted && rescuable && err != nil && t.offerRescue(err) {
 		return // queued prompts and changes wait for the user's choice
 	}
@@ -124,7 +125,9 @@ func (t *TUI) runDone(id int, err error) {
 		t.afterStop = t.afterStop[1:]
 		change(t)
 	}
-	if !aborted {
+	// What was queued when the run was stopped went back into the editor
+	// (abort); what is queued now was sent after the stop, to run next.
+	if !t.quit {
 		t.startQueued()
 	}
 }

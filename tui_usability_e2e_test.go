@@ -1,0 +1,76 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// End-to-end tests, through the built binary under tmux, of what a user
+// new to zot trips on: stopping and leaving, retries, trust, the first
+// run without a key, folded results.
+
+// waitIdle waits until no spinner is on screen: the agent's run is over
+// (the UI loop has handled its end), and no command is pending.
+func (tm *tmuxTerm) waitIdle() string {
+	tm.t.Helper()
+	return tm.waitScreen("the agent to be idle", func(s string) bool {
+		return !strings.ContainsAny(s, strings.Join(spinnerFrames, ""))
+	})
+}
+
+// A user mashing ctrl+c as an answer ends keeps the session: presses that
+// come just after the run ended are taken as meant to stop it. Leaving
+// takes a ctrl+c that says "press ctrl+c again to exit", and the next
+// within the window; once the window passed, the hint goes and a ctrl+c
+// asks again.
+func TestTUICtrlCAsTheAnswerEndsDoesNotExit(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "A quick answer."})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("be quick")
+	tm.keys("Enter")
+	tm.waitFor("A quick answer.")
+	tm.waitIdle()
+	tm.keys("C-c", "C-c")
+	tm.typeText("still here")
+	screen := tm.waitFor("› still here")
+	if strings.Contains(screen, "[zot exited]") || strings.Contains(screen, ctrlCExitHint) {
+		t.Fatalf("ctrl+c pressed as the answer ended armed the exit or left:\n%s", screen)
+	}
+	tm.keys("C-u", "C-c")
+	tm.waitFor(ctrlCExitHint)
+	tm.waitScreen("the exit hint to expire", func(s string) bool { return !strings.Contains(s, ctrlCExitHint) })
+	tm.keys("C-c")
+	tm.waitFor(ctrlCExitHint)
+	if s := tm.screen(); strings.Contains(s, "[zot exited]") {
+		t.Fatalf("a ctrl+c after the window left zot:\n%s", s)
+	}
+	tm.keys("C-c")
+	tm.checkExit(0)
+}
+
+// A prompt sent right after a ctrl+c stopped the run, while the stopped
+// run still winds down, runs once it has: it is not left queued.
+func TestTUIPromptSentRightAfterAStopRuns(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t,
+		replayStep{Events: anthropicEvents(gen{Text: "The answer begins here and then the model stalls forever"}), HangAfter: 4},
+		replayStep{Events: anthropicEvents(gen{Text: "Second answer."})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("go slow")
+	tm.keys("Enter")
+	tm.waitFor("The answer")
+	// One write: the prompt arrives before the stopped run has ended.
+	tm.keys("C-c", "again", "Enter")
+	screen := tm.waitFor("Second answer.")
+	if !strings.Contains(screen, "› again") || strings.Contains(screen, "queued") {
+		t.Errorf("screen:\n%s", screen)
+	}
+	tm.exitAndCheck()
+}
