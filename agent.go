@@ -524,6 +524,10 @@ var ErrBusy = errors.New("agent is busy with another prompt")
 // ErrBlocked is returned when a hook refused to let a turn or prompt run.
 var ErrBlocked = errors.New("blocked")
 
+// ErrEmptyPrompt is a prompt with neither text nor images: the APIs refuse
+// an empty message, and one in the transcript would fail every later turn.
+var ErrEmptyPrompt = errors.New("nothing to send: the prompt is empty")
+
 // Agent runs the loop of one conversation: prompt, stream, tools, repeat.
 // Its exported fields are configuration, set before the first Prompt;
 // the transcript and totals are guarded by mu.
@@ -803,6 +807,9 @@ func (a *Agent) sync() error {
 }
 
 func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink) error {
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
+		return ErrEmptyPrompt
+	}
 	if a.BeforePrompt != nil {
 		block, reason, extra := a.BeforePrompt(ctx, text)
 		if block {

@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,27 @@ type Request struct {
 	Tools     []ToolSpec
 	MaxTokens int    // 0: the model's default
 	Reasoning string // "", low, medium, high
+}
+
+// checkConversation refuses a request no API takes, before it is sent: no
+// messages, a first message that is not the user's, a user message with
+// nothing in it. The agent never builds one; a session written by hand or
+// by an older zot may hold one.
+func checkConversation(provider string, msgs []Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%s: not sent: the request has no messages", provider)
+	}
+	if msgs[0].Role != RoleUser {
+		return fmt.Errorf("%s: not sent: the conversation starts with the %s's message, not a prompt (/clear starts afresh)", provider, msgs[0].Role)
+	}
+	for i, m := range msgs {
+		if m.Role == RoleUser && !slices.ContainsFunc(m.Content, func(b Block) bool {
+			return b.Type != BlockText || strings.TrimSpace(b.Text) != ""
+		}) {
+			return fmt.Errorf("%s: not sent: message %d of the conversation is an empty prompt (/fork before it, or /clear)", provider, i+1)
+		}
+	}
+	return nil
 }
 
 // StreamEvent is one streamed piece: Type is text, thinking, tool_start (ID,
@@ -815,6 +837,9 @@ func anthConvert(b Block) (anthBlock, bool) {
 }
 
 func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	if err := checkConversation("anthropic", req.Messages); err != nil {
+		return Reply{}, err
+	}
 	built := p.buildRequest(req)
 	body, err := json.Marshal(built)
 	if err != nil {
@@ -1180,6 +1205,9 @@ func imagePart(b Block) oaiPart {
 }
 
 func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	if err := checkConversation(p.name, req.Messages); err != nil {
+		return Reply{}, err
+	}
 	body, err := json.Marshal(p.buildRequest(req))
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: encode request: %w", p.name, err)
