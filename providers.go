@@ -228,6 +228,24 @@ type httpStreamer struct {
 	sleep         func(ctx context.Context, d time.Duration) error
 }
 
+// RetryNotice is what the retry loop tells before it waits to try a
+// request again: the attempt it will make (2 for the first retry), the
+// most it makes, how long it waits, and the failure it answers.
+type RetryNotice struct {
+	Attempt, Attempts int
+	Wait              time.Duration
+	Err               error
+}
+
+type retryHookKey struct{}
+
+// WithRetryHook returns a context whose provider calls report each retry
+// to hook before waiting for it, as net/http/httptrace reports a request's
+// progress: whoever waits for the model can show why it waits.
+func WithRetryHook(ctx context.Context, hook func(RetryNotice)) context.Context {
+	return context.WithValue(ctx, retryHookKey{}, hook)
+}
+
 var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
 
 func (h *httpStreamer) post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
@@ -276,6 +294,9 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 		}
 		if wait > h.maxDelay {
 			wait = h.maxDelay
+		}
+		if hook, _ := ctx.Value(retryHookKey{}).(func(RetryNotice)); hook != nil {
+			hook(RetryNotice{Attempt: attempt + 2, Attempts: h.retries + 1, Wait: wait, Err: err})
 		}
 		if serr := h.sleep(ctx, wait); serr != nil {
 			return nil, serr

@@ -219,9 +219,18 @@ type streamState struct {
 	hasText    bool
 	tools      []*liveTool
 	// While nothing of the model's answer has arrived, what the agent is
-	// waiting for ("waiting for the model") and since when.
+	// waiting for ("waiting for the model") and since when; retry, when
+	// the provider is retrying the call.
 	wait      string
 	waitSince time.Time
+	retry     *retryWait
+}
+
+// retryWait is a retry the provider announced (EventRetry).
+type retryWait struct {
+	at                time.Time // when the next attempt goes out
+	attempt, attempts int
+	reason            string
 }
 
 // liveTool is a tool call being streamed or run.
@@ -941,8 +950,17 @@ func (t *TUI) streamRows(w int) []string {
 	st := &t.stream
 	var rows []string
 	if st.wait != "" {
-		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{st.wait, 0},
-			span{"  " + elapsed(time.Since(st.waitSince)), sDim}))
+		what, clock := st.wait, "  "+elapsed(time.Since(st.waitSince))
+		if r := st.retry; r != nil {
+			if left := time.Until(r.at); left > 0 {
+				what = fmt.Sprintf("retrying in %ds (attempt %d of %d): %s", int((left+time.Second-1)/time.Second), r.attempt, r.attempts, r.reason)
+				clock = ""
+			} else {
+				what = fmt.Sprintf("%s (attempt %d of %d)", st.wait, r.attempt, r.attempts)
+				clock = "  " + elapsed(-left)
+			}
+		}
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{what, 0}, span{clock, sDim}))
 	}
 	if st.thinking != nil {
 		rows = append(rows, fitLine(w, span{fmt.Sprintf("∴ thinking %.0fs", time.Since(st.thinkStart).Seconds()), sDim | sItalic}))

@@ -138,7 +138,7 @@ const waitingForModel = "waiting for the model"
 // waitFor shows what the agent waits for, with a spinner and the time,
 // where the answer will appear, until something of it arrives.
 func (t *TUI) waitFor(what string) {
-	t.stream.wait, t.stream.waitSince = what, time.Now()
+	t.stream.wait, t.stream.waitSince, t.stream.retry = what, time.Now(), nil
 }
 
 // event shows one agent event.
@@ -149,6 +149,11 @@ func (t *TUI) event(e Event) {
 		st.wait = ""
 	case EventTurnStart:
 		t.waitFor(waitingForModel)
+	case EventRetry:
+		if st.wait == "" {
+			t.waitFor(waitingForModel)
+		}
+		st.retry = &retryWait{at: time.Now().Add(e.Wait), attempt: e.Attempt, attempts: e.Attempts, reason: oneLine(e.Error)}
 	}
 	switch e.Type {
 	case EventUserMessage:

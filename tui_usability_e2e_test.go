@@ -74,3 +74,24 @@ func TestTUIPromptSentRightAfterAStopRuns(t *testing.T) {
 	}
 	tm.exitAndCheck()
 }
+
+// While the provider retries an overloaded model, the live region says
+// so, counting down, with the attempt and the reason; then the answer.
+func TestTUIShowsRetries(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t, overloaded529("2"), replayStep{Events: anthropicEvents(gen{Text: "Answered after a retry."})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("hello")
+	tm.keys("Enter")
+	tm.waitScreen("the retry's countdown", func(s string) bool {
+		return strings.Contains(s, "s (attempt 2 of 4): "+overloadedReason) && strings.Contains(s, "retrying in ")
+	})
+	screen := tm.waitFor("Answered after a retry.")
+	if strings.Contains(screen, "retrying in") {
+		t.Errorf("the retry line outlived the retry:\n%s", screen)
+	}
+	tm.exitAndCheck()
+}

@@ -420,6 +420,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				final = Message{Content: e.Content}.Text()
 			case EventMessageBlocked:
 				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
+			case EventRetry:
+				fmt.Fprintf(stderr, "zot: retrying in %s (attempt %d of %d): %s\n", e.Wait.Round(100*time.Millisecond), e.Attempt, e.Attempts, sanitize(e.Error))
 			}
 		}
 	}
