@@ -1222,15 +1222,22 @@ func (d *panelDialog) key(t *TUI, k key) bool {
 		t.sendPanel(panelMsg{close: true, id: d.p.ID})
 		return true
 	}
-	name, text := k.String(), ""
+	t.sendPanel(panelKeyMsg(d.p.ID, k))
+	return false
+}
+
+// panelKeyMsg is a key as panel_key names it (docs/extensions.md): a
+// character typed alone is "rune" with the character in text, as the
+// extension SDKs and examples read it; a paste is "paste" with the text;
+// any other key goes by its name, modifiers first ("ctrl+a", "up").
+func panelKeyMsg(panelID string, k key) panelMsg {
 	switch {
 	case k.code == keyPaste:
-		name, text = "paste", k.text
+		return panelMsg{id: panelID, key: "paste", text: k.text}
 	case k.code == keyRune && k.mod == 0:
-		text = string(k.r)
+		return panelMsg{id: panelID, key: "rune", text: string(k.r)}
 	}
-	t.sendPanel(panelMsg{id: d.p.ID, key: name, text: text})
-	return false
+	return panelMsg{id: panelID, key: k.String()}
 }
 
 // panelUpdate applies an extension's open, render or close.

@@ -505,7 +505,7 @@ for line in sys.stdin:
         emit({"type": "command_response", "id": m["id"], "action": "noop",
               "open_panel": {"id": "b1", "title": "Board", "lines": ["line one", "line two"], "footer": "press keys"}})
     elif t == "panel_key":
-        keys.append(m.get("key"))
+        keys.append(m.get("text") if m.get("key") == "rune" else m.get("key"))
         emit({"type": "panel_render", "panel_id": m.get("panel_id"), "title": "Board", "lines": ["keys: " + " ".join(keys)], "footer": "press keys"})
     elif t == "shutdown":
         emit({"type": "shutdown_ack"}); break

@@ -1017,9 +1017,11 @@ func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 	if s := v.String(); !strings.Contains(s, "Board") || !strings.Contains(s, "│ two") {
 		t.Fatalf("panel:\n%s", s)
 	}
-	tui.input([]byte("x\x1b[A"), false)
-	if k1, k2 := <-fake.keys, <-fake.keys; k1 != "b x x" || k2 != "b up " {
-		t.Errorf("panel keys %q %q", k1, k2)
+	tui.input([]byte("x\x1b[A\x11\x1b[200~pasted\x1b[201~"), false)
+	for _, want := range []string{"b rune x", "b up ", "b ctrl+q ", "b paste pasted"} {
+		if got := <-fake.keys; got != want {
+			t.Errorf("panel key %q, want %q", got, want)
+		}
 	}
 	tui.Panel(tuiPanelUpdate{Kind: "render", Panel: tuiPanel{ID: "b", Title: "Board", Lines: []string{"updated"}}})
 	tui.drain()

@@ -95,3 +95,51 @@ func TestTUIShowsRetries(t *testing.T) {
 	}
 	tm.exitAndCheck()
 }
+
+// The shipped examples that open panels take their keys in the real TUI:
+// todo-py's up, down, enter, d and q, the clock's q. (Keys reach a panel
+// as docs/extensions.md says: a character as key "rune".)
+func TestTUIExamplePanelsTakeTheirKeys(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	t.Run("todo-py", func(t *testing.T) {
+		t.Parallel()
+		z := newZotRun(t)
+		tm := startTUI(t, z, append(anthropicFlags(srv), "--ext", exampleExt(t, "todo-py"))...)
+		tm.waitFor("/help for keys")
+		for _, item := range []string{"water the plants", "call mum"} {
+			tm.typeText("/todo add " + item)
+			tm.keys("Enter")
+			tm.waitFor("┃ added")
+		}
+		tm.typeText("/todo")
+		tm.keys("Enter")
+		tm.waitFor("│ > 1. [ ] water the plants")
+		tm.keys("Down")
+		tm.waitFor("│ > 2. [ ] call mum")
+		tm.keys("Enter")
+		tm.waitFor("│ > 2. [x] call mum")
+		tm.keys("Up")
+		tm.waitFor("│ > 1. [ ] water the plants")
+		tm.typeText("d")
+		tm.waitScreen("d to delete the first item", func(s string) bool {
+			return strings.Contains(s, "│ > 1. [x] call mum") && !strings.Contains(s, "water the plants │")
+		})
+		tm.typeText("q")
+		tm.waitScreen("q to close the panel", func(s string) bool { return !strings.Contains(s, "q closes") })
+		tm.exitAndCheck()
+	})
+	t.Run("clock", func(t *testing.T) {
+		t.Parallel()
+		z := newZotRun(t)
+		tm := startTUI(t, z, append(anthropicFlags(srv), "--ext", exampleExt(t, "clock"))...)
+		tm.waitFor("/help for keys")
+		tm.typeText("/clock live")
+		tm.keys("Enter")
+		tm.waitFor("q or esc closes")
+		tm.typeText("q")
+		tm.waitScreen("q to close the panel", func(s string) bool { return !strings.Contains(s, "q or esc closes") })
+		tm.exitAndCheck()
+	})
+}
