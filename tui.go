@@ -31,8 +31,10 @@ type TUIConfig struct {
 	Home    string   // history, sessions, config.json, auth.json
 	Cwd     string
 	// Provider is the one in use at startup, BaseURL its base URL and
-	// APIKey the --api-key given for it (for it alone).
+	// APIKey the --api-key given for it (for it alone). BaseURLFlag says
+	// that BaseURL is --base-url's: this run's, never saved by /model.
 	Provider, BaseURL, APIKey string
+	BaseURLFlag               bool
 	ResponseTimeout           time.Duration // for a provider /model or /login switches to
 	// MissingKey, when set, says that Provider has no key yet.
 	MissingKey string

@@ -328,17 +328,39 @@ func (t *TUI) applyModel(provider, id string) {
 	if !ok {
 		return
 	}
-	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}
-	if err := saveConfig(t.cfg.Home, cfg); err != nil {
-		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
-	}
 	t.logf(fgCyan, "model: %s/%s", provider, id)
+	t.saveModelChoice(provider, id)
 	if !lookupModel(provider, id).Known {
 		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
 	}
 	if t.missingKey != "" {
 		t.warnNoKey()
 	}
+}
+
+// saveModelChoice remembers in config.json what the user chose in /model,
+// and says what it saved. Flags given for this run stay this run's: a
+// --base-url is not saved, and the base URL config.json has for the
+// provider is kept.
+func (t *TUI) saveModelChoice(provider, id string) {
+	path := filepath.Join(t.cfg.Home, "config.json")
+	old, _ := loadConfig(t.cfg.Home)
+	cfg := userConfig{Provider: provider, Model: id}
+	if old.Provider == provider {
+		cfg.BaseURL = old.BaseURL
+	}
+	if err := saveConfig(t.cfg.Home, cfg); err != nil {
+		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
+		return
+	}
+	saved := fmt.Sprintf("saved %s/%s as the default", provider, id)
+	if cfg.BaseURL != "" {
+		saved += " with the base URL saved before"
+	}
+	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL {
+		saved += "; --base-url is this run's, not saved"
+	}
+	t.logf(sDim, "%s (%s)", saved, path)
 }
 
 // useProvider rebuilds the provider client for name with its key and base

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -142,4 +146,43 @@ func TestTUIExamplePanelsTakeTheirKeys(t *testing.T) {
 		tm.waitScreen("q to close the panel", func(s string) bool { return !strings.Contains(s, "q or esc closes") })
 		tm.exitAndCheck()
 	})
+}
+
+// /model saves what the user chose in it and says so; a --base-url given
+// for this run stays this run's, and the base URL config.json had for the
+// provider is kept.
+func TestTUIModelSavesOnlyWhatWasChosen(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Answered by the flag's server."})})
+	for _, saved := range []string{"", "http://saved.example"} {
+		z := newZotRun(t)
+		if saved != "" {
+			os.WriteFile(filepath.Join(z.home, "config.json"), []byte(`{"provider":"anthropic","base_url":"`+saved+`","claude_hooks":false}`), 0o600)
+		}
+		tm := startTUI(t, z, anthropicFlags(srv)...)
+		tm.waitFor("/help for keys")
+		tm.typeText("/model claude-haiku-4-5")
+		tm.keys("Enter")
+		tm.waitFor("model: anthropic/claude-haiku-4-5")
+		want := "saved anthropic/claude-haiku-4-5 as the default; --base-url is this run's, not saved"
+		if saved != "" {
+			want = "saved anthropic/claude-haiku-4-5 as the default with the base URL saved before; --base-url is this run's, not saved"
+		}
+		tm.waitFor(want)
+		var cfg map[string]any
+		b, _ := os.ReadFile(filepath.Join(z.home, "config.json"))
+		json.Unmarshal(b, &cfg)
+		wantCfg := map[string]any{"provider": "anthropic", "model": "claude-haiku-4-5"}
+		if saved != "" {
+			wantCfg["base_url"], wantCfg["claude_hooks"] = saved, false
+		}
+		if !reflect.DeepEqual(cfg, wantCfg) {
+			t.Errorf("config.json = %s, want %v", b, wantCfg)
+		}
+		tm.typeText("hello")
+		tm.keys("Enter")
+		tm.waitFor("Answered by the flag's server.") // the run still uses its --base-url
+		tm.exitAndCheck()
+	}
 }
