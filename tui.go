@@ -178,7 +178,8 @@ type TUI struct {
 	pendingCmds   []string
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
-	lastResult    *toolResult    // what ctrl+o shows in full
+	folded        []*toolResult  // results shown cut, which ctrl+o shows in full
+	expandBack    int            // ctrl+o pressed this many times in a row
 	rule          string         // the line above the editor, for the current width
 
 	images    imageProtocol // how pictures are drawn (tui_images.go); set by Run
@@ -593,6 +594,9 @@ func (t *TUI) key(k key) {
 	if !isCtrl('c') {
 		t.stopGrace = time.Time{} // the user has moved on from stopping
 	}
+	if !isCtrl('o') {
+		t.expandBack = 0
+	}
 	t.hint = ""
 	t.lastKeyAt = time.Now()
 	if n := len(t.dialogs); n > 0 {
@@ -633,7 +637,7 @@ func (t *TUI) key(k key) {
 		t.exit(exitOK)
 		return
 	case isCtrl('o'):
-		t.expandLastResult()
+		t.expandFolded()
 		return
 	case isCtrl('l'):
 		t.write(t.scr.forget(t.width))

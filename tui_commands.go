@@ -182,7 +182,7 @@ func (t *TUI) cmdHelp(string) {
 		{"esc", "stop the agent · close a popup or dialog · clear notes"},
 		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
-		{"ctrl+o", "show the last tool result in full"},
+		{"ctrl+o", "show the last folded tool result in full (again: the one before)"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},

@@ -186,7 +186,7 @@ func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {
 	tm.typeText("run the echoes")
 	tm.keys("Enter")
 	screen := tm.waitFor("second item")
-	for _, want := range []string{"› run the echoes", "bash  echo hi-from-bash; echo second", "│ hi-from-bash", "… 3 more lines", "It printed six lines with echo.", "• first item", "Result"} {
+	for _, want := range []string{"› run the echoes", "bash  echo hi-from-bash; echo second", "… 3 earlier lines", "│ sixth", "│ [exit code 0]", "It printed six lines with echo.", "• first item", "Result"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}

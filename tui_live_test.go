@@ -93,7 +93,7 @@ func TestEditResultShowsNumberedChangesWithContext(t *testing.T) {
 	args, res := editResult(t, tui, 20,
 		obj{"oldText": "line 3\n", "newText": "line three\n"},
 		obj{"oldText": "line 15\nline 16\n", "newText": "fifteen\n"})
-	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content)
+	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content, 0)
 	want := `✓ edit  a.go (2 edits)
   │  2   line 2
   │  3 - line 3
@@ -138,7 +138,7 @@ func TestLongEditDiffFoldsFairlyAndCtrlOShowsItAll(t *testing.T) {
 	args, res := editResult(t, tui, 200,
 		obj{"oldText": long.String(), "newText": longNew.String()},
 		obj{"oldText": "line 150\n", "newText": "one fifty\n"})
-	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content)
+	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content, 0)
 	got := plainRowsOf(tui.commit)
 	if n := len(tui.commit); n > tui.screenful()+1 {
 		t.Errorf("%d rows for a screenful of %d:\n%s", n, tui.screenful(), got)
@@ -160,17 +160,24 @@ func TestLongEditDiffFoldsFairlyAndCtrlOShowsItAll(t *testing.T) {
 		t.Errorf("ctrl+o output:\n%s", full)
 	}
 
-	// Any other result: the first lines, and ctrl+o for the rest.
+	// A command's result: its last lines, and ctrl+o for the rest.
 	tui.commit = nil
-	out := strings.Repeat("output line\n", 30) + "the very end"
-	tui.commitToolResult("bash", "make", "", false, []Block{TextBlock(out)})
-	if got := plainRowsOf(tui.commit); !strings.Contains(got, "… 27 more lines (ctrl+o shows all)") || strings.Contains(got, "the very end") {
+	out := "the very start\n" + strings.Repeat("output line\n", 30) + "the very end"
+	tui.commitToolResult("bash", "make", "", false, []Block{TextBlock(out)}, 0)
+	if got := plainRowsOf(tui.commit); !strings.Contains(got, "… 28 earlier lines (ctrl+o shows all)") || !strings.Contains(got, "│ the very end") || strings.Contains(got, "the very start") {
 		t.Errorf("bash preview:\n%s", got)
 	}
+	// Anything else: its first lines.
 	tui.commit = nil
+	tui.commitToolResult("read", "notes.txt", "", false, []Block{TextBlock(out)}, 1500*time.Millisecond)
+	if got := plainRowsOf(tui.commit); !strings.Contains(got, "✓ read  notes.txt  1.5s") || !strings.Contains(got, "│ the very start") || !strings.Contains(got, "… 28 more lines (ctrl+o shows all)") || strings.Contains(got, "the very end") {
+		t.Errorf("read preview:\n%s", got)
+	}
+	tui.commit = nil
+	tui.key(ctrlKey('c')) // ctrl+o pressed anew starts from the last
 	tui.key(ctrlKey('o'))
-	if got := plainRowsOf(tui.commit); strings.Count(got, "output line") != 30 || !strings.Contains(got, "the very end") {
-		t.Errorf("ctrl+o after bash:\n%s", got)
+	if got := plainRowsOf(tui.commit); strings.Count(got, "output line") != 30 || !strings.Contains(got, "the very end") || !strings.Contains(got, "✓ read") {
+		t.Errorf("ctrl+o after read:\n%s", got)
 	}
 }
 

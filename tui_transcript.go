@@ -189,10 +189,10 @@ func (t *TUI) event(e Event) {
 	case EventToolCall:
 		lt := t.liveTool(e.ID)
 		if lt == nil {
-			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
+			lt = &liveTool{id: e.ID, name: oneLine(e.Name)}
 			st.tools = append(st.tools, lt)
 		}
-		lt.summary = toolSummary(e.Name, e.Args)
+		lt.summary, lt.start = toolSummary(e.Name, e.Args), time.Now() // it runs from now
 	case EventToolProgress:
 		if lt := t.liveTool(e.ID); lt != nil {
 			lt.progress = append(lt.progress, strings.Split(strings.TrimRight(e.Text, "\n"), "\n")...)
@@ -201,12 +201,12 @@ func (t *TUI) event(e Event) {
 			}
 		}
 	case EventToolResult:
-		summary := ""
+		summary, took := "", time.Duration(0)
 		if lt := t.liveTool(e.ID); lt != nil {
-			summary = lt.summary
+			summary, took = lt.summary, time.Since(lt.start)
 			t.dropLiveTool(e.ID)
 		}
-		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content)
+		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content, took)
 	case EventTurnEnd:
 		if e.Stop == StopAborted {
 			t.endThinking()
@@ -491,7 +491,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
 			case BlockToolCall:
 				r := results[b.ID]
-				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content)
+				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content, 0)
 			}
 		}
 	}

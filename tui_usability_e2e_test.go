@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -185,4 +186,42 @@ func TestTUIModelSavesOnlyWhatWasChosen(t *testing.T) {
 		tm.waitFor("Answered by the flag's server.") // the run still uses its --base-url
 		tm.exitAndCheck()
 	}
+}
+
+// ctrl+o shows the last folded result whole, and pressed again the one
+// before, skipping results shown whole; past the first it says so. A
+// command's result is folded to its last lines, and every finished tool
+// says how long it ran.
+func TestTUICtrlOStepsBackThroughFoldedResults(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "printf 'alpha-%d\\n' $(seq 1 10)"}),
+		toolStep("t2", "bash", obj{"command": "echo short"}),
+		toolStep("t3", "bash", obj{"command": "printf 'beta-%d\\n' $(seq 1 8)"}),
+		replayStep{Events: anthropicEvents(gen{Text: "Three commands ran."})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("run three")
+	tm.keys("Enter")
+	screen := tm.waitFor("Three commands ran.")
+	// A command's preview is its tail, and says how long it ran.
+	if strings.Contains(screen, "alpha-2") || strings.Contains(screen, "beta-2") || !strings.Contains(screen, "│ alpha-10") ||
+		!regexp.MustCompile(`✓ bash  echo short  \d+\.\ds`).MatchString(screen) {
+		t.Fatalf("the results were not folded to their tails, with run times:\n%s", screen)
+	}
+	tm.keys("C-o")
+	screen = tm.waitFor("in full: folded result 2 of 2 (ctrl+o again: the one before)")
+	if !strings.Contains(screen, "│ beta-2") {
+		t.Errorf("the last folded result is not whole:\n%s", screen)
+	}
+	tm.keys("C-o")
+	screen = tm.waitFor("in full: folded result 1 of 2")
+	if !strings.Contains(screen, "│ alpha-2") {
+		t.Errorf("the first folded result is not whole:\n%s", screen)
+	}
+	tm.keys("C-o")
+	tm.waitFor("that was the first folded result")
+	tm.exitAndCheck()
 }
