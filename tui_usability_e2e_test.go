@@ -225,3 +225,52 @@ func TestTUICtrlOStepsBackThroughFoldedResults(t *testing.T) {
 	tm.waitFor("that was the first folded result")
 	tm.exitAndCheck()
 }
+
+// "Continue without them" in the trust dialog is remembered for exactly
+// the programs shown: the next session does not ask (and says why nothing
+// runs), a changed program asks again, and zot trust --revoke forgets the
+// answer.
+func TestTUITrustNotNowIsRememberedUntilTheProgramsChange(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	z := newZotRun(t)
+	layTrustFixture(t, z.cwd)
+	args := append(anthropicFlags(srv), "--claude-hooks")
+	answer := func(keys ...string) {
+		t.Helper()
+		tm := startTUI(t, z, args...)
+		tm.waitFor("continue without them")
+		tm.keys(keys...)
+		tm.waitFor("will not ask again until they change")
+		tm.exitAndCheck()
+	}
+	answer("Enter")
+	tm := startTUI(t, z, args...)
+	screen := tm.waitFor("you chose to continue without them")
+	if strings.Contains(screen, "trust this directory and run them") {
+		t.Errorf("asked again:\n%s", screen)
+	}
+	tm.exitAndCheck()
+	if m := markers(z.cwd); len(m) > 0 {
+		t.Errorf("programs ran after \"continue without them\": %v", m)
+	}
+	if out, _, code := z.run("trust", "--list"); code != 0 || !strings.Contains(out, "continued without its programs") {
+		t.Errorf("zot trust --list: exit %d\n%s", code, out)
+	}
+
+	// A changed hook is a set the user has not seen.
+	os.WriteFile(filepath.Join(z.cwd, ".claude", "settings.json"), []byte(`{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "sh ./mark.sh hook; true"}]}]}}`), 0o644)
+	answer("Escape")
+
+	if out, _, code := z.run("trust", "--revoke", z.cwd); code != 0 || !strings.Contains(out, "the next session there asks again") {
+		t.Errorf("zot trust --revoke: exit %d\n%s", code, out)
+	}
+	tm = startTUI(t, z, args...)
+	tm.waitFor("continue without them")
+	tm.keys("Down", "Enter") // quit
+	tm.checkExit(0)
+	if m := markers(z.cwd); len(m) > 0 {
+		t.Errorf("programs ran: %v", m)
+	}
+}

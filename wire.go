@@ -580,7 +580,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	t := newTUI(s.tuiConfig(), out)
 	stop := func() {}
 	defer func() { stop() }()
-	if s.projectOK {
+	if s.projectOK || s.trust.Declined {
+		if !s.projectOK {
+			t.Logf("zot: this directory's own programs are not running: you chose to continue without them (zot trust runs them, zot trust --revoke asks again)")
+		}
 		stop = s.plugTUI(t)
 		if err := s.checkToolPatterns(); err != nil {
 			return fail(stderr, err)
@@ -596,6 +599,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				s.projectOK = true
 				if err := recordTrust(s.home, s.cwd, s.trust.Entries, s.trustKinds); err != nil {
 					t.Logf("zot: trusted for this session only: %s", err)
+				}
+			} else if s.trust.Warning == "" { // a trust.json zot cannot read is not rewritten for a "no"
+				if err := recordDecline(s.home, s.cwd, s.trust.Entries); err != nil {
+					t.Logf("zot: not remembered, so the next session asks again: %s", err)
 				}
 			}
 			stop = s.plugTUI(t)
