@@ -176,6 +176,7 @@ type TUI struct {
 	stopGrace     time.Time // until then a ctrl+c is taken as meant for the run that just ended
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
+	loginPrompt   *queuedPrompt // sent without a key: back into the editor once /login saved one
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
 	folded        []*toolResult  // results shown cut, which ctrl+o shows in full
@@ -608,8 +609,9 @@ func (t *TUI) key(k key) {
 			}
 			k = key{code: keyEsc}
 		}
-		if t.dialogs[n-1].key(t, k) {
-			t.popDialog(t.dialogs[n-1])
+		// A dialog may close itself (and open another) as it answers.
+		if d := t.dialogs[n-1]; d.key(t, k) {
+			t.popDialog(d)
 		}
 		return
 	}
@@ -696,14 +698,19 @@ func (t *TUI) enter() {
 	if strings.TrimSpace(display) == "" {
 		return
 	}
+	t.remember(text)
+	t.ed.reset()
+	t.popDismissed = ""
+	t.submitText(display, text)
+}
+
+// remember puts a prompt at the top of the history.
+func (t *TUI) remember(text string) {
 	if err := t.hist.add(text); err != nil {
 		t.logf(fgYellow, "zot: %v (history off for this session)", err)
 		t.hist.path = ""
 	}
 	t.ed.hist = append([]string{text}, removeString(t.ed.hist, text)...)
-	t.ed.reset()
-	t.popDismissed = ""
-	t.submitText(display, text)
 }
 
 func removeString(list []string, s string) []string {

@@ -732,17 +732,31 @@ func (t *TUI) cmdSkills(args string) {
 
 // Keys.
 
-func (t *TUI) cmdLogin(args string) {
-	ask := func(t *TUI, provider string) {
-		if provider == "ollama" {
-			t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
-			return
-		}
-		t.pushDialog(&secretDialog{
-			title: "API key for " + provider + " (typing is not shown)",
-			done:  func(t *TUI, key string) { t.login(provider, key) },
-		})
+// askKey opens the hidden prompt for provider's API key.
+func (t *TUI) askKey(provider string) {
+	if provider == "ollama" {
+		t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
+		return
 	}
+	t.pushDialog(&secretDialog{
+		title:  "API key for " + provider + " (typing is not shown)",
+		done:   func(t *TUI, key string) { t.login(provider, key) },
+		cancel: (*TUI).loginCancelled,
+	})
+}
+
+// loginCancelled leaves the prompt that was sent without a key in the
+// history, not in the editor, where the next /login would join it.
+func (t *TUI) loginCancelled() {
+	if q := t.loginPrompt; q != nil {
+		t.loginPrompt = nil
+		t.remember(q.text)
+		t.logf(sDim, "not sent: no key yet (↑ brings the prompt back)")
+	}
+}
+
+func (t *TUI) cmdLogin(args string) {
+	ask := (*TUI).askKey
 	if args != "" {
 		if args != "anthropic" && args != "openai" && args != "ollama" {
 			t.logf(fgRed, "/login: unknown provider %q (anthropic or openai)", args)
@@ -765,6 +779,7 @@ func (t *TUI) login(provider, key string) {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		t.logf(sDim, "/login: no key entered; nothing saved")
+		t.loginCancelled()
 		return
 	}
 	if provider == t.provider {
@@ -785,6 +800,11 @@ func (t *TUI) saveKey(provider, key string) {
 	}
 	if provider == t.provider {
 		t.useProvider("/login", provider, t.agent.CurrentModel())
+		if q := t.loginPrompt; q != nil && t.missingKey == "" {
+			t.loginPrompt = nil
+			t.ed.set(q.display)
+			t.hint = "your prompt is back: enter sends it"
+		}
 	}
 }
 
@@ -943,11 +963,13 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 	return false
 }
 
-// secretDialog reads a key without showing it.
+// secretDialog reads a key without showing it; cancel, when set, runs
+// on esc.
 type secretDialog struct {
-	title string
-	buf   []rune
-	done  func(t *TUI, s string)
+	title  string
+	buf    []rune
+	done   func(t *TUI, s string)
+	cancel func(t *TUI)
 }
 
 func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
@@ -959,6 +981,10 @@ func (d *secretDialog) key(t *TUI, k key) bool {
 	switch {
 	case k.code == keyEsc:
 		d.buf = nil
+		if d.cancel != nil {
+			t.popDialog(d)
+			d.cancel(t)
+		}
 		return true
 	case k.code == keyEnter:
 		s := string(d.buf)

@@ -20,8 +20,12 @@ import (
 // startPrompt sends a prompt to the agent on a goroutine of its own.
 func (t *TUI) startPrompt(q queuedPrompt) {
 	if t.missingKey != "" {
+		// Left in the editor, the prompt would catch the /login the
+		// warning suggests ("hello/login"): the key is asked for at once,
+		// and the prompt comes back once it is saved.
 		t.warnNoKey()
-		t.ed.set(q.display)
+		t.loginPrompt = &q
+		t.askKey(t.provider)
 		return
 	}
 	if name, _, ok := parseSlash(q.text); ok && t.isTemplate(name) {

@@ -274,3 +274,39 @@ func TestTUITrustNotNowIsRememberedUntilTheProgramsChange(t *testing.T) {
 		t.Errorf("programs ran: %v", m)
 	}
 }
+
+// The first prompt of a user without a key asks for the key at once; the
+// prompt waits in the history (esc) or comes back into the editor once
+// the key is saved, so a /login typed after it is never glued to it.
+func TestTUIFirstPromptWithoutAKeyAsksForIt(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	z := newZotRun(t)
+	tm := startTUI(t, z)
+	tm.waitFor("No API key for anthropic")
+	tm.typeText("hello")
+	tm.keys("Enter")
+	tm.waitFor("API key for anthropic (typing is not shown)")
+	tm.keys("Escape")
+	screen := tm.waitFor("not sent: no key yet (↑ brings the prompt back)")
+	if strings.Contains(screen, "› hello") {
+		t.Errorf("the prompt stayed in the editor:\n%s", screen)
+	}
+	tm.keys("Up")
+	tm.waitFor("› hello")
+	tm.keys("C-u")
+	tm.typeText("/login")
+	tm.keys("Enter")
+	tm.waitFor("log in to which provider?")
+	tm.keys("Escape")
+	tm.waitScreen("the picker to close", func(s string) bool { return !strings.Contains(s, "log in to which provider?") })
+	tm.typeText("hello again")
+	tm.keys("Enter")
+	tm.waitFor("API key for anthropic (typing is not shown)")
+	tm.typeText("sk-test-key")
+	tm.keys("Enter")
+	tm.waitFor("saved the anthropic key")
+	tm.waitFor("your prompt is back: enter sends it")
+	tm.waitFor("› hello again")
+	tm.exitAndCheck()
+}
