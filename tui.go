@@ -184,6 +184,7 @@ type TUI struct {
 	rule          string         // the line above the editor, for the current width
 
 	images    imageProtocol // how pictures are drawn (tui_images.go); set by Run
+	caps      termCaps      // NO_COLOR, a locale that is not UTF-8 (tui_charset.go); set by Run
 	panelKeys chan panelMsg
 	keyBuf    []byte
 	quit      bool
@@ -337,6 +338,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	t.write([]byte("\x1b[?2004h"))
 	var imagesWarning string
 	t.images, imagesWarning = detectImages(os.Getenv)
+	t.caps = detectTermCaps(os.Getenv)
 	if imagesWarning != "" {
 		t.logf(fgYellow, "zot: %s", imagesWarning)
 	}
@@ -474,7 +476,7 @@ func (t *TUI) write(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	if _, err := t.out.Write(b); err != nil && !t.quit {
+	if _, err := t.out.Write(t.caps.filter(b)); err != nil && !t.quit {
 		t.exitCode, t.quit = exitFailure, true
 	}
 }

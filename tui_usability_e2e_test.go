@@ -310,3 +310,54 @@ func TestTUIFirstPromptWithoutAKeyAsksForIt(t *testing.T) {
 	tm.waitFor("› hello again")
 	tm.exitAndCheck()
 }
+
+// NO_COLOR takes every colour out of the TUI and leaves the layout as it
+// was; a locale that is not UTF-8 gets ASCII, again in the same layout.
+func TestTUIHonoursNoColorAndAnASCIILocale(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	colour := regexp.MustCompile(`\x1b\[([0-9;]*;)?(3[0-8]|9[0-7]|4[0-8])[;m]`) // 39 and 49 are the defaults
+	run := func(env ...string) (plain, styled string) {
+		srv := startReplay(t,
+			toolStep("t1", "bash", obj{"command": "echo from-bash"}),
+			replayStep{Events: anthropicEvents(gen{Text: "# Heading\n\nSome **bold** and `code`, then a list:\n\n- one\n- two\n"})})
+		z := newZotRun(t)
+		z.env = env
+		tm := startTUI(t, z, anthropicFlags(srv)...)
+		tm.waitFor("/help for keys")
+		tm.typeText("show me")
+		tm.keys("Enter")
+		tm.waitFor("two")
+		tm.waitIdle()
+		plain, styled = tm.screen(), tm.tmux("capture-pane", "-p", "-e", "-t", "t")
+		tm.exitAndCheck()
+		return plain, styled
+	}
+	// The run time of the tool and the directory differ from run to run.
+	stable := regexp.MustCompile(`\d+\.\ds|…/\d+`)
+	plain, styled := run()
+	if !colour.MatchString(styled) {
+		t.Fatalf("no colour without NO_COLOR, so the test proves nothing:\n%q", styled)
+	}
+	noColorPlain, noColorStyled := run("NO_COLOR=1")
+	if m := colour.FindString(noColorStyled); m != "" {
+		t.Errorf("NO_COLOR: a colour was drawn (%q):\n%q", m, noColorStyled)
+	}
+	if stable.ReplaceAllString(noColorPlain, "") != stable.ReplaceAllString(plain, "") {
+		t.Errorf("NO_COLOR changed the layout:\n%s\nwithout it:\n%s", noColorPlain, plain)
+	}
+	asciiPlain, _ := run("LANG=C")
+	for i, r := range asciiPlain {
+		if r >= 0x80 {
+			t.Fatalf("LANG=C: %q at %d:\n%s", r, i, asciiPlain)
+		}
+	}
+	for _, want := range []string{"> show me", "+ bash  echo from-bash", "| from-bash", "* one", "-----", "| [exit code 0]"} {
+		if !strings.Contains(asciiPlain, want) {
+			t.Errorf("LANG=C: the screen lacks %q:\n%s", want, asciiPlain)
+		}
+	}
+	if got, want := len(strings.Split(asciiPlain, "\n")), len(strings.Split(plain, "\n")); got != want {
+		t.Errorf("LANG=C: %d rows, want %d", got, want)
+	}
+}
