@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -195,7 +196,7 @@ func (t *TUI) cmdHelp(string) {
 	for _, c := range builtinCommands() {
 		help := c.help
 		if c.stops {
-			help += " (stops a running turn)"
+			help += " (" + stopsWhen(c.name) + ")"
 		}
 		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
 	}
@@ -215,6 +216,23 @@ func (t *TUI) cmdHelp(string) {
 			t.commitRows(helpRows(section.rows, t.width))
 		}
 	}
+}
+
+// stopsWhen says, for /help, when a command that changes the conversation
+// or the model stops a running turn: for those that open a picker, only
+// the choice does.
+func stopsWhen(name string) string {
+	switch name {
+	case "sessions", "fork":
+		return "choosing one stops a running turn"
+	case "model":
+		return "stops a running turn; in the picker, choosing does"
+	case "session":
+		return "import, or choosing in the tree, stops a running turn"
+	case "login", "logout":
+		return "stops a running turn when it is the provider in use"
+	}
+	return "stops a running turn"
 }
 
 // helpRows lays out names and what they do in two columns: the names as
@@ -902,49 +920,91 @@ func boxEdge(width int, left, right, label string, st style) string {
 func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
 // pickerDialog chooses one of a list; cancel, when set, runs on esc.
+// Typing filters the list: an item stays when it holds every word typed,
+// in any case.
 type pickerDialog struct {
 	title  string
 	items  []string
-	sel    int
+	sel    int // in shown
 	pick   func(t *TUI, i int)
 	cancel func(t *TUI)
+
+	filter []rune
+	shown  []int // the items the filter lets through; nil: not yet computed
+}
+
+// refilter recomputes what the filter shows, keeping the selected item
+// selected when it is still there.
+func (d *pickerDialog) refilter() {
+	was := -1
+	if d.shown != nil && d.sel < len(d.shown) {
+		was = d.shown[d.sel]
+	}
+	words := strings.Fields(strings.ToLower(string(d.filter)))
+	d.shown = d.shown[:0:0]
+	for i, it := range d.items {
+		lower := strings.ToLower(it)
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(lower, w) }) {
+			d.shown = append(d.shown, i)
+		}
+	}
+	d.sel = max(slices.Index(d.shown, was), 0)
+}
+
+// ensureShown shows every item, as before anything is typed.
+func (d *pickerDialog) ensureShown() {
+	if d.shown == nil {
+		d.shown = make([]int, len(d.items))
+		for i := range d.shown {
+			d.shown[i] = i
+		}
+	}
 }
 
 func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
+	d.ensureShown()
 	show := max(min(10, t.height-8), 3)
 	top := 0
-	if len(d.items) > show {
-		top = min(max(d.sel-show/2, 0), len(d.items)-show)
+	if len(d.shown) > show {
+		top = min(max(d.sel-show/2, 0), len(d.shown)-show)
 	}
 	var body []string
-	for i := top; i < len(d.items) && i < top+show; i++ {
+	for j := top; j < len(d.shown) && j < top+show; j++ {
 		mark, st := "  ", style(0)
-		if i == d.sel {
+		if j == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[i]), st}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[d.shown[j]]), st}))
 	}
-	footer := "↑↓ choose · enter select · esc cancel"
-	if len(d.items) > show {
-		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.items), footer)
+	if len(d.shown) == 0 {
+		body = append(body, fitLine(boxInner(width), span{"  nothing matches " + oneLine(string(d.filter)), sDim}))
+	}
+	footer := "↑↓ choose · enter select · type to filter · esc cancel"
+	if len(d.filter) > 0 {
+		footer = "filter: " + oneLine(string(d.filter)) + " · backspace · esc cancel"
+	}
+	if len(d.shown) > show {
+		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.shown), footer)
 	}
 	return box(width, oneLine(d.title), footer, body), 1 + d.sel - top, -1
 }
 
 func (d *pickerDialog) key(t *TUI, k key) bool {
+	d.ensureShown()
+	n := max(len(d.shown), 1)
 	switch k.code {
 	case keyUp:
-		d.sel = (d.sel - 1 + len(d.items)) % len(d.items)
+		d.sel = (d.sel - 1 + n) % n
 	case keyDown, keyTab:
-		d.sel = (d.sel + 1) % len(d.items)
+		d.sel = (d.sel + 1) % n
 	case keyPgUp:
 		d.sel = max(d.sel-10, 0)
 	case keyPgDn:
-		d.sel = min(d.sel+10, len(d.items)-1)
+		d.sel = min(d.sel+10, n-1)
 	case keyHome:
 		d.sel = 0
 	case keyEnd:
-		d.sel = len(d.items) - 1
+		d.sel = n - 1
 	case keyEsc:
 		if d.cancel != nil {
 			t.popDialog(d)
@@ -952,13 +1012,28 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 		}
 		return true
 	case keyEnter:
+		if len(d.shown) == 0 {
+			return false
+		}
 		t.popDialog(d)
-		d.pick(t, d.sel)
+		d.pick(t, d.shown[d.sel])
 		return false
+	case keyBackspace:
+		if len(d.filter) > 0 {
+			d.filter = d.filter[:len(d.filter)-1]
+			d.refilter()
+		}
 	case keyRune:
 		if k.mod == modCtrl && (k.r == 'p' || k.r == 'n') {
 			return d.key(t, key{code: map[rune]keyCode{'p': keyUp, 'n': keyDown}[k.r]})
 		}
+		if k.mod == 0 {
+			d.filter = append(d.filter, k.r)
+			d.refilter()
+		}
+	case keyPaste:
+		d.filter = append(d.filter, []rune(oneLine(k.text))...)
+		d.refilter()
 	}
 	return false
 }

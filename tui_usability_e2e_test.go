@@ -361,3 +361,32 @@ func TestTUIHonoursNoColorAndAnASCIILocale(t *testing.T) {
 		t.Errorf("LANG=C: %d rows, want %d", got, want)
 	}
 }
+
+// The /model picker narrows to what is typed; /help says that choosing in
+// /sessions, not opening it, stops a running turn.
+func TestTUIModelPickerFiltersAndHelpSaysWhatStops(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	z := newZotRun(t)
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("/help for keys")
+	tm.typeText("/help")
+	tm.keys("Enter")
+	screen := tm.waitFor("/sessions")
+	if !regexp.MustCompile(`/sessions +resume a saved session of this directory \(choosing one stops a running`).MatchString(screen) {
+		t.Errorf("/help on /sessions:\n%s", screen)
+	}
+	tm.keys("C-l")
+	tm.typeText("/model")
+	tm.keys("Enter")
+	tm.waitFor("type to filter")
+	tm.typeText("haiku 4-5")
+	screen = tm.waitFor("filter: haiku 4-5")
+	if !strings.Contains(screen, "anthropic/claude-haiku-4-5") || strings.Contains(screen, "claude-opus-4-5") || strings.Contains(screen, "claude-3-5-haiku") {
+		t.Errorf("the picker did not narrow:\n%s", screen)
+	}
+	tm.keys("Enter")
+	tm.waitFor("model: anthropic/claude-haiku-4-5")
+	tm.exitAndCheck()
+}

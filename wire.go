@@ -96,8 +96,14 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
 	cfg, err := loadConfig(s.home)
-	if err != nil {
-		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	switch {
+	case err != nil && o.sandbox == "":
+		// It may ask for a sandbox, which is never given up for a file
+		// zot cannot read: one clear error rather than "ignored" and then
+		// a refusal.
+		return nil, fmt.Errorf("%v: fix or remove it (zot does not start without reading it, since it may ask for a sandbox; --sandbox MODE decides for one run)", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "zot: %v (ignored: --sandbox decides the sandbox)\n", err)
 	}
 	s.mcpWait = defaultMCPWait
 	switch d, err := time.ParseDuration(cfg.MCPWait); {
