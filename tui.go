@@ -176,7 +176,7 @@ type TUI struct {
 	stopGrace     time.Time // until then a ctrl+c is taken as meant for the run that just ended
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
-	loginPrompt   *queuedPrompt // sent without a key: back into the editor once /login saved one
+	loginPrompt   *queuedPrompt  // sent without a key: back into the editor once /login saved one
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
 	folded        []*toolResult  // results shown cut, which ctrl+o shows in full
