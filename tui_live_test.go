@@ -427,7 +427,7 @@ func TestHelpColumnsFitTheKeysAndTheTerminal(t *testing.T) {
 		tui.cmdHelp("")
 		text := plainRowsOf(tui.commit)
 		words := strings.Join(strings.Fields(text), " ")
-		for _, want := range []string{"shift+enter", "ctrl+o show the last tool result in full", "/model [provider/]ID"} {
+		for _, want := range []string{"shift+enter", "ctrl+o show the last folded tool result in full (again: the one before)", "/model [provider/]ID"} {
 			if !strings.Contains(words, want) {
 				t.Errorf("width %d: /help lacks %q:\n%s", width, want, text)
 			}

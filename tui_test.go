@@ -683,12 +683,12 @@ func TestToolCallsShowASummaryAndTheFirstLines(t *testing.T) {
 	feed(tui, Event{Type: "tool_result", ID: "t1", Name: "bash", IsError: true,
 		Content: []Block{TextBlock("l1\nl2\nl3\nl4\nl5\nl6\n[exit code 1]")}})
 	s := v.String()
-	for _, want := range []string{"✗ bash  go test ./... …", "│ l1", "│ l4", "… 3 more lines"} {
+	for _, want := range []string{"✗ bash  go test ./... …", "… 3 earlier lines", "│ l4", "│ [exit code 1]"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("lacks %q:\n%s", want, s)
 		}
 	}
-	if strings.Contains(s, "l5") || strings.Contains(s, "│ running") {
+	if strings.Contains(s, "l3") || strings.Contains(s, "│ running") {
 		t.Errorf("too much shown:\n%s", s)
 	}
 	for args, want := range map[string]string{
