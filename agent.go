@@ -111,6 +111,9 @@ type Usage struct {
 	CacheRead  int `json:"cache_read"`
 	CacheWrite int `json:"cache_write"`
 	CostUSD    USD `json:"cost_usd"`
+	// CacheWrite1h is the part of CacheWrite kept for an hour, which
+	// costs more than a 5-minute write; it only prices the call.
+	CacheWrite1h int `json:"-"`
 }
 
 // USD is an amount of dollars. Sums of prices carry binary noise
@@ -132,7 +135,28 @@ func (u *Usage) Add(o Usage) {
 	u.Output += o.Output
 	u.CacheRead += o.CacheRead
 	u.CacheWrite += o.CacheWrite
+	u.CacheWrite1h += o.CacheWrite1h
 	u.CostUSD += o.CostUSD
+}
+
+// clamped is u with no count below zero, and what was wrong when one was.
+// Providers count the input as the prompt minus its cached part, so a
+// server that reports more cached tokens than the prompt had makes it
+// negative: the cached part is cut to the prompt.
+func (u Usage) clamped() (Usage, string) {
+	var odd string
+	if u.Input < 0 && u.CacheRead > 0 {
+		prompt := max(u.Input+u.CacheRead, 0)
+		odd = fmt.Sprintf("it reported %d cached tokens of a %d-token prompt", u.CacheRead, prompt)
+		u.Input, u.CacheRead = 0, prompt
+	}
+	for _, n := range []*int{&u.Input, &u.Output, &u.CacheRead, &u.CacheWrite, &u.CacheWrite1h} {
+		if *n < 0 {
+			odd = cmp.Or(odd, fmt.Sprintf("it reported a token count of %d", *n))
+			*n = 0
+		}
+	}
+	return u, odd
 }
 
 // ContextTokens is how much of the context window the request used.
@@ -579,6 +603,7 @@ type Agent struct {
 	messages   []Message
 	cumulative Usage
 	lastInput  int
+	usageOdd   bool // a usage below zero was reported
 }
 
 // NewAgent returns an agent with the defaults a user expects.
@@ -1002,7 +1027,12 @@ func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit 
 }
 
 func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
+	u, odd := u.clamped()
 	a.mu.Lock()
+	if odd != "" && !a.usageOdd {
+		a.usageOdd = true
+		defer a.logf("%s: %s; counted as sent, not below zero (the server's inconsistency, reported once)", a.Provider.Name(), odd)
+	}
 	u.CostUSD = USD(lookupModel(a.Provider.Name(), a.Model).Cost(u))
 	a.cumulative.Add(u)
 	a.lastInput = u.ContextTokens()

@@ -45,6 +45,9 @@ type userConfig struct {
 	// MCPWait is how long a run without the TUI waits for MCP servers
 	// before its first model request ("5s"; --mcp-wait wins).
 	MCPWait string `json:"mcp_wait,omitempty"`
+	// CacheRetention is how long Anthropic keeps the prompt cache: "5m"
+	// (its default) or "1h" (docs/usage.md#prompt-caching).
+	CacheRetention string `json:"cacheRetention,omitempty"`
 }
 
 // saveConfig remembers the user's choices in config.json, written whole;

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,13 +94,12 @@ var flagTable = []flagSpec{
 		return nil
 	}},
 	{"list-models", "", "", "list known models and exit", func(o *options, _ string) error { o.listModels = true; return nil }},
-	{"reasoning", "", "LEVEL", "thinking effort: low, medium or high", func(o *options, v string) error {
-		switch v {
-		case "low", "medium", "high":
+	{"reasoning", "", "LEVEL", "thinking effort: off, low, medium, high, xhigh or max (docs/usage.md#thinking)", func(o *options, v string) error {
+		if v == ReasoningOff || slices.Contains(reasoningLevels, v) {
 			o.reasoning = v
 			return nil
 		}
-		return fmt.Errorf("--reasoning must be low, medium or high, not %q", v)
+		return fmt.Errorf("--reasoning must be off, low, medium, high, xhigh or max, not %q", v)
 	}},
 	{"cwd", "", "DIR", "working directory for the tools (default: the current one)", func(o *options, v string) error { o.cwd = v; return nil }},
 	{"tools", "", "LIST", "comma-separated tools to enable (globs allowed, e.g. read,bash,mcp__fs__*)", func(o *options, v string) error { o.tools = v; return nil }},
@@ -277,7 +277,7 @@ var commands = map[string]command{
 		}, stdin, stdout, stderr)
 	}},
 	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		return runValidateCommand(args, loadTrustedValidators, stdin, stdout, stderr)
+		return runValidateCommand(args, loadTrustedGate, stdin, stdout, stderr)
 	}},
 	"rpc": {&rpcUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runMode(append([]string{"--rpc"}, args...), stdin, stdout, stderr)

@@ -334,7 +334,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"unknown flag", []string{"-p", "--frobnicate", "x"}, 2, "unknown flag --frobnicate"},
 		{"missing value", []string{"-p", "x", "--model"}, 2, "--model needs a value"},
-		{"bad reasoning", []string{"-p", "--reasoning", "max", "x"}, 2, "--reasoning must be low, medium or high"},
+		{"bad reasoning", []string{"-p", "--reasoning", "extreme", "x"}, 2, "--reasoning must be off, low, medium, high, xhigh or max"},
 		{"no prompt", []string{"-p"}, 2, "no prompt"},
 		{"no key", []string{"-p", "--provider", "anthropic", "hi"}, 1, "no API key for anthropic: set ANTHROPIC_API_KEY"},
 		{"ollama without model", []string{"-p", "--provider", "ollama", "hi"}, 2, "--provider ollama needs --model"},

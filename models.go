@@ -21,32 +21,47 @@ import (
 // userModelsFile is models.json:
 //
 //	{"providers": {"ollama": {"baseUrl": "…", "models": [{"id": "qwen3.5:4b", "name": "Qwen 3.5 4B",
-//	  "contextWindow": 32768, "maxTokens": 8192, "reasoning": true, "baseUrl": "…",
+//	  "contextWindow": 32768, "maxTokens": 8192, "reasoning": true, "baseUrl": "…", "api": "chat",
 //	  "priceInput": 0, "priceOutput": 0, "priceCacheRead": 0, "priceCacheWrite": 0}]}}}
 //
-// Prices are dollars per million tokens. Fields zot does not use (the
-// reference's api, auth, discover, compat…) are ignored.
+// Prices are dollars per million tokens. reasoning is true, false, or the
+// thinking style of a Claude model ("adaptive", "budget"). api, on a
+// provider or a model, is "responses" or "chat" (the reference's
+// "openai-responses" and "openai-completions" too); other values of it,
+// and the fields zot does not use (auth, discover, compat…), are ignored.
 type userModelsFile struct {
 	Providers map[string]userProvider `json:"providers"`
 }
 
 type userProvider struct {
 	BaseURL string      `json:"baseUrl"`
+	API     string      `json:"api"`
 	Models  []userModel `json:"models"`
 }
 
 type userModel struct {
-	ID              string  `json:"id"`
-	Name            string  `json:"name"`
-	Reasoning       *bool   `json:"reasoning"`
-	ContextWindow   int     `json:"contextWindow"`
-	MaxTokens       int     `json:"maxTokens"`
-	BaseURL         string  `json:"baseUrl"`
-	PriceInput      float64 `json:"priceInput"`
-	PriceOutput     float64 `json:"priceOutput"`
-	PriceCacheRead  float64 `json:"priceCacheRead"`
-	PriceCacheWrite float64 `json:"priceCacheWrite"`
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Reasoning       json.RawMessage `json:"reasoning"`
+	API             string          `json:"api"`
+	ContextWindow   int             `json:"contextWindow"`
+	MaxTokens       int             `json:"maxTokens"`
+	BaseURL         string          `json:"baseUrl"`
+	PriceInput      float64         `json:"priceInput"`
+	PriceOutput     float64         `json:"priceOutput"`
+	PriceCacheRead  float64         `json:"priceCacheRead"`
+	PriceCacheWrite float64         `json:"priceCacheWrite"`
 }
+
+// userAPIs are the values of "api" that choose an OpenAI API, the
+// reference zot's names among them.
+var userAPIs = map[string]string{
+	APIResponses: APIResponses, "openai-responses": APIResponses, "openai-codex-responses": APIResponses,
+	APIChat: APIChat, "openai-completions": APIChat,
+}
+
+// userReasoning are the values of "reasoning" that name a thinking style.
+var userReasoning = map[string]string{ThinkingAdaptive: ThinkingAdaptive, ThinkingBudget: ThinkingBudget, "enabled": ThinkingBudget}
 
 // userProviderAliases are the reference zot's transport names for the
 // providers zot speaks.
@@ -104,17 +119,39 @@ func loadUserModels(home string) (models []ModelInfo, notes []string, err error)
 			if m.BaseURL == "" {
 				m.BaseURL = prov.BaseURL
 			}
+			for _, api := range []string{um.API, prov.API, providerAPIs[name]} {
+				if m.API = userAPIs[api]; m.API != "" {
+					break
+				}
+			}
 			// An entry that only sets a price keeps the catalogue's
 			// reasoning flag rather than turning reasoning off.
-			if um.Reasoning != nil {
-				m.Reasoning = *um.Reasoning
-			} else if cat, ok := catalogueModel(provider, um.ID); ok {
-				m.Reasoning = cat.Reasoning
+			var flag bool
+			var style string
+			switch {
+			case len(um.Reasoning) == 0 || string(um.Reasoning) == "null":
+				m.Reasoning = catalogueReasoning(provider, um.ID)
+			case json.Unmarshal(um.Reasoning, &flag) == nil:
+				m.Reasoning = flag
+			case json.Unmarshal(um.Reasoning, &style) == nil && userReasoning[style] != "":
+				m.Reasoning, m.Thinking = true, userReasoning[style]
+			default:
+				notes = append(notes, fmt.Sprintf(`%s: %s/%s: "reasoning" must be true, false, "adaptive" or "budget", not %s; the catalogue's is used`, path, name, um.ID, truncate(string(um.Reasoning), 40)))
+				m.Reasoning = catalogueReasoning(provider, um.ID)
 			}
 			models = append(models, m)
 		}
 	}
 	return models, notes, nil
+}
+
+// providerAPIs are the APIs the reference zot's provider names imply.
+var providerAPIs = map[string]string{"openai-responses": APIResponses, "openai-codex": APIResponses}
+
+// catalogueReasoning is the catalogue's reasoning flag for a model.
+func catalogueReasoning(provider, id string) bool {
+	cat, _ := catalogueModel(provider, id)
+	return cat.Reasoning
 }
 
 // useUserModels loads models.json into the catalogue. What is wrong with

@@ -55,7 +55,7 @@ func TestUserModelsFileInTheReferenceFormat(t *testing.T) {
 	want := map[string]ModelInfo{
 		"ollama/qwen3.5:4b":      {ID: "qwen3.5:4b", Provider: "ollama", Name: "Qwen 3.5 4B", ContextWindow: 32768, MaxOutput: 8192, BaseURL: "http://gpu-box:11434/v1", Source: SourceUser, Known: true},
 		"ollama/coder:7b":        {ID: "coder:7b", Provider: "ollama", ContextWindow: 65536, Reasoning: true, BaseURL: "http://other:8080/v1", Source: SourceUser, Known: true},
-		"openai/gpt-5":           {ID: "gpt-5", Provider: "openai", Input: 9, Reasoning: true, Source: SourceUser, Known: true},
+		"openai/gpt-5":           {ID: "gpt-5", Provider: "openai", Input: 9, Reasoning: true, API: APIResponses, Source: SourceUser, Known: true},
 		"anthropic/claude-local": {ID: "claude-local", Provider: "anthropic", ContextWindow: 100000, MaxOutput: 4000, Input: 1.5, Output: 7, CacheRead: 0.1, CacheWrite: 2, Source: SourceUser, Known: true},
 	}
 	if len(byID) != len(want) {

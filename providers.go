@@ -162,6 +162,9 @@ type ProviderConfig struct {
 	// ResponseTimeout bounds the wait for a response's headers after a
 	// request is sent; 0 is DefaultResponseTimeout.
 	ResponseTimeout time.Duration
+	// CacheRetention is how long Anthropic keeps prompt cache entries: ""
+	// for its default of 5 minutes, or CacheRetention1h.
+	CacheRetention string
 }
 
 // DefaultResponseTimeout is how long a server may take to start answering:
@@ -190,7 +193,7 @@ func NewProvider(cfg ProviderConfig) (Provider, error) {
 			base = "https://api.anthropic.com"
 		}
 		h.name = "anthropic"
-		return &anthropicProvider{http: h, url: base + "/v1/messages", key: cfg.APIKey}, nil
+		return &anthropicProvider{http: h, url: base + "/v1/messages", key: cfg.APIKey, cacheTTL: cfg.CacheRetention}, nil
 	case "openai", "ollama":
 		if base == "" {
 			base = "https://api.openai.com"
@@ -670,15 +673,12 @@ type anthropicProvider struct {
 	http *httpStreamer
 	url  string
 	key  string
+	// cacheTTL is the lifetime asked of prompt cache entries: "" for
+	// Anthropic's default of 5 minutes, or "1h".
+	cacheTTL string
 }
 
 func (p *anthropicProvider) Name() string { return "anthropic" }
-
-type cacheControl struct {
-	Type string `json:"type"`
-}
-
-var ephemeral = &cacheControl{Type: "ephemeral"}
 
 type anthBlock struct {
 	Type         string           `json:"type"`
@@ -714,39 +714,15 @@ type anthTool struct {
 	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
-type anthThinking struct {
-	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens"`
-}
-
 type anthRequest struct {
-	Model     string        `json:"model"`
-	MaxTokens int           `json:"max_tokens"`
-	System    []anthBlock   `json:"system,omitempty"`
-	Messages  []anthMessage `json:"messages"`
-	Tools     []anthTool    `json:"tools,omitempty"`
-	Thinking  *anthThinking `json:"thinking,omitempty"`
-	Stream    bool          `json:"stream"`
-}
-
-var thinkingBudget = map[string]int{"low": 4096, "medium": 16384, "high": 32768}
-
-// Thinking shares max_tokens with the answer: answerRoom is what is left
-// for the answer at least, and the API takes no budget below
-// minThinkingBudget.
-const (
-	answerRoom        = 8192
-	minThinkingBudget = 1024
-)
-
-// reasoningFor is the --reasoning level to send: none for a model the
-// catalogue knows cannot reason (the API would refuse the request), as
-// asked for every other model (a local server's model is the user's call).
-func reasoningFor(info ModelInfo, level string) string {
-	if info.Known && !info.Reasoning {
-		return ""
-	}
-	return level
+	Model        string            `json:"model"`
+	MaxTokens    int               `json:"max_tokens"`
+	System       []anthBlock       `json:"system,omitempty"`
+	Messages     []anthMessage     `json:"messages"`
+	Tools        []anthTool        `json:"tools,omitempty"`
+	Thinking     *anthThinking     `json:"thinking,omitempty"`
+	OutputConfig *anthOutputConfig `json:"output_config,omitempty"`
+	Stream       bool              `json:"stream"`
 }
 
 func (p *anthropicProvider) buildRequest(req Request) anthRequest {
@@ -755,37 +731,17 @@ func (p *anthropicProvider) buildRequest(req Request) anthRequest {
 	if out.MaxTokens == 0 {
 		out.MaxTokens = info.MaxOutput
 	}
-	if budget, ok := thinkingBudget[reasoningFor(info, req.Reasoning)]; ok {
-		switch {
-		case out.MaxTokens >= budget+answerRoom:
-		case !info.Known:
-			out.MaxTokens = budget + answerRoom
-		default:
-			// The model's output limit is firm: the budget gives way.
-			budget = max(minThinkingBudget, out.MaxTokens-answerRoom)
-		}
-		if budget < out.MaxTokens {
-			out.Thinking = &anthThinking{Type: "enabled", BudgetTokens: budget}
-		}
-	}
+	askThinking(&out, info, req.Reasoning, req.MaxTokens == 0)
 	if req.System != "" {
 		sys := req.System
-		out.System = []anthBlock{{Type: "text", Text: &sys, CacheControl: ephemeral}}
+		out.System = []anthBlock{{Type: "text", Text: &sys}}
 	}
 	tools := append([]ToolSpec(nil), req.Tools...)
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	for _, t := range tools {
 		out.Tools = append(out.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)})
 	}
-	if n := len(out.Tools); n > 0 {
-		out.Tools[n-1].CacheControl = ephemeral
-	}
-	for i := len(out.Messages) - 1; i >= 0; i-- {
-		if m := out.Messages[i]; m.Role == "user" && len(m.Content) > 0 {
-			m.Content[len(m.Content)-1].CacheControl = ephemeral
-			break
-		}
-	}
+	placeCacheBreakpoints(&out, cmp.Or(info.CacheMinTokens, defaultCacheMinTokens), p.cacheMark())
 	return out
 }
 
@@ -907,6 +863,9 @@ type anthUsage struct {
 	OutputTokens             *int `json:"output_tokens"`
 	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral1h *int `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
 }
 
 type anthEvent struct {
@@ -947,6 +906,7 @@ func (s *anthStream) applyUsage(u anthUsage) {
 	set(&s.usage.Output, u.OutputTokens)
 	set(&s.usage.CacheRead, u.CacheReadInputTokens)
 	set(&s.usage.CacheWrite, u.CacheCreationInputTokens)
+	set(&s.usage.CacheWrite1h, u.CacheCreation.Ephemeral1h)
 }
 
 func (s *anthStream) block(i int) *partialBlock {
@@ -1228,6 +1188,9 @@ func imagePart(b Block) oaiPart {
 func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
 	if err := checkConversation(p.name, req.Messages); err != nil {
 		return Reply{}, err
+	}
+	if p.usesResponses(req.Model) {
+		return p.streamResponses(ctx, req, on)
 	}
 	body, err := json.Marshal(p.buildRequest(req))
 	if err != nil {

@@ -269,36 +269,59 @@ func TestOpenAITextThenToolCall(t *testing.T) {
 	}
 }
 
-// --reasoning never makes a request the model cannot take: the budget
-// fits under the model's output limit, and a model that cannot reason is
-// sent none.
+// --reasoning never makes a request the model cannot take: each model is
+// asked the way the catalogue says it thinks (adaptive with an effort, or
+// a budget that fits under its output limit), a level it lacks becomes the
+// nearest one below, and a model that cannot reason is sent nothing.
 func TestReasoningFitsTheModel(t *testing.T) {
 	t.Parallel()
 	anth := &anthropicProvider{}
 	for _, tc := range []struct {
-		model, level      string
-		maxTokens, budget int // budget 0: no thinking sent
+		model, level string
+		maxTokens    int
+		thinking     string // type sent, "" for none
+		budget       int
+		effort       string
 	}{
-		{"claude-sonnet-4-5", "high", 64000, 32768},
-		{"claude-opus-4-1", "high", 32000, 32000 - answerRoom},
-		{"claude-opus-4-1", "medium", 32000, 16384},
-		{"claude-3-5-haiku-latest", "high", 8192, 0},
-		{"my-local-model", "high", 32768 + answerRoom, 32768},
-		{"claude-sonnet-4-5", "", 64000, 0},
+		{"claude-opus-4-7", "high", 128000, "adaptive", 0, "high"},
+		{"claude-opus-4-8", "xhigh", 128000, "adaptive", 0, "xhigh"},
+		{"claude-opus-4-6", "xhigh", 128000, "adaptive", 0, "high"},
+		{"claude-sonnet-4-6", "max", 64000, "adaptive", 0, "max"},
+		{"claude-sonnet-4-6", "low", 64000, "adaptive", 0, "low"},
+		{"claude-opus-5", "medium", defaultMaxOutput + answerRoom, "adaptive", 0, "medium"},
+		{"my-local-model", "high", 32768 + answerRoom, "adaptive", 0, "high"},
+		{"claude-sonnet-4-5", "high", 64000, "enabled", 32768, ""},
+		{"claude-sonnet-4-5", "max", 64000, "enabled", 32768, ""},
+		{"claude-sonnet-4-5-20250929", "low", 64000, "enabled", 4096, ""},
+		{"claude-opus-4-20250514", "medium", 32000, "enabled", 16384, ""},
+		{"claude-3-7-sonnet-20250219", "low", 64000, "enabled", 4096, ""},
+		{"claude-opus-4-1", "high", 32000, "enabled", 32000 - answerRoom, ""},
+		{"claude-3-5-haiku-latest", "high", 8192, "", 0, ""},
+		{"claude-opus-4-7", "off", 128000, "", 0, ""},
+		{"claude-sonnet-4-5", "", 64000, "", 0, ""},
 	} {
 		r := anth.buildRequest(Request{Model: tc.model, Reasoning: tc.level})
+		var thinking, effort string
 		budget := 0
 		if r.Thinking != nil {
-			budget = r.Thinking.BudgetTokens
+			thinking, budget = r.Thinking.Type, r.Thinking.BudgetTokens
 		}
-		if r.MaxTokens != tc.maxTokens || budget != tc.budget {
-			t.Errorf("%s --reasoning %q: max_tokens %d budget %d, want %d and %d", tc.model, tc.level, r.MaxTokens, budget, tc.maxTokens, tc.budget)
+		if r.OutputConfig != nil {
+			effort = r.OutputConfig.Effort
+		}
+		if r.MaxTokens != tc.maxTokens || thinking != tc.thinking || budget != tc.budget || effort != tc.effort {
+			t.Errorf("%s --reasoning %q: max_tokens %d thinking %q budget %d effort %q, want %d %q %d %q",
+				tc.model, tc.level, r.MaxTokens, thinking, budget, effort, tc.maxTokens, tc.thinking, tc.budget, tc.effort)
 		}
 	}
 	oai := &openaiProvider{name: "openai"}
-	for model, want := range map[string]string{"gpt-5": "high", "o3": "high", "gpt-4o": "", "qwen3-coder": "high"} {
-		if got := oai.buildRequest(Request{Model: model, Reasoning: "high"}).ReasoningEffort; got != want {
-			t.Errorf("%s: reasoning_effort %q, want %q", model, got, want)
+	for _, tc := range []struct{ model, level, want string }{
+		{"gpt-5", "high", "high"}, {"o3", "high", "high"}, {"gpt-4o", "high", ""}, {"qwen3-coder", "high", "high"},
+		{"gpt-5.5", "xhigh", "xhigh"}, {"gpt-5.5", "max", "xhigh"}, {"gpt-5", "xhigh", "high"}, {"gpt-5.5", "off", ""},
+		{"qwen3-coder", "max", "max"},
+	} {
+		if got := oai.buildRequest(Request{Model: tc.model, Reasoning: tc.level}).ReasoningEffort; got != tc.want {
+			t.Errorf("%s --reasoning %s: reasoning_effort %q, want %q", tc.model, tc.level, got, tc.want)
 		}
 	}
 }
@@ -362,13 +385,15 @@ func TestAnthropicRequestShape(t *testing.T) {
 	if !body.Stream || body.MaxTokens <= body.Thinking.Budget || body.Thinking.Type != "enabled" || body.Thinking.Budget != 4096 {
 		t.Errorf("stream %v max_tokens %d thinking %+v", body.Stream, body.MaxTokens, body.Thinking)
 	}
-	if len(body.System) != 1 || body.System[0].Text != "be brief" || string(body.System[0].CacheControl) != `{"type":"ephemeral"}` {
+	// Tools and system prompt this short are under the model's cache
+	// minimum: a breakpoint on them would cache nothing.
+	if len(body.System) != 1 || body.System[0].Text != "be brief" || body.System[0].CacheControl != nil {
 		t.Errorf("system = %+v", body.System)
 	}
 	var names []string
 	for i, tool := range body.Tools {
 		names = append(names, tool.Name)
-		if (i == len(body.Tools)-1) != (tool.CacheControl != nil) {
+		if tool.CacheControl != nil {
 			t.Errorf("cache_control on tool %d (%s): %s", i, tool.Name, tool.CacheControl)
 		}
 	}
@@ -386,8 +411,8 @@ func TestAnthropicRequestShape(t *testing.T) {
 	if last[0].Type != "tool_result" || last[0].ToolUseID != "t1" || last[0].CacheControl == nil {
 		t.Errorf("last user block = %+v, want tool_result with cache_control", last[0])
 	}
-	if body.Messages[0].Content[1].CacheControl != nil {
-		t.Errorf("cache_control belongs on the last user message only")
+	if body.Messages[0].Content[0].CacheControl != nil || string(body.Messages[0].Content[1].CacheControl) != `{"type":"ephemeral"}` {
+		t.Errorf("cache_control belongs on the last block of the last two user messages: %+v", body.Messages[0].Content)
 	}
 }
 

@@ -134,7 +134,7 @@ func TestRPCBinaryToolLoopAndCommands(t *testing.T) {
 			z := newZotRun(t)
 			p := startRPCProc(t, z, append(mode, anthropicFlags(srv)...)...)
 			p.send(`{"id":"h","type":"hello"}`)
-			if r := p.until(isResponse("h")); !strings.Contains(r[0].Raw, `"data":{"protocol_version":1,"version":"`+version+`","provider":"anthropic","model":"claude-sonnet-4-5"}`) {
+			if r := p.until(isResponse("h")); !strings.Contains(r[0].Raw, `"data":{"protocol_version":1,"version":"`+version+`","provider":"anthropic","model":"`+defaultModels["anthropic"]+`"}`) {
 				t.Errorf("hello = %s", r[0].Raw)
 			}
 			p.send(`{"id":"p","type":"prompt","message":"run it"}`)

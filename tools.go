@@ -528,20 +528,17 @@ type readTool struct{ env *ToolEnv }
 
 func (readTool) Name() string { return "read" }
 
+// The descriptions and schemas of the tools go with every request: they
+// say what the model must know to call a tool right, and no more
+// (docs/usage.md#fewer-tokens).
+
 func (readTool) Description() string {
-	return "Read a file. Text comes back as lines, at most 2000 lines or 50 KiB per call; " +
-		"when there is more, the result ends with the offset to continue from. " +
-		"offset is the 1-based line to start at, limit the number of lines. " +
-		"PNG, JPEG, GIF and WebP images (up to 5 MB) come back as images. " +
-		"Relative paths start at the working directory."
+	return "Read a file or image: at most 2000 lines or 50 KiB, and the result gives the offset that continues."
 }
 
 func (readTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"path":{"type":"string","description":"File to read"},` +
-		`"offset":{"type":"integer","description":"1-based line to start at (default 1)"},` +
-		`"limit":{"type":"integer","description":"Most lines to return (default and maximum 2000)"}},` +
-		`"required":["path"]}`)
+	return json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},` +
+		`"offset":{"type":"integer"},"limit":{"type":"integer"}},"required":["path"]}`)
 }
 
 func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
@@ -766,16 +763,11 @@ type writeTool struct{ env *ToolEnv }
 func (writeTool) Name() string { return "write" }
 
 func (writeTool) Description() string {
-	return "Create or overwrite a file with content, creating parent directories. " +
-		"The file is replaced whole or not at all and keeps its mode. " +
-		"To change part of an existing file, use edit."
+	return "Write a whole file, creating it and its directories."
 }
 
 func (writeTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"path":{"type":"string","description":"File to write"},` +
-		`"content":{"type":"string","description":"The whole new content of the file"}},` +
-		`"required":["path","content"]}`)
+	return json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`)
 }
 
 func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
@@ -937,17 +929,14 @@ type bashTool struct{ env *ToolEnv }
 func (bashTool) Name() string { return "bash" }
 
 func (bashTool) Description() string {
-	return "Run a shell command with " + bashToolShell().Path + " -c in the working directory; stdin is empty, stdout and stderr are merged. " +
-		"timeout is in seconds (default 120, maximum 600). " +
-		"Output beyond 50 KiB keeps its first and last 25 KiB, and the full output is saved to a file named in the result. " +
-		"Processes the command leaves running in the background are stopped when it ends, except those started in a session of their own (setsid), which keep running."
+	return "Run a command with " + bashToolShell().Path + " -c in the working directory. " +
+		"Long output keeps its start and end; all of it is in a file the result names. " +
+		"Background jobs end with it unless started with setsid."
 }
 
 func (bashTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"command":{"type":"string","description":"Shell command line"},` +
-		`"timeout":{"type":"number","description":"Seconds before the command is stopped (default 120, maximum 600)"}},` +
-		`"required":["command"]}`)
+	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},` +
+		`"timeout":{"type":"number","description":"seconds (120; at most 600)"}},"required":["command"]}`)
 }
 
 func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(string)) ToolResult {

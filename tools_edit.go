@@ -24,21 +24,12 @@ type editTool struct{ env *ToolEnv }
 func (editTool) Name() string { return "edit" }
 
 func (editTool) Description() string {
-	return "Replace text in a file. Each oldText must occur exactly once in the file as it is now " +
-		"(whitespace included; \\n line endings match CRLF files) and edits must not overlap. " +
-		"All edits apply or none do. Returns a unified diff. " +
-		"If an edit fails, the error names it and shows the file's closest lines."
+	return "Replace text in a file. Each oldText must occur exactly once; all edits apply or none."
 }
 
 func (editTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"path":{"type":"string","description":"File to edit"},` +
-		`"edits":{"type":"array","minItems":1,"description":"Replacements, all matched against the original file",` +
-		`"items":{"type":"object","properties":{` +
-		`"oldText":{"type":"string","description":"Exact text to replace; must occur once"},` +
-		`"newText":{"type":"string","description":"Text to put in its place"}},` +
-		`"required":["oldText","newText"]}}},` +
-		`"required":["path","edits"]}`)
+	return json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"edits":{"type":"array","items":{"type":"object",` +
+		`"properties":{"oldText":{"type":"string"},"newText":{"type":"string"}},"required":["oldText","newText"]}}},"required":["path","edits"]}`)
 }
 
 type textEdit struct{ oldText, newText string }

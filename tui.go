@@ -36,6 +36,7 @@ type TUIConfig struct {
 	Provider, BaseURL, APIKey string
 	BaseURLFlag               bool
 	ResponseTimeout           time.Duration // for a provider /model or /login switches to
+	CacheRetention            string        // likewise
 	// MissingKey, when set, says that Provider has no key yet.
 	MissingKey string
 	// Session records the conversation; nil with --no-session. The TUI

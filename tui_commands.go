@@ -389,7 +389,7 @@ func (t *TUI) useProvider(what, name, model string) bool {
 	base := t.endpointFor(name, model)
 	var prov Provider
 	if err == nil {
-		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout})
+		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout, CacheRetention: t.cfg.CacheRetention})
 	}
 	if err != nil {
 		t.logf(fgRed, "%s: %v", what, err)

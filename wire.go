@@ -62,6 +62,8 @@ type setup struct {
 	// configured one (hasServer).
 	server    modelServer
 	hasServer bool
+	// cacheRetention is config.json's cacheRetention, checked.
+	cacheRetention string
 	// mcpPrefixes start the names of the tools the MCP servers will
 	// register when they are ready (mcp__<server>__).
 	mcpPrefixes []string
@@ -115,6 +117,13 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	default:
 		s.mcpWait = d
 	}
+	switch cfg.CacheRetention {
+	case "", "5m":
+	case CacheRetention1h:
+		s.cacheRetention = CacheRetention1h
+	default:
+		fmt.Fprintf(stderr, "zot: config.json: cacheRetention %q is not \"5m\" or \"1h\" (ignored)\n", cfg.CacheRetention)
+	}
 	s.notes = append(s.notes, useUserModels(s.home)...)
 	ep, err := chooseEndpoint(o, cfg, s.home)
 	if err != nil {
@@ -126,7 +135,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.provider, s.model, s.baseURL = ep.provider, ep.model, ep.configuredBase
 	baseURL, key, source := ep.baseURL, ep.key, ep.keySource
 	s.server, s.hasServer = serverFor(s.provider, baseURL, key)
-	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout})
+	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout, CacheRetention: s.cacheRetention})
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
@@ -631,7 +640,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 func (s *setup) tuiConfig() TUIConfig {
 	return TUIConfig{
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
-		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout,
+		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
 		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
 	}
@@ -873,9 +882,10 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 	return h
 }
 
-// guardTools adds the command validators to the tool gates (after the
-// ones already there: the extension interception chain, hooks) and, unless
-// --no-audit, the audit log. Problems go to the agent's log.
+// guardTools adds the command validators and the permission rules, one
+// gate, to the tool gates (after the ones already there: the extension
+// interception chain, hooks) and, unless --no-audit, the audit log.
+// Problems go to the agent's log.
 func (s *setup) guardTools() {
 	vs := loadValidatorFiles(trustedValidatorFiles(s.home, s.cwd, s.projectOK), func(msg string) { s.agent.logf("%s", validatorText(msg)) })
 	project := filepath.Join(s.cwd, ".zot", "validators.json")
@@ -886,8 +896,14 @@ func (s *setup) guardTools() {
 		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
 		return true
 	})
-	if len(vs) > 0 {
-		s.gates = append(s.gates, ValidatorGate(vs, s.cwd))
+	rules := LoadPermissionRules(s.permissionSources(func(l PermissionLoosening) bool {
+		return s.approved(rulesTrustEntry(l, s.cwd))
+	}))
+	for _, p := range rules.StartupProblems() {
+		s.agent.logf("permission rules: %s", validatorText(p.String()))
+	}
+	if len(vs) > 0 || rules.Active() {
+		s.gates = append(s.gates, PermissionGate(vs, rules, s.cwd))
 	}
 	if !s.opts.noAudit {
 		// The audit line comes last, after PostToolUse hooks changed the
@@ -900,6 +916,15 @@ func (s *setup) guardTools() {
 			audit(ctx, rec)
 		}
 	}
+}
+
+// permissionSources are where the rules of a session in s.cwd are read;
+// approved says which project files' loosening rules apply.
+func (s *setup) permissionSources(approved func(PermissionLoosening) bool) PermissionSources {
+	src := DefaultPermissionSources(s.cwd)
+	src.UserOwns = func(p string) bool { return userOwns(s.home, p) }
+	src.Approved = approved
+	return src
 }
 
 // auditHook is the AfterToolExecute hook that records every tool call. A log
@@ -1117,6 +1142,12 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 			}
 		}
 	}
+	kinds = append(kinds, trustRules)
+	src := DefaultPermissionSources(dir)
+	src.UserOwns = func(p string) bool { return userOwns(home, p) }
+	for _, l := range LoadPermissionRules(src).Loosening {
+		entries = append(entries, rulesTrustEntry(l, dir))
+	}
 	if hooksOn {
 		kinds = append(kinds, trustHook)
 		userHome, _ := os.UserHomeDir()
@@ -1153,6 +1184,12 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 // validatorTrustEntry is a project validator as trust covers it.
 func validatorTrustEntry(v Validator, dir string) trustEntry {
 	return trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+}
+
+// rulesTrustEntry is what a project's rules file would loosen, as trust
+// covers it: the digest of its allow rules, defaults and definitions.
+func rulesTrustEntry(l PermissionLoosening, dir string) trustEntry {
+	return trustEntry{Kind: trustRules, Source: relTo(dir, l.File), Name: relTo(dir, l.File), Command: truncate(l.Summary, 400), Content: l.Digest}
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
@@ -1303,17 +1340,21 @@ func projectTrusted(home, cwd string) bool {
 	return checkTrust(home, cwd, entries, kinds).Trusted
 }
 
-// loadTrustedValidators is LoadValidators for zot validate: the project's
-// validators count only in a trusted directory, and warn says when they
-// do not.
-func loadTrustedValidators(home, cwd string, warn func(string)) []Validator {
+// loadTrustedGate is what zot validate asks: the validators and the
+// permission rules a session in cwd would have. The project's validators
+// and the loosening part of its rules count only in a trusted directory,
+// and warn says when its validators do not.
+func loadTrustedGate(home, cwd string, warn func(string)) ([]Validator, *PermissionRules) {
 	ok := projectTrusted(home, cwd)
 	if path := filepath.Join(cwd, ".zot", "validators.json"); !ok && !userOwns(home, path) {
 		if _, err := os.Stat(path); err == nil {
 			warn(fmt.Sprintf("%s: not used: untrusted (zot trust): this directory's own validators apply once you trust it", path))
 		}
 	}
-	return loadValidatorFiles(trustedValidatorFiles(home, cwd, ok), warn)
+	src := DefaultPermissionSources(cwd)
+	src.UserOwns = func(p string) bool { return userOwns(home, p) }
+	src.Approved = func(PermissionLoosening) bool { return ok }
+	return loadValidatorFiles(trustedValidatorFiles(home, cwd, ok), warn), LoadPermissionRules(src)
 }
 
 // trustNotes are the lines a run without a terminal prints when it leaves

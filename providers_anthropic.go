@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// What an Anthropic Messages request asks beside the conversation: how the
+// model thinks (thinking, output_config.effort) and where the prompt cache
+// may keep the request's prefix (cache_control breakpoints).
+
+type anthThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	// Display "summarized" asks for the thinking text: Opus 4.7 and later
+	// send only the signature unless asked, and the user would watch a
+	// model think without seeing any of it.
+	Display string `json:"display,omitempty"`
+}
+
+type anthOutputConfig struct {
+	Effort string `json:"effort,omitempty"`
+}
+
+// thinkingBudget is the budget_tokens of each --reasoning level for the
+// models that take a budget (ThinkingBudget); for adaptive thinking, the
+// room a model of unknown limits is given.
+var thinkingBudget = map[string]int{"low": 4096, "medium": 16384, "high": 32768, "xhigh": 49152, "max": 63999}
+
+// Thinking shares max_tokens with the answer: answerRoom is what is left
+// for the answer at least, and the API takes no budget below
+// minThinkingBudget.
+const (
+	answerRoom        = 8192
+	minThinkingBudget = 1024
+)
+
+// askThinking sets how r asks the model to think at the --reasoning level:
+// adaptive thinking with the level as output_config.effort, or a token
+// budget, as the catalogue says the model takes it (thinkingStyle). A
+// model that cannot reason, and level off, are sent neither. defaultMax
+// says that max_tokens is the model's limit rather than the caller's, and
+// may be raised for a model whose limit zot does not know.
+func askThinking(r *anthRequest, info ModelInfo, level string, defaultMax bool) {
+	level = reasoningFor(info, level)
+	if level == "" {
+		return
+	}
+	switch thinkingStyle("anthropic", info) {
+	case ThinkingAdaptive:
+		r.Thinking = &anthThinking{Type: "adaptive", Display: "summarized"}
+		r.OutputConfig = &anthOutputConfig{Effort: level}
+		if room := thinkingBudget[level] + answerRoom; !info.Known && defaultMax && r.MaxTokens < room {
+			r.MaxTokens = room
+		}
+	case ThinkingBudget:
+		budget, ok := thinkingBudget[level]
+		if !ok {
+			return
+		}
+		switch {
+		case r.MaxTokens >= budget+answerRoom:
+		case !info.Known:
+			r.MaxTokens = budget + answerRoom
+		default:
+			// The model's output limit is firm: the budget gives way.
+			budget = max(minThinkingBudget, r.MaxTokens-answerRoom)
+		}
+		if budget < r.MaxTokens {
+			r.Thinking = &anthThinking{Type: "enabled", BudgetTokens: budget}
+		}
+	}
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
+}
+
+// CacheRetention1h asks Anthropic to keep prompt cache entries for an
+// hour instead of five minutes: writes cost 2× the input price instead of
+// 1.25×, and a session with long pauses reads its prefix instead of
+// writing it again.
+const CacheRetention1h = "1h"
+
+func (p *anthropicProvider) cacheMark() *cacheControl {
+	return &cacheControl{Type: "ephemeral", TTL: p.cacheTTL}
+}
+
+// cacheBytesPerToken estimates tokens from bytes on the generous side
+// (JSON and code run at about 3 bytes a token), so that a prefix that may
+// reach the cache minimum gets its breakpoint.
+const cacheBytesPerToken = 3
+
+// placeCacheBreakpoints marks where the prompt cache may keep r's prefix,
+// within Anthropic's four breakpoints: the end of the last user message,
+// which the next request reads; the end of the user message before it,
+// which this request reads back exactly — from the last one Anthropic looks
+// for an earlier entry only 20 blocks back, and a turn of many parallel tool calls adds
+// more blocks than that, so without it the whole prefix would be written
+// again at 1.25× instead of read at 0.1×; and the tools and the system
+// prompt, when they are long enough to be cached on their own (minTokens:
+// below the model's minimum a breakpoint caches nothing).
+func placeCacheBreakpoints(r *anthRequest, minTokens int, mark *cacheControl) {
+	if prefixTokens(r) >= minTokens {
+		if n := len(r.Tools); n > 0 {
+			r.Tools[n-1].CacheControl = mark
+		}
+		if n := len(r.System); n > 0 {
+			r.System[n-1].CacheControl = mark
+		}
+	}
+	marked := 0
+	for i := len(r.Messages) - 1; i >= 0 && marked < 2; i-- {
+		m := r.Messages[i]
+		if m.Role != "user" || len(m.Content) == 0 {
+			continue
+		}
+		if last := &m.Content[len(m.Content)-1]; slices.Contains([]string{"text", "image", "tool_result"}, last.Type) {
+			last.CacheControl = mark
+			marked++
+		}
+	}
+}
+
+// prefixTokens estimates the tokens of r's tools and system prompt.
+func prefixTokens(r *anthRequest) int {
+	n := 0
+	for _, t := range r.Tools {
+		b, _ := json.Marshal(t)
+		n += len(b)
+	}
+	for _, s := range r.System {
+		b, _ := json.Marshal(s)
+		n += len(b)
+	}
+	return n / cacheBytesPerToken
+}
