@@ -14,7 +14,7 @@ import (
 // clear error before sending, for every provider.
 func TestRequestsWithoutAPromptAreNotSent(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"anthropic", "openai"} {
+	for _, name := range []string{"anthropic", "openai", "ollama"} {
 		srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "never"})})
 		p, _ := testProvider(t, name, srv.URL)
 		reply := Message{Role: RoleAssistant, Content: []Block{TextBlock("an answer")}}
