@@ -106,8 +106,14 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
 	cfg, err := loadConfig(s.home)
-	if err != nil {
-		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	switch {
+	case err != nil && o.sandbox == "":
+		// It may ask for a sandbox, which is never given up for a file
+		// zot cannot read: one clear error rather than "ignored" and then
+		// a refusal.
+		return nil, fmt.Errorf("%v: fix or remove it (zot does not start without reading it, since it may ask for a sandbox; --sandbox MODE decides for one run)", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "zot: %v (ignored: --sandbox decides the sandbox)\n", err)
 	}
 	for _, key := range []string{"response_timeout", "idle_timeout"} {
 		v, err := configString(s.home, key)
@@ -461,6 +467,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				final = Message{Content: e.Content}.Text()
 			case EventMessageBlocked:
 				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
+			case EventRetry:
+				fmt.Fprintf(stderr, "zot: retrying in %s (attempt %d of %d): %s\n", e.Wait.Round(100*time.Millisecond), e.Attempt, e.Attempts, sanitize(e.Error))
 			case EventError:
 				if e.Truncated { // a warning; a failure is told once, at the end
 					fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Message))
@@ -623,7 +631,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	t := newTUI(s.tuiConfig(), out)
 	stop := func() {}
 	defer func() { stop() }()
-	if s.projectOK {
+	if s.projectOK || s.trust.Declined {
+		if !s.projectOK {
+			t.Logf("zot: this directory's own programs are not running: you chose to continue without them (zot trust runs them, zot trust --revoke asks again)")
+		}
 		stop = s.plugTUI(t)
 		if err := s.checkToolPatterns(); err != nil {
 			return fail(stderr, err)
@@ -639,6 +650,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				s.projectOK = true
 				if err := recordTrust(s.home, s.cwd, s.trust.Entries, s.trustKinds); err != nil {
 					t.Logf("zot: trusted for this session only: %s", err)
+				}
+			} else if s.trust.Warning == "" { // a trust.json zot cannot read is not rewritten for a "no"
+				if err := recordDecline(s.home, s.cwd, s.trust.Entries); err != nil {
+					t.Logf("zot: not remembered, so the next session asks again: %s", err)
 				}
 			}
 			stop = s.plugTUI(t)
@@ -661,7 +676,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 func (s *setup) tuiConfig() TUIConfig {
 	return TUIConfig{
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
-		Provider: s.provider, BaseURL: s.baseURL, APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
+		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
 		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
 		Checkpoints: s.tuiCheckpoints(),
