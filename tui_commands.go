@@ -29,6 +29,8 @@ func builtinCommands() []slashCommand {
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
+		{"undo", "[ID]", "restore the files to before the last prompt's changes (or checkpoint ID)", true, (*TUI).cmdUndo},
+		{"rewind", "", "go back to before a prompt: files, conversation or both", true, (*TUI).cmdRewind},
 		{"session", "export [PATH] | import PATH | tree", "a session to or from a file; its tree of forks", true, (*TUI).cmdSession},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
@@ -143,7 +145,7 @@ func (t *TUI) cmdHelp(string) {
 		{"esc", "stop the agent · close a popup or dialog · clear notes"},
 		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
-		{"ctrl+o", "show the last tool result in full"},
+		{"ctrl+o", "show the last folded tool result in full (again: the one before)"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},
@@ -156,7 +158,7 @@ func (t *TUI) cmdHelp(string) {
 	for _, c := range builtinCommands() {
 		help := c.help
 		if c.stops {
-			help += " (stops a running turn)"
+			help += " (" + stopsWhen(c.name) + ")"
 		}
 		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
 	}
@@ -176,6 +178,23 @@ func (t *TUI) cmdHelp(string) {
 			t.commitRows(helpRows(section.rows, t.width))
 		}
 	}
+}
+
+// stopsWhen says, for /help, when a command that changes the conversation
+// or the model stops a running turn: for those that open a picker, only
+// the choice does.
+func stopsWhen(name string) string {
+	switch name {
+	case "sessions", "fork":
+		return "choosing one stops a running turn"
+	case "model":
+		return "stops a running turn; in the picker, choosing does"
+	case "session":
+		return "import, or choosing in the tree, stops a running turn"
+	case "login", "logout":
+		return "stops a running turn when it is the provider in use"
+	}
+	return "stops a running turn"
 }
 
 // helpRows lays out names and what they do in two columns: the names as
@@ -289,17 +308,39 @@ func (t *TUI) applyModel(provider, id string) {
 	if !ok {
 		return
 	}
-	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}
-	if err := saveConfig(t.cfg.Home, cfg); err != nil {
-		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
-	}
 	t.logf(fgCyan, "model: %s/%s", provider, id)
+	t.saveModelChoice(provider, id)
 	if !lookupModel(provider, id).Known {
 		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
 	}
 	if t.missingKey != "" {
 		t.warnNoKey()
 	}
+}
+
+// saveModelChoice remembers in config.json what the user chose in /model,
+// and says what it saved. Flags given for this run stay this run's: a
+// --base-url is not saved, and the base URL config.json has for the
+// provider is kept.
+func (t *TUI) saveModelChoice(provider, id string) {
+	path := filepath.Join(t.cfg.Home, "config.json")
+	old, _ := loadConfig(t.cfg.Home)
+	cfg := userConfig{Provider: provider, Model: id}
+	if old.Provider == provider {
+		cfg.BaseURL = old.BaseURL
+	}
+	if err := saveConfig(t.cfg.Home, cfg); err != nil {
+		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
+		return
+	}
+	saved := fmt.Sprintf("saved %s/%s as the default", provider, id)
+	if cfg.BaseURL != "" {
+		saved += " with the base URL saved before"
+	}
+	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL {
+		saved += "; --base-url is this run's, not saved"
+	}
+	t.logf(sDim, "%s (%s)", saved, path)
 }
 
 // useProvider rebuilds the provider client for name with its key and base
@@ -676,17 +717,31 @@ func (t *TUI) cmdSkills(args string) {
 
 // Keys.
 
-func (t *TUI) cmdLogin(args string) {
-	ask := func(t *TUI, provider string) {
-		if provider == "ollama" {
-			t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
-			return
-		}
-		t.pushDialog(&secretDialog{
-			title: "API key for " + provider + " (typing is not shown)",
-			done:  func(t *TUI, key string) { t.login(provider, key) },
-		})
+// askKey opens the hidden prompt for provider's API key.
+func (t *TUI) askKey(provider string) {
+	if provider == "ollama" {
+		t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
+		return
 	}
+	t.pushDialog(&secretDialog{
+		title:  "API key for " + provider + " (typing is not shown)",
+		done:   func(t *TUI, key string) { t.login(provider, key) },
+		cancel: (*TUI).loginCancelled,
+	})
+}
+
+// loginCancelled leaves the prompt that was sent without a key in the
+// history, not in the editor, where the next /login would join it.
+func (t *TUI) loginCancelled() {
+	if q := t.loginPrompt; q != nil {
+		t.loginPrompt = nil
+		t.remember(q.text)
+		t.logf(sDim, "not sent: no key yet (↑ brings the prompt back)")
+	}
+}
+
+func (t *TUI) cmdLogin(args string) {
+	ask := (*TUI).askKey
 	if args != "" {
 		if args != "anthropic" && args != "openai" && args != "ollama" {
 			t.logf(fgRed, "/login: unknown provider %q (anthropic or openai)", args)
@@ -709,6 +764,7 @@ func (t *TUI) login(provider, key string) {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		t.logf(sDim, "/login: no key entered; nothing saved")
+		t.loginCancelled()
 		return
 	}
 	if provider == t.provider {
@@ -729,6 +785,11 @@ func (t *TUI) saveKey(provider, key string) {
 	}
 	if provider == t.provider {
 		t.useProvider("/login", provider, t.agent.CurrentModel())
+		if q := t.loginPrompt; q != nil && t.missingKey == "" {
+			t.loginPrompt = nil
+			t.ed.set(q.display)
+			t.hint = "your prompt is back: enter sends it"
+		}
 	}
 }
 

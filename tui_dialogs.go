@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +69,7 @@ func (s *dialogStack) key(t *TUI, k key) {
 		}
 		k = key{code: keyEsc}
 	}
+	// A dialog may close itself (and open another) as it answers.
 	if d.key(t, k) {
 		s.remove(d)
 	}
@@ -126,49 +128,91 @@ func boxEdge(width int, left, right, label string, st style) string {
 func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
 // pickerDialog chooses one of a list; cancel, when set, runs on esc.
+// Typing filters the list: an item stays when it holds every word typed,
+// in any case.
 type pickerDialog struct {
 	title  string
 	items  []string
-	sel    int
+	sel    int // in shown
 	pick   func(t *TUI, i int)
 	cancel func(t *TUI)
+
+	filter []rune
+	shown  []int // the items the filter lets through; nil: not yet computed
+}
+
+// refilter recomputes what the filter shows, keeping the selected item
+// selected when it is still there.
+func (d *pickerDialog) refilter() {
+	was := -1
+	if d.shown != nil && d.sel < len(d.shown) {
+		was = d.shown[d.sel]
+	}
+	words := strings.Fields(strings.ToLower(string(d.filter)))
+	d.shown = d.shown[:0:0]
+	for i, it := range d.items {
+		lower := strings.ToLower(it)
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(lower, w) }) {
+			d.shown = append(d.shown, i)
+		}
+	}
+	d.sel = max(slices.Index(d.shown, was), 0)
+}
+
+// ensureShown shows every item, as before anything is typed.
+func (d *pickerDialog) ensureShown() {
+	if d.shown == nil {
+		d.shown = make([]int, len(d.items))
+		for i := range d.shown {
+			d.shown[i] = i
+		}
+	}
 }
 
 func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
+	d.ensureShown()
 	show := max(min(10, t.height-8), 3)
 	top := 0
-	if len(d.items) > show {
-		top = min(max(d.sel-show/2, 0), len(d.items)-show)
+	if len(d.shown) > show {
+		top = min(max(d.sel-show/2, 0), len(d.shown)-show)
 	}
 	var body []string
-	for i := top; i < len(d.items) && i < top+show; i++ {
+	for j := top; j < len(d.shown) && j < top+show; j++ {
 		mark, st := "  ", style(0)
-		if i == d.sel {
+		if j == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[i]), st}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[d.shown[j]]), st}))
 	}
-	footer := "↑↓ choose · enter select · esc cancel"
-	if len(d.items) > show {
-		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.items), footer)
+	if len(d.shown) == 0 {
+		body = append(body, fitLine(boxInner(width), span{"  nothing matches " + oneLine(string(d.filter)), sDim}))
+	}
+	footer := "↑↓ choose · enter select · type to filter · esc cancel"
+	if len(d.filter) > 0 {
+		footer = "filter: " + oneLine(string(d.filter)) + " · backspace · esc cancel"
+	}
+	if len(d.shown) > show {
+		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.shown), footer)
 	}
 	return box(width, oneLine(d.title), footer, body), 1 + d.sel - top, -1
 }
 
 func (d *pickerDialog) key(t *TUI, k key) bool {
+	d.ensureShown()
+	n := max(len(d.shown), 1)
 	switch k.code {
 	case keyUp:
-		d.sel = (d.sel - 1 + len(d.items)) % len(d.items)
+		d.sel = (d.sel - 1 + n) % n
 	case keyDown, keyTab:
-		d.sel = (d.sel + 1) % len(d.items)
+		d.sel = (d.sel + 1) % n
 	case keyPgUp:
 		d.sel = max(d.sel-10, 0)
 	case keyPgDn:
-		d.sel = min(d.sel+10, len(d.items)-1)
+		d.sel = min(d.sel+10, n-1)
 	case keyHome:
 		d.sel = 0
 	case keyEnd:
-		d.sel = len(d.items) - 1
+		d.sel = n - 1
 	case keyEsc:
 		if d.cancel != nil {
 			t.dialogs.remove(d)
@@ -176,22 +220,39 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 		}
 		return true
 	case keyEnter:
+		if len(d.shown) == 0 {
+			return false
+		}
 		t.dialogs.remove(d)
-		d.pick(t, d.sel)
+		d.pick(t, d.shown[d.sel])
 		return false
+	case keyBackspace:
+		if len(d.filter) > 0 {
+			d.filter = d.filter[:len(d.filter)-1]
+			d.refilter()
+		}
 	case keyRune:
 		if k.mod == modCtrl && (k.r == 'p' || k.r == 'n') {
 			return d.key(t, key{code: map[rune]keyCode{'p': keyUp, 'n': keyDown}[k.r]})
 		}
+		if k.mod == 0 {
+			d.filter = append(d.filter, k.r)
+			d.refilter()
+		}
+	case keyPaste:
+		d.filter = append(d.filter, []rune(oneLine(k.text))...)
+		d.refilter()
 	}
 	return false
 }
 
-// secretDialog reads a key without showing it.
+// secretDialog reads a key without showing it; cancel, when set, runs
+// on esc.
 type secretDialog struct {
-	title string
-	buf   []rune
-	done  func(t *TUI, s string)
+	title  string
+	buf    []rune
+	done   func(t *TUI, s string)
+	cancel func(t *TUI)
 }
 
 func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
@@ -203,6 +264,10 @@ func (d *secretDialog) key(t *TUI, k key) bool {
 	switch {
 	case k.code == keyEsc:
 		d.buf = nil
+		if d.cancel != nil {
+			t.dialogs.remove(d)
+			d.cancel(t)
+		}
 		return true
 	case k.code == keyEnter:
 		s := string(d.buf)
@@ -488,15 +553,22 @@ func (d *panelDialog) key(t *TUI, k key) bool {
 		t.sendPanel(panelMsg{close: true, id: d.p.ID})
 		return true
 	}
-	name, text := k.String(), ""
+	t.sendPanel(panelKeyMsg(d.p.ID, k))
+	return false
+}
+
+// panelKeyMsg is a key as panel_key names it (docs/extensions.md): a
+// character typed alone is "rune" with the character in text, as the
+// extension SDKs and examples read it; a paste is "paste" with the text;
+// any other key goes by its name, modifiers first ("ctrl+a", "up").
+func panelKeyMsg(panelID string, k key) panelMsg {
 	switch {
 	case k.code == keyPaste:
-		name, text = "paste", k.text
+		return panelMsg{id: panelID, key: "paste", text: k.text}
 	case k.code == keyRune && k.mod == 0:
-		text = string(k.r)
+		return panelMsg{id: panelID, key: "rune", text: string(k.r)}
 	}
-	t.sendPanel(panelMsg{id: d.p.ID, key: name, text: text})
-	return false
+	return panelMsg{id: panelID, key: k.String()}
 }
 
 // panelUpdate applies an extension's open, render or close.
