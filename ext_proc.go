@@ -1219,8 +1219,10 @@ func (p *extProc) stop(ctx context.Context) {
 			}
 		}
 		<-p.exited
-		p.fail(errors.New("was stopped"))
+		// What the process wrote before it exited (its shutdown_ack) is
+		// read before it counts as dead: a dead one's frames are skipped.
 		<-p.readerDone
+		p.fail(errors.New("was stopped"))
 		<-p.writerDone
 		<-p.copierDone
 		p.mu.Lock()
