@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -217,8 +216,8 @@ func (c *extChecker) start(dir, home string) bool {
 		defer outR.Close()
 		fr := newFrameReader(outR, c.lim.maxFrame)
 		for {
-			line, err := fr.next()
-			if errors.Is(err, errFrameTooLong) {
+			line, err := readFrame(fr)
+			if isLineTooLong(err) {
 				c.frames <- checkFrame{at: time.Now(), tooLong: true}
 				continue
 			}

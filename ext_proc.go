@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -298,7 +297,7 @@ func (id *extID) UnmarshalJSON(b []byte) error {
 // call waiting for it.
 func decodeExtMsg(line []byte) (extMsg, error) {
 	var msg extMsg
-	err := json.Unmarshal(line, &msg)
+	err := decodeStrictJSON(line, &msg)
 	if err == nil && msg.Type == "" {
 		err = errors.New(`frame has no "type"`)
 	}
@@ -318,54 +317,17 @@ func encodeFrame(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var errFrameTooLong = errors.New("frame too long")
-
-// frameReader splits an extension's stdout into lines of at most max bytes.
-// A longer line is skipped without being held in memory: next returns
-// errFrameTooLong for it and goes on with the line after.
-type frameReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
+// newFrameReader splits an extension's stdout into frames of at most max
+// bytes: a longer line is skipped (next reports it) and reading goes on.
+// A frame's "\r\n" ending is trimmed by readFrame.
+func newFrameReader(r io.Reader, max int) *lineReader {
+	return newLineReader(r, max, overLongSkip)
 }
 
-func newFrameReader(r io.Reader, max int) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-func (fr *frameReader) next() ([]byte, error) {
-	if cap(fr.buf) > 1<<20 {
-		fr.buf = nil // do not keep a big line's buffer for the small ones after it
-	}
-	fr.buf = fr.buf[:0]
-	tooLong := false
-	for {
-		chunk, err := fr.r.ReadSlice('\n')
-		if !tooLong {
-			fr.buf = append(fr.buf, chunk...)
-			if len(fr.buf) > fr.max+2 { // room for "\r\n"
-				tooLong, fr.buf = true, fr.buf[:0]
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		if tooLong {
-			return nil, errFrameTooLong // at EOF the next call reports it
-		}
-		if err != nil && len(fr.buf) == 0 {
-			return nil, err
-		}
-		// A last line without a newline still counts.
-		line := bytes.TrimRight(fr.buf, "\r\n")
-		if len(line) > fr.max {
-			return nil, errFrameTooLong
-		}
-		return line, nil
-	}
+// readFrame is the next frame without the "\r" of a "\r\n" ending.
+func readFrame(lr *lineReader) ([]byte, error) {
+	line, err := lr.next()
+	return bytes.TrimRight(line, "\r"), err
 }
 
 // extQueue holds the frames waiting to be written to one extension, in the
@@ -710,8 +672,8 @@ func (p *extProc) readFrames() {
 	defer p.stdout.Close()
 	fr := newFrameReader(p.stdout, p.m.lim.maxFrame)
 	for {
-		line, err := fr.next()
-		if errors.Is(err, errFrameTooLong) {
+		line, err := readFrame(fr)
+		if isLineTooLong(err) {
 			p.log.Printf("skipped a frame longer than %d bytes", p.m.lim.maxFrame)
 			p.sawFrame()
 			continue

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -118,7 +117,7 @@ func decodeOneRPC(data []byte) (jsonrpcMessage, error) {
 		Error   json.RawMessage `json:"error"`
 	}
 	var m jsonrpcMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := decodeStrictJSON(data, &w); err != nil {
 		return m, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
@@ -611,7 +610,7 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 // runs on without stdout it can answer nothing more: its calls fail at once
 // and its session is stopped (the waiter then reports the exit).
 func (t *stdioTransport) read(conn *mcpConn) {
-	err := readMCPLines(t.stdout, conn)
+	err := readMCPLines(t.stdout, maxMCPMessage, conn)
 	timer := time.NewTimer(mcpStdoutGrace)
 	defer timer.Stop()
 	select {
@@ -630,38 +629,21 @@ func (t *stdioTransport) read(conn *mcpConn) {
 }
 
 // readMCPLines reads newline-delimited messages until EOF (nil) or a read
-// error. A line longer than maxMCPMessage is dropped whole and reported;
+// error. A line longer than max is skipped and reported;
 // reading goes on.
-func readMCPLines(r io.Reader, conn *mcpConn) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte
-	tooLong := false
+func readMCPLines(r io.Reader, max int, conn *mcpConn) error {
+	lr := newLineReader(r, max, overLongSkip)
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if !tooLong {
-				long = append(long, line...)
-				if len(long) > maxMCPMessage {
-					conn.log.printf("dropped a stdout line longer than %d bytes", maxMCPMessage)
-					long, tooLong = nil, true
-				}
-			}
-			continue
-		}
-		if tooLong {
-			tooLong = false
-		} else {
-			if long != nil {
-				line = append(long, line...)
-				long = nil
-			}
-			conn.deliverData(line, "stdout")
-		}
-		if err == io.EOF {
+		line, err := lr.next()
+		switch {
+		case isLineTooLong(err):
+			conn.log.printf("dropped a stdout line longer than %d bytes", max)
+		case err == io.EOF:
 			return nil
-		}
-		if err != nil {
+		case err != nil:
 			return err
+		default:
+			conn.deliverData(line, "stdout")
 		}
 	}
 }
