@@ -891,4 +891,3 @@ func FuzzRPCDecode(f *testing.F) {
 		}
 	})
 }
-
