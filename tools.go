@@ -204,7 +204,6 @@ const (
 	bashTailBytes = 25 << 10
 	bashSpillMax  = 1 << 30 // a command printing forever must not fill the disk
 	bashDrain     = 200 * time.Millisecond
-	killGrace     = 2 * time.Second
 	progressEvery = 100 * time.Millisecond
 )
 
