@@ -212,7 +212,7 @@ func (c *extChecker) start(dir, home string) bool {
 			f.msg, f.err = decodeExtMsg(f.line)
 			c.frames <- f
 		},
-		ended:  func() { close(c.frames) },
+		ended:  func(error) { close(c.frames) },
 		stderr: c.stderr, drain: 500 * time.Millisecond})
 	c.ok("spawn", "pid %d in a session of its own, working directory %s", p.pid, mf.Dir)
 	return true

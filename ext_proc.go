@@ -575,7 +575,7 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	// end marks the extension dead; its copier moves stderr into the log;
 	// its waiter reaps the process (and so what is left of its session).
 	child.serve(lineChildIO{maxLine: m.lim.maxFrame, overLong: overLongSkip,
-		line: p.readFrame, ended: func() {
+		line: p.readFrame, ended: func(error) {
 			// Everything it wrote has been read: nothing more can answer
 			// a call, whether or not the process is still running.
 			p.fail(errGone{errors.New("closed its stdout")})

@@ -741,8 +741,10 @@ type lineChild struct {
 
 	readerDone chan struct{}
 	copierDone chan struct{}
-	reaped     chan struct{} // closed once reaped; state is set before
+	reaped     chan struct{} // closed once reaped; state and reapErr are set before
+	gone       chan struct{} // closed when all three goroutines have ended
 	state      *os.ProcessState
+	reapErr    error
 }
 
 // lineChildIO is how a lineChild's streams are served.
@@ -751,8 +753,9 @@ type lineChildIO struct {
 	overLong overLong
 	// line gets each line, or a *lineTooLongError, from the one reader.
 	line func(line []byte, err error)
-	// ended is called by the reader after the last line.
-	ended func()
+	// ended is called by the reader after the last line, with the read
+	// error that ended it (nil at EOF).
+	ended func(err error)
 	// stderr receives the child's stderr when its spec asks for a pipe.
 	stderr io.Writer
 	// exited is called by the waiter once the child is reaped, before
@@ -761,6 +764,13 @@ type lineChildIO struct {
 	// drain is how long stdout and stderr are still read after the exit:
 	// a process the child left may hold them open.
 	drain time.Duration
+	// leftovers, when set, is the grace what the child left running in its
+	// session gets (SIGTERM, then SIGKILL) once the child exited; without
+	// it they are killed at once.
+	leftovers time.Duration
+	// done is called by the waiter, last, once the child is reaped and
+	// its reader and copier have ended, with the reap's error.
+	done func(reapErr error)
 }
 
 // startLineChild starts spec's program (stdin and stdout pipes; stderr as
@@ -772,7 +782,8 @@ func startLineChild(spec procSpec) (*lineChild, error) {
 		return nil, err
 	}
 	return &lineChild{proc: p, stdin: p.stdin, stdout: p.stdout,
-		readerDone: make(chan struct{}), copierDone: make(chan struct{}), reaped: make(chan struct{})}, nil
+		readerDone: make(chan struct{}), copierDone: make(chan struct{}), reaped: make(chan struct{}),
+		gone: make(chan struct{})}, nil
 }
 
 // serve starts the reader, the copier and the waiter. Called once.
@@ -785,12 +796,15 @@ func (c *lineChild) serve(cio lineChildIO) {
 		for {
 			line, err := lr.next()
 			if err != nil && !isLineTooLong(err) {
-				break
+				if err == io.EOF {
+					err = nil
+				}
+				if cio.ended != nil {
+					cio.ended(err)
+				}
+				return
 			}
 			cio.line(line, err)
-		}
-		if cio.ended != nil {
-			cio.ended()
 		}
 	}()
 	stderr := p.stderr
@@ -802,10 +816,15 @@ func (c *lineChild) serve(cio lineChildIO) {
 		io.Copy(cio.stderr, stderr)
 		stderr.Close()
 	}()
-	// Reap kills what is left of the child's session first: nothing it
-	// started outlives it.
+	// The waiter. Reap kills what is left of the child's session first:
+	// nothing it started outlives it.
 	go func() {
-		c.state, _ = p.Reap()
+		defer close(c.gone)
+		if cio.leftovers > 0 {
+			<-p.Exited()
+			p.Stop(cio.leftovers)
+		}
+		c.state, c.reapErr = p.Reap()
 		if cio.exited != nil {
 			cio.exited(c.state)
 		}
@@ -814,6 +833,11 @@ func (c *lineChild) serve(cio lineChildIO) {
 		c.stdout.SetReadDeadline(deadline)
 		if stderr != nil {
 			stderr.SetReadDeadline(deadline)
+		}
+		<-c.readerDone
+		<-c.copierDone
+		if cio.done != nil {
+			cio.done(c.reapErr)
 		}
 	}()
 }
@@ -857,9 +881,6 @@ func (c *lineChild) stop(ctx context.Context, grace, term time.Duration, late fu
 	return res
 }
 
-// wait returns once the child is reaped and its reader and copier ended.
-func (c *lineChild) wait() {
-	<-c.reaped
-	<-c.readerDone
-	<-c.copierDone
-}
+// wait returns once the child is reaped and the goroutines serving it
+// have ended.
+func (c *lineChild) wait() { <-c.gone }

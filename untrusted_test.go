@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -277,6 +278,7 @@ func TestOverLongLineGetsEachCallersPolicy(t *testing.T) {
 		t.Parallel()
 		logPath := filepath.Join(t.TempDir(), "mcp.log")
 		log := openMCPLog(logPath)
+		defer log.close()
 		conn := newMCPConn("s", log)
 		var mu sync.Mutex
 		var got []string
@@ -285,10 +287,18 @@ func TestOverLongLineGetsEachCallersPolicy(t *testing.T) {
 			got = append(got, method)
 			mu.Unlock()
 		}
-		err := readMCPLines(strings.NewReader(long+"\n"+`{"jsonrpc":"2.0","method":"after"}`+"\n"), max, conn)
-		log.close()
-		if err != nil || strings.Join(got, ",") != "after" {
-			t.Fatalf("err %v, notifications %q", err, got)
+		exited := make(chan error, 1)
+		script := `printf '%s\n%s\n' "$1" '{"jsonrpc":"2.0","method":"after"}'`
+		tr, err := startStdioMax("sh", "sh", []string{"-c", script, "sh", long}, nil, t.TempDir(), conn, log.file(), func(err error) { exited <- err }, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-exited
+		tr.close(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Join(got, ",") != "after" {
+			t.Fatalf("notifications %q", got)
 		}
 		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "dropped a stdout line longer than 64 bytes") {
 			t.Errorf("log = %q", b)
