@@ -79,7 +79,7 @@ func checkGone(t *testing.T, c *lineChild, r *lineChildRecorder) {
 func TestLineChildFloodIsStoppedAndReaped(t *testing.T) {
 	t.Parallel()
 	for name, script := range map[string]string{
-		"lines":        `yes flood`,
+		"lines":          `yes flood`,
 		"over-long line": `head -c 1000000 /dev/zero; echo; yes flood`,
 	} {
 		t.Run(name, func(t *testing.T) {
