@@ -10,8 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -547,14 +549,96 @@ func (lr *lineReader) next() ([]byte, error) {
 // error. Nested objects are read by encoding/json's rules: their keys are
 // the protocol's payload, which the receiving code checks.
 func decodeStrictJSON(data []byte, v any, known ...string) error {
-	keys, err := strictObjectKeys(data, append(jsonFieldNames(v), known...))
-	if keys == nil && err != nil {
-		return err
+	uerr := json.Unmarshal(data, v)
+	var syntax *json.SyntaxError
+	if errors.As(uerr, &syntax) {
+		return fmt.Errorf("invalid JSON: %w", uerr)
 	}
-	if uerr := json.Unmarshal(data, v); uerr != nil && err == nil {
-		err = uerr
+	if kerr := checkTopLevelKeys(data, append(jsonFieldNames(v), known...)); kerr != nil {
+		return kerr
 	}
-	return err
+	return uerr
+}
+
+// checkTopLevelKeys finds, in data (valid JSON), a top-level key given
+// twice or one that matches a known name only when case is folded. It
+// scans the bytes once and keeps only the keys, so a large value (a
+// session row with images) costs no copy.
+func checkTopLevelKeys(data []byte, known []string) error {
+	var seen []string
+	var set map[string]bool // once there are many keys
+	var problem error
+	scanTopLevelKeys(data, func(key string) bool {
+		dup := false
+		if set != nil {
+			dup = set[key]
+			set[key] = true
+		} else {
+			dup = slices.Contains(seen, key)
+			seen = append(seen, key)
+			if len(seen) > 16 {
+				set = map[string]bool{}
+				for _, k := range seen {
+					set[k] = true
+				}
+			}
+		}
+		if dup {
+			problem = fmt.Errorf("field %q appears more than once; send each field once", key)
+			return false
+		}
+		for _, name := range known {
+			if key != name && strings.EqualFold(key, name) {
+				problem = fmt.Errorf("field %q: field names are case-sensitive; write %q", key, name)
+				return false
+			}
+		}
+		return true
+	})
+	return problem
+}
+
+// scanTopLevelKeys calls fn with each key of data's top-level object, in
+// order, until fn returns false. data must be valid JSON; a value that is
+// not an object has no keys.
+func scanTopLevelKeys(data []byte, fn func(key string) bool) {
+	depth, wantKey := 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			start, escaped := i, false // escaped: the key needs encoding/json to read it
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				switch {
+				case data[i] == '\\':
+					escaped = true
+					i++
+				case data[i] >= 0x80:
+					escaped = true // read as encoding/json does, invalid UTF-8 and all
+				}
+			}
+			if depth != 1 || !wantKey {
+				continue
+			}
+			wantKey = false
+			key := string(data[start+1 : min(i, len(data))])
+			if escaped && json.Unmarshal(data[start:min(i+1, len(data))], &key) != nil {
+				return
+			}
+			if !fn(key) {
+				return
+			}
+		case '{', '[':
+			if depth == 0 && c == '[' {
+				return
+			}
+			depth++
+			wantKey = depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			wantKey = depth == 1
+		}
+	}
 }
 
 // strictObjectKeys checks data as decodeStrictJSON says and returns the
@@ -607,6 +691,19 @@ func jsonFieldNames(v any) []string {
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil
 	}
+	if names, ok := jsonFieldNamesOf.Load(t); ok {
+		return names.([]string)
+	}
+	names := structJSONNames(t)
+	jsonFieldNamesOf.Store(t, names)
+	return names
+}
+
+// jsonFieldNamesOf caches jsonFieldNames by type: protocols decode the
+// same few types for every line.
+var jsonFieldNamesOf sync.Map
+
+func structJSONNames(t reflect.Type) []string {
 	var names []string
 	var walk func(reflect.Type)
 	walk = func(t reflect.Type) {
@@ -630,5 +727,5 @@ func jsonFieldNames(v any) []string {
 		}
 	}
 	walk(t)
-	return names
+	return slices.Clip(names)
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -503,6 +504,24 @@ func FuzzStrictJSON(f *testing.F) {
 			Type  string          `json:"type"`
 			ID    json.RawMessage `json:"id"`
 			Token *string         `json:"token"`
+		}
+		// The byte scan finds the keys encoding/json's tokens do.
+		if json.Valid(data) {
+			var scanned []string
+			scanTopLevelKeys(data, func(k string) bool { scanned = append(scanned, k); return true })
+			var tokens []string
+			dec := json.NewDecoder(bytes.NewReader(data))
+			if tok, _ := dec.Token(); tok == json.Delim('{') {
+				for dec.More() {
+					tok, _ := dec.Token()
+					tokens = append(tokens, tok.(string))
+					var skip json.RawMessage
+					dec.Decode(&skip)
+				}
+			}
+			if !slices.Equal(scanned, tokens) {
+				t.Fatalf("scanned keys %q, decoder's %q", scanned, tokens)
+			}
 		}
 		if err := decodeStrictJSON(data, &strict); err != nil {
 			if err.Error() == "" {
