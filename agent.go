@@ -66,6 +66,9 @@ type Block struct {
 	CallID    string          `json:"call_id,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	Content   []Block         `json:"content,omitempty"`
+	// FromText marks a tool call the model wrote as text, which zot read
+	// back into a call (providers_texttools.go).
+	FromText bool `json:"from_text,omitempty"`
 }
 
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
@@ -86,10 +89,21 @@ func (m Message) ToolCalls() []ToolCall {
 	var calls []ToolCall
 	for _, c := range m.Content {
 		if c.Type == BlockToolCall {
-			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args, FromText: c.FromText})
 		}
 	}
 	return calls
+}
+
+// thinkingText joins the readable thinking of a message.
+func (m Message) thinkingText() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == BlockThinking && !c.Redacted {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
 }
 
 // isPrompt tells a message the user typed from one that carries tool results.
@@ -115,6 +129,9 @@ type Usage struct {
 	// CacheWrite1h is the part of CacheWrite kept for an hour, which
 	// costs more than a 5-minute write; it only prices the call.
 	CacheWrite1h int `json:"-"`
+	// Estimated marks counts zot made itself from the bytes it sent and
+	// got (providers_overflow.go), for a server that reported none.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // USD is an amount of dollars. Sums of prices carry binary noise
@@ -138,6 +155,7 @@ func (u *Usage) Add(o Usage) {
 	u.CacheWrite += o.CacheWrite
 	u.CacheWrite1h += o.CacheWrite1h
 	u.CostUSD += o.CostUSD
+	u.Estimated = u.Estimated || o.Estimated
 }
 
 // clamped is u with no count below zero, and what was wrong when one was.
@@ -199,6 +217,10 @@ const (
 	// EventMessageBlocked says that an interceptor withheld the assistant's
 	// message from the user, and why (the message stays in the transcript).
 	EventMessageBlocked EventType = "assistant_message_blocked"
+	// EventRetry says that the model call failed in a way worth retrying
+	// (overloaded, rate-limited, cut off before the answer began) and when
+	// the next attempt goes out.
+	EventRetry EventType = "retry"
 )
 
 // Event is one thing that happened while the agent worked. Its JSON encoding
@@ -227,6 +249,12 @@ type Event struct {
 	Cwd        string // session_start
 	Sandbox    string // session_start
 	Reason     string
+	// retry: the attempt about to be made, the most there are, the wait.
+	Attempt, Attempts int
+	Wait              time.Duration
+	// Truncated marks an error event that is a warning: the server cut the
+	// prompt (Reply.Truncated); the run goes on.
+	Truncated bool
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -315,13 +343,22 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventError:
 		return json.Marshal(struct {
 			typ
-			Message string `json:"message"`
-		}{t, e.Message})
+			Message   string `json:"message"`
+			Truncated bool   `json:"truncated,omitempty"`
+		}{t, e.Message, e.Truncated})
 	case EventMessageBlocked:
 		return json.Marshal(struct {
 			typ
 			Reason string `json:"reason"`
 		}{t, e.Reason})
+	case EventRetry:
+		return json.Marshal(struct {
+			typ
+			Attempt  int    `json:"attempt"`
+			Attempts int    `json:"attempts"`
+			WaitMS   int64  `json:"wait_ms"`
+			Error    string `json:"error"`
+		}{t, e.Attempt, e.Attempts, e.Wait.Milliseconds(), e.Error})
 	case EventCompactDone:
 		return json.Marshal(struct {
 			typ
@@ -420,6 +457,8 @@ type ToolCall struct {
 	ID   string
 	Name string
 	Args json.RawMessage
+	// FromText: the model wrote the call as text and zot read it back.
+	FromText bool
 }
 
 // ToolDecision is what BeforeToolExecute says about one call: run it (with
@@ -549,6 +588,10 @@ var ErrBusy = errors.New("agent is busy with another prompt")
 // ErrBlocked is returned when a hook refused to let a turn or prompt run.
 var ErrBlocked = errors.New("blocked")
 
+// ErrEmptyPrompt is a prompt with neither text nor images: the APIs refuse
+// an empty message, and one in the transcript would fail every later turn.
+var ErrEmptyPrompt = errors.New("nothing to send: the prompt is empty")
+
 // Agent runs the loop of one conversation: prompt, stream, tools, repeat.
 // Its exported fields are configuration, set before the first Prompt;
 // the transcript and totals are guarded by mu.
@@ -565,6 +608,11 @@ type Agent struct {
 	BeforeTurn        func(ctx context.Context, step int) (block bool, reason string)
 	BeforeToolExecute func(ctx context.Context, call ToolCall) ToolDecision
 	AfterToolExecute  func(ctx context.Context, rec *ToolRecord)
+	// AroundToolRun is called just before a tool runs, once the gates
+	// allowed the call, with the arguments it runs with; after, when not
+	// nil, is called once the tool returned (checkpoints record the files
+	// before and after each call).
+	AroundToolRun func(ctx context.Context, call ToolCall) (after func())
 	// BeforeAssistantMessage may rewrite the text the user sees of the
 	// assistant's message, or block it; when it blocks, shown is the reason
 	// the user is told.
@@ -580,12 +628,20 @@ type Agent struct {
 	Recorder Recorder
 	Log      func(format string, args ...any)
 
+	// CompactThreshold is the share of the context window whose use
+	// compacts the conversation before the next turn; 0 is
+	// defaultCompactThreshold. A model's own (models.json) wins.
+	CompactThreshold float64
+
 	mu         sync.Mutex
 	busy       bool
 	messages   []Message
 	cumulative Usage
 	lastInput  int
 	usageOdd   bool // a usage below zero was reported
+	// mustCompact: the server cut the last prompt, so the next turn
+	// compacts whatever its size looks like.
+	mustCompact bool
 }
 
 // NewAgent returns an agent with the defaults a user expects.
@@ -636,6 +692,30 @@ func (a *Agent) Clear() error {
 	a.lastInput = 0
 	if a.Recorder != nil {
 		return a.Recorder.Reset(nil)
+	}
+	return nil
+}
+
+// Rewind keeps the first n messages of the transcript — a cut before a
+// prompt, so that no tool call loses its result — and records it as a
+// reset; it refuses while a prompt runs. The usage totals stay: those
+// calls were made.
+func (a *Agent) Rewind(n int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	if n < 0 || n > len(a.messages) {
+		return fmt.Errorf("cannot keep %d messages of %d", n, len(a.messages))
+	}
+	if n < len(a.messages) && !a.messages[n].isPrompt() {
+		return fmt.Errorf("message %d is not a prompt; rewind to before a prompt so that no tool call loses its result", n+1)
+	}
+	a.messages = append([]Message(nil), a.messages[:n]...)
+	a.lastInput = 0
+	if a.Recorder != nil {
+		return a.Recorder.Reset(a.messages)
 	}
 	return nil
 }
@@ -829,6 +909,9 @@ func (a *Agent) sync() error {
 }
 
 func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink) error {
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
+		return ErrEmptyPrompt
+	}
 	if a.BeforePrompt != nil {
 		block, reason, extra := a.BeforePrompt(ctx, text)
 		if block {
@@ -860,14 +943,19 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 		maxSteps = 100
 	}
 	retriedTooLong := false
+	// compactedBefore: the last step compacted and sent nothing since, so
+	// a conversation still over the threshold is sent as it is rather than
+	// compacted again (the server's overflow error is the last word).
+	compactedBefore := false
 	stopContinues := 0
 	for step := 1; ; step++ {
 		if step > maxSteps {
 			return fmt.Errorf("stopped after --max-steps %d turns; raise it or split the task", maxSteps)
 		}
-		if err := a.maybeAutoCompact(ctx, emit); err != nil {
+		if err := a.maybeAutoCompact(ctx, emit, compactedBefore); err != nil {
 			a.logf("auto-compact: %v", err)
 		}
+		compactedBefore = false
 		if a.BeforeTurn != nil {
 			if block, reason := a.BeforeTurn(ctx, step); block {
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
@@ -885,15 +973,19 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
 				retriedTooLong = true
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
-				if cerr := a.compact(ctx, emit); cerr != nil {
+				if cerr := a.compact(ctx, emit); errors.Is(cerr, errNothingToCompact) {
+					return fmt.Errorf("%w; nothing earlier to compact: the prompt alone does not fit", err)
+				} else if cerr != nil {
 					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
 				}
+				compactedBefore = true
 				step--
 				continue
 			}
 			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 			return err
 		}
+		a.heed(reply, emit)
 		msg := Message{Role: RoleAssistant, Content: reply.Content, Time: time.Now().UTC()}
 		a.emitAssistant(ctx, msg, hold, emit)
 		// The tools do not run when their calls could not be saved.
@@ -904,7 +996,7 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 
 		calls := msg.ToolCalls()
 		if len(calls) > 0 {
-			results, aborted := a.runTools(ctx, calls, emit)
+			results, aborted := a.runTools(ctx, calls, reply.Stop == StopLength, emit)
 			err := a.append(Message{Role: RoleUser, Content: results, Time: time.Now().UTC()}, "the tool results")
 			if aborted {
 				emit(Event{Type: EventTurnEnd, Stop: StopAborted})
@@ -948,7 +1040,7 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 		Reasoning: a.Reasoning,
 	}
 	a.mu.Unlock()
-	return a.Provider.Stream(ctx, req, func(se StreamEvent) {
+	return a.Provider.Stream(withRetryEvents(ctx, emit), req, func(se StreamEvent) {
 		switch se.Type {
 		case "text":
 			if !holdText {
@@ -966,6 +1058,13 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 		case "tool_end":
 			emit(Event{Type: EventToolUseEnd, ID: se.ID})
 		}
+	})
+}
+
+// withRetryEvents makes the provider's retries of a call events.
+func withRetryEvents(ctx context.Context, emit Sink) context.Context {
+	return WithRetryHook(ctx, func(n RetryNotice) {
+		emit(Event{Type: EventRetry, Attempt: n.Attempt, Attempts: n.Attempts, Wait: n.Wait, Error: n.Err.Error()})
 	})
 }
 
@@ -1019,9 +1118,25 @@ func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 	return err
 }
 
+// heed passes on what the provider said of a reply beside its content: a
+// notice once, and a prompt the server cut, which the next turn compacts.
+func (a *Agent) heed(reply Reply, emit Sink) {
+	if reply.Notice != "" {
+		a.logf("%s", reply.Notice)
+	}
+	if reply.Truncated != "" {
+		a.mu.Lock()
+		a.mustCompact = true
+		a.mu.Unlock()
+		emit(Event{Type: EventError, Message: reply.Truncated, Truncated: true})
+	}
+}
+
 // runTools runs the calls in the model's order. When ctx is cancelled the
 // remaining calls are answered with "aborted" so the transcript stays valid.
-func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (results []Block, aborted bool) {
+// cut says the reply ended at the output limit: a call whose arguments are
+// not a whole JSON object was cut there, and is answered as such.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cut bool, emit Sink) (results []Block, aborted bool) {
 	for _, call := range calls {
 		if ctx.Err() != nil {
 			block := abortedResult(call.ID)
@@ -1034,7 +1149,16 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 			continue
 		}
 		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
-		res := a.runTool(ctx, call, nil, emit)
+		var origin *GateNote
+		if call.FromText {
+			origin = &GateNote{By: "model", Decision: "call", Reason: "parsed from text: the model wrote the call in its reply's text"}
+		}
+		var res ToolResult
+		if cut && (len(call.Args) == 0 || !json.Valid(call.Args) || !isJSONObject(call.Args)) {
+			res = a.refuseCutCall(ctx, call, origin)
+		} else {
+			res = a.runTool(ctx, call, origin, emit)
+		}
 		emit(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
 		results = append(results, Block{Type: BlockToolResult, CallID: call.ID, IsError: res.IsError, Content: res.Content})
 		if ctx.Err() != nil {
@@ -1042,6 +1166,19 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 		}
 	}
 	return results, aborted
+}
+
+// refuseCutCall answers a call the output limit cut before its arguments
+// were whole: it does not run with half of them, and the model is told.
+func (a *Agent) refuseCutCall(ctx context.Context, call ToolCall, origin *GateNote) ToolResult {
+	rec := ToolRecord{Call: call, Result: errorResult("the tool call was cut off at the output limit before its arguments were complete, so nothing ran (arguments so far: %s); call it again with shorter arguments, or split the work", truncate(string(call.Args), 200))}
+	if origin != nil {
+		rec.Decision.Trail = []GateNote{*origin}
+	}
+	if a.AfterToolExecute != nil {
+		a.AfterToolExecute(ctx, &rec)
+	}
+	return rec.Result
 }
 
 func abortedResult(callID string) Block {
@@ -1098,9 +1235,16 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		}
 	}
 	rec.Ran = true
+	var after func()
+	if a.AroundToolRun != nil {
+		after = a.AroundToolRun(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+	}
 	rec.Result = tool.Run(ctx, args, func(line string) {
 		emit(Event{Type: EventToolProgress, ID: call.ID, Text: line})
 	})
+	if after != nil {
+		after()
+	}
 	return rec.Result
 }
 
@@ -1179,9 +1323,14 @@ const (
 	keepSteps   = 2
 )
 
-// compactThreshold is the share of the context window whose use triggers an
-// automatic compaction before the next turn.
-const compactThreshold = 0.85
+// defaultCompactThreshold is the share of the context window whose use
+// triggers an automatic compaction before the next turn, unless config.json
+// or the model's models.json entry says otherwise.
+const defaultCompactThreshold = 0.85
+
+// errNothingToCompact is a conversation too short to compact: its last
+// prompts are kept whole.
+var errNothingToCompact = errors.New("nothing to compact yet")
 
 const compactInstruction = `Summarise the conversation above for your own later use: it will replace the conversation. Keep what the user asked for, decisions made, files read or changed (with paths), commands run and their outcome, errors still open, and the next steps. Be concise and concrete; use bullet points. Do not call tools.`
 
@@ -1192,7 +1341,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	a.mu.Unlock()
 	cut := compactCut(msgs)
 	if cut <= 0 {
-		return errors.New("nothing to compact yet")
+		return errNothingToCompact
 	}
 	// The same system prompt and tools as a normal turn keep the request's
 	// prefix cacheable, and the API wants tools defined when the messages
@@ -1203,7 +1352,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 		Tools:    a.Tools.Specs(),
 		Messages: append(append([]Message(nil), msgs[:cut]...), Message{Role: RoleUser, Content: []Block{TextBlock(compactInstruction)}}),
 	}
-	reply, err := a.Provider.Stream(ctx, req, func(StreamEvent) {})
+	reply, err := a.Provider.Stream(withRetryEvents(ctx, emit), req, func(StreamEvent) {})
 	if err != nil {
 		return err
 	}
@@ -1218,6 +1367,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	// A prompt cannot have run meanwhile (we hold busy), so msgs is current.
 	a.messages = kept
 	a.lastInput = 0
+	a.mustCompact = false
 	a.mu.Unlock()
 	if usageErr != nil {
 		return usageErr
@@ -1260,15 +1410,48 @@ func compactCut(msgs []Message) int {
 	return 0
 }
 
-func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink) error {
+// windowProber is a provider that can ask its server for the model's
+// context window before the first request (a local server: see
+// providers_local.go), so the first turn of a resumed conversation is
+// measured against the real window.
+type windowProber interface {
+	ProbeWindow(ctx context.Context, model string)
+}
+
+// maybeAutoCompact compacts before a turn when the conversation fills the
+// threshold's share of the model's window — as the last call's usage said,
+// or as zot counts the request about to go (EstimateTokens: the tool
+// results since then, a server that reports no usage) — or when the
+// server cut the last prompt. It does not compact twice without a turn
+// between (justCompacted).
+func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted bool) error {
 	a.mu.Lock()
-	last, model := a.lastInput, a.Model
+	last, model, must := a.lastInput, a.Model, a.mustCompact
+	req := Request{System: a.System, Messages: a.messages, Tools: a.Tools.Specs()}
+	estimate := EstimateTokens(req, true)
 	a.mu.Unlock()
-	window := lookupModel(a.Provider.Name(), model).ContextWindow
-	if last == 0 || float64(last) < compactThreshold*float64(window) {
+	if justCompacted {
 		return nil
 	}
-	return a.compact(ctx, emit)
+	if p, ok := a.Provider.(windowProber); ok {
+		p.ProbeWindow(ctx, model)
+	}
+	info := lookupModel(a.Provider.Name(), model)
+	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)
+	used := max(last, estimate)
+	if !must && (used == 0 || float64(used) < threshold*float64(info.ContextWindow)) {
+		return nil
+	}
+	err := a.compact(ctx, emit)
+	if errors.Is(err, errNothingToCompact) {
+		// The prompt alone fills the window: it goes as it is, and the
+		// server has the last word.
+		a.mu.Lock()
+		a.mustCompact = false
+		a.mu.Unlock()
+		return nil
+	}
+	return err
 }
 
 // SystemPromptOptions are the pieces a system prompt is built from.
