@@ -93,14 +93,10 @@ func (p *anthropicProvider) cacheMark() *cacheControl {
 const cacheBytesPerToken = 3
 
 // placeCacheBreakpoints marks where the prompt cache may keep r's prefix,
-// within Anthropic's four breakpoints: the end of the last user message,
-// which the next request reads; the end of the user message before it,
-// which this request reads back exactly — from the last one Anthropic looks
-// for an earlier entry only 20 blocks back, and a turn of many parallel tool calls adds
-// more blocks than that, so without it the whole prefix would be written
-// again at 1.25× instead of read at 0.1×; and the tools and the system
-// prompt, when they are long enough to be cached on their own (minTokens:
-// below the model's minimum a breakpoint caches nothing).
+// within Anthropic's four breakpoints: the tools and the system prompt,
+// when they are long enough to be cached on their own (minTokens: below
+// the model's minimum a breakpoint caches nothing). The other two go on
+// the messages (anthTurns).
 func placeCacheBreakpoints(r *anthRequest, minTokens int, mark *cacheControl) {
 	if prefixTokens(r) >= minTokens {
 		if n := len(r.Tools); n > 0 {
@@ -110,17 +106,76 @@ func placeCacheBreakpoints(r *anthRequest, minTokens int, mark *cacheControl) {
 			r.System[n-1].CacheControl = mark
 		}
 	}
-	marked := 0
-	for i := len(r.Messages) - 1; i >= 0 && marked < 2; i-- {
-		m := r.Messages[i]
-		if m.Role != "user" || len(m.Content) == 0 {
+}
+
+// requestBody is r's JSON with msgs as its messages, each message encoded
+// once for the whole session (Message.wireEncoded) and joined.
+func (p *anthropicProvider) requestBody(r anthRequest, msgs []Message) ([]byte, error) {
+	frame, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := anthTurns(msgs, p.cacheMark())
+	if err != nil {
+		return nil, err
+	}
+	return spliceItems(frame, "messages", turns)
+}
+
+// anthTurns is the transcript as the items of the messages array, merging
+// consecutive messages of one role (the API wants them alternating), with
+// a cache breakpoint at the end of each of the last two user messages: the
+// last, which the next request reads; and the one before, which this
+// request reads back exactly — from the last one Anthropic looks for an
+// earlier entry only 20 blocks back, and a turn of many parallel tool calls
+// adds more blocks than that, so without it the whole prefix would be
+// written again at 1.25× instead of read at 0.1×. The two marked messages
+// are encoded afresh.
+func anthTurns(msgs []Message, mark *cacheControl) ([][]byte, error) {
+	type turn struct {
+		role  Role
+		items [][]byte
+		last  int // the message the turn's last block comes from
+		tail  string
+	}
+	var turns []turn
+	for i, m := range msgs {
+		e := m.wireEncoded("anthropic", anthWire)
+		if e.err != nil {
+			return nil, e.err
+		}
+		if len(e.data) == 0 {
 			continue
 		}
-		if last := &m.Content[len(m.Content)-1]; slices.Contains([]string{"text", "image", "tool_result"}, last.Type) {
-			last.CacheControl = mark
-			marked++
+		if n := len(turns); n > 0 && turns[n-1].role == m.Role {
+			t := &turns[n-1]
+			t.items, t.last, t.tail = append(t.items, e.data), i, e.tail
+			continue
 		}
+		turns = append(turns, turn{role: m.Role, items: [][]byte{e.data}, last: i, tail: e.tail})
 	}
+	marked := 0
+	for i := len(turns) - 1; i >= 0 && marked < 2; i-- {
+		t := &turns[i]
+		if t.role != RoleUser || !slices.Contains([]string{"text", "image", "tool_result"}, t.tail) {
+			continue
+		}
+		blocks := anthBlocks(msgs[t.last])
+		blocks[len(blocks)-1].CacheControl = mark
+		data, err := jsonItems(blocks)
+		if err != nil {
+			return nil, err
+		}
+		t.items[len(t.items)-1] = data
+		marked++
+	}
+	out := make([][]byte, len(turns))
+	for i, t := range turns {
+		b := append([]byte(`{"role":`), jsonString(string(t.role))...)
+		b = append(b, `,"content":[`...)
+		out[i] = append(joinItems(b, t.items), "]}"...)
+	}
+	return out, nil
 }
 
 // prefixTokens estimates the tokens of r's tools and system prompt.
