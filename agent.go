@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -49,26 +50,32 @@ type messageWire struct{ cached atomic.Pointer[wireEncoding] }
 // the JSON of its items (several, comma-separated, or none), and tail what
 // the provider needs to know of the last one without decoding it.
 type wireEncoding struct {
-	format string
-	data   []byte
-	tail   string
-	err    error
+	format  string
+	content []Block // what was encoded: a copy given new content is encoded again
+	data    []byte
+	tail    string
+	err     error
 }
 
 // wireEncoded returns m's encoding for format, made by encode the first
 // time the agent's transcript sends m in that format.
 func (m Message) wireEncoded(format string, encode func(Message) wireEncoding) wireEncoding {
 	if m.wire != nil {
-		if e := m.wire.cached.Load(); e != nil && e.format == format {
+		if e := m.wire.cached.Load(); e != nil && e.format == format && sameBlocks(e.content, m.Content) {
 			return *e
 		}
 	}
 	e := encode(m)
-	e.format = format
+	e.format, e.content = format, m.Content
 	if m.wire != nil && e.err == nil {
 		m.wire.cached.Store(&e)
 	}
 	return e
+}
+
+// sameBlocks says whether a and b are the same slice, not equal ones.
+func sameBlocks(a, b []Block) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // withWire gives each message a place of its own for its encoding.
@@ -125,6 +132,9 @@ type Block struct {
 	CallID    string          `json:"call_id,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	Content   []Block         `json:"content,omitempty"`
+	// FromText marks a tool call the model wrote as text, which zot read
+	// back into a call (providers_texttools.go).
+	FromText bool `json:"from_text,omitempty"`
 }
 
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
@@ -145,10 +155,21 @@ func (m Message) ToolCalls() []ToolCall {
 	var calls []ToolCall
 	for _, c := range m.Content {
 		if c.Type == BlockToolCall {
-			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args, FromText: c.FromText})
 		}
 	}
 	return calls
+}
+
+// thinkingText joins the readable thinking of a message.
+func (m Message) thinkingText() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == BlockThinking && !c.Redacted {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
 }
 
 // isPrompt tells a message the user typed from one that carries tool results.
@@ -174,6 +195,9 @@ type Usage struct {
 	// CacheWrite1h is the part of CacheWrite kept for an hour, which
 	// costs more than a 5-minute write; it only prices the call.
 	CacheWrite1h int `json:"-"`
+	// Estimated marks counts zot made itself from the bytes it sent and
+	// got (providers_overflow.go), for a server that reported none.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // USD is an amount of dollars. Sums of prices carry binary noise
@@ -197,6 +221,7 @@ func (u *Usage) Add(o Usage) {
 	u.CacheWrite += o.CacheWrite
 	u.CacheWrite1h += o.CacheWrite1h
 	u.CostUSD += o.CostUSD
+	u.Estimated = u.Estimated || o.Estimated
 }
 
 // clamped is u with no count below zero, and what was wrong when one was.
@@ -286,6 +311,9 @@ type Event struct {
 	Cwd        string // session_start
 	Sandbox    string // session_start
 	Reason     string
+	// Truncated marks an error event that is a warning: the server cut the
+	// prompt (Reply.Truncated); the run goes on.
+	Truncated bool
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -374,8 +402,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventError:
 		return json.Marshal(struct {
 			typ
-			Message string `json:"message"`
-		}{t, e.Message})
+			Message   string `json:"message"`
+			Truncated bool   `json:"truncated,omitempty"`
+		}{t, e.Message, e.Truncated})
 	case EventMessageBlocked:
 		return json.Marshal(struct {
 			typ
@@ -479,6 +508,8 @@ type ToolCall struct {
 	ID   string
 	Name string
 	Args json.RawMessage
+	// FromText: the model wrote the call as text and zot read it back.
+	FromText bool
 }
 
 // ToolDecision is what BeforeToolExecute says about one call: run it (with
@@ -639,12 +670,20 @@ type Agent struct {
 	Recorder Recorder
 	Log      func(format string, args ...any)
 
+	// CompactThreshold is the share of the context window whose use
+	// compacts the conversation before the next turn; 0 is
+	// defaultCompactThreshold. A model's own (models.json) wins.
+	CompactThreshold float64
+
 	mu         sync.Mutex
 	busy       bool
 	messages   []Message
 	cumulative Usage
 	lastInput  int
 	usageOdd   bool // a usage below zero was reported
+	// mustCompact: the server cut the last prompt, so the next turn
+	// compacts whatever its size looks like.
+	mustCompact bool
 }
 
 // NewAgent returns an agent with the defaults a user expects.
@@ -920,14 +959,19 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 		maxSteps = 100
 	}
 	retriedTooLong := false
+	// compactedBefore: the last step compacted and sent nothing since, so
+	// a conversation still over the threshold is sent as it is rather than
+	// compacted again (the server's overflow error is the last word).
+	compactedBefore := false
 	stopContinues := 0
 	for step := 1; ; step++ {
 		if step > maxSteps {
 			return fmt.Errorf("stopped after --max-steps %d turns; raise it or split the task", maxSteps)
 		}
-		if err := a.maybeAutoCompact(ctx, emit); err != nil {
+		if err := a.maybeAutoCompact(ctx, emit, compactedBefore); err != nil {
 			a.logf("auto-compact: %v", err)
 		}
+		compactedBefore = false
 		if a.BeforeTurn != nil {
 			if block, reason := a.BeforeTurn(ctx, step); block {
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
@@ -945,15 +989,19 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
 				retriedTooLong = true
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
-				if cerr := a.compact(ctx, emit); cerr != nil {
+				if cerr := a.compact(ctx, emit); errors.Is(cerr, errNothingToCompact) {
+					return fmt.Errorf("%w; nothing earlier to compact: the prompt alone does not fit", err)
+				} else if cerr != nil {
 					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
 				}
+				compactedBefore = true
 				step--
 				continue
 			}
 			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 			return err
 		}
+		a.heed(reply, emit)
 		msg := Message{Role: RoleAssistant, Content: reply.Content, Time: time.Now().UTC()}
 		a.emitAssistant(ctx, msg, hold, emit)
 		// The tools do not run when their calls could not be saved.
@@ -964,7 +1012,7 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 
 		calls := msg.ToolCalls()
 		if len(calls) > 0 {
-			results, aborted := a.runTools(ctx, calls, emit)
+			results, aborted := a.runTools(ctx, calls, reply.Stop == StopLength, emit)
 			err := a.append(Message{Role: RoleUser, Content: results, Time: time.Now().UTC()}, "the tool results")
 			if aborted {
 				emit(Event{Type: EventTurnEnd, Stop: StopAborted})
@@ -1079,9 +1127,25 @@ func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 	return err
 }
 
+// heed passes on what the provider said of a reply beside its content: a
+// notice once, and a prompt the server cut, which the next turn compacts.
+func (a *Agent) heed(reply Reply, emit Sink) {
+	if reply.Notice != "" {
+		a.logf("%s", reply.Notice)
+	}
+	if reply.Truncated != "" {
+		a.mu.Lock()
+		a.mustCompact = true
+		a.mu.Unlock()
+		emit(Event{Type: EventError, Message: reply.Truncated, Truncated: true})
+	}
+}
+
 // runTools runs the calls in the model's order. When ctx is cancelled the
 // remaining calls are answered with "aborted" so the transcript stays valid.
-func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (results []Block, aborted bool) {
+// cut says the reply ended at the output limit: a call whose arguments are
+// not a whole JSON object was cut there, and is answered as such.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cut bool, emit Sink) (results []Block, aborted bool) {
 	for _, call := range calls {
 		if ctx.Err() != nil {
 			block := abortedResult(call.ID)
@@ -1094,7 +1158,16 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 			continue
 		}
 		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
-		res := a.runTool(ctx, call, nil, emit)
+		var origin *GateNote
+		if call.FromText {
+			origin = &GateNote{By: "model", Decision: "call", Reason: "parsed from text: the model wrote the call in its reply's text"}
+		}
+		var res ToolResult
+		if cut && (len(call.Args) == 0 || !json.Valid(call.Args) || !isJSONObject(call.Args)) {
+			res = a.refuseCutCall(ctx, call, origin)
+		} else {
+			res = a.runTool(ctx, call, origin, emit)
+		}
 		emit(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
 		results = append(results, Block{Type: BlockToolResult, CallID: call.ID, IsError: res.IsError, Content: res.Content})
 		if ctx.Err() != nil {
@@ -1102,6 +1175,19 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 		}
 	}
 	return results, aborted
+}
+
+// refuseCutCall answers a call the output limit cut before its arguments
+// were whole: it does not run with half of them, and the model is told.
+func (a *Agent) refuseCutCall(ctx context.Context, call ToolCall, origin *GateNote) ToolResult {
+	rec := ToolRecord{Call: call, Result: errorResult("the tool call was cut off at the output limit before its arguments were complete, so nothing ran (arguments so far: %s); call it again with shorter arguments, or split the work", truncate(string(call.Args), 200))}
+	if origin != nil {
+		rec.Decision.Trail = []GateNote{*origin}
+	}
+	if a.AfterToolExecute != nil {
+		a.AfterToolExecute(ctx, &rec)
+	}
+	return rec.Result
 }
 
 func abortedResult(callID string) Block {
@@ -1239,9 +1325,14 @@ const (
 	keepSteps   = 2
 )
 
-// compactThreshold is the share of the context window whose use triggers an
-// automatic compaction before the next turn.
-const compactThreshold = 0.85
+// defaultCompactThreshold is the share of the context window whose use
+// triggers an automatic compaction before the next turn, unless config.json
+// or the model's models.json entry says otherwise.
+const defaultCompactThreshold = 0.85
+
+// errNothingToCompact is a conversation too short to compact: its last
+// prompts are kept whole.
+var errNothingToCompact = errors.New("nothing to compact yet")
 
 const compactInstruction = `Summarise the conversation above for your own later use: it will replace the conversation. Keep what the user asked for, decisions made, files read or changed (with paths), commands run and their outcome, errors still open, and the next steps. Be concise and concrete; use bullet points. Do not call tools.`
 
@@ -1252,7 +1343,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	a.mu.Unlock()
 	cut := compactCut(msgs)
 	if cut <= 0 {
-		return errors.New("nothing to compact yet")
+		return errNothingToCompact
 	}
 	// The same system prompt and tools as a normal turn keep the request's
 	// prefix cacheable, and the API wants tools defined when the messages
@@ -1278,6 +1369,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	// A prompt cannot have run meanwhile (we hold busy), so msgs is current.
 	a.messages = kept
 	a.lastInput = 0
+	a.mustCompact = false
 	a.mu.Unlock()
 	if usageErr != nil {
 		return usageErr
@@ -1320,15 +1412,48 @@ func compactCut(msgs []Message) int {
 	return 0
 }
 
-func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink) error {
+// windowProber is a provider that can ask its server for the model's
+// context window before the first request (a local server: see
+// providers_local.go), so the first turn of a resumed conversation is
+// measured against the real window.
+type windowProber interface {
+	ProbeWindow(ctx context.Context, model string)
+}
+
+// maybeAutoCompact compacts before a turn when the conversation fills the
+// threshold's share of the model's window — as the last call's usage said,
+// or as zot counts the request about to go (EstimateTokens: the tool
+// results since then, a server that reports no usage) — or when the
+// server cut the last prompt. It does not compact twice without a turn
+// between (justCompacted).
+func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted bool) error {
 	a.mu.Lock()
-	last, model := a.lastInput, a.Model
+	last, model, must := a.lastInput, a.Model, a.mustCompact
+	req := Request{System: a.System, Messages: a.messages, Tools: a.Tools.Specs()}
+	estimate := EstimateTokens(req, true)
 	a.mu.Unlock()
-	window := lookupModel(a.Provider.Name(), model).ContextWindow
-	if last == 0 || float64(last) < compactThreshold*float64(window) {
+	if justCompacted {
 		return nil
 	}
-	return a.compact(ctx, emit)
+	if p, ok := a.Provider.(windowProber); ok {
+		p.ProbeWindow(ctx, model)
+	}
+	info := lookupModel(a.Provider.Name(), model)
+	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)
+	used := max(last, estimate)
+	if !must && (used == 0 || float64(used) < threshold*float64(info.ContextWindow)) {
+		return nil
+	}
+	err := a.compact(ctx, emit)
+	if errors.Is(err, errNothingToCompact) {
+		// The prompt alone fills the window: it goes as it is, and the
+		// server has the last word.
+		a.mu.Lock()
+		a.mustCompact = false
+		a.mu.Unlock()
+		return nil
+	}
+	return err
 }
 
 // SystemPromptOptions are the pieces a system prompt is built from.
@@ -1378,11 +1503,12 @@ func defaultPrompt(cwd string, tools []string) string {
 
 // BuildSystemPrompt assembles the system prompt: the built-in default (or
 // $ZOT_HOME/SYSTEM.md, or --system-prompt), then appended text, then the
-// AGENTS.md / CLAUDE.md files of the cwd and its parents, outermost first.
+// user's $ZOT_HOME/AGENTS.md and the project's AGENTS.md / CLAUDE.md files
+// (contextFiles).
 func BuildSystemPrompt(o SystemPromptOptions) string {
 	base := defaultPrompt(o.Cwd, o.Tools)
 	if o.Home != "" {
-		if b, err := os.ReadFile(filepath.Join(o.Home, "SYSTEM.md")); err == nil {
+		if b, err := readUntrustedFile(filepath.Join(o.Home, "SYSTEM.md"), systemFileLimit); err == nil {
 			base = string(b)
 		}
 	}
@@ -1391,36 +1517,101 @@ func BuildSystemPrompt(o SystemPromptOptions) string {
 	}
 	parts := append([]string{strings.TrimSpace(base)}, o.Append...)
 	parts = append(parts, o.Extra...)
-	for _, f := range projectContextFiles(o.Cwd) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("Project context from %s:\n\n%s", f, strings.TrimSpace(string(b))))
+	for _, c := range contextFiles(o.Cwd, o.Home) {
+		parts = append(parts, fmt.Sprintf("%s from %s:\n\n%s", c.label, c.path, strings.TrimSpace(c.text)))
 	}
 	return strings.Join(parts, "\n\n")
 }
 
-func projectContextFiles(cwd string) []string {
-	var dirs []string
-	for d := cwd; d != ""; {
-		dirs = append(dirs, d)
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	var files []string
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
-			f := filepath.Join(dirs[i], name)
-			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
-				files = append(files, f)
+// Limits of the files the system prompt takes: a context file longer
+// than contextFileLimit is cut there, with a line that says so.
+const (
+	systemFileLimit  = 1 << 20
+	contextFileLimit = 64 << 10
+)
+
+// contextFile is one file of context for the system prompt.
+type contextFile struct{ label, path, text string }
+
+// contextFiles are the user's own $ZOT_HOME/AGENTS.md, then the AGENTS.md
+// and CLAUDE.md of every directory from the project's root (projectRoot)
+// down to cwd, outermost first — never of a directory above the project.
+// A repository's file is its text, not a way to other files: only a
+// regular file, reached without a symlink that leads out of the project
+// or into $ZOT_HOME (OpenProjectFile), and at most contextFileLimit of it.
+func contextFiles(cwd, home string) []contextFile {
+	var out []contextFile
+	if home != "" {
+		path := filepath.Join(home, "AGENTS.md")
+		if f, _, err := OpenProjectFile(home, path, nil); err == nil && f != nil {
+			if text, ok := readContextFile(f, path); ok {
+				out = append(out, contextFile{"User context", path, text})
 			}
 		}
 	}
-	return files
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return out
+	}
+	root := projectRoot(real)
+	var hidden []string
+	if home != "" {
+		hidden = []string{home}
+	}
+	rel, _ := filepath.Rel(root, real)
+	dirs := []string{root}
+	if rel != "." {
+		for _, step := range splitPath(rel) {
+			dirs = append(dirs, filepath.Join(dirs[len(dirs)-1], step))
+		}
+	}
+	for _, dir := range dirs {
+		for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
+			path := filepath.Join(dir, name)
+			f, _, err := OpenProjectFile(root, path, hidden)
+			if err != nil || f == nil {
+				continue
+			}
+			if text, ok := readContextFile(f, path); ok {
+				out = append(out, contextFile{"Project context", path, text})
+			}
+		}
+	}
+	return out
+}
+
+// readContextFile reads an opened context file (and closes it): a
+// regular file, cut at contextFileLimit.
+func readContextFile(f *os.File, path string) (string, bool) {
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	limit := int64(contextFileLimit)
+	if st.Size() <= limit {
+		b, err := readUntrustedOpen(f, path, limit)
+		return string(b), err == nil
+	}
+	b := make([]byte, limit)
+	n, _ := io.ReadFull(f, b)
+	return fmt.Sprintf("%s\n[… %s is %s; only its first %s are given here: read the rest with the read tool]",
+		utf8Prefix(b[:n], n), filepath.Base(path), sizeString(st.Size()), sizeString(limit)), true
+}
+
+// projectRoot is the project that cwd (absolute, symlinks resolved) is
+// in: the nearest directory at or above it that holds a .git of the
+// user's own — one another user made (/tmp/.git) does not count, as git
+// itself refuses it — else cwd.
+func projectRoot(cwd string) string {
+	for d := cwd; ; d = filepath.Dir(d) {
+		if st, err := os.Lstat(filepath.Join(d, ".git")); err == nil && ownedByUser(st) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return cwd
+		}
+	}
 }
 
 // sortedKeys lists a map's keys in order, for output that is the same

@@ -104,3 +104,39 @@ func TestRequestBodiesEncodeTheHistoryOnce(t *testing.T) {
 		}
 	}
 }
+
+// The encodings kept for ollama's /api/chat and for a server that wants
+// reasoning_content back are those made afresh, step after step; and a
+// copy of a message given other content is encoded again, not served the
+// encoding of the message it was copied from.
+func TestRequestBodiesOfLocalServersEncodeTheHistoryOnce(t *testing.T) {
+	t.Parallel()
+	history := withWire(wireHistory(40))
+	reasoning := true
+	chat := &openaiProvider{name: "llamacpp", compat: Compat{RequiresReasoningContent: &reasoning}}
+	ollama := &ollamaProvider{openai: &openaiProvider{name: "ollama"}}
+	for k := 0; k <= len(history); k++ {
+		req := Request{Model: "qwen3", System: "You are a coding agent.", Tools: wireTools}
+		for name, body := range map[string]func(Request) ([]byte, error){
+			"chat+reasoning_content": chat.requestBody,
+			"ollama":                 func(r Request) ([]byte, error) { return ollama.requestBody(r, localPlan{}) },
+		} {
+			req.Messages = history[:k]
+			cached, err := body(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Messages = withoutWire(history[:k])
+			fresh, _ := body(req)
+			if !bytes.Equal(cached, fresh) {
+				t.Fatalf("%s, %d messages: the body from encodings kept differs from one encoded afresh:\n%s\n%s", name, k, cached, fresh)
+			}
+		}
+	}
+	changed := history[0]
+	changed.Content = []Block{TextBlock("something else")}
+	body, _ := chat.requestBody(Request{Model: "qwen3", Messages: []Message{changed}})
+	if !bytes.Contains(body, []byte("something else")) {
+		t.Fatalf("a copy given new content was sent as the message it was copied from: %s", body)
+	}
+}
