@@ -1148,7 +1148,7 @@ func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var items [][]byte
+	list := newJSONList(2*len(req.Messages) + 1)
 	if req.System != "" {
 		role := "system"
 		if isTrue(p.compat.SupportsDeveloperRole, false) {
@@ -1158,7 +1158,7 @@ func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, system)
+		list.add(system)
 	}
 	format, withReasoning := "openai-chat", isTrue(p.compat.RequiresReasoningContent, false)
 	if withReasoning {
@@ -1173,9 +1173,9 @@ func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
 		if e.err != nil {
 			return nil, e.err
 		}
-		items = append(items, e.data)
+		list.add(e.data)
 	}
-	return spliceItems(frame, "messages", items)
+	return list.splice(frame, "messages")
 }
 
 // oaiMessages converts the transcript. Tool messages cannot carry images,

@@ -119,7 +119,7 @@ func (p *anthropicProvider) requestBody(r anthRequest, msgs []Message) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	return spliceItems(frame, "messages", turns)
+	return turns.splice(frame, "messages")
 }
 
 // anthTurns is the transcript as the items of the messages array, merging
@@ -131,28 +131,32 @@ func (p *anthropicProvider) requestBody(r anthRequest, msgs []Message) ([]byte, 
 // adds more blocks than that, so without it the whole prefix would be
 // written again at 1.25× instead of read at 0.1×. The two marked messages
 // are encoded afresh.
-func anthTurns(msgs []Message, mark *cacheControl) ([][]byte, error) {
+func anthTurns(msgs []Message, mark *cacheControl) (jsonList, error) {
+	// First where each turn ends and what its last block is; then the
+	// pieces, with no copy of an encoding kept.
 	type turn struct {
 		role  Role
-		items [][]byte
-		last  int // the message the turn's last block comes from
+		first int // the turn's first message with blocks
+		last  int // the message its last block comes from
 		tail  string
+		mark  []byte // the last message encoded again with a breakpoint
 	}
+	encoded := make([]wireEncoding, len(msgs))
 	var turns []turn
 	for i, m := range msgs {
 		e := m.wireEncoded("anthropic", anthWire)
 		if e.err != nil {
-			return nil, e.err
+			return jsonList{}, e.err
 		}
+		encoded[i] = e
 		if len(e.data) == 0 {
 			continue
 		}
 		if n := len(turns); n > 0 && turns[n-1].role == m.Role {
-			t := &turns[n-1]
-			t.items, t.last, t.tail = append(t.items, e.data), i, e.tail
+			turns[n-1].last, turns[n-1].tail = i, e.tail
 			continue
 		}
-		turns = append(turns, turn{role: m.Role, items: [][]byte{e.data}, last: i, tail: e.tail})
+		turns = append(turns, turn{role: m.Role, first: i, last: i, tail: e.tail})
 	}
 	marked := 0
 	for i := len(turns) - 1; i >= 0 && marked < 2; i-- {
@@ -164,19 +168,38 @@ func anthTurns(msgs []Message, mark *cacheControl) ([][]byte, error) {
 		blocks[len(blocks)-1].CacheControl = mark
 		data, err := jsonItems(blocks)
 		if err != nil {
-			return nil, err
+			return jsonList{}, err
 		}
-		t.items[len(t.items)-1] = data
+		t.mark = data
 		marked++
 	}
-	out := make([][]byte, len(turns))
-	for i, t := range turns {
-		b := append([]byte(`{"role":`), jsonString(string(t.role))...)
-		b = append(b, `,"content":[`...)
-		out[i] = append(joinItems(b, t.items), "]}"...)
+	list := newJSONList(2*len(msgs) + 2*len(turns))
+	for _, t := range turns {
+		head, ok := anthTurnHeads[t.role]
+		if !ok {
+			head = []byte(`{"role":` + string(jsonString(string(t.role))) + `,"content":[`)
+		}
+		list.open(head)
+		for i := t.first; i <= t.last; i++ {
+			data := encoded[i].data
+			if i == t.last && t.mark != nil {
+				data = t.mark
+			}
+			list.inner(data)
+		}
+		list.close(anthTurnTail)
 	}
-	return out, nil
+	return list, nil
 }
+
+// anthTurnHeads and anthTurnTail frame a turn's blocks.
+var (
+	anthTurnHeads = map[Role][]byte{
+		RoleUser:      []byte(`{"role":"user","content":[`),
+		RoleAssistant: []byte(`{"role":"assistant","content":[`),
+	}
+	anthTurnTail = []byte("]}")
+)
 
 // prefixTokens estimates the tokens of r's tools and system prompt.
 func prefixTokens(r *anthRequest) int {

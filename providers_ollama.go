@@ -188,13 +188,13 @@ func (p *ollamaProvider) requestBody(req Request, plan localPlan) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	var items [][]byte
+	list := newJSONList(2*len(req.Messages) + 1)
 	if req.System != "" {
 		system, err := jsonItems([]ollamaMessage{{Role: "system", Content: req.System}})
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, system)
+		list.add(system)
 	}
 	names := map[string]string{}
 	encode := func(m Message) wireEncoding {
@@ -207,9 +207,9 @@ func (p *ollamaProvider) requestBody(req Request, plan localPlan) ([]byte, error
 		if e.err != nil {
 			return nil, e.err
 		}
-		items = append(items, e.data)
+		list.add(e.data)
 	}
-	return spliceItems(frame, "messages", items)
+	return list.splice(frame, "messages")
 }
 
 // chat sends one request to /api/chat and reads its NDJSON stream.

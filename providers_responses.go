@@ -236,15 +236,15 @@ func (p *openaiProvider) responsesBody(req Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	items := make([][]byte, 0, len(req.Messages))
+	list := newJSONList(2 * len(req.Messages))
 	for _, m := range req.Messages {
 		e := m.wireEncoded("openai-responses", respWire)
 		if e.err != nil {
 			return nil, e.err
 		}
-		items = append(items, e.data)
+		list.add(e.data)
 	}
-	return spliceItems(frame, "input", items)
+	return list.splice(frame, "input")
 }
 
 // respStream is the state of one Responses stream: the output items by
