@@ -141,14 +141,14 @@ func anthTurns(msgs []Message, mark *cacheControl) (jsonList, error) {
 		tail  string
 		mark  []byte // the last message encoded again with a breakpoint
 	}
-	encoded := make([]wireEncoding, len(msgs))
 	var turns []turn
+	encoded := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		e := m.wireEncoded("anthropic", anthWire)
 		if e.err != nil {
 			return jsonList{}, e.err
 		}
-		encoded[i] = e
+		encoded[i] = e.data
 		if len(e.data) == 0 {
 			continue
 		}
@@ -181,7 +181,7 @@ func anthTurns(msgs []Message, mark *cacheControl) (jsonList, error) {
 		}
 		list.open(head)
 		for i := t.first; i <= t.last; i++ {
-			data := encoded[i].data
+			data := encoded[i]
 			if i == t.last && t.mark != nil {
 				data = t.mark
 			}
