@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -80,10 +79,12 @@ const (
 	rpcGetModels        rpcCommand = "get_models"
 	rpcPing             rpcCommand = "ping"
 	rpcReloadExtensions rpcCommand = "reload_extensions"
+	rpcGetCheckpoints   rpcCommand = "get_checkpoints"
+	rpcRewind           rpcCommand = "rewind"
 )
 
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind}
 
 // rpcResponseType is the "type" of every response line; events have
 // their own (EventType).
@@ -99,7 +100,20 @@ type rpcRequest struct {
 	Images  []rpcImage
 	Model   string
 	All     bool
+	// rewind
+	Checkpoint string
+	Restore    rpcRestore
+	Force      bool
 }
+
+// rpcRestore is what a rewind restores.
+type rpcRestore string
+
+const (
+	rpcRestoreBoth         rpcRestore = "both"
+	rpcRestoreFiles        rpcRestore = "files"
+	rpcRestoreConversation rpcRestore = "conversation"
+)
 
 // rpcImage is an image attached to a prompt, its data base64.
 type rpcImage struct {
@@ -159,7 +173,7 @@ type (
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // rpcFieldNames are the top-level fields of a request, of every command.
-var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all"}
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force"}
 
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
@@ -219,6 +233,17 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		if err == nil && strings.TrimSpace(req.Model) == "" {
 			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
 		}
+	case rpcRewind:
+		err = cmp.Or(decodeRPCField("checkpoint", raw["checkpoint"], &req.Checkpoint),
+			decodeRPCField("restore", raw["restore"], &req.Restore),
+			decodeRPCField("force", raw["force"], &req.Force))
+		switch req.Restore {
+		case "":
+			req.Restore = rpcRestoreBoth
+		case rpcRestoreBoth, rpcRestoreFiles, rpcRestoreConversation:
+		default:
+			err = cmp.Or(err, fmt.Errorf(`"restore" %q is not one of %s, %s, %s`, req.Restore, rpcRestoreBoth, rpcRestoreFiles, rpcRestoreConversation))
+		}
 	}
 	return req, err
 }
@@ -231,38 +256,12 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 // fields are returned with it, so the reply can still carry the id and
 // command. A line that is not a JSON object returns no fields.
 func rpcFields(line []byte) (map[string]json.RawMessage, error) {
-	if !json.Valid(line) {
-		var v any
-		return nil, fmt.Errorf("invalid JSON: %v", json.Unmarshal(line, &v))
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if tok, _ := dec.Token(); tok != json.Delim('{') {
+	fields, err := strictObjectKeys(line, rpcFieldNames)
+	if fields == nil && err == nil {
+		tok, _ := json.NewDecoder(bytes.NewReader(line)).Token()
 		return nil, fmt.Errorf("invalid request: want a JSON object, got %s", jsonTokenKind(tok))
 	}
-	fields := map[string]json.RawMessage{}
-	var problem error
-	for dec.More() {
-		tok, err := dec.Token()
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err == nil {
-			err = dec.Decode(&value)
-		}
-		if err != nil { // json.Valid passed: not expected, but not trusted either
-			return nil, fmt.Errorf("invalid JSON: %v", err)
-		}
-		if _, seen := fields[key]; seen {
-			problem = cmp.Or(problem, fmt.Errorf("field %q appears more than once; send each field once", key))
-			continue
-		}
-		for _, name := range rpcFieldNames {
-			if key != name && strings.EqualFold(key, name) {
-				problem = cmp.Or(problem, fmt.Errorf("field %q: field names are case-sensitive; write %q", key, name))
-			}
-		}
-		fields[key] = value
-	}
-	return fields, problem
+	return fields, err
 }
 
 // jsonTokenKind names the JSON type of a value's first token.
@@ -344,10 +343,39 @@ type rpcConfig struct {
 	// Observe receives every event of every prompt and compaction as the
 	// agent emits it (done included), beside the client.
 	Observe Sink
+	// Checkpoints lists and restores the checkpoints of this run's
+	// session (get_checkpoints, rewind); nil answers that they are off.
+	Checkpoints rpcCheckpoints
 	// Prompt runs a prompt command (a message starting with /name may be
 	// a prompt template); nil is the agent's Prompt.
 	Prompt func(ctx context.Context, text string, images []Block, sink Sink) error
 	Log    func(format string, args ...any)
+}
+
+// rpcCheckpoints is what get_checkpoints and rewind use (wire.go's).
+type rpcCheckpoints interface {
+	// List is the session's checkpoints, oldest first, each encoded as
+	// zot checkpoints list --json writes it.
+	List() ([]json.RawMessage, error)
+	// Rewind restores what req asks. It runs only while no job runs.
+	Rewind(req rpcRequest) (rpcRewindData, error)
+}
+
+// rpcCheckpointsData is get_checkpoints' data.
+type rpcCheckpointsData struct {
+	Checkpoints []json.RawMessage `json:"checkpoints"`
+}
+
+// rpcRewindData is rewind's data: the checkpoint restored, what the files
+// restore did (Undo is the checkpoint that undoes it), and how many
+// messages the conversation kept.
+type rpcRewindData struct {
+	Checkpoint string   `json:"checkpoint"`
+	Restored   []string `json:"restored"`
+	Removed    []string `json:"removed"`
+	Left       []string `json:"left"`
+	Undo       string   `json:"undo,omitempty"`
+	Messages   *int     `json:"messages,omitempty"`
 }
 
 // rpcReloadStats is reload_extensions' data: what the reload did.
@@ -441,7 +469,7 @@ func (s *rpcServer) Serve(parent context.Context) error {
 	defer close(quit)
 	// The reader is Serve's; it ends at the end of the input, or once quit
 	// closes and its current read returns.
-	go readRPCLines(s.in, lines, quit)
+	go readRPCLines(s.in, maxRPCLine, lines, quit)
 	workerDone := make(chan struct{})
 	// The worker is Serve's; it ends when closed is set and the queue is empty.
 	go func() {
@@ -500,11 +528,16 @@ read:
 }
 
 // readRPCLines sends the input's lines, split on \n only, until the input
-// ends or quit closes.
-func readRPCLines(r io.Reader, lines chan<- rpcLine, quit <-chan struct{}) {
-	br := bufio.NewReaderSize(r, 64<<10)
+// ends or quit closes. A line over max is skipped (the client gets
+// an error reply for it) and the next one read.
+func readRPCLines(r io.Reader, max int, lines chan<- rpcLine, quit <-chan struct{}) {
+	lr := newLineReader(r, max, overLongSkip)
 	for {
-		l := readRPCLine(br, maxRPCLine)
+		data, err := lr.next()
+		l := rpcLine{data: bytes.Clone(data), err: err}
+		if isLineTooLong(err) {
+			l = rpcLine{tooLong: true}
+		}
 		select {
 		case lines <- l:
 		case <-quit:
@@ -513,32 +546,6 @@ func readRPCLines(r io.Reader, lines chan<- rpcLine, quit <-chan struct{}) {
 		if l.err != nil {
 			return
 		}
-	}
-}
-
-// readRPCLine reads one line without its \n. A line longer than max is
-// read to its end and dropped, tooLong set, so the next one starts clean.
-func readRPCLine(br *bufio.Reader, max int) rpcLine {
-	var l rpcLine
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !l.tooLong {
-			l.data = append(l.data, chunk...)
-			if len(bytes.TrimSuffix(l.data, []byte("\n"))) > max {
-				l.tooLong, l.data = true, nil
-			}
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err != nil:
-			l.err = err
-			return l
-		}
-		if !l.tooLong {
-			l.data = l.data[:len(l.data)-1]
-		}
-		return l
 	}
 }
 
@@ -601,8 +608,33 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		s.reply(req, rpcPongData{Pong: true}, nil)
 	case rpcReloadExtensions:
 		s.reload(ctx, req)
+	case rpcGetCheckpoints, rpcRewind:
+		s.checkpoints(req)
 	}
 	return nil
+}
+
+// checkpoints answers get_checkpoints and rewind; rewind waits for no
+// job, as clear does.
+func (s *rpcServer) checkpoints(req rpcRequest) {
+	if s.Checkpoints == nil {
+		s.reply(req, nil, errors.New(`checkpoints are off ("checkpoints": {"enabled": false} in config.json)`))
+		return
+	}
+	if req.Type == rpcGetCheckpoints {
+		list, err := s.Checkpoints.List()
+		if list == nil {
+			list = []json.RawMessage{}
+		}
+		s.reply(req, rpcCheckpointsData{Checkpoints: list}, err)
+		return
+	}
+	var data rpcRewindData
+	err := s.whenIdle(string(rpcRewind), func() (err error) {
+		data, err = s.Checkpoints.Rewind(req)
+		return err
+	})
+	s.reply(req, data, err)
 }
 
 // hello checks the token (when one is set) and lets the client in,
