@@ -88,13 +88,28 @@ func withWire(msgs []Message) []Message {
 	return out
 }
 
-// withoutWire copies msgs without their encodings, for callers outside the
-// agent, who may change what they get.
+// withoutWire copies msgs, blocks and all, without their encodings, for
+// callers outside the agent: what they change of their copy is theirs and
+// cannot make an encoding the agent keeps disagree with its message.
 func withoutWire(msgs []Message) []Message {
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		m.wire = nil
+		m.Content = copyBlocks(m.Content)
 		out[i] = m
+	}
+	return out
+}
+
+func copyBlocks(blocks []Block) []Block {
+	if blocks == nil {
+		return nil
+	}
+	out := make([]Block, len(blocks))
+	for i, b := range blocks {
+		b.Args = append(json.RawMessage(nil), b.Args...)
+		b.Content = copyBlocks(b.Content)
+		out[i] = b
 	}
 	return out
 }

@@ -140,3 +140,19 @@ func TestRequestBodiesOfLocalServersEncodeTheHistoryOnce(t *testing.T) {
 		t.Fatalf("a copy given new content was sent as the message it was copied from: %s", body)
 	}
 }
+
+// What Messages returns is the caller's to change: the transcript, and so
+// the encodings the agent keeps of it, stay as they were.
+func TestMessagesAreTheCallersToChange(t *testing.T) {
+	t.Parallel()
+	a := NewAgent(nil, "m", NewToolRegistry())
+	a.SetMessages(wireHistory(3), Usage{})
+	before, _ := (&anthropicProvider{}).requestBody(anthRequest{}, a.messages)
+	got := a.Messages()
+	got[0].Content[0].Text = "changed"
+	got[1].Content[0].Args[2] = 'X'
+	after, _ := (&anthropicProvider{}).requestBody(anthRequest{}, a.messages)
+	if !bytes.Equal(before, after) || a.Messages()[0].Content[0].Text == "changed" {
+		t.Fatalf("a change to what Messages returned reached the transcript:\n%s\n%s", before, after)
+	}
+}
