@@ -421,104 +421,9 @@ type ToolCall struct {
 	Args json.RawMessage
 }
 
-// ToolDecision is what BeforeToolExecute says about one call: run it (with
-// Args replacing the model's arguments when non-nil) or block it, the reason
-// becoming the error result the model sees. Trail records each gate's say,
-// for the audit log.
-type ToolDecision struct {
-	Block  bool
-	Reason string
-	Args   json.RawMessage
-	Trail  []GateNote
-}
-
-// GateNote is one gate's say about a tool call: who (e.g. "extension:guard",
-// "validator:curl", "user"), what ("allow", "rewrite", "ask", "deny",
-// "block", "approve"), and why.
-type GateNote struct {
-	By       string `json:"by"`
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-// GateVerdict is one gate's say about a tool call.
-type GateVerdict int
-
-const (
-	GateAllow GateVerdict = iota
-	GateAsk
-	GateDeny
-)
-
-// GateResult is one gate's answer. Args, when non-nil, rewrites the call for
-// the gates after it and for the tool. Notes are what the gate decided, for
-// the audit trail; an asking gate puts its question there.
-type GateResult struct {
-	Verdict GateVerdict
-	Reason  string
-	Args    json.RawMessage
-	Notes   []GateNote
-}
-
-// ToolGate is one check before a tool runs: the extension interceptor
-// chain, a hook command, a command validator, a confirmation policy.
-type ToolGate func(ctx context.Context, call ToolCall) GateResult
-
-// ConfirmFunc asks the user about a call that a gate wants confirmed; asks
-// are the asking gates' notes. by names who answered, for the audit trail.
-type ConfirmFunc func(ctx context.Context, call ToolCall, asks []GateNote) (approved bool, by string)
-
-// ChainGates composes gates into a BeforeToolExecute hook. Gates run in
-// order, each seeing the arguments as the gates before it left them; the
-// first deny blocks. When a gate asked and none denied, confirm decides
-// (nil confirm: deny).
-func ChainGates(gates []ToolGate, confirm ConfirmFunc) func(ctx context.Context, call ToolCall) ToolDecision {
-	return func(ctx context.Context, call ToolCall) ToolDecision {
-		var d ToolDecision
-		var asks []GateNote
-		for _, gate := range gates {
-			r := gate(ctx, call)
-			d.Trail = append(d.Trail, r.Notes...)
-			if r.Args != nil {
-				call.Args, d.Args = r.Args, r.Args
-			}
-			switch r.Verdict {
-			case GateDeny:
-				d.Block, d.Reason = true, r.Reason
-				return d
-			case GateAsk:
-				for _, n := range r.Notes {
-					if n.Decision == "ask" {
-						asks = append(asks, n)
-					}
-				}
-			}
-		}
-		if len(asks) == 0 {
-			return d
-		}
-		approved, by := false, "nobody could confirm"
-		if confirm != nil {
-			approved, by = confirm(ctx, call, asks)
-		}
-		if approved {
-			d.Trail = append(d.Trail, GateNote{By: by, Decision: "approve"})
-			return d
-		}
-		d.Trail = append(d.Trail, GateNote{By: by, Decision: "deny"})
-		var why []string
-		for _, a := range asks {
-			why = append(why, a.By+": "+a.Reason)
-		}
-		d.Block = true
-		d.Reason = fmt.Sprintf("not run: confirmation required (%s); declined by %s", strings.Join(why, "; "), by)
-		return d
-	}
-}
-
-// ToolRecord is one finished tool call, given to AfterToolExecute. What that
-// hook leaves in Result (feedback appended, say) is what the model and the
-// tool_result event get.
+// ToolRecord is one finished tool call, given to the after-tool stages of
+// the pipeline. What they leave in Result (feedback appended, say) is what
+// the model and the tool_result event get.
 type ToolRecord struct {
 	Call     ToolCall
 	Executed json.RawMessage // arguments after a gate rewrote them: what ran, or what a later gate blocked
@@ -559,22 +464,10 @@ type Agent struct {
 	MaxSteps  int
 	Reasoning string
 
-	// Hooks. Each may be nil.
-	BeforePrompt      func(ctx context.Context, text string) (block bool, reason string, extra string)
-	BeforeTurn        func(ctx context.Context, step int) (block bool, reason string)
-	BeforeToolExecute func(ctx context.Context, call ToolCall) ToolDecision
-	AfterToolExecute  func(ctx context.Context, rec *ToolRecord)
-	// BeforeAssistantMessage may rewrite the text the user sees of the
-	// assistant's message, or block it; when it blocks, shown is the reason
-	// the user is told.
-	BeforeAssistantMessage func(ctx context.Context, text string) (shown string, block bool)
-	// HoldText says whether this turn's text deltas wait for
-	// BeforeAssistantMessage (e.g. only while an extension intercepts
-	// assistant messages). Unset, text waits whenever that hook is set.
-	HoldText func() bool
-	// OnStop runs when the model ends its work; continuing makes the message
-	// the next user prompt. The agent asks at most three times in a row.
-	OnStop func(ctx context.Context, last Message) (cont bool, message string)
+	// Pipeline holds the stages that run at the loop's hook points: the
+	// gates before each tool call, the hooks after it, and the rest
+	// (agent_pipeline.go).
+	Pipeline Pipeline
 
 	Recorder Recorder
 	Log      func(format string, args ...any)
@@ -828,17 +721,15 @@ func (a *Agent) sync() error {
 }
 
 func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink) error {
-	if a.BeforePrompt != nil {
-		block, reason, extra := a.BeforePrompt(ctx, text)
-		if block {
-			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
-			return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
-		}
-		if extra != "" {
-			// First, so that the last block stays what the user typed
-			// (splitPrompt), even for a prompt of images alone.
-			images = append([]Block{TextBlock(extra)}, images...)
-		}
+	block, reason, extra := a.Pipeline.beforePrompt(ctx, text)
+	if block {
+		emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
+		return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
+	}
+	if extra != "" {
+		// First, so that the last block stays what the user typed
+		// (splitPrompt), even for a prompt of images alone.
+		images = append([]Block{TextBlock(extra)}, images...)
 	}
 	content := append([]Block{}, images...)
 	if text != "" || len(content) == 0 {
@@ -867,14 +758,12 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 		if err := a.maybeAutoCompact(ctx, emit); err != nil {
 			a.logf("auto-compact: %v", err)
 		}
-		if a.BeforeTurn != nil {
-			if block, reason := a.BeforeTurn(ctx, step); block {
-				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
-				return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
-			}
+		if block, reason := a.Pipeline.beforeTurn(ctx, step); block {
+			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
+			return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
 		}
 		emit(Event{Type: EventTurnStart, Step: step})
-		hold := a.BeforeAssistantMessage != nil && (a.HoldText == nil || a.HoldText())
+		hold := a.Pipeline.holdsText()
 		reply, err := a.turn(ctx, hold, emit)
 		if ctx.Err() != nil {
 			a.finishAborted(reply, emit)
@@ -920,8 +809,8 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 		if err := a.sync(); err != nil {
 			return err
 		}
-		if a.OnStop != nil && stopContinues < 3 {
-			if cont, message := a.OnStop(ctx, msg); cont {
+		if stopContinues < 3 {
+			if cont, message := a.Pipeline.onStop(ctx, msg); cont {
 				stopContinues++
 				m := Message{Role: RoleUser, Content: []Block{TextBlock(message)}, Time: time.Now().UTC()}
 				if err := a.append(m, "the hook's follow-up prompt"); err != nil {
@@ -968,15 +857,15 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 	})
 }
 
-// emitAssistant shows the finished message, after BeforeAssistantMessage has
-// had its say. While that hook is set, text deltas were held back so that a
-// redacting hook can keep the original text off the screen; the text the
-// user may see is sent as one delta here.
+// emitAssistant shows the finished message, after the message gates have
+// had their say. While they hold the text, its deltas were held back so
+// that a redacting gate can keep the original text off the screen; the
+// text the user may see is sent as one delta here.
 func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit Sink) {
 	shown := msg
 	if held {
 		text := msg.Text()
-		replacement, block := a.BeforeAssistantMessage(ctx, text)
+		replacement, block := a.Pipeline.beforeAssistantMessage(ctx, text)
 		if block {
 			if replacement != "" && ctx.Err() == nil {
 				emit(Event{Type: EventMessageBlocked, Reason: replacement})
@@ -1027,9 +916,7 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 			results = append(results, block)
 			aborted = true
 			// Never run, but a call the model made: the audit trail has it.
-			if a.AfterToolExecute != nil {
-				a.AfterToolExecute(ctx, &ToolRecord{Call: call, Result: ToolResult{IsError: true, Content: block.Content}})
-			}
+			a.Pipeline.afterTool(ctx, &ToolRecord{Call: call, Result: ToolResult{IsError: true, Content: block.Content}})
 			continue
 		}
 		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
@@ -1048,8 +935,8 @@ func abortedResult(callID string) Block {
 }
 
 // RunTool runs one tool call that no model asked for (a prompt template's
-// !`command`) through BeforeToolExecute and AfterToolExecute like the
-// model's own calls: the same gates decide, the same audit trail records
+// !`command`) through the pipeline's tool gates and after-tool stages like
+// the model's own calls: the same gates decide, the same audit trail records
 // it. origin, first in the decision trail, names who asked.
 func (a *Agent) RunTool(ctx context.Context, call ToolCall, origin GateNote) ToolResult {
 	return a.runTool(ctx, call, &origin, func(Event) {})
@@ -1061,10 +948,8 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		rec.Decision.Trail = []GateNote{*origin}
 	}
 	defer func() {
-		if a.AfterToolExecute != nil {
-			a.AfterToolExecute(ctx, &rec)
-			result = rec.Result
-		}
+		a.Pipeline.afterTool(ctx, &rec)
+		result = rec.Result
 	}()
 	tool, ok := a.Tools.Lookup(call.Name)
 	if !ok {
@@ -1083,18 +968,16 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		rec.Result = errorResult("invalid arguments for %s: not a JSON object (the output may have been cut off at the token limit): %s", call.Name, truncate(string(args), 200))
 		return rec.Result
 	}
-	if a.BeforeToolExecute != nil {
-		d := a.BeforeToolExecute(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
-		d.Trail = append(rec.Decision.Trail, d.Trail...)
-		rec.Decision = d
-		if rec.Decision.Args != nil {
-			args = rec.Decision.Args
-			rec.Executed = args
-		}
-		if rec.Decision.Block {
-			rec.Result = errorResult("%s", rec.Decision.Reason)
-			return rec.Result
-		}
+	d := a.Pipeline.Decide(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+	d.Trail = append(rec.Decision.Trail, d.Trail...)
+	rec.Decision = d
+	if rec.Decision.Args != nil {
+		args = rec.Decision.Args
+		rec.Executed = args
+	}
+	if rec.Decision.Block {
+		rec.Result = errorResult("%s", rec.Decision.Reason)
+		return rec.Result
 	}
 	rec.Ran = true
 	rec.Result = tool.Run(ctx, args, func(line string) {

@@ -25,6 +25,11 @@ const (
 	auditMaxReason = 2 << 10  // bytes of a decision's reason or an error kept
 )
 
+// AuditStage is the audit log's place among the after-tool stages: last,
+// after every stage that may change the result, so it records what the
+// model saw.
+var AuditStage = Stage{Name: "audit", Order: OrderRecord}
+
 // auditEntry is one line of the audit log.
 type auditEntry struct {
 	Time    string          `json:"time"`

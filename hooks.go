@@ -572,15 +572,15 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 	asked := false
 	for i := range runs {
 		r := &runs[i]
-		note := GateNote{By: r.by(), Decision: "allow"}
+		note := GateNote{By: r.by(), Decision: DecisionAllow}
 		switch {
 		case r.blocks():
-			note.Decision, note.Reason = "deny", r.reason()
+			note.Decision, note.Reason = DecisionDeny, r.reason()
 		case !r.ok():
 			note.Reason = "hook failed (" + hookFailure(r) + "); ignored"
 		case r.out.stops():
 			h.stop(r.out.StopReason)
-			note.Decision, note.Reason = "deny", stopText(r)
+			note.Decision, note.Reason = DecisionDeny, stopText(r)
 		default:
 			decision, reason := r.out.permission()
 			if c := r.out.additionalContext(); c != "" {
@@ -589,17 +589,17 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			note.Reason = reason
 			switch decision {
 			case "deny":
-				note.Decision = "deny"
+				note.Decision = DecisionDeny
 				if note.Reason == "" {
 					note.Reason = fmt.Sprintf("denied by PreToolUse hook %q", r.h.Command)
 				}
 			case "ask":
-				note.Decision = "ask"
+				note.Decision = DecisionAsk
 				if note.Reason == "" {
 					note.Reason = "asks for confirmation"
 				}
 			}
-			if note.Decision != "deny" && r.out.updatedInput() != nil {
+			if note.Decision != DecisionDeny && r.out.updatedInput() != nil {
 				if rewrite == nil {
 					rewrite = r
 				} else {
@@ -607,10 +607,10 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 				}
 			}
 		}
-		if note.Decision == "deny" {
+		if note.Decision == DecisionDeny {
 			denies = append(denies, note.Reason)
 		}
-		asked = asked || note.Decision == "ask"
+		asked = asked || note.Decision == DecisionAsk
 		res.Notes = append(res.Notes, note)
 	}
 	if len(denies) > 0 {
@@ -621,12 +621,12 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 		args, err := zotToolArgs(call.Name, rewrite.out.updatedInput())
 		if err != nil {
 			reason := fmt.Sprintf("not run: PreToolUse hook %q returned an updatedInput zot cannot use: %v", rewrite.h.Command, err)
-			res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: "deny", Reason: reason})
+			res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: DecisionDeny, Reason: reason})
 			res.Verdict, res.Reason = GateDeny, reason
 			return res
 		}
 		res.Args = args
-		res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: "rewrite", Reason: string(args)})
+		res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: DecisionRewrite, Reason: string(args)})
 	}
 	if asked {
 		res.Verdict = GateAsk
@@ -820,62 +820,25 @@ func (h *Hooks) SessionEnd(ctx context.Context) {
 	}
 }
 
-// Attach gives the agent the hooks: BeforePrompt, OnStop, AfterToolExecute
-// and a BeforeTurn that ends the prompt after a hook said "continue":
-// false. Hooks already set run first. PreToolUse is ToolGate, for the
-// caller to chain after the extension gate.
+// HookStage is the hooks' stage at each hook point.
+var HookStage = Stage{Name: "hooks", Order: OrderHooks}
+
+// Attach gives the agent the hooks as stages of its pipeline: PreToolUse
+// (ToolGate), PostToolUse (AfterTool), UserPromptSubmit (BeforePrompt),
+// Stop (OnStop), and a turn gate that ends the prompt after a hook said
+// "continue": false. A nil or empty Hooks adds stages that let everything
+// pass, so that a host can check that its agent has every stage.
 func (h *Hooks) Attach(a *Agent) {
-	if h == nil || len(h.events) == 0 {
-		return
-	}
-	prevPrompt := a.BeforePrompt
-	a.BeforePrompt = func(ctx context.Context, text string) (bool, string, string) {
-		var extra string
-		if prevPrompt != nil {
-			block, reason, e := prevPrompt(ctx, text)
-			if block {
-				return true, reason, ""
-			}
-			extra = e
-		}
-		block, reason, e := h.BeforePrompt(ctx, text)
-		if extra != "" && e != "" {
-			e = extra + "\n\n" + e
-		} else if e == "" {
-			e = extra
-		}
-		return block, reason, e
-	}
-	prevTurn := a.BeforeTurn
-	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
-		if prevTurn != nil {
-			if block, reason := prevTurn(ctx, step); block {
-				return true, reason
-			}
-		}
+	a.Pipeline.AddToolGate(HookStage, h.ToolGate)
+	a.Pipeline.AddAfterTool(HookStage, h.AfterTool)
+	a.Pipeline.AddPromptGate(HookStage, h.BeforePrompt)
+	a.Pipeline.AddTurnGate(HookStage, func(ctx context.Context, step int) (bool, string) {
 		if reason, ok := h.takeStop(); ok {
 			return true, reason
 		}
 		return false, ""
-	}
-	prevAfter := a.AfterToolExecute
-	a.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
-		if prevAfter != nil {
-			prevAfter(ctx, rec)
-		}
-		h.AfterTool(ctx, rec)
-	}
-	if h.Has("Stop") {
-		prevStop := a.OnStop
-		a.OnStop = func(ctx context.Context, last Message) (bool, string) {
-			if prevStop != nil {
-				if cont, msg := prevStop(ctx, last); cont {
-					return true, msg
-				}
-			}
-			return h.OnStop(ctx, last)
-		}
-	}
+	})
+	a.Pipeline.AddStopHook(HookStage, h.OnStop)
 }
 
 func (h *Hooks) addContext(callID, text string) {
@@ -906,6 +869,9 @@ func (h *Hooks) stop(reason string) {
 }
 
 func (h *Hooks) takeStop() (string, bool) {
+	if h == nil {
+		return "", false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.halt == nil {

@@ -274,11 +274,12 @@ func newTUI(cfg TUIConfig, out io.Writer) *TUI {
 	return t
 }
 
-// ChainGates makes the agent check each tool call with gates, then the
-// --no-yolo gate, and makes the TUI the one that answers their questions.
-func (t *TUI) ChainGates(gates []ToolGate) {
-	t.agent.BeforeToolExecute = ChainGates(append(gates, t.yoloGate), t.confirm)
-}
+// YoloStage is the stage of the TUI's --no-yolo gate.
+var YoloStage = Stage{Name: "--no-yolo", Order: OrderConfirm}
+
+// Gates are what the TUI brings to the agent's tool gates: the --no-yolo
+// gate, and the confirm that shows the gates' questions as a dialog.
+func (t *TUI) Gates() (yolo ToolGate, confirm ConfirmFunc) { return t.yoloGate, t.confirm }
 
 // post hands a message to the UI loop; it never blocks.
 func (t *TUI) post(m any) {
@@ -1049,7 +1050,7 @@ func (t *TUI) yoloGate(ctx context.Context, call ToolCall) GateResult {
 	if !t.askTools || t.approveAll || t.approved[call.Name] {
 		return GateResult{}
 	}
-	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: "--no-yolo", Decision: "ask", Reason: "confirm each tool call"}}}
+	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: YoloStage.Name, Decision: DecisionAsk, Reason: "confirm each tool call"}}}
 }
 
 // confirmReq is a gate's question waiting for the user.
@@ -1077,7 +1078,7 @@ func (t *TUI) confirm(ctx context.Context, call ToolCall, asks []GateNote) (bool
 
 func onlyYoloAsks(asks []GateNote) bool {
 	for _, a := range asks {
-		if a.By != "--no-yolo" {
+		if a.By != YoloStage.Name {
 			return false
 		}
 	}

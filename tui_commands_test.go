@@ -285,7 +285,7 @@ func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
 	tui, v := newTestTUI(t, 100, 30)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Read it."})})
 	tui.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
-	tui.agent.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	tui.agent.Pipeline.AddPromptGate(testStage, func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" })
 	tui.session = NewSession(tui.cfg.Home, tui.cfg.Cwd, "anthropic", "claude-sonnet-4-5")
 	tui.agent.Recorder = tui.session
 	defer func() { tui.session.Close() }()

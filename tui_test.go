@@ -26,7 +26,9 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	tui := newTUI(cfg, v)
 	tui.width, tui.height = width, height
 	tui.scr.height = height
-	tui.ChainGates(nil)
+	yolo, confirm := tui.Gates()
+	tui.agent.Pipeline.AddToolGate(YoloStage, yolo)
+	tui.agent.Pipeline.SetConfirm(confirm)
 	t.Cleanup(tui.cancel)
 	return tui, v
 }

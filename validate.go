@@ -334,10 +334,10 @@ type validateResponse struct {
 // ValidatorReply is one validator's answer about one command. Failure, when
 // set, says how the validator failed; Status is then ask.
 type ValidatorReply struct {
-	Status        string `json:"status"`
-	Message       string `json:"message,omitempty"`
-	FixSuggestion string `json:"fix_suggestion,omitempty"`
-	Failure       string `json:"failure,omitempty"`
+	Status        GateDecision `json:"status"` // allow, deny or ask
+	Message       string       `json:"message,omitempty"`
+	FixSuggestion string       `json:"fix_suggestion,omitempty"`
+	Failure       string       `json:"failure,omitempty"`
 }
 
 // Ask runs the validator once about one command. The process gets a
@@ -347,7 +347,7 @@ type ValidatorReply struct {
 func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	failed := func(format string, args ...any) ValidatorReply {
 		how := validatorText(fmt.Sprintf(format, args...))
-		return ValidatorReply{Status: "ask", Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
+		return ValidatorReply{Status: DecisionAsk, Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
 	}
 	req, err := json.Marshal(validateRequest{JSONRPC: "2.0", ID: 1, Method: "validateCommand", Params: p})
 	if err != nil {
@@ -420,15 +420,15 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 		return failed("invalid response: the result has no \"status\"")
 	}
 	r := ValidatorReply{
-		Status:        *resp.Result.Status,
+		Status:        GateDecision(*resp.Result.Status),
 		Message:       validatorText(resp.Result.Message),
 		FixSuggestion: validatorText(resp.Result.FixSuggestion),
 	}
 	switch r.Status {
-	case "allow", "deny", "ask":
+	case DecisionAllow, DecisionDeny, DecisionAsk:
 	default:
 		r.Failure = validatorText(fmt.Sprintf("unknown status %q (want allow, deny or ask)", r.Status))
-		r.Status = "ask"
+		r.Status = DecisionAsk
 		msg := fmt.Sprintf("validator %q answered with an %s", v.Name, r.Failure)
 		if r.Message != "" {
 			msg += ": " + r.Message
@@ -463,7 +463,7 @@ type ValidationReport struct {
 	Cwd      string             `json:"cwd"`
 	Commands []ValidatedCommand `json:"commands"`
 	Answers  []ValidatorAnswer  `json:"answers"`
-	Decision string             `json:"decision"` // allow, deny or ask
+	Decision GateDecision       `json:"decision"` // allow, deny or ask
 	// Incomplete is set when the splitter could not follow all of the line;
 	// Unfollowed says what it could not follow. With validators configured
 	// the decision is then at least ask.
@@ -504,7 +504,7 @@ func checkCommandLine(ctx context.Context, vs []Validator, line string, sc Shell
 	split := SplitCommandLine(line, sc)
 	shellEnv, _ := envNoSecrets.environ() // the bash tool's environment
 	unfollowed := append(shellStartupProblems(shellEnv), split.Unfollowed...)
-	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: "allow",
+	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: DecisionAllow,
 		Incomplete: len(unfollowed) > 0, Unfollowed: unfollowed}
 	for _, c := range split.Commands {
 		flags, args := commandFlags(c.Name, c.Words[1:])
@@ -568,31 +568,25 @@ func checkCommandLine(ctx context.Context, vs []Validator, line string, sc Shell
 	}
 	if r.Incomplete && len(vs) > 0 {
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
-			Status:  "ask",
+			Status:  DecisionAsk,
 			Message: validatorText("zot cannot tell everything this line runs, so validators may not have seen all of it: " + strings.Join(unfollowed, "; ")),
 		}})
 	}
 	for _, a := range r.Answers {
-		r.Decision = worseStatus(r.Decision, a.Status)
+		r.Decision = WorseDecision(r.Decision, a.Status)
 	}
 	return r
 }
 
-// worseStatus combines two answers: deny beats ask beats allow.
-func worseStatus(a, b string) string {
-	rank := map[string]int{"allow": 0, "ask": 1, "deny": 2}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
-}
+// ValidatorStage is the validators' place among the tool gates: after the
+// interceptors and hooks, so that they see the command as rewritten.
+var ValidatorStage = Stage{Name: "validators", Order: OrderPolicy}
 
 // ValidatorGate is the ToolGate that asks the validators about bash calls;
-// other tools pass. It belongs after the extension interception gate in
-// ChainGates, so it sees the command as rewritten.
+// other tools pass, and so does everything when there are no validators.
 func ValidatorGate(vs []Validator, cwd string) ToolGate {
 	return func(ctx context.Context, call ToolCall) GateResult {
-		if call.Name != "bash" {
+		if call.Name != "bash" || len(vs) == 0 {
 			return GateResult{}
 		}
 		// Read the command exactly as the bash tool will: duplicate or
@@ -618,7 +612,7 @@ func (r ValidationReport) gateResult() GateResult {
 		if !seen {
 			order = append(order, a.Validator)
 		}
-		if !seen || worseStatus(w.Status, a.Status) != w.Status {
+		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
 			worst[a.Validator] = a
 		}
 	}
@@ -630,16 +624,22 @@ func (r ValidationReport) gateResult() GateResult {
 			by = name
 		}
 		res.Notes = append(res.Notes, GateNote{By: by, Decision: a.Status, Reason: r.explain(a)})
-		if a.Status == "deny" {
+		if a.Status == DecisionDeny {
 			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
 		}
 	}
+	// Anything but allow and ask denies: a decision zot does not know is
+	// not a reason to run the command.
 	switch r.Decision {
-	case "deny":
+	case DecisionAllow:
+	case DecisionAsk:
+		res.Verdict = GateAsk
+	case DecisionDeny:
 		res.Verdict = GateDeny
 		res.Reason = "not run: " + strings.Join(denials, "\n")
-	case "ask":
-		res.Verdict = GateAsk
+	default:
+		res.Verdict = GateDeny
+		res.Reason = fmt.Sprintf("not run: the validators' decision %q is not one zot knows", r.Decision)
 	}
 	return res
 }
@@ -775,12 +775,12 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 		writeValidationReport(stdout, r, vs, validatorFiles(home, cwd))
 	}
 	switch r.Decision {
-	case "deny":
-		return exitFailure
-	case "ask":
+	case DecisionAllow:
+		return exitOK
+	case DecisionAsk:
 		return exitAsk
 	}
-	return exitOK
+	return exitFailure // deny, or a decision zot does not know
 }
 
 // validatorView is a validator as zot validate --json shows it.

@@ -19,7 +19,7 @@ var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "sessio
 
 // coreFiles are the core alone: what an embedder copies (docs/embedding.md).
 var coreFiles = []string{
-	"agent.go", "session.go", "providers*.go", "tools.go", "tools_edit.go",
+	"agent.go", "agent_pipeline.go", "session.go", "providers*.go", "tools.go", "tools_edit.go",
 	"proc*.go", "nodump_*.go", "untrusted.go",
 }
 
@@ -115,7 +115,7 @@ func TestCopyBuildsCoverEveryFile(t *testing.T) {
 			owner[m] = by
 		}
 	}
-	for _, p := range []string{"main.go", "wire.go"} {
+	for _, p := range []string{"main.go", "wire.go", "wire_gates.go"} {
 		claim(p, "the wiring")
 	}
 	for _, p := range copyBuildCore {
