@@ -81,12 +81,7 @@ const defaultMCPWait = 5 * time.Second
 // newSetup builds the provider, the tools and the agent the options ask
 // for; problems that are not fatal go to stderr.
 func newSetup(o options, stderr io.Writer) (*setup, error) {
-	return newSetupIn(zotHome(), o, stderr)
-}
-
-// newSetupIn is newSetup with $ZOT_HOME at home.
-func newSetupIn(home string, o options, stderr io.Writer) (*setup, error) {
-	s := &setup{opts: o, home: home}
+	s := &setup{opts: o, home: zotHome()}
 	cwd := o.cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()

@@ -96,18 +96,19 @@ func (s *setup) armProblems(own []modeGate) []string {
 	}
 	for _, point := range HookPoints {
 		have := s.agent.Pipeline.Stages(point)
-		at := 0
+		next := 0 // where the next required stage may be
 		for _, want := range req[point] {
-			i := slices.Index(have[at:], want)
-			if i < 0 {
-				if slices.Contains(have, want) {
-					problems = append(problems, fmt.Sprintf("%s: %q is out of order", point, want.Name))
-				} else {
-					problems = append(problems, fmt.Sprintf("%s: no %q stage", point, want.Name))
-				}
-				continue
+			i := slices.IndexFunc(have, func(st Stage) bool { return st.Name == want.Name })
+			switch {
+			case i < 0:
+				problems = append(problems, fmt.Sprintf("%s: no %q stage", point, want.Name))
+			case have[i].Order != want.Order:
+				problems = append(problems, fmt.Sprintf("%s: %q has order %d, want %d", point, want.Name, have[i].Order, want.Order))
+			case i < next:
+				problems = append(problems, fmt.Sprintf("%s: %q is out of order", point, want.Name))
+			default:
+				next = i + 1
 			}
-			at += i + 1
 		}
 	}
 	if !s.agent.Pipeline.HasConfirm() {
