@@ -1173,10 +1173,10 @@ var promptAdvice = []struct {
 	when func(has func(string) bool) bool
 	text string
 }{
-	{func(has func(string) bool) bool { return has("read") && (has("edit") || has("write")) }, "read files before you change them."},
-	{func(has func(string) bool) bool { return has("edit") && has("write") }, "prefer edit for changes to existing files and write for new ones."},
-	{func(has func(string) bool) bool { return has("bash") }, "run commands with bash to build, test and inspect; keep output small (use head, grep, -q)."},
-	{func(has func(string) bool) bool { return has("edit") || has("write") || has("bash") }, "show the user what changed and how you checked it."},
+	{func(has func(string) bool) bool { return has(ToolRead) && (has(ToolEdit) || has(ToolWrite)) }, "read files before you change them."},
+	{func(has func(string) bool) bool { return has(ToolEdit) && has(ToolWrite) }, "prefer edit for changes to existing files and write for new ones."},
+	{func(has func(string) bool) bool { return has(ToolBash) }, "run commands with bash to build, test and inspect; keep output small (use head, grep, -q)."},
+	{func(has func(string) bool) bool { return has(ToolEdit) || has(ToolWrite) || has(ToolBash) }, "show the user what changed and how you checked it."},
 	{func(func(string) bool) bool { return true }, "be concise."},
 }
 

@@ -85,7 +85,7 @@ func (l *AuditLog) Record(rec *ToolRecord) error {
 	if l.SessionID != nil {
 		e.Session = l.SessionID()
 	}
-	if rec.Call.Name == "bash" {
+	if rec.Call.Name == ToolBash {
 		e.Sandbox = l.Sandbox
 	}
 	e.Args, e.ArgsCut = auditArgs(rec.Call.Args)

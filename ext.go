@@ -97,9 +97,6 @@ type ExtConfig struct {
 	Log func(format string, args ...any)
 }
 
-// builtinToolNames are tools extensions cannot replace.
-var builtinToolNames = []string{"read", "write", "edit", "bash", "skill"}
-
 // ExtManager owns the extension processes of one zot process: it starts
 // them, publishes their commands and tools, routes calls and events to
 // them, and stops them. Its methods are safe for concurrent use.
@@ -680,7 +677,7 @@ func (m *ExtManager) syncRegistrations() {
 	toolOwner := map[string]*extProc{}
 	var tools []Tool
 	builtinTool := map[string]bool{}
-	for _, n := range builtinToolNames {
+	for _, n := range BuiltinToolNames {
 		builtinTool[n] = true
 	}
 	for _, p := range procs {

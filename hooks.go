@@ -887,81 +887,81 @@ func (h *Hooks) takeStop() (string, bool) {
 // they are.
 func claudeToolName(name string) string {
 	switch name {
-	case "bash":
+	case ToolBash:
 		return "Bash"
-	case "read":
+	case ToolRead:
 		return "Read"
-	case "write":
+	case ToolWrite:
 		return "Write"
-	case "edit":
+	case ToolEdit:
 		return "Edit"
 	}
 	return name
 }
 
-// claudeToolInput maps a built-in's arguments to Claude Code's field names:
-// bash command/timeout (seconds → milliseconds); read, write and edit
-// file_path (made absolute), offset/limit, content, and one edit as
-// old_string/new_string or several as edits: [{old_string, new_string}].
-// Other tools' arguments go as they are.
+// claudeToolInput maps a built-in's arguments, as the tool reads them, to
+// Claude Code's field names: bash command/timeout (seconds →
+// milliseconds); read, write and edit file_path (made absolute),
+// offset/limit, content, and one edit as old_string/new_string or several
+// as edits: [{old_string, new_string}]. Other tools' arguments, and
+// arguments the tool will refuse, go as they are.
 func claudeToolInput(tool string, args json.RawMessage, cwd string) json.RawMessage {
-	var in map[string]json.RawMessage
-	if claudeToolName(tool) == tool || json.Unmarshal(args, &in) != nil || in == nil {
-		return argsJSON(args)
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(cwd, p)
 	}
 	out := map[string]any{}
-	put := func(key string, v json.RawMessage) {
-		if v != nil {
-			out[key] = v
-		}
-	}
-	if p, ok := in["path"]; ok {
-		var s string
-		if json.Unmarshal(p, &s) == nil && s != "" && !filepath.IsAbs(s) {
-			p, _ = json.Marshal(filepath.Join(cwd, s))
-		}
-		out["file_path"] = p
-	}
+	var err error
 	switch tool {
-	case "bash":
-		put("command", in["command"])
-		if t, ok := in["timeout"]; ok {
-			if secs, ok := jsonNumber(t); ok {
-				out["timeout"] = int64(secs*1000 + 0.5)
-			} else {
-				out["timeout"] = t
+	case ToolBash:
+		var a BashArgs
+		if a, err = ParseBashArgs(args); err == nil {
+			out["command"] = a.Command
+			if a.Timeout > 0 {
+				out["timeout"] = int64(a.Timeout*1000 + 0.5)
 			}
 		}
-	case "read":
-		put("offset", in["offset"])
-		put("limit", in["limit"])
-	case "write":
-		put("content", in["content"])
-	case "edit":
-		type ourEdit struct {
-			Old *string `json:"oldText"`
-			New *string `json:"newText"`
+	case ToolRead:
+		var a ReadArgs
+		if a, err = ParseReadArgs(args); err == nil {
+			out["file_path"] = abs(a.Path)
+			if a.Offset > 0 {
+				out["offset"] = a.Offset
+			}
+			if a.Limit > 0 {
+				out["limit"] = a.Limit
+			}
 		}
+	case ToolWrite:
+		var a WriteArgs
+		if a, err = ParseWriteArgs(args); err == nil {
+			out["file_path"], out["content"] = abs(a.Path), a.Content
+		}
+	case ToolEdit:
 		type claudeEdit struct {
-			Old *string `json:"old_string"`
-			New *string `json:"new_string"`
+			Old string `json:"old_string"`
+			New string `json:"new_string"`
 		}
-		var edits []ourEdit
-		switch {
-		case in["edits"] == nil && in["oldText"] != nil:
-			put("old_string", in["oldText"])
-			put("new_string", in["newText"])
-		case json.Unmarshal(in["edits"], &edits) != nil:
-			put("edits", in["edits"])
-		case len(edits) == 1:
-			out["old_string"], out["new_string"] = edits[0].Old, edits[0].New
-		default:
-			list := make([]claudeEdit, len(edits))
-			for i, e := range edits {
-				list[i] = claudeEdit(e)
+		var a EditArgs
+		if a, err = ParseEditArgs(args); err == nil {
+			out["file_path"] = abs(a.Path)
+			if len(a.Edits) == 1 {
+				out["old_string"], out["new_string"] = a.Edits[0].OldText, a.Edits[0].NewText
+			} else {
+				list := make([]claudeEdit, len(a.Edits))
+				for i, e := range a.Edits {
+					list[i] = claudeEdit{e.OldText, e.NewText}
+				}
+				out["edits"] = list
 			}
-			out["edits"] = list
 		}
+	default:
+		return argsJSON(args)
+	}
+	if err != nil {
+		return argsJSON(args)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -995,14 +995,14 @@ func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) 
 		}
 		return nil
 	}
-	if tool != "bash" {
+	if tool != ToolBash {
 		if err := need("file_path"); err != nil {
 			return nil, err
 		}
 		out["path"] = in["file_path"]
 	}
 	switch tool {
-	case "bash":
+	case ToolBash:
 		if err := need("command"); err != nil {
 			return nil, err
 		}
@@ -1014,15 +1014,15 @@ func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) 
 			}
 			out["timeout"] = ms / 1000
 		}
-	case "read":
+	case ToolRead:
 		put("offset", in["offset"])
 		put("limit", in["limit"])
-	case "write":
+	case ToolWrite:
 		if err := need("content"); err != nil {
 			return nil, err
 		}
 		out["content"] = in["content"]
-	case "edit":
+	case ToolEdit:
 		type ourEdit struct {
 			Old json.RawMessage `json:"oldText"`
 			New json.RawMessage `json:"newText"`
@@ -1063,24 +1063,26 @@ func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) 
 // success}; other tools get their content blocks.
 func claudeToolResponse(tool string, args json.RawMessage, res ToolResult, cwd string) json.RawMessage {
 	text := Message{Content: res.Content}.Text()
-	var path string
-	var in struct {
-		Path string `json:"path"`
-	}
-	if json.Unmarshal(args, &in) == nil && in.Path != "" {
-		path = in.Path
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(cwd, path)
+	// PostToolUse follows a call that ran: its arguments read.
+	path := func(p string, err error) string {
+		if err != nil || filepath.IsAbs(p) {
+			return p
 		}
+		return filepath.Join(cwd, p)
 	}
 	var v any
 	switch tool {
-	case "bash":
+	case ToolBash:
 		v = map[string]any{"stdout": text, "stderr": "", "interrupted": false, "isImage": false}
-	case "read":
-		v = map[string]any{"type": "text", "file": map[string]any{"filePath": path, "content": text}}
-	case "write", "edit":
-		v = map[string]any{"filePath": path, "success": true}
+	case ToolRead:
+		a, err := ParseReadArgs(args)
+		v = map[string]any{"type": "text", "file": map[string]any{"filePath": path(a.Path, err), "content": text}}
+	case ToolWrite:
+		a, err := ParseWriteArgs(args)
+		v = map[string]any{"filePath": path(a.Path, err), "success": true}
+	case ToolEdit:
+		a, err := ParseEditArgs(args)
+		v = map[string]any{"filePath": path(a.Path, err), "success": true}
 	default:
 		blocks := []map[string]any{}
 		for _, b := range res.Content {

@@ -546,8 +546,8 @@ func TestHooksPostToolUseResponseShapes(t *testing.T) {
 	res := ToolResult{Content: []Block{TextBlock("out"), {Type: "image", MimeType: "image/png", Data: "AAAA"}}}
 	for _, tt := range []struct{ tool, args, want string }{
 		{"read", `{"path":"rel.txt"}`, `{"file":{"content":"out","filePath":"/w/rel.txt"},"type":"text"}`},
-		{"write", `{"path":"/x"}`, `{"filePath":"/x","success":true}`},
-		{"edit", `{"path":"/x"}`, `{"filePath":"/x","success":true}`},
+		{"write", `{"path":"/x","content":"y"}`, `{"filePath":"/x","success":true}`},
+		{"edit", `{"path":"e.txt","edits":[{"oldText":"a","newText":"b"}]}`, `{"filePath":"/w/e.txt","success":true}`},
 		{"mcp__s__t", `{}`, `[{"text":"out","type":"text"},{"data":"AAAA","mimeType":"image/png","type":"image"}]`},
 	} {
 		if got := string(claudeToolResponse(tt.tool, json.RawMessage(tt.args), res, "/w")); got != tt.want {

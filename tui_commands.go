@@ -1108,7 +1108,7 @@ const confirmArgRows = 20
 func callRows(call ToolCall, width int) []string {
 	rows := []string{fitLine(width, span{oneLine(call.Name), sBold})}
 	limit := confirmArgRows
-	if call.Name == "bash" {
+	if call.Name == ToolBash {
 		limit = 0
 	}
 	var args map[string]json.RawMessage

@@ -586,17 +586,16 @@ var ValidatorStage = Stage{Name: "validators", Order: OrderPolicy}
 // other tools pass, and so does everything when there are no validators.
 func ValidatorGate(vs []Validator, cwd string) ToolGate {
 	return func(ctx context.Context, call ToolCall) GateResult {
-		if call.Name != "bash" || len(vs) == 0 {
+		if call.Name != ToolBash || len(vs) == 0 {
 			return GateResult{}
 		}
 		// Read the command exactly as the bash tool will: duplicate or
 		// differently cased keys must not show validators another command.
-		a := parseToolArgs("bash", call.Args)
-		command := a.str("command")
-		if a.err != nil || command == "" {
+		args, err := ParseBashArgs(call.Args)
+		if err != nil {
 			return GateResult{} // the tool refuses these arguments itself
 		}
-		return CheckCommandLine(ctx, vs, command, cwd).gateResult()
+		return CheckCommandLine(ctx, vs, args.Command, cwd).gateResult()
 	}
 }
 

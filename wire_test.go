@@ -19,7 +19,7 @@ var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "sessio
 
 // coreFiles are the core alone: what an embedder copies (docs/embedding.md).
 var coreFiles = []string{
-	"agent.go", "agent_pipeline.go", "session.go", "providers*.go", "tools.go", "tools_edit.go",
+	"agent.go", "agent_pipeline.go", "session.go", "providers*.go", "tools.go", "tools_edit.go", "tools_args.go",
 	"proc*.go", "nodump_*.go", "untrusted.go",
 }
 
