@@ -198,6 +198,9 @@ const (
 	// EventMessageBlocked says that an interceptor withheld the assistant's
 	// message from the user, and why (the message stays in the transcript).
 	EventMessageBlocked EventType = "assistant_message_blocked"
+	// EventApprovalRequest asks a client that answers approvals about a
+	// tool call (approvals_client.go); only such clients receive it.
+	EventApprovalRequest EventType = "approval_request"
 )
 
 // Event is one thing that happened while the agent worked. Its JSON encoding

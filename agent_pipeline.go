@@ -138,6 +138,11 @@ type GateNote struct {
 	By       string       `json:"by"`
 	Decision GateDecision `json:"decision"`
 	Reason   string       `json:"reason,omitempty"`
+	// AllowEnds marks an ask that an allow can end: it came from a
+	// default (Claude Code's default mode, --no-yolo), not from a rule, a
+	// validator, a hook or an extension. Only such asks are offered "yes,
+	// and don't ask again" (approvals.go).
+	AllowEnds bool `json:"allow_ends,omitempty"`
 }
 
 // GateVerdict is one gate's answer about a tool call. The zero value

@@ -321,7 +321,7 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 }
 
 func claudeAnswer(v claudeVerdict, i int) RuleAnswer {
-	a := RuleAnswer{Source: "claude-code", Command: i, Status: v.action, Note: v.why}
+	a := RuleAnswer{Source: claudeCodeSource, Command: i, Status: v.action, Note: v.why}
 	if v.action == "" {
 		a.Status = "allow"
 	}

@@ -1050,7 +1050,7 @@ func (t *TUI) yoloGate(ctx context.Context, call ToolCall) GateResult {
 	if !t.askTools || t.approveAll || t.approved[call.Name] {
 		return GateResult{}
 	}
-	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: YoloStage.Name, Decision: DecisionAsk, Reason: "confirm each tool call"}}}
+	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: YoloStage.Name, Decision: DecisionAsk, Reason: "confirm each tool call", AllowEnds: true}}}
 }
 
 // confirmReq is a gate's question waiting for the user.

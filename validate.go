@@ -651,7 +651,7 @@ func (r ValidationReport) gateResult() GateResult {
 	for _, src := range sources {
 		a := worstRule[src]
 		why := r.explainRule(a)
-		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: GateDecision(a.Status), Reason: why})
+		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: GateDecision(a.Status), Reason: why, AllowEnds: r.defaultAsk(src)})
 		if GateDecision(a.Status) == DecisionDeny {
 			denials = append(denials, "denied by "+why)
 		}
@@ -680,6 +680,24 @@ func (r ValidationReport) explainRule(a RuleAnswer) string {
 		s += "\ncommand: " + validatorText(r.Commands[a.Command].Raw)
 	}
 	return s
+}
+
+// defaultAsk says whether source's asks all came from Claude Code's
+// default mode, no rule matching: the asks an allow rule ends. runok's
+// default is runok's own decision, which a Claude Code allow does not
+// override, so it is not one.
+func (r ValidationReport) defaultAsk(source string) bool {
+	asked := false
+	for _, a := range r.Rules {
+		if a.Source != source || GateDecision(a.Status) != DecisionAsk {
+			continue
+		}
+		if a.Source != claudeCodeSource || a.Rule != "" {
+			return false
+		}
+		asked = true
+	}
+	return asked
 }
 
 // explain is an answer as a person or the model reads it: the message,

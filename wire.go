@@ -382,6 +382,13 @@ func (s *setup) close() {
 
 // runOnce is -p and --json: one prompt, then exit.
 func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
+	if o.approvalsStdin && (!o.json || len(o.prompt) == 0) {
+		return fail(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
+	}
+	answers := stdin
+	if o.approvalsStdin {
+		stdin = nil // it carries the answers, not the prompt
+	}
 	text, err := promptText(o, stdin)
 	if err != nil {
 		return fail(stderr, err)
@@ -407,7 +414,15 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
 		}
 	}
-	exts, stopPlugins, err := s.arm(ctx, onceHost(o, stderr))
+	host := onceHost(o, stderr)
+	if o.approvalsStdin {
+		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
+		host.confirm = s.sessionApprovals().Confirm(broker.ask)
+		quit := make(chan struct{})
+		defer close(quit)
+		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes
+	}
+	exts, stopPlugins, err := s.arm(ctx, host)
 	defer stopPlugins()
 	if err != nil {
 		return fail(stderr, err)
@@ -524,7 +539,8 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, release := rpcOutput(ctx, stdout)
 	defer release()
 
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log}, stdin, out)
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log,
+		Approvals: s.sessionApprovals(), ApprovalTimeout: o.approvalTimeout}, stdin, out)
 	for _, line := range s.trustNotes() {
 		fmt.Fprintf(stderr, "zot: %s\n", line)
 		srv.Notify(rpcNote{Extension: "trust", Level: "warn", Message: line})

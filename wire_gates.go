@@ -129,7 +129,8 @@ func onceHost(o options, stderr io.Writer) modeHost {
 }
 
 // rpcHost is the host of rpc: notes and failures of the plugins reach the
-// client as ext_notify events; nobody to ask.
+// client as ext_notify events; a client that said hello with "approvals":
+// true answers asks, for any other they are refused (or --approve-asks).
 func rpcHost(o options, srv *rpcServer, hostLog func(format string, args ...any)) modeHost {
 	return modeHost{
 		name: "rpc",
@@ -138,7 +139,7 @@ func rpcHost(o options, srv *rpcServer, hostLog func(format string, args ...any)
 			srv.Notify(rpcNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 		},
 		hookNote: func(level, msg string) { srv.Notify(rpcNote{Extension: "hooks", Level: level, Message: msg}) },
-		confirm:  NonInteractiveConfirm(o.approveAsks),
+		confirm:  srv.Confirm(NonInteractiveConfirm(o.approveAsks)),
 	}
 }
 
