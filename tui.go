@@ -279,7 +279,7 @@ var YoloStage = Stage{Name: "--no-yolo", Order: OrderConfirm}
 
 // Gates are what the TUI brings to the agent's tool gates: the --no-yolo
 // gate, and the confirm that shows the gates' questions as a dialog.
-func (t *TUI) Gates() (yolo ToolGate, confirm ConfirmFunc) { return t.yoloGate, t.confirm }
+func (t *TUI) Gates() (yolo ToolGate, confirm ConfirmFunc) { return t.yoloGate, t.approvalConfirm() }
 
 // post hands a message to the UI loop; it never blocks.
 func (t *TUI) post(m any) {
@@ -1059,6 +1059,10 @@ type confirmReq struct {
 	call  ToolCall
 	asks  []GateNote
 	reply chan bool
+	// q and detail come with a question from ask (tui_approvals.go):
+	// what it offers, and where the whole answer goes.
+	q      approvalQuestion
+	detail chan approvalAnswer
 }
 
 // confirm is the ConfirmFunc: it shows a dialog and waits for the answer,
