@@ -32,9 +32,6 @@ const (
 	ApprovalAlways ApprovalDecision = "always"
 )
 
-// claudeCodeSource names Claude Code's rules among the rule sources.
-const claudeCodeSource = "claude-code"
-
 // approvalQuestion is one call a gate asked about, as the one who answers
 // sees it.
 type approvalQuestion struct {
@@ -116,20 +113,18 @@ type approvalAsker func(ctx context.Context, q approvalQuestion) approvalAnswer
 type sessionApprovals struct {
 	cwd     string
 	preview func(ToolCall) string // an edit's or write's diff; nil: none
+	// split is the command line's simple commands, as words, when an
+	// approval can be about each (see splitForApproval); nil: no command
+	// line is, and bash calls are never offered "don't ask again".
+	split func(line, cwd string) ([][]string, bool)
 
 	mu       sync.Mutex
 	prefixes [][]string // each a command prefix, as words
 	edits    bool
 }
 
-// sessionApprovals is the setup's: its working directory, and previews
-// through its file tools' path rules.
-func (s *setup) sessionApprovals() *sessionApprovals {
-	return newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) })
-}
-
-func newSessionApprovals(cwd string, preview func(ToolCall) string) *sessionApprovals {
-	return &sessionApprovals{cwd: cwd, preview: preview}
+func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(line, cwd string) ([][]string, bool)) *sessionApprovals {
+	return &sessionApprovals{cwd: cwd, preview: preview, split: split}
 }
 
 // Confirm makes the ConfirmFunc that answers from the session's earlier
@@ -185,7 +180,7 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 	}
 	switch call.Name {
 	case ToolBash:
-		prefixes, ok := commandPrefixes(call, s.cwd)
+		prefixes, ok := s.commandPrefixes(call)
 		if !ok {
 			return approvalOffer{}
 		}
@@ -234,14 +229,14 @@ func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool)
 		if len(prefixes) == 0 {
 			return "", false
 		}
-		cmds, ok := splitForApproval(call, s.cwd)
+		cmds, ok := s.commands(call)
 		if !ok {
 			return "", false
 		}
 		var used []string
-		for _, c := range cmds {
+		for _, words := range cmds {
 			i := slices.IndexFunc(prefixes, func(p []string) bool {
-				return len(c.Words) >= len(p) && slices.Equal(c.Words[:len(p)], p)
+				return len(words) >= len(p) && slices.Equal(words[:len(p)], p)
 			})
 			if i < 0 {
 				return "", false
@@ -259,27 +254,14 @@ func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool)
 	return "", false
 }
 
-// splitForApproval is the line's simple commands when each is one whose
-// words an approval can be about: the splitter followed the whole line,
-// and the command was not found inside a wrapper (sudo, bash -c) and is
-// not given variables (GOFLAGS=… go test), either of which would let one
-// prefix allow another program or other behaviour.
-func splitForApproval(call ToolCall, cwd string) ([]ShellCommand, bool) {
+// commands is a bash call's simple commands, as words, when an approval
+// can be about each.
+func (s *sessionApprovals) commands(call ToolCall) ([][]string, bool) {
 	args, err := ParseBashArgs(call.Args)
-	if err != nil || strings.TrimSpace(args.Command) == "" {
+	if err != nil || strings.TrimSpace(args.Command) == "" || s.split == nil {
 		return nil, false
 	}
-	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
-	split := SplitCommandLine(args.Command, sc)
-	if len(split.Unfollowed) > 0 || len(split.Commands) == 0 {
-		return nil, false
-	}
-	for _, c := range split.Commands {
-		if c.Via != "" || len(c.Env) > 0 || len(c.Vars) > 0 || len(c.Words) == 0 {
-			return nil, false
-		}
-	}
-	return split.Commands, true
+	return s.split(args.Command, s.cwd)
 }
 
 // commandPrefixes is, for each simple command of a bash call, its prefix:
@@ -288,21 +270,21 @@ func splitForApproval(call ToolCall, cwd string) ([]ShellCommand, bool) {
 // prefix is never broader than the command name and its first non-flag
 // word. A word that is not plainly literal (a $, a glob, a quote) makes
 // the line one zot offers no prefix for.
-func commandPrefixes(call ToolCall, cwd string) ([][]string, bool) {
-	cmds, ok := splitForApproval(call, cwd)
+func (s *sessionApprovals) commandPrefixes(call ToolCall) ([][]string, bool) {
+	cmds, ok := s.commands(call)
 	if !ok {
 		return nil, false
 	}
 	var out [][]string
-	for _, c := range cmds {
+	for _, words := range cmds {
 		n := 1
-		for n < len(c.Words) && strings.HasPrefix(c.Words[n], "-") {
+		for n < len(words) && strings.HasPrefix(words[n], "-") {
 			n++
 		}
-		if n < len(c.Words) {
+		if n < len(words) {
 			n++ // the first non-flag word
 		}
-		p := c.Words[:n]
+		p := words[:n]
 		for _, w := range p {
 			if !plainWord(w) {
 				return nil, false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 )
@@ -101,36 +100,4 @@ func (b *approvalBroker) answer(id string, decision ApprovalDecision, message st
 	}
 	reply <- approvalAnswer{Decision: ApprovalDeny, By: fmt.Sprintf("the client (an unknown decision %q counts as no)", decision)}
 	return fmt.Errorf("unknown decision %q (allow, deny or always): the call was refused", decision)
-}
-
-// readApprovalAnswers is --approvals-stdin: approve commands, one JSON
-// line each, answered until the input ends or quit closes; a line that is
-// not one is reported on stderr and changes nothing.
-func readApprovalAnswers(in io.Reader, b *approvalBroker, stderr io.Writer, quit <-chan struct{}) {
-	lines := make(chan rpcLine)
-	go readRPCLines(in, lines, quit) // ends at the input's end, or after quit
-	for {
-		var l rpcLine
-		select {
-		case l = <-lines:
-		case <-quit:
-			return
-		}
-		if len(l.data) > 0 {
-			req, err := decodeRPCRequest(l.data)
-			switch {
-			case err != nil:
-			case req.Type != rpcApprove:
-				err = fmt.Errorf("only approve commands are read here, not %q", req.Type)
-			default:
-				err = b.answer(req.ApprovalID, req.Decision, req.Message)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "zot: --approvals-stdin: %s\n", sanitize(err.Error()))
-			}
-		}
-		if l.err != nil {
-			return
-		}
-	}
 }

@@ -44,7 +44,7 @@ func TestCommandPrefixIsNameAndFirstNonFlagWord(t *testing.T) {
 		"go test ./... | tee 'a:b'":   nil, // a word the rule syntax cannot hold
 		"go test ./... | tee log.txt": {"go test", "tee log.txt"},
 	} {
-		q := newSessionApprovals(cwd, nil).offer(bashCall(line), defaultAsk)
+		q := newSessionApprovals(cwd, nil, splitForApproval).offer(bashCall(line), defaultAsk)
 		if !slices.Equal(q.Prefixes, want) {
 			t.Errorf("%q: offers %q, want %q", line, q.Prefixes, want)
 		}
@@ -55,7 +55,7 @@ func TestCommandPrefixIsNameAndFirstNonFlagWord(t *testing.T) {
 // validator, the splitter or a hook asked: nothing but yes or no.
 func TestDontAskAgainIsOfferedOnlyWhereAnAllowEndsTheAsk(t *testing.T) {
 	t.Parallel()
-	s := newSessionApprovals(t.TempDir(), nil)
+	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
 	for _, asks := range [][]GateNote{
 		{{By: "rules:claude-code", Decision: DecisionAsk, Reason: "ask Bash(go test:*)"}},
 		{{By: "validator:guard", Decision: DecisionAsk}},
@@ -78,7 +78,7 @@ func TestDontAskAgainIsOfferedOnlyWhereAnAllowEndsTheAsk(t *testing.T) {
 // cannot widen it with ;, &&, $( ), a wrapper, variables or a longer word.
 func TestSessionPrefixCoversOnlyWhatItSays(t *testing.T) {
 	t.Parallel()
-	s := newSessionApprovals(t.TempDir(), nil)
+	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
 	s.remember(approvalOffer{Prefixes: []string{"go test"}})
 	for line, want := range map[string]bool{
 		"go test ./...":              true,
@@ -110,7 +110,7 @@ func TestEditApprovalsLastTheSessionInsideTheDirectory(t *testing.T) {
 	t.Parallel()
 	cwd, outside := t.TempDir(), t.TempDir()
 	os.Symlink(outside, filepath.Join(cwd, "out"))
-	s := newSessionApprovals(cwd, nil)
+	s := newSessionApprovals(cwd, nil, splitForApproval)
 	call := func(tool, path string) ToolCall {
 		args, _ := json.Marshal(map[string]any{"path": path, "content": "x", "oldText": "a", "newText": "b"})
 		return ToolCall{Name: tool, Args: args}
@@ -146,7 +146,7 @@ func TestSavedRuleIsExactlyThePrefixShown(t *testing.T) {
 	path := claudeLocalSettings(dir)
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	os.WriteFile(path, []byte(`{"env":{"A":"1"},"permissions":{"allow":["Bash(ls:*)"],"deny":["Read(./.env)"]},"model":"x"}`), 0o600)
-	o := newSessionApprovals(dir, nil).offer(bashCall("go test -run X ./..."), defaultAsk)
+	o := newSessionApprovals(dir, nil, splitForApproval).offer(bashCall("go test -run X ./..."), defaultAsk)
 	if got := o.ClaudeRules(); !slices.Equal(got, []string{"Bash(go test:*)"}) || o.Describe() != "`go test *`" {
 		t.Fatalf("rules %q, shown %q", got, o.Describe())
 	}
@@ -196,7 +196,7 @@ func TestApprovalBrokerFailsClosed(t *testing.T) {
 	t.Parallel()
 	sent := make(chan approvalRequestEvent, 8)
 	b := newApprovalBroker(time.Hour, func(e approvalRequestEvent) { sent <- e })
-	s := newSessionApprovals(t.TempDir(), nil)
+	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
 	confirm := s.Confirm(b.ask)
 	type result struct {
 		ok bool

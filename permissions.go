@@ -258,6 +258,9 @@ func substituteVars(words []string, env map[string]string) (joined, split []stri
 	return joined, split
 }
 
+// claudeCodeSource names Claude Code's rules among the rule sources.
+const claudeCodeSource = "claude-code"
+
 // RuleAnswer is one rule source's answer about one command of a line (an
 // index into the report's Commands), or about a tool call (-1).
 type RuleAnswer struct {

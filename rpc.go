@@ -446,7 +446,7 @@ func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
 		cfg.Log = func(string, ...any) {}
 	}
 	if cfg.Approvals == nil {
-		cfg.Approvals = newSessionApprovals(cfg.Cwd, nil)
+		cfg.Approvals = newSessionApprovals(cfg.Cwd, nil, nil)
 	}
 	s := &rpcServer{rpcConfig: cfg, in: in, out: newEventWriter(out), broken: make(chan struct{}), authed: cfg.Token == ""}
 	s.cond = sync.NewCond(&s.mu)

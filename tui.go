@@ -45,6 +45,9 @@ type TUIConfig struct {
 	Notes     []string // shown at the start (session repairs)
 	AskTools  bool     // --no-yolo: ask before each tool call
 	Sandbox   string   // the mode bash commands run in (docs/sandbox.md)
+	// Approvals keeps the session's "don't ask again" answers; nil: the
+	// TUI's own, which offer none for commands.
+	Approvals *sessionApprovals
 }
 
 // tuiExtensions is what the TUI uses of the extension host. wire.go passes

@@ -16,11 +16,15 @@ import (
 // approvalConfirm is the TUI's ConfirmFunc: the session's approvals,
 // asking through the dialog.
 func (t *TUI) approvalConfirm() ConfirmFunc {
-	var preview func(ToolCall) string
-	if env := t.cfg.ToolEnv; env != nil {
-		preview = func(call ToolCall) string { return previewFileChange(env, call) }
+	a := t.cfg.Approvals
+	if a == nil {
+		var preview func(ToolCall) string
+		if env := t.cfg.ToolEnv; env != nil {
+			preview = func(call ToolCall) string { return previewFileChange(env, call) }
+		}
+		a = newSessionApprovals(t.cfg.Cwd, preview, nil)
 	}
-	return newSessionApprovals(t.cfg.Cwd, preview).Confirm(t.ask)
+	return a.Confirm(t.ask)
 }
 
 // ask shows q as a dialog and waits for the answer, or for the prompt to

@@ -166,3 +166,10 @@ func tuiHost(t *TUI) modeHost {
 		gates:    []modeGate{{YoloStage, yolo}},
 	}
 }
+
+// sessionApprovals are a mode's "don't ask again" answers: in its working
+// directory, with previews through its file tools' path rules and command
+// lines read by the validators' splitter.
+func (s *setup) sessionApprovals() *sessionApprovals {
+	return newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+}

@@ -20,7 +20,7 @@ var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "sessio
 
 // coreFiles are the core alone: what an embedder copies (docs/embedding.md).
 var coreFiles = []string{
-	"agent.go", "agent_pipeline.go", "session.go", "providers*.go", "tools.go", "tools_edit.go", "tools_args.go",
+	"agent.go", "agent_pipeline.go", "session.go", "providers*.go", "tools.go", "tools_edit.go", "tools_args.go", "approvals*.go",
 	"proc*.go", "nodump_*.go", "untrusted.go",
 }
 
@@ -55,7 +55,7 @@ var copyBuilds = []struct {
 	{name: "validate", files: []string{"validate*.go", "audit.go", "permissions*.go"}},
 	{name: "skills", files: []string{"skills.go", "prompts.go"}, dirs: []string{"skills"}},
 	{name: "plugins", files: []string{"plugins.go"}},
-	{name: "rpc", files: []string{"rpc.go"}},
+	{name: "rpc", files: []string{"rpc*.go"}},
 	{name: "sandbox", files: []string{"sandbox*.go"}},
 	{name: "trust", files: []string{"trust.go"}},
 	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
