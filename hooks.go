@@ -546,7 +546,7 @@ func (h *Hooks) note(level, msg string) {
 	}
 }
 
-// ToolGate is PreToolUse, a gate for ChainGates: the matching commands run
+// ToolGate is PreToolUse, the hooks stage's tool gate: the matching commands run
 // in parallel; any deny (exit 2, "permissionDecision": "deny", the
 // deprecated "decision": "block", "continue": false) blocks with the
 // reasons, the model sees; else any ask asks; an updatedInput (the first
@@ -649,7 +649,7 @@ func stopText(r *hookRun) string {
 	return fmt.Sprintf("stopped by %s hook %q", r.event, r.h.Command)
 }
 
-// AfterTool is PostToolUse, for Agent.AfterToolExecute: after a call that
+// AfterTool is PostToolUse, the hooks stage after a tool runs: after a call that
 // ran and succeeded, the matching commands run; exit 2's stderr, a
 // "decision": "block" reason and additionalContext are added to the result
 // the model sees, after any additionalContext PreToolUse hooks gave for the

@@ -277,7 +277,7 @@ var commands = map[string]command{
 		}, stdin, stdout, stderr)
 	}},
 	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		return runValidateCommand(args, loadTrustedValidators, stdin, stdout, stderr)
+		return runValidateCommand(args, loadTrustedGate, stdin, stdout, stderr)
 	}},
 	"rpc": {&rpcUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runMode(append([]string{"--rpc"}, args...), stdin, stdout, stderr)

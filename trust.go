@@ -47,7 +47,8 @@ const (
 	trustExtension = "extension"
 	trustValidator = "validator"
 	trustHook      = "hook"
-	trustPrompt    = "prompt" // a template's !`command` lines
+	trustPrompt    = "prompt"     // a template's !`command` lines
+	trustRules     = "permission" // a rules file's allow rules, defaults and definitions
 )
 
 func (e trustEntry) key() string { return e.Kind + "\x00" + e.Source + "\x00" + e.Name }
@@ -61,7 +62,7 @@ func (e trustEntry) sum() string {
 
 // String is the entry on one line, safe for a terminal.
 func (e trustEntry) String() string {
-	kind := map[string]string{trustMCP: "MCP server", trustExtension: "extension", trustValidator: "validator", trustHook: "hook", trustPrompt: "prompt template"}[e.Kind]
+	kind := map[string]string{trustMCP: "MCP server", trustExtension: "extension", trustValidator: "validator", trustHook: "hook", trustPrompt: "prompt template", trustRules: "permission rules"}[e.Kind]
 	s := fmt.Sprintf("%s %q (%s): %s", kind, e.Name, e.Source, e.Command)
 	if len(e.Names) > 0 {
 		s += " [sets " + strings.Join(e.Names, ", ") + "]"

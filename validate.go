@@ -465,10 +465,12 @@ type ValidationReport struct {
 	Answers  []ValidatorAnswer  `json:"answers"`
 	Decision GateDecision       `json:"decision"` // allow, deny or ask
 	// Incomplete is set when the splitter could not follow all of the line;
-	// Unfollowed says what it could not follow. With validators configured
-	// the decision is then at least ask.
+	// Unfollowed says what it could not follow. With validators or rules
+	// configured the decision is then at least ask.
 	Incomplete bool     `json:"incomplete,omitempty"`
 	Unfollowed []string `json:"unfollowed,omitempty"`
+	// Rules are the rule sources' answers (permissions.go), per command.
+	Rules []RuleAnswer `json:"rules,omitempty"`
 }
 
 // ValidatedCommand is one simple command of the line, as validators see it
@@ -496,19 +498,33 @@ type ValidatorAnswer struct {
 // with nothing to ask, the line is allowed. The line is read as the bash
 // tool's shell will read it, starting in cwd.
 func CheckCommandLine(ctx context.Context, vs []Validator, line, cwd string) ValidationReport {
-	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
-	return checkCommandLine(ctx, vs, line, sc)
+	return CheckCommandLineRules(ctx, vs, nil, line, cwd)
 }
 
-func checkCommandLine(ctx context.Context, vs []Validator, line string, sc ShellContext) ValidationReport {
-	split := SplitCommandLine(line, sc)
+// CheckCommandLineRules is CheckCommandLine with the permission rules
+// (nil: none) asked beside the validators.
+func CheckCommandLineRules(ctx context.Context, vs []Validator, rules *PermissionRules, line, cwd string) ValidationReport {
+	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
+	return checkCommandLine(ctx, vs, rules, line, sc)
+}
+
+func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRules, line string, sc ShellContext) ValidationReport {
+	split, ruleCmds := splitForRules(line, sc)
 	shellEnv, _ := envNoSecrets.environ() // the bash tool's environment
 	unfollowed := append(shellStartupProblems(shellEnv), split.Unfollowed...)
 	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: DecisionAllow,
 		Incomplete: len(unfollowed) > 0, Unfollowed: unfollowed}
+	sourcing := false
 	for _, c := range split.Commands {
 		flags, args := commandFlags(c.Name, c.Words[1:])
 		r.Commands = append(r.Commands, ValidatedCommand{Raw: c.Raw, Via: c.Via, Cwd: c.Cwd, Command: c.Name, Flags: flags, Args: args, Assigned: c.Env})
+		sourcing = sourcing || c.Name == "source" || c.Name == "." || c.Name == "eval"
+	}
+	if rules.Active() {
+		budget := newRuleBudget()
+		for i, rc := range ruleCmds {
+			r.Rules = append(r.Rules, rules.commandAnswers(rc, i, sc, sourcing, budget)...)
+		}
 	}
 
 	// One process per distinct question: echo a; echo a asks once.
@@ -566,13 +582,16 @@ func checkCommandLine(ctx context.Context, vs []Validator, line string, sc Shell
 	for i, j := range answerJob {
 		r.Answers[i].ValidatorReply = j.reply
 	}
-	if r.Incomplete && len(vs) > 0 {
+	if r.Incomplete && (len(vs) > 0 || rules.Active()) {
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
 			Status:  DecisionAsk,
-			Message: validatorText("zot cannot tell everything this line runs, so validators may not have seen all of it: " + strings.Join(unfollowed, "; ")),
+			Message: validatorText("zot cannot tell everything this line runs, so validators and rules may not have seen all of it: " + strings.Join(unfollowed, "; ")),
 		}})
 	}
 	for _, a := range r.Answers {
+		r.Decision = WorseDecision(r.Decision, a.Status)
+	}
+	for _, a := range r.Rules {
 		r.Decision = WorseDecision(r.Decision, a.Status)
 	}
 	return r
@@ -584,24 +603,16 @@ var ValidatorStage = Stage{Name: "validators", Order: OrderPolicy}
 
 // ValidatorGate is the ToolGate that asks the validators about bash calls;
 // other tools pass, and so does everything when there are no validators.
+// PermissionGate is the same gate with the permission rules beside the
+// validators.
 func ValidatorGate(vs []Validator, cwd string) ToolGate {
-	return func(ctx context.Context, call ToolCall) GateResult {
-		if call.Name != ToolBash || len(vs) == 0 {
-			return GateResult{}
-		}
-		// Read the command exactly as the bash tool will: duplicate or
-		// differently cased keys must not show validators another command.
-		args, err := ParseBashArgs(call.Args)
-		if err != nil {
-			return GateResult{} // the tool refuses these arguments itself
-		}
-		return CheckCommandLine(ctx, vs, args.Command, cwd).gateResult()
-	}
+	return PermissionGate(vs, nil, cwd)
 }
 
 // gateResult turns a report into a gate's answer: one note per validator
-// (its worst answer over the line's commands), for the audit trail and the
-// confirm dialog; on deny, a reason the model can act on.
+// and per rule source (its worst answer over the line's commands), for the
+// audit trail and the confirm dialog; on deny, a reason the model can act
+// on.
 func (r ValidationReport) gateResult() GateResult {
 	var res GateResult
 	var order []string
@@ -627,6 +638,25 @@ func (r ValidationReport) gateResult() GateResult {
 			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
 		}
 	}
+	var sources []string
+	worstRule := map[string]RuleAnswer{}
+	for _, a := range r.Rules {
+		w, seen := worstRule[a.Source]
+		if !seen {
+			sources = append(sources, a.Source)
+		}
+		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
+			worstRule[a.Source] = a
+		}
+	}
+	for _, src := range sources {
+		a := worstRule[src]
+		why := r.explainRule(a)
+		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: a.Status, Reason: why})
+		if a.Status == DecisionDeny {
+			denials = append(denials, "denied by "+why)
+		}
+	}
 	// Anything but allow and ask denies: a decision zot does not know is
 	// not a reason to run the command.
 	switch r.Decision {
@@ -641,6 +671,16 @@ func (r ValidationReport) gateResult() GateResult {
 		res.Reason = fmt.Sprintf("not run: the validators' decision %q is not one zot knows", r.Decision)
 	}
 	return res
+}
+
+// explainRule is a rule source's answer as a person or the model reads
+// it, with the simple command it was about when the line has several.
+func (r ValidationReport) explainRule(a RuleAnswer) string {
+	s := explainRule(a)
+	if len(r.Commands) > 1 && a.Command >= 0 && a.Command < len(r.Commands) {
+		s += "\ncommand: " + validatorText(r.Commands[a.Command].Raw)
+	}
+	return s
 }
 
 // explain is an answer as a person or the model reads it: the message,
@@ -675,16 +715,23 @@ func NonInteractiveConfirm(approveAsks bool) ConfirmFunc {
 
 var validateUsage = commandHelp{
 	name:  "zot validate",
-	about: "ask the command validators about a command line without running it",
-	usage: "zot validate [--json] [--cwd DIR] -- COMMAND LINE\n  zot validate [--json] [--cwd DIR] < script.sh",
+	about: "ask the command validators and permission rules about a command line without running it",
+	usage: "zot validate [--json] [--cwd DIR] -- COMMAND LINE\n  zot validate [--json] [--cwd DIR] < script.sh\n  zot validate --check [--json] [--cwd DIR]",
 	notes: `Asks the validators configured in $ZOT_HOME/validators.json and
-./.zot/validators.json about a command line without running it, and prints
-the simple commands found, each validator's answer and the decision.
+./.zot/validators.json, and the permission rules of Claude Code's settings
+files and runok.yml (docs/permissions.md), about a command line without
+running it, and prints the simple commands found, each validator's answer,
+which rule of which file decided for each command, and the decision.
 Several words after -- are the words of one command, as the shell passed
 them: zot validate -- git commit -m "fix bug". One word is a whole command
 line, read as the shell would: zot validate -- 'curl -H "A: b" x | jq .'
 
-Exit status: 0 allow, 1 deny, 3 ask, 2 usage error.
+--check reads the files without a command line and reports what is wrong
+with them: files that cannot be read, rules that can never match, rules
+zot does not apply.
+
+Exit status: 0 allow, 1 deny, 3 ask, 2 usage error; with --check, 0 when
+nothing is wrong and 1 when something is.
 `,
 }
 
@@ -705,18 +752,24 @@ func commandLineOf(words []string) string {
 // exitAsk is zot validate's exit status for a line a validator asks about.
 const exitAsk = 3
 
-// runValidateCommand is zot validate. load reads the validators it may ask
-// (main.go decides, as for a session).
-func runValidateCommand(args []string, load func(home, cwd string, warn func(string)) []Validator, stdin io.Reader, stdout, stderr io.Writer) int {
-	var asJSON bool
+// runValidateCommand is zot validate. load reads the validators and the
+// rules it may ask (main.go decides, as for a session).
+func runValidateCommand(args []string, load func(home, cwd string, warn func(string)) ([]Validator, *PermissionRules), stdin io.Reader, stdout, stderr io.Writer) int {
+	var asJSON, check bool
 	var cwds []string
-	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON}, map[string]*[]string{"--cwd": &cwds})
+	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--check": &check}, map[string]*[]string{"--cwd": &cwds})
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "zot validate: %v (put the command line after --)\n%s", err, validateUsage.text(""))
 		return exitUsage
+	case check && len(words) > 0:
+		fmt.Fprint(stderr, "zot validate: --check takes no command line\n"+validateUsage.text(""))
+		return exitUsage
 	}
 	cwd := lastOr(cwds, "")
+	if check {
+		return runValidateCheck(cwd, asJSON, load, stdout, stderr)
+	}
 	line := commandLineOf(words)
 	if len(words) == 0 {
 		if f, ok := stdin.(*os.File); ok {
@@ -749,13 +802,16 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 	}
 	home := zotHome()
 	var warnings []string
-	vs := load(home, cwd, func(msg string) {
+	vs, rules := load(home, cwd, func(msg string) {
 		warnings = append(warnings, validatorText(msg))
 		fmt.Fprintf(stderr, "zot: %s\n", validatorText(msg))
 	})
+	for _, p := range rules.StartupProblems() {
+		fmt.Fprintf(stderr, "zot: %s\n", validatorText(p.String()))
+	}
 	ctx, stop := signalContext()
 	defer stop()
-	r := CheckCommandLine(ctx, vs, line, cwd)
+	r := CheckCommandLineRules(ctx, vs, rules, line, cwd)
 
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -765,13 +821,19 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 		for _, v := range vs {
 			views = append(views, validatorView{v, int64(v.Timeout / time.Millisecond)})
 		}
-		enc.Encode(struct {
+		out := struct {
 			ValidationReport
-			Validators   []validatorView `json:"validators"`
-			ConfigErrors []string        `json:"config_errors"`
-		}{r, views, append([]string{}, warnings...)})
+			Validators   []validatorView     `json:"validators"`
+			ConfigErrors []string            `json:"config_errors"`
+			RuleFiles    []string            `json:"rule_files,omitempty"`
+			RuleProblems []PermissionProblem `json:"rule_problems,omitempty"`
+		}{ValidationReport: r, Validators: views, ConfigErrors: append([]string{}, warnings...)}
+		if rules != nil {
+			out.RuleFiles, out.RuleProblems = rules.Files, rules.StartupProblems()
+		}
+		enc.Encode(out)
 	} else {
-		writeValidationReport(stdout, r, vs, validatorFiles(home, cwd))
+		writeValidationReport(stdout, r, vs, rules, validatorFiles(home, cwd))
 	}
 	switch r.Decision {
 	case DecisionAllow:
@@ -789,13 +851,16 @@ type validatorView struct {
 }
 
 // writeValidationReport prints a report for a person; everything from the
-// line or a validator is sanitised first.
-func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, files []string) {
+// line, a validator or a rules file is sanitised first.
+func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, rules *PermissionRules, files []string) {
 	safe := validatorText
 	indent := func(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
 	fmt.Fprintf(w, "command line: %s\n", indent(safe(r.Line), "              "))
 	if len(vs) == 0 {
 		fmt.Fprintf(w, "no validators configured (looked in %s)\n", strings.Join(files, " and "))
+	}
+	if rules.Active() {
+		fmt.Fprintf(w, "permission rules from %s\n", safe(strings.Join(rules.Files, ", ")))
 	}
 	if len(r.Commands) == 0 {
 		fmt.Fprintln(w, "no simple commands found")
@@ -833,6 +898,17 @@ func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, file
 		if !asked && len(vs) > 0 {
 			fmt.Fprintln(w, "   (no validator applies)")
 		}
+		for _, a := range r.Rules {
+			if a.Command == i {
+				fmt.Fprintf(w, "   %s: %s — %s\n", a.Source, a.Status, indent(ruleWhere(a), "     "))
+				if a.Message != "" {
+					fmt.Fprintf(w, "     %s\n", indent(safe(a.Message), "     "))
+				}
+				if a.FixSuggestion != "" {
+					fmt.Fprintf(w, "     suggested fix: %s\n", indent(safe(a.FixSuggestion), "     "))
+				}
+			}
+		}
 	}
 	asked := false
 	for _, a := range r.Answers {
@@ -842,7 +918,91 @@ func writeValidationReport(w io.Writer, r ValidationReport, vs []Validator, file
 		}
 	}
 	if !asked && len(r.Unfollowed) > 0 {
-		fmt.Fprintf(w, "\nnot followed (with validators configured, zot would ask): %s\n", safe(strings.Join(r.Unfollowed, "; ")))
+		fmt.Fprintf(w, "\nnot followed (with validators or rules configured, zot would ask): %s\n", safe(strings.Join(r.Unfollowed, "; ")))
 	}
 	fmt.Fprintf(w, "\ndecision: %s\n", r.Decision)
+}
+
+// ruleWhere says which rule of which file decided, or why none did.
+func ruleWhere(a RuleAnswer) string {
+	file := a.File
+	if a.Line > 0 {
+		file = fmt.Sprintf("%s:%d", a.File, a.Line)
+	}
+	var s string
+	switch {
+	case a.Rule != "":
+		s = fmt.Sprintf("rule %s (%s)", a.Rule, file)
+		if a.Note != "" {
+			s += "; " + a.Note
+		}
+	case file != "":
+		s = fmt.Sprintf("%s (%s)", a.Note, file)
+	default:
+		s = a.Note
+	}
+	return validatorText(s)
+}
+
+// runValidateCheck is zot validate --check: the files read, and what is
+// wrong with them.
+func runValidateCheck(cwd string, asJSON bool, load func(home, cwd string, warn func(string)) ([]Validator, *PermissionRules), stdout, stderr io.Writer) int {
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	home := zotHome()
+	var warnings []string
+	vs, rules := load(home, cwd, func(msg string) { warnings = append(warnings, validatorText(msg)) })
+	var problems []PermissionProblem
+	var files []string
+	if rules != nil {
+		problems, files = rules.Problems, rules.Files
+	}
+	bad := len(warnings) > 0
+	for _, p := range problems {
+		bad = bad || p.Level != problemNote
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		views := []validatorView{}
+		for _, v := range vs {
+			views = append(views, validatorView{v, int64(v.Timeout / time.Millisecond)})
+		}
+		enc.Encode(struct {
+			Cwd          string              `json:"cwd"`
+			Validators   []validatorView     `json:"validators"`
+			ConfigErrors []string            `json:"config_errors"`
+			RuleFiles    []string            `json:"rule_files"`
+			RuleProblems []PermissionProblem `json:"rule_problems"`
+			OK           bool                `json:"ok"`
+		}{cwd, views, append([]string{}, warnings...), append([]string{}, files...), append([]PermissionProblem{}, problems...), !bad})
+	} else {
+		fmt.Fprintf(stdout, "validators: %d (%s)\n", len(vs), strings.Join(validatorFiles(home, cwd), ", "))
+		for _, w := range warnings {
+			fmt.Fprintf(stdout, "  %s\n", w)
+		}
+		if len(files) == 0 {
+			fmt.Fprintln(stdout, "permission rules: none (no Claude Code settings with permissions, no runok.yml)")
+		} else {
+			fmt.Fprintf(stdout, "permission rules from:\n")
+			for _, f := range files {
+				fmt.Fprintf(stdout, "  %s\n", validatorText(f))
+			}
+		}
+		for _, p := range problems {
+			fmt.Fprintf(stdout, "%s: %s\n", p.Level, validatorText(p.String()))
+		}
+		if !bad {
+			fmt.Fprintln(stdout, "ok: every file reads and every rule can match")
+		}
+	}
+	if bad {
+		return exitFailure
+	}
+	return exitOK
 }

@@ -80,6 +80,13 @@ func TestSplitterNamesWhatItDoesNotFollow(t *testing.T) {
 		{"cd \"$d\" && rm x", "cd to a directory known only at run time"},
 		{"cd - && rm x", "cd -"},
 		{"false || cd sub; rm x", "after ||"},
+		{"for v in 1 2; do rm x; cd sub; done", "cd inside a loop, which moves the commands before it on the next pass"},
+		{"while true; do rm x; pushd sub; done", "pushd inside a loop"},
+		{"echo $(cat <<EOF\nx\nEOF\nfind . ; -delete)", "a ; after a here-document inside $( ) or <( ), which bash 5.2 drops"},
+		{"echo ${x@Z}", "a ${…} of a form zot does not know"},
+		{"echo ${x", "a ${…} without its closing }"},
+		{"echo \"${x:-'$(rm y)'}\"", "single quotes inside a ${…} within double quotes"},
+		{"sh -c 'echo ${x:-\"}\"}'", "a ${…} with quotes, escapes or braces inside, which dash and bash delimit differently"},
 		{"echo $(cat <<EOF\nx\nEOF); rm y", "a here-document line that starts like its end line"},
 		{"cat <<EOF\nno end", "a here-document without its end line"},
 		{strings.Repeat("(", 100) + "rm x", "nesting deeper than 64 levels"},
@@ -241,7 +248,7 @@ func TestCommandNamesFoldWhereFileNamesIgnoreCase(t *testing.T) {
 	}
 	v := testValidator(t, "deny-rm", "deny_rm.sh")
 	v.Commands = []string{"rm"}
-	if r := checkCommandLine(context.Background(), []Validator{v}, "RM -rf x", sh); r.Decision != "deny" || len(r.Answers) != 1 {
+	if r := checkCommandLine(context.Background(), []Validator{v}, nil, "RM -rf x", sh); r.Decision != "deny" || len(r.Answers) != 1 {
 		t.Errorf("RM with a validator for rm: %s %+v", r.Decision, r.Answers)
 	}
 	v.Commands = []string{"Rm"}

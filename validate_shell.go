@@ -30,9 +30,10 @@ type ShellCommand struct {
 	// Name is the base command name ("curl" for /usr/bin/curl), or the word
 	// as written when the name is only known at run time ("$CMD").
 	Name string
-	// Words are the command word and its arguments, quotes removed,
-	// expansions ($x, $(…)) left as written; assignments and redirections
-	// are not words.
+	// Words are the command word and its arguments, quotes removed, with
+	// the values of the variables the line assigned put in (Vars names
+	// them), and other expansions ($x, $(…)) left as written; assignments
+	// and redirections are not words.
 	Words []string
 	// Env holds the variables assigned for the command: VAR=value before it,
 	// through env, or assigned or exported earlier in the line.
@@ -49,6 +50,11 @@ type ShellCommand struct {
 	// Exact is set when Words are the program's argv exactly: nothing in
 	// them is expanded, globbed or appended at run time.
 	Exact bool
+	// Vars names the variables assigned earlier in the line whose values
+	// Words hold ("F" for F=--force; git push $F): exactly where Exact is
+	// set, else as the expression the line assigned (n=$(ls); cat "$n" is
+	// cat "$(ls)").
+	Vars []string
 }
 
 // ShellSplit is what the splitter found in a line.
@@ -88,7 +94,7 @@ func SplitCommandLine(line string, sc ShellContext) ShellSplit {
 		sc.Getenv = func(string) string { return "" }
 	}
 	out := &shellOut{sc: sc, vars: map[string]string{}, ints: map[string]bool{}, seen: map[string]bool{}}
-	p := &shellParser{src: line, bash: sc.Bash, out: out, dir: shellDir{path: filepath.Clean(sc.Cwd)}}
+	p := &shellParser{src: line, bash: sc.Bash, out: out, dir: shellDir{path: filepath.Clean(sc.Cwd)}, vars: newVarScope()}
 	p.list(false, false)
 	out.checkArithmetic()
 	return ShellSplit{Commands: out.cmds, Unfollowed: out.unfollowed}
@@ -120,8 +126,10 @@ type shellParser struct {
 	out   *shellOut
 	dir   shellDir
 	// compound counts the if/while/for/case/{ } bodies open around the
-	// command being read: a cd there may or may not run.
-	compound int
+	// command being read: a cd there may or may not run. loops counts the
+	// while/until/for/select bodies among them: a cd there moves what came
+	// before it on the next pass.
+	compound, loops int
 	// afterPipe: the command being read is a later stage of a pipeline,
 	// which bash runs in a subshell.
 	afterPipe bool
@@ -129,6 +137,13 @@ type shellParser struct {
 	// after && only (it runs if all before it succeeded), or after an ||.
 	andOr   andOrPos
 	pending []heredoc // here-documents whose bodies start after the next newline
+	// inArith counts the arithmetic expressions open around the parser:
+	// bash delimits those by their parentheses alone.
+	inArith int
+	vars    *varScope // the shell's variables as far as the line assigned them
+	// inSubst is set inside $( ), <( ) and >( ); heredocInSubst once a
+	// here-document opened there: bash 5.2 drops the next ; after it.
+	inSubst, heredocInSubst bool
 }
 
 // shellDir is the shell's working directory as far as the splitter can
@@ -150,6 +165,7 @@ type heredoc struct {
 	delim  string
 	strip  bool // <<- : leading tabs are ignored
 	expand bool // unquoted delimiter: $( ) and ` ` in the body run
+	vars   *varScope
 }
 
 type andOrPos int
@@ -182,6 +198,36 @@ type word struct {
 	// single: it stays one word — no unquoted expansion, glob or brace,
 	// no "$@".
 	single bool
+	uses   *wordUses // the variables it uses; nil for none
+}
+
+// wordUses are the variables a word uses: refs as $NAME or ${NAME}, opRefs
+// any other way (${NAME:-…}, ${#NAME}, $((NAME+1)) …).
+type wordUses struct{ refs, opRefs []string }
+
+func (w *word) use(name string, op bool) {
+	if w.uses == nil {
+		w.uses = &wordUses{}
+	}
+	if op {
+		w.uses.opRefs = append(w.uses.opRefs, name)
+	} else {
+		w.uses.refs = append(w.uses.refs, name)
+	}
+}
+
+func (w word) refs() []string {
+	if w.uses == nil {
+		return nil
+	}
+	return w.uses.refs
+}
+
+func (w word) opRefs() []string {
+	if w.uses == nil {
+		return nil
+	}
+	return w.uses.opRefs
 }
 
 func literalWord(s string) word {
@@ -194,6 +240,7 @@ type cmdBuilder struct {
 	started    bool
 	start, end int
 	header     bool // a for/select header: words that are not a command
+	selects    bool // the header is select's
 	timeState  int  // after bash's time: 1 -p or -- may follow, 2 -- may follow
 }
 
@@ -231,7 +278,7 @@ func (p *shellParser) child(src string, bash bool) *shellParser {
 		p.markTooDeep()
 		return nil
 	}
-	return &shellParser{src: src, depth: p.depth + 1, bash: bash, via: p.via, env: p.env, out: p.out, dir: p.dir.clone()}
+	return &shellParser{src: src, depth: p.depth + 1, bash: bash, via: p.via, env: p.env, out: p.out, dir: p.dir.clone(), vars: p.vars.sub()}
 }
 
 // nest runs f one level deeper, or records that the line is too deep and
@@ -247,12 +294,20 @@ func (p *shellParser) nest(f func()) {
 	p.depth--
 }
 
+// substitution runs f in the subshell of a $( ), <( ) or >( ).
+func (p *shellParser) substitution(f func()) {
+	in, doc := p.inSubst, p.heredocInSubst
+	p.inSubst, p.heredocInSubst = true, false
+	p.subshell(f)
+	p.inSubst, p.heredocInSubst = in, doc
+}
+
 // subshell runs f in a subshell's scope: a cd in it moves nothing after it.
 func (p *shellParser) subshell(f func()) {
-	dir, compound, afterPipe, andOr := p.dir.clone(), p.compound, p.afterPipe, p.andOr
-	p.compound, p.afterPipe, p.andOr = 0, false, andOrFirst
+	dir, compound, loops, afterPipe, andOr, vars := p.dir.clone(), p.compound, p.loops, p.afterPipe, p.andOr, p.vars
+	p.compound, p.loops, p.afterPipe, p.andOr, p.vars = 0, 0, false, andOrFirst, p.vars.sub()
 	p.nest(f)
-	p.dir, p.compound, p.afterPipe, p.andOr = dir, compound, afterPipe, andOr
+	p.dir, p.compound, p.loops, p.afterPipe, p.andOr, p.vars = dir, compound, loops, afterPipe, andOr, vars
 }
 
 func (p *shellParser) has(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
@@ -315,6 +370,9 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 			p.operator("\n")
 			return stopNone
 		case ch == ';':
+			if p.heredocInSubst {
+				p.unfollow("a ; after a here-document inside $( ) or <( ), which bash 5.2 drops, running the two commands as one", p.src[c.start:min(len(p.src), p.pos+40)])
+			}
 			p.finish(&c)
 			switch {
 			case p.has(";;&"), p.has(";&"):
@@ -442,6 +500,7 @@ func (p *shellParser) fdVariable(w word) bool {
 		return false
 	}
 	p.assign(name, true, w.raw)
+	p.forgetVar(name, w.raw)
 	p.redirect()
 	return true
 }
@@ -458,18 +517,33 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 		p.shOnly("the keyword "+kw, c.start)
 		return stopNone, false
 	}
+	if hasWord("if while until { for select case", kw) {
+		// A compound command as a pipeline stage is one subshell: a cd
+		// in it moves what follows it there.
+		p.afterPipe = false
+	}
 	switch kw {
 	case "then", "else", "elif", "do", "!":
 	case "if", "while", "until", "{":
 		p.compound++
+		if kw == "while" || kw == "until" {
+			p.loops++
+			p.openLoop("")
+		}
 	case "fi", "done", "}":
 		p.compound = max(p.compound-1, 0)
+		if kw == "done" {
+			p.loops = max(p.loops-1, 0)
+			p.closeLoop()
+		}
 	case "esac":
 		if inCase {
 			return stopEsac, true
 		}
 	case "for", "select":
 		p.compound++
+		p.loops++
+		p.openLoop("")
 		p.blanks()
 		if kw == "for" && p.has("((") {
 			if !p.bash {
@@ -479,7 +553,7 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 				p.arithUse(p.src[start+2:p.pos-2], p.src[start:p.pos])
 			}
 		}
-		c.header = true
+		c.header, c.selects = true, kw == "select"
 		return stopNone, true
 	case "time":
 		c.timeState = 1
@@ -514,15 +588,19 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 
 // finish hands the collected words on as a simple command.
 func (p *shellParser) finish(c *cmdBuilder) {
-	words, header, start, end := c.words, c.header, c.start, c.end
+	words, header, selects, start, end := c.words, c.header, c.selects, c.start, c.end
 	*c = cmdBuilder{}
 	if len(words) == 0 {
 		return
 	}
 	raw := strings.TrimSpace(p.src[start:end])
 	if header {
-		p.loopHeader(words, raw)
+		p.loopHeader(words, raw, selects)
 		return
+	}
+	subshell := p.afterPipe
+	if n := p.peek(0); (n == '|' && p.peek(1) != '|') || (n == '&' && p.peek(1) != '&' && p.peek(1) != '>') {
+		subshell = true // a pipeline stage or a background job
 	}
 	var env map[string]string
 	i := 0
@@ -541,6 +619,29 @@ func (p *shellParser) finish(c *cmdBuilder) {
 		for k, v := range env { // assignments alone set variables for later commands
 			p.out.vars[k] = v
 		}
+		for _, w := range words {
+			if subshell {
+				break // a pipeline stage or background job: its assignments end with it
+			}
+			name, _, _ := assignment(w)
+			p.setVar(name, p.assignedValue(w), p.certain(false) && !strings.Contains(w.raw[:strings.IndexByte(w.raw, '=')], "["), raw)
+		}
+		return
+	}
+	if !p.bash {
+		for _, w := range words[:i] { // before a special builtin, POSIX keeps them
+			name, _, _ := assignment(w)
+			p.forgetVar(name, raw)
+		}
+	}
+	cmdWords, vars := p.substitute(words[i:], raw)
+	if len(cmdWords) == 0 {
+		// The words expanded to nothing: no command runs, and the
+		// assignments stay in the shell.
+		for _, w := range words[:i] {
+			name, _, _ := assignment(w)
+			p.forgetVar(name, raw)
+		}
 		return
 	}
 	for _, from := range []map[string]string{p.out.vars, p.env} {
@@ -553,13 +654,9 @@ func (p *shellParser) finish(c *cmdBuilder) {
 			}
 		}
 	}
-	subshell := p.afterPipe
-	if n := p.peek(0); (n == '|' && p.peek(1) != '|') || (n == '&' && p.peek(1) != '&' && p.peek(1) != '>') {
-		subshell = true // a pipeline stage or a background job
-	}
-	p.run(words[i:], reach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell})
-	if words[i].literal && words[i].val == "export" {
-		for _, w := range words[i+1:] {
+	p.run(cmdWords, reach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars})
+	if cmdWords[0].literal && cmdWords[0].val == "export" {
+		for _, w := range cmdWords[1:] {
 			if name, val, ok := assignment(w); ok {
 				p.out.vars[name] = val
 			}
@@ -569,7 +666,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 
 // loopHeader reads the NAME in WORDS of for and select: NAME is assigned
 // each word.
-func (p *shellParser) loopHeader(words []word, raw string) {
+func (p *shellParser) loopHeader(words []word, raw string, selects bool) {
 	name := words[0]
 	if !name.literal {
 		return // bash refuses it
@@ -579,6 +676,11 @@ func (p *shellParser) loopHeader(words []word, raw string) {
 		isInt = isInt && isIntegerWord(w)
 	}
 	p.assign(name.val, isInt, raw)
+	var list []word
+	if len(words) > 2 && words[1].val == "in" {
+		list = words[2:]
+	}
+	p.loopVar(name.val, list, selects, raw)
 }
 
 // blanks skips spaces, tabs and backslash-newline continuations.
@@ -634,6 +736,7 @@ func (p *shellParser) newline() {
 		// ` ` run.
 		if d.expand {
 			if k := p.child(p.src[start:end], p.bash); k != nil {
+				k.vars = d.vars // as they were when the command with the here-document ran
 				var discard strings.Builder
 				k.dquoted(&discard, &word{}, false)
 			}
@@ -683,8 +786,9 @@ func (p *shellParser) redirect() {
 		if strip {
 			p.pos++
 		}
+		p.heredocInSubst = p.heredocInSubst || p.inSubst
 		if w := p.target(); w.raw != "" {
-			p.pending = append(p.pending, heredoc{delim: w.val, strip: strip, expand: !strings.ContainsAny(w.raw, `'"\`)})
+			p.pending = append(p.pending, heredoc{delim: w.val, strip: strip, expand: !strings.ContainsAny(w.raw, `'"\`), vars: p.vars.snapshot()})
 		}
 		return
 	case p.has("&>>"):
@@ -736,6 +840,8 @@ func (p *shellParser) arith() bool {
 }
 
 func (p *shellParser) arithExpr() bool {
+	p.inArith++
+	defer func() { p.inArith-- }()
 	start, mark, unfollowed := p.pos, len(p.out.cmds), len(p.out.unfollowed)
 	p.pos += 2
 	depth := 0
@@ -775,7 +881,14 @@ func (p *shellParser) arithExpr() bool {
 // -eq, -lt … are arithmetic, and -v evaluates a subscript.
 func (p *shellParser) condition(start int) {
 	var words []word
-	defer func() { p.checkTest(words, "[[ -v", p.src[start:p.pos]) }()
+	defer func() {
+		p.checkTest(words, "[[ -v", p.src[start:p.pos])
+		for _, w := range words {
+			if w.literal && w.val == "=~" {
+				p.forgetVar("BASH_REMATCH", p.src[start:p.pos])
+			}
+		}
+	}()
 	for {
 		p.blanks()
 		if p.pos >= len(p.src) {
@@ -912,7 +1025,7 @@ loop:
 			w.plain, w.literal = false, false
 			s := p.pos
 			p.pos += 2
-			p.subshell(func() { p.list(true, false) })
+			p.substitution(func() { p.list(true, false) })
 			b.WriteString(p.src[s:p.pos])
 		case '\\', '\'', '"', '`', '$':
 			flush()
@@ -1050,17 +1163,12 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 	switch n := p.peek(1); {
 	case n == '(':
 		expansion()
-		if p.peek(2) == '(' {
-			p.pos++
-			if p.arith() {
-				p.arithUse(p.src[start+3:p.pos-2], p.src[start:p.pos])
-				b.WriteString(p.src[start:p.pos])
-				return
-			}
-			p.pos = start
+		if p.peek(2) == '(' && p.dollarDparen(start, w) {
+			b.WriteString(p.src[start:p.pos])
+			return
 		}
 		p.pos += 2
-		p.subshell(func() { p.list(true, false) })
+		p.substitution(func() { p.list(true, false) })
 		b.WriteString(p.src[start:p.pos])
 	case n == '[':
 		expansion()
@@ -1069,14 +1177,17 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		}
 		end := matchBracket(p.src, p.pos+1)
 		p.arithUse(p.src[p.pos+2:end], p.src[start:min(len(p.src), end+1)])
+		reads, _, _ := arithScan(p.src[p.pos+2 : end])
+		for _, r := range reads {
+			w.use(r, true)
+		}
 		p.pos = min(len(p.src), end+1)
 		b.WriteString(p.src[start:p.pos])
 	case n == '{':
 		expansion()
 		p.pos += 2
-		p.nest(func() { p.paramExp(quoted) })
+		p.nest(func() { p.paramExp(quoted, w) })
 		body := strings.TrimSuffix(p.src[min(start+2, p.pos):p.pos], "}")
-		p.checkParam(body, p.src[start:p.pos])
 		if quoted && strings.Contains(body, "[@]") || strings.HasPrefix(body, "@") {
 			w.single = false // "${a[@]}" is a word per element
 		}
@@ -1102,52 +1213,20 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 	default:
 		if n == '_' || n >= 'a' && n <= 'z' || n >= 'A' && n <= 'Z' || n != 0 && strings.IndexByte("@*#?$!-0123456789", n) >= 0 {
 			expansion()
+			if name, k := simpleRef(p.src[p.pos:]); k > 0 {
+				w.use(name, false)
+			}
 			if quoted && n == '@' {
 				w.single = false
 			}
 		}
-		b.WriteByte('$')
-		p.pos++
-	}
-}
-
-// paramExp skips ${ … } after the ${, following the expansions inside.
-func (p *shellParser) paramExp(quoted bool) {
-	var discard strings.Builder
-	var w word
-	depth := 1
-	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
-		case '}':
-			p.pos++
-			if depth--; depth == 0 {
-				return
-			}
-		case '{':
-			depth++
-			p.pos++
-		case '\\':
-			p.pos = min(p.pos+2, len(p.src))
-		case '\'':
-			if quoted {
-				p.pos++
-				continue
-			}
-			if end := strings.IndexByte(p.src[p.pos+1:], '\''); end >= 0 {
-				p.pos += end + 2
-			} else {
-				p.pos = len(p.src)
-			}
-		case '"':
-			p.pos++
-			p.dquoted(&discard, &w, true)
-		case '$':
-			p.dollar(&discard, &w, true)
-		case '`':
-			p.backtick(&discard)
-		default:
+		if n == '$' {
+			// $$ is one parameter: a { after it does not open a ${.
+			b.WriteByte('$')
 			p.pos++
 		}
+		b.WriteByte('$')
+		p.pos++
 	}
 }
 

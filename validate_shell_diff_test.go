@@ -91,6 +91,7 @@ var diffSeedLines = []string{
 	"cd sub/deeper && rm x && cd ../.. && rm y", "cd ~ && rm x", "cd && rm x", "cd -P sub && rm x", "cd -- sub && rm x",
 	"pushd sub >/dev/null; pushd deeper >/dev/null; popd >/dev/null; rm x", "cd sub other; rm x", "cd \"$X\" && rm x",
 	"cd -; rm x", "echo $(cd sub; rm x) && rm y", "cd sub; echo `rm x`", "true && cd sub && rm x || rm y",
+	"for v in 1 2; do rm x; cd sub; done", "for v in 1 2; do (rm x; cd sub); done",
 	// expansions and arithmetic
 	"i=1; echo $((i+1)); rm x", "x='a[$(rm y)]'; echo $((x))", "[[ $n -eq 1 ]] && rm x", "for ((i=0;i<2;i++)); do rm x; done",
 	"n=$(rm x); echo $((n))", "echo $[1+1]; rm x", "let i=1+1; rm x", "a=(1 2); echo ${a[1]}; rm x", "echo ${x:-$(rm y)}",
@@ -105,6 +106,12 @@ var diffSeedLines = []string{
 	"f() { rm x; }; f", "function f { rm x; }; f", "alias r=rm; r x", "source f", ". f", "eval rm x", "PATH=. ls",
 	"x=rm; $x y", "rm $'a b' \"c d\" 'e f'", "rm -- -x", "rm \\\n x",
 	"x='a -exec rm {} ;'; find . -name $x", "A='1 rm x'; env B=$A ls",
+	// variables the line assigns
+	"F=--force; git push $F", "F=rm; $F -rf x", "F='a  b'; rm $F x$F\"\" \"$F\"; G=; rm $G \"\"$G", "F=a; rm ${F}b \"${F}\" $F$F",
+	"F=ok; (F=--force); git push $F", "F=ok; cat <<EOF; F=--force\n$(git push $F)\nEOF", "for f in a; do rm \"$f\" $f; done",
+	"for f in *; do rm \"$f\"; done", "n=$(ls); cat \"$n\"", "export F=' x '; rm $F; rm \"$F\"", "F=$'a\\tb'; rm $F",
+	"F=a; F=b rm $F", "F=a G=$F; rm $G", "F=-r; env rm $F x", "F=rm; sudo $F x", "F='-exec rm {} ;'; find . $F",
+	"F=x; unset F; rm $F", "F=x; read F <<< y; rm $F", "F=x; declare F=y; rm $F", "F=x; F+=y; rm $F",
 }
 
 // shellLab runs command lines under the real bash in a sandbox of shims.
@@ -303,29 +310,43 @@ func parseShimLog(b []byte) ([]labExec, error) {
 	return out, nil
 }
 
+// lineOutcome is what the lab did with a line.
+type lineOutcome int
+
+const (
+	lineRan     lineOutcome = iota
+	lineAsked               // the splitter said it cannot follow it: not run
+	lineSkipped             // it runs what the lab cannot shim: not run
+)
+
 // checkLine splits line as bash in the lab reads it and, unless the
 // splitter says it cannot follow it, runs it and compares. It returns what
 // disagreed, and whether the line ran.
 func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err error) {
+	problems, outcome, err := lab.check(line)
+	return problems, outcome == lineRan, err
+}
+
+func (lab *shellLab) check(line string) (problems []string, outcome lineOutcome, err error) {
 	cwd, logs, err := lab.prepare()
 	if err != nil {
-		return nil, false, err
+		return nil, lineSkipped, err
 	}
 	env := map[string]string{"PATH": lab.bin, "HOME": lab.home, "SHELL": lab.bash}
 	split := SplitCommandLine(line, ShellContext{Bash: true, Cwd: cwd, Getenv: func(k string) string { return env[k] }})
 	if len(split.Unfollowed) > 0 {
-		return nil, false, nil
+		return nil, lineAsked, nil
 	}
 	for _, c := range split.Commands {
 		if strings.Contains(c.Words[0], "/") || runsScriptFile(c) {
 			// The lab runs only names it can shim; what a script file runs
 			// is beyond the splitter, as docs/security.md says.
-			return nil, false, nil
+			return nil, lineSkipped, nil
 		}
 	}
 	r, err := lab.run(line, cwd, logs)
 	if err != nil {
-		return nil, true, err
+		return nil, lineRan, err
 	}
 	for _, e := range r.execs {
 		var candidates []string
@@ -349,7 +370,7 @@ func (lab *shellLab) checkLine(line string) (problems []string, ran bool, err er
 	if len(problems) > 0 {
 		problems = append(problems, "output: "+strings.TrimSpace(r.output))
 	}
-	return problems, true, nil
+	return problems, lineRan, nil
 }
 
 // runsScriptFile reports a shell running a script file (bash script.sh),
@@ -375,33 +396,59 @@ func runsScriptFile(c ShellCommand) bool {
 
 // checkLines checks lines in parallel and reports every disagreement.
 func (lab *shellLab) checkLines(t *testing.T, lines []string) (ran int) {
+	return lab.checkLinesUntil(t, lines, time.Time{}, "").ran
+}
+
+// diffStats counts what the lab did with the lines it checked.
+type diffStats struct{ checked, ran, asked, skipped, bypassed int }
+
+func (s diffStats) String() string {
+	return fmt.Sprintf("%d lines checked: %d followed and run, %d asked, %d not runnable in the lab; %d bypassed the splitter",
+		s.checked, s.ran, s.asked, s.skipped, s.bypassed)
+}
+
+// checkLinesUntil checks lines in parallel, starting no new one after the
+// deadline (none when zero), and reports every disagreement; note goes
+// with each (the seed that made the line).
+func (lab *shellLab) checkLinesUntil(t *testing.T, lines []string, deadline time.Time, note string) diffStats {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var st diffStats
 	sem := make(chan struct{}, 4)
 	for _, line := range lines {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
-		// Owned by checkLines, which waits for it; it ends when its line
-		// has run and been compared.
+		// Owned by checkLinesUntil, which waits for it; it ends when its
+		// line has run and been compared.
 		go func(line string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			problems, didRun, err := lab.checkLine(line)
+			problems, outcome, err := lab.check(line)
 			mu.Lock()
 			defer mu.Unlock()
-			if didRun {
-				ran++
+			st.checked++
+			switch outcome {
+			case lineRan:
+				st.ran++
+			case lineAsked:
+				st.asked++
+			default:
+				st.skipped++
 			}
 			if err != nil {
-				t.Errorf("%q: %v", line, err)
+				t.Errorf("%q: %v%s", line, err, note)
 			}
 			if len(problems) > 0 {
-				t.Errorf("%q: the splitter followed the line but missed what bash did:\n  %s", line, strings.Join(problems, "\n  "))
+				st.bypassed++
+				t.Errorf("%q: the splitter followed the line but missed what bash did:\n  %s%s", line, strings.Join(problems, "\n  "), note)
 			}
 		}(line)
 	}
 	wg.Wait()
-	return ran
+	return st
 }
 
 func TestSplitterMatchesBashOnSeedLines(t *testing.T) {
@@ -494,6 +541,10 @@ type lineGen struct{ r *rand.Rand }
 func (g lineGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
 
 func (g lineGen) arg() string {
+	if g.r.Intn(8) == 0 {
+		e, _ := paramGen{c: g.r}.expansion(1)
+		return e
+	}
 	return g.pick("x", "y", "-r", "-f", "--force", "f", "'a b'", `"c d"`, `$'t\x41b'`, `"$v"`, "$v", "*", "{a,b}", "--", "sub",
 		`e\ f`, "''", `"$(true)"`, "-", "=x", "a=b", "'{}'", "+", ";", "x;", "#c")
 }
@@ -555,7 +606,7 @@ func (g lineGen) command(depth int) string {
 	if depth > 2 {
 		return g.simple()
 	}
-	switch g.r.Intn(14) {
+	switch g.r.Intn(15) {
 	case 0:
 		return "(" + g.list(depth+1) + ")"
 	case 1:
@@ -578,6 +629,8 @@ func (g lineGen) command(depth int) string {
 		return "i=2; echo $((i+1))"
 	case 10, 11:
 		return g.wrapped(0)
+	case 14:
+		return g.pick("v=", "export v=", "v+=", "read v <<< ", "v=a ") + g.pick("x", "'a b'", "--force", "''", "'*'", "$(true)", "\"$v\"x", "rm", " ' c '")
 	default:
 		return g.simple()
 	}

@@ -100,6 +100,7 @@ func (p *shellParser) arithUse(expr, where string) {
 	}
 	for _, w := range writes {
 		p.assign(w, true, where)
+		p.forgetVar(w, where)
 	}
 	for _, r := range reads {
 		p.out.arith = append(p.out.arith, arithRead{r, where})

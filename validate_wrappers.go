@@ -27,6 +27,7 @@ type reach struct {
 	// subshell: … in a subshell (a pipeline stage, a background job), so
 	// a cd moves nothing after it.
 	subshell bool
+	vars     []string // the variables whose values the words hold
 }
 
 // through is the reach of the command a wrapper runs.
@@ -60,7 +61,7 @@ func (p *shellParser) run(ws []word, r reach) {
 		vals[i] = w.val
 		exact = exact && w.literal
 	}
-	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact})
+	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact, Vars: r.vars})
 	if !known {
 		p.unfollow("a command name known only at run time", r.raw)
 		return
@@ -72,6 +73,14 @@ func (p *shellParser) run(ws []word, r reach) {
 	switch name {
 	case "cd", "pushd", "popd", "dirs":
 		p.changeDir(name, args, r)
+		if name != "dirs" && r.shell && !r.subshell {
+			p.forgetVar("PWD", r.raw)
+			p.forgetVar("OLDPWD", r.raw)
+		}
+	case "unset":
+		if r.shell && !r.subshell {
+			p.unsetVars(args, r.raw)
+		}
 	case "eval":
 		p.unfollow("eval, which runs a string as commands", r.raw)
 	case "source", ".":
@@ -529,7 +538,7 @@ func (p *shellParser) script(src string, bash bool, r reach) {
 	if k == nil {
 		return
 	}
-	k.via, k.env = r.via, r.env
+	k.via, k.env, k.vars = r.via, r.env, p.vars.shell()
 	k.dir = shellDir{path: r.dir, why: r.dirWhy}
 	k.depth += r.level
 	k.list(false, false)
@@ -1166,6 +1175,9 @@ func (p *shellParser) changeDir(name string, args []word, r reach) {
 	if !r.shell || r.subshell {
 		return // behind a wrapper, in a pipeline stage or a background job: it moves nothing after it
 	}
+	if p.loops > 0 && name != "dirs" {
+		p.unfollow(name+" inside a loop, which moves the commands before it on the next pass", r.raw)
+	}
 	d := &p.dir
 	lost := func(why string) { *d = shellDir{why: why} }
 	switch name {
@@ -1418,30 +1430,56 @@ func (p *shellParser) assigningBuiltin(name string, args []word, r reach) {
 			names = append(names, args[1])
 		}
 	default: // declare, typeset, local, export, readonly
+		options := false
 		for _, a := range args {
 			if n, k := assignmentName(a.raw); k > 0 {
 				p.assignWord(n, a, where)
+				switch {
+				case !r.shell || r.subshell:
+				case name == "export" && !options && a.raw[k-2] != '+' && a.raw[k-2] != ']':
+					p.setVar(n, p.assignedValue(a), p.certain(false), where)
+				case name == "export":
+					p.forgetVar(n, where)
+				default:
+					p.freezeVar(n, where) // its attributes change what later assignments store
+				}
 				continue
 			}
 			if !a.literal {
 				p.unfollow(name+" of a name known only at run time ("+a.raw+")", where)
 				continue
 			}
-			if strings.HasPrefix(a.val, "-") {
-				if hasWord("declare typeset local", name) && strings.ContainsAny(a.val[1:], "in") {
+			if strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
+				options = true
+				if hasWord("declare typeset local", name) && strings.HasPrefix(a.val, "-") && strings.ContainsAny(a.val[1:], "in") {
 					p.unfollow(name+" "+a.val+", whose integer or reference attribute bash evaluates later", where)
 				}
 				continue
 			}
-			if !strings.HasPrefix(a.val, "+") {
-				p.checkVarName(a, name, where)
+			if v, ok := p.checkVarName(a, name, where); ok && r.shell && !r.subshell && (name != "export" || options) {
+				p.freezeVar(v, where)
 			}
 		}
 		return
 	}
+	if len(names) == 0 && r.shell && !r.subshell {
+		switch name {
+		case "read":
+			p.forgetVar("REPLY", where)
+		case "mapfile", "readarray":
+			p.forgetVar("MAPFILE", where)
+		}
+	}
+	if name == "getopts" {
+		p.forgetVar("OPTARG", where)
+		p.forgetVar("OPTIND", where)
+	}
 	for _, n := range names {
 		if v, ok := p.checkVarName(n, name, where); ok {
 			p.assign(v, false, where)
+			if r.shell && !r.subshell {
+				p.forgetVar(v, where)
+			}
 		}
 	}
 }

@@ -851,9 +851,10 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 	return h
 }
 
-// guardTools adds the command validators to the tool gates (they run
-// after the extensions and the hooks, seeing the call as those left it)
-// and, unless --no-audit, the audit log, last of the after-tool stages.
+// guardTools adds the command validators and the permission rules, one
+// stage, to the tool gates (they run after the extensions and the hooks,
+// seeing the call as those left it) and, unless --no-audit, the audit log,
+// last of the after-tool stages.
 // Problems go to the agent's log.
 func (s *setup) guardTools() {
 	vs := loadValidatorFiles(trustedValidatorFiles(s.home, s.cwd, s.projectOK), func(msg string) { s.agent.logf("%s", validatorText(msg)) })
@@ -865,13 +866,30 @@ func (s *setup) guardTools() {
 		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
 		return true
 	})
-	s.agent.Pipeline.AddToolGate(ValidatorStage, ValidatorGate(vs, s.cwd))
+	rules := LoadPermissionRules(s.permissionSources(func(l PermissionLoosening) bool {
+		return s.approved(rulesTrustEntry(l, s.cwd))
+	}))
+	for _, p := range rules.StartupProblems() {
+		s.agent.logf("permission rules: %s", validatorText(p.String()))
+	}
+	// The stage is there with nothing to check too: every mode's pipeline
+	// holds it (requiredStages), and it passes every call.
+	s.agent.Pipeline.AddToolGate(ValidatorStage, PermissionGate(vs, rules, s.cwd))
 	if !s.opts.noAudit {
 		s.agent.Pipeline.AddAfterTool(AuditStage, s.auditHook())
 	}
 }
 
-// auditHook is the AfterToolExecute hook that records every tool call. A log
+// permissionSources are where the rules of a session in s.cwd are read;
+// approved says which project files' loosening rules apply.
+func (s *setup) permissionSources(approved func(PermissionLoosening) bool) PermissionSources {
+	src := DefaultPermissionSources(s.cwd)
+	src.UserOwns = func(p string) bool { return userOwns(s.home, p) }
+	src.Approved = approved
+	return src
+}
+
+// auditHook is the audit stage that records every tool call. A log
 // that cannot be written is reported once and does not stop the tools.
 func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 	l := &AuditLog{
@@ -1086,6 +1104,12 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 			}
 		}
 	}
+	kinds = append(kinds, trustRules)
+	src := DefaultPermissionSources(dir)
+	src.UserOwns = func(p string) bool { return userOwns(home, p) }
+	for _, l := range LoadPermissionRules(src).Loosening {
+		entries = append(entries, rulesTrustEntry(l, dir))
+	}
 	if hooksOn {
 		kinds = append(kinds, trustHook)
 		userHome, _ := os.UserHomeDir()
@@ -1122,6 +1146,12 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 // validatorTrustEntry is a project validator as trust covers it.
 func validatorTrustEntry(v Validator, dir string) trustEntry {
 	return trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+}
+
+// rulesTrustEntry is what a project's rules file would loosen, as trust
+// covers it: the digest of its allow rules, defaults and definitions.
+func rulesTrustEntry(l PermissionLoosening, dir string) trustEntry {
+	return trustEntry{Kind: trustRules, Source: relTo(dir, l.File), Name: relTo(dir, l.File), Command: truncate(l.Summary, 400), Content: l.Digest}
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
@@ -1272,17 +1302,21 @@ func projectTrusted(home, cwd string) bool {
 	return checkTrust(home, cwd, entries, kinds).Trusted
 }
 
-// loadTrustedValidators is LoadValidators for zot validate: the project's
-// validators count only in a trusted directory, and warn says when they
-// do not.
-func loadTrustedValidators(home, cwd string, warn func(string)) []Validator {
+// loadTrustedGate is what zot validate asks: the validators and the
+// permission rules a session in cwd would have. The project's validators
+// and the loosening part of its rules count only in a trusted directory,
+// and warn says when its validators do not.
+func loadTrustedGate(home, cwd string, warn func(string)) ([]Validator, *PermissionRules) {
 	ok := projectTrusted(home, cwd)
 	if path := filepath.Join(cwd, ".zot", "validators.json"); !ok && !userOwns(home, path) {
 		if _, err := os.Stat(path); err == nil {
 			warn(fmt.Sprintf("%s: not used: untrusted (zot trust): this directory's own validators apply once you trust it", path))
 		}
 	}
-	return loadValidatorFiles(trustedValidatorFiles(home, cwd, ok), warn)
+	src := DefaultPermissionSources(cwd)
+	src.UserOwns = func(p string) bool { return userOwns(home, p) }
+	src.Approved = func(PermissionLoosening) bool { return ok }
+	return loadValidatorFiles(trustedValidatorFiles(home, cwd, ok), warn), LoadPermissionRules(src)
 }
 
 // trustNotes are the lines a run without a terminal prints when it leaves

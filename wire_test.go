@@ -14,8 +14,9 @@ import (
 // the files the plugins share — the one way to run a process, the one
 // door for outside text, the configuration and the command-line
 // conventions, the models beyond the catalogue and the portable sessions
-// (the TUI's /model and /session use them as zot's command line does).
-var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "session_port.go"}, coreFiles...)
+// (the TUI's /model and /session use them as zot's command line does), and
+// the one YAML-subset reader (skills, templates and runok.yml use it).
+var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "session_port.go", "yaml.go"}, coreFiles...)
 
 // coreFiles are the core alone: what an embedder copies (docs/embedding.md).
 var coreFiles = []string{
@@ -50,7 +51,8 @@ var copyBuilds = []struct {
 	{name: "ext", files: []string{"ext*.go"}},
 	{name: "mcp", files: []string{"mcp*.go"}},
 	{name: "hooks", files: []string{"hooks.go"}},
-	{name: "validate", files: []string{"validate*.go", "audit.go"}},
+	// The validators and the permission rules are one gate.
+	{name: "validate", files: []string{"validate*.go", "audit.go", "permissions*.go"}},
 	{name: "skills", files: []string{"skills.go", "prompts.go"}, dirs: []string{"skills"}},
 	{name: "plugins", files: []string{"plugins.go"}},
 	{name: "rpc", files: []string{"rpc.go"}},

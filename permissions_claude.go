@@ -1,0 +1,614 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Claude Code's permission rules (permissions.allow / ask / deny of the
+// settings files Claude Code reads), evaluated as Claude Code evaluates
+// them: deny rules first, then ask, then allow, the first match deciding;
+// a call no rule matches gets what Claude Code's permission mode gives it
+// (Bash, file edits and MCP tools ask in the default mode; reads do not).
+// The grammar: Tool or Tool(specifier); Bash(npm run test:*) prefixes
+// (ending at a word boundary) and Bash(git * main) wildcards, matched
+// against each simple command the splitter finds; Read(path) and
+// Edit(path) with gitignore-style paths (//abs, ~/home, /project, path or
+// ./path from the working directory); Edit rules gate every tool that
+// writes files; mcp__server and mcp__server__tool; Skill(name).
+
+const claudeSettingsLimit = 1 << 20
+
+// Where the managed settings are. ZOT_TEST_MANAGED_SETTINGS_DIR replaces
+// the directory for zot's own tests, which cannot write /etc
+// (docs/permissions.md).
+const (
+	claudeManagedDir    = "/etc/claude-code"
+	claudeManagedDirEnv = "ZOT_TEST_MANAGED_SETTINGS_DIR"
+)
+
+// claudeTools are the tools Claude Code's rules name, and which of zot's
+// tools each gates ("" for none: the rule is not applicable in zot).
+var claudeTools = map[string]string{
+	"Bash": "bash", "Read": "read", "Edit": "write, edit", "Write": "write", "Skill": "skill",
+	"MultiEdit": "", "NotebookEdit": "", "NotebookRead": "", "WebFetch": "", "WebSearch": "", "Glob": "", "Grep": "",
+	"LS": "", "Task": "", "Agent": "", "TodoWrite": "", "ExitPlanMode": "", "BashOutput": "", "KillShell": "",
+	"KillBash": "", "SlashCommand": "", "ListMcpResourcesTool": "", "ReadMcpResourceTool": "",
+}
+
+// claudeRule is one permission rule as written.
+type claudeRule struct {
+	action  string // allow, ask, deny
+	text    string
+	tool    string
+	spec    string
+	hasSpec bool
+	file    string
+	index   int // its place in the file's list
+	broken  bool
+}
+
+func (r *claudeRule) where() string {
+	return fmt.Sprintf("%s (permissions.%s[%d])", r.file, r.action, r.index)
+}
+
+// claudeRules is the Claude Code source of a session.
+type claudeRules struct {
+	rules    []*claudeRule // managed, user, project, local; each file's deny, ask, allow
+	mode     string        // the permission mode for calls no rule decides
+	modeFrom string
+	cwd      string
+	home     string
+}
+
+// claudeSettingsFile is one settings file and where it stands.
+type claudeSettingsFile struct {
+	path    string
+	scope   string // managed, user, project, local
+	project bool
+}
+
+// claudeSettingsFiles lists the files, highest precedence first: managed
+// (managed-settings.json, then managed-settings.d/*.json in name order),
+// then the user's, the project's and the project's local file.
+func claudeSettingsFiles(src PermissionSources) []claudeSettingsFile {
+	managed := src.ManagedDir
+	var out []claudeSettingsFile
+	if managed != "" {
+		out = append(out, claudeSettingsFile{path: filepath.Join(managed, "managed-settings.json"), scope: "managed"})
+		drop, _ := filepath.Glob(filepath.Join(managed, "managed-settings.d", "*.json"))
+		sort.Strings(drop)
+		for _, d := range drop {
+			out = append(out, claudeSettingsFile{path: d, scope: "managed"})
+		}
+	}
+	if src.UserHome != "" {
+		out = append(out, claudeSettingsFile{path: filepath.Join(src.UserHome, ".claude", "settings.json"), scope: "user"})
+	}
+	for _, f := range []claudeSettingsFile{
+		{path: filepath.Join(src.Cwd, ".claude", "settings.json"), scope: "project"},
+		{path: filepath.Join(src.Cwd, ".claude", "settings.local.json"), scope: "local"},
+	} {
+		if slices.ContainsFunc(out, func(o claudeSettingsFile) bool { return o.path == f.path }) {
+			continue // the project is the home directory: the user's file
+		}
+		f.project = src.UserOwns == nil || !src.UserOwns(f.path)
+		out = append(out, f)
+	}
+	return out
+}
+
+// claudePermissionSettings is the part of a settings file zot reads.
+type claudePermissionSettings struct {
+	Permissions *struct {
+		Allow                        []string `json:"allow"`
+		Ask                          []string `json:"ask"`
+		Deny                         []string `json:"deny"`
+		DefaultMode                  string   `json:"defaultMode"`
+		DisableBypassPermissionsMode string   `json:"disableBypassPermissionsMode"`
+	} `json:"permissions"`
+	AllowManagedPermissionRulesOnly bool `json:"allowManagedPermissionRulesOnly"`
+}
+
+// claudeModes are the permission modes, from the strictest.
+var claudeModes = []string{"dontAsk", "default", "plan", "acceptEdits", "bypassPermissions"}
+
+// loadClaudeRules reads the settings files; nil when none holds a rule.
+func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, []PermissionLoosening, []string) {
+	c := &claudeRules{cwd: src.Cwd, home: src.UserHome}
+	var problems []PermissionProblem
+	var loosening []PermissionLoosening
+	var files []string
+	managedOnly, noBypass := false, false
+	type modeAt struct{ mode, file, scope string }
+	var modes []modeAt
+	sawRule := false
+	for _, f := range claudeSettingsFiles(src) {
+		data, err := readLimited(f.path, claudeSettingsLimit)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		files = append(files, f.path)
+		if err != nil {
+			problems = append(problems, PermissionProblem{File: f.path, Level: problemError, Msg: fmt.Sprintf("cannot be read: %v; its rules do not apply, so nothing it allows is allowed", err)})
+			sawRule = true
+			continue
+		}
+		var s claudePermissionSettings
+		if err := json.Unmarshal(data, &s); err != nil {
+			problems = append(problems, PermissionProblem{File: f.path, Line: jsonErrorLine(data, err), Level: problemError, Msg: fmt.Sprintf("not a settings object: %v; its rules do not apply, so nothing it allows is allowed", err)})
+			sawRule = true
+			continue
+		}
+		if f.scope == "managed" && s.AllowManagedPermissionRulesOnly {
+			managedOnly = true
+		}
+		p := s.Permissions
+		if p == nil {
+			continue
+		}
+		if f.scope == "managed" && p.DisableBypassPermissionsMode == "disable" {
+			noBypass = true
+		}
+		if p.DefaultMode != "" {
+			modes = append(modes, modeAt{p.DefaultMode, f.path, f.scope})
+		}
+		var loose []string
+		for _, list := range []struct {
+			action string
+			rules  []string
+		}{{"deny", p.Deny}, {"ask", p.Ask}, {"allow", p.Allow}} {
+			for i, text := range list.rules {
+				sawRule = true
+				r := parseClaudeRule(list.action, text, f.path, i)
+				if list.action == "allow" {
+					if f.scope != "managed" && managedOnly {
+						problems = append(problems, PermissionProblem{File: f.path, Level: problemNote, Msg: fmt.Sprintf("%s: not applied: the managed settings allow only their own rules (allowManagedPermissionRulesOnly)", text)})
+						continue
+					}
+					if f.project {
+						loose = append(loose, "allow "+text)
+					}
+				}
+				c.rules = append(c.rules, r)
+			}
+		}
+		if f.project && (p.DefaultMode == "acceptEdits" || p.DefaultMode == "bypassPermissions") {
+			loose = append(loose, "defaultMode "+p.DefaultMode)
+		}
+		if len(loose) > 0 {
+			h := sha256.Sum256([]byte(strings.Join(loose, "\n")))
+			digest := hex.EncodeToString(h[:])
+			l := PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: digest}
+			loosening = append(loosening, l)
+			if src.Approved == nil || !src.Approved(l) {
+				c.rules = slices.DeleteFunc(c.rules, func(r *claudeRule) bool { return r.file == f.path && r.action == "allow" })
+				modes = slices.DeleteFunc(modes, func(m modeAt) bool {
+					return m.file == f.path && slices.Index(claudeModes, m.mode) > slices.Index(claudeModes, "default")
+				})
+				problems = append(problems, PermissionProblem{File: f.path, Level: problemNote, Msg: "its allow rules (and a defaultMode that allows more) apply once this directory is trusted (zot trust); its deny and ask rules apply now"})
+			}
+		}
+	}
+	if !sawRule {
+		return nil, problems, loosening, files
+	}
+	// The mode: managed, then local, project, user — the highest wins.
+	rank := map[string]int{"managed": 0, "local": 1, "project": 2, "user": 3}
+	sort.SliceStable(modes, func(i, j int) bool { return rank[modes[i].scope] < rank[modes[j].scope] })
+	c.mode = "default"
+	for _, m := range modes {
+		if !slices.Contains(claudeModes, m.mode) {
+			problems = append(problems, PermissionProblem{File: m.file, Level: problemNever, Msg: fmt.Sprintf("defaultMode %q is not a Claude Code permission mode (%s); zot uses default", m.mode, strings.Join(claudeModes, ", "))})
+			continue
+		}
+		if m.mode == "bypassPermissions" && noBypass {
+			problems = append(problems, PermissionProblem{File: m.file, Level: problemNote, Msg: "defaultMode bypassPermissions is disabled by the managed settings"})
+			continue
+		}
+		if m.mode == "plan" {
+			problems = append(problems, PermissionProblem{File: m.file, Level: problemNote, Msg: "defaultMode plan has no counterpart in zot; zot uses default"})
+			break
+		}
+		c.mode, c.modeFrom = m.mode, m.file
+		break
+	}
+	for _, r := range c.rules {
+		problems = append(problems, c.check(r)...)
+	}
+	return c, problems, loosening, files
+}
+
+// jsonErrorLine is the line of a JSON syntax error, 0 when unknown.
+func jsonErrorLine(data []byte, err error) int {
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset <= int64(len(data)) {
+		return 1 + strings.Count(string(data[:se.Offset]), "\n")
+	}
+	return 0
+}
+
+// parseClaudeRule splits "Tool" or "Tool(specifier)".
+func parseClaudeRule(action, text, file string, index int) *claudeRule {
+	r := &claudeRule{action: action, text: text, file: file, index: index}
+	t := strings.TrimSpace(text)
+	open := strings.IndexByte(t, '(')
+	if open < 0 {
+		r.tool = t
+		return r
+	}
+	if !strings.HasSuffix(t, ")") {
+		r.tool, r.broken = t[:open], true
+		return r
+	}
+	r.tool, r.spec, r.hasSpec = t[:open], t[open+1:len(t)-1], true
+	return r
+}
+
+// check reports what keeps a rule from ever matching, or from mattering
+// in zot.
+func (c *claudeRules) check(r *claudeRule) []PermissionProblem {
+	var out []PermissionProblem
+	add := func(level, format string, args ...any) {
+		out = append(out, PermissionProblem{File: r.file, Level: level, Msg: fmt.Sprintf("%s %s: %s", r.action, r.text, fmt.Sprintf(format, args...))})
+	}
+	gates, known := claudeTools[r.tool]
+	switch {
+	case r.broken:
+		add(problemNever, "can never match: the ( is not closed with )")
+	case strings.HasPrefix(r.tool, "mcp__"):
+		if r.hasSpec {
+			add(problemNever, "can never match: MCP rules take no (…); write mcp__server or mcp__server__tool")
+		}
+	case !known:
+		hint := ""
+		for _, name := range sortedKeys(claudeTools) {
+			if strings.EqualFold(name, r.tool) {
+				hint = fmt.Sprintf(" (did you mean %s? tool names are case-sensitive)", name)
+				break
+			}
+			if hint == "" && editDistance(strings.ToLower(name), strings.ToLower(r.tool)) <= 2 {
+				hint = fmt.Sprintf(" (did you mean %s?)", name)
+			}
+		}
+		add(problemNever, "can never match: Claude Code has no tool %q%s", r.tool, hint)
+	case r.tool == "Write" && r.hasSpec:
+		add(problemNever, "can never match: Claude Code applies Edit(…) path rules to every tool that writes files, and Write(…) with a path matches nothing; write Edit(%s)", r.spec)
+	case gates == "":
+		add(problemNote, "not applicable: zot has no %s tool", r.tool)
+	case r.tool == "Bash" && r.hasSpec:
+		if op := shellOperatorIn(r.spec); op != "" {
+			add(problemNever, "can never match: rules are matched against each simple command of a line, so a rule with %q in it matches none; write one rule per command", op)
+		} else if i := strings.Index(r.spec, ":*"); i >= 0 && i != len(r.spec)-2 {
+			add(problemNever, "`:*` is a prefix only at the end of the rule; here it is matched as the text \":\" and a wildcard")
+		}
+	case (r.tool == "Read" || r.tool == "Edit") && r.hasSpec:
+		switch {
+		case strings.HasSuffix(r.spec, ":*"):
+			add(problemNever, "can never match: `:*` is Bash's prefix form; for files write a glob such as %s(%s*)", r.tool, strings.TrimSuffix(r.spec, ":*"))
+		case strings.Contains(r.spec, `\`):
+			add(problemNever, "can never match: paths are written with /, not \\")
+		default:
+			if _, err := path.Match(strings.ReplaceAll(r.spec, "**", "*"), ""); err != nil {
+				add(problemNever, "can never match: %v", err)
+			} else if first, ok := strings.CutPrefix(r.spec, "/"); ok && !strings.HasPrefix(first, "/") {
+				top := strings.SplitN(first, "/", 2)[0]
+				if _, err := os.Stat(filepath.Join(c.cwd, top)); err != nil && top != "" && !strings.ContainsAny(top, "*?[") {
+					if _, err := os.Stat("/" + top); err == nil {
+						add(problemNever, "probably never matches: a path starting with one / is relative to the project (%s), which has no %s; for the absolute path write %s(/%s)", c.cwd, top, r.tool, r.spec)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shellOperatorIn finds a shell operator outside quotes in a Bash rule.
+func shellOperatorIn(s string) string {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\':
+			i++
+		default:
+			for _, op := range []string{"&&", "||", "$(", ";", "|", "&", ">", "<", "`", "\n"} {
+				if strings.HasPrefix(s[i:], op) {
+					return op
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// claudeVerdict is the Claude Code source's answer.
+type claudeVerdict struct {
+	action string
+	rule   *claudeRule // nil: the permission mode decided
+	why    string      // for a mode's answer, or why zot changed it
+}
+
+// claudeCall is what a rule is matched against.
+type claudeCall struct {
+	tool string // Bash, Read, Edit, Write, Skill, mcp__…
+	// texts are the command's readings; rules that allow see only
+	// allowTexts (the command as written), deny and ask rules all of them.
+	texts, allowTexts []string
+	lineVars          string // why an allow cannot stand: words use same-line variables
+	// paths: the path as given and the path the tool touches (symlinks
+	// followed); allow rules see only the latter.
+	paths     []string
+	realPath  string
+	skill     string
+	editsFile bool // a write or an edit: Edit rules apply
+}
+
+// decide answers as Claude Code would: deny rules, then ask, then allow,
+// then the mode.
+func (c *claudeRules) decide(call claudeCall) claudeVerdict {
+	for _, action := range []string{"deny", "ask", "allow"} {
+		for _, r := range c.rules {
+			if r.action != action || !c.matches(r, call, action == "allow") {
+				continue
+			}
+			if action == "allow" && call.lineVars != "" {
+				return claudeVerdict{action: "ask", rule: r, why: call.lineVars}
+			}
+			return claudeVerdict{action: action, rule: r}
+		}
+	}
+	mode := c.mode
+	from := "Claude Code's default mode"
+	if c.modeFrom != "" {
+		from = fmt.Sprintf("defaultMode %s in %s", mode, c.modeFrom)
+	}
+	switch call.tool {
+	case "Read", "Skill":
+		return claudeVerdict{}
+	case "Bash", "Edit", "Write":
+	default:
+		if !strings.HasPrefix(call.tool, "mcp__") {
+			return claudeVerdict{}
+		}
+	}
+	what := map[string]string{"Bash": "Bash commands", "Edit": "file edits", "Write": "file writes"}[call.tool]
+	if what == "" {
+		what = "MCP tools"
+	}
+	switch mode {
+	case "bypassPermissions":
+		return claudeVerdict{action: "allow", why: fmt.Sprintf("no rule matched; %s allows it", from)}
+	case "dontAsk":
+		return claudeVerdict{action: "deny", why: fmt.Sprintf("no rule allows it, and %s denies what it would ask about", from)}
+	case "acceptEdits":
+		if call.editsFile && underDir(call.realPath, c.cwd) {
+			return claudeVerdict{action: "allow", why: fmt.Sprintf("no rule matched; %s accepts edits in the working directory", from)}
+		}
+	}
+	return claudeVerdict{action: "ask", why: fmt.Sprintf("no Claude Code rule allows it, and %s asks about %s", from, what)}
+}
+
+func underDir(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// matches says whether rule r covers the call.
+func (c *claudeRules) matches(r *claudeRule, call claudeCall, allow bool) bool {
+	if r.broken {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(r.tool, "mcp__"):
+		if r.hasSpec || !strings.HasPrefix(call.tool, "mcp__") {
+			return false
+		}
+		if call.tool == r.tool {
+			return true
+		}
+		if server, ok := strings.CutSuffix(r.tool, "__*"); ok {
+			return strings.HasPrefix(call.tool, server+"__")
+		}
+		// mcp__server: every tool of that server.
+		return strings.Count(r.tool, "__") == 1 && strings.HasPrefix(call.tool, r.tool+"__")
+	case r.tool == "Bash":
+		if call.tool != "Bash" {
+			return false
+		}
+		if !r.hasSpec || r.spec == "*" || r.spec == "" {
+			return true
+		}
+		texts := call.texts
+		if allow {
+			texts = call.allowTexts
+		}
+		for _, t := range texts {
+			if claudeBashMatch(r.spec, t) {
+				return true
+			}
+		}
+		return false
+	case r.tool == "Read" || r.tool == "Edit":
+		if r.tool == "Read" && call.tool != "Read" || r.tool == "Edit" && !call.editsFile {
+			return false
+		}
+		if !r.hasSpec || r.spec == "" {
+			return true
+		}
+		paths := call.paths
+		if allow {
+			paths = []string{call.realPath}
+		}
+		for _, p := range paths {
+			if c.pathMatch(r.spec, p) {
+				return true
+			}
+		}
+		return false
+	case r.tool == "Write":
+		return !r.hasSpec && call.tool == "Write"
+	case r.tool == "Skill":
+		if call.tool != "Skill" {
+			return false
+		}
+		if !r.hasSpec || r.spec == "*" {
+			return true
+		}
+		if p, ok := strings.CutSuffix(r.spec, ":*"); ok {
+			return call.skill == p || strings.HasPrefix(call.skill, p+":")
+		}
+		return call.skill == r.spec
+	}
+	return false
+}
+
+// claudeBashMatch matches a Bash rule's specifier against one command's
+// text: prefix:* (the prefix, then the end or a word boundary), a
+// wildcard pattern (* any run of characters; a final " *" may also match
+// nothing), or the exact text.
+func claudeBashMatch(spec, text string) bool {
+	if prefix, ok := strings.CutSuffix(spec, ":*"); ok && !strings.Contains(prefix, "*") {
+		if text == prefix {
+			return true
+		}
+		if !strings.HasPrefix(text, prefix) || prefix == "" {
+			return prefix == ""
+		}
+		last := rune(prefix[len(prefix)-1])
+		next := rune(text[len(prefix)])
+		return unicode.IsSpace(next) || !(unicode.IsLetter(last) || unicode.IsDigit(last) || last == '_')
+	}
+	if !strings.Contains(strings.ReplaceAll(spec, `\*`, ""), "*") {
+		return strings.ReplaceAll(spec, `\*`, "*") == text
+	}
+	if base, ok := strings.CutSuffix(spec, " *"); ok && globText(base, text) {
+		return true
+	}
+	return globText(spec, text)
+}
+
+// globText matches text against a pattern where * is any run of
+// characters and \* a literal *.
+func globText(pattern, text string) bool {
+	var parts []string
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch {
+		case pattern[i] == '\\' && i+1 < len(pattern) && pattern[i+1] == '*':
+			b.WriteByte('*')
+			i++
+		case pattern[i] == '*':
+			parts = append(parts, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(pattern[i])
+		}
+	}
+	parts = append(parts, b.String())
+	return rpGlob{parts: parts}.match(text)
+}
+
+// pathMatch matches a Read or Edit specifier, gitignore style, against an
+// absolute path: //abs is absolute, ~/ the home directory, /p the project
+// (the working directory), p or ./p from the working directory. A pattern
+// without a / (but at its end) matches at any depth below its base; a
+// pattern that matches a directory matches everything in it.
+func (c *claudeRules) pathMatch(spec, p string) bool {
+	base, pat := c.cwd, spec
+	switch {
+	case strings.HasPrefix(spec, "//"):
+		base, pat = "/", spec[2:]
+	case strings.HasPrefix(spec, "~/"):
+		if c.home == "" {
+			return false
+		}
+		base, pat = c.home, spec[2:]
+	case strings.HasPrefix(spec, "/"):
+		pat = spec[1:]
+	default:
+		pat = strings.TrimPrefix(spec, "./")
+	}
+	rel, err := filepath.Rel(base, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return false
+	}
+	pat = strings.TrimSuffix(pat, "/")
+	if pat == "" || pat == "**" {
+		return true
+	}
+	anywhere := !strings.Contains(pat, "/") && !strings.HasPrefix(spec, "/") && !strings.HasPrefix(spec, "~/")
+	segs := strings.Split(filepath.ToSlash(rel), "/")
+	patSegs := strings.Split(pat, "/")
+	// The path or one of its directories.
+	for n := len(segs); n >= 1; n-- {
+		if anywhere {
+			for start := 0; start < n; start++ {
+				if globSegs(patSegs, segs[start:n]) {
+					return true
+				}
+			}
+		} else if globSegs(patSegs, segs[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+// globSegs matches path segments against pattern segments, ** standing
+// for any number of segments.
+func globSegs(pat, segs []string) bool {
+	if len(pat) == 0 {
+		return len(segs) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(segs); i++ {
+			if globSegs(pat[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	ok, err := path.Match(pat[0], segs[0])
+	return err == nil && ok && globSegs(pat[1:], segs[1:])
+}
