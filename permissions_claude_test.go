@@ -169,7 +169,8 @@ func TestClaudeDenyThenAskThenAllowFirstMatchWins(t *testing.T) {
 		"echo $(git push origin)":    "ask",   // found inside $( )
 		"sudo git push --force":      "deny",  // and through sudo
 		"F=--force; git push $F":     "deny",  // the value the line assigns
-		"F=x; git status $F":         "ask",   // never allowed on its literal $F
+		"F=x; git status $F":         "allow", // the splitter knows F: git status x
+		"read F; git status $F":      "ask",   // never allowed on its literal $F
 		"git status \"$HOME\"":       "allow", // a variable the line does not assign
 		"timeout 5 git push --force": "deny",
 	} {

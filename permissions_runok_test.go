@@ -805,8 +805,9 @@ func TestRunokStricterWhereTheSplitterSeesMore(t *testing.T) {
 		"sudo unknown":     "ask",
 		"echo $(rm -rf /)": "deny",
 		"F=/; rm -rf $F":   "deny",
-		"X=hi; echo $X":    "ask", // never allowed on its literal $X
-		"eval 'rm -rf /'":  "ask", // not followed: ask
+		"X=hi; echo $X":    "allow", // the splitter knows X: echo hi
+		"read X; echo $X":  "ask",   // never allowed on its literal $X
+		"eval 'rm -rf /'":  "ask",   // not followed: ask
 	} {
 		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v %+v)", line, r.Decision, want, r.Rules, r.Answers)

@@ -105,7 +105,7 @@ var splitterCases = []struct {
 	// compound commands and keywords
 	{`while read l; do echo "$l"; done < <(find . -type f)`, []string{`read "l"`, `echo "$l"`, `find -type=f "."`}},
 	{`if grep -q x f; then rm f; else touch g; fi`, []string{`grep -q= "x" "f"`, `rm "f"`, `touch "g"`}},
-	{`for f in $(ls); do cat "$f"; done`, []string{`ls`, `cat "$f"`}},
+	{`for f in $(ls); do cat "$f"; done`, []string{`ls`, `cat "$(ls)"`}}, // the loop variable carries the expression it ranges over
 	{`for ((i=0; i<3; i++)); do echo $i; done`, []string{`echo "$i"`}},
 	{`case "$1" in start) svc up;; stop|halt) svc down;; *) echo usage;; esac`, []string{`svc "up"`, `svc "down"`, `echo "usage"`}},
 	{`case x in (a) echo a;; esac; echo after`, []string{`echo "a"`, `echo "after"`}},
