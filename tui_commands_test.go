@@ -232,7 +232,7 @@ func TestConfigIsPrivate(t *testing.T) {
 // reserves the TUI's names, whatever list of its own it keeps.
 func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	t.Parallel()
-	tui, _ := newTestTUI(t, 100, 30)
+	tui, _ := newUnwiredTestTUI(t, 100, 30)
 	names := tuiCommandNames()
 	if len(names) != len(builtinCommands()) || names[0] != "help" {
 		t.Fatalf("tuiCommandNames() = %q", names)
