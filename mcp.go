@@ -32,6 +32,7 @@ const (
 	mcpDefaultTimeout = 60 * time.Second
 	mcpRestartEvery   = time.Minute // a crashed server is restarted at most this often
 	mcpMaxText        = 100 << 10   // text of one result given to the model
+	mcpMaxConfig      = 4 << 20     // bytes of one configuration file
 	mcpMaxPages       = 100         // tools/list pages followed
 	mcpMaxToolName    = 64          // what the provider APIs accept
 )
@@ -389,6 +390,11 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	var ht *httpTransport
 	switch s.cfg.Type {
 	case "stdio":
+		if s.cfg.Verify != nil {
+			if err := s.cfg.Verify(); err != nil {
+				return s.fail(err)
+			}
+		}
 		s.log.printf("starting %s", s.cfg.RawCommand)
 		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, serverEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
 		if err != nil {
@@ -992,6 +998,10 @@ type mcpServerConfig struct {
 	// Untrusted: from the project's files in a directory the user has not
 	// trusted; it is listed and never started.
 	Untrusted bool
+	// Verify, when set, is asked before every start of a stdio server (a
+	// restart after a crash too): an error (its command or a file it runs
+	// changed since it was trusted) fails the start.
+	Verify func() error
 }
 
 func (c mcpServerConfig) target() string {
@@ -1081,7 +1091,7 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 			continue
 		}
 		read[path] = true
-		data, err := os.ReadFile(path)
+		data, err := readUntrustedFile(path, mcpMaxConfig)
 		if errors.Is(err, os.ErrNotExist) && !explicit[path] {
 			continue
 		}
@@ -1099,10 +1109,10 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 				}
 			}
 			continue
-		case untrusted[path]:
-			continue
 		case err != nil:
-			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("read %s: %v (skipped)", path, err)})
+			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%v (skipped)", err)})
+			continue
+		case untrusted[path]:
 			continue
 		}
 		if err := json.Unmarshal(data, &file); err != nil {

@@ -903,7 +903,7 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 	if tui.ed.text() != "look at @src/main.go " {
 		t.Errorf("chosen = %q", tui.ed.text())
 	}
-	b, desc, err := attachFile("src/main.go", tui.cfg.ToolEnv.resolve)
+	b, desc, err := attachFile("src/main.go", tui.cfg.ToolEnv)
 	if err != nil || !strings.Contains(b.Text, "package main") || desc != "@src/main.go (1 lines)" {
 		t.Errorf("attach = %+v %q %v", b, desc, err)
 	}
@@ -911,7 +911,7 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 		t.Errorf("refs = %q", refs)
 	}
 	tui.cfg.ToolEnv.SetJail(true)
-	if _, _, err := attachFile("/etc/hostname", tui.cfg.ToolEnv.resolve); err == nil {
+	if _, _, err := attachFile("/etc/hostname", tui.cfg.ToolEnv); err == nil {
 		t.Errorf("the jail let an outside file be attached")
 	}
 }

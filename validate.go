@@ -32,6 +32,10 @@ type Validator struct {
 	Env      []string      `json:"env,omitempty"`      // variables passed in params.env
 	Timeout  time.Duration `json:"-"`
 	Source   string        `json:"source"` // the validators.json it came from
+	// Check, when set, is asked before every start: an error (the program
+	// or a file it runs changed since it was trusted) is a failure, and so
+	// an ask, and nothing is started.
+	Check func() error `json:"-"`
 }
 
 const (
@@ -78,7 +82,7 @@ func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 			continue
 		}
 		if err != nil {
-			warn(fmt.Sprintf("%s: %v; no validator from this file applies", path, err))
+			warn(fmt.Sprintf("%v; no validator from this file applies", err))
 			continue
 		}
 		vs = append(vs, parseValidators(path, data, warn)...)
@@ -87,19 +91,7 @@ func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 }
 
 func readValidatorFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, validatorMaxConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > validatorMaxConfig {
-		return nil, fmt.Errorf("larger than %d bytes", validatorMaxConfig)
-	}
-	return data, nil
+	return readUntrustedFile(path, validatorMaxConfig)
 }
 
 // parseValidators reads the entries of one validators.json.
@@ -348,6 +340,11 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	failed := func(format string, args ...any) ValidatorReply {
 		how := validatorText(fmt.Sprintf(format, args...))
 		return ValidatorReply{Status: DecisionAsk, Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
+	}
+	if v.Check != nil {
+		if err := v.Check(); err != nil {
+			return failed("%v", err)
+		}
 	}
 	req, err := json.Marshal(validateRequest{JSONRPC: "2.0", ID: 1, Method: "validateCommand", Params: p})
 	if err != nil {
