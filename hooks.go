@@ -584,7 +584,7 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 		note := GateNote{By: r.by(), Decision: DecisionAllow}
 		switch {
 		case r.refused:
-			note.Decision, note.Reason = "deny", r.err.Error()
+			note.Decision, note.Reason = DecisionDeny, r.err.Error()
 		case r.blocks():
 			note.Decision, note.Reason = DecisionDeny, r.reason()
 		case !r.ok():
