@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -1203,11 +1204,12 @@ func defaultPrompt(cwd string, tools []string) string {
 
 // BuildSystemPrompt assembles the system prompt: the built-in default (or
 // $ZOT_HOME/SYSTEM.md, or --system-prompt), then appended text, then the
-// AGENTS.md / CLAUDE.md files of the cwd and its parents, outermost first.
+// user's $ZOT_HOME/AGENTS.md and the project's AGENTS.md / CLAUDE.md files
+// (contextFiles).
 func BuildSystemPrompt(o SystemPromptOptions) string {
 	base := defaultPrompt(o.Cwd, o.Tools)
 	if o.Home != "" {
-		if b, err := os.ReadFile(filepath.Join(o.Home, "SYSTEM.md")); err == nil {
+		if b, err := readUntrustedFile(filepath.Join(o.Home, "SYSTEM.md"), systemFileLimit); err == nil {
 			base = string(b)
 		}
 	}
@@ -1216,36 +1218,101 @@ func BuildSystemPrompt(o SystemPromptOptions) string {
 	}
 	parts := append([]string{strings.TrimSpace(base)}, o.Append...)
 	parts = append(parts, o.Extra...)
-	for _, f := range projectContextFiles(o.Cwd) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("Project context from %s:\n\n%s", f, strings.TrimSpace(string(b))))
+	for _, c := range contextFiles(o.Cwd, o.Home) {
+		parts = append(parts, fmt.Sprintf("%s from %s:\n\n%s", c.label, c.path, strings.TrimSpace(c.text)))
 	}
 	return strings.Join(parts, "\n\n")
 }
 
-func projectContextFiles(cwd string) []string {
-	var dirs []string
-	for d := cwd; d != ""; {
-		dirs = append(dirs, d)
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	var files []string
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
-			f := filepath.Join(dirs[i], name)
-			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
-				files = append(files, f)
+// Limits of the files the system prompt takes: a context file longer
+// than contextFileLimit is cut there, with a line that says so.
+const (
+	systemFileLimit  = 1 << 20
+	contextFileLimit = 64 << 10
+)
+
+// contextFile is one file of context for the system prompt.
+type contextFile struct{ label, path, text string }
+
+// contextFiles are the user's own $ZOT_HOME/AGENTS.md, then the AGENTS.md
+// and CLAUDE.md of every directory from the project's root (projectRoot)
+// down to cwd, outermost first — never of a directory above the project.
+// A repository's file is its text, not a way to other files: only a
+// regular file, reached without a symlink that leads out of the project
+// or into $ZOT_HOME (OpenProjectFile), and at most contextFileLimit of it.
+func contextFiles(cwd, home string) []contextFile {
+	var out []contextFile
+	if home != "" {
+		path := filepath.Join(home, "AGENTS.md")
+		if f, _, err := OpenProjectFile(home, path, nil); err == nil && f != nil {
+			if text, ok := readContextFile(f, path); ok {
+				out = append(out, contextFile{"User context", path, text})
 			}
 		}
 	}
-	return files
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return out
+	}
+	root := projectRoot(real)
+	var hidden []string
+	if home != "" {
+		hidden = []string{home}
+	}
+	rel, _ := filepath.Rel(root, real)
+	dirs := []string{root}
+	if rel != "." {
+		for _, step := range splitPath(rel) {
+			dirs = append(dirs, filepath.Join(dirs[len(dirs)-1], step))
+		}
+	}
+	for _, dir := range dirs {
+		for _, name := range []string{"AGENTS.md", "CLAUDE.md"} {
+			path := filepath.Join(dir, name)
+			f, _, err := OpenProjectFile(root, path, hidden)
+			if err != nil || f == nil {
+				continue
+			}
+			if text, ok := readContextFile(f, path); ok {
+				out = append(out, contextFile{"Project context", path, text})
+			}
+		}
+	}
+	return out
+}
+
+// readContextFile reads an opened context file (and closes it): a
+// regular file, cut at contextFileLimit.
+func readContextFile(f *os.File, path string) (string, bool) {
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	limit := int64(contextFileLimit)
+	if st.Size() <= limit {
+		b, err := readUntrustedOpen(f, path, limit)
+		return string(b), err == nil
+	}
+	b := make([]byte, limit)
+	n, _ := io.ReadFull(f, b)
+	return fmt.Sprintf("%s\n[… %s is %s; only its first %s are given here: read the rest with the read tool]",
+		utf8Prefix(b[:n], n), filepath.Base(path), sizeString(st.Size()), sizeString(limit)), true
+}
+
+// projectRoot is the project that cwd (absolute, symlinks resolved) is
+// in: the nearest directory at or above it that holds a .git of the
+// user's own — one another user made (/tmp/.git) does not count, as git
+// itself refuses it — else cwd.
+func projectRoot(cwd string) string {
+	for d := cwd; ; d = filepath.Dir(d) {
+		if st, err := os.Lstat(filepath.Join(d, ".git")); err == nil && ownedByUser(st) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return cwd
+		}
+	}
 }
 
 // sortedKeys lists a map's keys in order, for output that is the same

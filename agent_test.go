@@ -664,6 +664,7 @@ func TestBuildSystemPrompt(t *testing.T) {
 	root := t.TempDir()
 	sub := filepath.Join(root, "project")
 	os.MkdirAll(sub, 0o755)
+	os.Mkdir(filepath.Join(root, ".git"), 0o755) // the project's root
 	os.WriteFile(filepath.Join(root, "AGENTS.md"), []byte("outer rules"), 0o644)
 	os.WriteFile(filepath.Join(sub, "CLAUDE.md"), []byte("inner rules"), 0o644)
 	home := t.TempDir()

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -31,23 +28,24 @@ func previewFileChange(env *ToolEnv, call ToolCall) string {
 	default:
 		return ""
 	}
-	real, err := env.resolveFor(path, true)
+	w, err := env.openWrite(path)
 	if err != nil {
 		return ""
 	}
+	defer w.Close()
 	old := ""
-	info, err := os.Stat(real)
-	switch {
-	case err == nil && (!info.Mode().IsRegular() || info.Size() > editMaxBytes):
+	switch info := w.Info; {
+	case info == nil && call.Name == ToolEdit:
 		return ""
-	case err == nil:
-		data, err := os.ReadFile(real)
+	case info == nil:
+	case !info.Mode().IsRegular() || info.Size() > editMaxBytes:
+		return ""
+	default:
+		data, err := w.ReadAll(editMaxBytes)
 		if err != nil {
 			return ""
 		}
 		old, _ = lfOnly(strings.TrimPrefix(string(data), utf8BOM))
-	case call.Name == ToolEdit || !errors.Is(err, fs.ErrNotExist):
-		return ""
 	}
 	var spans []editSpan
 	if call.Name == ToolEdit {

@@ -155,6 +155,9 @@ type extManifest struct {
 	Scope string // --ext, project, global
 }
 
+// extManifestLimit bounds the size of an extension.json.
+const extManifestLimit = 1 << 20
+
 // readManifest reads and checks dir/extension.json. Its errors name the
 // file and the field.
 func readManifest(dir, scope string) (*extManifest, error) {
@@ -171,7 +174,7 @@ func readManifest(dir, scope string) (*extManifest, error) {
 // of the wrong type counts as true: whoever wrote it meant something.
 func parseManifest(dir, scope string) (*extManifest, error) {
 	path := filepath.Join(dir, "extension.json")
-	f, err := os.Open(path)
+	b, err := readUntrustedFile(path, extManifestLimit)
 	if err != nil {
 		if st, serr := os.Stat(dir); serr != nil {
 			return nil, fmt.Errorf("directory %s does not exist", dir)
@@ -181,12 +184,7 @@ func parseManifest(dir, scope string) (*extManifest, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no extension.json in this directory", dir)
 		}
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
@@ -422,7 +420,7 @@ func discoverExtensions(home, cwd string, paths []string, noDiscovery bool, keep
 			{"project", filepath.Join(cwd, ".zot", "extensions")},
 			{"global", filepath.Join(home, "extensions")},
 		} {
-			entries, err := os.ReadDir(root.dir)
+			entries, err := readUntrustedDir(root.dir)
 			if err != nil {
 				if !errors.Is(err, os.ErrNotExist) {
 					out = append(out, &extFound{Scope: root.scope, Dir: root.dir, Err: fmt.Errorf("read %s: %w", root.dir, err)})

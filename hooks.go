@@ -63,6 +63,11 @@ type HookConfig struct {
 	// file. The text is already safe for a terminal. It is called from
 	// the goroutine that fired the event.
 	OnNote func(level, msg string)
+	// Verify, when set, is asked before each command of a settings file
+	// runs, with the file: an error (the file, or a script its commands
+	// run, changed since it was trusted) refuses the command — a
+	// PreToolUse hook so refused blocks the tool call.
+	Verify func(file string) error
 }
 
 // Hooks runs the hook commands of one session. The zero value (and a Hooks
@@ -98,6 +103,7 @@ type hookHandler struct {
 	Timeout time.Duration
 	env     []string // added to the command's environment
 	origin  string   // the plugin it comes from, "" for a settings file
+	file    string   // the settings file it comes from, "" for a plugin's
 }
 
 // hookSettingsFiles are the files hooks come from, in the order their
@@ -135,6 +141,11 @@ func NewHooks(cfg HookConfig) *Hooks {
 			disabled = path
 		}
 		for _, ev := range sortedKeys(groups) {
+			for _, g := range groups[ev] {
+				for i := range g.handlers {
+					g.handlers[i].file = path
+				}
+			}
 			h.events[ev] = append(h.events[ev], groups[ev]...)
 		}
 	}
@@ -162,22 +173,12 @@ func NewHooks(cfg HookConfig) *Hooks {
 // its problems. A missing file is no problem.
 func readHookSettings(path string, report func(level, msg string)) (events map[string][]hookGroup, disableAll bool) {
 	warn := func(format string, args ...any) { report("warn", "hooks: "+fmt.Sprintf(format, args...)) }
-	f, err := os.Open(path)
+	b, err := readUntrustedFile(path, hookSettingsLimit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false
 	}
 	if err != nil {
-		warn("read %s: %v", path, err)
-		return nil, false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, hookSettingsLimit+1))
-	if err != nil {
-		warn("read %s: %v", path, err)
-		return nil, false
-	}
-	if len(b) > hookSettingsLimit {
-		warn("%s is larger than %d bytes; its hooks are skipped", path, hookSettingsLimit)
+		warn("%v; its hooks are skipped", err)
 		return nil, false
 	}
 	var file struct {
@@ -422,6 +423,8 @@ type hookRun struct {
 	err    error // it could not start, timed out, or its output was unusable
 	out    hookOutput
 	json   bool // exit 0 with a JSON object on stdout
+	// refused: Verify said no, and the command did not run (err says why).
+	refused bool
 }
 
 // ok is exit 0 with usable output.
@@ -475,6 +478,12 @@ func (h *Hooks) run(ctx context.Context, event, subject string, in hookInput) []
 		// Ends when the command and what it left behind are gone.
 		go func() {
 			defer wg.Done()
+			if h.cfg.Verify != nil && hd.file != "" {
+				if err := h.cfg.Verify(hd.file); err != nil {
+					runs[i] = hookRun{event: event, h: hd, code: -1, err: err, refused: true}
+					return
+				}
+			}
 			runs[i] = runHookCommand(ctx, h.cfg.Cwd, hd, stdin)
 			runs[i].event = event
 		}()
@@ -546,7 +555,7 @@ func (h *Hooks) note(level, msg string) {
 	}
 }
 
-// ToolGate is PreToolUse, a gate for ChainGates: the matching commands run
+// ToolGate is PreToolUse, the hooks stage's tool gate: the matching commands run
 // in parallel; any deny (exit 2, "permissionDecision": "deny", the
 // deprecated "decision": "block", "continue": false) blocks with the
 // reasons, the model sees; else any ask asks; an updatedInput (the first
@@ -574,6 +583,8 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 		r := &runs[i]
 		note := GateNote{By: r.by(), Decision: DecisionAllow}
 		switch {
+		case r.refused:
+			note.Decision, note.Reason = DecisionDeny, r.err.Error()
 		case r.blocks():
 			note.Decision, note.Reason = DecisionDeny, r.reason()
 		case !r.ok():
@@ -649,7 +660,7 @@ func stopText(r *hookRun) string {
 	return fmt.Sprintf("stopped by %s hook %q", r.event, r.h.Command)
 }
 
-// AfterTool is PostToolUse, for Agent.AfterToolExecute: after a call that
+// AfterTool is PostToolUse, the hooks stage after a tool runs: after a call that
 // ran and succeeded, the matching commands run; exit 2's stderr, a
 // "decision": "block" reason and additionalContext are added to the result
 // the model sees, after any additionalContext PreToolUse hooks gave for the

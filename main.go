@@ -283,7 +283,7 @@ var commands = map[string]command{
 		return runSessionsCommand(args, stdout, stderr)
 	}},
 	"trust": {&trustUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		return runTrustCommand(args, func(dir string) ([]trustEntry, []string) {
+		return runTrustCommand(args, func(dir string) ([]trustEntry, []string, []string) {
 			return projectPrograms(zotHome(), dir, options{}, true)
 		}, stdin, stdout, stderr)
 	}},

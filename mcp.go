@@ -22,7 +22,7 @@ import (
 // agent's registry as "mcp__<server>__<tool>" when it is ready. The calls go
 // through the agent like any other tool's, so interception, confirmation and
 // the audit log apply. The wire (JSON-RPC, stdio, Streamable HTTP) is in
-// mcp_transport.go.
+// mcp_transport.go, the `zot mcp` command line in mcp_cli.go.
 
 // mcpProtocolVersions are the MCP revisions we speak, newest first; the
 // first is the one we ask for.
@@ -32,6 +32,7 @@ const (
 	mcpDefaultTimeout = 60 * time.Second
 	mcpRestartEvery   = time.Minute // a crashed server is restarted at most this often
 	mcpMaxText        = 100 << 10   // text of one result given to the model
+	mcpMaxConfig      = 4 << 20     // bytes of one configuration file
 	mcpMaxPages       = 100         // tools/list pages followed
 	mcpMaxToolName    = 64          // what the provider APIs accept
 )
@@ -389,6 +390,11 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	var ht *httpTransport
 	switch s.cfg.Type {
 	case "stdio":
+		if s.cfg.Verify != nil {
+			if err := s.cfg.Verify(); err != nil {
+				return s.fail(err)
+			}
+		}
 		s.log.printf("starting %s", s.cfg.RawCommand)
 		_, err := startStdio(s.cfg.Command, s.cfg.RawCommand, s.cfg.Args, serverEnv(s.cfg.Env), s.m.cfg.Cwd, conn, s.log.file(), func(err error) { s.exited(conn, err) })
 		if err != nil {
@@ -992,6 +998,10 @@ type mcpServerConfig struct {
 	// Untrusted: from the project's files in a directory the user has not
 	// trusted; it is listed and never started.
 	Untrusted bool
+	// Verify, when set, is asked before every start of a stdio server (a
+	// restart after a crash too): an error (its command or a file it runs
+	// changed since it was trusted) fails the start.
+	Verify func() error
 }
 
 func (c mcpServerConfig) target() string {
@@ -1081,7 +1091,7 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 			continue
 		}
 		read[path] = true
-		data, err := os.ReadFile(path)
+		data, err := readUntrustedFile(path, mcpMaxConfig)
 		if errors.Is(err, os.ErrNotExist) && !explicit[path] {
 			continue
 		}
@@ -1099,10 +1109,10 @@ func loadMCPConfigs(cfg MCPSources) ([]mcpServerConfig, []mcpProblem) {
 				}
 			}
 			continue
-		case untrusted[path]:
-			continue
 		case err != nil:
-			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("read %s: %v (skipped)", path, err)})
+			problems = append(problems, mcpProblem{"", path, fmt.Sprintf("%v (skipped)", err)})
+			continue
+		case untrusted[path]:
 			continue
 		}
 		if err := json.Unmarshal(data, &file); err != nil {
@@ -1297,164 +1307,4 @@ func mcpStderrStatus(stderr io.Writer) func(server, level, msg string) {
 		}
 		fmt.Fprintf(stderr, "zot: mcp server %q: %s\n", server, sanitize(msg))
 	}
-}
-
-var mcpUsage = commandHelp{
-	name:  "zot mcp",
-	about: "inspect and debug MCP servers",
-	subs: []subcommandHelp{
-		{"list", "[--json]", "servers, transport, state, tool count", ""},
-		{"tools", "NAME", "a server's tools with descriptions and input schemas", ""},
-		{"call", "NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n"},
-		{"help", "[command]", "this text, or a command's", ""},
-	},
-	notes: `Every command takes --mcp-config FILE (repeatable), --no-mcp and --cwd DIR.
-The servers: ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json (docs/mcp.md).
-`,
-}
-
-// runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
-// load reads the servers it may start (main.go decides, as for a session).
-func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
-	var files, cwds []string
-	var asJSON, noMCP bool
-	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
-		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds})
-	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage.text(""))
-		return exitUsage
-	}
-	cwd := lastOr(cwds, "")
-	if len(words) == 0 {
-		fmt.Fprint(stderr, mcpUsage.text(""))
-		return exitUsage
-	}
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	cwd, _ = filepath.Abs(cwd)
-	ctx, stop := signalContext()
-	defer stop()
-	// Server problems show in the listing or the error below; only a
-	// whole file's go to stderr.
-	home := zotHome()
-	servers, problems := load(MCPSources{Home: home, Cwd: cwd, Files: files, SkipDefault: noMCP})
-	m := NewMCPManager(MCPConfig{Home: home, Cwd: cwd, Servers: servers, Problems: problems, OnStatus: func(server, level, msg string) {
-		if server == "" {
-			mcpStderrStatus(stderr)(server, level, msg)
-		}
-	}})
-	defer m.Shutdown(context.Background())
-	reg := NewToolRegistry()
-	switch cmd := words[0]; {
-	case cmd == "list" && len(words) == 1:
-		m.start(ctx, reg, "")
-		m.waitSettled(ctx)
-		return mcpList(m.Status(), asJSON, stdout)
-	case cmd == "tools" && len(words) == 2, cmd == "call" && (len(words) == 3 || len(words) == 4):
-		m.start(ctx, reg, words[1])
-		m.waitSettled(ctx)
-		st := m.Status()
-		if len(st) == 0 {
-			fmt.Fprintf(stderr, "zot mcp: no server %q is configured (see zot mcp list)\n", words[1])
-			return exitFailure
-		}
-		if st[0].State != MCPReady {
-			fmt.Fprintf(stderr, "zot mcp: server %q is %s: %s\n", words[1], st[0].State, sanitize(st[0].Error))
-			return exitFailure
-		}
-		tools := reg.List()
-		if cmd == "tools" {
-			return mcpPrintTools(tools, stdout)
-		}
-		argsJSON := "{}"
-		if len(words) == 4 {
-			argsJSON = words[3]
-		}
-		return mcpCallFromShell(ctx, tools, words[1], words[2], argsJSON, stdout, stderr)
-	}
-	fmt.Fprint(stderr, mcpUsage.text(""))
-	return exitUsage
-}
-
-func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {
-	if asJSON {
-		if list == nil {
-			list = []MCPServerStatus{}
-		}
-		b, _ := json.MarshalIndent(list, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no MCP servers configured (see ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json)")
-		return exitOK
-	}
-	fmt.Fprintf(stdout, "%-20s %-6s %-9s %5s  %s\n", "NAME", "TYPE", "STATE", "TOOLS", "SOURCE")
-	for _, s := range list {
-		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", sanitize(s.Name), s.Transport, s.State, s.Tools, s.Source)
-		if s.Error != "" {
-			fmt.Fprintf(stdout, "    %s\n", sanitize(s.Error))
-		}
-	}
-	return exitOK
-}
-
-func mcpPrintTools(tools []Tool, stdout io.Writer) int {
-	for i, t := range tools {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		fmt.Fprintf(stdout, "%s\n", sanitize(t.Name()))
-		for _, line := range strings.Split(strings.TrimSpace(t.Description()), "\n") {
-			fmt.Fprintf(stdout, "  %s\n", sanitize(line))
-		}
-		b, err := json.MarshalIndent(json.RawMessage(t.Schema()), "  ", "  ")
-		if err != nil {
-			b = t.Schema()
-		}
-		fmt.Fprintf(stdout, "  input schema: %s\n", sanitize(string(b)))
-	}
-	if len(tools) == 0 {
-		fmt.Fprintln(stdout, "(the server offers no tools)")
-	}
-	return exitOK
-}
-
-func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args string, stdout, stderr io.Writer) int {
-	if !json.Valid([]byte(args)) || !isJSONObject(json.RawMessage(args)) {
-		fmt.Fprintf(stderr, "zot mcp call: the arguments must be a JSON object, e.g. '{\"path\": \"README.md\"}'\n")
-		return exitUsage
-	}
-	var tool Tool
-	var names []string
-	for _, t := range tools {
-		mt, ok := t.(*mcpTool)
-		if ok && (mt.remote == name || mt.name == name) {
-			tool = t
-		}
-		if ok {
-			names = append(names, mt.remote)
-		}
-	}
-	if tool == nil {
-		fmt.Fprintf(stderr, "zot mcp call: server %q has no tool %q; it has: %s\n", server, name, sanitize(strings.Join(names, ", ")))
-		return exitFailure
-	}
-	res := tool.Run(ctx, json.RawMessage(args), func(line string) {
-		fmt.Fprintf(stderr, "progress: %s\n", sanitize(line))
-	})
-	for _, b := range res.Content {
-		switch b.Type {
-		case BlockImage:
-			fmt.Fprintf(stdout, "[image %s, %d bytes]\n", b.MimeType, base64Len(b.Data))
-		default:
-			fmt.Fprintln(stdout, strings.TrimRight(sanitize(b.Text), "\n"))
-		}
-	}
-	if res.IsError {
-		return exitFailure
-	}
-	return exitOK
 }

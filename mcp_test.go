@@ -578,7 +578,7 @@ func TestMCPConfigPrecedenceAndBadEntries(t *testing.T) {
 	all := strings.Join(msgs, "\n")
 	for _, want := range []string{
 		filepath.Join(extra, "broken.json") + ": not valid JSON",
-		"read " + filepath.Join(extra, "missing.json"),
+		filepath.Join(extra, "missing.json") + ": no such file or directory (skipped)",
 		filepath.Join(cwd, ".mcp.json") + `: server "nocommand": neither "command"`,
 		`server "unset": env.T: ${ZOT_TEST_UNSET_VAR} is not set (skipped)`,
 		`server "sse": type "sse" (the old HTTP+SSE transport) is not supported`,

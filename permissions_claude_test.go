@@ -249,7 +249,7 @@ func TestClaudeReadAndEditRulesGateTheFileTools(t *testing.T) {
 		{"write", "notes.txt", "ask"},    // no rule: file edits ask
 	} {
 		a, ok := f.tool(tc.tool, map[string]any{"path": tc.path, "content": "x"})
-		if !ok || a.Status != tc.want {
+		if !ok || string(a.Status) != tc.want {
 			t.Errorf("%s %s: %+v (%v), want %s", tc.tool, tc.path, a, ok, tc.want)
 		}
 	}
@@ -273,7 +273,7 @@ func TestClaudeMCPAndSkillRules(t *testing.T) {
 		{"skill", map[string]any{"name": "review"}, "allow"},
 	} {
 		a, ok := f.tool(tc.tool, tc.args)
-		if !ok || a.Status != tc.want {
+		if !ok || string(a.Status) != tc.want {
 			t.Errorf("%s %v: %+v (%v), want %s", tc.tool, tc.args, a, ok, tc.want)
 		}
 	}

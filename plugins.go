@@ -87,20 +87,12 @@ const pluginManifestLimit = 1 << 20
 func readPlugin(dir string) (Plugin, error) {
 	p := Plugin{Dir: dir}
 	path := filepath.Join(dir, ".claude-plugin", "plugin.json")
-	f, err := os.Open(path)
+	b, err := readUntrustedFile(path, pluginManifestLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return p, fmt.Errorf("%s has no .claude-plugin/plugin.json: it is not a Claude Code plugin", dir)
 		}
 		return p, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, pluginManifestLimit+1))
-	if err != nil {
-		return p, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(b) > pluginManifestLimit {
-		return p, fmt.Errorf("%s is larger than %d bytes", path, pluginManifestLimit)
 	}
 	var keys map[string]json.RawMessage
 	var mf pluginManifest
@@ -131,7 +123,7 @@ func readPlugin(dir string) (Plugin, error) {
 // so that an install does not succeed with a plugin that would not load.
 func checkPluginFiles(p Plugin) error {
 	for _, path := range []string{p.HooksFile(), p.MCPFile()} {
-		b, err := os.ReadFile(path)
+		b, err := readUntrustedFile(path, pluginManifestLimit)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

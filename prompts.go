@@ -97,7 +97,7 @@ func LoadPrompts(home, cwd string, extra []PromptRoot, log func(string, ...any))
 	var out []PromptTemplate
 	seen := map[string]bool{}
 	for _, r := range promptRoots(home, cwd, extra) {
-		for _, t := range loadPromptRoot(r, log) {
+		for _, t := range loadPromptRoot(r, home, log) {
 			if !seen[t.Name] {
 				seen[t.Name] = true
 				out = append(out, t)
@@ -115,8 +115,11 @@ var promptNamePart = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 // loadPromptRoot reads every *.md under r.Dir; a subdirectory is a
 // namespace (frontend/component.md is frontend:component). Symbolic links
 // are followed for files and for the root, not for subdirectories, so a
-// loop cannot hold the walk.
-func loadPromptRoot(r PromptRoot, log func(string, ...any)) []PromptTemplate {
+// loop cannot hold the walk. A template of a directory that is not the
+// user's own is the repository's text: its file is opened as the file
+// tools open one (OpenProjectFile), so a symlink out of r.Dir or into
+// $ZOT_HOME (home) does not make another file its body.
+func loadPromptRoot(r PromptRoot, home string, log func(string, ...any)) []PromptTemplate {
 	root := r.Dir
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
@@ -158,7 +161,12 @@ func loadPromptRoot(r PromptRoot, log func(string, ...any)) []PromptTemplate {
 				return nil
 			}
 		}
-		t, err := readPromptFile(shown)
+		var t PromptTemplate
+		if r.Owned {
+			t, err = readPromptFile(shown)
+		} else {
+			t, err = readProjectPromptFile(root, shown, home)
+		}
 		if err != nil {
 			log("skipped prompt template %v", err)
 			return nil
@@ -174,20 +182,29 @@ func loadPromptRoot(r PromptRoot, log func(string, ...any)) []PromptTemplate {
 	return out
 }
 
-// readPromptFile reads and parses one template; the error names the file.
-func readPromptFile(path string) (PromptTemplate, error) {
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return PromptTemplate{}, fmt.Errorf("%s: %v", path, err)
-	case !st.Mode().IsRegular():
-		return PromptTemplate{}, fmt.Errorf("%s: not a regular file", path)
-	case st.Size() > promptMaxFileBytes:
-		return PromptTemplate{}, fmt.Errorf("%s: %d bytes; a template may be at most %d", path, st.Size(), promptMaxFileBytes)
-	}
-	data, err := os.ReadFile(path)
+// readProjectPromptFile is readPromptFile for a template of the project's
+// directory root: a regular file beneath root, never in $ZOT_HOME.
+func readProjectPromptFile(root, path, home string) (PromptTemplate, error) {
+	f, info, err := OpenProjectFile(root, path, []string{home})
 	if err != nil {
 		return PromptTemplate{}, fmt.Errorf("%s: %v", path, err)
+	}
+	if f == nil {
+		return PromptTemplate{}, wantRegular(path, info)
+	}
+	defer f.Close()
+	data, err := readUntrustedOpen(f, path, promptMaxFileBytes)
+	if err != nil {
+		return PromptTemplate{}, err
+	}
+	return parsePrompt(path, data)
+}
+
+// readPromptFile reads and parses one template; the error names the file.
+func readPromptFile(path string) (PromptTemplate, error) {
+	data, err := readUntrustedFile(path, promptMaxFileBytes)
+	if err != nil {
+		return PromptTemplate{}, err
 	}
 	return parsePrompt(path, data)
 }

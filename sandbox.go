@@ -74,8 +74,11 @@ type Sandbox struct {
 	// hidden are $ZOT_HOME as written and as resolved: nothing beneath
 	// them can be read or written from inside, nor can they be replaced.
 	hidden []string
-	home   string // $ZOT_HOME as the user knows it, for messages
-	cwd    string
+	// readOnly are the paths of sandboxConfig.ReadOnly that lie in the
+	// writable set (symlinks resolved), whether they exist or not.
+	readOnly []string
+	home     string // $ZOT_HOME as the user knows it, for messages
+	cwd      string
 	// path is how the system enforces the mode ("namespaces",
 	// "landlock-only", "seatbelt"), and why when it is not the first
 	// choice.
@@ -128,8 +131,10 @@ func loadSandboxSettings(home string) (sandboxSettings, error) {
 
 // sandboxFromSettings builds the sandbox the user asked for: --sandbox
 // (flag, "" when not given) wins over "sandbox" in config.json. A mode
-// that cannot be had is an error: a usage error for the flag.
-func sandboxFromSettings(flag, cwd, home string) (*Sandbox, []string, error) {
+// that cannot be had is an error: a usage error for the flag. readOnly
+// are the paths programs outside the sandbox read or run
+// (sandboxConfig.ReadOnly).
+func sandboxFromSettings(flag, cwd, home string, readOnly []string) (*Sandbox, []string, error) {
 	settings, cfgErr := loadSandboxSettings(home)
 	if flag == "" && cfgErr != nil {
 		return nil, nil, cfgErr
@@ -149,7 +154,7 @@ func sandboxFromSettings(flag, cwd, home string) (*Sandbox, []string, error) {
 	if err != nil {
 		return nil, nil, usageError{err.Error()}
 	}
-	sb, more, err := newSandbox(sandboxConfig{Mode: mode, Cwd: cwd, Home: home, Temp: os.TempDir(), Writable: settings.Writable, Force: os.Getenv(sandboxForceEnv)})
+	sb, more, err := newSandbox(sandboxConfig{Mode: mode, Cwd: cwd, Home: home, Temp: os.TempDir(), Writable: settings.Writable, ReadOnly: readOnly, Force: os.Getenv(sandboxForceEnv)})
 	switch {
 	case err != nil && flag != "":
 		return nil, nil, usageError{err.Error()}
@@ -166,7 +171,12 @@ type sandboxConfig struct {
 	Home     string   // $ZOT_HOME: hidden
 	Temp     string   // the temp directory: writable
 	Writable []string // sandbox_writable
-	Force    string   // ZOT_SANDBOX_FORCE (see sandboxForceEnv)
+	// ReadOnly are paths that configure or are run by programs outside the
+	// sandbox (the project's .zot/, .claude/, .mcp.json, .git/hooks, the
+	// scripts its programs name): those inside the writable set stay
+	// read-only to commands and to write and edit.
+	ReadOnly []string
+	Force    string // ZOT_SANDBOX_FORCE (see sandboxForceEnv)
 }
 
 // newSandbox resolves a mode: the writable set is the working directory,
@@ -222,6 +232,11 @@ func newSandbox(c sandboxConfig) (sb *Sandbox, notes []string, err error) {
 		}
 		sb.writable = appendUnique(sb.writable, real)
 	}
+	for _, p := range c.ReadOnly {
+		if real, err := followPath(filepath.Clean(p)); err == nil && sb.isWritable(real) {
+			sb.readOnly = appendUnique(sb.readOnly, real)
+		}
+	}
 	if err := sb.choosePath(c.Force); err != nil {
 		return nil, nil, fmt.Errorf("sandbox %s is not available here: %w", mode, err)
 	}
@@ -242,12 +257,6 @@ func appendUnique(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-// within reports whether path is dir or lies beneath it; both are clean
-// and absolute.
-func within(path, dir string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
 // Mode is the sandbox's mode; a nil sandbox is off.
@@ -282,6 +291,9 @@ func (sb *Sandbox) isWritable(real string) bool {
 	return false
 }
 
+// Hidden are $ZOT_HOME as written and as resolved.
+func (sb *Sandbox) Hidden() []string { return sb.hidden }
+
 // CheckRead refuses the read tool what commands cannot read: $ZOT_HOME.
 // real is the path with its symlinks resolved.
 func (sb *Sandbox) CheckRead(real string) error {
@@ -292,7 +304,9 @@ func (sb *Sandbox) CheckRead(real string) error {
 }
 
 // CheckWrite refuses write and edit a path commands could not write
-// either. real is the path with its symlinks resolved.
+// either, and the paths kept read-only (whether commands can write them
+// or not: see docs/sandbox.md). real is the path with its symlinks
+// resolved.
 func (sb *Sandbox) CheckWrite(real string) error {
 	if err := sb.CheckRead(real); err != nil {
 		return err
@@ -300,7 +314,20 @@ func (sb *Sandbox) CheckWrite(real string) error {
 	if !sb.isWritable(real) {
 		return fmt.Errorf("%s is outside the directories the sandbox lets zot write (sandbox %s: %s); %s", real, sb.mode, strings.Join(sb.writable, ", "), sb.widenHint())
 	}
+	if p := sb.readOnlyAt(real); p != "" {
+		return fmt.Errorf("%s is read-only in the sandbox (sandbox %s): %s configures or is run by programs that run outside it (validators, hooks, MCP servers, extensions, git); change it yourself, or run zot with --sandbox off", real, sb.mode, p)
+	}
 	return nil
+}
+
+// readOnlyAt is the read-only path real lies in, or "".
+func (sb *Sandbox) readOnlyAt(real string) string {
+	for _, p := range sb.readOnly {
+		if within(real, p) {
+			return p
+		}
+	}
+	return ""
 }
 
 // widenHint names the setting that would let a write through.

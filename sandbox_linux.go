@@ -109,6 +109,9 @@ type launchPolicy struct {
 	ABI      int         `json:"abi"`
 	Hidden   []string    `json:"hidden"`
 	Writable []string    `json:"writable"`
+	// ReadOnly (namespaces path) are bound read-only over themselves,
+	// those that exist.
+	ReadOnly []string `json:"read_only,omitempty"`
 	// Probe: set everything up, then exit 0 without starting anything.
 	Probe bool `json:"probe,omitempty"`
 	// Wait: set everything up, then read the command (a JSON list of
@@ -180,7 +183,11 @@ func forceNote(force string) string {
 
 // policy is what the launcher needs for sb.
 func (sb *Sandbox) policy() launchPolicy {
-	return launchPolicy{Mode: sb.mode, Path: sb.path, ABI: sb.abi, Hidden: sb.hidden, Writable: sb.writable}
+	pol := launchPolicy{Mode: sb.mode, Path: sb.path, ABI: sb.abi, Hidden: sb.hidden, Writable: sb.writable}
+	if sb.path == pathNamespaces {
+		pol.ReadOnly = sb.readOnly
+	}
+	return pol
 }
 
 // confine turns spec into the launcher's command line, which sets the
@@ -525,12 +532,56 @@ func setUpNamespaces(pol launchPolicy) error {
 	if err := syscall.Mount("tmpfs", home, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=4k,mode=000"); err != nil {
 		return fmt.Errorf("hide $ZOT_HOME %s: %w", home, err)
 	}
+	for _, p := range pol.ReadOnly {
+		if err := bindReadOnly(p); err != nil {
+			return fmt.Errorf("keep %s read-only: %w", p, err)
+		}
+	}
+	// The working directory was entered before the mounts: a mount made
+	// over a directory above it (a pin) leaves it in the tree beneath, where
+	// a read-only bind made after the pin is not. Entering it again by
+	// name puts it under every mount.
+	if wd, err := os.Getwd(); err == nil {
+		if err := syscall.Chdir(wd); err != nil {
+			return fmt.Errorf("enter %s again after the mounts: %w", wd, err)
+		}
+	}
 	if pol.Mode.offline() {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("bring up the loopback of the new network namespace: %w", err)
 		}
 	}
 	return nil
+}
+
+// bindReadOnly binds path (a file or a directory, if it exists) over
+// itself and makes that mount read-only: nothing beneath it can be
+// written, and, a mount point, it cannot be renamed or removed. The
+// remount keeps the flags the kernel locks on a mount inherited from
+// another user namespace.
+func bindReadOnly(path string) error {
+	if _, err := os.Lstat(path); err != nil {
+		return nil // made later: the trust digest is what covers it
+	}
+	if err := syscall.Mount(path, path, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return err
+	}
+	const stRelatime = 4096
+	flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY)
+	// statfs's ST_* bits, and the MS_* flag each stands for.
+	for bit, ms := range map[int64]uintptr{
+		2: syscall.MS_NOSUID, 4: syscall.MS_NODEV, 8: syscall.MS_NOEXEC,
+		1024: syscall.MS_NOATIME, 2048: syscall.MS_NODIRATIME, stRelatime: syscall.MS_RELATIME,
+	} {
+		if int64(st.Flags)&bit != 0 {
+			flags |= ms
+		}
+	}
+	return syscall.Mount("", path, "", flags, "")
 }
 
 // pathsBetween lists, outermost first, the directories on the way to

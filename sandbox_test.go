@@ -158,14 +158,14 @@ func TestSandboxSettingsFromConfig(t *testing.T) {
 	// A file zot cannot read may be asking for a sandbox: refuse rather
 	// than run unconfined, unless the flag says what to do.
 	write(`{"sandbox": "workspace",`)
-	if _, _, err := sandboxFromSettings("", t.TempDir(), home); err == nil || !strings.Contains(err.Error(), "--sandbox") {
+	if _, _, err := sandboxFromSettings("", t.TempDir(), home, nil); err == nil || !strings.Contains(err.Error(), "--sandbox") {
 		t.Errorf("broken config: %v", err)
 	}
-	if sb, _, err := sandboxFromSettings("off", t.TempDir(), home); err != nil || sb != nil {
+	if sb, _, err := sandboxFromSettings("off", t.TempDir(), home, nil); err != nil || sb != nil {
 		t.Errorf("broken config with --sandbox off: %v %v", sb, err)
 	}
 	write(`{"sandbox": "strict"}`)
-	if _, _, err := sandboxFromSettings("", t.TempDir(), home); err == nil || !strings.Contains(err.Error(), "config.json") {
+	if _, _, err := sandboxFromSettings("", t.TempDir(), home, nil); err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Errorf("unknown mode in config: %v", err)
 	}
 }

@@ -117,7 +117,7 @@ func LoadSkills(home, cwd string, log func(string, ...any), extra ...skillRoot) 
 // with the same name are a mistake worth reporting; the first by directory
 // name is kept.
 func loadSkillRoot(r skillRoot, log func(string, ...any)) []Skill {
-	entries, err := os.ReadDir(r.dir)
+	entries, err := readUntrustedDir(r.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -135,21 +135,12 @@ func loadSkillRoot(r skillRoot, log func(string, ...any)) []Skill {
 			continue
 		}
 		path := filepath.Join(dir, "SKILL.md")
-		st, err := os.Stat(path)
+		data, err := readUntrustedFile(path, skillMaxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err == nil && !st.Mode().IsRegular() {
-			err = errors.New("not a regular file")
-		} else if err == nil && st.Size() > skillMaxFileBytes {
-			err = fmt.Errorf("%d bytes; a SKILL.md may be at most %d", st.Size(), skillMaxFileBytes)
-		}
-		var data []byte
-		if err == nil {
-			data, err = os.ReadFile(path)
-		}
 		if err != nil {
-			log("skipped skill %s: %v", path, err)
+			log("skipped skill %v", err)
 			continue
 		}
 		s, err := parseSkill(path, data)

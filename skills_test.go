@@ -363,7 +363,7 @@ func TestSkillDiscoveryReportsAndSkipsBadFiles(t *testing.T) {
 	want := []string{
 		"skipped skill " + filepath.Join(bad, "SKILL.md") + ":4: a tab in the indentation",
 		"skipped skill " + filepath.Join(root, "c-dup", "SKILL.md") + `: name "good2" is already used by ` + filepath.Join(root, "b-dup", "SKILL.md"),
-		"skipped skill " + filepath.Join(root, "dir-named-skill", "SKILL.md") + ": not a regular file",
+		"skipped skill " + filepath.Join(root, "dir-named-skill", "SKILL.md") + ": a directory, not a regular file",
 	}
 	if len(logs) != len(want) {
 		t.Fatalf("logs = %q", logs)

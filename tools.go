@@ -213,10 +213,10 @@ const (
 // on. The TUI flips the jail with /jail and /unjail while tools may run,
 // so the flag is atomic; Cwd does not change after NewToolEnv.
 //
-// The jail keeps read, write and edit inside Cwd. It guards against a
-// model's mistakes, not against a hostile local process: a symlink swapped
-// between the check and the use is not caught, and bash is not jailed at
-// all, since a shell can reach any path anyway.
+// The jail keeps read, write and edit inside Cwd, after every symlink:
+// the tools open what the jail judged (tools_open.go), so a symlink
+// swapped in between does not lead them out. bash is not jailed at all,
+// since a shell can reach any path anyway.
 //
 // The bash tool's spill files (the full output of a long command, which
 // the model may read later in the session) belong to the ToolEnv: Close
@@ -247,6 +247,9 @@ type CommandSandbox interface {
 	// commands, saying which setting would allow it.
 	CheckRead(real string) error
 	CheckWrite(real string) error
+	// Hidden are the directories nothing may reach ($ZOT_HOME): the file
+	// tools never enter them, by whatever name (tools_open.go).
+	Hidden() []string
 	// Explain returns a note on a failed command's output when it shows
 	// the sandbox refused something, else "".
 	Explain(output string) string
@@ -327,57 +330,10 @@ func BuiltinTools(env *ToolEnv) []Tool {
 	return []Tool{readTool{env}, writeTool{env}, editTool{env}, bashTool{env}}
 }
 
-// resolve turns a tool's path argument into the path the tool works on:
-// absolute, with every symlink followed. A dangling link as the last
-// element is followed too, so write and edit change the file a link points
-// to instead of replacing the link, and the jail judges the same path the
-// tool then uses.
-func (e *ToolEnv) resolve(p string) (string, error) {
-	abs := p
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(e.Cwd, abs)
-	}
-	real, err := followPath(filepath.Clean(abs))
-	if err != nil {
-		return "", fmt.Errorf("resolve path %s: %w", p, err)
-	}
-	if e.Jailed() {
-		root, err := filepath.EvalSymlinks(e.Cwd)
-		if err != nil {
-			root = filepath.Clean(e.Cwd)
-		}
-		if real != root && root != "/" && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-			hint := ""
-			if e.JailHint != "" {
-				hint = "; " + e.JailHint
-			}
-			return "", fmt.Errorf("path %s is outside the working directory (the jail is on%s)", p, hint)
-		}
-	}
-	return real, nil
-}
-
-// resolveFor is resolve for a tool that reads (write false) or writes
-// the path: the sandbox, when there is one, has its say too.
-func (e *ToolEnv) resolveFor(p string, write bool) (string, error) {
-	real, err := e.resolve(p)
-	switch {
-	case err != nil:
-		return "", err
-	case e.Sandbox == nil:
-	case write:
-		err = e.Sandbox.CheckWrite(real)
-	default:
-		err = e.Sandbox.CheckRead(real)
-	}
-	if err != nil {
-		return "", fmt.Errorf("path %s: %w", p, err)
-	}
-	return real, nil
-}
-
 // followPath resolves the symlinks of the deepest part of abs that exists
-// and keeps the rest, which a write is about to create, as it is.
+// and keeps the rest, which a write is about to create, as it is. It is
+// for messages (the sandbox's notes): the tools open paths through
+// tools_open.go, which checks what it opens.
 func followPath(abs string) (string, error) {
 	for hops := 0; hops < 40; hops++ {
 		dir, rest := abs, ""
@@ -552,25 +508,18 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if limit == 0 || limit > readMaxLines {
 		limit = readMaxLines
 	}
-	real, err := t.env.resolveFor(p, false)
-	if err != nil {
-		return errorResult("%v", err)
-	}
-	info, err := os.Stat(real)
+	// openRead opens only a regular file: a FIFO or a device could block
+	// or never end.
+	f, info, err := t.env.openRead(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return errorResult("read %s: no such file (relative paths start at %s)", p, t.env.Cwd)
 	case err != nil:
-		return errorResult("read %s: %v", p, err)
+		return errorResult("%v", err)
 	case info.IsDir():
 		return errorResult("read %s: it is a directory; list it with bash (e.g. ls -la %s)", p, p)
-	case !info.Mode().IsRegular():
-		// Opening a FIFO or device could block or never end.
+	case f == nil:
 		return errorResult("read %s: not a regular file (a device, pipe or socket); inspect it with bash", p)
-	}
-	f, err := os.Open(real)
-	if err != nil {
-		return errorResult("read %s: %v", p, err)
 	}
 	defer f.Close()
 
@@ -769,29 +718,24 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	if ctx.Err() != nil {
 		return errorResult("write %s: aborted before writing", p)
 	}
-	real, err := t.env.resolveFor(p, true)
+	w, err := t.env.openWrite(p)
 	if err != nil {
 		return errorResult("%v", err)
 	}
-	info, err := os.Stat(real)
-	switch {
-	case err == nil && info.IsDir():
+	defer w.Close()
+	switch info := w.Info; {
+	case info != nil && info.IsDir():
 		return errorResult("write %s: it is a directory; choose a file path inside it", p)
-	case err == nil && !info.Mode().IsRegular():
+	case info != nil && !info.Mode().IsRegular():
 		// Renaming over a device or FIFO would replace it, not write to it.
 		return errorResult("write %s: not a regular file (a device, pipe or socket); use bash to write to it", p)
-	case err == nil:
-		if err := replaceFile(real, []byte(content), info); err != nil {
+	case info != nil:
+		if err := w.Replace([]byte(content)); err != nil {
 			return errorResult("write %s: %v (the file is unchanged)", p, err)
 		}
 		return textResult(fmt.Sprintf("Wrote %d bytes to %s (replaced)", len(content), p))
-	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-		return errorResult("write %s: %v", p, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-		return errorResult("write %s: create parent directories: %v", p, err)
-	}
-	if err := writeFileAtomic(real, []byte(content), 0o644); err != nil {
+	if err := w.Create([]byte(content), 0o644); err != nil {
 		return errorResult("write %s: %v (the file is unchanged)", p, err)
 	}
 	return textResult(fmt.Sprintf("Wrote %d bytes to %s (new file)", len(content), p))
@@ -807,16 +751,26 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 // would leave the other names with the old text, and writing in place
 // could leave a half-written file (or change a shared store's copy).
 func replaceFile(path string, data []byte, old fs.FileInfo) error {
+	owner, mode, err := replacement(old)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, data, mode, owner)
+}
+
+// replacement is the owner and mode a file replacing old keeps, or why
+// old must not be replaced (replaceFile).
+func replacement(old fs.FileInfo) (*fileOwner, fs.FileMode, error) {
 	st, ok := old.Sys().(*syscall.Stat_t)
 	if !ok { // the owner is unknown, so it cannot be kept
-		return writeAtomic(path, data, keptMode(old)&^(fs.ModeSetuid|fs.ModeSetgid), nil)
+		return nil, keptMode(old) &^ (fs.ModeSetuid | fs.ModeSetgid), nil
 	}
 	if links := uint64(st.Nlink); links > 1 {
-		return fmt.Errorf("it has %d hard links, and replacing it would give only this name the new text; "+
+		return nil, 0, fmt.Errorf("it has %d hard links, and replacing it would give only this name the new text; "+
 			"to change every name, write in place with bash (cat > FILE); to change only this one, copy it first "+
 			"with bash (cp -p FILE FILE.new && mv FILE.new FILE) and retry", links)
 	}
-	return writeAtomic(path, data, keptMode(old), &fileOwner{uid: int(st.Uid), gid: int(st.Gid)})
+	return &fileOwner{uid: int(st.Uid), gid: int(st.Gid)}, keptMode(old), nil
 }
 
 // keptMode is the part of a file's mode that a replacement keeps.

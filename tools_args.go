@@ -62,8 +62,9 @@ type WriteArgs struct {
 func ParseWriteArgs(raw json.RawMessage) (WriteArgs, error) {
 	a := parseToolArgs(ToolWrite, raw)
 	a.require("path")
+	w := WriteArgs{Path: a.str("path")}
 	a.require("content")
-	w := WriteArgs{Path: a.str("path"), Content: a.str("content")}
+	w.Content = a.str("content")
 	switch {
 	case a.err != nil:
 		return w, a.err
@@ -150,4 +151,22 @@ func ParseSkillArgs(raw json.RawMessage) (SkillArgs, error) {
 	a.require("name")
 	s := SkillArgs{Name: strings.TrimSpace(a.str("name"))}
 	return s, a.err
+}
+
+// builtinPath is the path a read, write or edit call names, as its tool
+// reads it, also when the call's other arguments are wrong; "" when it
+// names none.
+func builtinPath(call ToolCall) string {
+	switch call.Name {
+	case ToolRead:
+		a, _ := ParseReadArgs(call.Args)
+		return a.Path
+	case ToolWrite:
+		a, _ := ParseWriteArgs(call.Args)
+		return a.Path
+	case ToolEdit:
+		a, _ := ParseEditArgs(call.Args)
+		return a.Path
+	}
+	return ""
 }

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -50,16 +47,14 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if ctx.Err() != nil {
 		return errorResult("edit %s: aborted before editing", p)
 	}
-	real, err := t.env.resolveFor(p, true)
+	w, err := t.env.openWrite(p)
 	if err != nil {
 		return errorResult("%v", err)
 	}
-	info, err := os.Stat(real)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	defer w.Close()
+	switch info := w.Info; {
+	case info == nil:
 		return errorResult("edit %s: no such file (relative paths start at %s); create it with write", p, t.env.Cwd)
-	case err != nil:
-		return errorResult("edit %s: %v", p, err)
 	case info.IsDir():
 		return errorResult("edit %s: it is a directory", p)
 	case !info.Mode().IsRegular():
@@ -67,7 +62,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	case info.Size() > editMaxBytes:
 		return errorResult("edit %s: the file is %s, above the %s edit handles; change it with bash (e.g. sed)", p, sizeString(info.Size()), sizeString(editMaxBytes))
 	}
-	data, err := os.ReadFile(real)
+	data, err := w.ReadAll(editMaxBytes)
 	if err != nil {
 		return errorResult("edit %s: %v", p, err)
 	}
@@ -112,7 +107,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	}
 	ob.WriteString(text[endings.original(pos):])
 	out := ob.String()
-	if err := replaceFile(real, []byte(out), info); err != nil {
+	if err := w.Replace([]byte(out)); err != nil {
 		return errorResult("edit %s: %v (the file is unchanged)", p, err)
 	}
 	noun := "edits"

@@ -36,9 +36,14 @@ type trustEntry struct {
 	Command string   `json:"command"`         // the command line or URL as configured
 	Names   []string `json:"names,omitempty"` // environment variables or headers it sets (names only)
 	// Content is the SHA-256 of the files it runs that the project holds:
-	// an extension's manifest and exec file. A changed binary is a changed
-	// program.
+	// an extension's manifest and exec file, every project file its
+	// command line names (a script, an interpreter's argument). A changed
+	// file is a changed program.
 	Content string `json:"content,omitempty"`
+	// Files are the project files its command line names (absolute,
+	// symlinks resolved): the sandbox keeps them read-only. Their digests
+	// are in Content.
+	Files []string `json:"-"`
 }
 
 // Kinds of project programs.
@@ -343,8 +348,9 @@ docs/security.md says what trust covers.
 }
 
 // runTrustCommand is `zot trust`. collect lists what a directory would
-// run and the kinds it looked at (wire.go knows the plugins' sources).
-func runTrustCommand(args []string, collect func(dir string) ([]trustEntry, []string), stdin io.Reader, stdout, stderr io.Writer) int {
+// run, the kinds it looked at and the files it could not read (wire.go
+// knows the plugins' sources).
+func runTrustCommand(args []string, collect func(dir string) (entries []trustEntry, kinds, problems []string), stdin io.Reader, stdout, stderr io.Writer) int {
 	var yes, list, revoke bool
 	words, err := subcommandArgs(args, map[string]*bool{"--yes": &yes, "-y": &yes, "--list": &list, "--revoke": &revoke}, nil)
 	switch {
@@ -380,7 +386,10 @@ func runTrustCommand(args []string, collect func(dir string) ([]trustEntry, []st
 		fmt.Fprintf(stderr, "zot trust: %s is not a directory\n", sanitize(dir))
 		return exitUsage
 	}
-	entries, kinds := collect(dir)
+	entries, kinds, problems := collect(dir)
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "zot: %s\n", sanitize(p))
+	}
 	st := checkTrust(home, dir, entries, kinds)
 	if st.Warning != "" {
 		fmt.Fprintf(stderr, "zot: warning: %s\n", sanitize(st.Warning))

@@ -385,3 +385,41 @@ func TestTUITrustDialog(t *testing.T) {
 		})
 	}
 }
+
+// A collection of skills cloned to ~/.claude/skills/<repo>, or any other
+// repository under ~/.claude or $ZOT_HOME, opened as a project, is a
+// project: its MCP server, validator, extension and hook run only once
+// the user trusted it.
+func TestClonesUnderTheUsersDirectoriesRunNothingUntilTrusted(t *testing.T) {
+	t.Parallel()
+	for name, under := range map[string]string{
+		"~/.claude/skills/repo":  ".claude/skills/repo",
+		"~/.claude":              ".claude",
+		"$ZOT_HOME/plugins/repo": "zot/plugins/repo",
+		"$ZOT_HOME/extensions":   "zot/extensions/repo",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			z.env = append(z.env, "ZOT_HOME="+filepath.Join(z.home, "zot"))
+			z.cwd = filepath.Join(z.home, under)
+			os.MkdirAll(z.cwd, 0o755)
+			layTrustFixture(t, z.cwd)
+			_, stderr, code := z.run(append(anthropicFlags(bashThenDone(t)), "--claude-hooks", "-p", "hi")...)
+			z.run("mcp", "list")
+			if m := markers(z.cwd); code != 0 || len(m) > 0 || !strings.Contains(stderr, "not started") {
+				t.Fatalf("an untrusted clone under %s ran %v (exit %d)\n%s", name, m, code, stderr)
+			}
+			if _, _, code := z.run("trust", "--yes"); code != 0 {
+				t.Fatalf("zot trust --yes: exit %d", code)
+			}
+			if _, stderr, code := z.run(append(anthropicFlags(bashThenDone(t)), "--claude-hooks", "-p", "hi")...); code != 0 || strings.Contains(stderr, "not started") {
+				t.Fatalf("trusted: exit %d\n%s", code, stderr)
+			}
+			z.run("mcp", "list")
+			if m := markers(z.cwd); !slices.Equal(m, trustMarkers) {
+				t.Errorf("once trusted, the clone's programs should run: %v", m)
+			}
+		})
+	}
+}

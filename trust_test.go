@@ -122,7 +122,7 @@ func TestReloadDoesNotLoadAnExtensionAddedAfterTrust(t *testing.T) {
 		os.WriteFile(filepath.Join(d, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
 	}
 	writeExt("good")
-	entries, kinds := projectPrograms(home, dir, options{}, false)
+	entries, kinds, _ := projectPrograms(home, dir, options{}, false)
 	if len(entries) != 1 {
 		t.Fatalf("entries %+v", entries)
 	}
@@ -151,7 +151,7 @@ func TestProjectDisableAllHooksNeedsTrust(t *testing.T) {
 	home, dir := t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"disableAllHooks": true}`), 0o644)
-	entries, kinds := projectPrograms(home, dir, options{}, true)
+	entries, kinds, _ := projectPrograms(home, dir, options{}, true)
 	if len(entries) != 1 || entries[0].Name != "disableAllHooks" || !strings.Contains(entries[0].String(), "turns off every hook") {
 		t.Fatalf("entries: %+v", entries)
 	}
@@ -180,8 +180,9 @@ func TestUntrustedProjectCannotShadowAPluginServer(t *testing.T) {
 	}
 }
 
-// ~/.claude is the user's own, but the marketplaces Claude Code clones
-// under ~/.claude/plugins are other people's repositories.
+// The user's own are files, not trees: a repository under ~/.claude or
+// $ZOT_HOME (a marketplace Claude Code clones under ~/.claude/plugins, a
+// collection cloned to ~/.claude/skills) is other people's.
 func TestClaudePluginClonesAreNotTheUsers(t *testing.T) {
 	t.Parallel()
 	h, err := os.UserHomeDir()
@@ -190,11 +191,19 @@ func TestClaudePluginClonesAreNotTheUsers(t *testing.T) {
 	}
 	home := t.TempDir()
 	for path, want := range map[string]bool{
-		filepath.Join(home, "mcp.json"):                                          true,
-		filepath.Join(h, ".claude", "settings.json"):                             true,
-		filepath.Join(h, ".claude", "plugins", "marketplaces", "x", ".mcp.json"): false,
-		filepath.Join(h, ".claude-other", "settings.json"):                       false,
-		filepath.Join(t.TempDir(), ".claude", "settings.json"):                   false,
+		filepath.Join(home, "mcp.json"):                                           true,
+		filepath.Join(home, "validators.json"):                                    true,
+		filepath.Join(home, "extensions", "guard"):                                true,
+		filepath.Join(home, "extensions", "clone", ".mcp.json"):                   false,
+		filepath.Join(home, "plugins", "p", ".zot", "validators.json"):            false,
+		filepath.Join(h, ".claude", "settings.json"):                              true,
+		filepath.Join(h, ".claude", "settings.local.json"):                        true,
+		filepath.Join(h, ".claude", "skills", "repo", ".mcp.json"):                false,
+		filepath.Join(h, ".claude", "skills", "repo", ".claude", "settings.json"): false,
+		filepath.Join(h, ".claude", ".mcp.json"):                                  false,
+		filepath.Join(h, ".claude", "plugins", "marketplaces", "x", ".mcp.json"):  false,
+		filepath.Join(h, ".claude-other", "settings.json"):                        false,
+		filepath.Join(t.TempDir(), ".claude", "settings.json"):                    false,
 	} {
 		if got := userOwns(home, path); got != want {
 			t.Errorf("userOwns(%s) = %v", path, got)

@@ -232,7 +232,7 @@ func TestConfigIsPrivate(t *testing.T) {
 // reserves the TUI's names, whatever list of its own it keeps.
 func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	t.Parallel()
-	tui, _ := newTestTUI(t, 100, 30)
+	tui, _ := newUnwiredTestTUI(t, 100, 30)
 	names := tuiCommandNames()
 	if len(names) != len(builtinCommands()) || names[0] != "help" {
 		t.Fatalf("tuiCommandNames() = %q", names)
@@ -243,8 +243,12 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	}
 	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", agent: tui.agent,
 		opts: options{ext: []string{scriptedExt(t, "grabby", obj{"frames": frames})}, noExt: true, noMCP: true}}
+	tui.agent.Pipeline.AddToolGate(armedStage, s.armedGate) // as newSetup does
 	stop := s.plugTUI(tui)
 	defer stop()
+	if tui.Ext == nil {
+		t.Fatal("the TUI was not armed: see its notes")
+	}
 	var got []string
 	for _, c := range tui.Ext.Commands() {
 		got = append(got, c.Name)

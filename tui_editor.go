@@ -810,23 +810,22 @@ func atRefs(text string) []string {
 const attachLimit = 256 << 10
 
 // attachFile reads a file named by @path for the prompt: text as a block
-// that names it, images as image blocks. resolve applies the jail.
-func attachFile(ref string, resolve func(string) (string, error)) (Block, string, error) {
-	path, err := resolve(ref)
+// that names it, images as image blocks. env opens it as the read tool
+// does: the jail and the sandbox judge it, and what is read is what was
+// judged.
+func attachFile(ref string, env *ToolEnv) (Block, string, error) {
+	f, st, err := env.openRead(ref)
 	if err != nil {
 		return Block{}, "", err
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return Block{}, "", err
-	}
-	if !st.Mode().IsRegular() {
+	if f == nil {
 		return Block{}, "", fmt.Errorf("@%s is not a regular file", ref)
 	}
+	defer f.Close()
 	if st.Size() > attachLimit {
 		return Block{}, "", fmt.Errorf("@%s is %s, more than the %s an attachment may be; ask the model to read it instead", ref, sizeString(st.Size()), sizeString(attachLimit))
 	}
-	data, err := os.ReadFile(path)
+	data, err := readUntrustedOpen(f, "@"+ref, attachLimit)
 	if err != nil {
 		return Block{}, "", err
 	}

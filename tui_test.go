@@ -15,8 +15,19 @@ import (
 )
 
 // newTestTUI is a TUI drawing into a vt of the given size, with no
-// terminal, no provider and a private ZOT_HOME.
+// terminal, no provider and a private ZOT_HOME; its gates are set as
+// the wiring sets them.
 func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
+	tui, v := newUnwiredTestTUI(t, width, height)
+	yolo, confirm := tui.Gates()
+	tui.agent.Pipeline.AddToolGate(YoloStage, yolo)
+	tui.agent.Pipeline.SetConfirm(confirm)
+	return tui, v
+}
+
+// newUnwiredTestTUI is newTestTUI without its gates, for tests that wire
+// it as main does.
+func newUnwiredTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	home, cwd := t.TempDir(), t.TempDir()
 	env := NewToolEnv(cwd, false)
 	reg := NewToolRegistry()
@@ -26,9 +37,6 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	tui := newTUI(cfg, v)
 	tui.width, tui.height = width, height
 	tui.scr.height = height
-	yolo, confirm := tui.Gates()
-	tui.agent.Pipeline.AddToolGate(YoloStage, yolo)
-	tui.agent.Pipeline.SetConfirm(confirm)
 	t.Cleanup(tui.cancel)
 	return tui, v
 }
@@ -895,7 +903,7 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 	if tui.ed.text() != "look at @src/main.go " {
 		t.Errorf("chosen = %q", tui.ed.text())
 	}
-	b, desc, err := attachFile("src/main.go", tui.cfg.ToolEnv.resolve)
+	b, desc, err := attachFile("src/main.go", tui.cfg.ToolEnv)
 	if err != nil || !strings.Contains(b.Text, "package main") || desc != "@src/main.go (1 lines)" {
 		t.Errorf("attach = %+v %q %v", b, desc, err)
 	}
@@ -903,7 +911,7 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 		t.Errorf("refs = %q", refs)
 	}
 	tui.cfg.ToolEnv.SetJail(true)
-	if _, _, err := attachFile("/etc/hostname", tui.cfg.ToolEnv.resolve); err == nil {
+	if _, _, err := attachFile("/etc/hostname", tui.cfg.ToolEnv); err == nil {
 		t.Errorf("the jail let an outside file be attached")
 	}
 }

@@ -37,7 +37,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	var files []Block
 	var attached []string
 	for _, ref := range atRefs(q.text) {
-		b, desc, err := attachFile(ref, t.cfg.ToolEnv.resolve)
+		b, desc, err := attachFile(ref, t.cfg.ToolEnv)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				attached = append(attached, "not attached: "+err.Error())

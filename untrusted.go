@@ -1,7 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
 	"strings"
+	"syscall"
+	"time"
 	"unicode/utf8"
 )
 
@@ -11,6 +19,11 @@ import (
 // sanitizer for text that arrives in pieces) and one cut (utf8Prefix, and
 // truncate, which marks it). zot's renderer is the only code that writes
 // escape sequences; nothing that leaves here holds one.
+//
+// Files from outside — a repository's configuration and context files —
+// are read here too (readUntrustedFile, readUntrustedDir): bounded in
+// size and time, and never a FIFO or a device that could hang zot or
+// fill its memory.
 
 // sanitize returns s safe to write to a terminal, keeping line breaks and
 // tabs; sanitizer says what becomes of the rest.
@@ -298,4 +311,109 @@ func utf8Prefix[T ~string | ~[]byte](s T, n int) T {
 		}
 	}
 	return s
+}
+
+// untrustedReadTime bounds the reading of one file from outside: a
+// regular file on a slow or hostile file system must not hold zot's
+// start-up.
+const untrustedReadTime = 5 * time.Second
+
+// readUntrustedFile reads a file that zot does not control — a
+// repository's .mcp.json, validators.json, extension.json, settings,
+// skills, templates, context files: a regular file only, at most limit
+// bytes, within untrustedReadTime. A FIFO, a device or a socket is
+// refused with the file named, never waited on nor read: the type is
+// looked at before the open, the open does not block, and what was
+// opened is checked again. A missing file is an error that satisfies
+// errors.Is(err, fs.ErrNotExist). The time limit is checked between
+// reads: a single read that a hung network file system never answers
+// is not cut short.
+func readUntrustedFile(path string, limit int64) ([]byte, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, pathErrorReason(err))
+	} else if err := wantRegular(path, st); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, pathErrorReason(err))
+	}
+	defer f.Close()
+	return readUntrustedOpen(f, path, limit)
+}
+
+// readUntrustedOpen is readUntrustedFile for a file already opened (by
+// the file tools' checked open); name is how errors call it.
+func readUntrustedOpen(f *os.File, name string, limit int64) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, pathErrorReason(err))
+	}
+	if err := wantRegular(name, st); err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d zot reads of it", name, st.Size(), limit)
+	}
+	deadline := time.Now().Add(untrustedReadTime)
+	out := make([]byte, 0, min(st.Size(), limit)+1)
+	chunk := make([]byte, 32<<10)
+	r := io.LimitReader(f, limit+1)
+	for {
+		n, err := r.Read(chunk)
+		out = append(out, chunk[:n]...)
+		switch {
+		case int64(len(out)) > limit:
+			return nil, fmt.Errorf("%s: more than the %d bytes zot reads of it", name, limit)
+		case err == io.EOF:
+			return out, nil
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", name, pathErrorReason(err))
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("%s: not read within %s", name, untrustedReadTime)
+		}
+	}
+}
+
+// wantRegular refuses what is not a regular file, naming what it is.
+func wantRegular(name string, st fs.FileInfo) error {
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch m := st.Mode(); {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return fmt.Errorf("%s: %s, not a regular file (zot does not read it)", name, what)
+}
+
+// pathErrorReason is the reason of an *fs.PathError without the
+// operation and path it repeats.
+func pathErrorReason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// readUntrustedDir lists a directory that zot does not control, sorted
+// by name, as os.ReadDir does — but a FIFO in its place is refused, not
+// waited on.
+func readUntrustedDir(path string) ([]fs.DirEntry, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err // ENOTDIR for a FIFO, which is not opened
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, err
 }

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 )
@@ -187,5 +193,44 @@ func BenchmarkSanitize(b *testing.B) {
 				sanitize(c.text)
 			}
 		})
+	}
+}
+
+func TestReadUntrustedFileRefusesWhatIsNotABoundedRegularFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	os.WriteFile(path("ok"), []byte("fine"), 0o644)
+	os.WriteFile(path("big"), make([]byte, 101), 0o644)
+	syscall.Mkfifo(path("fifo"), 0o644)
+	os.Symlink("/dev/zero", path("zero"))
+	os.Mkdir(path("dir"), 0o755)
+	ln, err := net.Listen("unix", path("sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for name, want := range map[string]string{
+		"ok":      "",
+		"big":     "101 bytes, more than the 100 zot reads of it",
+		"fifo":    "a FIFO, not a regular file",
+		"zero":    "a device, not a regular file",
+		"dir":     "a directory, not a regular file",
+		"sock":    "a socket, not a regular file",
+		"missing": "no such file or directory",
+	} {
+		b, err := readUntrustedFile(path(name), 100)
+		switch {
+		case want == "" && (err != nil || string(b) != "fine"):
+			t.Errorf("%s: %q, %v", name, b, err)
+		case want != "" && (err == nil || !strings.HasPrefix(err.Error(), path(name)+": "+want)):
+			t.Errorf("%s: error %v, want %q", name, err, want)
+		}
+	}
+	if _, err := readUntrustedFile(path("missing"), 100); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file is not fs.ErrNotExist: %v", err)
+	}
+	if _, err := readUntrustedDir(path("fifo")); err == nil {
+		t.Error("readUntrustedDir listed a FIFO")
 	}
 }

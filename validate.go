@@ -32,6 +32,10 @@ type Validator struct {
 	Env      []string      `json:"env,omitempty"`      // variables passed in params.env
 	Timeout  time.Duration `json:"-"`
 	Source   string        `json:"source"` // the validators.json it came from
+	// Check, when set, is asked before every start: an error (the program
+	// or a file it runs changed since it was trusted) is a failure, and so
+	// an ask, and nothing is started.
+	Check func() error `json:"-"`
 }
 
 const (
@@ -78,7 +82,7 @@ func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 			continue
 		}
 		if err != nil {
-			warn(fmt.Sprintf("%s: %v; no validator from this file applies", path, err))
+			warn(fmt.Sprintf("%v; no validator from this file applies", err))
 			continue
 		}
 		vs = append(vs, parseValidators(path, data, warn)...)
@@ -87,19 +91,7 @@ func loadValidatorFiles(files []string, warn func(msg string)) []Validator {
 }
 
 func readValidatorFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, validatorMaxConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > validatorMaxConfig {
-		return nil, fmt.Errorf("larger than %d bytes", validatorMaxConfig)
-	}
-	return data, nil
+	return readUntrustedFile(path, validatorMaxConfig)
 }
 
 // parseValidators reads the entries of one validators.json.
@@ -349,6 +341,11 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 		how := validatorText(fmt.Sprintf(format, args...))
 		return ValidatorReply{Status: DecisionAsk, Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
 	}
+	if v.Check != nil {
+		if err := v.Check(); err != nil {
+			return failed("%v", err)
+		}
+	}
 	req, err := json.Marshal(validateRequest{JSONRPC: "2.0", ID: 1, Method: "validateCommand", Params: p})
 	if err != nil {
 		return failed("encode the request: %v", err)
@@ -592,7 +589,7 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 		r.Decision = WorseDecision(r.Decision, a.Status)
 	}
 	for _, a := range r.Rules {
-		r.Decision = WorseDecision(r.Decision, GateDecision(a.Status))
+		r.Decision = WorseDecision(r.Decision, a.Status)
 	}
 	return r
 }
@@ -602,8 +599,9 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 var ValidatorStage = Stage{Name: "validators", Order: OrderPolicy}
 
 // ValidatorGate is the ToolGate that asks the validators about bash calls;
-// other tools pass. It runs at ValidatorStage. PermissionGate is the same
-// gate with the permission rules beside the validators.
+// other tools pass, and so does everything when there are no validators.
+// PermissionGate is the same gate with the permission rules beside the
+// validators.
 func ValidatorGate(vs []Validator, cwd string) ToolGate {
 	return PermissionGate(vs, nil, cwd)
 }
@@ -644,15 +642,15 @@ func (r ValidationReport) gateResult() GateResult {
 		if !seen {
 			sources = append(sources, a.Source)
 		}
-		if !seen || WorseDecision(GateDecision(w.Status), GateDecision(a.Status)) != GateDecision(w.Status) {
+		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
 			worstRule[a.Source] = a
 		}
 	}
 	for _, src := range sources {
 		a := worstRule[src]
 		why := r.explainRule(a)
-		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: GateDecision(a.Status), Reason: why, AllowEnds: r.defaultAsk(src)})
-		if GateDecision(a.Status) == DecisionDeny {
+		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: a.Status, Reason: why, AllowEnds: r.defaultAsk(src)})
+		if a.Status == DecisionDeny {
 			denials = append(denials, "denied by "+why)
 		}
 	}

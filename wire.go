@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path"
@@ -95,7 +96,8 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	s.cwd = abs
 	hooksOn, _ := hooksEnabled(o.claudeHooks, s.home) // startHooks reports a bad setting
-	entries, kinds := projectPrograms(s.home, s.cwd, o, hooksOn)
+	// Each plugin reports the files it cannot read when it loads them.
+	entries, kinds, _ := projectPrograms(s.home, s.cwd, o, hooksOn)
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
 	cfg, err := loadConfig(s.home)
@@ -144,7 +146,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
 	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
-	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home)
+	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, sandboxProtected(s.cwd, s.trust.Entries))
 	if err != nil {
 		return nil, err
 	}
@@ -749,10 +751,15 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		project[f] = !userOwns(s.home, f) && !slices.ContainsFunc(s.opts.mcpConfigs, func(c string) bool { abs, _ := filepath.Abs(c); return abs == f })
 	}
 	for i, c := range servers {
-		if project[c.Source] && !c.Untrusted && !c.Disabled && !s.approved(mcpTrustEntry(c, s.cwd)) {
+		if !project[c.Source] || c.Untrusted || c.Disabled {
+			continue
+		}
+		if !s.approved(mcpTrustEntry(c, s.cwd)) {
 			servers[i].Untrusted = true
 			s.agent.logf("MCP server %q (%s) is new or changed since this directory was trusted: not started (zot trust %s)", c.Name, relTo(s.cwd, c.Source), s.cwd)
+			continue
 		}
+		servers[i].Verify = func() error { return s.stillTrusted(mcpTrustEntry(c, s.cwd), fmt.Sprintf("MCP server %q", c.Name)) }
 	}
 	for _, c := range servers {
 		if c.Untrusted || c.Disabled {
@@ -825,6 +832,18 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 		onNote("warn", "hooks: "+err.Error())
 	}
 	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	project := map[string]bool{}
+	cfg.Verify = func(file string) error {
+		if !project[file] {
+			return nil
+		}
+		for _, e := range hookTrustEntries(file, s.cwd, nil) {
+			if err := s.stillTrusted(e, fmt.Sprintf("hook %q (%s)", e.Name, e.Source)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if on {
 		userHome, _ := os.UserHomeDir()
 		for _, f := range hookSettingsFiles(s.cwd, userHome) {
@@ -835,10 +854,11 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 			if !s.projectOK {
 				continue
 			}
-			if slices.ContainsFunc(hookTrustEntries(f, s.cwd), func(e trustEntry) bool { return !s.approved(e) }) {
+			if slices.ContainsFunc(hookTrustEntries(f, s.cwd, nil), func(e trustEntry) bool { return !s.approved(e) }) {
 				onNote("warn", fmt.Sprintf("hooks: %s changed since this directory was trusted: its hooks do not run (zot trust %s)", relTo(s.cwd, f), s.cwd))
 				continue
 			}
+			project[f] = true
 			cfg.Files = append(cfg.Files, f)
 		}
 	}
@@ -868,7 +888,7 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 }
 
 // guardTools adds the command validators and the permission rules, one
-// gate, to the tool gates (they run after the extensions and the hooks,
+// stage, to the tool gates (they run after the extensions and the hooks,
 // seeing the call as those left it) and, unless --no-audit, the audit log,
 // last of the after-tool stages.
 // Problems go to the agent's log.
@@ -882,12 +902,21 @@ func (s *setup) guardTools() {
 		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
 		return true
 	})
+	for i, v := range vs {
+		if v.Source == project && !userOwns(s.home, project) {
+			vs[i].Check = func() error {
+				return s.stillTrusted(validatorTrustEntry(v, s.cwd), fmt.Sprintf("validator %q", v.Name))
+			}
+		}
+	}
 	rules := LoadPermissionRules(s.permissionSources(func(l PermissionLoosening) bool {
 		return s.approved(rulesTrustEntry(l, s.cwd))
 	}))
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
+	// The stage is there with nothing to check too: every mode's pipeline
+	// holds it (requiredStages), and it passes every call.
 	s.agent.Pipeline.AddToolGate(ValidatorStage, PermissionGate(vs, rules, s.cwd))
 	if !s.opts.noAudit {
 		s.agent.Pipeline.AddAfterTool(AuditStage, s.auditHook())
@@ -903,7 +932,7 @@ func (s *setup) permissionSources(approved func(PermissionLoosening) bool) Permi
 	return src
 }
 
-// auditHook is the AfterToolExecute hook that records every tool call. A log
+// auditHook is the audit stage that records every tool call. A log
 // that cannot be written is reported once and does not stop the tools.
 func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 	l := &AuditLog{
@@ -963,7 +992,7 @@ func (s *setup) prompts(onNote func(msg string)) *Prompts {
 		Reserved:       tuiCommandNames(),
 		ProjectTrusted: s.templateTrusted,
 		KnownModel:     func(id string) bool { return lookupModel(s.provider, id).Known },
-		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv.resolve) },
+		Attach:         func(ref string) (Block, string, error) { return attachFile(ref, s.toolEnv) },
 		OnNote:         onNote,
 	})
 }
@@ -1077,9 +1106,12 @@ func catchSIGPIPE() (stop func()) {
 // projectPrograms lists what the project in dir would run with these
 // options, and the kinds of program it looked at: MCP servers unless
 // --no-mcp, extensions unless --no-ext, validators, the !`command` lines
-// of prompt templates unless they are off, and hooks when they are on. Files of the user's own ($ZOT_HOME, ~/.claude) are not the
-// project's, even when the project directory holds them.
-func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trustEntry, kinds []string) {
+// of prompt templates unless they are off, and hooks when they are on.
+// Files of the user's own (userOwns) are not the project's, even when the
+// project directory holds them. problems name the project's files that
+// could not be read (a FIFO, a device, one too large): they define
+// nothing.
+func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trustEntry, kinds, problems []string) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -1087,7 +1119,10 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 		kinds = append(kinds, trustMCP)
 		files := mcpProjectFiles(dir)
 		slices.Reverse(files) // as --mcp-config files, the last given wins
-		servers, _ := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
+		servers, bad := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
+		for _, p := range bad {
+			problems = append(problems, "mcp: "+p.msg)
+		}
 		for _, c := range servers {
 			if !c.Disabled && !userOwns(home, c.Source) {
 				entries = append(entries, mcpTrustEntry(c, dir))
@@ -1097,6 +1132,9 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	if !o.noExt {
 		kinds = append(kinds, trustExtension)
 		for _, f := range discoverExtensions(home, dir, nil, false, func(f *extFound) bool { return f.Scope == "project" }) {
+			if f.Err != nil && !userOwns(home, f.Dir) {
+				problems = append(problems, "extension: "+f.Err.Error())
+			}
 			if f.Manifest != nil && f.Manifest.Enabled && !userOwns(home, f.Dir) {
 				entries = append(entries, extTrustEntry(f.Manifest, dir))
 			}
@@ -1104,10 +1142,14 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	}
 	kinds = append(kinds, trustValidator)
 	if path := filepath.Join(dir, ".zot", "validators.json"); !userOwns(home, path) {
-		if data, err := readValidatorFile(path); err == nil {
+		data, err := readValidatorFile(path)
+		switch {
+		case err == nil:
 			for _, v := range parseValidators(path, data, func(string) {}) {
 				entries = append(entries, validatorTrustEntry(v, dir))
 			}
+		case !errors.Is(err, fs.ErrNotExist):
+			problems = append(problems, err.Error())
 		}
 	}
 	if on, _ := promptsEnabled(o.noPrompts, home); on {
@@ -1129,11 +1171,11 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 		userHome, _ := os.UserHomeDir()
 		for _, path := range hookSettingsFiles(dir, userHome) {
 			if !userOwns(home, path) {
-				entries = append(entries, hookTrustEntries(path, dir)...)
+				entries = append(entries, hookTrustEntries(path, dir, func(msg string) { problems = append(problems, msg) })...)
 			}
 		}
 	}
-	return entries, kinds
+	return entries, kinds, problems
 }
 
 // relTo is path relative to the project directory dir.
@@ -1149,6 +1191,7 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 	e := trustEntry{Kind: trustMCP, Source: relTo(dir, c.Source), Name: c.Name}
 	if c.Type == "stdio" {
 		e.Command, e.Names = commandLine(append([]string{c.RawCommand}, c.RawArgs...)), sortedKeys(c.Env)
+		e = withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, append([]string{c.Command}, c.Args...)))
 	} else {
 		// The URL's query may carry a key: shown without it, covered
 		// whole by the digest.
@@ -1159,7 +1202,8 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 
 // validatorTrustEntry is a project validator as trust covers it.
 func validatorTrustEntry(v Validator, dir string) trustEntry {
-	return trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+	e := trustEntry{Kind: trustValidator, Source: relTo(dir, v.Source), Name: v.Name, Command: commandLine(v.Argv), Names: v.Env}
+	return withNamedFiles(e, dir, namedProjectFiles(dir, []string{filepath.Dir(v.Source), dir}, v.Argv))
 }
 
 // rulesTrustEntry is what a project's rules file would loosen, as trust
@@ -1169,10 +1213,15 @@ func rulesTrustEntry(l PermissionLoosening, dir string) trustEntry {
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
-// by its event, matcher and place.
-func hookTrustEntries(path, dir string) []trustEntry {
+// by its event, matcher and place. problem, unless nil, is told when the
+// file cannot be read.
+func hookTrustEntries(path, dir string, problem func(msg string)) []trustEntry {
 	var out []trustEntry
-	events, disableAll := readHookSettings(path, func(string, string) {})
+	events, disableAll := readHookSettings(path, func(level, msg string) {
+		if problem != nil && level != "info" {
+			problem(msg)
+		}
+	})
 	if disableAll {
 		// Not a program, but it switches off every hook — the user's own
 		// guards in ~/.claude/settings.json too: only a trusted project may.
@@ -1187,7 +1236,8 @@ func hookTrustEntries(path, dir string) []trustEntry {
 				if g.matcher != "" {
 					name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
 				}
-				out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command})
+				e := trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command}
+				out = append(out, withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, hookWords(h.Command, dir))))
 			}
 		}
 	}
@@ -1216,7 +1266,7 @@ func (s *setup) approved(e trustEntry) bool {
 func extTrustEntry(mf *extManifest, dir string) trustEntry {
 	e := trustEntry{Kind: trustExtension, Name: mf.Name, Command: commandLine(append([]string{mf.Exec}, mf.Args...))}
 	e.Source, _ = filepath.Rel(dir, mf.Path)
-	manifest, err := os.ReadFile(mf.Path)
+	manifest, err := readUntrustedFile(mf.Path, extManifestLimit)
 	if err != nil {
 		manifest = []byte(err.Error())
 	}
@@ -1224,7 +1274,7 @@ func extTrustEntry(mf *extManifest, dir string) trustEntry {
 	if !filepath.IsAbs(mf.Exec) && strings.ContainsRune(mf.Exec, '/') {
 		e.Content += ", exec " + fileDigest(filepath.Join(mf.Dir, mf.Exec))
 	}
-	return e
+	return withNamedFiles(e, dir, namedProjectFiles(dir, []string{mf.Dir}, mf.Args))
 }
 
 // mayLoad is the extension host's discovery filter: a project extension
@@ -1260,23 +1310,36 @@ func trustedValidatorFiles(home, cwd string, projectOK bool) []string {
 	return out
 }
 
-// userOwns says whether path is one of the user's own files: under
-// $ZOT_HOME or ~/.claude — but not ~/.claude/plugins, where Claude Code
-// clones plugin marketplaces: other people's repositories.
+// userOwns says whether path — a file that defines programs (an MCP
+// configuration, validators.json, a hook settings file) or an extension's
+// directory — is one of the user's own: $ZOT_HOME's validators.json,
+// mcp.json and settings.json, a directory of $ZOT_HOME/extensions, and
+// ~/.claude/settings.json and settings.local.json. It goes by the file,
+// not by the tree it lies in: a repository cloned anywhere under
+// ~/.claude or $ZOT_HOME (~/.claude/skills/<repo>, a plugin marketplace)
+// and opened as a project is a project like any other. (The user's
+// templates and skills, ~/.claude/commands and ~/.claude/skills, are
+// their loaders' business: promptRoots marks them the user's.)
 func userOwns(home, path string) bool {
-	under := func(root string) bool {
-		r, err := filepath.Abs(root)
-		if err != nil {
-			return false
+	path = filepath.Clean(path)
+	if h, err := filepath.Abs(home); err == nil {
+		for _, f := range []string{"validators.json", "mcp.json", "settings.json"} {
+			if path == filepath.Join(h, f) {
+				return true
+			}
 		}
-		rel, err := filepath.Rel(r, path)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+		if filepath.Dir(path) == filepath.Join(h, "extensions") {
+			return true
+		}
 	}
-	if under(home) {
-		return true
+	if u, err := os.UserHomeDir(); err == nil && u != "" {
+		for _, f := range []string{"settings.json", "settings.local.json"} {
+			if path == filepath.Join(u, ".claude", f) {
+				return true
+			}
+		}
 	}
-	h, err := os.UserHomeDir()
-	return err == nil && under(filepath.Join(h, ".claude")) && !under(filepath.Join(h, ".claude", "plugins"))
+	return false
 }
 
 // commandLine shows argv as one line a shell would read the same way.
@@ -1293,26 +1356,11 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// fileDigest is the SHA-256 of a file's content, or why it cannot be read
-// (which changes when the file appears).
-func fileDigest(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "unreadable"
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "unreadable"
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // projectTrusted says whether a session in cwd would start the project's
 // own programs (without --trust-project): the management commands ask.
 func projectTrusted(home, cwd string) bool {
 	hooksOn, _ := hooksEnabled(false, home)
-	entries, kinds := projectPrograms(home, cwd, options{}, hooksOn)
+	entries, kinds, _ := projectPrograms(home, cwd, options{}, hooksOn)
 	return checkTrust(home, cwd, entries, kinds).Trusted
 }
 

@@ -10,18 +10,52 @@ import (
 	"testing"
 )
 
-// copyBuildCore are the files every copy build starts from: the core, and
-// the files the plugins share — the one way to run a process, the one
-// door for outside text, the configuration and the command-line
-// conventions, the models beyond the catalogue and the portable sessions
-// (the TUI's /model and /session use them as zot's command line does), and
-// the one YAML-subset reader (skills, templates and runok.yml use it).
-var copyBuildCore = append([]string{"config.go", "cli.go", "models*.go", "session_port.go", "yaml.go"}, coreFiles...)
+// architecturePart is one row of docs/architecture.md's table of parts.
+type architecturePart struct {
+	name   string
+	files  []string // globs
+	dirs   []string // embedded directories
+	mayUse []string // other parts; "everything" for the wiring
+	wiring bool
+}
 
-// coreFiles are the core alone: what an embedder copies (docs/embedding.md).
-var coreFiles = []string{
-	"agent.go", "agent_pipeline.go", "session.go", "providers*.go", "tools.go", "tools_edit.go", "tools_args.go", "approvals*.go",
-	"proc*.go", "nodump_*.go", "untrusted.go",
+// readArchitecture reads the parts table of docs/architecture.md: the one
+// description of the layout, which the copy builds below hold the code to.
+func readArchitecture(t *testing.T) []architecturePart {
+	t.Helper()
+	b, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n## Parts\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var parts []architecturePart
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| part ") || strings.HasPrefix(line, "| ---") {
+			continue
+		}
+		p := architecturePart{name: strings.TrimSpace(cells[1])}
+		for _, f := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cells[2], -1) {
+			if d, ok := strings.CutSuffix(f[1], "/"); ok {
+				p.dirs = append(p.dirs, d)
+			} else {
+				p.files = append(p.files, f[1])
+			}
+		}
+		for _, u := range strings.Split(cells[3], ",") {
+			if u = strings.TrimSpace(u); u == "everything" {
+				p.wiring = true
+			} else if u != "" {
+				p.mayUse = append(p.mayUse, u)
+			}
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) < 3 {
+		t.Fatalf("docs/architecture.md: no table of parts under \"## Parts\" (%d rows)", len(parts))
+	}
+	return parts
 }
 
 // embedExample is the ten-line main of docs/embedding.md, as a function of
@@ -39,99 +73,80 @@ func embed() {
 }
 `
 
-// copyBuilds are the plugins, each with its files. Each builds with
-// copyBuildCore and nothing else: no plugin reaches into another, or into
-// main.go and wire.go, which alone know them all.
-var copyBuilds = []struct {
-	name  string
-	files []string
-	dirs  []string // embedded
-}{
-	{name: "shared"},
-	{name: "ext", files: []string{"ext*.go"}},
-	{name: "mcp", files: []string{"mcp*.go"}},
-	{name: "hooks", files: []string{"hooks.go"}},
-	// The validators and the permission rules are one gate.
-	{name: "validate", files: []string{"validate*.go", "audit.go", "permissions*.go"}},
-	{name: "skills", files: []string{"skills.go", "prompts.go"}, dirs: []string{"skills"}},
-	{name: "plugins", files: []string{"plugins.go"}},
-	{name: "rpc", files: []string{"rpc*.go"}},
-	{name: "sandbox", files: []string{"sandbox*.go"}},
-	{name: "trust", files: []string{"trust.go"}},
-	{name: "tui", files: []string{"tui*.go", "term_*.go"}},
-}
-
-// TestPluginsBuildAlone copies the core and one plugin into a package of
-// its own, for every plugin, and the core alone with an embedder's lines
-// into another, and builds them all with one go build: the
-// compiler holds the layout of docs/embedding.md. The copies are library
-// packages, so that go build compiles them in parallel and links none, and
-// -trimpath lets the build cache serve a copy that did not change.
+// TestPluginsBuildAlone copies each part of docs/architecture.md with the
+// parts it may use, and nothing else, into a package of its own (the core
+// with an embedder's lines around it), and builds them all with one go
+// build: the compiler holds the layout the doc states. The copies are
+// library packages, so that go build compiles them in parallel and links
+// none, and -trimpath lets the build cache serve a copy that did not change.
 func TestPluginsBuildAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
 	t.Parallel()
+	parts := readArchitecture(t)
+	byName := map[string]architecturePart{}
+	for _, p := range parts {
+		byName[p.name] = p
+	}
 	mod := t.TempDir()
 	os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module copybuild\n\ngo 1.22\n"), 0o644)
-	for _, b := range copyBuilds {
-		dir := filepath.Join(mod, b.name)
+	for _, p := range parts {
+		if p.wiring {
+			continue // the wiring is the binary itself
+		}
+		dir := filepath.Join(mod, p.name)
 		os.Mkdir(dir, 0o755)
-		for _, pattern := range append(copyBuildCore, b.files...) {
-			copyGoFiles(t, pattern, dir)
+		for _, name := range append([]string{p.name}, p.mayUse...) {
+			used, ok := byName[name]
+			if !ok {
+				t.Fatalf("docs/architecture.md: part %q may use %q, which is no part", p.name, name)
+			}
+			for _, pattern := range used.files {
+				copyGoFiles(t, pattern, dir)
+			}
+			for _, d := range used.dirs {
+				copyDir(t, d, filepath.Join(dir, d))
+			}
 		}
-		for _, d := range b.dirs {
-			copyDir(t, d, filepath.Join(dir, d))
+		if len(p.mayUse) == 0 {
+			os.WriteFile(filepath.Join(dir, "embed.go"), []byte(embedExample), 0o644)
 		}
 	}
-	// The core alone, with the lines an embedder writes around it.
-	core := filepath.Join(mod, "core")
-	os.Mkdir(core, 0o755)
-	for _, pattern := range coreFiles {
-		copyGoFiles(t, pattern, core)
-	}
-	os.WriteFile(filepath.Join(core, "embed.go"), []byte(embedExample), 0o644)
 	cmd := exec.Command("go", "build", "-trimpath", "./...")
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("a plugin does not build with the core alone (the directory names it): %v\n%s", err, out)
+		t.Fatalf("a part does not build from what docs/architecture.md says it may use (the directory names it): %v\n%s", err, out)
 	}
 }
 
 // TestCopyBuildsCoverEveryFile keeps TestPluginsBuildAlone honest: every
-// source file is the wiring's (main.go, wire.go and main's helpers), the
-// core's or one plugin's.
+// source file is in exactly one part of docs/architecture.md.
 func TestCopyBuildsCoverEveryFile(t *testing.T) {
 	t.Parallel()
 	owner := map[string]string{}
-	claim := func(pattern, by string) {
-		matches, _ := filepath.Glob(pattern)
-		for _, m := range matches {
-			if strings.HasSuffix(m, "_test.go") {
-				continue
+	for _, p := range readArchitecture(t) {
+		for _, pattern := range p.files {
+			matches, _ := filepath.Glob(pattern)
+			if len(matches) == 0 {
+				t.Errorf("docs/architecture.md: %s of part %s matches no file", pattern, p.name)
 			}
-			if owner[m] != "" && owner[m] != by {
-				t.Errorf("%s is in both %s and %s", m, owner[m], by)
+			for _, m := range matches {
+				if strings.HasSuffix(m, "_test.go") {
+					continue
+				}
+				if owner[m] != "" && owner[m] != p.name {
+					t.Errorf("%s is in both %s and %s", m, owner[m], p.name)
+				}
+				owner[m] = p.name
 			}
-			owner[m] = by
-		}
-	}
-	for _, p := range []string{"main.go", "wire.go", "wire_gates.go"} {
-		claim(p, "the wiring")
-	}
-	for _, p := range copyBuildCore {
-		claim(p, "core")
-	}
-	for _, b := range copyBuilds {
-		for _, p := range b.files {
-			claim(p, b.name)
 		}
 	}
 	all, _ := filepath.Glob("*.go")
 	for _, f := range all {
 		if !strings.HasSuffix(f, "_test.go") && owner[f] == "" {
-			t.Errorf("%s is in no copy build: add it to the core or to its plugin", f)
+			t.Errorf("%s is in no part of docs/architecture.md: add it to the part it belongs to", f)
 		}
 	}
 }

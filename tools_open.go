@@ -1,0 +1,333 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// The file tools open what they checked. A path from the model (read,
+// write, edit, a prompt's @path) or from a repository (AGENTS.md) is
+// resolved one component at a time from an opened directory, and the
+// kernel never follows a symlink on the way: a symlink is read, and its
+// target resolved again by the same rules. The checks — the jail, the
+// sandbox's hidden and writable sets, a project's root — judge the path
+// the walk took, and the tool reads or writes the file the walk opened,
+// by descriptor: a directory swapped for a symlink between the check and
+// the use changes nothing. Writes go to a temp file created in the opened
+// parent directory and renamed there. How the walk is done is the
+// system's (tools_open_linux.go: openat2, else openat with O_NOFOLLOW per
+// component; tools_open_other.go: by name, with the final open refusing
+// a symlink).
+
+// pathRules are what a path must satisfy to be opened.
+type pathRules struct {
+	// root, when not "", is the directory (absolute, symlinks resolved)
+	// the path must lie beneath, after every symlink: the jail, a project.
+	root string
+	// hidden are directories the walk never enters, beneath root or not,
+	// compared by identity (device and inode), not by name: $ZOT_HOME.
+	hidden []string
+	// check judges the path the walk took (the sandbox's CheckRead or
+	// CheckWrite); nil allows it.
+	check func(real string) error
+	// outside is the error for a path that leaves root.
+	outside func(p string) error
+	// fast are directories known to hold nothing hidden, beneath which a
+	// path without symlinks may be opened in one step (openat2).
+	fast []string
+}
+
+// allows says whether the walk may end at real (absolute, the path it
+// took), naming p, the path as given, in the refusal.
+func (r *pathRules) allows(p, real string) error {
+	if r.root != "" && !within(real, r.root) {
+		if r.outside != nil {
+			return r.outside(p)
+		}
+		return fmt.Errorf("%s is outside %s", p, r.root)
+	}
+	if r.check != nil {
+		if err := r.check(real); err != nil {
+			return fmt.Errorf("path %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or lies beneath it; both are clean
+// and absolute.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// maxSymlinkHops bounds the symlinks one path may go through, as the
+// kernel's ELOOP does.
+const maxSymlinkHops = 40
+
+// errHidden is what the walk returns on reaching a hidden directory.
+var errHidden = errors.New("hidden")
+
+// toolRules are the rules of the jail and the sandbox for a path the
+// model names, read (write false) or written.
+func (e *ToolEnv) toolRules(write bool) pathRules {
+	var r pathRules
+	cwd, err := filepath.EvalSymlinks(e.Cwd)
+	if err != nil {
+		cwd = filepath.Clean(e.Cwd)
+	}
+	if e.Jailed() {
+		r.root = cwd
+		r.outside = func(p string) error {
+			hint := ""
+			if e.JailHint != "" {
+				hint = "; " + e.JailHint
+			}
+			return fmt.Errorf("path %s is outside the working directory (the jail is on%s)", p, hint)
+		}
+	}
+	if sb := e.Sandbox; sb != nil {
+		r.hidden = sb.Hidden()
+		r.check = sb.CheckRead
+		if write {
+			r.check = sb.CheckWrite
+		}
+	}
+	if !r.hides(cwd) {
+		r.fast = []string{cwd}
+	}
+	return r
+}
+
+// hides says whether a hidden directory lies beneath dir (or is it).
+func (r *pathRules) hides(dir string) bool {
+	for _, h := range r.hidden {
+		if within(h, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// absPath is a tool's path argument made absolute against cwd, cleaned
+// the way the model reads it: "a/../b" is "b", whatever a is.
+func absPath(cwd, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// openRead opens the file a read tool names, for reading: the jail and
+// the sandbox judge where the walk ended, and only a regular file is
+// opened. For anything else (a directory, a FIFO, a device) it returns
+// nil, its FileInfo and no error: the caller says what it is. A missing
+// file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (e *ToolEnv) openRead(p string) (*os.File, fs.FileInfo, error) {
+	r := e.toolRules(false)
+	return openChecked(absPath(e.Cwd, p), p, &r)
+}
+
+// OpenProjectFile opens a file of the project in root — a context file,
+// a template's body — for reading: regular files only, never beneath a
+// hidden directory, and never outside root, whatever symlinks say.
+func OpenProjectFile(root, path string, hidden []string) (*os.File, fs.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := pathRules{root: real, hidden: hidden}
+	if !r.hides(real) {
+		r.fast = []string{real}
+	}
+	return openChecked(absPath(root, path), path, &r)
+}
+
+// writeTarget is where a write or an edit goes: the parent directory,
+// opened, and the file in it (Info is nil when it does not exist yet).
+// Close releases it.
+type writeTarget struct {
+	Path string      // as the model gave it, for messages
+	Real string      // where the walk ended
+	Info fs.FileInfo // the existing file; nil when there is none
+	at   openedParent
+}
+
+// openWrite resolves a path write or edit is about to change: the jail
+// and the sandbox judge where the walk ended — a missing file's parent
+// directories included, which create makes.
+func (e *ToolEnv) openWrite(p string) (*writeTarget, error) {
+	r := e.toolRules(true)
+	return openForWrite(absPath(e.Cwd, p), p, &r)
+}
+
+func (w *writeTarget) Close() { w.at.close() }
+
+// ReadAll reads the existing file, at most limit bytes: the file the walk
+// found, not whatever now has its name.
+func (w *writeTarget) ReadAll(limit int64) ([]byte, error) {
+	f, err := w.at.openExisting()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readUntrustedOpen(f, w.Real, limit)
+}
+
+// Replace writes data over the existing file, whole or not at all,
+// keeping what replaceFile keeps.
+func (w *writeTarget) Replace(data []byte) error {
+	return replaceFileAt(&w.at, data, w.Info)
+}
+
+// Create writes a new file with mode, making its missing parent
+// directories (0755).
+func (w *writeTarget) Create(data []byte, mode fs.FileMode) error {
+	if err := w.at.makeParents(); err != nil {
+		return fmt.Errorf("create parent directories: %w", err)
+	}
+	return w.at.writeAtomic(data, mode, nil)
+}
+
+// replaceFileAt is replaceFile for a file the walk opened.
+func replaceFileAt(at *openedParent, data []byte, old fs.FileInfo) error {
+	owner, mode, err := replacement(old)
+	if err != nil {
+		return err
+	}
+	return at.writeAtomic(data, mode, owner)
+}
+
+// real is where the walk ended, as a path.
+func (at *openedParent) real() string {
+	if len(at.missing) > 0 {
+		return filepath.Join(append([]string{at.dirPath}, at.missing...)...)
+	}
+	return filepath.Join(at.dirPath, at.name)
+}
+
+// errChanged is an open that found another file than the walk did: the
+// name was swapped in between.
+var errChanged = errors.New("the file changed while it was being opened; try again")
+
+// rawJoin is base/rest… without cleaning: ".." in a symlink's target is
+// the parent of where the walk really is, which only the walk knows.
+func rawJoin(base string, rest []string) string {
+	if len(rest) == 0 {
+		return base
+	}
+	return strings.TrimSuffix(base, "/") + "/" + strings.Join(rest, "/")
+}
+
+func hasDots(comps []string) bool {
+	for _, c := range comps {
+		if c == "." || c == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenError is a walk that reached a hidden directory.
+type hiddenError struct{ at string }
+
+func (e hiddenError) Error() string { return e.at + " is a directory the file tools do not enter" }
+
+// openChecked opens abs (p as given) for reading, if r allows where it
+// leads and it is a regular file; see ToolEnv.openRead.
+func openChecked(abs, p string, r *pathRules) (*os.File, fs.FileInfo, error) {
+	for tries := 0; ; tries++ {
+		at, err := walkPath(abs, r)
+		if err != nil {
+			return nil, nil, walkError(p, err, r)
+		}
+		if err := r.allows(p, at.real()); err != nil {
+			at.close()
+			return nil, nil, err
+		}
+		if !at.found {
+			at.close()
+			return nil, nil, &fs.PathError{Op: "open", Path: at.real(), Err: fs.ErrNotExist}
+		}
+		if info := at.info(); !info.Mode().IsRegular() {
+			at.close()
+			return nil, info, nil
+		}
+		f, err := at.openExisting()
+		at.close()
+		if errors.Is(err, errChanged) && tries < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		return f, info, nil
+	}
+}
+
+// openForWrite resolves abs (p as given) for write and edit; see
+// ToolEnv.openWrite.
+func openForWrite(abs, p string, r *pathRules) (*writeTarget, error) {
+	at, err := walkPath(abs, r)
+	if err != nil {
+		return nil, walkError(p, err, r)
+	}
+	w := &writeTarget{Path: p, Real: at.real(), at: *at}
+	if err := r.allows(p, w.Real); err != nil {
+		at.close()
+		return nil, err
+	}
+	if at.found {
+		w.Info = at.info()
+	}
+	return w, nil
+}
+
+// walkError words an error of the walk for the tool's result: a hidden
+// directory as the sandbox says it.
+func walkError(p string, err error, r *pathRules) error {
+	var h hiddenError
+	if errors.As(err, &h) {
+		if r.check != nil {
+			if cerr := r.check(h.at); cerr != nil {
+				return fmt.Errorf("path %s: %w", p, cerr)
+			}
+		}
+		return fmt.Errorf("path %s: %w", p, err)
+	}
+	return fmt.Errorf("resolve path %s: %w", p, err)
+}
+
+// ownedByUser says whether a file belongs to the user zot runs as.
+func ownedByUser(st fs.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Getuid()
+}
+
+// tempName is the name of a write's temp file beside base.
+func tempName(base, random string) string {
+	if len(base) > 100 {
+		base = base[:100]
+	}
+	return "." + base + ".zot-" + random + ".tmp"
+}
+
+// splitPath lists the components of an absolute path.
+func splitPath(p string) []string {
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

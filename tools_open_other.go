@@ -1,0 +1,180 @@
+//go:build !linux
+
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Elsewhere (macOS, the BSDs) Go's syscall package has no openat: the
+// walk goes by name, one component at a time with Lstat, reading each
+// symlink and walking its target again, and checking each directory it
+// enters against the hidden ones by identity. The final open refuses a
+// symlink (O_NOFOLLOW) and must find the file the walk found, and a
+// write's temp file is made in the directory the walk judged. What this
+// cannot catch is a directory on the way swapped for a symlink between
+// two steps of the walk: docs/security.md says so.
+
+// openedParent is where the walk ended: the directory that holds the
+// path, by name, and what is in it; see tools_open_linux.go.
+type openedParent struct {
+	dirPath string
+	name    string
+	missing []string
+	found   bool
+	fi      fs.FileInfo
+}
+
+func (at *openedParent) close() {}
+
+func (at *openedParent) info() fs.FileInfo { return at.fi }
+
+// walkPath resolves abs by r; see tools_open_linux.go.
+func walkPath(abs string, r *pathRules) (*openedParent, error) {
+	var hidden []fs.FileInfo
+	for _, h := range r.hidden {
+		if fi, err := os.Stat(h); err == nil {
+			hidden = append(hidden, fi)
+		}
+	}
+	hops, steps := 0, 0
+	for {
+		dirPath, comps := "/", splitPath(abs)
+		next := ""
+		for i := 0; i < len(comps) && next == ""; i++ {
+			name, rest := comps[i], comps[i+1:]
+			if steps++; steps > 4096 {
+				return nil, &fs.PathError{Op: "resolve", Path: abs, Err: syscall.ELOOP}
+			}
+			switch name {
+			case ".":
+				if len(rest) == 0 {
+					next = filepath.Dir(dirPath) + "/" + filepath.Base(dirPath)
+				}
+				continue
+			case "..":
+				next = rawJoin(filepath.Dir(dirPath), rest)
+				continue
+			}
+			at := filepath.Join(dirPath, name)
+			fi, err := os.Lstat(at)
+			if os.IsNotExist(err) && !hasDots(rest) {
+				return &openedParent{dirPath: dirPath, name: name, missing: comps[i:]}, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case fi.Mode()&fs.ModeSymlink != 0:
+				target, err := os.Readlink(at)
+				if hops++; err == nil && hops > maxSymlinkHops {
+					err = &fs.PathError{Op: "readlink", Path: at, Err: syscall.ELOOP}
+				}
+				if err != nil {
+					return nil, err
+				}
+				if !strings.HasPrefix(target, "/") {
+					target = dirPath + "/" + target
+				}
+				next = rawJoin(target, rest)
+			case fi.IsDir():
+				for _, h := range hidden {
+					if os.SameFile(fi, h) {
+						return nil, hiddenError{at}
+					}
+				}
+				if len(rest) == 0 {
+					return &openedParent{dirPath: dirPath, name: name, found: true, fi: fi}, nil
+				}
+				dirPath = at
+			default:
+				if len(rest) > 0 {
+					return nil, &fs.PathError{Op: "open", Path: filepath.Join(at, rest[0]), Err: syscall.ENOTDIR}
+				}
+				return &openedParent{dirPath: dirPath, name: name, found: true, fi: fi}, nil
+			}
+		}
+		if next == "" {
+			fi, err := os.Stat("/")
+			if err != nil {
+				return nil, err
+			}
+			return &openedParent{dirPath: "/", found: true, fi: fi}, nil
+		}
+		abs = next
+	}
+}
+
+// openExisting opens the regular file the walk found, refusing a symlink
+// in its place, and makes sure it is that file.
+func (at *openedParent) openExisting() (*os.File, error) {
+	f, err := os.OpenFile(at.real(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, at.fi) {
+		f.Close()
+		return nil, errChanged
+	}
+	return f, nil
+}
+
+// makeParents creates the missing directories of a write (0755).
+func (at *openedParent) makeParents() error {
+	for len(at.missing) > 1 {
+		dir := filepath.Join(at.dirPath, at.missing[0])
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return err
+		}
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		at.dirPath, at.missing = dir, at.missing[1:]
+	}
+	if len(at.missing) == 1 {
+		at.name, at.missing = at.missing[0], nil
+	}
+	return nil
+}
+
+// writeAtomic writes data beside name and renames it over name.
+func (at *openedParent) writeAtomic(data []byte, mode fs.FileMode, owner *fileOwner) error {
+	var random [6]byte
+	rand.Read(random[:])
+	tmp := filepath.Join(at.dirPath, tempName(at.name, hex.EncodeToString(random[:])))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil && owner != nil {
+		mode, err = keepOwner(f, mode, *owner)
+	}
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, at.real())
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(at.dirPath); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The attacker is a repository the user trusted: after the trust, a pull
+// (or a command) changes the script a program runs but not its command
+// line. The digest covers the named files, so the directory is untrusted
+// again; a file no program names changes nothing.
+func TestTrustCoversTheFilesAProgramNames(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	files := map[string]string{
+		".zot/validators.json": `[{"name": "guard", "executor": "./guard.sh --strict"}]`,
+		".zot/guard.sh":        "#!/bin/sh\n",
+		".mcp.json":            `{"mcpServers": {"s": {"command": "node", "args": ["scripts/server.js", "--config=conf/s.json"]}}}`,
+		"scripts/server.js":    "// server\n",
+		"conf/s.json":          "{}\n",
+		"scripts/not-named.js": "// other\n",
+	}
+	for rel, text := range files {
+		p := filepath.Join(z.cwd, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, stderr, code := z.run("trust", "--yes"); code != 0 {
+		t.Fatalf("zot trust --yes: exit %d\n%s%s", code, out, stderr)
+	}
+	if !projectTrusted(z.home, z.cwd) {
+		t.Fatal("not trusted right after zot trust --yes")
+	}
+	for rel, named := range map[string]bool{
+		".zot/guard.sh":        true,
+		"scripts/server.js":    true,
+		"conf/s.json":          true,
+		"scripts/not-named.js": false,
+	} {
+		p := filepath.Join(z.cwd, rel)
+		os.WriteFile(p, []byte(files[rel]+"# changed\n"), 0o755)
+		if got := !projectTrusted(z.home, z.cwd); got != named {
+			t.Errorf("%s changed: untrusted %v, want %v", rel, got, named)
+		}
+		os.WriteFile(p, []byte(files[rel]), 0o755)
+		if !projectTrusted(z.home, z.cwd) {
+			t.Errorf("%s changed back: still untrusted", rel)
+		}
+	}
+}
+
+// namedProjectFiles finds what a command line names inside the project,
+// relative to each base, and nothing outside it.
+func TestNamedProjectFiles(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	outside := t.TempDir()
+	for _, rel := range []string{"a.sh", "sub/b.py", "conf.json"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(project, rel)), 0o755)
+		os.WriteFile(filepath.Join(project, rel), nil, 0o644)
+	}
+	os.WriteFile(filepath.Join(outside, "secret"), nil, 0o644)
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(project, "link-out"))
+	os.Symlink("a.sh", filepath.Join(project, "link-in"))
+	words := []string{"python3", "b.py", "./a.sh", "--config=conf.json", "-v", "link-out", "link-in", filepath.Join(outside, "secret"), "missing.sh", "sub"}
+	got := namedProjectFiles(project, []string{filepath.Join(project, "sub"), project}, words)
+	real, _ := filepath.EvalSymlinks(project)
+	var rel []string
+	for _, p := range got {
+		rel = append(rel, strings.TrimPrefix(p, real+"/"))
+	}
+	if want := []string{"a.sh", "conf.json", "sub/b.py"}; !slices.Equal(rel, want) {
+		t.Errorf("named files %v, want %v", rel, want)
+	}
+}
