@@ -96,6 +96,8 @@ const (
 	// DecisionRequest names who asked for a call no model made (a prompt
 	// template's !`command`).
 	DecisionRequest GateDecision = "request"
+	// DecisionCall names a call zot read back from the model's text.
+	DecisionCall GateDecision = "call"
 )
 
 // Known says whether d is one of the decisions above.
@@ -113,7 +115,7 @@ const (
 // never let a call through.
 func (d GateDecision) rank() int {
 	switch d {
-	case DecisionAllow, DecisionRewrite, DecisionApprove, DecisionRequest:
+	case DecisionAllow, DecisionRewrite, DecisionApprove, DecisionRequest, DecisionCall:
 		return rankAllow
 	case DecisionAsk:
 		return rankAsk
