@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,12 +119,15 @@ func TestRPCApprovalsAConfusedClientIsRefused(t *testing.T) {
 	p.send(`{"id":"p","type":"prompt","message":"make it"}`)
 	got := p.until(isType("approval_request"))
 	a := readApproval(t, got[len(got)-1])
-	for id, line := range map[string]string{
-		"x1": `{"id":"x1","type":"approve","approval_id":"approval-77","decision":"allow"}`,
-		"x2": `{"id":"x2","type":"approve","decision":"allow"}`,
-		"x3": `{"id":"x3","type":"approve","approval_id":"` + a.ApprovalID + `","decision":"yes please"}`,
-		"x4": `{"id":"x4","type":"approve","approval_id":"` + a.ApprovalID + `","decision":"allow"}`,
+	// In this order: the last is a second answer, after the unknown
+	// decision refused the call.
+	for i, line := range []string{
+		`{"id":"x0","type":"approve","approval_id":"approval-77","decision":"allow"}`,
+		`{"id":"x1","type":"approve","decision":"allow"}`,
+		`{"id":"x2","type":"approve","approval_id":"` + a.ApprovalID + `","decision":"yes please"}`,
+		`{"id":"x3","type":"approve","approval_id":"` + a.ApprovalID + `","decision":"allow"}`,
 	} {
+		id := fmt.Sprintf("x%d", i)
 		p.send(line)
 		if r := p.until(isResponse(id)); r[len(r)-1].Success {
 			t.Errorf("%s was taken: %s", line, r[len(r)-1].Raw)
