@@ -66,6 +66,9 @@ type Block struct {
 	CallID    string          `json:"call_id,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	Content   []Block         `json:"content,omitempty"`
+	// FromText marks a tool call the model wrote as text, which zot read
+	// back into a call (providers_texttools.go).
+	FromText bool `json:"from_text,omitempty"`
 }
 
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
@@ -86,10 +89,21 @@ func (m Message) ToolCalls() []ToolCall {
 	var calls []ToolCall
 	for _, c := range m.Content {
 		if c.Type == BlockToolCall {
-			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args, FromText: c.FromText})
 		}
 	}
 	return calls
+}
+
+// thinkingText joins the readable thinking of a message.
+func (m Message) thinkingText() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == BlockThinking && !c.Redacted {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
 }
 
 // isPrompt tells a message the user typed from one that carries tool results.
@@ -115,6 +129,9 @@ type Usage struct {
 	// CacheWrite1h is the part of CacheWrite kept for an hour, which
 	// costs more than a 5-minute write; it only prices the call.
 	CacheWrite1h int `json:"-"`
+	// Estimated marks counts zot made itself from the bytes it sent and
+	// got (providers_overflow.go), for a server that reported none.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // USD is an amount of dollars. Sums of prices carry binary noise
@@ -138,6 +155,7 @@ func (u *Usage) Add(o Usage) {
 	u.CacheWrite += o.CacheWrite
 	u.CacheWrite1h += o.CacheWrite1h
 	u.CostUSD += o.CostUSD
+	u.Estimated = u.Estimated || o.Estimated
 }
 
 // clamped is u with no count below zero, and what was wrong when one was.
@@ -227,6 +245,9 @@ type Event struct {
 	Cwd        string // session_start
 	Sandbox    string // session_start
 	Reason     string
+	// Truncated marks an error event that is a warning: the server cut the
+	// prompt (Reply.Truncated); the run goes on.
+	Truncated bool
 }
 
 // Sink receives events. The agent calls it from one goroutine at a time.
@@ -315,8 +336,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventError:
 		return json.Marshal(struct {
 			typ
-			Message string `json:"message"`
-		}{t, e.Message})
+			Message   string `json:"message"`
+			Truncated bool   `json:"truncated,omitempty"`
+		}{t, e.Message, e.Truncated})
 	case EventMessageBlocked:
 		return json.Marshal(struct {
 			typ
@@ -420,6 +442,8 @@ type ToolCall struct {
 	ID   string
 	Name string
 	Args json.RawMessage
+	// FromText: the model wrote the call as text and zot read it back.
+	FromText bool
 }
 
 // ToolRecord is one finished tool call, given to the after-tool stages of
@@ -473,12 +497,20 @@ type Agent struct {
 	Recorder Recorder
 	Log      func(format string, args ...any)
 
+	// CompactThreshold is the share of the context window whose use
+	// compacts the conversation before the next turn; 0 is
+	// defaultCompactThreshold. A model's own (models.json) wins.
+	CompactThreshold float64
+
 	mu         sync.Mutex
 	busy       bool
 	messages   []Message
 	cumulative Usage
 	lastInput  int
 	usageOdd   bool // a usage below zero was reported
+	// mustCompact: the server cut the last prompt, so the next turn
+	// compacts whatever its size looks like.
+	mustCompact bool
 }
 
 // NewAgent returns an agent with the defaults a user expects.
@@ -751,14 +783,19 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 		maxSteps = 100
 	}
 	retriedTooLong := false
+	// compactedBefore: the last step compacted and sent nothing since, so
+	// a conversation still over the threshold is sent as it is rather than
+	// compacted again (the server's overflow error is the last word).
+	compactedBefore := false
 	stopContinues := 0
 	for step := 1; ; step++ {
 		if step > maxSteps {
 			return fmt.Errorf("stopped after --max-steps %d turns; raise it or split the task", maxSteps)
 		}
-		if err := a.maybeAutoCompact(ctx, emit); err != nil {
+		if err := a.maybeAutoCompact(ctx, emit, compactedBefore); err != nil {
 			a.logf("auto-compact: %v", err)
 		}
+		compactedBefore = false
 		if block, reason := a.Pipeline.beforeTurn(ctx, step); block {
 			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
 			return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
@@ -774,15 +811,19 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
 				retriedTooLong = true
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
-				if cerr := a.compact(ctx, emit); cerr != nil {
+				if cerr := a.compact(ctx, emit); errors.Is(cerr, errNothingToCompact) {
+					return fmt.Errorf("%w; nothing earlier to compact: the prompt alone does not fit", err)
+				} else if cerr != nil {
 					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
 				}
+				compactedBefore = true
 				step--
 				continue
 			}
 			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
 			return err
 		}
+		a.heed(reply, emit)
 		msg := Message{Role: RoleAssistant, Content: reply.Content, Time: time.Now().UTC()}
 		a.emitAssistant(ctx, msg, hold, emit)
 		// The tools do not run when their calls could not be saved.
@@ -793,7 +834,7 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 
 		calls := msg.ToolCalls()
 		if len(calls) > 0 {
-			results, aborted := a.runTools(ctx, calls, emit)
+			results, aborted := a.runTools(ctx, calls, reply.Stop == StopLength, emit)
 			err := a.append(Message{Role: RoleUser, Content: results, Time: time.Now().UTC()}, "the tool results")
 			if aborted {
 				emit(Event{Type: EventTurnEnd, Stop: StopAborted})
@@ -908,9 +949,25 @@ func (a *Agent) recordUsage(u Usage, emit Sink) (err error) {
 	return err
 }
 
+// heed passes on what the provider said of a reply beside its content: a
+// notice once, and a prompt the server cut, which the next turn compacts.
+func (a *Agent) heed(reply Reply, emit Sink) {
+	if reply.Notice != "" {
+		a.logf("%s", reply.Notice)
+	}
+	if reply.Truncated != "" {
+		a.mu.Lock()
+		a.mustCompact = true
+		a.mu.Unlock()
+		emit(Event{Type: EventError, Message: reply.Truncated, Truncated: true})
+	}
+}
+
 // runTools runs the calls in the model's order. When ctx is cancelled the
 // remaining calls are answered with "aborted" so the transcript stays valid.
-func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (results []Block, aborted bool) {
+// cut says the reply ended at the output limit: a call whose arguments are
+// not a whole JSON object was cut there, and is answered as such.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cut bool, emit Sink) (results []Block, aborted bool) {
 	for _, call := range calls {
 		if ctx.Err() != nil {
 			block := abortedResult(call.ID)
@@ -921,7 +978,16 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 			continue
 		}
 		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
-		res := a.runTool(ctx, call, nil, emit)
+		var origin *GateNote
+		if call.FromText {
+			origin = &GateNote{By: "model", Decision: DecisionCall, Reason: "parsed from text: the model wrote the call in its reply's text"}
+		}
+		var res ToolResult
+		if cut && (len(call.Args) == 0 || !json.Valid(call.Args) || !isJSONObject(call.Args)) {
+			res = a.refuseCutCall(ctx, call, origin)
+		} else {
+			res = a.runTool(ctx, call, origin, emit)
+		}
 		emit(Event{Type: EventToolResult, ID: call.ID, Name: call.Name, IsError: res.IsError, Content: res.Content, Details: res.Details})
 		results = append(results, Block{Type: BlockToolResult, CallID: call.ID, IsError: res.IsError, Content: res.Content})
 		if ctx.Err() != nil {
@@ -929,6 +995,17 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, emit Sink) (resu
 		}
 	}
 	return results, aborted
+}
+
+// refuseCutCall answers a call the output limit cut before its arguments
+// were whole: it does not run with half of them, and the model is told.
+func (a *Agent) refuseCutCall(ctx context.Context, call ToolCall, origin *GateNote) ToolResult {
+	rec := ToolRecord{Call: call, Result: errorResult("the tool call was cut off at the output limit before its arguments were complete, so nothing ran (arguments so far: %s); call it again with shorter arguments, or split the work", truncate(string(call.Args), 200))}
+	if origin != nil {
+		rec.Decision.Trail = []GateNote{*origin}
+	}
+	a.Pipeline.afterTool(ctx, &rec)
+	return rec.Result
 }
 
 func abortedResult(callID string) Block {
@@ -1062,9 +1139,14 @@ const (
 	keepSteps   = 2
 )
 
-// compactThreshold is the share of the context window whose use triggers an
-// automatic compaction before the next turn.
-const compactThreshold = 0.85
+// defaultCompactThreshold is the share of the context window whose use
+// triggers an automatic compaction before the next turn, unless config.json
+// or the model's models.json entry says otherwise.
+const defaultCompactThreshold = 0.85
+
+// errNothingToCompact is a conversation too short to compact: its last
+// prompts are kept whole.
+var errNothingToCompact = errors.New("nothing to compact yet")
 
 const compactInstruction = `Summarise the conversation above for your own later use: it will replace the conversation. Keep what the user asked for, decisions made, files read or changed (with paths), commands run and their outcome, errors still open, and the next steps. Be concise and concrete; use bullet points. Do not call tools.`
 
@@ -1075,7 +1157,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	a.mu.Unlock()
 	cut := compactCut(msgs)
 	if cut <= 0 {
-		return errors.New("nothing to compact yet")
+		return errNothingToCompact
 	}
 	// The same system prompt and tools as a normal turn keep the request's
 	// prefix cacheable, and the API wants tools defined when the messages
@@ -1101,6 +1183,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	// A prompt cannot have run meanwhile (we hold busy), so msgs is current.
 	a.messages = kept
 	a.lastInput = 0
+	a.mustCompact = false
 	a.mu.Unlock()
 	if usageErr != nil {
 		return usageErr
@@ -1143,15 +1226,48 @@ func compactCut(msgs []Message) int {
 	return 0
 }
 
-func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink) error {
+// windowProber is a provider that can ask its server for the model's
+// context window before the first request (a local server: see
+// providers_local.go), so the first turn of a resumed conversation is
+// measured against the real window.
+type windowProber interface {
+	ProbeWindow(ctx context.Context, model string)
+}
+
+// maybeAutoCompact compacts before a turn when the conversation fills the
+// threshold's share of the model's window — as the last call's usage said,
+// or as zot counts the request about to go (EstimateTokens: the tool
+// results since then, a server that reports no usage) — or when the
+// server cut the last prompt. It does not compact twice without a turn
+// between (justCompacted).
+func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted bool) error {
 	a.mu.Lock()
-	last, model := a.lastInput, a.Model
+	last, model, must := a.lastInput, a.Model, a.mustCompact
+	req := Request{System: a.System, Messages: a.messages, Tools: a.Tools.Specs()}
+	estimate := EstimateTokens(req, true)
 	a.mu.Unlock()
-	window := lookupModel(a.Provider.Name(), model).ContextWindow
-	if last == 0 || float64(last) < compactThreshold*float64(window) {
+	if justCompacted {
 		return nil
 	}
-	return a.compact(ctx, emit)
+	if p, ok := a.Provider.(windowProber); ok {
+		p.ProbeWindow(ctx, model)
+	}
+	info := lookupModel(a.Provider.Name(), model)
+	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)
+	used := max(last, estimate)
+	if !must && (used == 0 || float64(used) < threshold*float64(info.ContextWindow)) {
+		return nil
+	}
+	err := a.compact(ctx, emit)
+	if errors.Is(err, errNothingToCompact) {
+		// The prompt alone fills the window: it goes as it is, and the
+		// server has the last word.
+		a.mu.Lock()
+		a.mustCompact = false
+		a.mu.Unlock()
+		return nil
+	}
+	return err
 }
 
 // SystemPromptOptions are the pieces a system prompt is built from.

@@ -96,6 +96,9 @@ const (
 	// DecisionRequest names who asked for a call no model made (a prompt
 	// template's !`command`).
 	DecisionRequest GateDecision = "request"
+	// DecisionCall names a call zot read from the model's text rather
+	// than from a tool-use block, so the audit log says where it came from.
+	DecisionCall GateDecision = "call"
 )
 
 // Known says whether d is one of the decisions above.
@@ -113,7 +116,7 @@ const (
 // never let a call through.
 func (d GateDecision) rank() int {
 	switch d {
-	case DecisionAllow, DecisionRewrite, DecisionApprove, DecisionRequest:
+	case DecisionAllow, DecisionRewrite, DecisionApprove, DecisionRequest, DecisionCall:
 		return rankAllow
 	case DecisionAsk:
 		return rankAsk
@@ -517,4 +520,4 @@ func read(s Stage, r GateResult) GateResult {
 	return r
 }
 
-var knownDecisions = []GateDecision{DecisionAllow, DecisionAsk, DecisionDeny, DecisionBlock, DecisionRewrite, DecisionApprove, DecisionRequest}
+var knownDecisions = []GateDecision{DecisionAllow, DecisionAsk, DecisionDeny, DecisionBlock, DecisionRewrite, DecisionApprove, DecisionRequest, DecisionCall}

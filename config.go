@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 )
 
 // Where zot keeps its state and what it remembers there: $ZOT_HOME,
@@ -48,6 +51,73 @@ type userConfig struct {
 	// CacheRetention is how long Anthropic keeps the prompt cache: "5m"
 	// (its default) or "1h" (docs/usage.md#prompt-caching).
 	CacheRetention string `json:"cacheRetention,omitempty"`
+	// BashOutputLimit is the most of a command's output a bash result
+	// holds, BashSpillLimit the most its spill file keeps whole (0: no
+	// spill file); each a number of bytes or a size such as "16KiB".
+	BashOutputLimit configSize `json:"bash_output_limit,omitempty"`
+	BashSpillLimit  configSize `json:"bash_spill_limit,omitempty"`
+}
+
+// configSize is a size as config.json gives it, a number or a string,
+// read by parseSize.
+type configSize string
+
+func (c *configSize) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		s = string(b)
+	}
+	*c = configSize(s)
+	return nil
+}
+
+// bashLimits are config.json's sizes for the bash tool, as ToolEnv takes
+// them (0: the default; a spill limit below 0: no spill file). A value
+// that is not a size is named through warn and left at the default.
+func (c userConfig) bashLimits(warn func(format string, args ...any)) (output int, spill int64) {
+	size := func(key string, v configSize, atLeast int64) (int64, bool) {
+		if v == "" {
+			return 0, false
+		}
+		n, err := parseSize(string(v))
+		if err == nil && n < atLeast {
+			err = fmt.Errorf("below %d bytes", atLeast)
+		}
+		if err != nil {
+			warn("config.json: %s %q is not a size such as \"16KiB\" or a number of bytes: %v (ignored)", key, v, err)
+			return 0, false
+		}
+		return n, true
+	}
+	if n, ok := size("bash_output_limit", c.BashOutputLimit, 1024); ok {
+		output = int(min(n, bashOutputMax))
+	}
+	if n, ok := size("bash_spill_limit", c.BashSpillLimit, 0); ok {
+		spill = n
+		if n == 0 {
+			spill = -1
+		}
+	}
+	return output, spill
+}
+
+// parseSize reads a size: a number of bytes, or a number and a unit (B,
+// KiB, MiB, GiB; K, M, G and KB, MB, GB mean the same).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToUpper(strings.TrimSpace(s[len(digits):]))
+	shift, ok := map[string]int{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30}[unit]
+	v, err := strconv.ParseInt(digits, 10, 64)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("unknown unit %q", unit)
+	case err != nil:
+		return 0, errors.New("no number")
+	case v > math.MaxInt64>>shift:
+		return 0, errors.New("too large")
+	}
+	return v << shift, nil
 }
 
 // saveConfig remembers the user's choices in config.json, written whole;
@@ -247,4 +317,42 @@ func configBool(home, key string, def bool) (bool, error) {
 		return def, fmt.Errorf("%s: %q must be true or false", path, key)
 	}
 	return on, nil
+}
+
+// configString reads a string setting of config.json: "" when the file or
+// the key is not there, an error when the value is not a string.
+func configString(home, key string) (string, error) {
+	path := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
+		return "", nil
+	}
+	var v string
+	if err := json.Unmarshal(cfg[key], &v); err != nil {
+		return "", fmt.Errorf("%s: %q must be a string", path, key)
+	}
+	return v, nil
+}
+
+// configFraction reads a share of config.json (compact_threshold): 0 when
+// it is not there, an error unless it is a number above 0 and at most 1.
+func configFraction(home, key string) (float64, error) {
+	path := filepath.Join(home, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
+		return 0, nil
+	}
+	var v float64
+	if err := json.Unmarshal(cfg[key], &v); err != nil || v <= 0 || v > 1 {
+		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (0.85 compacts at 85%% of the context window)", path, key)
+	}
+	return v, nil
 }

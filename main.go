@@ -83,7 +83,13 @@ var flagTable = []flagSpec{
 	{"rpc", "", "", "serve the RPC protocol on stdin/stdout (same as `zot rpc`)", func(o *options, _ string) error { o.rpc = true; return nil }},
 	{"provider", "", "NAME", "anthropic, openai or ollama", func(o *options, v string) error { o.provider = v; return nil }},
 	{"model", "m", "ID", "model id (see --list-models)", func(o *options, v string) error { o.model = v; return nil }},
-	{"base-url", "", "URL", "provider base URL (an OpenAI-compatible server: llama.cpp, vLLM…)", func(o *options, v string) error { o.baseURL = v; return nil }},
+	{"base-url", "", "URL", "provider base URL (an OpenAI-compatible server: llama.cpp, vLLM…)", func(o *options, v string) error {
+		if err := checkBaseURL(v); err != nil {
+			return fmt.Errorf("--base-url %w", err)
+		}
+		o.baseURL = v
+		return nil
+	}},
 	{"api-key", "", "KEY", "API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json)", func(o *options, v string) error { o.apiKey = v; return nil }},
 	{"response-timeout", "", "DURATION", "how long the server may take to start answering a request (default 5m; e.g. 15m for a local server that loads a big model)", func(o *options, v string) error {
 		d, err := time.ParseDuration(v)
@@ -397,7 +403,12 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	}
 	// The user asked for the list: a stale one is fetched now, within a
 	// bound, and a server that does not answer leaves the rest listed.
-	if srv, ok := serverFor(ep.provider, ep.baseURL, ep.key); ok && !useCachedServerModels(home, srv, time.Now()) {
+	pc, err := endpointConfig(home, ProviderConfig{Name: ep.provider, BaseURL: ep.baseURL, APIKey: ep.key, KeySource: ep.keySource}, ep.model)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
+		srv.headers = pc.Local.Headers
 		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
 		err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now())
 		cancel()

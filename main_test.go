@@ -92,15 +92,15 @@ func runMoreInParallel() {
 // it runs the test again, alone, in a child test process, and passes or
 // fails with it. It returns true in that child, where the test's body runs,
 // and false in the parent, which has nothing left to do. The child has no
-// zotBin.
-func runsAlone(t *testing.T) bool {
+// zotBin; env is added to its environment.
+func runsAlone(t *testing.T, env ...string) bool {
 	if os.Getenv("ZOT_TEST_ALONE") == t.Name() {
 		return true
 	}
 	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v",
 		"-test.timeout="+flag.Lookup("test.timeout").Value.String(), "-test.short="+strconv.FormatBool(testing.Short()))
-	cmd.Env = append(os.Environ(), "ZOT_TEST_CHILD=1", "ZOT_TEST_ALONE="+t.Name())
+	cmd.Env = append(append(os.Environ(), env...), "ZOT_TEST_CHILD=1", "ZOT_TEST_ALONE="+t.Name())
 	out, err := cmd.CombinedOutput()
 	switch {
 	case strings.Contains(string(out), "--- SKIP: "+t.Name()):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,8 +28,11 @@ import (
 // Prices are dollars per million tokens. reasoning is true, false, or the
 // thinking style of a Claude model ("adaptive", "budget"). api, on a
 // provider or a model, is "responses" or "chat" (the reference's
-// "openai-responses" and "openai-completions" too); other values of it,
-// and the fields zot does not use (auth, discover, compat…), are ignored.
+// "openai-responses" and "openai-completions" too); other values of it are
+// ignored. The settings of the server behind a provider or model (apiKey,
+// headers, textToolCalls, tools, compat, timeouts) are read by
+// models_settings.go. Fields zot does not use (auth, discover…) are
+// ignored.
 type userModelsFile struct {
 	Providers map[string]userProvider `json:"providers"`
 }
@@ -51,6 +55,9 @@ type userModel struct {
 	PriceOutput     float64         `json:"priceOutput"`
 	PriceCacheRead  float64         `json:"priceCacheRead"`
 	PriceCacheWrite float64         `json:"priceCacheWrite"`
+	// CompactThreshold is the share of the window that compacts the
+	// conversation with this model (0.85 when left out).
+	CompactThreshold float64 `json:"compactThreshold"`
 }
 
 // userAPIs are the values of "api" that choose an OpenAI API, the
@@ -111,11 +118,20 @@ func loadUserModels(home string) (models []ModelInfo, notes []string, err error)
 			case um.ContextWindow < 0 || um.MaxTokens < 0:
 				notes = append(notes, fmt.Sprintf("%s: %s/%s has a negative contextWindow or maxTokens; skipped", path, name, um.ID))
 				continue
+			case um.CompactThreshold < 0 || um.CompactThreshold > 1:
+				notes = append(notes, fmt.Sprintf("%s: %s/%s: compactThreshold must be above 0 and at most 1 (0.85 compacts at 85%% of the window); skipped", path, name, um.ID))
+				continue
+			}
+			if base := cmp.Or(um.BaseURL, prov.BaseURL); base != "" {
+				if err := checkBaseURL(base); err != nil {
+					notes = append(notes, fmt.Sprintf("%s: %s/%s: baseUrl %v; skipped", path, name, um.ID, err))
+					continue
+				}
 			}
 			m := ModelInfo{ID: um.ID, Provider: provider, Name: um.Name, BaseURL: um.BaseURL,
 				ContextWindow: um.ContextWindow, MaxOutput: um.MaxTokens,
 				Input: um.PriceInput, Output: um.PriceOutput, CacheRead: um.PriceCacheRead, CacheWrite: um.PriceCacheWrite,
-				Source: SourceUser, Known: true}
+				CompactThreshold: um.CompactThreshold, Source: SourceUser, Known: true}
 			if m.BaseURL == "" {
 				m.BaseURL = prov.BaseURL
 			}
@@ -162,7 +178,9 @@ func useUserModels(home string) (notes []string) {
 		return append(notes, err.Error())
 	}
 	SetUserModels(models)
-	return notes
+	providers, servers, more := loadUserServers(home)
+	setUserServers(providers, servers)
+	return append(notes, more...)
 }
 
 // jsonErrorPlace is "path line N" for a decoding error that knows its

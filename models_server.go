@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
@@ -39,6 +40,7 @@ type modelServer struct {
 	provider string // anthropic, openai, ollama
 	baseURL  string // as the provider is configured; "" for ollama's default
 	apiKey   string
+	headers  map[string]string // models.json's, on every request
 }
 
 // serverFor is the server of provider to list models from, if the user
@@ -61,15 +63,13 @@ func (s modelServer) base() string {
 
 // requests are the URLs asked, in order, until one answers with a list:
 // ollama's own /api/tags first for ollama (a server that only speaks the
-// OpenAI API answers the second), else {base}/v1/models.
+// OpenAI API answers the second), else the OpenAI list: {base}/models for
+// a base with a path, {base}/v1/models for a bare host.
 func (s modelServer) requests() []string {
 	base := s.base()
-	openai := base + "/v1/models"
-	if strings.HasSuffix(base, "/v1") {
-		openai = base + "/models"
-	}
+	openai := openaiURL(base, "/models")
 	if s.provider == "ollama" {
-		return []string{strings.TrimSuffix(base, "/v1") + "/api/tags", openai}
+		return []string{endpointURL(serverRoot(base), "/api/tags"), openai}
 	}
 	return []string{openai}
 }
@@ -87,9 +87,27 @@ func (s modelServer) shownBase() string {
 
 func (s modelServer) cacheKey() string { return s.provider + " " + s.shownBase() }
 
-// modelsCache is $ZOT_HOME/models-cache.json.
+// modelsCache is $ZOT_HOME/models-cache.json: the servers' model lists,
+// and what local servers said of a model (its context, whether it takes
+// tools: providers_local.go).
 type modelsCache struct {
 	Servers map[string]cachedModelList `json:"servers"`
+	Probes  map[string]ServerInfo      `json:"probes,omitempty"`
+}
+
+// modelsCacheMu serialises this process's read-modify-write of the cache;
+// another zot's write in between loses one entry, which is only asked for
+// again.
+var modelsCacheMu sync.Mutex
+
+// writeModelsCache replaces the cache whole; a cache that cannot be
+// written is only not kept.
+func writeModelsCache(home string, c modelsCache) error {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	return writeFileAtomic(modelsCachePath(home), append(b, '\n'), 0o600)
 }
 
 type cachedModelList struct {
@@ -132,6 +150,9 @@ func useCachedServerModels(home string, s modelServer, now time.Time) (fresh boo
 // them. The caller bounds the wait with ctx.
 func fetchServerModels(ctx context.Context, client *http.Client, home string, s modelServer, now time.Time) error {
 	var errs []string
+	if client == http.DefaultClient {
+		client = httpClientFor(s.headers)
+	}
 	for _, u := range s.requests() {
 		models, err := s.fetch(ctx, client, u)
 		if err != nil {
@@ -142,13 +163,11 @@ func fetchServerModels(ctx context.Context, client *http.Client, home string, s 
 			continue
 		}
 		SetServerModels(s.provider, serverModelInfos(s.provider, models))
+		modelsCacheMu.Lock()
+		defer modelsCacheMu.Unlock()
 		cache := readModelsCache(home)
 		cache.Servers[s.cacheKey()] = cachedModelList{Fetched: now.UTC(), Models: models}
-		b, _ := json.MarshalIndent(cache, "", "  ")
-		if err := os.MkdirAll(home, 0o700); err != nil {
-			return fmt.Errorf("cache the model list in %s: %w", modelsCachePath(home), err)
-		}
-		if err := writeFileAtomic(modelsCachePath(home), append(b, '\n'), 0o600); err != nil {
+		if err := writeModelsCache(home, cache); err != nil {
 			return fmt.Errorf("cache the model list in %s: %w", modelsCachePath(home), err)
 		}
 		return nil

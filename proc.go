@@ -119,6 +119,9 @@ type proc struct {
 	mu       sync.RWMutex // Stop holds it shared and Reap exclusively, so no signal follows the reap
 	released bool         // reaped: its ids may be a stranger's now
 	empty    atomic.Bool  // no live process was left in its session: none can join it any more
+	mark     forkMark     // pids given out before it started (sessionProcs)
+	cg       *procCgroup  // its cgroup, or nil (proc_cgroup_linux.go)
+	cgDone   atomic.Bool  // nothing of its session is left in cg
 	reapOnce sync.Once
 	state    *os.ProcessState
 	waitErr  error
@@ -203,11 +206,36 @@ func startProc(spec procSpec) (*proc, error) {
 		}
 	}
 
+	// Where it can, the child starts in a cgroup of its own, which the
+	// kernel keeps everything it starts in (proc_cgroup_linux.go).
+	plain := attr
+	cg := newProcCgroup(&attr)
+	if hasProc() && !followsTree() {
+		p.mark = readForkMark()
+	}
 	children.Lock()
 	err = cmd.Start()
+	if err != nil && cg != nil {
+		// Once more without the cgroup: if that works, starting a child
+		// in a cgroup does not (a kernel before 5.7, a cgroup of another
+		// type), and zot stops trying.
+		cg.discard()
+		cg = nil
+		again := exec.Command(cmd.Path)
+		again.Args, again.Dir, again.Env, again.SysProcAttr = cmd.Args, cmd.Dir, cmd.Env, &plain
+		again.Stdin, again.Stdout, again.Stderr, again.ExtraFiles = cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles
+		if err = again.Start(); err == nil {
+			cgroupsFailed()
+		}
+		cmd, p.cmd = again, again
+	}
 	if err == nil {
 		p.pid = cmd.Process.Pid
 		children.started[p.pid] = true
+		if cg != nil {
+			cg.started()
+			p.cg = cg
+		}
 	}
 	children.Unlock()
 	for _, f := range theirs {
@@ -320,57 +348,13 @@ const (
 	neededSIGKILL                   // something was still running after the grace period
 )
 
-// stopTick is how often the stop sequence looks again for what is left.
-const stopTick = 10 * time.Millisecond
-
-// escalation is the stop sequence's choice of signal for each target:
-// SIGTERM once until the grace period ends, SIGKILL from then on. A
-// second after that, the sequence gives up (a process stuck in the
-// kernel).
-type escalation struct {
-	killAt time.Time
-	termed map[int]bool
-	result stopResult
-}
-
-func newEscalation(grace time.Duration) *escalation {
-	return &escalation{killAt: time.Now().Add(grace), termed: map[int]bool{}}
-}
-
-func (e *escalation) signal(target int) syscall.Signal {
-	switch {
-	case !time.Now().Before(e.killAt):
-		e.result = neededSIGKILL
-		return syscall.SIGKILL
-	case e.termed[target]:
-		return 0
-	}
-	e.termed[target] = true
-	e.result = max(e.result, endedAtTERM)
-	return syscall.SIGTERM
-}
-
-func (e *escalation) givenUp() bool { return time.Since(e.killAt) > time.Second }
-
-// sendStop sends s (0: nothing) to target, a pid or a negated group id;
-// SIGTERM comes with SIGCONT, so a stopped process gets to act on it.
-func sendStop(target int, s syscall.Signal) {
-	if s == 0 {
-		return
-	}
-	syscall.Kill(target, s)
-	if s == syscall.SIGTERM {
-		syscall.Kill(target, syscall.SIGCONT)
-	}
-}
-
 // Stop ends the process and everything left in its session: SIGTERM (with
 // SIGCONT, so a stopped process gets to act on it) to each, up to grace
 // for all of them to be gone, then SIGKILL. A grace of 0 is SIGKILL at
-// once. It returns when nothing of the session runs, or a second after
-// SIGKILL if something still does (a process stuck in the kernel). After
-// Reap it does nothing. Where /proc is missing (macOS) only the group is
-// seen.
+// once. It returns when nothing of the session runs, or, if something
+// will not die (a process stuck in the kernel), a second after the last
+// new process turned up. After Reap it does nothing. Where /proc is
+// missing (macOS) only the group is seen.
 func (p *proc) Stop(grace time.Duration) stopResult {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -380,11 +364,24 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 	esc := newEscalation(grace)
 	tick := time.NewTicker(stopTick)
 	defer tick.Stop()
+	children.Lock()
+	children.stopping[p.pid]++
+	children.Unlock()
+	defer func() {
+		children.Lock()
+		if children.stopping[p.pid]--; children.stopping[p.pid] == 0 {
+			delete(children.stopping, p.pid)
+		}
+		children.Unlock()
+		if (len(esc.seen) > 0 || len(esc.dead) > 0) && subreaper.Load() {
+			reapOrphans() // what died meanwhile was left to this stop
+		}
+	}()
 	exited := p.exited
 	for {
 		select {
 		case <-p.exited:
-			if p.empty.Load() || !p.signalSession(esc.signal) {
+			if p.empty.Load() || !p.signalSession(esc) {
 				p.empty.Store(true)
 				return esc.result
 			}
@@ -392,7 +389,7 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 			// The leader runs, so its group is there: signal it without
 			// a look at /proc. The rest of the session is looked for once
 			// the leader has exited.
-			sendStop(-p.pid, esc.signal(0))
+			sendStop(-p.pid, esc.signal(-p.pid))
 		}
 		if esc.givenUp() {
 			return esc.result
@@ -405,52 +402,47 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 	}
 }
 
-// signalSession sends what sig chooses for each target (the group is
-// target 0) to the group and to each live process that left the group but
-// not the session, and reports whether anything of the session is left.
-// Such a process is looked at again just before its signal, with the
-// children table locked so that the orphan reaper cannot reap it (an
-// adopted one is zot's child) and let its pid be reused in between. One
-// whose parent is still alive could, in principle, be reaped by that
-// parent and its pid reused in that moment; the stranger would be a
-// process the command could have signalled itself, as it runs as zot's
-// user.
-func (p *proc) signalSession(sig func(target int) syscall.Signal) (left bool) {
-	procs, ok := readProcs()
-	if !ok {
-		// No /proc: the group is what can be seen. kill(2) of a group
-		// skips zombies on macOS, so the unreaped leader does not count.
+// signalSession sends what esc chooses to what is left of the session,
+// and reports whether anything live is: first to what is in its cgroup,
+// then, once nothing of the session is, to any process of the session
+// found below zot (one that moved itself out of the cgroup, which only a
+// command without the sandbox can). Without a cgroup the session is
+// frozen with SIGSTOP (escalation.freezeAndKill); without /proc only its
+// group is seen: kill(2) of a group skips zombies on macOS, so the
+// unreaped leader does not count.
+func (p *proc) signalSession(esc *escalation) (left bool) {
+	if p.cg != nil && !p.cgDone.Load() {
+		if left, ok := p.cg.stopSession(p.pid, esc, p.stopTarget); ok {
+			if left {
+				return true
+			}
+			p.cgDone.Store(true)
+		}
+	}
+	if !hasProc() {
 		if syscall.Kill(-p.pid, 0) == syscall.ESRCH {
 			return false
 		}
-		sendStop(-p.pid, sig(0))
+		sendStop(-p.pid, esc.signal(-p.pid))
 		return true
 	}
-	group := false
-	var others []int
-	for _, s := range procs {
-		switch {
-		case s.sid != p.pid || s.zombie():
-		case s.pgrp == p.pid:
-			group = true
-		default:
-			others = append(others, s.pid)
-		}
-	}
-	if group {
-		sendStop(-p.pid, sig(0))
-	}
-	if len(others) > 0 {
-		children.Lock()
-		defer children.Unlock()
-		for _, pid := range others {
-			if s, ok := readProcStat(strconv.Itoa(pid)); ok && s.sid == p.pid && !s.zombie() {
-				sendStop(pid, sig(pid))
-			}
-		}
-	}
-	return group || len(others) > 0
+	return esc.stopFound(sessionProcs(p.pid, p.mark), p.stopTarget)
 }
+
+// stopTarget is where SIGTERM goes for s: the leader's group, which got
+// it while the leader ran, or s alone, which left the group.
+func (p *proc) stopTarget(s procStat) int {
+	if s.pgrp == p.pid {
+		return -p.pid
+	}
+	return s.pid
+}
+
+// hasProc reports whether there is a /proc to look at.
+var hasProc = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+})
 
 // Reap waits for the leader to exit, kills whatever its session left
 // running, and releases the process; it returns how the leader ended, as
@@ -481,10 +473,16 @@ func (p *proc) release() {
 		p.waitErr = p.cmd.Wait()
 		p.state = p.cmd.ProcessState
 	}
+	if p.cg != nil {
+		p.cg.remove()
+	}
 	p.released = true
 	children.Lock()
 	delete(children.started, p.pid)
 	children.Unlock()
+	if subreaper.Load() && !childrenFiles() {
+		reapOrphans() // the kernel may have named this one before an orphan
+	}
 	close(p.gone)
 }
 
@@ -572,77 +570,33 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 
 func (c *cappedBuffer) Bytes() []byte { return c.buf.Bytes() }
 
-// procStat is what /proc/<pid>/stat says of a process.
-type procStat struct {
-	pid, ppid, pgrp, sid int
-	state                byte
-}
-
-func (s procStat) zombie() bool { return s.state == 'Z' || s.state == 'X' }
-
-// readProcs reads every process's stat; ok is false where there is no
-// /proc. A process that ends while it is read is left out. It costs a few
-// milliseconds on a loaded machine, so Stop calls it only once the leader
-// has exited.
-func readProcs() (procs []procStat, ok bool) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, false
-	}
-	for _, e := range entries {
-		if name := e.Name(); name[0] >= '1' && name[0] <= '9' {
-			if s, ok := readProcStat(name); ok {
-				procs = append(procs, s)
-			}
-		}
-	}
-	return procs, true
-}
-
-func readProcStat(pid string) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	// pid (comm) state ppid pgrp session …; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 || len(f[0]) != 1 {
-		return procStat{}, false
-	}
-	s := procStat{state: f[0][0]}
-	var errs [4]error
-	s.pid, errs[0] = strconv.Atoi(pid)
-	s.ppid, errs[1] = strconv.Atoi(f[1])
-	s.pgrp, errs[2] = strconv.Atoi(f[2])
-	s.sid, errs[3] = strconv.Atoi(f[3])
-	return s, errors.Join(errs[:]...) == nil
-}
-
 // children are the processes startProc started and Reap has not reaped.
 // The orphan reaper leaves them to their owners. The lock is held across
 // each start, so the reaper never sees a child of startProc's that is not
-// in the table yet.
+// in the table yet. stopping counts the Stops under way per session: the
+// reaper leaves the session's dead orphans to them, so that a process
+// that dies while a Stop looks is seen dead (see escalation.look), and
+// Stop reaps them when it is done.
 var children = struct {
 	sync.Mutex
-	started map[int]bool
-}{started: map[int]bool{}}
+	started  map[int]bool
+	stopping map[int]int
+}{started: map[int]bool{}, stopping: map[int]int{}}
 
 // adoptOrphans makes zot the reaper of the orphans of every process it
 // starts, where the system allows it (Linux: PR_SET_CHILD_SUBREAPER).
 // Without it, a process that outlives its parent — a command's background
 // job after the shell exited — is adopted by init and out of reach; with
-// it, such a process is zot's child: found by a look at /proc, stopped at
-// exit, and reaped as it exits (no zombies). It returns release, which
-// stops every adopted orphan still running (SIGTERM, grace, SIGKILL) and
-// ends the reaper. It changes the whole process, so only main calls it.
+// it, such a process is zot's child: found below zot, stopped at exit, and
+// reaped as it exits (no zombies). It returns release, which stops every
+// adopted orphan still running and what it started (SIGTERM, grace, then
+// frozen and killed) and ends the reaper. It changes the whole process,
+// so only main calls it.
 func adoptOrphans(grace time.Duration) (release func()) {
 	if setSubreaper() != nil {
 		return func() {}
 	}
+	subreaper.Store(true)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGCHLD)
 	done, reaperDone := make(chan struct{}), make(chan struct{})
@@ -652,7 +606,7 @@ func adoptOrphans(grace time.Duration) (release func()) {
 		for {
 			select {
 			case <-sigs:
-				stopOrphans(nil)
+				reapOrphans()
 			case <-done:
 				return
 			}
@@ -663,54 +617,122 @@ func adoptOrphans(grace time.Duration) (release func()) {
 		<-reaperDone
 		signal.Stop(sigs)
 		esc := newEscalation(grace)
-		for stopOrphans(esc.signal) && !esc.givenUp() {
+		for stopOrphans(esc) && !esc.givenUp() {
 			time.Sleep(stopTick)
 		}
 	}
 }
 
-// stopOrphans reaps the adopted orphans that have exited and sends what
-// sig chooses (nil: nothing) to each one still running, and to its group
-// when it leads one; it reports whether any is still running. An orphan is
-// a child of zot that startProc did not start and that is not in zot's
-// session: a child other code in this process started with os/exec (as
-// tests do) shares zot's session and is left to its owner. The orphans'
-// own children become zot's when they die, and are found on a later call.
-func stopOrphans(sig func(pid int) syscall.Signal) (running bool) {
-	self := os.Getpid()
-	me, ok := readProcStat(strconv.Itoa(self))
-	if !ok {
-		return false
+// zotSession is zot's own session id.
+var zotSession = sync.OnceValue(func() int {
+	s, _ := readProcStat(strconv.Itoa(os.Getpid()))
+	return s.sid
+})
+
+// orphans is the finder of zot's adopted orphans and, with below, of
+// every process beneath them. An orphan is a child of zot that startProc
+// did not start and that is not in zot's session: a child other code in
+// this process started with os/exec (as tests do) shares zot's session
+// and is left to its owner. Only zot's children are looked at, unless the
+// kernel has no children files. Call it with children locked.
+func orphans(below bool) finder {
+	return func(visit func(procStat)) []procStat {
+		self := os.Getpid()
+		var kids []int
+		var byParent map[int][]int // the fallback's whole tree, from one look at every process
+		if childrenFiles() {
+			kids = childrenOf("self")
+		} else {
+			all, _ := readProcs()
+			byParent = map[int][]int{}
+			for _, s := range all {
+				byParent[s.ppid] = append(byParent[s.ppid], s.pid)
+			}
+			kids = byParent[self]
+		}
+		isOrphan := func(s procStat) bool { return s.ppid == self && s.sid != zotSession() && !children.started[s.pid] }
+		var roots []int
+		var procs []procStat
+		for _, pid := range kids {
+			if s, ok := readProcStat(strconv.Itoa(pid)); ok && isOrphan(s) {
+				procs = append(procs, s)
+				visit(s)
+				if below && !s.zombie() {
+					roots = append(roots, s.pid)
+				}
+			}
+		}
+		if len(roots) == 0 {
+			return procs
+		}
+		all := func(procStat) bool { return true }
+		if byParent == nil {
+			var below []int
+			for _, pid := range roots {
+				below = append(below, childrenOf(strconv.Itoa(pid))...)
+			}
+			return append(procs, walkProcs(below, all, visit)...)
+		}
+		for queue := roots; len(queue) > 0; queue = queue[1:] {
+			for _, pid := range byParent[queue[0]] {
+				if s, ok := readProcStat(strconv.Itoa(pid)); ok {
+					procs = append(procs, s)
+					visit(s)
+					if !s.zombie() {
+						queue = append(queue, s.pid)
+					}
+				}
+			}
+		}
+		return procs
 	}
-	procs, _ := readProcs()
-	// Each candidate is looked at again with the table locked: a child of
-	// zot that is not in the table then is an orphan, since startProc
-	// holds the lock until its child is in it, and a child of zot keeps
-	// its pid until zot reaps it.
+}
+
+// reapOrphans reaps the adopted orphans that have exited, but those of a
+// session a Stop is looking at (see children). An orphan is looked at
+// with the table locked: a child of zot that is not in the table then is
+// an orphan, since startProc holds the lock until its child is in it, and
+// a child of zot keeps its pid until zot reaps it. Without children files
+// it asks the kernel for an exited child instead of reading every
+// process; as the kernel names the first it finds, it stops at one that
+// is not an orphan's, and release asks again once that one is reaped.
+func reapOrphans() {
 	children.Lock()
 	defer children.Unlock()
-	for _, seen := range procs {
-		if seen.ppid != self || seen.sid == me.sid {
-			continue
+	reap := func(s procStat) bool {
+		if !s.zombie() || s.ppid != os.Getpid() || children.started[s.pid] || s.sid == zotSession() || children.stopping[s.sid] > 0 {
+			return false
 		}
-		s, ok := readProcStat(strconv.Itoa(seen.pid))
-		if !ok || s.ppid != self || children.started[s.pid] {
-			continue
-		}
-		if s.zombie() {
-			var ws syscall.WaitStatus
-			syscall.Wait4(s.pid, &ws, syscall.WNOHANG, nil)
-			continue
-		}
-		running = true
-		if sig == nil {
-			continue
-		}
-		target := s.pid
-		if s.pgrp == s.pid {
-			target = -s.pid
-		}
-		sendStop(target, sig(s.pid))
+		var ws syscall.WaitStatus
+		syscall.Wait4(s.pid, &ws, syscall.WNOHANG, nil)
+		return true
 	}
-	return running
+	if childrenFiles() {
+		for _, s := range orphans(false)(func(procStat) {}) {
+			reap(s)
+		}
+		return
+	}
+	for pid := exitedChild(); pid > 0; pid = exitedChild() {
+		if s, ok := readProcStat(strconv.Itoa(pid)); !ok || !reap(s) {
+			return
+		}
+	}
+}
+
+// stopOrphans reaps the adopted orphans that have exited and sends what
+// esc chooses to those still running — SIGTERM to each, and to its group
+// when it leads one; after the grace period, SIGKILL to them and to
+// everything beneath them, frozen first — and reports whether any is
+// still running. The orphans' own children become zot's when they die,
+// and are found on a later call.
+func stopOrphans(esc *escalation) (running bool) {
+	reapOrphans()
+	target := func(s procStat) int {
+		if s.pgrp == s.pid {
+			return -s.pid
+		}
+		return s.pid
+	}
+	return esc.stopFound(orphans(esc.killing()), target)
 }

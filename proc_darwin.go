@@ -39,3 +39,6 @@ func waitUnreaped(pid int) bool {
 
 // setSubreaper: macOS has no subreaper; an orphan is adopted by launchd.
 func setSubreaper() error { return errors.ErrUnsupported }
+
+// exitedChild: there is no subreaper here, so no orphan to reap.
+func exitedChild() int { return 0 }

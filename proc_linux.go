@@ -24,6 +24,26 @@ func waitUnreaped(pid int) bool {
 	}
 }
 
+// exitedChild returns the pid of a child of zot's that has exited and is
+// not reaped yet, leaving it unreaped, or 0 when there is none: the
+// kernel's pick, the first it finds.
+func exitedChild() int {
+	const pAll = 0
+	var info [128]byte // siginfo_t
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info)), syscall.WEXITED|syscall.WNOHANG|syscall.WNOWAIT, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0
+		}
+		// si_pid follows si_signo, si_errno and si_code, at the union's
+		// alignment: a pointer's.
+		return int(*(*int32)(unsafe.Pointer(&info[(3*4+unsafe.Sizeof(uintptr(0))-1)&^(unsafe.Sizeof(uintptr(0))-1)])))
+	}
+}
+
 // setSubreaper makes zot the reaper of its descendants' orphans.
 func setSubreaper() error {
 	const prSetChildSubreaper = 36

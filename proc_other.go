@@ -11,3 +11,6 @@ func waitUnreaped(pid int) bool { return false }
 
 // setSubreaper: no subreaper is used here; an orphan is adopted by init.
 func setSubreaper() error { return errors.ErrUnsupported }
+
+// exitedChild: there is no subreaper here, so no orphan to reap.
+func exitedChild() int { return 0 }

@@ -52,6 +52,12 @@ type Reply struct {
 	Content []Block
 	Stop    string
 	Usage   Usage
+	// Truncated, when set, says that the server read markedly less of the
+	// prompt than was sent: it cut the conversation without an error.
+	Truncated string
+	// Notice is something the user should hear once about how zot speaks
+	// to this server (a fallback it chose).
+	Notice string
 }
 
 // ErrContextTooLong matches (errors.Is) a provider's "prompt is too long"
@@ -66,11 +72,30 @@ type ProviderError struct {
 	Type     string
 	Message  string
 	Hint     string
+	// Request is "POST <url>" (without credentials) when the body was not
+	// the provider's JSON error but a page — a proxy's, a server's 404 —
+	// whose ContentType the message names: the request is then what the
+	// user needs to see.
+	Request     string
+	ContentType string
 }
 
 func (e *ProviderError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Provider)
+	if e.Request != "" {
+		fmt.Fprintf(&b, ": %s → %d", e.Request, e.Status)
+		if e.ContentType != "" {
+			fmt.Fprintf(&b, " (%s)", e.ContentType)
+		}
+		if e.Hint != "" {
+			b.WriteString(": " + e.Hint)
+		}
+		if e.Message != "" {
+			fmt.Fprintf(&b, "; the server said: %s", e.Message)
+		}
+		return sanitize(b.String())
+	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, ": HTTP %d", e.Status)
 	}
@@ -90,9 +115,7 @@ func (e *ProviderError) Is(target error) bool {
 	if target != ErrContextTooLong {
 		return false
 	}
-	m := strings.ToLower(e.Message + " " + e.Type)
-	return strings.Contains(m, "prompt is too long") || strings.Contains(m, "context_length_exceeded") ||
-		strings.Contains(m, "maximum context length") || strings.Contains(m, "context window")
+	return isOverflow(e.Message, e.Type)
 }
 
 // Unavailable reports whether err is a failure of the provider rather than
@@ -138,11 +161,16 @@ type ProviderConfig struct {
 	Retries   int    // -1: none; 0: the default of 3
 	Client    *http.Client
 	// ResponseTimeout bounds the wait for a response's headers after a
-	// request is sent; 0 is DefaultResponseTimeout.
+	// request is sent; 0 is DefaultResponseTimeout. IdleTimeout bounds a
+	// started stream's silence; 0 is DefaultIdleTimeout.
 	ResponseTimeout time.Duration
+	IdleTimeout     time.Duration
 	// CacheRetention is how long Anthropic keeps prompt cache entries: ""
 	// for its default of 5 minutes, or CacheRetention1h.
 	CacheRetention string
+	// Local holds what differs for servers other than the vendors' APIs
+	// (providers_local.go): headers, text tool calls, compatibility.
+	Local LocalOptions
 }
 
 // DefaultResponseTimeout is how long a server may take to start answering:
@@ -151,11 +179,16 @@ type ProviderConfig struct {
 // quiet does not hang -p or rpc forever.
 const DefaultResponseTimeout = 5 * time.Minute
 
+// DefaultIdleTimeout is how long a started stream may go without progress:
+// generous, since a reasoning model may think for minutes, but a server
+// that stopped answering must not hang a run forever.
+const DefaultIdleTimeout = 10 * time.Minute
+
 // NewProvider builds the client for cfg.Name.
 func NewProvider(cfg ProviderConfig) (Provider, error) {
 	h := &httpStreamer{client: cfg.Client, retries: cfg.Retries, keySource: cfg.KeySource,
-		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, idle: 10 * time.Minute, sleep: sleepCtx,
-		headerTimeout: cmp.Or(cfg.ResponseTimeout, DefaultResponseTimeout)}
+		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, idle: cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout), sleep: sleepCtx,
+		headerTimeout: cmp.Or(cfg.ResponseTimeout, DefaultResponseTimeout), headers: cfg.Local.Headers}
 	if h.client == nil {
 		h.client = &http.Client{}
 	}
@@ -165,13 +198,18 @@ func NewProvider(cfg ProviderConfig) (Provider, error) {
 		h.retries = 0
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base != "" {
+		if err := checkBaseURL(base); err != nil {
+			return nil, fmt.Errorf("base URL %w", err)
+		}
+	}
 	switch cfg.Name {
 	case "anthropic":
 		if base == "" {
 			base = "https://api.anthropic.com"
 		}
 		h.name = "anthropic"
-		return &anthropicProvider{http: h, url: base + "/v1/messages", key: cfg.APIKey, cacheTTL: cfg.CacheRetention}, nil
+		return &anthropicProvider{http: h, url: endpointURL(base, "/v1/messages"), key: cfg.APIKey, cacheTTL: cfg.CacheRetention}, nil
 	case "openai", "ollama":
 		if base == "" {
 			base = "https://api.openai.com"
@@ -179,12 +217,17 @@ func NewProvider(cfg ProviderConfig) (Provider, error) {
 				base = "http://localhost:11434/v1"
 			}
 		}
-		url := base + "/v1/chat/completions"
-		if strings.HasSuffix(base, "/v1") {
-			url = base + "/chat/completions"
-		}
+		url := openaiURL(base, "/chat/completions")
 		h.name = cfg.Name
-		return &openaiProvider{http: h, name: cfg.Name, url: url, key: cfg.APIKey, plainMaxTokens: base != "https://api.openai.com"}, nil
+		vendor := isOpenAIAPI(base)
+		p := &openaiProvider{http: h, name: cfg.Name, url: url, key: cfg.APIKey, plainMaxTokens: !vendor, compat: cfg.Local.Compat}
+		if p.plainMaxTokens {
+			p.local = newLocalServer(cfg.Name, cfg.BaseURL, cfg.APIKey, h, cfg.Local)
+		}
+		if cfg.Name == "ollama" {
+			return &ollamaProvider{openai: p, local: p.local}, nil
+		}
+		return p, nil
 	}
 	return nil, fmt.Errorf("unknown provider %q (want anthropic, openai or ollama)", cfg.Name)
 }
@@ -201,12 +244,13 @@ type httpStreamer struct {
 	// idle is how long a started stream may go without progress — a piece
 	// of the reply — before it counts as stalled. Keep-alive comments and
 	// pings are not progress, so a server cannot hold a run open with them.
-	// Generous: a reasoning model may think for minutes, but a server that
-	// stopped answering must not hang a run forever.
 	idle time.Duration
 	// headerTimeout bounds the wait for the response headers.
 	headerTimeout time.Duration
 	sleep         func(ctx context.Context, d time.Duration) error
+	// headers are the user's own (models.json), sent with every request
+	// over zot's.
+	headers map[string]string
 }
 
 var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
@@ -218,6 +262,9 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 			return nil, fmt.Errorf("%s: %w", h.name, err)
 		}
 		req.Header = header.Clone()
+		for k, v := range h.headers {
+			req.Header.Set(k, v)
+		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := h.do(req)
@@ -314,8 +361,14 @@ func notAStream(name string, resp *http.Response) error {
 		return nil
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-	return fmt.Errorf("%s: expected an event stream (text/event-stream) but got %s: %s", name, ct, sanitize(strings.TrimSpace(string(body))))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	perr := &ProviderError{Provider: name, Status: resp.StatusCode}
+	pageError(perr, resp, body)
+	perr.Hint = "expected an event stream (text/event-stream)"
+	if strings.Contains(ct, "html") {
+		perr.Hint += "; check --base-url"
+	}
+	return perr
 }
 
 // scrubURLError drops the URL from a transport error: a base URL may carry
@@ -337,9 +390,12 @@ func (h *httpStreamer) httpError(resp *http.Response) *ProviderError {
 	}
 	if json.Unmarshal(body, &parsed) == nil && len(parsed.Error) > 0 {
 		perr.Type, perr.Message = decodeErrorValue(parsed.Error)
+	} else if len(body) > 0 && body[0] == '{' {
+		// vLLM and others: {"object": "error", "message": …, "type": …}
+		perr.Type, perr.Message = decodeErrorValue(body)
 	}
 	if perr.Message == "" {
-		perr.Message = strings.TrimSpace(truncate(string(body), 300))
+		pageError(perr, resp, body)
 	}
 	if resp.StatusCode == 401 || resp.StatusCode == 403 {
 		src := h.keySource
@@ -369,6 +425,14 @@ func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
 	}
 	var s string
 	json.Unmarshal(raw, &s)
+	// ollama passes on its runner's (llama-server's) error as a string
+	// that holds the JSON: the words are inside.
+	var inner struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &inner) == nil && len(inner.Error) > 0 && inner.Error[0] != '"' {
+		return decodeErrorValue(inner.Error)
+	}
 	return "", s
 }
 
@@ -525,6 +589,12 @@ type sseHandler interface {
 // idle: comments, pings and empty deltas keep a connection alive but are
 // not progress.
 func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.Duration, maxBytes int64, h sseHandler) (events int, err error) {
+	return streamFrames(ctx, name, body, idle, maxBytes, h, readSSE)
+}
+
+// streamFrames is streamBody for any framing: read calls fn for each
+// frame of the body (readSSE; ollama's readNDJSON).
+func streamFrames(ctx context.Context, name string, body io.ReadCloser, idle time.Duration, maxBytes int64, h sseHandler, read func(io.Reader, func(sseEvent) error) error) (events int, err error) {
 	defer body.Close()
 	// Closing the body is what unblocks a read when ctx is cancelled, or
 	// when the server has made no progress for longer than idle.
@@ -537,7 +607,7 @@ func streamBody(ctx context.Context, name string, body io.ReadCloser, idle time.
 	})
 	defer watchdog.Stop()
 	var size int64
-	err = readSSE(body, func(ev sseEvent) error {
+	err = read(body, func(ev sseEvent) error {
 		events++
 		if err := h.handle(ev); err != nil {
 			return err
@@ -980,15 +1050,20 @@ type openaiProvider struct {
 	// compatible server reads; OpenAI's own API wants
 	// max_completion_tokens (and refuses max_tokens for reasoning models).
 	plainMaxTokens bool
+	compat         Compat
+	// local is what zot knows of a server that is not api.openai.com
+	// (providers_local.go); nil for OpenAI's own API.
+	local *localServer
 }
 
 func (p *openaiProvider) Name() string { return p.name }
 
 type oaiMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []oaiToolCall   `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []oaiToolCall   `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
 }
 
 type oaiToolCall struct {
@@ -1022,9 +1097,9 @@ type oaiRequest struct {
 	Messages      []oaiMessage `json:"messages"`
 	Tools         []oaiTool    `json:"tools,omitempty"`
 	Stream        bool         `json:"stream"`
-	StreamOptions struct {
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
+	} `json:"stream_options,omitempty"`
 	ReasoningEffort     string `json:"reasoning_effort,omitempty"`
 	MaxCompletionTokens int    `json:"max_completion_tokens,omitempty"`
 	MaxTokens           int    `json:"max_tokens,omitempty"`
@@ -1045,16 +1120,24 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 	if limit == 0 && info.Source == SourceUser {
 		limit = info.MaxOutput
 	}
-	if p.plainMaxTokens {
+	if p.compat.MaxTokensField == "max_tokens" || p.plainMaxTokens && p.compat.MaxTokensField == "" {
 		out.MaxTokens = limit
 	} else {
 		out.MaxCompletionTokens = limit
 	}
-	out.StreamOptions.IncludeUsage = true
-	if req.System != "" {
-		out.Messages = append(out.Messages, oaiMessage{Role: "system", Content: jsonString(req.System)})
+	if isTrue(p.compat.SupportsUsageInStreaming, true) {
+		out.StreamOptions = &struct {
+			IncludeUsage bool `json:"include_usage"`
+		}{true}
 	}
-	out.Messages = append(out.Messages, oaiMessages(req.Messages)...)
+	if req.System != "" {
+		role := "system"
+		if isTrue(p.compat.SupportsDeveloperRole, false) {
+			role = "developer"
+		}
+		out.Messages = append(out.Messages, oaiMessage{Role: role, Content: jsonString(req.System)})
+	}
+	out.Messages = append(out.Messages, oaiMessages(req.Messages, isTrue(p.compat.RequiresReasoningContent, false))...)
 	tools := append([]ToolSpec(nil), req.Tools...)
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	for _, t := range tools {
@@ -1068,13 +1151,17 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 
 // oaiMessages converts the transcript. Tool messages cannot carry images,
 // so images a tool returned follow its results in one user message.
-func oaiMessages(msgs []Message) []oaiMessage {
+// withReasoning sends each reply's reasoning back as reasoning_content.
+func oaiMessages(msgs []Message, withReasoning bool) []oaiMessage {
 	var out []oaiMessage
 	for _, m := range msgs {
 		if m.Role == RoleAssistant {
 			// content may be null only beside tool_calls; a reply that was
 			// all reasoning (or cut off) has neither, and goes as "".
 			om := oaiMessage{Role: "assistant", Content: jsonString(m.Text())}
+			if withReasoning {
+				om.ReasoningContent = m.thinkingText()
+			}
 			if len(m.ToolCalls()) > 0 && m.Text() == "" {
 				om.Content = json.RawMessage("null")
 			}
@@ -1143,9 +1230,31 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 	if p.usesResponses(req.Model) {
 		return p.streamResponses(ctx, req, on)
 	}
+	if p.local == nil {
+		reply, _, err := p.stream(ctx, req, on)
+		return reply, err
+	}
+	req, plan := p.local.prepare(ctx, req)
+	reply, sawUsage, err := p.stream(ctx, req, on)
+	if again, ok := p.local.refused(err, req, &plan); ok {
+		req = again
+		reply, sawUsage, err = p.stream(ctx, req, on)
+	}
+	if err != nil {
+		p.local.explain(err, req.Model, plan)
+		reply.Notice = plan.notice
+		return reply, err
+	}
+	p.local.finish(plan, req.Model, &reply, sawUsage, on)
+	return reply, nil
+}
+
+// stream sends one request and reads its stream; sawUsage says whether the
+// server reported usage.
+func (p *openaiProvider) stream(ctx context.Context, req Request, on func(StreamEvent)) (reply Reply, sawUsage bool, err error) {
 	body, err := json.Marshal(p.buildRequest(req))
 	if err != nil {
-		return Reply{}, fmt.Errorf("%s: encode request: %w", p.name, err)
+		return Reply{}, false, fmt.Errorf("%s: encode request: %w", p.name, err)
 	}
 	header := http.Header{}
 	if p.key != "" {
@@ -1153,24 +1262,28 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 	}
 	resp, err := p.http.post(ctx, p.url, header, body)
 	if err != nil {
-		return Reply{}, err
+		return Reply{}, false, err
 	}
 	s := &oaiStream{name: p.name, on: on}
 	maxTokens := cmp.Or(req.MaxTokens, lookupModel(p.name, req.Model).MaxOutput)
 	events, err := streamBody(ctx, p.name, resp.Body, p.http.idle, maxReplyBytes(maxTokens), s)
-	reply := Reply{Stop: s.stop, Usage: s.usage}
+	reply = Reply{Stop: s.stop, Usage: s.usage}
 	if s.thinking != nil {
 		reply.Content = append(reply.Content, s.thinking.block())
 	}
 	reply.Content = append(reply.Content, assemble([]*partialBlock{s.text})...)
 	for _, tc := range s.calls {
 		s.endCall(tc)
-		reply.Content = append(reply.Content, tc.block())
+		b := tc.block()
+		if s.stop == StopLength && strings.TrimSpace(tc.args.String()) == "" {
+			b.Args = nil // cut before its arguments began: not a call without any
+		}
+		reply.Content = append(reply.Content, b)
 	}
 	if err == nil && !s.done && s.stop == "" {
 		err = streamEndedEarly(p.name, events)
 	}
-	return reply, err
+	return reply, s.sawUsage, err
 }
 
 // oaiStream is the state of one Chat Completions stream. Only choice 0 is
@@ -1184,6 +1297,7 @@ type oaiStream struct {
 	byIndex  map[int]*partialBlock
 	stop     string
 	usage    Usage
+	sawUsage bool
 	done     bool
 	size     int64 // for received
 }
@@ -1234,6 +1348,7 @@ func (s *oaiStream) handle(ev sseEvent) error {
 		return &ProviderError{Provider: s.name, Type: typ, Message: msg}
 	}
 	if c.Usage != nil {
+		s.sawUsage = true
 		cached := 0
 		if c.Usage.PromptTokensDetails != nil {
 			cached = c.Usage.PromptTokensDetails.CachedTokens

@@ -30,6 +30,10 @@ type ModelInfo struct {
 	Name          string  `json:"-"`
 	BaseURL       string  `json:"-"`
 	Source        string  `json:"-"`
+	// CompactThreshold is the share of the window that compacts the
+	// conversation (models.json's compactThreshold); 0 leaves it to the
+	// agent.
+	CompactThreshold float64 `json:"-"`
 	// Thinking is how the model takes --reasoning (ThinkingAdaptive,
 	// ThinkingBudget); "" is the provider's own way: reasoning_effort for
 	// OpenAI's APIs, adaptive thinking for a Claude model the catalogue
@@ -152,6 +156,32 @@ var learnedModels struct {
 	sync.RWMutex
 	user   []ModelInfo
 	server map[string][]ModelInfo // by provider
+	// measured are the windows servers report for the model they serve
+	// (llama-server's n_ctx, the num_ctx zot sends ollama), by provider
+	// and model: what the server does wins over what anyone says.
+	measured map[[2]string]int
+}
+
+// SetMeasuredWindow records the context a server gives model's requests.
+func SetMeasuredWindow(provider, model string, window int) {
+	learnedModels.Lock()
+	defer learnedModels.Unlock()
+	if learnedModels.measured == nil {
+		learnedModels.measured = map[[2]string]int{}
+	}
+	learnedModels.measured[[2]string{provider, model}] = window
+}
+
+// userWindow is the contextWindow the user's models.json gives model, or 0.
+func userWindow(provider, model string) int {
+	learnedModels.RLock()
+	defer learnedModels.RUnlock()
+	for _, u := range learnedModels.user {
+		if u.Provider == provider && u.ID == model {
+			return u.ContextWindow
+		}
+	}
+	return 0
 }
 
 // SetUserModels replaces the user's models. An entry may leave limits
@@ -174,9 +204,21 @@ func SetServerModels(provider string, ms []ModelInfo) {
 
 // lookupModel finds a model: the user's entry for it (over the catalogue's
 // values), else the catalogue by exact id or as a dated snapshot of a
-// catalogue id (snapshotOf), else what the server said of it. An unknown
-// model still works: no cost, default limits.
+// catalogue id (snapshotOf), else what the server's model list said of it.
+// A window the server reported for its requests wins over all of them. An
+// unknown model still works: no cost, default limits.
 func lookupModel(provider, id string) ModelInfo {
+	info := lookupListedModel(provider, id)
+	learnedModels.RLock()
+	defer learnedModels.RUnlock()
+	if w := learnedModels.measured[[2]string{provider, id}]; w > 0 {
+		info.ContextWindow = w
+	}
+	return info
+}
+
+// lookupListedModel is lookupModel without what servers measured.
+func lookupListedModel(provider, id string) ModelInfo {
 	info, known := catalogueModel(provider, id)
 	learnedModels.RLock()
 	defer learnedModels.RUnlock()
@@ -291,7 +333,7 @@ func reasoningFor(info ModelInfo, level string) string {
 // and its thinking style and API where it names them.
 func overlayModel(base, u ModelInfo) ModelInfo {
 	base.ID, base.Provider, base.Known, base.Source = u.ID, u.Provider, true, SourceUser
-	base.Reasoning, base.Name, base.BaseURL = u.Reasoning, u.Name, u.BaseURL
+	base.Reasoning, base.Name, base.BaseURL, base.CompactThreshold = u.Reasoning, u.Name, u.BaseURL, u.CompactThreshold
 	base.Thinking, base.API = cmp.Or(u.Thinking, base.Thinking), cmp.Or(u.API, base.API)
 	for _, f := range []struct {
 		dst *int

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -41,6 +42,7 @@ type replayServer struct {
 	mu       sync.Mutex
 	steps    []replayStep
 	requests []capturedRequest
+	sent     time.Time // when the last answer was sent whole
 }
 
 func startReplay(t testing.TB, steps ...replayStep) *replayServer {
@@ -100,6 +102,16 @@ func (rs *replayServer) serve(w http.ResponseWriter, r *http.Request) {
 	if step.HangAfter >= len(step.Events) && step.HangAfter > 0 {
 		<-r.Context().Done()
 	}
+	rs.mu.Lock()
+	rs.sent = time.Now()
+	rs.mu.Unlock()
+}
+
+// lastSent is when the server last sent an answer whole.
+func (rs *replayServer) lastSent() time.Time {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.sent
 }
 
 // Requests returns what the clients sent so far.

@@ -200,12 +200,20 @@ const (
 	editMaxBytes  = 64 << 20
 	bashTimeout   = 120 * time.Second
 	bashMaxTime   = 600 * time.Second
-	bashHeadBytes = 25 << 10
-	bashTailBytes = 25 << 10
-	bashSpillMax  = 1 << 30 // a command printing forever must not fill the disk
 	bashDrain     = 200 * time.Millisecond
 	killGrace     = 2 * time.Second
 	progressEvery = 100 * time.Millisecond
+)
+
+// A command's output in the bash result: a quarter from its head, the
+// rest from its tail, where test summaries and errors are. The spill file
+// keeps the whole output up to bashSpillDefault, then a quarter from the
+// head and the rest from the tail: a command printing forever must not
+// fill the disk.
+const (
+	bashOutputDefault = 16 << 10
+	bashOutputMax     = 1 << 20
+	bashSpillDefault  = 64 << 20
 )
 
 // ToolEnv is the state the built-in tools share: the session's working
@@ -232,8 +240,16 @@ type ToolEnv struct {
 	// --jail. Set it before the tools run.
 	JailHint string
 
+	// BashOutput is the most of a command's output the bash result
+	// holds (0: bashOutputDefault, at most bashOutputMax), and
+	// SpillLimit the most its spill file keeps whole (0:
+	// bashSpillDefault; below 0: no spill file). Set them before the
+	// tools run.
+	BashOutput int
+	SpillLimit int64
+
 	spillMu sync.Mutex
-	spills  []string
+	spills  []keptSpill
 }
 
 // CommandSandbox confines the model's commands and file tools
@@ -270,10 +286,34 @@ func (e *ToolEnv) SetJail(on bool) { e.jail.Store(on) }
 
 func (e *ToolEnv) Jailed() bool { return e.jail.Load() }
 
+// keptSpill is a spill file of e's, with the file it was when made.
+type keptSpill struct {
+	path string
+	info fs.FileInfo
+}
+
 func (e *ToolEnv) keepSpill(path string) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
 	e.spillMu.Lock()
 	defer e.spillMu.Unlock()
-	e.spills = append(e.spills, path)
+	e.spills = append(e.spills, keptSpill{path, info})
+}
+
+// isSpill says whether info is one of e's spill files: the very file made,
+// not whatever now has its name — the model's commands can replace a file
+// in the temporary directory with a link to one the jail keeps out.
+func (e *ToolEnv) isSpill(info fs.FileInfo) bool {
+	e.spillMu.Lock()
+	defer e.spillMu.Unlock()
+	for _, s := range e.spills {
+		if os.SameFile(s.info, info) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close removes the spill files of the bash calls made with e. Call it
@@ -282,8 +322,8 @@ func (e *ToolEnv) Close() error {
 	e.spillMu.Lock()
 	defer e.spillMu.Unlock()
 	var errs []error
-	for _, p := range e.spills {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, sp := range e.spills {
+		if err := os.Remove(sp.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -948,7 +988,7 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 		return errorResult("bash: start %s in %s: %v", argv[0], env.Cwd, err)
 	}
 	pr := p.stdout
-	out := newShellOutput()
+	out := newShellOutput(env.BashOutput, env.SpillLimit)
 	readDone := make(chan struct{})
 	// The reader owns out until readDone closes; it stops at EOF or at the
 	// read deadline set below once the shell is gone.
@@ -984,10 +1024,12 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	pr.Close()
 	p.Reap()
 
-	text, cut := out.result()
-	if spill := out.close(cut > 0); spill != "" {
+	cut := out.total > int64(out.headMax+len(out.ring))
+	spill := out.close(cut)
+	if spill != "" {
 		env.keepSpill(spill)
 	}
+	text, _ := out.result(spill)
 	if text == "" {
 		text = "(no output)"
 	}
@@ -1016,27 +1058,39 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code}
 }
 
-// shellOutput keeps what a command prints in fixed memory: the first
-// bashHeadBytes, a ring of the last bashTailBytes, and, once the output
-// outgrows the head, all of it in a spill file on disk (mode 0600, since
-// output may hold secrets) that the result names when anything was cut.
+// shellOutput keeps what a command prints in fixed memory: the head and a
+// ring of the tail that the result shows, and, once the output outgrows
+// the head, a spill file (spillFile) that the result names when anything
+// was cut.
 type shellOutput struct {
-	head     []byte
-	ring     []byte
-	ringPos  int // next byte to write; the oldest byte once the ring is full
-	ringLen  int
-	total    int64
-	spill    *os.File
-	spillErr error
-	spilled  int64
-	eof      bool // every writer of the pipe has closed it
+	head       []byte
+	headMax    int
+	ring       []byte
+	ringPos    int // next byte to write; the oldest byte once the ring is full
+	ringLen    int
+	total      int64
+	lines      int64 // line breaks
+	spillLimit int64 // < 0: none
+	spill      *spillFile
+	spillErr   error
+	eof        bool // every writer of the pipe has closed it
 
 	line     []byte // the unfinished last line, for progress
 	lastSent time.Time
 }
 
-func newShellOutput() *shellOutput {
-	return &shellOutput{head: make([]byte, 0, bashHeadBytes), ring: make([]byte, bashTailBytes)}
+// newShellOutput keeps budget bytes for the result (ToolEnv.BashOutput)
+// and spillLimit for the spill file (ToolEnv.SpillLimit).
+func newShellOutput(budget int, spillLimit int64) *shellOutput {
+	if budget <= 0 {
+		budget = bashOutputDefault
+	}
+	budget = min(budget, bashOutputMax)
+	if spillLimit == 0 {
+		spillLimit = bashSpillDefault
+	}
+	headMax := budget / 4
+	return &shellOutput{head: make([]byte, 0, headMax), headMax: headMax, ring: make([]byte, budget-headMax), spillLimit: spillLimit}
 }
 
 func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
@@ -1058,7 +1112,8 @@ func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
 
 func (o *shellOutput) write(p []byte) {
 	o.total += int64(len(p))
-	if room := bashHeadBytes - len(o.head); room > 0 {
+	o.lines += int64(bytes.Count(p, []byte{'\n'}))
+	if room := o.headMax - len(o.head); room > 0 {
 		k := min(room, len(p))
 		o.head = append(o.head, p[:k]...)
 		p = p[k:]
@@ -1081,18 +1136,16 @@ func (o *shellOutput) write(p []byte) {
 // toSpill is called with what follows the head; the spill file is created
 // on first need and starts with the head.
 func (o *shellOutput) toSpill(p []byte) {
-	pieces := [][]byte{p}
-	if o.spill == nil && o.spillErr == nil {
-		o.spill, o.spillErr = os.CreateTemp("", spillPattern)
-		pieces = [][]byte{o.head, p}
+	if o.spillLimit < 0 || o.spillErr != nil {
+		return
 	}
-	for _, b := range pieces {
-		if o.spillErr != nil {
+	if o.spill == nil {
+		if o.spill, o.spillErr = newSpillFile(o.spillLimit); o.spillErr != nil {
 			return
 		}
-		n, err := o.spill.Write(b[:min(int64(len(b)), bashSpillMax-o.spilled)])
-		o.spilled, o.spillErr = o.spilled+int64(n), err
+		o.spill.write(o.head)
 	}
+	o.spill.write(p)
 }
 
 // report passes the latest complete line to progress, at most every
@@ -1125,8 +1178,9 @@ func (o *shellOutput) report(p []byte, progress func(string)) {
 
 // result is the output to show: all of it when it fits, else the head and
 // the tail, cut at line breaks where one is near, around a marker naming
-// what was left out and where it is.
-func (o *shellOutput) result() (string, int64) {
+// what was left out (bytes, and lines to read the spill file from) and
+// where it is. spill is the spill file as close left it.
+func (o *shellOutput) result(spill string) (string, int64) {
 	tail := o.ring[:o.ringLen]
 	if o.ringLen == len(o.ring) {
 		tail = append(append(make([]byte, 0, len(o.ring)), o.ring[o.ringPos:]...), o.ring[:o.ringPos]...)
@@ -1135,10 +1189,10 @@ func (o *shellOutput) result() (string, int64) {
 		return string(o.head) + string(tail), 0
 	}
 	head := utf8Prefix(o.head, len(o.head))
-	if i := bytes.LastIndexByte(head, '\n'); i >= len(head)-4096 {
+	if i := bytes.LastIndexByte(head, '\n'); i >= len(head)-len(head)/4 {
 		head = head[:i+1]
 	}
-	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < 4096 {
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
 		tail = tail[i+1:]
 	} else {
 		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
@@ -1146,35 +1200,167 @@ func (o *shellOutput) result() (string, int64) {
 		}
 	}
 	cut := o.total - int64(len(head)+len(tail))
+	lines := o.lines
+	if o.total > 0 && len(tail) > 0 && tail[len(tail)-1] != '\n' {
+		lines++ // an unfinished last line
+	}
+	from, to := int64(bytes.Count(head, []byte{'\n'}))+1, lines-int64(bytes.Count(tail, []byte{'\n'}))
+	if len(tail) > 0 && tail[len(tail)-1] != '\n' {
+		to--
+	}
 	var where string
 	switch {
-	case o.spillErr != nil:
+	case o.spillLimit < 0:
+		where = "no spill file (bash_spill_limit is 0)"
+	case o.spillErr != nil || spill == "":
 		where = fmt.Sprintf("the full output could not be saved: %v", o.spillErr)
-	case o.spilled < o.total:
-		where = fmt.Sprintf("the first %s of the output are in %s", sizeString(o.spilled), o.spill.Name())
+	case o.total > o.spill.limit:
+		where = fmt.Sprintf("the first %s and the last %s of the output are in %s", sizeString(o.spill.headCap), sizeString(o.spill.tailCap), spill)
 	default:
-		where = "full output in " + o.spill.Name()
+		where = "full output in " + spill
 	}
 	var b strings.Builder
 	b.Write(head)
 	if len(head) > 0 && head[len(head)-1] != '\n' {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "[… %d bytes cut; %s …]\n", cut, where)
+	fmt.Fprintf(&b, "[… %d bytes cut (lines %d-%d); %s …]\n", cut, from, max(to, from), where)
 	b.Write(tail)
 	return b.String(), cut
 }
 
-// close closes the spill file and removes it unless the result names it;
-// it returns the name of a file it kept.
+// close finishes the spill file and removes it unless keep (the result
+// will name it); it returns the name of a file it kept.
 func (o *shellOutput) close(keep bool) string {
 	if o.spill == nil {
 		return ""
 	}
-	o.spill.Close()
-	if !keep || o.spillErr != nil {
-		os.Remove(o.spill.Name())
-		return ""
+	name, err := o.spill.finish(o.total, keep)
+	if err != nil {
+		o.spillErr = err
 	}
-	return o.spill.Name()
+	return name
+}
+
+// spillFile keeps a command's output on disk (mode 0600, since output may
+// hold secrets) for the model to read later: all of it up to limit bytes,
+// else the first quarter of limit and the last three quarters, with a
+// line between saying what was cut. Until the command ends the last part
+// is a ring in the file; finish puts it in order. The writes are the
+// writer goroutine's, so that reading the command's pipe waits for the
+// disk only when the disk falls behind by all of the buffers.
+type spillFile struct {
+	f                       *os.File
+	limit, headCap, tailCap int64
+	queue, free             chan []byte
+	done                    chan struct{} // closed when the writer has written all it was given
+	err                     error         // the writer's, read after done
+}
+
+// spillBuffers is how many chunks of output may wait for the disk.
+const spillBuffers = 4
+
+func newSpillFile(limit int64) (*spillFile, error) {
+	f, err := os.CreateTemp("", spillPattern)
+	if err != nil {
+		return nil, err
+	}
+	s := &spillFile{f: f, limit: limit, headCap: limit / 4, tailCap: limit - limit/4,
+		queue: make(chan []byte, spillBuffers), free: make(chan []byte, spillBuffers), done: make(chan struct{})}
+	for range spillBuffers {
+		s.free <- make([]byte, 0, 64<<10)
+	}
+	// The writer: ends when finish closes the queue.
+	go func() {
+		defer close(s.done)
+		var off int64
+		for b := range s.queue {
+			if s.err == nil {
+				s.err = s.place(off, b)
+			}
+			off += int64(len(b))
+			s.free <- b
+		}
+	}()
+	return s, nil
+}
+
+// write hands p, the output's next bytes, to the writer.
+func (s *spillFile) write(p []byte) {
+	for len(p) > 0 {
+		b := <-s.free
+		n := min(len(p), cap(b))
+		s.queue <- append(b[:0], p[:n]...)
+		p = p[n:]
+	}
+}
+
+// place writes b, the output from byte off on, where the file keeps it:
+// the head in order, the rest in the ring after it.
+func (s *spillFile) place(off int64, b []byte) error {
+	for len(b) > 0 {
+		at, n := off, int64(len(b))
+		if off < s.headCap {
+			n = min(n, s.headCap-off)
+		} else {
+			r := (off - s.headCap) % s.tailCap
+			at, n = s.headCap+r, min(n, s.tailCap-r)
+		}
+		if _, err := s.f.WriteAt(b[:n], at); err != nil {
+			return err
+		}
+		off, b = off+n, b[n:]
+	}
+	return nil
+}
+
+// finish waits for the writer, and then removes the file unless keep, or
+// keeps it with what a total of bytes of output left in it in order. It
+// returns the name of the file it kept.
+func (s *spillFile) finish(total int64, keep bool) (string, error) {
+	close(s.queue)
+	<-s.done
+	err := s.err
+	if err == nil && keep && total > s.limit {
+		err = s.order(total)
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !keep {
+		os.Remove(s.f.Name())
+		return "", err
+	}
+	return s.f.Name(), nil
+}
+
+// order makes the file head, a line saying what was cut, then the ring
+// from its oldest byte: in a new file (the kernel copies, no byte passes
+// through zot), which takes the old one's name.
+func (s *spillFile) order(total int64) error {
+	out, err := os.CreateTemp(filepath.Dir(s.f.Name()), spillPattern)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		out.Close()
+		os.Remove(out.Name()) // gone already once renamed
+	}()
+	oldest := s.headCap + (total-s.headCap)%s.tailCap
+	note := fmt.Sprintf("\n[… zot cut %d bytes here: this file keeps the first %s and the last %s of the command's output …]\n",
+		total-s.limit, sizeString(s.headCap), sizeString(s.tailCap))
+	for _, part := range []struct{ from, n int64 }{{0, s.headCap}, {-1, 0}, {oldest, s.limit - oldest}, {s.headCap, oldest - s.headCap}} {
+		if part.from < 0 {
+			_, err = io.WriteString(out, note)
+		} else if _, err = s.f.Seek(part.from, io.SeekStart); err == nil {
+			_, err = io.CopyN(out, s.f, part.n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(out.Name(), s.f.Name())
 }

@@ -127,9 +127,24 @@ func absPath(cwd, p string) string {
 // opened. For anything else (a directory, a FIFO, a device) it returns
 // nil, its FileInfo and no error: the caller says what it is. A missing
 // file is an error satisfying errors.Is(err, fs.ErrNotExist).
+//
+// The jail lets read reach the session's spill files, which a bash result
+// told the model to read: the file opened must be one of them itself.
 func (e *ToolEnv) openRead(p string) (*os.File, fs.FileInfo, error) {
 	r := e.toolRules(false)
-	return openChecked(absPath(e.Cwd, p), p, &r)
+	f, info, err := openChecked(absPath(e.Cwd, p), p, &r)
+	if err == nil || r.root == "" || !filepath.IsAbs(p) {
+		return f, info, err
+	}
+	r.root, r.outside = "", nil
+	sf, sinfo, serr := openChecked(filepath.Clean(p), p, &r)
+	if serr == nil && sf != nil && e.isSpill(sinfo) {
+		return sf, sinfo, nil
+	}
+	if sf != nil {
+		sf.Close()
+	}
+	return f, info, err
 }
 
 // OpenProjectFile opens a file of the project in root — a context file,

@@ -921,8 +921,12 @@ func TestBashBackgroundChildHoldingThePipeDoesNotHang(t *testing.T) {
 	}
 }
 
-var spillMarker = regexp.MustCompile(`\n\[… (\d+) bytes cut; full output in (\S+) …\]\n`)
+var spillMarker = regexp.MustCompile(`\n\[… (\d+) bytes cut \(lines (\d+)-(\d+)\); full output in (\S+) …\]\n`)
 
+// TestBashKeepsHeadAndTailAndSpillsFullOutput: the result keeps 4 KiB of
+// the head and 12 KiB of the tail, cut at line breaks, and names the
+// lines it cut, which are those lines of the spill file, which holds the
+// whole output.
 func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 	t.Parallel()
 	_, _, tools := toolsIn(t, false)
@@ -937,11 +941,13 @@ func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 	}
 	head, tail := got[:m[0]+1], strings.TrimSuffix(got[m[1]:], "[exit code 0]")
 	cut, _ := strconv.Atoi(got[m[2]:m[3]])
-	spill := got[m[4]:m[5]]
+	from, _ := strconv.Atoi(got[m[4]:m[5]])
+	to, _ := strconv.Atoi(got[m[6]:m[7]])
+	spill := got[m[8]:m[9]]
 	if !strings.HasPrefix(full.String(), head) || !strings.HasSuffix(full.String(), tail) {
 		t.Errorf("head or tail is not the start or end of the output")
 	}
-	if len(head) > 25<<10 || len(head) < 20<<10 || len(tail) > 25<<10 || len(tail) < 20<<10 {
+	if len(head) > 4<<10 || len(head) < 3<<10 || len(tail) > 12<<10 || len(tail) < 9<<10 {
 		t.Errorf("head %d bytes, tail %d bytes", len(head), len(tail))
 	}
 	if len(head)+cut+len(tail) != full.Len() {
@@ -953,6 +959,9 @@ func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 	if fileContent(t, spill) != full.String() {
 		t.Error("the spill file does not hold the full output")
 	}
+	if first, last := strconv.Itoa(from)+"\n", strconv.Itoa(to)+"\n"; !strings.HasSuffix(head, strconv.Itoa(from-1)+"\n") || !strings.HasPrefix(tail, strconv.Itoa(to+1)+"\n") || first == last {
+		t.Errorf("the cut is said to be lines %d-%d; the head ends %q, the tail starts %q", from, to, head[len(head)-8:], tail[:8])
+	}
 }
 
 // TestBashOutputThatFitsHasNoSpillFile is not parallel: it points
@@ -960,9 +969,9 @@ func TestBashKeepsHeadAndTailAndSpillsFullOutput(t *testing.T) {
 func TestBashOutputThatFitsHasNoSpillFile(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	_, _, tools := toolsIn(t, false)
-	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "head -c 40000 /dev/zero | tr '\\0' 'y'"}))
-	if got != strings.Repeat("y", 40000)+"\n[exit code 0]" {
-		t.Errorf("40 KB of output was not returned whole: %d bytes", len(got))
+	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "head -c 16384 /dev/zero | tr '\\0' 'y'"}))
+	if got != strings.Repeat("y", 16384)+"\n[exit code 0]" {
+		t.Errorf("16 KiB of output was not returned whole: %d bytes", len(got))
 	}
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "*")); len(left) > 0 {
 		t.Errorf("a spill file was left for output that was not cut: %v", left)
@@ -992,9 +1001,13 @@ func TestBashProgressReportsCompleteLinesThrottled(t *testing.T) {
 	}
 }
 
+// TestBash1GBOutputStaysBounded: 1 GB of output costs zot fixed memory,
+// the result is within its budget and ends with the tail, and the spill
+// file keeps the first 16 MiB and the last 48 MiB of the output with a
+// line between that says what was cut.
 func TestBash1GBOutputStaysBounded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes 1 GB to a temp file")
+		t.Skip("writes 1 GB through a pipe")
 	}
 	if !runsAlone(t) {
 		return
@@ -1004,24 +1017,132 @@ func TestBash1GBOutputStaysBounded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	r := call(t, tools["bash"], map[string]any{"command": "head -c 1000000000 /dev/zero | tr '\\0' 'x'; echo; echo end"})
+	// The longest timeout: under -race on a loaded machine 1 GB takes
+	// more than the default 120 s, and speed is not what this test is about.
+	r := call(t, tools["bash"], map[string]any{"command": "head -c 1000000000 /dev/zero | tr '\\0' 'x'; echo; echo end", "timeout": 600})
 	runtime.ReadMemStats(&after)
 	got := mustOK(t, r)
-	m := spillMarker.FindStringSubmatch(got)
+	m := regexp.MustCompile(`\[… (\d+) bytes cut \(lines 1-1\); the first 16\.0 MiB and the last 48\.0 MiB of the output are in (\S+) …\]`).FindStringSubmatch(got)
 	if m == nil {
-		t.Fatalf("no cut marker in %d bytes", len(got))
+		t.Fatalf("no cut marker in %d bytes: %q", len(got), got[:min(len(got), 200)])
 	}
-	if len(got) > 51<<10 {
+	if len(got) > 17<<10 {
 		t.Errorf("result is %d bytes", len(got))
 	}
 	if !strings.HasSuffix(got, "x\nend\n[exit code 0]") {
 		t.Errorf("result ends %q", got[len(got)-40:])
 	}
-	if info, err := os.Stat(m[2]); err != nil || info.Size() != 1_000_000_005 {
-		t.Errorf("spill file: %v %v", info, err)
+	f, err := os.Open(m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	note := fmt.Sprintf("\n[… zot cut %d bytes here: this file keeps the first 16.0 MiB and the last 48.0 MiB of the command's output …]\n", 1_000_000_005-64<<20)
+	if info, _ := f.Stat(); info.Size() != 64<<20+int64(len(note)) {
+		t.Errorf("spill file is %d bytes", info.Size())
+	}
+	at := func(off int64, n int) string {
+		b := make([]byte, n)
+		f.ReadAt(b, off)
+		return string(b)
+	}
+	if got := at(16<<20-4, 4+len(note)+4); got != "xxxx"+note+"xxxx" {
+		t.Errorf("around the cut: %q", got)
+	}
+	if got := at(64<<20+int64(len(note))-8, 8); got != "xxx\nend\n" {
+		t.Errorf("the spill file ends %q", got)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
 		t.Errorf("1 GB of output allocated %d MiB on the Go heap", alloc>>20)
+	}
+}
+
+// TestBashSpillKeepsHeadAndTailBeyondItsLimit: with a spill limit, the file
+// is byte for byte the first quarter of the limit, the note, and the last
+// three quarters, whatever the ring's position when the output ended.
+func TestBashSpillKeepsHeadAndTailBeyondItsLimit(t *testing.T) {
+	t.Parallel()
+	for _, lines := range []int{200000, 200001, 333333} {
+		t.Run(strconv.Itoa(lines), func(t *testing.T) {
+			t.Parallel()
+			_, env, tools := toolsIn(t, false)
+			env.SpillLimit = 1 << 20
+			got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 " + strconv.Itoa(lines)}))
+			m := regexp.MustCompile(`the first 256\.0 KiB and the last 768\.0 KiB of the output are in (\S+) …`).FindStringSubmatch(got)
+			if m == nil {
+				t.Fatalf("no cut marker: %q", got[:min(len(got), 6000)])
+			}
+			var full strings.Builder
+			for i := 1; i <= lines; i++ {
+				fmt.Fprintf(&full, "%d\n", i)
+			}
+			out := full.String()
+			want := out[:256<<10] + fmt.Sprintf("\n[… zot cut %d bytes here: this file keeps the first 256.0 KiB and the last 768.0 KiB of the command's output …]\n", len(out)-1<<20) + out[len(out)-768<<10:]
+			if fileContent(t, m[1]) != want {
+				t.Errorf("the spill file is not the head, the note and the tail")
+			}
+		})
+	}
+}
+
+// TestBashSpillLimitZeroKeepsNoFile: bash_spill_limit 0 writes no spill
+// file, and the result says so.
+func TestBashSpillLimitZeroKeepsNoFile(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	_, env, tools := toolsIn(t, false)
+	env.SpillLimit = -1
+	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 100000"}))
+	if !strings.Contains(got, "bytes cut (lines ") || !strings.Contains(got, "; no spill file (bash_spill_limit is 0) …]") {
+		t.Errorf("result %q", got[:min(len(got), 5000)])
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "*")); len(left) > 0 {
+		t.Errorf("files were written: %v", left)
+	}
+}
+
+// TestReadPagesThroughTheSpillFileUnderTheJail: the spill file the result
+// names lies outside the working directory, and the jail lets read reach
+// it (and only it), page by page from the line the result says the cut
+// starts at.
+func TestReadPagesThroughTheSpillFileUnderTheJail(t *testing.T) {
+	t.Parallel()
+	_, env, tools := toolsIn(t, true)
+	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 100000"}))
+	m := spillMarker.FindStringSubmatch(got)
+	if m == nil {
+		t.Fatal("no spill file named")
+	}
+	from, _ := strconv.Atoi(m[2])
+	page := mustOK(t, call(t, tools["read"], map[string]any{"path": m[4], "offset": from, "limit": 3}))
+	if !strings.HasPrefix(page, fmt.Sprintf("%d\n%d\n%d\n", from, from+1, from+2)) {
+		t.Errorf("read of the spill file from line %d: %q", from, page)
+	}
+	mustFail(t, call(t, tools["read"], map[string]any{"path": filepath.Join(filepath.Dir(m[4]), "zot-bash-0.log")}), "outside the working directory")
+	mustFail(t, call(t, tools["write"], map[string]any{"path": m[4], "content": "x"}), "outside the working directory")
+	env.Close()
+}
+
+// The jail's opening for spill files is for the file zot made, not for
+// its name: a command that replaces a spill file with a link to a secret
+// outside the working directory gets nothing through read.
+func TestJailedReadOfAReplacedSpillFileIsRefused(t *testing.T) {
+	t.Parallel()
+	_, env, tools := toolsIn(t, true)
+	defer env.Close()
+	secret := filepath.Join(t.TempDir(), "auth.json")
+	os.WriteFile(secret, []byte(`{"key":"sk-secret"}`), 0o600)
+	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "seq 1 100000"}))
+	m := spillMarker.FindStringSubmatch(got)
+	if m == nil {
+		t.Fatal("no spill file named")
+	}
+	for _, replace := range []string{"ln -sf " + secret + " " + m[4], "rm -f " + m[4] + " && ln " + secret + " " + m[4]} {
+		mustOK(t, call(t, tools["bash"], map[string]any{"command": replace}))
+		r := call(t, tools["read"], map[string]any{"path": m[4]})
+		if strings.Contains(text(r), "sk-secret") {
+			t.Fatalf("after %q, read returned the secret: %s", replace, text(r))
+		}
+		mustFail(t, r, "outside the working directory")
 	}
 }
 
@@ -1110,13 +1231,13 @@ func TestBashSpillFilesLiveUntilClose(t *testing.T) {
 	if m == nil {
 		t.Fatal("no spill file named")
 	}
-	if _, err := os.Stat(m[2]); err != nil {
+	if _, err := os.Stat(m[4]); err != nil {
 		t.Fatalf("the spill file is gone before Close: %v", err)
 	}
 	if err := env.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(m[2]); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(m[4]); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the spill file is still there after Close: %v", err)
 	}
 }

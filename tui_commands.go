@@ -349,7 +349,12 @@ func (t *TUI) useProvider(what, name, model string) bool {
 	base := t.endpointFor(name, model)
 	var prov Provider
 	if err == nil {
-		prov, err = NewProvider(ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout, CacheRetention: t.cfg.CacheRetention})
+		var pc ProviderConfig
+		pc, err = endpointConfig(t.cfg.Home, ProviderConfig{Name: name, BaseURL: base, APIKey: key, KeySource: source, ResponseTimeout: t.cfg.ResponseTimeout, CacheRetention: t.cfg.CacheRetention}, model)
+		if err == nil {
+			key = pc.APIKey
+			prov, err = NewProvider(pc)
+		}
 	}
 	if err != nil {
 		t.logf(fgRed, "%s: %v", what, err)

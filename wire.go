@@ -104,6 +104,15 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
+	for _, key := range []string{"response_timeout", "idle_timeout"} {
+		v, err := configString(s.home, key)
+		if _, derr := parsePositiveDuration(v); err == nil && derr != nil {
+			err = fmt.Errorf("config.json: %s %v", key, derr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+		}
+	}
 	s.mcpWait = defaultMCPWait
 	switch d, err := time.ParseDuration(cfg.MCPWait); {
 	case o.mcpWait != nil:
@@ -130,9 +139,14 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		return nil, usageError{fmt.Sprintf("--provider %s needs --model (the name of a model your server has, e.g. qwen3-coder)", ep.provider)}
 	}
 	s.provider, s.model, s.baseURL = ep.provider, ep.model, ep.configuredBase
-	baseURL, key, source := ep.baseURL, ep.key, ep.keySource
+	pc, err := endpointConfig(s.home, ProviderConfig{Name: s.provider, BaseURL: ep.baseURL, APIKey: ep.key, KeySource: ep.keySource, ResponseTimeout: o.responseTimeout, CacheRetention: s.cacheRetention}, s.model)
+	if err != nil {
+		return nil, err
+	}
+	baseURL, key := pc.BaseURL, pc.APIKey
 	s.server, s.hasServer = serverFor(s.provider, baseURL, key)
-	prov, err := NewProvider(ProviderConfig{Name: s.provider, BaseURL: baseURL, APIKey: key, KeySource: source, ResponseTimeout: o.responseTimeout, CacheRetention: s.cacheRetention})
+	s.server.headers = pc.Local.Headers
+	prov, err := NewProvider(pc)
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
@@ -152,6 +166,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	s.notes = append(s.notes, notes...)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
+	s.toolEnv.BashOutput, s.toolEnv.SpillLimit = cfg.bashLimits(stderrLog(stderr))
 	if sb != nil {
 		s.sandbox, s.toolEnv.Sandbox = sb, sb
 	}
@@ -171,6 +186,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
+	if a.CompactThreshold, err = configFraction(s.home, "compact_threshold"); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
 	if o.maxSteps > 0 {
 		a.MaxSteps = o.maxSteps
 	}
@@ -205,6 +223,11 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 	if cfg.Provider == ep.provider {
 		ep.model = cmp.Or(ep.model, cfg.Model)
 		ep.configuredBase = cmp.Or(ep.configuredBase, cfg.BaseURL)
+	}
+	if o.baseURL == "" && ep.configuredBase != "" {
+		if err := checkBaseURL(ep.configuredBase); err != nil {
+			return ep, fmt.Errorf("%s: base_url %w; fix it there, or give --base-url", filepath.Join(home, "config.json"), err)
+		}
 	}
 	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
 	ep.baseURL = ep.configuredBase
@@ -434,6 +457,10 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				final = Message{Content: e.Content}.Text()
 			case EventMessageBlocked:
 				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
+			case EventError:
+				if e.Truncated { // a warning; a failure is told once, at the end
+					fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Message))
+				}
 			}
 		}
 	}

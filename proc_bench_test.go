@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The costs of issue 28 through the real binary, with a replayed model.
+// bench/procs.sh runs them with 0, 200 and 1,000 idle processes on the
+// machine. With ZOT_BENCH_REF naming another zot binary (an older build),
+// each benchmark runs that one in turn with this one, A B A B, and
+// reports both: the machine's load then weighs on both alike.
+
+// benchBin is a zot binary a benchmark runs, and its figures.
+type benchBin struct {
+	name, path string
+	figures    map[string][]float64
+}
+
+func benchBins(b *testing.B) []*benchBin {
+	bins := []*benchBin{{name: "", path: zotBin}}
+	if ref := os.Getenv("ZOT_BENCH_REF"); ref != "" {
+		bins = append(bins, &benchBin{name: "ref-", path: ref})
+	}
+	for _, bin := range bins {
+		bin.figures = map[string][]float64{}
+	}
+	return bins
+}
+
+func (bin *benchBin) add(unit string, v float64) { bin.figures[unit] = append(bin.figures[unit], v) }
+
+// report reports the median of each figure, and for the reference the
+// ratio of this binary's median to the reference's.
+func reportBins(b *testing.B, bins []*benchBin) {
+	median := func(vs []float64) float64 {
+		vs = slices.Clone(vs)
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	for _, bin := range bins {
+		for unit, vs := range bin.figures {
+			b.ReportMetric(median(vs), bin.name+unit)
+			if bin.name != "" {
+				b.ReportMetric(median(bins[0].figures[unit])/median(vs), "ratio-"+unit)
+			}
+		}
+	}
+}
+
+// benchRun runs bin with args against a replay of steps, in home and cwd,
+// and returns its wall and CPU time (its own and its children's), its
+// peak RSS in MiB, and when the server had sent the last step.
+func benchRun(b *testing.B, bin, home, cwd string, steps []replayStep, args ...string) (wall, cpu time.Duration, rssMiB float64, lastSent time.Time) {
+	b.Helper()
+	srv := startReplay(b, steps...)
+	defer srv.Close()
+	cmd := exec.Command(bin, append(append([]string{"-p", "--no-session"}, anthropicFlags(srv)...), args...)...)
+	cmd.Dir = cwd
+	cmd.Env = []string{"ZOT_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s: %v\n%s", bin, err, out)
+	}
+	wall = time.Since(start)
+	cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rssMiB = float64(ru.Maxrss) / 1024
+	}
+	return wall, cpu, rssMiB, srv.lastSent()
+}
+
+// BenchmarkToolLoop is one step of the bash tool loop: `zot -p` through
+// 20 steps that each run `echo hi`, less a run of none, over 20; the
+// median of b.N such pairs, wall and CPU (zot's and the commands').
+func BenchmarkToolLoop(b *testing.B) {
+	bins := benchBins(b)
+	var steps []replayStep
+	for i := range 20 {
+		steps = append(steps, toolStep(fmt.Sprint("t", i), "bash", obj{"command": "echo hi"}))
+	}
+	steps = append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	home, cwd := b.TempDir(), b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, bin := range bins {
+			wall20, cpu20, _, _ := benchRun(b, bin.path, home, cwd, steps, "go")
+			wall0, cpu0, _, _ := benchRun(b, bin.path, home, cwd, steps[20:], "go")
+			bin.add("ms/call", float64(wall20-wall0)/20/float64(time.Millisecond))
+			bin.add("cpu-ms/call", float64(cpu20-cpu0)/20/float64(time.Millisecond))
+		}
+	}
+	b.StopTimer()
+	reportBins(b, bins)
+}
+
+// BenchmarkPrintExit is how long `zot -p` takes to exit once the model's
+// last answer is sent, with five MCP servers (Python, stdio) and five
+// extensions (compiled Go) to stop.
+func BenchmarkPrintExit(b *testing.B) {
+	bins := benchBins(b)
+	home, cwd := b.TempDir(), b.TempDir()
+	var servers, args []string
+	for i := range 5 {
+		servers = append(servers, fmt.Sprintf("%q: %s", fmt.Sprint("s", i), fakeServer(b, "normal", b.TempDir(), "")))
+		args = append(args, "--ext", gobenchExt(b, fmt.Sprint("gobench", i)))
+	}
+	writeFile(b, filepath.Join(cwd, "servers.json"), `{"mcpServers": {`+strings.Join(servers, ", ")+`}}`, 0o644)
+	args = append(args, "--mcp-config", "servers.json", "go")
+	steps := []replayStep{toolStep("t1", "bash", obj{"command": "echo hi"}), {Events: anthropicEvents(gen{Text: "done"})}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, bin := range bins {
+			_, _, _, sent := benchRun(b, bin.path, home, cwd, steps, args...)
+			bin.add("ms-to-exit", float64(time.Since(sent))/float64(time.Millisecond))
+		}
+	}
+	b.StopTimer()
+	reportBins(b, bins)
+}
+
+// BenchmarkPrintBash1GB is `zot -p` through one bash call that prints
+// 1 GB: wall time and peak RSS (zot's; its commands' are far smaller).
+func BenchmarkPrintBash1GB(b *testing.B) {
+	bins := benchBins(b)
+	home, cwd := b.TempDir(), b.TempDir()
+	steps := []replayStep{
+		toolStep("t1", "bash", obj{"command": "head -c 1000000000 /dev/zero | tr '\\0' x"}),
+		{Events: anthropicEvents(gen{Text: "done"})},
+	}
+	b.SetBytes(1_000_000_000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, bin := range bins {
+			wall, _, rss, _ := benchRun(b, bin.path, home, cwd, steps, "go")
+			bin.add("s", wall.Seconds())
+			bin.add("peak-RSS-MiB", rss)
+		}
+	}
+	b.StopTimer()
+	reportBins(b, bins)
+}

@@ -1,0 +1,681 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Local servers and gateways: what zot does differently for a server that
+// is not one of the vendors' own APIs — llama.cpp's llama-server, ollama,
+// vLLM, LM Studio, TGI, a company gateway. Where their base URLs lead, how
+// their error pages read, their overflow wordings, and how zot counts
+// tokens when they do not.
+
+// checkBaseURL refuses a base URL zot cannot send a request to: one
+// without http:// or https:// (a bare "localhost:8080" parses as the
+// scheme "localhost"), or without a host.
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL (%v); give one such as http://localhost:8080/v1", shownURL(raw), err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q is not an http:// or https:// URL; give one such as http://localhost:8080/v1", shownURL(raw))
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q has no host; give one such as http://localhost:8080/v1", shownURL(raw))
+	}
+	return nil
+}
+
+// endpointURL is base with path appended to its path, its query kept. A
+// base URL whose path ends in a slash gets no second one.
+func endpointURL(base, path string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimRight(base, "/") + path
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	u.RawPath = ""
+	return u.String()
+}
+
+// hasPath says whether a base URL names a path beyond its host. Such a
+// base is used as given, as the OpenAI SDKs do (…/v1, …/v1beta/openai/,
+// a gateway's /llm/openai); a bare host gets /v1.
+func hasPath(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.Trim(u.Path, "/") != ""
+}
+
+// openaiURL is where an OpenAI-compatible request for path (/chat/completions,
+// /models) goes on base.
+func openaiURL(base, path string) string {
+	if hasPath(base) {
+		return endpointURL(base, path)
+	}
+	return endpointURL(base, "/v1"+path)
+}
+
+// serverRoot is base without a trailing /v1: where a server's own API
+// lives beside its OpenAI one (llama-server's /props, ollama's /api/chat).
+func serverRoot(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1")
+	}
+	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
+	u.RawPath = ""
+	return u.String()
+}
+
+// shownURL is a URL without what it may carry of credentials — user and
+// password, a query (?key=…) — for messages.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		// Not a URL anyone can send to: what is before the first @ or ?
+		// may still be a secret.
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			raw = raw[i+1:]
+		}
+		raw, _, _ = strings.Cut(raw, "?")
+		return sanitize(raw)
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return sanitize(u.String())
+}
+
+// errorPageLine is the one line a user needs of a body that is not a
+// provider's JSON error — a proxy's HTML page, a server's "404 page not
+// found": its <title>, else its text without tags, whitespace folded.
+func errorPageLine(body []byte) string {
+	s := string(body)
+	if m := htmlTitle.FindStringSubmatch(s); m != nil {
+		s = m[1]
+	} else {
+		s = htmlTag.ReplaceAllString(s, " ")
+	}
+	return truncate(sanitize(strings.Join(strings.Fields(s), " ")), 160)
+}
+
+var (
+	htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+	htmlTag   = regexp.MustCompile(`(?s)<[^>]*>`)
+)
+
+// pageError fills perr for a body that is not a provider's JSON error: the
+// request that got it, the body's type and its one line. A page at a wrong
+// path (404, 405) or a 4xx page (a login portal, a proxy's refusal) means
+// the base URL leads somewhere else than the API.
+func pageError(perr *ProviderError, resp *http.Response, body []byte) {
+	if resp.Request != nil {
+		perr.Request = resp.Request.Method + " " + shownURL(resp.Request.URL.String())
+	}
+	ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	perr.ContentType = strings.ToLower(strings.TrimSpace(ct))
+	perr.Message = errorPageLine(body)
+	switch s := resp.StatusCode; {
+	// 501: a server that takes no POST at all (a static file server).
+	case s == 404 || s == 405 || s == 501, s >= 400 && s < 500 && s != 401 && s != 403 && strings.Contains(perr.ContentType, "html"):
+		perr.Hint = "check --base-url"
+	}
+}
+
+// LocalOptions are what differs for a server that is not one of the
+// vendors' APIs. models.json gives them per provider and model.
+type LocalOptions struct {
+	// Headers are sent with every request, over zot's own (a gateway's
+	// tenant or auth header).
+	Headers map[string]string
+	// TextToolCalls, when false, never reads tool calls from the text.
+	// nil reads them from every server but api.openai.com (and never on
+	// the Anthropic path).
+	TextToolCalls *bool
+	// Tools, when false, sends the model no native tools: they are
+	// described in the system prompt and called as text.
+	Tools  *bool
+	Compat Compat
+	// Cache keeps what a server said of itself (its context, whether it
+	// takes tools) between runs; nil keeps it for the provider's life.
+	Cache ServerCache
+}
+
+// Compat are the switches where OpenAI-compatible servers differ, named
+// as pi's models.json "compat" keys. A switch left out takes the default
+// for the server: max_completion_tokens for api.openai.com and max_tokens
+// elsewhere, the system role, usage asked for in the stream, reasoning
+// not sent back.
+type Compat struct {
+	MaxTokensField           string `json:"maxTokensField,omitempty"` // max_tokens or max_completion_tokens
+	SupportsDeveloperRole    *bool  `json:"supportsDeveloperRole,omitempty"`
+	SupportsUsageInStreaming *bool  `json:"supportsUsageInStreaming,omitempty"`
+	// RequiresReasoningContent sends a reply's reasoning back as the
+	// assistant message's reasoning_content (DeepSeek-style servers that
+	// want it on tool-call turns).
+	RequiresReasoningContent *bool `json:"requiresReasoningContentOnAssistantMessages,omitempty"`
+}
+
+// Check says what is wrong with the switches, for models.json's notes.
+func (c Compat) Check() error {
+	switch c.MaxTokensField {
+	case "", "max_tokens", "max_completion_tokens":
+		return nil
+	}
+	return fmt.Errorf("compat.maxTokensField must be \"max_tokens\" or \"max_completion_tokens\", not %q", c.MaxTokensField)
+}
+
+// Over is c with what o sets.
+func (c Compat) Over(o Compat) Compat {
+	c.MaxTokensField = cmp.Or(o.MaxTokensField, c.MaxTokensField)
+	for _, f := range []struct{ dst, src **bool }{
+		{&c.SupportsDeveloperRole, &o.SupportsDeveloperRole},
+		{&c.SupportsUsageInStreaming, &o.SupportsUsageInStreaming},
+		{&c.RequiresReasoningContent, &o.RequiresReasoningContent},
+	} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	return c
+}
+
+func isTrue(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// ServerInfo is what a server said of itself and a model: how many tokens
+// it gives a request, the model's own trained length, whether its chat
+// template takes tools.
+type ServerInfo struct {
+	Kind        string    `json:"kind"`             // llama.cpp, ollama, vllm, lmstudio, or "" when it did not say
+	Window      int       `json:"window,omitempty"` // what the server gives one request, 0 unknown
+	TrainWindow int       `json:"train_window,omitempty"`
+	NumCtx      int       `json:"num_ctx,omitempty"` // ollama: the Modelfile's num_ctx parameter
+	Tools       *bool     `json:"tools,omitempty"`
+	Fetched     time.Time `json:"fetched"`
+}
+
+// ServerCache keeps ServerInfo by a key that names the provider, the
+// server (without credentials) and the model.
+type ServerCache interface {
+	Load(key string) (ServerInfo, bool)
+	Store(key string, info ServerInfo)
+}
+
+// serverInfoTTL is how long a server's report is used without asking again:
+// as long as a model list (models_server.go).
+const serverInfoTTL = 6 * time.Hour
+
+// probeTimeout bounds the questions zot asks a server about itself; a
+// server that does not answer in time is spoken to without the answers.
+const probeTimeout = 5 * time.Second
+
+// localServer is what the OpenAI and ollama clients know of a server that
+// is not a vendor's API: the user's options for it, what it said of
+// itself, and what zot learned of it in this run. Safe for concurrent use.
+type localServer struct {
+	name   string // the provider, for messages and cache keys
+	base   string // the base URL as configured ("" is ollama's default)
+	opts   LocalOptions
+	http   *httpStreamer
+	key    string
+	ollama bool // ask ollama's own API first
+
+	mu      sync.Mutex
+	infos   map[string]ServerInfo // by model, once asked in this run
+	noTools map[string]bool       // models whose server refused tools in this run
+	told    map[string]bool       // notices given
+}
+
+func newLocalServer(name, base, key string, h *httpStreamer, opts LocalOptions) *localServer {
+	return &localServer{name: name, base: base, key: key, http: h, opts: opts, ollama: name == "ollama",
+		infos: map[string]ServerInfo{}, noTools: map[string]bool{}, told: map[string]bool{}}
+}
+
+func (l *localServer) cacheKey(model string) string {
+	return l.name + " " + shownURL(l.base) + " " + model
+}
+
+// info is what the server said of model: asked once per run, or taken
+// from the cache while it is fresh.
+func (l *localServer) info(ctx context.Context, model string) ServerInfo {
+	l.mu.Lock()
+	info, asked := l.infos[model]
+	l.mu.Unlock()
+	if asked {
+		return info
+	}
+	now := time.Now()
+	fresh := false
+	if l.opts.Cache != nil {
+		if c, ok := l.opts.Cache.Load(l.cacheKey(model)); ok && now.Sub(c.Fetched) < serverInfoTTL && !c.Fetched.After(now) {
+			info, fresh = c, true
+		}
+	}
+	if !fresh {
+		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, l.http.headerTimeout))
+		info = l.probe(pctx, model)
+		cancel()
+		info.Fetched = now.UTC()
+		if l.opts.Cache != nil && (info.Kind != "" || info.Window > 0) {
+			l.opts.Cache.Store(l.cacheKey(model), info)
+		}
+	}
+	if info.Kind == "ollama" {
+		info.Window = ollamaNumCtx(l.name, model, info)
+	}
+	if info.Window > 0 {
+		SetMeasuredWindow(l.name, model, info.Window)
+	}
+	l.mu.Lock()
+	l.infos[model] = info
+	l.mu.Unlock()
+	return info
+}
+
+// forget drops what the server said of model, so the next request asks
+// again: after an overflow or a cut prompt the server's context may not
+// be what it was.
+func (l *localServer) forget(model string) {
+	l.mu.Lock()
+	delete(l.infos, model)
+	l.mu.Unlock()
+	if l.opts.Cache != nil {
+		l.opts.Cache.Store(l.cacheKey(model), ServerInfo{})
+	}
+}
+
+// probe asks the server about itself and model: ollama's /api/version and
+// /api/show for the ollama provider, else llama-server's /props, else
+// the OpenAI model list (vLLM's max_model_len, llama-server's meta.n_ctx,
+// LM Studio's and gateways' context_length). What does not answer is left
+// unknown.
+func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
+	base := cmp.Or(l.base, ollamaDefaultBase)
+	root := serverRoot(base)
+	if l.ollama {
+		var version struct {
+			Version string `json:"version"`
+		}
+		if l.getJSON(ctx, "GET", endpointURL(root, "/api/version"), nil, &version) == nil && version.Version != "" {
+			info := ServerInfo{Kind: "ollama"}
+			body, _ := json.Marshal(map[string]string{"model": model})
+			var show ollamaShow
+			if l.getJSON(ctx, "POST", endpointURL(root, "/api/show"), body, &show) == nil {
+				show.read(&info)
+			}
+			return info
+		}
+	}
+	var props struct {
+		Settings struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+		Caps struct {
+			SupportsTools *bool `json:"supports_tools"`
+		} `json:"chat_template_caps"`
+	}
+	if l.getJSON(ctx, "GET", endpointURL(root, "/props"), nil, &props) == nil && props.Settings.NCtx > 0 {
+		return ServerInfo{Kind: "llama.cpp", Window: props.Settings.NCtx, Tools: props.Caps.SupportsTools}
+	}
+	var models struct {
+		Data []struct {
+			ID                  string `json:"id"`
+			OwnedBy             string `json:"owned_by"`
+			MaxModelLen         int    `json:"max_model_len"`
+			ContextLength       int    `json:"context_length"`
+			LoadedContextLength int    `json:"loaded_context_length"`
+			Meta                struct {
+				NCtx      int `json:"n_ctx"`
+				NCtxTrain int `json:"n_ctx_train"`
+			} `json:"meta"`
+		} `json:"data"`
+	}
+	if l.getJSON(ctx, "GET", openaiURL(base, "/models"), nil, &models) != nil {
+		return ServerInfo{}
+	}
+	for _, m := range models.Data {
+		// llama-server serves one model under its path, whatever the
+		// request names.
+		if m.ID != model && len(models.Data) != 1 {
+			continue
+		}
+		switch {
+		case m.Meta.NCtx > 0:
+			return ServerInfo{Kind: "llama.cpp", Window: m.Meta.NCtx, TrainWindow: m.Meta.NCtxTrain}
+		case m.MaxModelLen > 0:
+			return ServerInfo{Kind: "vllm", Window: m.MaxModelLen}
+		case m.LoadedContextLength > 0:
+			return ServerInfo{Kind: "lmstudio", Window: m.LoadedContextLength}
+		case m.ContextLength > 0:
+			return ServerInfo{Window: m.ContextLength}
+		case m.OwnedBy == "vllm":
+			return ServerInfo{Kind: "vllm"}
+		}
+	}
+	return ServerInfo{}
+}
+
+// maxProbeBytes bounds one answer about a server (ollama's /api/show lists
+// every tensor of the model).
+const maxProbeBytes = 16 << 20
+
+// getJSON asks the server one question with the key and the user's
+// headers, and decodes the JSON answer into v. Sizes and values are
+// bounded; a field of an unexpected type leaves v as far as it got.
+func (l *localServer) getJSON(ctx context.Context, method, u string, body []byte, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if l.key != "" {
+		req.Header.Set("Authorization", "Bearer "+l.key)
+	}
+	for k, val := range l.opts.Headers {
+		req.Header.Set(k, val)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := l.http.client.Do(req)
+	if err != nil {
+		return scrubURLError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", req.URL.Path, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeBytes))
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return fmt.Errorf("%s: not a JSON object", req.URL.Path)
+	}
+	json.Unmarshal(data, v)
+	return nil
+}
+
+// ollamaShow is what zot reads of ollama's /api/show.
+type ollamaShow struct {
+	ModelInfo    map[string]json.RawMessage `json:"model_info"`
+	Parameters   string                     `json:"parameters"`
+	Capabilities []string                   `json:"capabilities"`
+}
+
+// read takes the model's trained length (model_info's *.context_length),
+// a num_ctx its Modelfile sets, and whether it takes tools.
+func (s ollamaShow) read(info *ServerInfo) {
+	for k, v := range s.ModelInfo {
+		var n int
+		if strings.HasSuffix(k, ".context_length") && json.Unmarshal(v, &n) == nil && n > 0 {
+			info.TrainWindow = n
+		}
+	}
+	for _, line := range strings.Split(s.Parameters, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "num_ctx" {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				info.NumCtx = n
+			}
+		}
+	}
+	if s.Capabilities != nil {
+		tools := slices.Contains(s.Capabilities, "tools")
+		info.Tools = &tools
+	}
+}
+
+// ollamaDefaultBase is where ollama listens unless told otherwise.
+const ollamaDefaultBase = "http://localhost:11434/v1"
+
+// ollamaNumCtx is the context zot asks ollama to give model: the user's
+// contextWindow in models.json, else the Modelfile's num_ctx, else the
+// model's own trained length — never more than that length. 0 leaves it
+// to ollama (its default, 4096 or what OLLAMA_CONTEXT_LENGTH says).
+func ollamaNumCtx(provider, model string, info ServerInfo) int {
+	n := cmp.Or(userWindow(provider, model), info.NumCtx, info.TrainWindow)
+	if info.TrainWindow > 0 {
+		n = min(n, info.TrainWindow)
+	}
+	return n
+}
+
+// localPlan is how one request goes to a local server: what it said of
+// itself, whether the tools go as text, and zot's count of the prompt.
+type localPlan struct {
+	info      ServerInfo
+	textTools bool // the tools are described in the system prompt, none go natively
+	readText  bool // tool calls are read from the reply's text
+	estimate  int  // the prompt's tokens without the tools (see looksTruncated)
+	sent      int  // the prompt's tokens as sent, tools included
+	notice    string
+	tools     map[string]bool // the names of the tools the model has
+}
+
+// prepare asks the server about the model (once) and shapes req for it:
+// without native tools when the user said so, the server's template takes
+// none, or the server refused them earlier in the run.
+func (l *localServer) prepare(ctx context.Context, req Request) (Request, localPlan) {
+	plan := localPlan{info: l.info(ctx, req.Model), readText: isTrue(l.opts.TextToolCalls, true), tools: map[string]bool{}}
+	for _, t := range req.Tools {
+		plan.tools[t.Name] = true
+	}
+	l.mu.Lock()
+	refused := l.noTools[req.Model]
+	l.mu.Unlock()
+	switch {
+	case len(req.Tools) == 0:
+	case !isTrue(l.opts.Tools, true):
+		plan.textTools = true
+	case refused:
+		plan.textTools = true
+	case plan.info.Tools != nil && !*plan.info.Tools:
+		plan.textTools = true
+		plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: the chat template of %s takes no tools: zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model))
+	}
+	if plan.textTools {
+		req = withTextTools(req, plan.readText)
+	}
+	plan.estimate = EstimateTokens(req, false)
+	plan.sent = EstimateTokens(req, true)
+	return req, plan
+}
+
+// refused says whether err is the server refusing the tools of req; the
+// model then gets them as text from now on, and the caller sends req
+// again as the returned one.
+func (l *localServer) refused(err error, req Request, plan *localPlan) (Request, bool) {
+	if plan.textTools || len(req.Tools) == 0 || !refusesTools(err) {
+		return req, false
+	}
+	l.mu.Lock()
+	l.noTools[req.Model] = true
+	l.mu.Unlock()
+	plan.textTools = true
+	plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: %s refused the tools (%s): zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model, truncate(err.Error(), 200)))
+	req = withTextTools(req, plan.readText)
+	plan.estimate = EstimateTokens(req, false)
+	plan.sent = EstimateTokens(req, true)
+	return req, true
+}
+
+func (l *localServer) noticeOnce(model, text string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.told[model] {
+		return ""
+	}
+	l.told[model] = true
+	return text
+}
+
+// withTextTools is req for a model that gets no native tools: the tools
+// described in the system prompt (when calls are read from text at all),
+// the history's tool calls and results written as the text the prompt
+// asks for.
+func withTextTools(req Request, describe bool) Request {
+	if describe {
+		req.System = strings.TrimSpace(req.System + "\n\n" + textToolsPrompt(req.Tools))
+	}
+	req.Tools = nil
+	msgs := make([]Message, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		var text []string
+		var rest []Block
+		for _, b := range m.Content {
+			switch b.Type {
+			case BlockToolCall:
+				text = append(text, textCallEnvelope(b.Name, b.Args))
+			case BlockToolResult:
+				var body []string
+				for _, c := range b.Content {
+					if c.Type == BlockText {
+						body = append(body, c.Text)
+					} else {
+						rest = append(rest, c)
+					}
+				}
+				text = append(text, textToolResponse(strings.Join(body, "\n"), b.IsError))
+			case BlockText:
+				if m.Role == RoleAssistant {
+					text = append([]string{b.Text}, text...)
+				} else {
+					rest = append(rest, b)
+				}
+			default:
+				rest = append(rest, b)
+			}
+		}
+		if len(text) > 0 {
+			rest = append([]Block{TextBlock(strings.Join(text, "\n\n"))}, rest...)
+		}
+		msgs = append(msgs, Message{Role: m.Role, Content: rest, Time: m.Time})
+	}
+	req.Messages = msgs
+	return req
+}
+
+// finish completes a reply of a local server: the tool calls written as
+// text read into real ones, a call the output limit cut answered as cut,
+// zot's counts where the server gave none, and a prompt the server cut
+// reported.
+func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsage bool, on func(StreamEvent)) {
+	reply.Notice = plan.notice
+	if plan.readText && len(Message{Content: reply.Content}.ToolCalls()) == 0 {
+		var known func(string) bool
+		if plan.textTools {
+			known = func(name string) bool { return plan.tools[name] }
+		}
+		readTextCalls(reply, known, on)
+	}
+	if !sawUsage {
+		reply.Usage = Usage{Input: plan.sent, Output: EstimateOutputTokens(reply.Content), Estimated: true}
+		return
+	}
+	if reported := reply.Usage.ContextTokens(); looksTruncated(reported, plan.estimate) {
+		reply.Truncated = truncationMessage(l.name, model, reported, plan.estimate, plan.info)
+		l.forget(model)
+	}
+}
+
+// readTextCalls turns the tool calls that end the reply's text into tool
+// call blocks, streamed as native ones are. The text before them stays.
+// known names the tools a bare JSON reply may call; nil when the tools
+// went natively, where such a reply is an answer.
+func readTextCalls(reply *Reply, known func(string) bool, on func(StreamEvent)) {
+	i := slices.IndexFunc(reply.Content, func(b Block) bool { return b.Type == BlockText })
+	if i < 0 {
+		return
+	}
+	text := reply.Content[i].Text
+	prefix, calls, _, ok := parseTextToolCalls(text, known)
+	var blocks []Block
+	switch {
+	case ok:
+		for _, c := range calls {
+			blocks = append(blocks, Block{Type: BlockToolCall, ID: textCallID(), Name: c.Name, Args: c.Args, FromText: true})
+		}
+		reply.Stop = StopToolUse
+	case reply.Stop == StopLength:
+		name, partial, cut := cutTextToolCall(text)
+		if !cut {
+			return
+		}
+		prefix = strings.TrimSpace(text[:strings.LastIndex(text, partial)])
+		// Not a whole JSON object: the agent answers it as a call the
+		// output limit cut, and runs nothing.
+		blocks = append(blocks, Block{Type: BlockToolCall, ID: textCallID(), Name: name, Args: json.RawMessage(partial), FromText: true})
+	default:
+		return
+	}
+	for _, b := range blocks {
+		on(StreamEvent{Type: "tool_start", ID: b.ID, Name: b.Name})
+		on(StreamEvent{Type: "tool_args", ID: b.ID, Delta: string(b.Args)})
+		on(StreamEvent{Type: "tool_end", ID: b.ID})
+	}
+	content := append([]Block(nil), reply.Content[:i]...)
+	if prefix = strings.TrimRight(prefix, " \t\r\n"); prefix != "" {
+		content = append(content, TextBlock(prefix))
+	}
+	content = append(content, reply.Content[i+1:]...)
+	reply.Content = append(content, blocks...)
+}
+
+// explain adds to an overflow error the server's context and how to
+// raise it, and forgets what the server said of model (it was wrong).
+func (l *localServer) explain(err error, model string, plan localPlan) {
+	var perr *ProviderError
+	if !errors.As(err, &perr) || !errors.Is(err, ErrContextTooLong) || perr.Hint != "" {
+		return
+	}
+	kind, window := plan.info.Kind, overflowContext(perr.Message)
+	if kind == "" && perr.Type == "exceed_context_size_error" {
+		kind = "llama.cpp"
+	}
+	window = cmp.Or(window, plan.info.Window)
+	raise := raiseContextHint(kind)
+	if atTrainedLength(plan.info) && window >= plan.info.TrainWindow {
+		raise = trainedLengthHint
+	}
+	if window > 0 {
+		SetMeasuredWindow(l.name, model, window)
+		perr.Hint = fmt.Sprintf("the server's context is %d tokens and zot sent about %d; %s", window, plan.sent, raise)
+	} else {
+		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raise)
+	}
+	l.forget(model)
+}
+
+// isOpenAIAPI says whether base is OpenAI's own API, which gets none of
+// what this file does for other servers.
+func isOpenAIAPI(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
+}
+
+// ProbeWindow asks the server about model (once), so that the window is
+// known before the first request.
+func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) {
+	if p.local != nil {
+		p.local.info(ctx, model)
+	}
+}
+
+func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) { p.local.info(ctx, model) }

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// ollamaProvider speaks to ollama through its own /api/chat, the one path
+// that takes num_ctx: its OpenAI path ignores num_ctx (checked against
+// ollama 0.33: "options" and a top-level "num_ctx" leave the runner's
+// context as it was), so a prompt longer than ollama's default context
+// would be cut without a word. A server at the configured base that does
+// not answer ollama's /api/version (another OpenAI-compatible server
+// behind --provider ollama) is spoken to through the OpenAI client.
+type ollamaProvider struct {
+	openai *openaiProvider
+	local  *localServer
+}
+
+func (p *ollamaProvider) Name() string { return "ollama" }
+
+func (p *ollamaProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	// A model models.json sends to the Responses API goes there: ollama
+	// serves it only on its OpenAI path.
+	if p.openai.usesResponses(req.Model) || p.local.info(ctx, req.Model).Kind != "ollama" {
+		return p.openai.Stream(ctx, req, on)
+	}
+	req, plan := p.local.prepare(ctx, req)
+	reply, sawUsage, err := p.chat(ctx, req, plan, on)
+	if again, ok := p.local.refused(err, req, &plan); ok {
+		req = again
+		reply, sawUsage, err = p.chat(ctx, req, plan, on)
+	}
+	if err != nil {
+		p.local.explain(err, req.Model, plan)
+		reply.Notice = plan.notice
+		return reply, err
+	}
+	p.local.finish(plan, req.Model, &reply, sawUsage, on)
+	return reply, nil
+}
+
+type ollamaRequest struct {
+	Model    string          `json:"model"`
+	Messages []ollamaMessage `json:"messages"`
+	Tools    []oaiTool       `json:"tools,omitempty"`
+	Stream   bool            `json:"stream"`
+	Think    bool            `json:"think,omitempty"`
+	Options  *ollamaOptions  `json:"options,omitempty"`
+}
+
+type ollamaOptions struct {
+	NumCtx     int `json:"num_ctx,omitempty"`
+	NumPredict int `json:"num_predict,omitempty"`
+}
+
+type ollamaMessage struct {
+	Role       string           `json:"role"`
+	Content    string           `json:"content"`
+	Images     []string         `json:"images,omitempty"`
+	ToolCalls  []ollamaToolCall `json:"tool_calls,omitempty"`
+	ToolName   string           `json:"tool_name,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
+}
+
+type ollamaToolCall struct {
+	ID       string `json:"id,omitempty"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// buildRequest is req for /api/chat, with num_ctx the context zot chose
+// for the model (ollamaNumCtx) and num_predict the output limit a
+// models.json entry gives.
+func (p *ollamaProvider) buildRequest(req Request, plan localPlan) ollamaRequest {
+	out := ollamaRequest{Model: req.Model, Stream: true, Think: req.Reasoning != "" && reasoningFor(lookupModel("ollama", req.Model), req.Reasoning) != ""}
+	limit := req.MaxTokens
+	if info := lookupModel("ollama", req.Model); limit == 0 && info.Source == SourceUser {
+		limit = info.MaxOutput
+	}
+	if plan.info.Window > 0 || limit > 0 {
+		out.Options = &ollamaOptions{NumCtx: plan.info.Window, NumPredict: limit}
+	}
+	if req.System != "" {
+		out.Messages = append(out.Messages, ollamaMessage{Role: "system", Content: req.System})
+	}
+	out.Messages = append(out.Messages, ollamaMessages(req.Messages)...)
+	tools := append([]ToolSpec(nil), req.Tools...)
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	for _, t := range tools {
+		var ot oaiTool
+		ot.Type = "function"
+		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name, t.Description, schemaOrEmpty(t.Schema)
+		out.Tools = append(out.Tools, ot)
+	}
+	return out
+}
+
+// ollamaMessages converts the transcript: arguments as objects, a tool
+// result with the name of the tool that made it, images as base64 beside
+// the text (a tool's images in a user message after the results).
+func ollamaMessages(msgs []Message) []ollamaMessage {
+	var out []ollamaMessage
+	names := map[string]string{}
+	for _, m := range msgs {
+		if m.Role == RoleAssistant {
+			om := ollamaMessage{Role: "assistant", Content: m.Text()}
+			for _, c := range m.ToolCalls() {
+				names[c.ID] = c.Name
+				var tc ollamaToolCall
+				tc.ID, tc.Function.Name, tc.Function.Arguments = c.ID, c.Name, c.Args
+				if !json.Valid(c.Args) || !isJSONObject(c.Args) {
+					tc.Function.Arguments = json.RawMessage("{}")
+				}
+				om.ToolCalls = append(om.ToolCalls, tc)
+			}
+			out = append(out, om)
+			continue
+		}
+		user := ollamaMessage{Role: "user"}
+		var text []string
+		var toolImages []string
+		for _, b := range m.Content {
+			switch b.Type {
+			case BlockText:
+				text = append(text, b.Text)
+			case BlockImage:
+				user.Images = append(user.Images, b.Data)
+			case BlockToolResult:
+				var body []string
+				for _, c := range b.Content {
+					switch c.Type {
+					case BlockText:
+						body = append(body, c.Text)
+					case BlockImage:
+						toolImages = append(toolImages, c.Data)
+					}
+				}
+				content := strings.Join(body, "\n")
+				if b.IsError && !strings.HasPrefix(content, "Error") {
+					content = "Error: " + content
+				}
+				out = append(out, ollamaMessage{Role: "tool", Content: content, ToolName: names[b.CallID], ToolCallID: b.CallID})
+			}
+		}
+		if len(toolImages) > 0 {
+			text = append([]string{"Images returned by the tool calls above:"}, text...)
+			user.Images = append(toolImages, user.Images...)
+		}
+		if len(text) == 0 && len(user.Images) == 0 {
+			continue
+		}
+		user.Content = strings.Join(text, "\n\n")
+		out = append(out, user)
+	}
+	return out
+}
+
+// chat sends one request to /api/chat and reads its NDJSON stream.
+func (p *ollamaProvider) chat(ctx context.Context, req Request, plan localPlan, on func(StreamEvent)) (reply Reply, sawUsage bool, err error) {
+	body, err := json.Marshal(p.buildRequest(req, plan))
+	if err != nil {
+		return Reply{}, false, fmt.Errorf("ollama: encode request: %w", err)
+	}
+	header := http.Header{}
+	if p.openai.key != "" {
+		header.Set("Authorization", "Bearer "+p.openai.key)
+	}
+	url := endpointURL(serverRoot(cmp.Or(p.local.base, ollamaDefaultBase)), "/api/chat")
+	resp, err := p.openai.http.post(ctx, url, header, body)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	s := &ollamaStream{on: on}
+	maxTokens := cmp.Or(req.MaxTokens, lookupModel("ollama", req.Model).MaxOutput)
+	events, err := streamFrames(ctx, "ollama", resp.Body, p.openai.http.idle, maxReplyBytes(maxTokens), s, readNDJSON)
+	reply = Reply{Stop: s.stop, Usage: s.usage}
+	if s.thinking != nil {
+		reply.Content = append(reply.Content, s.thinking.block())
+	}
+	reply.Content = append(reply.Content, assemble([]*partialBlock{s.text})...)
+	reply.Content = append(reply.Content, s.calls...)
+	if err == nil && !s.done {
+		err = streamEndedEarly("ollama", events)
+	}
+	return reply, s.sawUsage, err
+}
+
+// ollamaStream is the state of one /api/chat stream: text and thinking in
+// pieces, each tool call whole, counts in the final object.
+type ollamaStream struct {
+	on       func(StreamEvent)
+	text     *partialBlock
+	thinking *partialBlock
+	calls    []Block
+	stop     string
+	usage    Usage
+	sawUsage bool
+	done     bool
+	size     int64
+}
+
+func (s *ollamaStream) received() int64 { return s.size }
+
+type ollamaChunk struct {
+	Message struct {
+		Content   string           `json:"content"`
+		Thinking  string           `json:"thinking"`
+		ToolCalls []ollamaToolCall `json:"tool_calls"`
+	} `json:"message"`
+	Done            bool            `json:"done"`
+	DoneReason      string          `json:"done_reason"`
+	PromptEvalCount *int            `json:"prompt_eval_count"`
+	EvalCount       int             `json:"eval_count"`
+	Error           json.RawMessage `json:"error"`
+}
+
+func (s *ollamaStream) handle(ev sseEvent) error {
+	var c ollamaChunk
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return fmt.Errorf("bad line %q: %w", truncate(string(ev.Data), 120), err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		typ, msg := decodeErrorValue(c.Error)
+		return &ProviderError{Provider: "ollama", Type: typ, Message: msg}
+	}
+	m := c.Message
+	if m.Thinking != "" {
+		s.size += int64(len(m.Thinking))
+		if s.thinking == nil {
+			s.thinking = &partialBlock{typ: "thinking"}
+		}
+		s.thinking.text.WriteString(m.Thinking)
+		s.on(StreamEvent{Type: "thinking", Delta: m.Thinking})
+	}
+	if m.Content != "" {
+		s.size += int64(len(m.Content))
+		if s.text == nil {
+			s.text = &partialBlock{typ: "text"}
+		}
+		s.text.text.WriteString(m.Content)
+		s.on(StreamEvent{Type: "text", Delta: m.Content})
+	}
+	for _, tc := range m.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", len(s.calls))
+		}
+		args := tc.Function.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		s.size += blockCost + int64(len(id)+len(tc.Function.Name)+len(args))
+		s.calls = append(s.calls, Block{Type: BlockToolCall, ID: id, Name: tc.Function.Name, Args: args})
+		s.on(StreamEvent{Type: "tool_start", ID: id, Name: tc.Function.Name})
+		s.on(StreamEvent{Type: "tool_args", ID: id, Delta: string(args)})
+		s.on(StreamEvent{Type: "tool_end", ID: id})
+	}
+	if !c.Done {
+		return nil
+	}
+	s.done = true
+	switch {
+	case len(s.calls) > 0:
+		s.stop = StopToolUse
+	case c.DoneReason == "length":
+		s.stop = StopLength
+	default:
+		s.stop = StopEndTurn
+	}
+	if c.PromptEvalCount != nil {
+		s.sawUsage = true
+		s.usage = Usage{Input: *c.PromptEvalCount, Output: c.EvalCount}
+	}
+	return errStopSSE
+}
+
+// readNDJSON reads newline-delimited JSON and calls fn with each line that
+// is not blank, as readSSE does with events: the same bound on a line,
+// the same error for a last line the connection cut.
+func readNDJSON(r io.Reader, fn func(sseEvent) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
+			if len(long) > maxSSELine {
+				return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
+			}
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if data := bytes.TrimSpace(line); len(data) > 0 {
+			if ferr := fn(sseEvent{Data: append([]byte(nil), data...)}); ferr != nil {
+				var cut *json.SyntaxError
+				if err == io.EOF && errors.As(ferr, &cut) {
+					return errCutEvent
+				}
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
