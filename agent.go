@@ -220,6 +220,10 @@ const (
 	// EventApprovalRequest asks a client that answers approvals about a
 	// tool call (approvals_client.go); only such clients receive it.
 	EventApprovalRequest EventType = "approval_request"
+	// EventRetry says that the model call failed in a way worth retrying
+	// (overloaded, rate-limited, cut off before the answer began) and when
+	// the next attempt goes out.
+	EventRetry EventType = "retry"
 )
 
 // Event is one thing that happened while the agent worked. Its JSON encoding
@@ -248,6 +252,9 @@ type Event struct {
 	Cwd        string // session_start
 	Sandbox    string // session_start
 	Reason     string
+	// retry: the attempt about to be made, the most there are, the wait.
+	Attempt, Attempts int
+	Wait              time.Duration
 	// Truncated marks an error event that is a warning: the server cut the
 	// prompt (Reply.Truncated); the run goes on.
 	Truncated bool
@@ -347,6 +354,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			typ
 			Reason string `json:"reason"`
 		}{t, e.Reason})
+	case EventRetry:
+		return json.Marshal(struct {
+			typ
+			Attempt  int    `json:"attempt"`
+			Attempts int    `json:"attempts"`
+			WaitMS   int64  `json:"wait_ms"`
+			Error    string `json:"error"`
+		}{t, e.Attempt, e.Attempts, e.Wait.Milliseconds(), e.Error})
 	case EventCompactDone:
 		return json.Marshal(struct {
 			typ
@@ -481,6 +496,10 @@ var ErrBusy = errors.New("agent is busy with another prompt")
 // ErrBlocked is returned when a hook refused to let a turn or prompt run.
 var ErrBlocked = errors.New("blocked")
 
+// ErrEmptyPrompt is a prompt with neither text nor images: the APIs refuse
+// an empty message, and one in the transcript would fail every later turn.
+var ErrEmptyPrompt = errors.New("nothing to send: the prompt is empty")
+
 // Agent runs the loop of one conversation: prompt, stream, tools, repeat.
 // Its exported fields are configuration, set before the first Prompt;
 // the transcript and totals are guarded by mu.
@@ -496,6 +515,13 @@ type Agent struct {
 	// gates before each tool call, the hooks after it, and the rest
 	// (agent_pipeline.go).
 	Pipeline Pipeline
+	// AroundToolRun is called just before a tool runs, once the gates
+	// and the confirm allowed the call, with the arguments it runs with;
+	// after, when not nil, is called once the tool returned (checkpoints
+	// record the files before and after each call). It is not a stage:
+	// it decides nothing, and its two halves pair around the one run
+	// (docs/choices.md).
+	AroundToolRun func(ctx context.Context, call ToolCall) (after func())
 
 	Recorder Recorder
 	Log      func(format string, args ...any)
@@ -564,6 +590,30 @@ func (a *Agent) Clear() error {
 	a.lastInput = 0
 	if a.Recorder != nil {
 		return a.Recorder.Reset(nil)
+	}
+	return nil
+}
+
+// Rewind keeps the first n messages of the transcript — a cut before a
+// prompt, so that no tool call loses its result — and records it as a
+// reset; it refuses while a prompt runs. The usage totals stay: those
+// calls were made.
+func (a *Agent) Rewind(n int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	if n < 0 || n > len(a.messages) {
+		return fmt.Errorf("cannot keep %d messages of %d", n, len(a.messages))
+	}
+	if n < len(a.messages) && !a.messages[n].isPrompt() {
+		return fmt.Errorf("message %d is not a prompt; rewind to before a prompt so that no tool call loses its result", n+1)
+	}
+	a.messages = append([]Message(nil), a.messages[:n]...)
+	a.lastInput = 0
+	if a.Recorder != nil {
+		return a.Recorder.Reset(a.messages)
 	}
 	return nil
 }
@@ -757,6 +807,9 @@ func (a *Agent) sync() error {
 }
 
 func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink) error {
+	if strings.TrimSpace(text) == "" && len(images) == 0 {
+		return ErrEmptyPrompt
+	}
 	block, reason, extra := a.Pipeline.beforePrompt(ctx, text)
 	if block {
 		emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
@@ -881,7 +934,7 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 		Reasoning: a.Reasoning,
 	}
 	a.mu.Unlock()
-	return a.Provider.Stream(ctx, req, func(se StreamEvent) {
+	return a.Provider.Stream(withRetryEvents(ctx, emit), req, func(se StreamEvent) {
 		switch se.Type {
 		case "text":
 			if !holdText {
@@ -899,6 +952,13 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 		case "tool_end":
 			emit(Event{Type: EventToolUseEnd, ID: se.ID})
 		}
+	})
+}
+
+// withRetryEvents makes the provider's retries of a call events.
+func withRetryEvents(ctx context.Context, emit Sink) context.Context {
+	return WithRetryHook(ctx, func(n RetryNotice) {
+		emit(Event{Type: EventRetry, Attempt: n.Attempt, Attempts: n.Attempts, Wait: n.Wait, Error: n.Err.Error()})
 	})
 }
 
@@ -1061,9 +1121,16 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		return rec.Result
 	}
 	rec.Ran = true
+	var after func()
+	if a.AroundToolRun != nil {
+		after = a.AroundToolRun(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+	}
 	rec.Result = tool.Run(ctx, args, func(line string) {
 		emit(Event{Type: EventToolProgress, ID: call.ID, Text: line})
 	})
+	if after != nil {
+		after()
+	}
 	return rec.Result
 }
 
@@ -1171,7 +1238,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 		Tools:    a.Tools.Specs(),
 		Messages: append(append([]Message(nil), msgs[:cut]...), Message{Role: RoleUser, Content: []Block{TextBlock(compactInstruction)}}),
 	}
-	reply, err := a.Provider.Stream(ctx, req, func(StreamEvent) {})
+	reply, err := a.Provider.Stream(withRetryEvents(ctx, emit), req, func(StreamEvent) {})
 	if err != nil {
 		return err
 	}

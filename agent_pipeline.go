@@ -96,7 +96,8 @@ const (
 	// DecisionRequest names who asked for a call no model made (a prompt
 	// template's !`command`).
 	DecisionRequest GateDecision = "request"
-	// DecisionCall names a call zot read back from the model's text.
+	// DecisionCall names a call zot read from the model's text rather
+	// than from a tool-use block, so the audit log says where it came from.
 	DecisionCall GateDecision = "call"
 )
 
@@ -524,4 +525,4 @@ func read(s Stage, r GateResult) GateResult {
 	return r
 }
 
-var knownDecisions = []GateDecision{DecisionAllow, DecisionAsk, DecisionDeny, DecisionBlock, DecisionRewrite, DecisionApprove, DecisionRequest}
+var knownDecisions = []GateDecision{DecisionAllow, DecisionAsk, DecisionDeny, DecisionBlock, DecisionRewrite, DecisionApprove, DecisionRequest, DecisionCall}

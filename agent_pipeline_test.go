@@ -238,3 +238,45 @@ func TestWorseDecisionRanksTheUnknownAboveDeny(t *testing.T) {
 		}
 	}
 }
+
+// The checkpoint's point, AroundToolRun, sees only calls that will run:
+// not one a gate denied, not one the confirm declined; it gets the
+// arguments that run, and its after half comes once the tool returned,
+// before the after-tool stages.
+func TestAroundToolRunComesAfterTheGatesAndTheConfirm(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t,
+		replayStep{Events: anthropicEvents(
+			gen{ToolID: "denied", ToolName: "echo", ToolArgs: `{"cmd":"rm -rf /"}`},
+			gen{ToolID: "declined", ToolName: "echo", ToolArgs: `{"cmd":"curl x"}`},
+			gen{ToolID: "runs", ToolName: "echo", ToolArgs: `{"cmd":"ls"}`})},
+		replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	echo := &funcTool{name: "echo"}
+	a := newTestAgent(t, srv, echo)
+	var order []string
+	a.Pipeline.AddToolGate(testStage, func(ctx context.Context, call ToolCall) GateResult {
+		switch {
+		case strings.Contains(string(call.Args), "rm -rf"):
+			return GateResult{Verdict: GateDeny, Reason: "refused"}
+		case strings.Contains(string(call.Args), "curl"):
+			return GateResult{Verdict: GateAsk, Reason: "network?"}
+		}
+		return GateResult{Args: json.RawMessage(`{"cmd":"ls -l"}`)}
+	})
+	a.Pipeline.SetConfirm(func(context.Context, ToolCall, []GateNote) (bool, string) { return false, "user" })
+	a.Pipeline.AddAfterTool(Stage{Name: "audit", Order: OrderRecord}, func(ctx context.Context, rec *ToolRecord) {
+		order = append(order, "audit "+rec.Call.ID)
+	})
+	a.AroundToolRun = func(ctx context.Context, call ToolCall) func() {
+		order = append(order, "before "+call.ID+" "+string(call.Args)+" ran "+fmt.Sprint(len(echo.calls())))
+		return func() { order = append(order, "after "+call.ID+" ran "+fmt.Sprint(len(echo.calls()))) }
+	}
+	var log eventLog
+	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"audit denied", "audit declined", `before runs {"cmd":"ls -l"} ran 0`, "after runs ran 1", "audit runs"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("order:\n got %q\nwant %q", order, want)
+	}
+}

@@ -183,6 +183,47 @@ func (c *commandHelp) text(sub string) string {
 	return b.String()
 }
 
+// misuse reports on stderr what is wrong with words, the words a command
+// of subcommands was given that none of its cases took: an unknown
+// subcommand, an argument missing (its name in the synopsis: "NAME is
+// missing"), or arguments too many; then the usage. It returns
+// exitUsage.
+func (c *commandHelp) misuse(words []string, stderr io.Writer) int {
+	var s *subcommandHelp
+	if len(words) > 0 {
+		s = c.sub(words[0])
+	}
+	if s == nil {
+		if len(words) > 0 {
+			fmt.Fprintf(stderr, "%s: unknown command %q\n", c.name, words[0])
+		}
+		fmt.Fprint(stderr, c.text(""))
+		return exitUsage
+	}
+	var required []string
+	depth := 0
+	for _, f := range strings.Fields(s.args) {
+		if depth == 0 && f[0] != '[' && strings.Trim(f, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+			required = append(required, f)
+		}
+		depth += strings.Count(f, "[") - strings.Count(f, "]")
+	}
+	given := words[1:]
+	switch {
+	case len(given) < len(required):
+		missing := required[len(given):]
+		verb := " is"
+		if len(missing) > 1 {
+			verb = " are"
+		}
+		fmt.Fprintf(stderr, "%s %s: %s%s missing\n", c.name, s.name, strings.Join(missing, " and "), verb)
+	default:
+		fmt.Fprintf(stderr, "%s %s: too many arguments (%s)\n", c.name, s.name, strings.Join(given, " "))
+	}
+	fmt.Fprint(stderr, c.text(s.name))
+	return exitUsage
+}
+
 // answerHelp prints the usage args ask for, if they ask: -h or --help
 // before `--`, or a first word `help` for a command with subcommands.
 func (c *commandHelp) answerHelp(args []string, stdout io.Writer) bool {

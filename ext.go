@@ -1329,8 +1329,8 @@ func (m *ExtManager) panelFromExt(p *extProc, msg extMsg) {
 }
 
 // PanelKey sends a key the user pressed in a panel to its extension. key
-// is a name (up, down, enter, rune, …); text carries the character of a
-// rune key.
+// is a name (up, down, enter, ctrl+a, rune, paste, …); text carries the
+// character of a rune key and the text of a paste.
 func (m *ExtManager) PanelKey(panelID, key, text string) error {
 	m.mu.Lock()
 	p := m.panels[panelID]

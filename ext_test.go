@@ -583,7 +583,7 @@ func TestExtPanels(t *testing.T) {
 	if u := h.gotPanels()[1]; u.Kind != "render" || u.Panel.ID != "p1" || u.Panel.Lines[0] != "key=rune text=x" || u.Panel.Extension != "paneled" {
 		t.Errorf("render = %+v", u)
 	}
-	h.m.PanelKey("p1", "q", "")
+	h.m.PanelKey("p1", "rune", "q")
 	waitFor(t, "the extension closing its panel", func() bool { return len(h.gotPanels()) == 3 })
 	if u := h.gotPanels()[2]; u.Kind != "close" || u.Panel.ID != "p1" {
 		t.Errorf("close = %+v", u)

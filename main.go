@@ -222,6 +222,7 @@ Usage:
   zot prompts list|show NAME             the prompt templates a session sees (zot prompts --help)
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
   zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
+  zot checkpoints list|restore|prune …   undo what tool calls changed: files and conversation (zot checkpoints --help)
   zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext --help)
   zot validate -- COMMAND LINE           ask the command validators without running it
@@ -287,6 +288,9 @@ var commands = map[string]command{
 	}},
 	"sessions": {&sessionsUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return runSessionsCommand(args, stdout, stderr)
+	}},
+	"checkpoints": {&checkpointsUsage, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return runCheckpointsCommand(args, stdout, stderr)
 	}},
 	"trust": {&trustUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTrustCommand(args, func(dir string) ([]trustEntry, []string, []string) {

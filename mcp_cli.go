@@ -89,8 +89,7 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		}
 		return mcpCallFromShell(ctx, tools, words[1], words[2], argsJSON, stdout, stderr)
 	}
-	fmt.Fprint(stderr, mcpUsage.text(""))
-	return exitUsage
+	return mcpUsage.misuse(words, stderr)
 }
 
 func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {

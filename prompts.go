@@ -407,32 +407,38 @@ func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args s
 			out = append(out, substitutePromptArgs(line, args, positional))
 			continue
 		}
-		if why := p.mayRun(t); why != "" {
-			p.note(fmt.Sprintf("/%s: line %d of %s left out: %s", t.Name, i+1, t.Path, why))
-			continue
+		why := p.mayRun(t)
+		if why != "" {
+			p.note(fmt.Sprintf("/%s: line %d of %s: !`command` left out: %s", t.Name, i+1, t.Path, why))
 		}
 		// The text around a command gets the arguments as typed; the
 		// command gets each argument as one quoted shell word, so that no
-		// argument is shell syntax.
+		// argument is shell syntax. A command that does not run leaves
+		// its place empty: the line's text and arguments stay.
 		var expanded strings.Builder
-		var failed error
-		at := 0
+		at, leftOut := 0, why != ""
 		for _, m := range promptCommand.FindAllStringSubmatchIndex(line, -1) {
 			expanded.WriteString(substitutePromptArgs(line[at:m[0]], args, positional))
 			at = m[1]
+			if why != "" {
+				continue
+			}
 			output, err := p.runCommand(ctx, a, t, substituteCommandArgs(line[m[2]:m[3]], positional))
 			if err != nil {
-				failed = err
-				break
+				p.note(fmt.Sprintf("/%s: line %d of %s: %s", t.Name, i+1, t.Path, err))
+				leftOut = true
+				continue
 			}
 			expanded.WriteString(output)
 		}
-		if failed != nil {
-			p.note(fmt.Sprintf("/%s: line %d of %s left out: %s", t.Name, i+1, t.Path, failed))
-			continue
-		}
 		expanded.WriteString(substitutePromptArgs(line[at:], args, positional))
-		out = append(out, expanded.String())
+		kept := expanded.String()
+		if leftOut {
+			kept = strings.TrimSpace(kept) // the spaces that stood around the command
+		}
+		if kept != "" || !leftOut {
+			out = append(out, kept)
+		}
 	}
 	x.Text = strings.Join(out, "\n")
 	if !uses && args != "" {
@@ -507,6 +513,10 @@ func (p *Prompts) Send(ctx context.Context, a *Agent, text string, images []Bloc
 	x := p.Expand(ctx, a, t, args)
 	for _, d := range x.Attached {
 		p.note("/" + t.Name + ": attached " + d)
+	}
+	if strings.TrimSpace(x.Text) == "" && len(x.Files) == 0 && len(images) == 0 {
+		// The agent refuses an empty prompt; this says why it is empty.
+		p.note(fmt.Sprintf("/%s: nothing is left of %s to send", t.Name, t.Path))
 	}
 	if x.Model != "" && x.Model != a.CurrentModel() {
 		prev := a.CurrentModel()

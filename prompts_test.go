@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,10 +170,10 @@ func TestPromptCommandGates(t *testing.T) {
 		t.Errorf("the denied command ran: %v", err)
 	}
 	body := string(srv.Requests()[0].Body)
-	if !strings.Contains(body, `Clean up.\nListed: listed`) || strings.Contains(body, "Removed") {
+	if !strings.Contains(body, `Clean up.\nRemoved:\nListed: listed`) {
 		t.Errorf("request:\n%s", body)
 	}
-	if !strings.Contains(stderr, "/clean: line 2 of "+filepath.Join(z.home, "prompts", "clean.md")+" left out: !`rm keep.txt` did not run: ") || !strings.Contains(stderr, "rm is not allowed") {
+	if !strings.Contains(stderr, "/clean: line 2 of "+filepath.Join(z.home, "prompts", "clean.md")+": !`rm keep.txt` did not run: ") || !strings.Contains(stderr, "rm is not allowed") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	_, stderr, _ = z.run(append(anthropicFlags(srv), "-p", "/evil")...)
@@ -182,7 +183,7 @@ func TestPromptCommandGates(t *testing.T) {
 	if body := string(srv.Requests()[1].Body); !strings.Contains(body, `Hello.\nBye.`) {
 		t.Errorf("request:\n%s", body)
 	}
-	if !strings.Contains(stderr, "left out: the template is the project's (.claude/commands) and this project is not trusted") ||
+	if !strings.Contains(stderr, "!`command` left out: the template is the project's (.claude/commands) and this project is not trusted") ||
 		!strings.Contains(stderr, "zot trust") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
@@ -320,5 +321,48 @@ func TestPromptArgumentsInACommandAreWordsNotSyntax(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("an argument ran as a command: %v", entries)
+	}
+}
+
+// A template of an untrusted project whose only line holds a !`command`
+// keeps its arguments when the command is left out, for either provider;
+// one with nothing else is refused with a line saying so, and no request
+// goes out (an empty or null message list would be a 400 and poison the
+// session).
+func TestTemplateOfOnlyACommandKeepsItsArgumentsOrIsRefused(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	writePrompt(t, filepath.Join(z.cwd, ".claude", "commands", "diff.md"), "!`git diff` $ARGUMENTS")
+	writePrompt(t, filepath.Join(z.cwd, ".claude", "commands", "log.md"), "!`git log -1`")
+	anth := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	if _, stderr, code := z.run(append(anthropicFlags(anth), "-p", "/diff focus on the tests")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	oai := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "ok"})})
+	if _, stderr, code := z.run("-p", "--provider", "openai", "--model", "m", "--base-url", oai.URL, "--api-key", "k", "/diff focus on the tests"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, req := range []capturedRequest{anth.Requests()[0], oai.Requests()[0]} {
+		var body struct {
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		json.Unmarshal(req.Body, &body)
+		last := body.Messages[len(body.Messages)-1]
+		if last.Role != "user" || !strings.Contains(string(last.Content), `"focus on the tests"`) {
+			t.Errorf("%s: the prompt sent: %s %s", req.Path, last.Role, last.Content)
+		}
+	}
+
+	before := len(anth.Requests())
+	_, stderr, code := z.run(append(anthropicFlags(anth), "-p", "/log")...)
+	if code != exitFailure || !strings.Contains(stderr, "/log: nothing is left of "+filepath.Join(z.cwd, ".claude", "commands", "log.md")+" to send") ||
+		!strings.Contains(stderr, "nothing to send: the prompt is empty") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if n := len(anth.Requests()); n != before {
+		t.Errorf("an empty prompt was sent: %d requests", n-before)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,27 @@ type Request struct {
 	Tools     []ToolSpec
 	MaxTokens int    // 0: the model's default
 	Reasoning string // "", low, medium, high
+}
+
+// checkConversation refuses a request no API takes, before it is sent: no
+// messages, a first message that is not the user's, a user message with
+// nothing in it. The agent never builds one; a session written by hand or
+// by an older zot may hold one.
+func checkConversation(provider string, msgs []Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%s: not sent: the request has no messages", provider)
+	}
+	if msgs[0].Role != RoleUser {
+		return fmt.Errorf("%s: not sent: the conversation starts with the %s's message, not a prompt (/clear starts afresh)", provider, msgs[0].Role)
+	}
+	for i, m := range msgs {
+		if m.Role == RoleUser && !slices.ContainsFunc(m.Content, func(b Block) bool {
+			return b.Type != BlockText || strings.TrimSpace(b.Text) != ""
+		}) {
+			return fmt.Errorf("%s: not sent: message %d of the conversation is an empty prompt (/fork before it, or /clear)", provider, i+1)
+		}
+	}
+	return nil
 }
 
 // StreamEvent is one streamed piece: Type is text, thinking, tool_start (ID,
@@ -253,6 +275,24 @@ type httpStreamer struct {
 	headers map[string]string
 }
 
+// RetryNotice is what the retry loop tells before it waits to try a
+// request again: the attempt it will make (2 for the first retry), the
+// most it makes, how long it waits, and the failure it answers.
+type RetryNotice struct {
+	Attempt, Attempts int
+	Wait              time.Duration
+	Err               error
+}
+
+type retryHookKey struct{}
+
+// WithRetryHook returns a context whose provider calls report each retry
+// to hook before waiting for it, as net/http/httptrace reports a request's
+// progress: whoever waits for the model can show why it waits.
+func WithRetryHook(ctx context.Context, hook func(RetryNotice)) context.Context {
+	return context.WithValue(ctx, retryHookKey{}, hook)
+}
+
 var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
 
 func (h *httpStreamer) post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
@@ -304,6 +344,9 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 		}
 		if wait > h.maxDelay {
 			wait = h.maxDelay
+		}
+		if hook, _ := ctx.Value(retryHookKey{}).(func(RetryNotice)); hook != nil {
+			hook(RetryNotice{Attempt: attempt + 2, Attempts: h.retries + 1, Wait: wait, Err: err})
 		}
 		if serr := h.sleep(ctx, wait); serr != nil {
 			return nil, serr
@@ -841,6 +884,9 @@ func anthConvert(b Block) (anthBlock, bool) {
 }
 
 func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	if err := checkConversation("anthropic", req.Messages); err != nil {
+		return Reply{}, err
+	}
 	built := p.buildRequest(req)
 	body, err := json.Marshal(built)
 	if err != nil {
@@ -1227,6 +1273,9 @@ func imagePart(b Block) oaiPart {
 }
 
 func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	if err := checkConversation(p.name, req.Messages); err != nil {
+		return Reply{}, err
+	}
 	if p.usesResponses(req.Model) {
 		return p.streamResponses(ctx, req, on)
 	}

@@ -29,6 +29,9 @@ type ollamaProvider struct {
 func (p *ollamaProvider) Name() string { return "ollama" }
 
 func (p *ollamaProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	if err := checkConversation(p.Name(), req.Messages); err != nil {
+		return Reply{}, err
+	}
 	// A model models.json sends to the Responses API goes there: ollama
 	// serves it only on its OpenAI path.
 	if p.openai.usesResponses(req.Model) || p.local.info(ctx, req.Model).Kind != "ollama" {

@@ -80,11 +80,13 @@ const (
 	rpcGetModels        rpcCommand = "get_models"
 	rpcPing             rpcCommand = "ping"
 	rpcReloadExtensions rpcCommand = "reload_extensions"
+	rpcGetCheckpoints   rpcCommand = "get_checkpoints"
+	rpcRewind           rpcCommand = "rewind"
 	rpcApprove          rpcCommand = "approve"
 )
 
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcApprove}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove}
 
 // rpcResponseType is the "type" of every response line; events have
 // their own (EventType).
@@ -105,7 +107,20 @@ type rpcRequest struct {
 	Approvals  bool
 	ApprovalID string
 	Decision   ApprovalDecision
+	// rewind
+	Checkpoint string
+	Restore    rpcRestore
+	Force      bool
 }
+
+// rpcRestore is what a rewind restores.
+type rpcRestore string
+
+const (
+	rpcRestoreBoth         rpcRestore = "both"
+	rpcRestoreFiles        rpcRestore = "files"
+	rpcRestoreConversation rpcRestore = "conversation"
+)
 
 // rpcImage is an image attached to a prompt, its data base64.
 type rpcImage struct {
@@ -167,7 +182,7 @@ type (
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // rpcFieldNames are the top-level fields of a request, of every command.
-var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "approvals", "approval_id", "decision"}
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision"}
 
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
@@ -239,6 +254,17 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		err = decodeRPCField("model", raw["model"], &req.Model)
 		if err == nil && strings.TrimSpace(req.Model) == "" {
 			err = errors.New(`set_model needs "model", e.g. {"type":"set_model","model":"claude-sonnet-4-5"}`)
+		}
+	case rpcRewind:
+		err = cmp.Or(decodeRPCField("checkpoint", raw["checkpoint"], &req.Checkpoint),
+			decodeRPCField("restore", raw["restore"], &req.Restore),
+			decodeRPCField("force", raw["force"], &req.Force))
+		switch req.Restore {
+		case "":
+			req.Restore = rpcRestoreBoth
+		case rpcRestoreBoth, rpcRestoreFiles, rpcRestoreConversation:
+		default:
+			err = cmp.Or(err, fmt.Errorf(`"restore" %q is not one of %s, %s, %s`, req.Restore, rpcRestoreBoth, rpcRestoreFiles, rpcRestoreConversation))
 		}
 	}
 	return req, err
@@ -365,6 +391,9 @@ type rpcConfig struct {
 	// Observe receives every event of every prompt and compaction as the
 	// agent emits it (done included), beside the client.
 	Observe Sink
+	// Checkpoints lists and restores the checkpoints of this run's
+	// session (get_checkpoints, rewind); nil answers that they are off.
+	Checkpoints rpcCheckpoints
 	// Prompt runs a prompt command (a message starting with /name may be
 	// a prompt template); nil is the agent's Prompt.
 	Prompt func(ctx context.Context, text string, images []Block, sink Sink) error
@@ -374,6 +403,32 @@ type rpcConfig struct {
 	// defaultApprovalTimeout).
 	Approvals       *sessionApprovals
 	ApprovalTimeout time.Duration
+}
+
+// rpcCheckpoints is what get_checkpoints and rewind use (wire.go's).
+type rpcCheckpoints interface {
+	// List is the session's checkpoints, oldest first, each encoded as
+	// zot checkpoints list --json writes it.
+	List() ([]json.RawMessage, error)
+	// Rewind restores what req asks. It runs only while no job runs.
+	Rewind(req rpcRequest) (rpcRewindData, error)
+}
+
+// rpcCheckpointsData is get_checkpoints' data.
+type rpcCheckpointsData struct {
+	Checkpoints []json.RawMessage `json:"checkpoints"`
+}
+
+// rpcRewindData is rewind's data: the checkpoint restored, what the files
+// restore did (Undo is the checkpoint that undoes it), and how many
+// messages the conversation kept.
+type rpcRewindData struct {
+	Checkpoint string   `json:"checkpoint"`
+	Restored   []string `json:"restored"`
+	Removed    []string `json:"removed"`
+	Left       []string `json:"left"`
+	Undo       string   `json:"undo,omitempty"`
+	Messages   *int     `json:"messages,omitempty"`
 }
 
 // rpcReloadStats is reload_extensions' data: what the reload did.
@@ -635,10 +690,35 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		s.reply(req, rpcPongData{Pong: true}, nil)
 	case rpcReloadExtensions:
 		s.reload(ctx, req)
+	case rpcGetCheckpoints, rpcRewind:
+		s.checkpoints(req)
 	case rpcApprove:
 		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.Decision, req.Message))
 	}
 	return nil
+}
+
+// checkpoints answers get_checkpoints and rewind; rewind waits for no
+// job, as clear does.
+func (s *rpcServer) checkpoints(req rpcRequest) {
+	if s.Checkpoints == nil {
+		s.reply(req, nil, errors.New(`checkpoints are off ("checkpoints": {"enabled": false} in config.json)`))
+		return
+	}
+	if req.Type == rpcGetCheckpoints {
+		list, err := s.Checkpoints.List()
+		if list == nil {
+			list = []json.RawMessage{}
+		}
+		s.reply(req, rpcCheckpointsData{Checkpoints: list}, err)
+		return
+	}
+	var data rpcRewindData
+	err := s.whenIdle(string(rpcRewind), func() (err error) {
+		data, err = s.Checkpoints.Rewind(req)
+		return err
+	})
+	s.reply(req, data, err)
 }
 
 // hello checks the token (when one is set) and lets the client in,

@@ -270,6 +270,15 @@ func (sb *Sandbox) Mode() sandboxMode {
 // Path says how the system enforces the mode.
 func (sb *Sandbox) Path() string { return sb.path }
 
+// WritableDirs are the directories commands may write beneath (symlinks
+// resolved); nil for a nil sandbox.
+func (sb *Sandbox) WritableDirs() []string {
+	if sb == nil {
+		return nil
+	}
+	return append([]string(nil), sb.writable...)
+}
+
 func (sb *Sandbox) isHidden(real string) bool {
 	for _, h := range sb.hidden {
 		if within(real, h) {

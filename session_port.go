@@ -592,12 +592,21 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		rows := SessionTree(list)
 		if asJSON {
+			// JSON lines, one per session: none when there are none.
 			for _, r := range rows {
 				i := r.Info
-				writeJSONLine(stdout, sessionListEntry{ID: i.Meta.ID, Path: i.Path, Updated: i.Updated.UTC(), Created: i.Meta.Created,
+				entry := sessionListEntry{ID: i.Meta.ID, Path: i.Path, Updated: i.Updated.UTC(), Created: i.Meta.Created,
 					Provider: i.Meta.Provider, Model: cmp.Or(i.Model, i.Meta.Model), Messages: i.Messages, CostUSD: USD(i.CostUSD),
-					FirstPrompt: i.FirstPrompt, Parent: filepath.Base(i.Meta.Parent), ForkedAt: i.Meta.ForkedAt, Depth: r.Depth})
+					FirstPrompt: i.FirstPrompt, ForkedAt: i.Meta.ForkedAt, Depth: r.Depth}
+				if i.Meta.Parent != "" {
+					entry.Parent = filepath.Base(i.Meta.Parent)
+				}
+				writeJSONLine(stdout, entry)
 			}
+			return exitOK
+		}
+		if len(rows) == 0 {
+			fmt.Fprintf(stdout, "no sessions of %s yet\n", sanitize(abs))
 			return exitOK
 		}
 		for i, line := range FormatSessionTree(rows, time.Now()) {
@@ -633,8 +642,7 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, path)
 		return exitOK
 	}
-	fmt.Fprint(stderr, sessionsUsage.text(""))
-	return exitUsage
+	return sessionsUsage.misuse(words, stderr)
 }
 
 // findSession resolves what a user names a session by: a file, "latest",
@@ -643,12 +651,15 @@ func findSession(home, cwd, name string) (string, error) {
 	if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
 		return name, nil
 	}
-	if name == "latest" {
-		return LatestSession(home, cwd)
-	}
 	list, err := ListSessions(home, cwd)
 	if err != nil {
 		return "", err
+	}
+	if len(list) == 0 {
+		return "", fmt.Errorf("no sessions of %s yet (each prompt run there starts one, in %s)", cwd, sessionDir(home, cwd))
+	}
+	if name == "latest" {
+		return LatestSession(home, cwd)
 	}
 	var found []string
 	for _, info := range list {

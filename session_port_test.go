@@ -269,10 +269,70 @@ func TestSessionsCommandUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", args, code, errOut)
 		}
 	}
+	if _, errOut, code := z.run("sessions", "export", "nosuch"); code != 1 || !strings.Contains(errOut, "no sessions of "+z.cwd+" yet") {
+		t.Errorf("unknown session: exit %d, %s", code, errOut)
+	}
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	z.run(append(anthropicFlags(srv), "-p", "hello")...)
 	if _, errOut, code := z.run("sessions", "export", "nosuch"); code != 1 || !strings.Contains(errOut, `no session "nosuch"`) {
 		t.Errorf("unknown session: exit %d, %s", code, errOut)
 	}
-	if out, _, code := z.run("sessions", "list"); code != 0 || out != "" {
-		t.Errorf("empty list: exit %d, %q", code, out)
+}
+
+// What a newcomer runs before having any session, or with an argument
+// missing, says what is going on.
+func TestSessionAndMCPCommandsSayWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	for _, c := range []struct {
+		args        []string
+		code        int
+		stdout, err string
+	}{
+		{[]string{"sessions", "list"}, 0, "no sessions of " + z.cwd + " yet\n", ""},
+		{[]string{"sessions", "list", "--json"}, 0, "", ""},
+		{[]string{"sessions", "export", "latest"}, 1, "", "zot sessions: no sessions of " + z.cwd + " yet (each prompt run there starts one, in "},
+		{[]string{"sessions", "export"}, 2, "", "zot sessions export: SESSION is missing\nUsage: zot sessions export SESSION"},
+		{[]string{"mcp", "tools"}, 2, "", "zot mcp tools: NAME is missing\nUsage: zot mcp tools NAME"},
+		{[]string{"mcp", "call", "srv"}, 2, "", "zot mcp call: TOOL is missing\n"},
+	} {
+		stdout, stderr, code := z.run(c.args...)
+		if code != c.code || stdout != c.stdout || !strings.HasPrefix(stderr, c.err) || (c.err == "" && stderr != "") {
+			t.Errorf("zot %s: exit %d\nstdout %q\nstderr %q", strings.Join(c.args, " "), code, stdout, stderr)
+		}
+		if strings.Contains(stderr, "--continue") {
+			t.Errorf("zot %s speaks of --continue: %s", strings.Join(c.args, " "), stderr)
+		}
+	}
+	// A root session has no parent in --json; a fork names its parent.
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "hello")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	stdout, _, _ := z.run("sessions", "list", "--json")
+	if strings.Contains(stdout, `"parent"`) || !strings.Contains(stdout, `"first_prompt":"hello"`) {
+		t.Errorf("--json: %s", stdout)
+	}
+}
+
+// A config.json zot cannot read stops it with one error that says what to
+// do, rather than "(ignored)" followed by a refusal; with --sandbox it is
+// ignored, and says so.
+func TestUnreadableConfigIsOneClearError(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	os.WriteFile(filepath.Join(z.home, "config.json"), []byte(`{"provider":"anth`), 0o600)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
+	_, stderr, code := z.run(append(anthropicFlags(srv), "-p", "hi")...)
+	if code != exitFailure || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "ignored") ||
+		!strings.Contains(stderr, filepath.Join(z.home, "config.json")) || !strings.Contains(stderr, "fix or remove it") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--sandbox", "off", "-p", "hi")...)
+	if code != 0 || stdout != "ok\n" || !strings.Contains(stderr, "(ignored: --sandbox decides the sandbox)") {
+		t.Errorf("with --sandbox: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	if len(srv.Requests()) != 1 {
+		t.Errorf("%d requests, want the one run with --sandbox", len(srv.Requests()))
 	}
 }

@@ -92,6 +92,17 @@ type trustRecord struct {
 type trustFile struct {
 	Version  int                     `json:"version"`
 	Projects map[string]*trustRecord `json:"projects"`
+	// Declined are the directories whose programs the user chose, in the
+	// TUI's dialog, to go on without: not asked again while the programs
+	// are the ones they saw.
+	Declined map[string]*trustDecline `json:"declined,omitempty"`
+}
+
+// trustDecline is one "continue without them": when, and the digest of
+// the programs the user saw (entriesDigest).
+type trustDecline struct {
+	DeclinedAt time.Time `json:"declined_at"`
+	Digest     string    `json:"digest"`
 }
 
 // trustChange is an entry that differs from what the user trusted.
@@ -112,6 +123,9 @@ type trustStatus struct {
 	Trusted bool
 	Changes []trustChange
 	Warning string // trust.json could not be read: everything counts as untrusted
+	// Declined says the user chose to go on without exactly these
+	// programs (recordDecline): the TUI does not ask again.
+	Declined bool
 }
 
 // Pending are the changes that keep the directory untrusted (new and
@@ -177,6 +191,14 @@ func loadTrustFile(home string) (trustFile, error) {
 			tf.Projects[dir] = r
 		}
 	}
+	for dir, d := range read.Declined {
+		if d != nil {
+			if tf.Declined == nil {
+				tf.Declined = map[string]*trustDecline{}
+			}
+			tf.Declined[dir] = d
+		}
+	}
 	return tf, nil
 }
 
@@ -205,6 +227,9 @@ func checkTrust(home, dir string, entries []trustEntry, kinds []string) trustSta
 	}
 	st.Changes = diffTrust(trusted, entries, kinds)
 	st.Trusted = err == nil && len(st.Pending()) == 0
+	if d := tf.Declined[key]; d != nil && err == nil && !st.Trusted {
+		st.Declined = d.Digest == entriesDigest(entries)
+	}
 	return st
 }
 
@@ -255,27 +280,52 @@ func recordTrust(home, dir string, entries []trustEntry, kinds []string) error {
 		}
 		r.Entries = append(r.Entries, entries...)
 		sort.SliceStable(r.Entries, func(i, j int) bool { return r.Entries[i].key() < r.Entries[j].key() })
-		h := sha256.New()
-		for _, e := range r.Entries {
-			h.Write([]byte(e.sum()))
-		}
-		r.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+		r.Digest = entriesDigest(r.Entries)
 		tf.Projects[key] = r
+		delete(tf.Declined, key)
 	})
 }
 
-// revokeTrust forgets dir; it reports whether dir was trusted.
-func revokeTrust(home, dir string) (bool, error) {
+// entriesDigest is the digest of a set of programs, in any order.
+func entriesDigest(entries []trustEntry) string {
+	sorted := append([]trustEntry(nil), entries...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].key() < sorted[j].key() })
+	h := sha256.New()
+	for _, e := range sorted {
+		h.Write([]byte(e.sum()))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// recordDecline remembers that the user chose to go on without the
+// programs dir would run now: the TUI does not ask again until they
+// change, or `zot trust --revoke` forgets the answer.
+func recordDecline(home, dir string, entries []trustEntry) error {
+	key, err := trustKey(dir)
+	if err != nil {
+		return err
+	}
+	return updateTrustFile(home, func(tf *trustFile) {
+		if tf.Declined == nil {
+			tf.Declined = map[string]*trustDecline{}
+		}
+		tf.Declined[key] = &trustDecline{DeclinedAt: time.Now().UTC().Truncate(time.Second), Digest: entriesDigest(entries)}
+	})
+}
+
+// revokeTrust forgets dir, trusted or declined; it reports which it was.
+func revokeTrust(home, dir string) (trusted, declined bool, err error) {
 	key, err := trustKey(dir)
 	if err != nil {
 		key, _ = filepath.Abs(dir) // a directory that is gone can still be forgotten
 	}
-	found := false
 	err = updateTrustFile(home, func(tf *trustFile) {
-		_, found = tf.Projects[key]
+		_, trusted = tf.Projects[key]
+		_, declined = tf.Declined[key]
 		delete(tf.Projects, key)
+		delete(tf.Declined, key)
 	})
-	return found, err
+	return trusted, declined, err
 }
 
 // updateTrustFile reads, changes and rewrites trust.json while holding an
@@ -340,7 +390,7 @@ func quoteDir(s string) string {
 var trustUsage = commandHelp{
 	name:  "zot trust",
 	about: "let a project directory run its own programs",
-	usage: "zot trust [DIR] [--yes]     show what DIR (default: here) would run, and trust it after a yes\n  zot trust --list            the trusted directories\n  zot trust --revoke [DIR]    forget DIR",
+	usage: "zot trust [DIR] [--yes]     show what DIR (default: here) would run, and trust it after a yes\n  zot trust --list            the trusted directories, and those you went on without\n  zot trust --revoke [DIR]    forget DIR, trusted or not now (the TUI asks again)",
 	notes: `A trusted directory runs its own MCP servers, extensions, validators, hooks
 and prompt-template commands; when they change, zot asks again.
 docs/security.md says what trust covers.
@@ -370,15 +420,17 @@ func runTrustCommand(args []string, collect func(dir string) (entries []trustEnt
 		dir = words[0]
 	}
 	if revoke {
-		found, err := revokeTrust(home, dir)
+		trusted, declined, err := revokeTrust(home, dir)
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "zot trust: %s\n", sanitize(err.Error()))
 			return exitFailure
-		case !found:
-			fmt.Fprintf(stdout, "%s was not trusted\n", sanitize(dir))
-		default:
+		case trusted:
 			fmt.Fprintf(stdout, "revoked: %s runs none of its own programs until you trust it again\n", sanitize(dir))
+		case declined:
+			fmt.Fprintf(stdout, "forgot your \"continue without them\" for %s: the next session there asks again\n", sanitize(dir))
+		default:
+			fmt.Fprintf(stdout, "%s was not trusted\n", sanitize(dir))
 		}
 		return exitOK
 	}
@@ -443,7 +495,6 @@ func trustList(home string, stdout, stderr io.Writer) int {
 	}
 	if len(tf.Projects) == 0 {
 		fmt.Fprintln(stdout, "no trusted directories")
-		return exitOK
 	}
 	for _, dir := range sortedKeys(tf.Projects) {
 		r := tf.Projects[dir]
@@ -451,6 +502,9 @@ func trustList(home string, stdout, stderr io.Writer) int {
 		for _, e := range r.Entries {
 			fmt.Fprintf(stdout, "  %s\n", e)
 		}
+	}
+	for _, dir := range sortedKeys(tf.Declined) {
+		fmt.Fprintf(stdout, "%s  continued without its programs %s (zot trust --revoke %s asks again)\n", sanitize(dir), tf.Declined[dir].DeclinedAt.Local().Format("2006-01-02 15:04"), quoteDir(dir))
 	}
 	return exitOK
 }

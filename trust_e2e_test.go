@@ -373,9 +373,12 @@ func TestTUITrustDialog(t *testing.T) {
 				}
 				return
 			}
-			_, err := os.Stat(filepath.Join(z.home, "trust.json"))
-			if recorded := err == nil; recorded != (c.name == "trust") {
-				t.Errorf("trust recorded: %v", recorded)
+			tf, err := loadTrustFile(z.home)
+			if recorded := len(tf.Projects) > 0; err != nil || recorded != (c.name == "trust") {
+				t.Errorf("trust recorded: %v (%v)", recorded, err)
+			}
+			if declined := len(tf.Declined) > 0; declined != (c.name == "continue without") {
+				t.Errorf("\"continue without them\" recorded: %v", declined)
 			}
 			if c.ran == nil {
 				if m := markers(z.cwd); len(m) > 0 {

@@ -68,7 +68,7 @@ func TestTrustKeyResolvesSymlinks(t *testing.T) {
 	if st := checkTrust(home, real, e, []string{trustMCP}); !st.Trusted {
 		t.Errorf("trusted through a symlink, not through the real path: %+v", st)
 	}
-	if found, err := revokeTrust(home, real); !found || err != nil {
+	if found, _, err := revokeTrust(home, real); !found || err != nil {
 		t.Errorf("revoke: %v %v", found, err)
 	}
 	if st := checkTrust(home, link, e, []string{trustMCP}); st.Trusted {

@@ -31,8 +31,10 @@ type TUIConfig struct {
 	Home    string   // history, sessions, config.json, auth.json
 	Cwd     string
 	// Provider is the one in use at startup, BaseURL its base URL and
-	// APIKey the --api-key given for it (for it alone).
+	// APIKey the --api-key given for it (for it alone). BaseURLFlag says
+	// that BaseURL is --base-url's: this run's, never saved by /model.
 	Provider, BaseURL, APIKey string
+	BaseURLFlag               bool
 	ResponseTimeout           time.Duration // for a provider /model or /login switches to
 	CacheRetention            string        // likewise
 	// MissingKey, when set, says that Provider has no key yet.
@@ -48,6 +50,8 @@ type TUIConfig struct {
 	// Approvals keeps the session's "don't ask again" answers; nil: the
 	// TUI's own, which offer none for commands.
 	Approvals *sessionApprovals
+	// Checkpoints are /undo's and /rewind's; nil when they are off.
+	Checkpoints tuiCheckpoints
 }
 
 // tuiExtensions is what the TUI uses of the extension host. wire.go passes
@@ -174,15 +178,19 @@ type TUI struct {
 	queue         []queuedPrompt
 	notes         []tuiNote
 	hint          string
-	ctrlC         bool      // the last key was a ctrl+c that left the editor empty
+	exitArmedAt   time.Time // a ctrl+c on the idle, empty editor asked to exit (see ctrlCExitWindow)
+	stopGrace     time.Time // until then a ctrl+c is taken as meant for the run that just ended
 	lastKeyAt     time.Time // when the user last pressed a key
 	pendingCmds   []string
+	loginPrompt   *queuedPrompt  // sent without a key: back into the editor once /login saved one
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
-	lastResult    *toolResult    // what ctrl+o shows in full
+	folded        []*toolResult  // results shown cut, which ctrl+o shows in full
+	expandBack    int            // ctrl+o pressed this many times in a row
 	rule          string         // the line above the editor, for the current width
 
 	images    imageProtocol // how pictures are drawn (tui_images.go); set by Run
+	caps      termCaps      // NO_COLOR, a locale that is not UTF-8 (tui_charset.go); set by Run
 	panelKeys chan panelMsg
 	keyBuf    []byte
 	quit      bool
@@ -222,9 +230,18 @@ type streamState struct {
 	hasText    bool
 	tools      []*liveTool
 	// While nothing of the model's answer has arrived, what the agent is
-	// waiting for ("waiting for the model") and since when.
+	// waiting for ("waiting for the model") and since when; retry, when
+	// the provider is retrying the call.
 	wait      string
 	waitSince time.Time
+	retry     *retryWait
+}
+
+// retryWait is a retry the provider announced (EventRetry).
+type retryWait struct {
+	at                time.Time // when the next attempt goes out
+	attempt, attempts int
+	reason            string
 }
 
 // liveTool is a tool call being streamed or run.
@@ -328,6 +345,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	t.write([]byte("\x1b[?2004h"))
 	var imagesWarning string
 	t.images, imagesWarning = detectImages(os.Getenv)
+	t.caps = detectTermCaps(os.Getenv)
 	if imagesWarning != "" {
 		t.logf(fgYellow, "zot: %s", imagesWarning)
 	}
@@ -400,6 +418,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 			if t.run != nil || len(t.pendingCmds) > 0 {
 				t.spin++
 			}
+			t.expireExitHint()
 		}
 	}
 	t.shutdown()
@@ -464,7 +483,7 @@ func (t *TUI) write(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	if _, err := t.out.Write(b); err != nil && !t.quit {
+	if _, err := t.out.Write(t.caps.filter(b)); err != nil && !t.quit {
 		t.exitCode, t.quit = exitFailure, true
 	}
 }
@@ -576,11 +595,17 @@ func (t *TUI) input(b []byte, flush bool) {
 // key routes one key: to the top dialog if there is one, else to the
 // editor after the keys that mean something to the TUI itself.
 func (t *TUI) key(k key) {
-	wasCtrlC := t.ctrlC
-	t.ctrlC = false
 	if k.code == keyUnknown {
-		t.ctrlC = wasCtrlC
 		return
+	}
+	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
+	armed := !t.exitArmedAt.IsZero() && time.Since(t.exitArmedAt) < ctrlCExitWindow
+	t.exitArmedAt = time.Time{}
+	if !isCtrl('c') {
+		t.stopGrace = time.Time{} // the user has moved on from stopping
+	}
+	if !isCtrl('o') {
+		t.expandBack = 0
 	}
 	t.hint = ""
 	t.lastKeyAt = time.Now()
@@ -593,12 +618,12 @@ func (t *TUI) key(k key) {
 			}
 			k = key{code: keyEsc}
 		}
-		if t.dialogs[n-1].key(t, k) {
-			t.popDialog(t.dialogs[n-1])
+		// A dialog may close itself (and open another) as it answers.
+		if d := t.dialogs[n-1]; d.key(t, k) {
+			t.popDialog(d)
 		}
 		return
 	}
-	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }
 	switch {
 	case isCtrl('c'):
 		switch {
@@ -609,18 +634,21 @@ func (t *TUI) key(k key) {
 		case !t.ed.empty():
 			t.ed.clear()
 			t.pop = nil
-		case wasCtrlC:
+		case time.Now().Before(t.stopGrace):
+			// The run ended (by itself, or stopping) as the user pressed:
+			// the press was meant to stop it, not to leave.
+		case armed:
 			t.exit(exitOK)
 		default:
-			t.ctrlC = true
-			t.hint = "press ctrl+c again to exit"
+			t.exitArmedAt = time.Now()
+			t.hint = ctrlCExitHint
 		}
 		return
 	case isCtrl('d') && t.ed.empty():
 		t.exit(exitOK)
 		return
 	case isCtrl('o'):
-		t.expandLastResult()
+		t.expandFolded()
 		return
 	case isCtrl('l'):
 		t.write(t.scr.forget(t.width))
@@ -679,14 +707,19 @@ func (t *TUI) enter() {
 	if strings.TrimSpace(display) == "" {
 		return
 	}
+	t.remember(text)
+	t.ed.reset()
+	t.popDismissed = ""
+	t.submitText(display, text)
+}
+
+// remember puts a prompt at the top of the history.
+func (t *TUI) remember(text string) {
 	if err := t.hist.add(text); err != nil {
 		t.logf(fgYellow, "zot: %v (history off for this session)", err)
 		t.hist.path = ""
 	}
 	t.ed.hist = append([]string{text}, removeString(t.ed.hist, text)...)
-	t.ed.reset()
-	t.popDismissed = ""
-	t.submitText(display, text)
 }
 
 func removeString(list []string, s string) []string {
@@ -808,6 +841,27 @@ func (t *TUI) acceptFile(path string) {
 	t.pop = nil
 }
 
+const (
+	// ctrlCExitWindow is how long a ctrl+c that asked "press ctrl+c again
+	// to exit" waits for the second one.
+	ctrlCExitWindow = 2 * time.Second
+	// ctrlCStopGrace is how long after a run ended a ctrl+c is still taken
+	// as meant to stop it: a user mashing ctrl+c as the answer ends must
+	// not leave (another key ends the grace at once).
+	ctrlCStopGrace = time.Second
+	ctrlCExitHint  = "press ctrl+c again to exit (or ctrl+d)"
+)
+
+// expireExitHint disarms a ctrl+c exit whose window has passed.
+func (t *TUI) expireExitHint() {
+	if !t.exitArmedAt.IsZero() && time.Since(t.exitArmedAt) >= ctrlCExitWindow {
+		t.exitArmedAt = time.Time{}
+		if t.hint == ctrlCExitHint {
+			t.hint = ""
+		}
+	}
+}
+
 // exit leaves the loop; a running prompt is cancelled first.
 func (t *TUI) exit(code int) {
 	t.exitCode, t.quit = code, true
@@ -918,8 +972,17 @@ func (t *TUI) streamRows(w int) []string {
 	st := &t.stream
 	var rows []string
 	if st.wait != "" {
-		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{st.wait, 0},
-			span{"  " + elapsed(time.Since(st.waitSince)), sDim}))
+		what, clock := st.wait, "  "+elapsed(time.Since(st.waitSince))
+		if r := st.retry; r != nil {
+			if left := time.Until(r.at); left > 0 {
+				what = fmt.Sprintf("retrying in %ds (attempt %d of %d): %s", int((left+time.Second-1)/time.Second), r.attempt, r.attempts, r.reason)
+				clock = ""
+			} else {
+				what = fmt.Sprintf("%s (attempt %d of %d)", st.wait, r.attempt, r.attempts)
+				clock = "  " + elapsed(-left)
+			}
+		}
+		rows = append(rows, fitLine(w, span{t.spinner() + " ", fgCyan}, span{what, 0}, span{clock, sDim}))
 	}
 	if st.thinking != nil {
 		rows = append(rows, fitLine(w, span{fmt.Sprintf("∴ thinking %.0fs", time.Since(st.thinkStart).Seconds()), sDim | sItalic}))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,8 @@ func builtinCommands() []slashCommand {
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
+		{"undo", "[ID]", "restore the files to before the last prompt's changes (or checkpoint ID)", true, (*TUI).cmdUndo},
+		{"rewind", "", "go back to before a prompt: files, conversation or both", true, (*TUI).cmdRewind},
 		{"session", "export [PATH] | import PATH | tree", "a session to or from a file; its tree of forks", true, (*TUI).cmdSession},
 		{"compact", "", "summarise the conversation to free context", true, (*TUI).cmdCompact},
 		{"clear", "", "start the conversation afresh", true, (*TUI).cmdClear},
@@ -182,7 +185,7 @@ func (t *TUI) cmdHelp(string) {
 		{"esc", "stop the agent · close a popup or dialog · clear notes"},
 		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
-		{"ctrl+o", "show the last tool result in full"},
+		{"ctrl+o", "show the last folded tool result in full (again: the one before)"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},
@@ -195,7 +198,7 @@ func (t *TUI) cmdHelp(string) {
 	for _, c := range builtinCommands() {
 		help := c.help
 		if c.stops {
-			help += " (stops a running turn)"
+			help += " (" + stopsWhen(c.name) + ")"
 		}
 		cmds = append(cmds, [2]string{strings.TrimSpace("/" + c.name + " " + c.args), help})
 	}
@@ -215,6 +218,23 @@ func (t *TUI) cmdHelp(string) {
 			t.commitRows(helpRows(section.rows, t.width))
 		}
 	}
+}
+
+// stopsWhen says, for /help, when a command that changes the conversation
+// or the model stops a running turn: for those that open a picker, only
+// the choice does.
+func stopsWhen(name string) string {
+	switch name {
+	case "sessions", "fork":
+		return "choosing one stops a running turn"
+	case "model":
+		return "stops a running turn; in the picker, choosing does"
+	case "session":
+		return "import, or choosing in the tree, stops a running turn"
+	case "login", "logout":
+		return "stops a running turn when it is the provider in use"
+	}
+	return "stops a running turn"
 }
 
 // helpRows lays out names and what they do in two columns: the names as
@@ -328,17 +348,39 @@ func (t *TUI) applyModel(provider, id string) {
 	if !ok {
 		return
 	}
-	cfg := userConfig{Provider: provider, Model: id, BaseURL: t.baseURLFor(provider)}
-	if err := saveConfig(t.cfg.Home, cfg); err != nil {
-		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
-	}
 	t.logf(fgCyan, "model: %s/%s", provider, id)
+	t.saveModelChoice(provider, id)
 	if !lookupModel(provider, id).Known {
 		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
 	}
 	if t.missingKey != "" {
 		t.warnNoKey()
 	}
+}
+
+// saveModelChoice remembers in config.json what the user chose in /model,
+// and says what it saved. Flags given for this run stay this run's: a
+// --base-url is not saved, and the base URL config.json has for the
+// provider is kept.
+func (t *TUI) saveModelChoice(provider, id string) {
+	path := filepath.Join(t.cfg.Home, "config.json")
+	old, _ := loadConfig(t.cfg.Home)
+	cfg := userConfig{Provider: provider, Model: id}
+	if old.Provider == provider {
+		cfg.BaseURL = old.BaseURL
+	}
+	if err := saveConfig(t.cfg.Home, cfg); err != nil {
+		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
+		return
+	}
+	saved := fmt.Sprintf("saved %s/%s as the default", provider, id)
+	if cfg.BaseURL != "" {
+		saved += " with the base URL saved before"
+	}
+	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL {
+		saved += "; --base-url is this run's, not saved"
+	}
+	t.logf(sDim, "%s (%s)", saved, path)
 }
 
 // useProvider rebuilds the provider client for name with its key and base
@@ -715,17 +757,31 @@ func (t *TUI) cmdSkills(args string) {
 
 // Keys.
 
-func (t *TUI) cmdLogin(args string) {
-	ask := func(t *TUI, provider string) {
-		if provider == "ollama" {
-			t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
-			return
-		}
-		t.pushDialog(&secretDialog{
-			title: "API key for " + provider + " (typing is not shown)",
-			done:  func(t *TUI, key string) { t.login(provider, key) },
-		})
+// askKey opens the hidden prompt for provider's API key.
+func (t *TUI) askKey(provider string) {
+	if provider == "ollama" {
+		t.logf(sDim, "ollama needs no key; use --provider ollama --model NAME (and --base-url for a server elsewhere)")
+		return
 	}
+	t.pushDialog(&secretDialog{
+		title:  "API key for " + provider + " (typing is not shown)",
+		done:   func(t *TUI, key string) { t.login(provider, key) },
+		cancel: (*TUI).loginCancelled,
+	})
+}
+
+// loginCancelled leaves the prompt that was sent without a key in the
+// history, not in the editor, where the next /login would join it.
+func (t *TUI) loginCancelled() {
+	if q := t.loginPrompt; q != nil {
+		t.loginPrompt = nil
+		t.remember(q.text)
+		t.logf(sDim, "not sent: no key yet (↑ brings the prompt back)")
+	}
+}
+
+func (t *TUI) cmdLogin(args string) {
+	ask := (*TUI).askKey
 	if args != "" {
 		if args != "anthropic" && args != "openai" && args != "ollama" {
 			t.logf(fgRed, "/login: unknown provider %q (anthropic or openai)", args)
@@ -748,6 +804,7 @@ func (t *TUI) login(provider, key string) {
 	key = strings.TrimSpace(key)
 	if key == "" {
 		t.logf(sDim, "/login: no key entered; nothing saved")
+		t.loginCancelled()
 		return
 	}
 	if provider == t.provider {
@@ -768,6 +825,11 @@ func (t *TUI) saveKey(provider, key string) {
 	}
 	if provider == t.provider {
 		t.useProvider("/login", provider, t.agent.CurrentModel())
+		if q := t.loginPrompt; q != nil && t.missingKey == "" {
+			t.loginPrompt = nil
+			t.ed.set(q.display)
+			t.hint = "your prompt is back: enter sends it"
+		}
 	}
 }
 
@@ -865,49 +927,91 @@ func boxEdge(width int, left, right, label string, st style) string {
 func dimText(s string) string { return string(renderRow(nil, []span{{s, sDim}}, nil)) }
 
 // pickerDialog chooses one of a list; cancel, when set, runs on esc.
+// Typing filters the list: an item stays when it holds every word typed,
+// in any case.
 type pickerDialog struct {
 	title  string
 	items  []string
-	sel    int
+	sel    int // in shown
 	pick   func(t *TUI, i int)
 	cancel func(t *TUI)
+
+	filter []rune
+	shown  []int // the items the filter lets through; nil: not yet computed
+}
+
+// refilter recomputes what the filter shows, keeping the selected item
+// selected when it is still there.
+func (d *pickerDialog) refilter() {
+	was := -1
+	if d.shown != nil && d.sel < len(d.shown) {
+		was = d.shown[d.sel]
+	}
+	words := strings.Fields(strings.ToLower(string(d.filter)))
+	d.shown = d.shown[:0:0]
+	for i, it := range d.items {
+		lower := strings.ToLower(it)
+		if !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(lower, w) }) {
+			d.shown = append(d.shown, i)
+		}
+	}
+	d.sel = max(slices.Index(d.shown, was), 0)
+}
+
+// ensureShown shows every item, as before anything is typed.
+func (d *pickerDialog) ensureShown() {
+	if d.shown == nil {
+		d.shown = make([]int, len(d.items))
+		for i := range d.shown {
+			d.shown[i] = i
+		}
+	}
 }
 
 func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
+	d.ensureShown()
 	show := max(min(10, t.height-8), 3)
 	top := 0
-	if len(d.items) > show {
-		top = min(max(d.sel-show/2, 0), len(d.items)-show)
+	if len(d.shown) > show {
+		top = min(max(d.sel-show/2, 0), len(d.shown)-show)
 	}
 	var body []string
-	for i := top; i < len(d.items) && i < top+show; i++ {
+	for j := top; j < len(d.shown) && j < top+show; j++ {
 		mark, st := "  ", style(0)
-		if i == d.sel {
+		if j == d.sel {
 			mark, st = "› ", fgCyan|sBold
 		}
-		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[i]), st}))
+		body = append(body, fitLine(boxInner(width), span{mark, st}, span{oneLine(d.items[d.shown[j]]), st}))
 	}
-	footer := "↑↓ choose · enter select · esc cancel"
-	if len(d.items) > show {
-		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.items), footer)
+	if len(d.shown) == 0 {
+		body = append(body, fitLine(boxInner(width), span{"  nothing matches " + oneLine(string(d.filter)), sDim}))
+	}
+	footer := "↑↓ choose · enter select · type to filter · esc cancel"
+	if len(d.filter) > 0 {
+		footer = "filter: " + oneLine(string(d.filter)) + " · backspace · esc cancel"
+	}
+	if len(d.shown) > show {
+		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.shown), footer)
 	}
 	return box(width, oneLine(d.title), footer, body), 1 + d.sel - top, -1
 }
 
 func (d *pickerDialog) key(t *TUI, k key) bool {
+	d.ensureShown()
+	n := max(len(d.shown), 1)
 	switch k.code {
 	case keyUp:
-		d.sel = (d.sel - 1 + len(d.items)) % len(d.items)
+		d.sel = (d.sel - 1 + n) % n
 	case keyDown, keyTab:
-		d.sel = (d.sel + 1) % len(d.items)
+		d.sel = (d.sel + 1) % n
 	case keyPgUp:
 		d.sel = max(d.sel-10, 0)
 	case keyPgDn:
-		d.sel = min(d.sel+10, len(d.items)-1)
+		d.sel = min(d.sel+10, n-1)
 	case keyHome:
 		d.sel = 0
 	case keyEnd:
-		d.sel = len(d.items) - 1
+		d.sel = n - 1
 	case keyEsc:
 		if d.cancel != nil {
 			t.popDialog(d)
@@ -915,22 +1019,39 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 		}
 		return true
 	case keyEnter:
+		if len(d.shown) == 0 {
+			return false
+		}
 		t.popDialog(d)
-		d.pick(t, d.sel)
+		d.pick(t, d.shown[d.sel])
 		return false
+	case keyBackspace:
+		if len(d.filter) > 0 {
+			d.filter = d.filter[:len(d.filter)-1]
+			d.refilter()
+		}
 	case keyRune:
 		if k.mod == modCtrl && (k.r == 'p' || k.r == 'n') {
 			return d.key(t, key{code: map[rune]keyCode{'p': keyUp, 'n': keyDown}[k.r]})
 		}
+		if k.mod == 0 {
+			d.filter = append(d.filter, k.r)
+			d.refilter()
+		}
+	case keyPaste:
+		d.filter = append(d.filter, []rune(oneLine(k.text))...)
+		d.refilter()
 	}
 	return false
 }
 
-// secretDialog reads a key without showing it.
+// secretDialog reads a key without showing it; cancel, when set, runs
+// on esc.
 type secretDialog struct {
-	title string
-	buf   []rune
-	done  func(t *TUI, s string)
+	title  string
+	buf    []rune
+	done   func(t *TUI, s string)
+	cancel func(t *TUI)
 }
 
 func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
@@ -942,6 +1063,10 @@ func (d *secretDialog) key(t *TUI, k key) bool {
 	switch {
 	case k.code == keyEsc:
 		d.buf = nil
+		if d.cancel != nil {
+			t.popDialog(d)
+			d.cancel(t)
+		}
 		return true
 	case k.code == keyEnter:
 		s := string(d.buf)
@@ -1249,15 +1374,22 @@ func (d *panelDialog) key(t *TUI, k key) bool {
 		t.sendPanel(panelMsg{close: true, id: d.p.ID})
 		return true
 	}
-	name, text := k.String(), ""
+	t.sendPanel(panelKeyMsg(d.p.ID, k))
+	return false
+}
+
+// panelKeyMsg is a key as panel_key names it (docs/extensions.md): a
+// character typed alone is "rune" with the character in text, as the
+// extension SDKs and examples read it; a paste is "paste" with the text;
+// any other key goes by its name, modifiers first ("ctrl+a", "up").
+func panelKeyMsg(panelID string, k key) panelMsg {
 	switch {
 	case k.code == keyPaste:
-		name, text = "paste", k.text
+		return panelMsg{id: panelID, key: "paste", text: k.text}
 	case k.code == keyRune && k.mod == 0:
-		text = string(k.r)
+		return panelMsg{id: panelID, key: "rune", text: string(k.r)}
 	}
-	t.sendPanel(panelMsg{id: d.p.ID, key: name, text: text})
-	return false
+	return panelMsg{id: panelID, key: k.String()}
 }
 
 // panelUpdate applies an extension's open, render or close.

@@ -186,7 +186,7 @@ func TestTUIStreamsAnswerWithToolSummaryAndMarkdown(t *testing.T) {
 	tm.typeText("run the echoes")
 	tm.keys("Enter")
 	screen := tm.waitFor("second item")
-	for _, want := range []string{"› run the echoes", "bash  echo hi-from-bash; echo second", "│ hi-from-bash", "… 3 more lines", "It printed six lines with echo.", "• first item", "Result"} {
+	for _, want := range []string{"› run the echoes", "bash  echo hi-from-bash; echo second", "… 3 earlier lines", "│ sixth", "│ [exit code 0]", "It printed six lines with echo.", "• first item", "Result"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
@@ -505,7 +505,7 @@ for line in sys.stdin:
         emit({"type": "command_response", "id": m["id"], "action": "noop",
               "open_panel": {"id": "b1", "title": "Board", "lines": ["line one", "line two"], "footer": "press keys"}})
     elif t == "panel_key":
-        keys.append(m.get("key"))
+        keys.append(m.get("text") if m.get("key") == "rune" else m.get("key"))
         emit({"type": "panel_render", "panel_id": m.get("panel_id"), "title": "Board", "lines": ["keys: " + " ".join(keys)], "footer": "press keys"})
     elif t == "shutdown":
         emit({"type": "shutdown_ack"}); break

@@ -93,7 +93,7 @@ func TestEditResultShowsNumberedChangesWithContext(t *testing.T) {
 	args, res := editResult(t, tui, 20,
 		obj{"oldText": "line 3\n", "newText": "line three\n"},
 		obj{"oldText": "line 15\nline 16\n", "newText": "fifteen\n"})
-	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content)
+	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content, 0)
 	want := `✓ edit  a.go (2 edits)
   │  2   line 2
   │  3 - line 3
@@ -138,7 +138,7 @@ func TestLongEditDiffFoldsFairlyAndCtrlOShowsItAll(t *testing.T) {
 	args, res := editResult(t, tui, 200,
 		obj{"oldText": long.String(), "newText": longNew.String()},
 		obj{"oldText": "line 150\n", "newText": "one fifty\n"})
-	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content)
+	tui.commitToolResult("edit", toolSummary("edit", args), "", false, res.Content, 0)
 	got := plainRowsOf(tui.commit)
 	if n := len(tui.commit); n > tui.screenful()+1 {
 		t.Errorf("%d rows for a screenful of %d:\n%s", n, tui.screenful(), got)
@@ -160,17 +160,24 @@ func TestLongEditDiffFoldsFairlyAndCtrlOShowsItAll(t *testing.T) {
 		t.Errorf("ctrl+o output:\n%s", full)
 	}
 
-	// Any other result: the first lines, and ctrl+o for the rest.
+	// A command's result: its last lines, and ctrl+o for the rest.
 	tui.commit = nil
-	out := strings.Repeat("output line\n", 30) + "the very end"
-	tui.commitToolResult("bash", "make", "", false, []Block{TextBlock(out)})
-	if got := plainRowsOf(tui.commit); !strings.Contains(got, "… 27 more lines (ctrl+o shows all)") || strings.Contains(got, "the very end") {
+	out := "the very start\n" + strings.Repeat("output line\n", 30) + "the very end"
+	tui.commitToolResult("bash", "make", "", false, []Block{TextBlock(out)}, 0)
+	if got := plainRowsOf(tui.commit); !strings.Contains(got, "… 28 earlier lines (ctrl+o shows all)") || !strings.Contains(got, "│ the very end") || strings.Contains(got, "the very start") {
 		t.Errorf("bash preview:\n%s", got)
 	}
+	// Anything else: its first lines.
 	tui.commit = nil
+	tui.commitToolResult("read", "notes.txt", "", false, []Block{TextBlock(out)}, 1500*time.Millisecond)
+	if got := plainRowsOf(tui.commit); !strings.Contains(got, "✓ read  notes.txt  1.5s") || !strings.Contains(got, "│ the very start") || !strings.Contains(got, "… 28 more lines (ctrl+o shows all)") || strings.Contains(got, "the very end") {
+		t.Errorf("read preview:\n%s", got)
+	}
+	tui.commit = nil
+	tui.key(ctrlKey('c')) // ctrl+o pressed anew starts from the last
 	tui.key(ctrlKey('o'))
-	if got := plainRowsOf(tui.commit); strings.Count(got, "output line") != 30 || !strings.Contains(got, "the very end") {
-		t.Errorf("ctrl+o after bash:\n%s", got)
+	if got := plainRowsOf(tui.commit); strings.Count(got, "output line") != 30 || !strings.Contains(got, "the very end") || !strings.Contains(got, "✓ read") {
+		t.Errorf("ctrl+o after read:\n%s", got)
 	}
 }
 
@@ -195,23 +202,38 @@ func TestFairSharesKeepShortRunsAndSplitTheRest(t *testing.T) {
 }
 
 // ctrl+c while the agent works stops it and nothing more, however often
-// it is pressed; on an idle editor it clears the text (ctrl+y brings it
-// back); only on an idle, empty editor does it arm the exit.
+// it is pressed, and so does one just after the run ended; on an idle
+// editor it clears the text (ctrl+y brings it back); only on an idle,
+// empty editor does it arm the exit, for ctrlCExitWindow.
 func TestCtrlCDuringARunOnlyStops(t *testing.T) {
 	t.Parallel()
 	tui, _ := newTestTUI(t, 80, 24)
 	tui.beginRun(func(ctx context.Context, sink Sink) error { <-ctx.Done(); return ctx.Err() })
 	tui.input([]byte("\x03\x03\x03"), false)
-	if tui.quit || !tui.run.aborted || tui.ctrlC {
-		t.Fatalf("ctrl+c during a run: quit %v, aborted %v, armed %v", tui.quit, tui.run.aborted, tui.ctrlC)
+	if tui.quit || !tui.run.aborted || !tui.exitArmedAt.IsZero() {
+		t.Fatalf("ctrl+c during a run: quit %v, aborted %v, armed at %v", tui.quit, tui.run.aborted, tui.exitArmedAt)
 	}
 	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
 	if tui.run != nil {
 		t.Fatal("the run did not end")
 	}
-	tui.input([]byte("\x03"), false) // the double tap's second press, after the run ended
-	if tui.quit || tui.hint != "press ctrl+c again to exit" {
+	tui.input([]byte("\x03\x03"), false) // the mashing goes on as the run ends
+	if tui.quit || tui.hint != "" {
+		t.Fatalf("ctrl+c just after the run ended: quit %v, hint %q", tui.quit, tui.hint)
+	}
+	tui.stopGrace = time.Now() // the grace has passed
+	tui.input([]byte("\x03"), false)
+	if tui.quit || tui.hint != ctrlCExitHint {
 		t.Fatalf("a ctrl+c after stopping: quit %v, hint %q", tui.quit, tui.hint)
+	}
+	tui.exitArmedAt = time.Now().Add(-ctrlCExitWindow) // the window has passed
+	tui.expireExitHint()
+	if tui.hint != "" {
+		t.Errorf("the exit hint outlived its window: %q", tui.hint)
+	}
+	tui.input([]byte("\x03"), false)
+	if tui.quit || tui.hint != ctrlCExitHint {
+		t.Fatalf("a ctrl+c after the window: quit %v, hint %q", tui.quit, tui.hint)
 	}
 	tui.input([]byte("draft\x03"), false)
 	if tui.quit || !tui.ed.empty() {
@@ -405,7 +427,7 @@ func TestHelpColumnsFitTheKeysAndTheTerminal(t *testing.T) {
 		tui.cmdHelp("")
 		text := plainRowsOf(tui.commit)
 		words := strings.Join(strings.Fields(text), " ")
-		for _, want := range []string{"shift+enter", "ctrl+o show the last tool result in full", "/model [provider/]ID"} {
+		for _, want := range []string{"shift+enter", "ctrl+o show the last folded tool result in full (again: the one before)", "/model [provider/]ID"} {
 			if !strings.Contains(words, want) {
 				t.Errorf("width %d: /help lacks %q:\n%s", width, want, text)
 			}

@@ -4,17 +4,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Finished tool calls in the transcript: a line saying what ran and how it
 // ended, then the first lines of its result, or for an edit its diff with
-// line numbers and a line of context; ctrl+o prints the last result whole.
+// line numbers and a line of context; ctrl+o prints the last folded
+// result whole, and pressed again, the one before, and so on.
 
-// toolResult is a finished tool call as the transcript shows it.
+// toolResult is a finished tool call as the transcript shows it; took
+// is how long it ran (0 when not known: a loaded session).
 type toolResult struct {
 	name, summary, details string
 	isErr                  bool
 	content                []Block
+	took                   time.Duration
 }
 
 const (
@@ -22,32 +26,86 @@ const (
 	toolPreviewLines = 4
 	// fullResultLines bounds what ctrl+o prints of one result.
 	fullResultLines = 5000
+	// maxFolded bounds the results ctrl+o can step back to.
+	maxFolded = 200
 )
 
 // commitToolResult prints a finished tool call: ✓ or ✗, the tool, the
 // summary of its arguments and the result's details (which extension ran
-// it), then a preview of the result. It becomes the result ctrl+o shows.
-func (t *TUI) commitToolResult(name, summary, details string, isErr bool, content []Block) {
+// it), then a preview of the result. A result the preview cuts is one
+// ctrl+o shows.
+func (t *TUI) commitToolResult(name, summary, details string, isErr bool, content []Block, took time.Duration) {
 	t.blockBreak("tool")
-	r := &toolResult{name: name, summary: summary, details: details, isErr: isErr, content: content}
-	t.lastResult = r
+	r := &toolResult{name: name, summary: summary, details: details, isErr: isErr, content: content, took: took}
 	t.commitLine(r.headline()...)
-	t.commitRows(r.rows(t.width, t.screenful(), false))
+	rows, folded := r.preview(t.width, t.screenful())
+	t.commitRows(rows)
 	t.commitRows(t.pictures(content))
+	if folded {
+		if len(t.folded) == maxFolded {
+			t.folded = append(t.folded[:0], t.folded[1:]...)
+		}
+		t.folded = append(t.folded, r)
+	}
 }
 
-// expandLastResult is ctrl+o: the last tool result, all of it.
-func (t *TUI) expandLastResult() {
-	r := t.lastResult
-	if r == nil {
-		t.hint = "no tool result yet (ctrl+o shows the last one in full)"
+// expandFolded is ctrl+o: the last folded tool result, all of it; each
+// ctrl+o that follows shows the one before.
+func (t *TUI) expandFolded() {
+	n := len(t.folded)
+	switch {
+	case n == 0:
+		t.hint = "no folded tool result yet: ctrl+o shows one in full"
+		return
+	case t.expandBack >= n:
+		t.hint = "that was the first folded result; ctrl+o again starts from the last"
+		t.expandBack = 0
 		return
 	}
+	r := t.folded[n-1-t.expandBack]
+	t.expandBack++
 	t.blockBreak("tool")
-	t.commitRule("in full")
+	label := "in full"
+	if n > 1 {
+		label = fmt.Sprintf("in full: folded result %d of %d", n-t.expandBack+1, n)
+		if t.expandBack < n {
+			label += " (ctrl+o again: the one before)"
+		}
+	}
+	t.commitRule(label)
 	t.commitLine(r.headline()...)
 	t.commitRows(r.rows(t.width, 0, true))
 	t.commitRows(t.pictures(r.content))
+}
+
+// preview is the result as the transcript first shows it, and whether
+// that leaves some of it out: an edit's unchanged lines, lines past the
+// first few.
+func (r *toolResult) preview(width, limit int) (rows []string, folded bool) {
+	raw := r.text()
+	if r.isDiff(raw) {
+		return r.rows(width, limit, false), true
+	}
+	return r.rows(width, limit, false), strings.Count(raw, "\n") >= toolPreviewLines
+}
+
+// text is the result as text, an image as its placeholder line.
+func (r *toolResult) text() string {
+	var text strings.Builder
+	for _, b := range r.content {
+		switch b.Type {
+		case BlockText:
+			text.WriteString(b.Text)
+		case BlockImage:
+			text.WriteString(readImageBlock(b).placeholder() + "\n")
+		}
+	}
+	return strings.TrimRight(text.String(), "\n")
+}
+
+// isDiff says whether the result is shown as an edit's diff.
+func (r *toolResult) isDiff(raw string) bool {
+	return r.name == "edit" && !r.isErr && len(parseDiff(raw).hunks) > 0
 }
 
 // screenful is how many rows a result may take before it is folded: about
@@ -63,22 +121,24 @@ func (r *toolResult) headline() []span {
 	if r.details != "" {
 		details = "  (" + oneLine(r.details) + ")"
 	}
+	if r.took > 0 {
+		details += "  " + runTime(r.took)
+	}
 	return []span{{mark, markSt}, {oneLine(r.name), sBold}, {"  " + r.summary, 0}, {details, sDim}}
+}
+
+// runTime is how long a tool ran: tenths of a second under a minute.
+func runTime(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return elapsed(d)
 }
 
 // rows lays out the result under its headline: an edit's diff within
 // limit rows (all of it when full), or the first lines of anything else.
 func (r *toolResult) rows(width, limit int, full bool) []string {
-	var text strings.Builder
-	for _, b := range r.content {
-		switch b.Type {
-		case BlockText:
-			text.WriteString(b.Text)
-		case BlockImage:
-			text.WriteString(readImageBlock(b).placeholder() + "\n")
-		}
-	}
-	raw := strings.TrimRight(text.String(), "\n")
+	raw := r.text()
 	if raw == "" {
 		return nil
 	}
@@ -99,6 +159,17 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 		st = fgRed
 	}
 	var rows []string
+	row := func(line string) { rows = append(rows, fitLine(width, span{"  │ ", sDim}, span{line, st})) }
+	if !full && r.name == "bash" && len(lines) > show {
+		// A command's last lines say how it went (a test run's summary,
+		// the error it stopped on): the preview is its tail.
+		n := len(lines) - show
+		rows = append(rows, fitLine(width, span{fmt.Sprintf("  … %d earlier %s (ctrl+o shows all)", n, plural(n, "line", "lines")), sDim}))
+		for _, line := range lines[n:] {
+			row(line)
+		}
+		return rows
+	}
 	for i, line := range lines {
 		if i == show {
 			n := len(lines) - i
@@ -109,7 +180,7 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 			rows = append(rows, fitLine(width, span{more, sDim}))
 			break
 		}
-		rows = append(rows, fitLine(width, span{"  │ ", sDim}, span{line, st}))
+		row(line)
 	}
 	return rows
 }

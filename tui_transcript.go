@@ -20,8 +20,12 @@ import (
 // startPrompt sends a prompt to the agent on a goroutine of its own.
 func (t *TUI) startPrompt(q queuedPrompt) {
 	if t.missingKey != "" {
+		// Left in the editor, the prompt would catch the /login the
+		// warning suggests ("hello/login"): the key is asked for at once,
+		// and the prompt comes back once it is saved.
 		t.warnNoKey()
-		t.ed.set(q.display)
+		t.loginPrompt = &q
+		t.askKey(t.provider)
 		return
 	}
 	if name, _, ok := parseSlash(q.text); ok && t.isTemplate(name) {
@@ -114,6 +118,7 @@ func (t *TUI) runDone(id int, err error) {
 	})
 	aborted, rescuable := t.run.aborted, t.run.rescuable
 	t.run = nil
+	t.stopGrace = time.Now().Add(ctrlCStopGrace)
 	if !aborted && rescuable && err != nil && t.offerRescue(err) {
 		return // queued prompts and changes wait for the user's choice
 	}
@@ -124,7 +129,9 @@ func (t *TUI) runDone(id int, err error) {
 		t.afterStop = t.afterStop[1:]
 		change(t)
 	}
-	if !aborted {
+	// What was queued when the run was stopped went back into the editor
+	// (abort); what is queued now was sent after the stop, to run next.
+	if !t.quit {
 		t.startQueued()
 	}
 }
@@ -135,7 +142,7 @@ const waitingForModel = "waiting for the model"
 // waitFor shows what the agent waits for, with a spinner and the time,
 // where the answer will appear, until something of it arrives.
 func (t *TUI) waitFor(what string) {
-	t.stream.wait, t.stream.waitSince = what, time.Now()
+	t.stream.wait, t.stream.waitSince, t.stream.retry = what, time.Now(), nil
 }
 
 // event shows one agent event.
@@ -146,6 +153,11 @@ func (t *TUI) event(e Event) {
 		st.wait = ""
 	case EventTurnStart:
 		t.waitFor(waitingForModel)
+	case EventRetry:
+		if st.wait == "" {
+			t.waitFor(waitingForModel)
+		}
+		st.retry = &retryWait{at: time.Now().Add(e.Wait), attempt: e.Attempt, attempts: e.Attempts, reason: oneLine(e.Error)}
 	}
 	switch e.Type {
 	case EventUserMessage:
@@ -181,10 +193,10 @@ func (t *TUI) event(e Event) {
 	case EventToolCall:
 		lt := t.liveTool(e.ID)
 		if lt == nil {
-			lt = &liveTool{id: e.ID, name: oneLine(e.Name), start: time.Now()}
+			lt = &liveTool{id: e.ID, name: oneLine(e.Name)}
 			st.tools = append(st.tools, lt)
 		}
-		lt.summary = toolSummary(e.Name, e.Args)
+		lt.summary, lt.start = toolSummary(e.Name, e.Args), time.Now() // it runs from now
 	case EventToolProgress:
 		if lt := t.liveTool(e.ID); lt != nil {
 			lt.progress = append(lt.progress, strings.Split(strings.TrimRight(e.Text, "\n"), "\n")...)
@@ -193,12 +205,12 @@ func (t *TUI) event(e Event) {
 			}
 		}
 	case EventToolResult:
-		summary := ""
+		summary, took := "", time.Duration(0)
 		if lt := t.liveTool(e.ID); lt != nil {
-			summary = lt.summary
+			summary, took = lt.summary, time.Since(lt.start)
 			t.dropLiveTool(e.ID)
 		}
-		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content)
+		t.commitToolResult(e.Name, summary, e.Details, e.IsError, e.Content, took)
 	case EventTurnEnd:
 		if e.Stop == StopAborted {
 			t.endThinking()
@@ -481,7 +493,7 @@ func (t *TUI) showTranscript(msgs []Message) {
 				t.commitLine(span{fmt.Sprintf("∴ thought (%d words)", len(strings.Fields(b.Text))), sDim | sItalic})
 			case BlockToolCall:
 				r := results[b.ID]
-				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content)
+				t.commitToolResult(b.Name, toolSummary(b.Name, b.Args), "", r.IsError, r.Content, 0)
 			}
 		}
 	}

@@ -14,8 +14,8 @@ type tuiTrustAsk struct {
 	Programs []tuiTrustProgram
 	Warning  string // trust.json could not be read
 	// Answer is called once, in the UI loop: true to trust the directory
-	// and run its programs, false to go on without them. Quitting calls
-	// nothing.
+	// and run its programs, false to go on without them (remembered for
+	// these programs). Quitting calls nothing.
 	Answer func(trust bool)
 }
 
@@ -93,7 +93,7 @@ func (d *trustDialog) key(t *TUI, k key) bool {
 		case "trust":
 			d.ask.Answer(true)
 		case "skip":
-			t.logf(fgYellow, "zot: this directory's own programs are not running (trust it with: zot trust)")
+			t.logf(fgYellow, "zot: this directory's own programs are not running, and zot will not ask again until they change (zot trust runs them; zot trust --revoke asks again)")
 			d.ask.Answer(false)
 		default:
 			t.exit(exitOK)

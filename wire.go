@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,11 @@ type setup struct {
 	mcp         *MCPManager
 	mcpStatus   func(server, level, msg string)
 	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
+	// checkpoints record the files around each call that may change them
+	// (nil when they are off); runID names the checkpoints of a run
+	// without a session file.
+	checkpoints *Checkpoints
+	runID       string
 }
 
 // defaultMCPWait bounds the wait for MCP servers before a run's first
@@ -101,8 +107,14 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
 	cfg, err := loadConfig(s.home)
-	if err != nil {
-		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	switch {
+	case err != nil && o.sandbox == "":
+		// It may ask for a sandbox, which is never given up for a file
+		// zot cannot read: one clear error rather than "ignored" and then
+		// a refusal.
+		return nil, fmt.Errorf("%v: fix or remove it (zot does not start without reading it, since it may ask for a sandbox; --sandbox MODE decides for one run)", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "zot: %v (ignored: --sandbox decides the sandbox)\n", err)
 	}
 	for _, key := range []string{"response_timeout", "idle_timeout"} {
 		v, err := configString(s.home, key)
@@ -200,6 +212,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	a.Log = stderrLog(stderr)
 	a.Pipeline.AddToolGate(armedStage, s.armedGate)
 	s.agent = a
+	s.armCheckpoints()
 	return s, nil
 }
 
@@ -472,6 +485,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				final = Message{Content: e.Content}.Text()
 			case EventMessageBlocked:
 				fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Reason))
+			case EventRetry:
+				fmt.Fprintf(stderr, "zot: retrying in %s (attempt %d of %d): %s\n", e.Wait.Round(100*time.Millisecond), e.Attempt, e.Attempts, sanitize(e.Error))
 			case EventError:
 				if e.Truncated { // a warning; a failure is told once, at the end
 					fmt.Fprintf(stderr, "zot: %s\n", sanitize(e.Message))
@@ -568,7 +583,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, release := rpcOutput(ctx, stdout)
 	defer release()
 
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log,
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log, Checkpoints: s.rpcCheckpoints(),
 		Approvals: s.sessionApprovals(), ApprovalTimeout: o.approvalTimeout}, stdin, out)
 	for _, line := range s.trustNotes() {
 		fmt.Fprintf(stderr, "zot: %s\n", line)
@@ -632,7 +647,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	t := newTUI(s.tuiConfig(), out)
 	stop := func() {}
 	defer func() { stop() }()
-	if s.projectOK {
+	if s.projectOK || s.trust.Declined {
+		if !s.projectOK {
+			t.Logf("zot: this directory's own programs are not running: you chose to continue without them (zot trust runs them, zot trust --revoke asks again)")
+		}
 		stop = s.plugTUI(t)
 		if err := s.checkToolPatterns(); err != nil {
 			return fail(stderr, err)
@@ -648,6 +666,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 				s.projectOK = true
 				if err := recordTrust(s.home, s.cwd, s.trust.Entries, s.trustKinds); err != nil {
 					t.Logf("zot: trusted for this session only: %s", err)
+				}
+			} else if s.trust.Warning == "" { // a trust.json zot cannot read is not rewritten for a "no"
+				if err := recordDecline(s.home, s.cwd, s.trust.Entries); err != nil {
+					t.Logf("zot: not remembered, so the next session asks again: %s", err)
 				}
 			}
 			stop = s.plugTUI(t)
@@ -670,9 +692,10 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 func (s *setup) tuiConfig() TUIConfig {
 	return TUIConfig{
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
-		Provider: s.provider, BaseURL: s.baseURL, APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
+		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
-		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()), Approvals: s.sessionApprovals(),
+		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
+		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(),
 	}
 }
 
@@ -1439,4 +1462,144 @@ func (s *setup) trustAsk(answer func(trust bool)) tuiTrustAsk {
 		}
 	}
 	return a
+}
+
+// armCheckpoints makes the agent record the covered directories before and
+// after each call of a tool that may change files: the project and, with
+// --sandbox, the other directories commands may write (not the temp
+// directory). Every mode gets them; a bad setting is a note and the
+// defaults stand.
+func (s *setup) armCheckpoints() {
+	set, err := LoadCheckpointSettings(s.home)
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("%v (checkpoints use their defaults)", err))
+	}
+	if !set.Enabled {
+		return
+	}
+	var extra []string
+	tmp, _ := filepath.EvalSymlinks(os.TempDir())
+	realCwd, _ := filepath.EvalSymlinks(s.cwd)
+	for _, d := range s.sandbox.WritableDirs() {
+		if d != tmp && d != realCwd {
+			extra = append(extra, d)
+		}
+	}
+	ck := OpenCheckpoints(s.home, s.cwd, extra, set)
+	ck.Log = func(format string, args ...any) { s.agent.logf(format, args...) }
+	s.checkpoints, s.runID = ck, newRunID()
+	s.agent.AroundToolRun = ck.AroundToolRun(s.agent, s.checkpointSession, func(name string) bool {
+		// Every tool but the built-in read and skill may change files,
+		// whatever an extension's or MCP server's tool claims.
+		t, ok := s.agent.Tools.Lookup(name)
+		switch t.(type) {
+		case readTool, skillTool:
+			return false
+		}
+		return ok
+	})
+}
+
+// checkpointSession is the session the checkpoints of this run belong to:
+// the session file's id, or the run's own.
+func (s *setup) checkpointSession() (id, path string) {
+	if s.session != nil {
+		return s.session.Meta.ID, s.session.Path
+	}
+	return s.runID, ""
+}
+
+// checkpointHost gives the TUI (/undo, /rewind) and rpc (get_checkpoints,
+// rewind) the checkpoints of this run's session.
+type checkpointHost struct{ s *setup }
+
+func (s *setup) tuiCheckpoints() tuiCheckpoints {
+	if s.checkpoints == nil {
+		return nil
+	}
+	return checkpointHost{s}
+}
+
+func (s *setup) rpcCheckpoints() rpcCheckpoints {
+	if s.checkpoints == nil {
+		return nil
+	}
+	return checkpointHost{s}
+}
+
+func (h checkpointHost) Points() ([]tuiRewindPoint, error) {
+	session, _ := h.s.checkpointSession()
+	points, err := h.s.checkpoints.PromptPoints(session)
+	out := make([]tuiRewindPoint, 0, len(points))
+	for _, p := range points {
+		tp := tuiRewindPoint{Prompt: p.Prompt, Checkpoint: p.Checkpoint, Files: p.Files, More: p.More}
+		if p.PromptTime != nil {
+			tp.PromptTime = *p.PromptTime
+		}
+		out = append(out, tp)
+	}
+	return out, err
+}
+
+func (h checkpointHost) Restore(id string, force bool, keep []string) (tuiRestoreResult, error) {
+	session, path := h.s.checkpointSession()
+	rw, err := h.s.checkpoints.RewindLive(nil, session, path, id, true, false, ckRestoreOptions{Force: force, Keep: keep})
+	var r tuiRestoreResult
+	if rw != nil {
+		r.Checkpoint = rw.Target.ID
+		if rw.Target.Kind == ckKindStep {
+			r.Prompt = rw.Target.Prompt
+		}
+		if f := rw.Files; f != nil {
+			r.Written, r.Removed, r.Left, r.Errors, r.Undo = f.Written, f.Removed, f.Left, f.Errors, f.Record
+			for _, c := range f.Conflicts {
+				r.Conflicts = append(r.Conflicts, tuiConflict(c))
+			}
+		}
+	}
+	return r, err
+}
+
+func (h checkpointHost) List() ([]json.RawMessage, error) {
+	session, _ := h.s.checkpointSession()
+	recs, err := h.s.checkpoints.sessionRecords(session)
+	for _, d := range recs.Damaged {
+		h.s.agent.logf("%v", d)
+	}
+	var out []json.RawMessage
+	for _, r := range recs.Records {
+		b, _ := json.Marshal(r.listEntry())
+		out = append(out, b)
+	}
+	return out, err
+}
+
+func (h checkpointHost) Rewind(req rpcRequest) (rpcRewindData, error) {
+	session, path := h.s.checkpointSession()
+	files, conversation := req.Restore != rpcRestoreConversation, req.Restore != rpcRestoreFiles
+	rw, err := h.s.checkpoints.RewindLive(h.s.agent, session, path, req.Checkpoint, files, conversation, ckRestoreOptions{Force: req.Force})
+	if errors.Is(err, errCheckpointConflict) {
+		var names []string
+		for _, c := range rw.Files.Conflicts {
+			names = append(names, fmt.Sprintf("%s (%s)", c.Path, c.Why))
+		}
+		return rpcRewindData{}, fmt.Errorf("nothing restored: these files changed after zot recorded them, and restoring would overwrite those changes: %s; send \"force\":true to overwrite them", strings.Join(names, "; "))
+	}
+	if err != nil {
+		return rpcRewindData{}, err
+	}
+	d := rpcRewindData{Checkpoint: rw.Target.ID, Restored: []string{}, Removed: []string{}, Left: []string{}}
+	if f := rw.Files; f != nil {
+		d.Restored = append(d.Restored, f.Written...)
+		d.Removed = append(d.Removed, f.Removed...)
+		d.Left = append(d.Left, f.Left...)
+		d.Undo = f.Record
+		if len(f.Errors) > 0 {
+			return d, fmt.Errorf("the restore is incomplete (%s); rewind to checkpoint %s brings back what was there before it", strings.Join(f.Errors, "; "), f.Record)
+		}
+	}
+	if rw.Kept >= 0 {
+		d.Messages = &rw.Kept
+	}
+	return d, nil
 }

@@ -298,8 +298,10 @@ func (e *Extension) intercept(event string, set func()) {
 }
 
 // OnPanelKey receives the keys pressed in this extension's panels: key is
-// up, down, left, right, enter, tab, backspace, delete, home, end, pageup,
-// pagedown or rune (the character in text).
+// rune for a character typed alone (the character in text), paste for
+// pasted text (in text), or the key's name — up, down, left, right, enter,
+// tab, shift+tab, backspace, delete, insert, home, end, pageup, pagedown,
+// with modifiers as prefixes (ctrl+a, alt+enter).
 func (e *Extension) OnPanelKey(fn func(panelID, key, text string)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

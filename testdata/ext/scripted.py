@@ -19,7 +19,7 @@ Spec keys (all optional):
                   silent      do not answer
   tools         {name: {text, echo, image, is_error, exit, delay, raw}}
   commands      {name: {reply fields; "{args}" in strings is replaced}}
-  panels        answer panel_key with panel_render, close on key "q"
+  panels        answer panel_key with panel_render, close on the key q (rune "q")
   shutdown      "ack" (default) or "ignore"
   env_file      file that gets the process's environment as one JSON object,
                 written before hello
@@ -113,7 +113,7 @@ for line in sys.stdin:
         reply = {k: v for k, v in rule.items() if k not in ("delay", "exit", "silent", "raw")}
         act(rule, dict(subst(reply, msg.get("args", "")), type="command_response", id=msg["id"]))
     elif t == "panel_key" and spec.get("panels"):
-        if msg["key"] == "q":
+        if msg["key"] == "rune" and msg.get("text") == "q":
             emit({"type": "panel_close", "panel_id": msg["panel_id"]})
         else:
             emit({"type": "panel_render", "panel_id": msg["panel_id"], "title": "keys",

@@ -47,7 +47,7 @@ rl.on("line", (line) => {
       }
       break;
     case "panel_key":
-      if (f.key === "q" || (f.key === "rune" && f.text === "q")) {
+      if (f.key === "rune" && f.text === "q") {
         stop(f.panel_id);
         send({ type: "panel_close", panel_id: f.panel_id });
       }
