@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -526,11 +525,10 @@ const maxSSELine = 16 << 20
 // still pending at EOF (no blank line after it) is delivered, as the
 // providers' own SDKs do. fn returning errStopSSE ends reading cleanly.
 func readSSE(r io.Reader, fn func(sseEvent) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	lr := newLineReader(r, maxSSELine, overLongFail)
 	var ev sseEvent
 	var data []byte
 	hasData := false
-	var long []byte
 	dispatch := func() error {
 		if !hasData { // the spec drops an event without data
 			ev = sseEvent{}
@@ -542,22 +540,23 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 		return err
 	}
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long, line...)
-			if len(long) > maxSSELine {
-				return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
+		line, err := lr.next()
+		if isLineTooLong(err) {
+			return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
+		}
+		if err == io.EOF {
+			// A pending event ends with the stream; its JSON cut short
+			// means the stream was, unless its last line was whole.
+			derr := dispatch()
+			var cut *json.SyntaxError
+			if !lr.terminated && errors.As(derr, &cut) {
+				return errCutEvent
 			}
-			continue
+			return derr
 		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if err != nil && err != io.EOF {
+		if err != nil {
 			return err
 		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) == 0 {
 			if derr := dispatch(); derr != nil {
@@ -584,14 +583,6 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 				data = append(data, value...)
 				hasData = true
 			}
-		}
-		if err == io.EOF {
-			derr := dispatch()
-			var cut *json.SyntaxError
-			if errors.As(derr, &cut) {
-				return errCutEvent
-			}
-			return derr
 		}
 	}
 }

@@ -13,13 +13,16 @@ import (
 // not one is reported on stderr and changes nothing.
 func readApprovalAnswers(in io.Reader, b *approvalBroker, stderr io.Writer, quit <-chan struct{}) {
 	lines := make(chan rpcLine)
-	go readRPCLines(in, lines, quit) // ends at the input's end, or after quit
+	go readRPCLines(in, maxRPCLine, lines, quit) // ends at the input's end, or after quit
 	for {
 		var l rpcLine
 		select {
 		case l = <-lines:
 		case <-quit:
 			return
+		}
+		if l.tooLong {
+			fmt.Fprintf(stderr, "zot: --approvals-stdin: a line longer than %d MiB: dropped\n", maxRPCLine>>20)
 		}
 		if len(l.data) > 0 {
 			req, err := decodeRPCRequest(l.data)
