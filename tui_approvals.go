@@ -101,39 +101,3 @@ func (d *confirmDialog) chooseApproval(t *TUI, letter string) (ok bool) {
 	d.answerWith(approvalAnswer{Decision: ApprovalAlways})
 	return true
 }
-
-// typedKey edits the message for the model while one is being typed:
-// enter sends the no with it, esc goes back to the choices. It returns
-// whether the dialog is done.
-func (d *confirmDialog) typedKey(k key) bool {
-	switch k.code {
-	case keyEnter:
-		d.answerWith(approvalAnswer{Decision: ApprovalDeny, Message: strings.TrimSpace(string(d.msg))})
-		return true
-	case keyEsc:
-		d.typing, d.msg = false, nil
-	case keyBackspace:
-		if len(d.msg) > 0 {
-			d.msg = d.msg[:len(d.msg)-1]
-		}
-	case keyRune:
-		if k.mod == 0 {
-			d.msg = append(d.msg, k.r)
-		}
-	}
-	return false
-}
-
-// answerWith replies once with a whole answer; a request made outside
-// ask (the tests', an older host's) takes only yes or no.
-func (d *confirmDialog) answerWith(a approvalAnswer) {
-	if d.sent {
-		return
-	}
-	d.sent = true
-	if d.req.detail != nil {
-		d.req.detail <- a
-		return
-	}
-	d.req.reply <- a.Decision != ApprovalDeny
-}
