@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,86 @@ type Message struct {
 	Role    Role      `json:"role"`
 	Content []Block   `json:"content"`
 	Time    time.Time `json:"time"`
+
+	// wire keeps the message's encoding for the provider that sent it
+	// last, so that each request encodes only what is new. Only the
+	// agent's own transcript has one (see wireEncoded).
+	wire *messageWire
+}
+
+// messageWire is a message's encoding for one wire format. The agent makes
+// a new one for each message it adds to its transcript and never changes
+// a message there in place; a transcript replaced (SetMessages, compaction)
+// gets new ones, and Messages hands out copies without, so an encoding
+// cannot outlive the content it was made from.
+type messageWire struct{ cached atomic.Pointer[wireEncoding] }
+
+// wireEncoding is one message as a provider's wire format has it: data is
+// the JSON of its items (several, comma-separated, or none), and tail what
+// the provider needs to know of the last one without decoding it.
+type wireEncoding struct {
+	format  string
+	content []Block // what was encoded: a copy given new content is encoded again
+	data    []byte
+	tail    string
+	err     error
+}
+
+// wireEncoded returns m's encoding for format, made by encode the first
+// time the agent's transcript sends m in that format.
+func (m Message) wireEncoded(format string, encode func(Message) wireEncoding) wireEncoding {
+	if m.wire != nil {
+		if e := m.wire.cached.Load(); e != nil && e.format == format && sameBlocks(e.content, m.Content) {
+			return *e
+		}
+	}
+	e := encode(m)
+	e.format, e.content = format, m.Content
+	if m.wire != nil && e.err == nil {
+		m.wire.cached.Store(&e)
+	}
+	return e
+}
+
+// sameBlocks says whether a and b are the same slice, not equal ones.
+func sameBlocks(a, b []Block) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// withWire gives each message a place of its own for its encoding.
+func withWire(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.wire = new(messageWire)
+		out[i] = m
+	}
+	return out
+}
+
+// withoutWire copies msgs, blocks and all, without their encodings, for
+// callers outside the agent: what they change of their copy is theirs and
+// cannot make an encoding the agent keeps disagree with its message.
+func withoutWire(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.wire = nil
+		m.Content = copyBlocks(m.Content)
+		out[i] = m
+	}
+	return out
+}
+
+func copyBlocks(blocks []Block) []Block {
+	if blocks == nil {
+		return nil
+	}
+	out := make([]Block, len(blocks))
+	for i, b := range blocks {
+		b.Args = append(json.RawMessage(nil), b.Args...)
+		b.Content = copyBlocks(b.Content)
+		out[i] = b
+	}
+	return out
 }
 
 // BlockType names a kind of content block, in session files and events.
@@ -551,7 +632,7 @@ func NewAgent(p Provider, model string, tools *ToolRegistry) *Agent {
 func (a *Agent) Messages() []Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Message(nil), a.messages...)
+	return withoutWire(a.messages)
 }
 
 // SetMessages replaces the transcript, e.g. with a loaded session.
@@ -561,7 +642,7 @@ func (a *Agent) SetMessages(msgs []Message, total Usage) error {
 	if a.busy {
 		return ErrBusy
 	}
-	a.messages = append([]Message(nil), msgs...)
+	a.messages = withWire(msgs)
 	a.cumulative = total
 	a.lastInput = 0
 	return nil
@@ -685,6 +766,7 @@ func (a *Agent) end() {
 // append adds m to the transcript and records it; what names m for the
 // error when it could not be recorded.
 func (a *Agent) append(m Message, what string) error {
+	m.wire = new(messageWire)
 	a.mu.Lock()
 	a.messages = append(a.messages, m)
 	a.mu.Unlock()
@@ -1244,7 +1326,7 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 		return errors.New("the model returned an empty summary")
 	}
 	usageErr := a.recordUsage(reply.Usage, emit)
-	head := Message{Role: RoleUser, Time: time.Now().UTC(), Content: []Block{TextBlock("[Summary of the earlier conversation]\n\n" + summary)}}
+	head := Message{Role: RoleUser, Time: time.Now().UTC(), Content: []Block{TextBlock("[Summary of the earlier conversation]\n\n" + summary)}, wire: new(messageWire)}
 	kept := append([]Message{head}, msgs[cut:]...)
 	a.mu.Lock()
 	// A prompt cannot have run meanwhile (we hold busy), so msgs is current.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,8 +64,8 @@ type extChecker struct {
 
 	mf         *extManifest
 	proc       *proc
+	child      *lineChild
 	started    time.Time
-	stdin      *os.File
 	frames     chan checkFrame // closed at the end of its stdout
 	exited     chan struct{}   // closed when the process is reaped
 	stderr     *cappedTail     // the copier's until stderrDone is closed
@@ -185,54 +184,36 @@ func (c *extChecker) start(dir, home string) bool {
 		return false
 	}
 	c.started = time.Now()
-	p, err := startProc(extProcSpec(mf, execPath))
+	child, err := startLineChild(extProcSpec(mf, execPath))
 	if err != nil {
 		c.fail("spawn", "start %s: %v%s", execPath, err, startHint(err))
 		return false
 	}
-	c.proc, c.stdin = p, p.stdin
-	outR, errR := p.stdout, p.stderr
-	c.frames, c.exited = make(chan checkFrame, 64), make(chan struct{})
-	c.stderr, c.stderrDone = &cappedTail{max: 64 << 10}, make(chan struct{})
-	// The waiter reaps the process once it exited, which kills what is
-	// left of its session first: its children do not outlive it.
-	go func() {
-		p.Reap()
-		close(c.exited)
-		deadline := time.Now().Add(500 * time.Millisecond)
-		outR.SetReadDeadline(deadline)
-		errR.SetReadDeadline(deadline)
-	}()
-	// The copier keeps the end of stderr; it ends at EOF or the deadline.
-	go func() {
-		io.Copy(c.stderr, errR)
-		errR.Close()
-		close(c.stderrDone)
-	}()
-	// The reader turns stdout into frames; it ends at EOF or the deadline,
-	// closing frames: an extension that closed its stdout cannot answer,
-	// even if it runs on with its stderr open.
-	go func() {
-		defer close(c.frames)
-		defer outR.Close()
-		fr := newFrameReader(outR, c.lim.maxFrame)
-		for {
-			line, err := fr.next()
-			if errors.Is(err, errFrameTooLong) {
-				c.frames <- checkFrame{at: time.Now(), tooLong: true}
-				continue
-			}
+	p := child.proc
+	c.proc, c.child = p, child
+	c.frames, c.exited = make(chan checkFrame, 64), child.reaped
+	c.stderr, c.stderrDone = &cappedTail{max: 64 << 10}, child.copierDone
+	// The child's reader turns stdout into frames; it ends at EOF or the
+	// drain deadline after the exit, closing frames: an extension that
+	// closed its stdout cannot answer, even if it runs on with its stderr
+	// open. Its copier keeps the end of stderr; its waiter reaps the
+	// process, which kills what is left of its session first.
+	child.serve(lineChildIO{maxLine: c.lim.maxFrame, overLong: overLongSkip,
+		line: func(line []byte, err error) {
 			if err != nil {
+				c.frames <- checkFrame{at: time.Now(), tooLong: true}
 				return
 			}
+			line = bytes.TrimRight(line, "\r")
 			if len(bytes.TrimSpace(line)) == 0 {
-				continue
+				return
 			}
 			f := checkFrame{at: time.Now(), line: append([]byte(nil), line...)}
 			f.msg, f.err = decodeExtMsg(f.line)
 			c.frames <- f
-		}
-	}()
+		},
+		ended:  func(error) { close(c.frames) },
+		stderr: c.stderr, drain: 500 * time.Millisecond})
 	c.ok("spawn", "pid %d in a session of its own, working directory %s", p.pid, mf.Dir)
 	return true
 }
@@ -276,8 +257,7 @@ func (c *extChecker) send(v any) bool {
 		c.fail("send", "%v", err)
 		return false
 	}
-	c.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.stdin.Write(line); err != nil {
+	if _, err := c.child.write(line, time.Now().Add(5*time.Second)); err != nil {
 		c.fail("stdin", "writing a frame to it failed (%v): it must keep reading stdin until shutdown", err)
 		return false
 	}
@@ -738,7 +718,7 @@ func (c *extChecker) shutdown() {
 	if !c.gone {
 		c.send(hostShutdown{Type: frameShutdown})
 	}
-	c.stdin.Close()
+	c.child.closeStdin()
 	deadline := sent.Add(c.lim.grace)
 	for !c.gone {
 		f, got := c.next(max(time.Until(deadline), 0))
@@ -766,10 +746,11 @@ func (c *extChecker) shutdown() {
 	}
 	if !exited {
 		c.add("shutdown", "fail", ms, "%s, but still running %s after shutdown: zot would send SIGTERM now", ack, c.lim.grace)
+		// Not child.stop: its reader may wait on frames, drained below.
 		c.proc.Stop(c.lim.term)
 		<-c.exited
 	} else {
-		state, _ := c.proc.Reap()
+		state := c.child.state
 		status := "ok"
 		if !state.Success() {
 			status = "warn"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -56,11 +55,11 @@ var defaultExtLimits = extLimits{
 }
 
 // extProc is one running extension. Its process runs in a session of its
-// own (startProc); four goroutines serve it, each started in spawn: the
-// reader (owns stdout, routes replies to waiting calls), the writer (owns
-// stdin, drains the queue), the stderr copier (into the log) and the
-// waiter (reaps the process). All four end once the session is gone; stop
-// guarantees that and waits for them.
+// own, as a lineChild (proc.go); four goroutines serve it, each started in
+// spawn: the child's reader (owns stdout; readFrame routes replies to
+// waiting calls), its stderr copier (into the log) and its waiter (reaps
+// the process), and the writer (owns stdin, drains the queue). All four
+// end once the session is gone; stop guarantees that and waits for them.
 type extProc struct {
 	m       *ExtManager
 	mf      *extManifest
@@ -68,9 +67,7 @@ type extProc struct {
 	dataDir string
 	log     *extLog
 	proc    *proc
-	stdin   *os.File
-	stdout  *os.File
-	stderr  *os.File
+	child   *lineChild
 	q       *extQueue
 
 	helloSeen  atomic.Bool
@@ -87,7 +84,6 @@ type extProc struct {
 	readyOnce  sync.Once
 	failOnce   sync.Once
 	stopOnce   sync.Once
-	stdinOnce  sync.Once
 
 	mu        sync.Mutex // guards the fields below
 	err       error      // why the extension is dead
@@ -298,7 +294,7 @@ func (id *extID) UnmarshalJSON(b []byte) error {
 // call waiting for it.
 func decodeExtMsg(line []byte) (extMsg, error) {
 	var msg extMsg
-	err := json.Unmarshal(line, &msg)
+	err := decodeStrictJSON(line, &msg)
 	if err == nil && msg.Type == "" {
 		err = errors.New(`frame has no "type"`)
 	}
@@ -318,54 +314,17 @@ func encodeFrame(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var errFrameTooLong = errors.New("frame too long")
-
-// frameReader splits an extension's stdout into lines of at most max bytes.
-// A longer line is skipped without being held in memory: next returns
-// errFrameTooLong for it and goes on with the line after.
-type frameReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
+// newFrameReader splits an extension's stdout into frames of at most max
+// bytes: a longer line is skipped (next reports it) and reading goes on.
+// A frame's "\r\n" ending is trimmed by readFrame.
+func newFrameReader(r io.Reader, max int) *lineReader {
+	return newLineReader(r, max, overLongSkip)
 }
 
-func newFrameReader(r io.Reader, max int) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-func (fr *frameReader) next() ([]byte, error) {
-	if cap(fr.buf) > 1<<20 {
-		fr.buf = nil // do not keep a big line's buffer for the small ones after it
-	}
-	fr.buf = fr.buf[:0]
-	tooLong := false
-	for {
-		chunk, err := fr.r.ReadSlice('\n')
-		if !tooLong {
-			fr.buf = append(fr.buf, chunk...)
-			if len(fr.buf) > fr.max+2 { // room for "\r\n"
-				tooLong, fr.buf = true, fr.buf[:0]
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		if tooLong {
-			return nil, errFrameTooLong // at EOF the next call reports it
-		}
-		if err != nil && len(fr.buf) == 0 {
-			return nil, err
-		}
-		// A last line without a newline still counts.
-		line := bytes.TrimRight(fr.buf, "\r\n")
-		if len(line) > fr.max {
-			return nil, errFrameTooLong
-		}
-		return line, nil
-	}
+// readFrame is the next frame without the "\r" of a "\r\n" ending.
+func readFrame(lr *lineReader) ([]byte, error) {
+	line, err := lr.next()
+	return bytes.TrimRight(line, "\r"), err
 }
 
 // extQueue holds the frames waiting to be written to one extension, in the
@@ -584,7 +543,7 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 	}
 	lg.Printf("starting %s %s from %s", mf.Name, mf.Version, mf.Dir)
 
-	proc, err := startProc(extProcSpec(mf, execPath))
+	child, err := startLineChild(extProcSpec(mf, execPath))
 	if err != nil {
 		lg.Printf("start failed: %v", err)
 		lg.Close()
@@ -593,11 +552,10 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 
 	p := &extProc{
 		m: m, mf: mf, logPath: logPath, dataDir: dataDir, log: lg,
-		proc:  proc,
-		stdin: proc.stdin, stdout: proc.stdout, stderr: proc.stderr,
+		proc: child.proc, child: child,
 		q:     newExtQueue(m.lim.queue),
-		ready: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
-		readerDone: make(chan struct{}), writerDone: make(chan struct{}), copierDone: make(chan struct{}),
+		ready: make(chan struct{}), dead: make(chan struct{}), exited: child.reaped,
+		readerDone: child.readerDone, writerDone: make(chan struct{}), copierDone: child.copierDone,
 		pending: map[string]extWaiter{}, events: map[extEventName]bool{}, intercept: map[extEventName]bool{},
 		logged: map[string]bool{},
 	}
@@ -613,21 +571,19 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 		}
 	})
 	p.idleTimer.Stop()
-	// The waiter reaps the process; it ends when the process exits.
-	go p.waitExit()
-	// The reader owns stdout; it ends at EOF, which comes once the process
-	// group is gone (or at the read deadline waitExit sets), and then marks
-	// the extension dead.
-	go p.readFrames()
+	// The child's reader hands stdout's frames to readFrame, and at its
+	// end marks the extension dead; its copier moves stderr into the log;
+	// its waiter reaps the process (and so what is left of its session).
+	child.serve(lineChildIO{maxLine: m.lim.maxFrame, overLong: overLongSkip,
+		line: p.readFrame, ended: func(error) {
+			// Everything it wrote has been read: nothing more can answer
+			// a call, whether or not the process is still running.
+			p.fail(errGone{errors.New("closed its stdout")})
+		},
+		stderr: p.log, exited: p.exitedWith, drain: 500 * time.Millisecond})
 	// The writer owns stdin; it ends when the queue is closed (fail, or
 	// after the shutdown frame) or a write fails.
 	go p.writeFrames()
-	// The copier moves stderr into the log; it ends at EOF.
-	go func() {
-		defer close(p.copierDone)
-		io.Copy(p.log, p.stderr)
-		p.stderr.Close()
-	}()
 	return p, nil
 }
 
@@ -682,13 +638,12 @@ func startHint(err error) string {
 	return ""
 }
 
-// waitExit reaps the process once it exited, which kills whatever is left
-// of its session first: an extension's children do not outlive it. The
-// reader, seeing stdout end, marks the extension dead once it has read
-// what was left; when that came first, the exit status goes to the log
-// here.
-func (p *extProc) waitExit() {
-	ps, _ := p.proc.Reap()
+// exitedWith records how the process ended, once reaped (which killed
+// whatever was left of its session first: an extension's children do not
+// outlive it). The reader, seeing stdout end, marks the extension dead once
+// it has read what was left; when that came first, the exit status goes to
+// the log here.
+func (p *extProc) exitedWith(ps *os.ProcessState) {
 	state := ps.String()
 	p.mu.Lock()
 	p.exitState = state
@@ -697,54 +652,38 @@ func (p *extProc) waitExit() {
 	if diedFirst && !p.stopping.Load() {
 		p.log.Printf("exited (%s)", state)
 	}
-	close(p.exited)
-	// A process that left the session may hold the pipes open; what is
-	// already in them is read before this deadline.
-	deadline := time.Now().Add(500 * time.Millisecond)
-	p.stdout.SetReadDeadline(deadline)
-	p.stderr.SetReadDeadline(deadline)
 }
 
-func (p *extProc) readFrames() {
-	defer close(p.readerDone)
-	defer p.stdout.Close()
-	fr := newFrameReader(p.stdout, p.m.lim.maxFrame)
-	for {
-		line, err := fr.next()
-		if errors.Is(err, errFrameTooLong) {
-			p.log.Printf("skipped a frame longer than %d bytes", p.m.lim.maxFrame)
-			p.sawFrame()
-			continue
-		}
-		if err != nil {
-			break
-		}
-		if len(bytes.TrimSpace(line)) == 0 || p.isDead() {
-			continue
-		}
+// readFrame acts on one line of the extension's stdout.
+func (p *extProc) readFrame(line []byte, err error) {
+	if err != nil {
+		p.log.Printf("skipped a frame longer than %d bytes", p.m.lim.maxFrame)
 		p.sawFrame()
-		msg, err := decodeExtMsg(line)
-		if !p.helloSeen.Load() {
-			if err != nil || msg.Type != frameHello {
-				p.abort(fmt.Errorf("first frame must be hello, got %s", excerpt(line)))
-				continue
-			}
-			p.hello(msg)
-			continue
-		}
-		if err != nil {
-			if msg.ID != "" && p.failWaiter(string(msg.ID), fmt.Errorf("invalid %s: %v", msg.Type, err)) {
-				p.log.Printf("invalid reply %s: %v", excerpt(line), err)
-				continue
-			}
-			p.log.Printf("skipped a bad frame %s: %v", excerpt(line), err)
-			continue
-		}
-		p.handle(msg, line)
+		return
 	}
-	// Everything it wrote has been read: nothing more can answer a call,
-	// whether or not the process is still running.
-	p.fail(errGone{errors.New("closed its stdout")})
+	line = bytes.TrimRight(line, "\r")
+	if len(bytes.TrimSpace(line)) == 0 || p.isDead() {
+		return
+	}
+	p.sawFrame()
+	msg, err := decodeExtMsg(line)
+	if !p.helloSeen.Load() {
+		if err != nil || msg.Type != frameHello {
+			p.abort(fmt.Errorf("first frame must be hello, got %s", excerpt(line)))
+			return
+		}
+		p.hello(msg)
+		return
+	}
+	if err != nil {
+		if msg.ID != "" && p.failWaiter(string(msg.ID), fmt.Errorf("invalid %s: %v", msg.Type, err)) {
+			p.log.Printf("invalid reply %s: %v", excerpt(line), err)
+			return
+		}
+		p.log.Printf("skipped a bad frame %s: %v", excerpt(line), err)
+		return
+	}
+	p.handle(msg, line)
 }
 
 // errGone is why an extension whose pipe ended can no longer answer, when
@@ -766,7 +705,7 @@ func (p *extProc) writeFrames() {
 		if o.id != "" && !p.isPending(o.id) {
 			continue // its caller gave up
 		}
-		if _, err := p.stdin.Write(o.line); err != nil {
+		if _, err := p.child.write(o.line, time.Time{}); err != nil {
 			// The extension is gone or closed its stdin. What it wrote
 			// before that (a reply, say) is read first: the reader marks
 			// it dead at the end of its stdout, unless that end does not
@@ -787,7 +726,7 @@ func (p *extProc) writeFrames() {
 	}
 }
 
-func (p *extProc) closeStdin() { p.stdinOnce.Do(func() { p.stdin.Close() }) }
+func (p *extProc) closeStdin() { p.child.closeStdin() }
 
 // sawFrame restarts the idle watchdog: 250 ms without a frame after hello
 // counts as ready.
@@ -1207,22 +1146,12 @@ func (p *extProc) stop(ctx context.Context) {
 		if !p.helloSeen.Load() {
 			grace = 0
 		}
-		if !p.proc.waitExit(ctx, grace) {
-			p.log.Printf("no exit %s after shutdown; sending SIGTERM", grace)
-			p.closeStdin()
-			term := lim.term
-			if ctx.Err() != nil {
-				term = 0
-			}
-			if p.proc.Stop(term) == neededSIGKILL {
-				p.log.Printf("no exit %s after SIGTERM; sending SIGKILL", lim.term)
-			}
+		late := func() { p.log.Printf("no exit %s after shutdown; sending SIGTERM", grace) }
+		if p.child.stop(ctx, grace, lim.term, late) == neededSIGKILL {
+			p.log.Printf("no exit %s after SIGTERM; sending SIGKILL", lim.term)
 		}
-		<-p.exited
 		p.fail(errors.New("was stopped"))
-		<-p.readerDone
 		<-p.writerDone
-		<-p.copierDone
 		p.mu.Lock()
 		state := p.exitState
 		p.mu.Unlock()

@@ -1063,59 +1063,6 @@ func TestExtExecResolution(t *testing.T) {
 	}
 }
 
-// FuzzExtFrames feeds arbitrary bytes through the frame reader and decoder:
-// lines come out exactly as a plain split on newlines says (over-long ones
-// reported, never returned), and nothing panics.
-func FuzzExtFrames(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"hello","name":"x","version":"1","capabilities":["commands"]}` + "\n",
-		`{"type":"register_tool","name":"t","schema":{"type":"object"}}` + "\n" + `{"type":"ready"}`,
-		`{"type":"event_intercept_response","id":7,"block":true,"modified_args":{"a":1}}` + "\r\n",
-		`{"type":"command_response","id":"1","action":"prompt","open_panel":{"id":"p","lines":["a"]}}`,
-		"not json\n\n[1,2]\n\"str\"\nnull\n",
-		`{"type":"tool_result","id":"1","content":[{"type":"image","mime_type":"image/png","data":"%%"}]}`,
-		strings.Repeat("a", 300) + "\n" + `{"type":"ready"}` + "\n",
-		`{"type":"notify","block":"yes","id":{"x":1}}`,
-		"\r\r\n\n\r",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const max = 64
-		var want []string
-		for _, piece := range bytes.SplitAfter(data, []byte("\n")) {
-			if len(piece) == 0 {
-				continue
-			}
-			line := bytes.TrimRight(piece, "\r\n")
-			if len(piece) > max+2 || len(line) > max {
-				want = append(want, "(too long)")
-			} else {
-				want = append(want, string(line))
-			}
-		}
-		fr := newFrameReader(bytes.NewReader(data), max)
-		var got []string
-		for {
-			line, err := fr.next()
-			if errors.Is(err, errFrameTooLong) {
-				got = append(got, "(too long)")
-				continue
-			}
-			if err != nil {
-				break
-			}
-			got = append(got, string(line))
-			if msg, err := decodeExtMsg(line); err == nil && msg.Type == "" {
-				t.Fatalf("decoded %q without a type", line)
-			}
-		}
-		if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
-			t.Fatalf("lines %q, want %q", got, want)
-		}
-	})
-}
-
 // TestExtDefaultLimitsAreTheProtocols keeps the limits the tests shorten at
 // the values docs/extensions.md promises.
 func TestExtDefaultLimitsAreTheProtocols(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -118,7 +117,7 @@ func decodeOneRPC(data []byte) (jsonrpcMessage, error) {
 		Error   json.RawMessage `json:"error"`
 	}
 	var m jsonrpcMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := decodeStrictJSON(data, &w); err != nil {
 		return m, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
@@ -507,23 +506,21 @@ func (l *mcpLog) close() {
 	}
 }
 
-// stdioTransport runs a server as a child process in a session of its own
-// (startProc): messages are lines on its stdin and stdout, its stderr goes
-// to the log.
+// stdioTransport runs a server as a lineChild (proc.go): messages are
+// lines on its stdin and stdout, its stderr goes to the log.
 //
-// Two goroutines watch the server, both owned by the transport. The reader
-// delivers stdout's lines until EOF; an EOF while the process runs on means
-// the server closed its stdout, and the reader fails the calls and stops
-// the session. The waiter waits for the process itself, because a child
-// the server started may hold stdout open long after the server exited:
-// it lets the reader finish, stops whatever is left in the session, reaps
-// the server, fails the calls and reports the exit. It ends last.
+// The child's reader delivers stdout's lines until EOF; an EOF while the
+// process runs on means the server closed its stdout, and the reader fails
+// the calls and stops the session. The child's waiter waits for the
+// process itself, because a child the server started may hold stdout open
+// long after the server exited: it stops whatever is left in the session,
+// reaps the server, lets the reader finish, then fails the calls and
+// reports the exit. It ends last.
 type stdioTransport struct {
-	proc   *proc
-	stdin  *os.File
-	stdout *os.File
-	log    *mcpLog
-	wmu    sync.Mutex // one writer at a time; lines never interleave
+	child *lineChild
+	proc  *proc
+	log   *mcpLog
+	wmu   sync.Mutex // held for a whole send: torn is decided under it
 	// torn is set, under wmu, when a write stopped part-way: the server's
 	// stdin then ends in half a message, and whatever followed would be
 	// glued to it.
@@ -534,7 +531,7 @@ type stdioTransport struct {
 	exited  chan struct{}
 	exitErr error
 	// done closes when the waiter ends: nothing is left of the session.
-	done chan struct{}
+	done <-chan struct{}
 	// stdoutClosed is set by the reader, before it ends, when the server
 	// closed its stdout but ran on.
 	stdoutClosed bool
@@ -555,7 +552,12 @@ const (
 // When the process has ended, conn's pending calls fail and exited hears
 // how.
 func startStdio(command, rawCommand string, args []string, env []string, dir string, conn *mcpConn, stderr *os.File, exited func(error)) (*stdioTransport, error) {
-	p, err := startProc(procSpec{argv: append([]string{command}, args...), dir: dir, env: envNoSecrets, addEnv: env,
+	return startStdioMax(command, rawCommand, args, env, dir, conn, stderr, exited, maxMCPMessage)
+}
+
+// startStdioMax is startStdio with stdout lines of at most maxLine bytes.
+func startStdioMax(command, rawCommand string, args []string, env []string, dir string, conn *mcpConn, stderr *os.File, exited func(error), maxLine int) (*stdioTransport, error) {
+	child, err := startLineChild(procSpec{argv: append([]string{command}, args...), dir: dir, env: envNoSecrets, addEnv: env,
 		stdin: streamPipe, stdout: streamPipe, stderr: streamFile, stderrFile: stderr})
 	if err != nil {
 		// Without the expanded path, which a ${VAR} may have filled in.
@@ -568,50 +570,44 @@ func startStdio(command, rawCommand string, args []string, env []string, dir str
 		}
 		return nil, fmt.Errorf("start %s in %s: %w", rawCommand, dir, err)
 	}
-	t := &stdioTransport{proc: p, stdin: p.stdin, stdout: p.stdout, log: conn.log,
-		exited: make(chan struct{}), done: make(chan struct{})}
+	t := &stdioTransport{child: child, proc: child.proc, log: conn.log, exited: make(chan struct{}), done: child.gone}
 	conn.t = t
-	readerDone := make(chan struct{})
-	// The reader: ends at stdout's EOF, or at the read deadline the waiter
-	// sets once the process has exited.
-	go func() {
-		defer close(readerDone)
-		t.read(conn)
-	}()
-	// The waiter: ends when the process has exited and its session is gone.
-	go func() {
-		defer close(t.done)
-		<-p.Exited()
-		t.stdout.SetReadDeadline(time.Now().Add(mcpDrainGrace))
-		<-readerDone
-		t.stdout.Close()
+	child.serve(lineChildIO{maxLine: maxLine, overLong: overLongSkip,
+		line: func(line []byte, err error) {
+			if err != nil {
+				conn.log.printf("dropped a stdout line longer than %d bytes", maxLine)
+				return
+			}
+			conn.deliverData(line, "stdout")
+		},
+		ended: func(err error) { t.stdoutEnded(conn, err) },
+		drain: mcpDrainGrace,
 		// Children it left behind must not outlive it; the server is
 		// reaped after them, so its ids stay its own until then.
-		p.Stop(killGrace)
-		_, werr := p.Reap()
-		if werr == nil {
-			werr = errors.New("exit status 0")
-		}
-		t.exitErr = werr
-		close(t.exited)
-		why := werr
-		if t.stdoutClosed {
-			why = fmt.Errorf("closed its stdout while running, so zot stopped it: %v", werr)
-		}
-		conn.failAll(fmt.Errorf("server exited (%v)", werr))
-		if exited != nil {
-			exited(why)
-		}
-		t.stdin.Close()
-	}()
+		leftovers: killGrace,
+		done: func(werr error) {
+			if werr == nil {
+				werr = errors.New("exit status 0")
+			}
+			t.exitErr = werr
+			close(t.exited)
+			why := werr
+			if t.stdoutClosed {
+				why = fmt.Errorf("closed its stdout while running, so zot stopped it: %v", werr)
+			}
+			conn.failAll(fmt.Errorf("server exited (%v)", werr))
+			if exited != nil {
+				exited(why)
+			}
+			child.closeStdin()
+		}})
 	return t, nil
 }
 
-// read delivers the server's messages until its stdout ends. If the server
-// runs on without stdout it can answer nothing more: its calls fail at once
-// and its session is stopped (the waiter then reports the exit).
-func (t *stdioTransport) read(conn *mcpConn) {
-	err := readMCPLines(t.stdout, conn)
+// stdoutEnded runs when the server's stdout is read out. If the server
+// runs on without stdout it can answer nothing more: its calls fail at
+// once and its session is stopped (the waiter then reports the exit).
+func (t *stdioTransport) stdoutEnded(conn *mcpConn, err error) {
 	timer := time.NewTimer(mcpStdoutGrace)
 	defer timer.Stop()
 	select {
@@ -629,43 +625,6 @@ func (t *stdioTransport) read(conn *mcpConn) {
 	}
 }
 
-// readMCPLines reads newline-delimited messages until EOF (nil) or a read
-// error. A line longer than maxMCPMessage is dropped whole and reported;
-// reading goes on.
-func readMCPLines(r io.Reader, conn *mcpConn) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte
-	tooLong := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if !tooLong {
-				long = append(long, line...)
-				if len(long) > maxMCPMessage {
-					conn.log.printf("dropped a stdout line longer than %d bytes", maxMCPMessage)
-					long, tooLong = nil, true
-				}
-			}
-			continue
-		}
-		if tooLong {
-			tooLong = false
-		} else {
-			if long != nil {
-				line = append(long, line...)
-				long = nil
-			}
-			conn.deliverData(line, "stdout")
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
 func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
@@ -680,15 +639,14 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 		return errors.New("an earlier message to the server was cut off; it is being restarted")
 	}
 	deadline, _ := ctx.Deadline()
-	t.stdin.SetWriteDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { t.stdin.SetWriteDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() { t.child.stdin.SetWriteDeadline(time.Now()) })
 	defer stop()
-	n, err := t.stdin.Write(append(msg, '\n'))
+	n, err := t.child.write(append(msg, '\n'), deadline)
 	if err != nil && n > 0 {
 		// Closing stdin ends the server (or the group is stopped), and the
 		// crash path restarts it for the next call.
 		t.torn = true
-		t.stdin.Close()
+		t.child.closeStdin()
 		// Owner: this transport; it ends once the session is gone (≤ killGrace+1s).
 		go t.proc.Stop(killGrace)
 	}
@@ -711,16 +669,12 @@ func (t *stdioTransport) close(ctx context.Context) {
 }
 
 func (t *stdioTransport) stop(ctx context.Context) {
-	t.wmu.Lock()
-	t.stdin.Close()
-	t.wmu.Unlock()
-	if t.proc.waitExit(ctx, killGrace) {
-		return // the waiter stops what is left of the session
-	}
-	if ctx.Err() == nil {
-		t.log.printf("still running %s after its stdin closed: SIGTERM", killGrace)
-	}
-	t.proc.Stop(killGrace)
+	t.child.closeStdin()
+	t.child.stop(ctx, killGrace, killGrace, func() {
+		if ctx.Err() == nil {
+			t.log.printf("still running %s after its stdin closed: SIGTERM", killGrace)
+		}
+	})
 }
 
 // httpTransport speaks Streamable HTTP: each message is a POST; a request's

@@ -736,3 +736,173 @@ func stopOrphans(esc *escalation) (running bool) {
 	}
 	return esc.stopFound(orphans(esc.killing()), target)
 }
+
+// killGrace is how long a child is given to end after it was asked to
+// (stdin closed, a shutdown frame, SIGTERM) before the next, harder step.
+const killGrace = 2 * time.Second
+
+// lineChild is a child that speaks a line protocol on its stdin and
+// stdout — an extension, an MCP server over stdio, the extension `zot ext
+// check` examines. It is the one copy of their plumbing: start, one reader
+// of stdout's lines (through untrusted.go's line reader, with the caller's
+// bound and over-long policy), serialised writes, the stderr copier, the
+// waiter that reaps, and stop with grace. What a line means, and which call
+// a reply answers, is the protocol's; the lineChild hands it every line.
+//
+// Three goroutines serve it, all owned by the lineChild and started by
+// startLineChild: the reader (ends at stdout's EOF or the drain deadline),
+// the copier (stderr, the same) and the waiter (ends once the child is
+// reaped). stop returns only when all three have ended.
+type lineChild struct {
+	proc   *proc
+	stdin  *os.File
+	stdout *os.File
+
+	wmu       sync.Mutex // one writer at a time: lines never interleave
+	stdinOnce sync.Once
+
+	readerDone chan struct{}
+	copierDone chan struct{}
+	reaped     chan struct{} // closed once reaped; state and reapErr are set before
+	gone       chan struct{} // closed when all three goroutines have ended
+	state      *os.ProcessState
+	reapErr    error
+}
+
+// lineChildIO is how a lineChild's streams are served.
+type lineChildIO struct {
+	maxLine  int
+	overLong overLong
+	// line gets each line, or a *lineTooLongError, from the one reader.
+	line func(line []byte, err error)
+	// ended is called by the reader after the last line, with the read
+	// error that ended it (nil at EOF).
+	ended func(err error)
+	// stderr receives the child's stderr when its spec asks for a pipe.
+	stderr io.Writer
+	// exited is called by the waiter once the child is reaped, before
+	// lineChild.reaped closes.
+	exited func(*os.ProcessState)
+	// drain is how long stdout and stderr are still read after the exit:
+	// a process the child left may hold them open.
+	drain time.Duration
+	// leftovers, when set, is the grace what the child left running in its
+	// session gets (SIGTERM, then SIGKILL) once the child exited; without
+	// it they are killed at once.
+	leftovers time.Duration
+	// done is called by the waiter, last, once the child is reaped and
+	// its reader and copier have ended, with the reap's error.
+	done func(reapErr error)
+}
+
+// startLineChild starts spec's program (stdin and stdout pipes; stderr as
+// spec says); serve then starts the goroutines that serve it, once the
+// owner is ready for its lines.
+func startLineChild(spec procSpec) (*lineChild, error) {
+	p, err := startProc(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &lineChild{proc: p, stdin: p.stdin, stdout: p.stdout,
+		readerDone: make(chan struct{}), copierDone: make(chan struct{}), reaped: make(chan struct{}),
+		gone: make(chan struct{})}, nil
+}
+
+// serve starts the reader, the copier and the waiter. Called once.
+func (c *lineChild) serve(cio lineChildIO) {
+	p := c.proc
+	go func() {
+		defer close(c.readerDone)
+		defer c.stdout.Close()
+		lr := newLineReader(c.stdout, cio.maxLine, cio.overLong)
+		for {
+			line, err := lr.next()
+			if err != nil && !isLineTooLong(err) {
+				if err == io.EOF {
+					err = nil
+				}
+				if cio.ended != nil {
+					cio.ended(err)
+				}
+				return
+			}
+			cio.line(line, err)
+		}
+	}()
+	stderr := p.stderr
+	go func() {
+		defer close(c.copierDone)
+		if stderr == nil {
+			return
+		}
+		io.Copy(cio.stderr, stderr)
+		stderr.Close()
+	}()
+	// The waiter. Reap kills what is left of the child's session first:
+	// nothing it started outlives it.
+	go func() {
+		defer close(c.gone)
+		if cio.leftovers > 0 {
+			<-p.Exited()
+			p.Stop(cio.leftovers)
+		}
+		c.state, c.reapErr = p.Reap()
+		if cio.exited != nil {
+			cio.exited(c.state)
+		}
+		close(c.reaped)
+		deadline := time.Now().Add(cio.drain)
+		c.stdout.SetReadDeadline(deadline)
+		if stderr != nil {
+			stderr.SetReadDeadline(deadline)
+		}
+		<-c.readerDone
+		<-c.copierDone
+		if cio.done != nil {
+			cio.done(c.reapErr)
+		}
+	}()
+}
+
+// write sends one whole line (line ends in "\n"), giving up at deadline
+// (none when zero). n is what was written: a line cut short leaves the
+// child's stdin in the middle of a message.
+func (c *lineChild) write(line []byte, deadline time.Time) (n int, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.stdin.SetWriteDeadline(deadline)
+	return c.stdin.Write(line)
+}
+
+// closeStdin tells the child no more is coming; later writes fail, and a
+// write blocked on a child that stopped reading returns.
+func (c *lineChild) closeStdin() {
+	c.stdinOnce.Do(func() { c.stdin.Close() })
+}
+
+// stop ends the child the polite way: up to grace for it to exit on its
+// own (the caller has said goodbye, or closed stdin), then stdin closed and
+// the stop sequence for its session (SIGTERM, up to term, SIGKILL). A ctx
+// that ended skips the grace, and the SIGTERM's wait. late, when set, hears
+// that the grace ran out. It returns once the child is reaped and the
+// reader and copier have ended, with how the stop went (nothingLeft when
+// it exited within grace).
+func (c *lineChild) stop(ctx context.Context, grace, term time.Duration, late func()) stopResult {
+	res := nothingLeft
+	if !c.proc.waitExit(ctx, grace) {
+		if late != nil {
+			late()
+		}
+		c.closeStdin()
+		if ctx.Err() != nil {
+			term = 0
+		}
+		res = c.proc.Stop(term)
+	}
+	c.wait()
+	return res
+}
+
+// wait returns once the child is reaped and the goroutines serving it
+// have ended.
+func (c *lineChild) wait() { <-c.gone }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -526,11 +525,10 @@ const maxSSELine = 16 << 20
 // still pending at EOF (no blank line after it) is delivered, as the
 // providers' own SDKs do. fn returning errStopSSE ends reading cleanly.
 func readSSE(r io.Reader, fn func(sseEvent) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	lr := newLineReader(r, maxSSELine, overLongFail)
 	var ev sseEvent
 	var data []byte
 	hasData := false
-	var long []byte
 	dispatch := func() error {
 		if !hasData { // the spec drops an event without data
 			ev = sseEvent{}
@@ -542,22 +540,23 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 		return err
 	}
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long, line...)
-			if len(long) > maxSSELine {
-				return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
+		line, err := lr.next()
+		if isLineTooLong(err) {
+			return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
+		}
+		if err == io.EOF {
+			// A pending event ends with the stream; its JSON cut short
+			// means the stream was, unless its last line was whole.
+			derr := dispatch()
+			var cut *json.SyntaxError
+			if !lr.terminated && errors.As(derr, &cut) {
+				return errCutEvent
 			}
-			continue
+			return derr
 		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if err != nil && err != io.EOF {
+		if err != nil {
 			return err
 		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) == 0 {
 			if derr := dispatch(); derr != nil {
@@ -584,14 +583,6 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 				data = append(data, value...)
 				hasData = true
 			}
-		}
-		if err == io.EOF {
-			derr := dispatch()
-			var cut *json.SyntaxError
-			if errors.As(derr, &cut) {
-				return errCutEvent
-			}
-			return derr
 		}
 	}
 }
@@ -797,7 +788,7 @@ type anthRequest struct {
 
 func (p *anthropicProvider) buildRequest(req Request) anthRequest {
 	info := lookupModel("anthropic", req.Model)
-	out := anthRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true, Messages: anthMessages(req.Messages)}
+	out := anthRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true}
 	if out.MaxTokens == 0 {
 		out.MaxTokens = info.MaxOutput
 	}
@@ -822,28 +813,27 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 	return s
 }
 
-// anthMessages converts the transcript, merging consecutive messages of one
-// role (the API wants them alternating) and dropping thinking that carries
+// anthBlocks converts one message's blocks, dropping thinking that carries
 // no signature (from another provider), which the API would reject.
-func anthMessages(msgs []Message) []anthMessage {
-	var out []anthMessage
-	for _, m := range msgs {
-		var blocks []anthBlock
-		for _, b := range m.Content {
-			if ab, ok := anthConvert(b); ok {
-				blocks = append(blocks, ab)
-			}
+func anthBlocks(m Message) []anthBlock {
+	var blocks []anthBlock
+	for _, b := range m.Content {
+		if ab, ok := anthConvert(b); ok {
+			blocks = append(blocks, ab)
 		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == string(m.Role) {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			continue
-		}
-		out = append(out, anthMessage{Role: string(m.Role), Content: blocks})
 	}
-	return out
+	return blocks
+}
+
+// anthWire is one message as the Messages API has it: its blocks, and the
+// type of the last one, which decides where a cache breakpoint may go.
+func anthWire(m Message) wireEncoding {
+	blocks := anthBlocks(m)
+	if len(blocks) == 0 {
+		return wireEncoding{}
+	}
+	data, err := jsonItems(blocks)
+	return wireEncoding{data: data, tail: blocks[len(blocks)-1].Type, err: err}
 }
 
 func anthConvert(b Block) (anthBlock, bool) {
@@ -888,7 +878,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(Str
 		return Reply{}, err
 	}
 	built := p.buildRequest(req)
-	body, err := json.Marshal(built)
+	body, err := p.requestBody(built, req.Messages)
 	if err != nil {
 		return Reply{}, fmt.Errorf("anthropic: encode request: %w", err)
 	}
@@ -1176,14 +1166,6 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 			IncludeUsage bool `json:"include_usage"`
 		}{true}
 	}
-	if req.System != "" {
-		role := "system"
-		if isTrue(p.compat.SupportsDeveloperRole, false) {
-			role = "developer"
-		}
-		out.Messages = append(out.Messages, oaiMessage{Role: role, Content: jsonString(req.System)})
-	}
-	out.Messages = append(out.Messages, oaiMessages(req.Messages, isTrue(p.compat.RequiresReasoningContent, false))...)
 	tools := append([]ToolSpec(nil), req.Tools...)
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	for _, t := range tools {
@@ -1193,6 +1175,44 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 		out.Tools = append(out.Tools, ot)
 	}
 	return out
+}
+
+// requestBody is the Chat Completions request: the system prompt and the
+// transcript, each message encoded once for the whole session
+// (Message.wireEncoded), spliced into the rest.
+func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
+	frame, err := json.Marshal(p.buildRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	list := newJSONList(2*len(req.Messages) + 1)
+	if req.System != "" {
+		role := "system"
+		if isTrue(p.compat.SupportsDeveloperRole, false) {
+			role = "developer"
+		}
+		system, err := jsonItems([]oaiMessage{{Role: role, Content: jsonString(req.System)}})
+		if err != nil {
+			return nil, err
+		}
+		list.add(system)
+	}
+	format, withReasoning := "openai-chat", isTrue(p.compat.RequiresReasoningContent, false)
+	if withReasoning {
+		format = "openai-chat+reasoning_content"
+	}
+	encode := func(m Message) wireEncoding {
+		data, err := jsonItems(oaiMessages([]Message{m}, withReasoning))
+		return wireEncoding{data: data, err: err}
+	}
+	for _, m := range req.Messages {
+		e := m.wireEncoded(format, encode)
+		if e.err != nil {
+			return nil, e.err
+		}
+		list.add(e.data)
+	}
+	return list.splice(frame, "messages")
 }
 
 // oaiMessages converts the transcript. Tool messages cannot carry images,
@@ -1301,7 +1321,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 // stream sends one request and reads its stream; sawUsage says whether the
 // server reported usage.
 func (p *openaiProvider) stream(ctx context.Context, req Request, on func(StreamEvent)) (reply Reply, sawUsage bool, err error) {
-	body, err := json.Marshal(p.buildRequest(req))
+	body, err := p.requestBody(req)
 	if err != nil {
 		return Reply{}, false, fmt.Errorf("%s: encode request: %w", p.name, err)
 	}

@@ -93,14 +93,10 @@ func (p *anthropicProvider) cacheMark() *cacheControl {
 const cacheBytesPerToken = 3
 
 // placeCacheBreakpoints marks where the prompt cache may keep r's prefix,
-// within Anthropic's four breakpoints: the end of the last user message,
-// which the next request reads; the end of the user message before it,
-// which this request reads back exactly — from the last one Anthropic looks
-// for an earlier entry only 20 blocks back, and a turn of many parallel tool calls adds
-// more blocks than that, so without it the whole prefix would be written
-// again at 1.25× instead of read at 0.1×; and the tools and the system
-// prompt, when they are long enough to be cached on their own (minTokens:
-// below the model's minimum a breakpoint caches nothing).
+// within Anthropic's four breakpoints: the tools and the system prompt,
+// when they are long enough to be cached on their own (minTokens: below
+// the model's minimum a breakpoint caches nothing). The other two go on
+// the messages (anthTurns).
 func placeCacheBreakpoints(r *anthRequest, minTokens int, mark *cacheControl) {
 	if prefixTokens(r) >= minTokens {
 		if n := len(r.Tools); n > 0 {
@@ -110,18 +106,100 @@ func placeCacheBreakpoints(r *anthRequest, minTokens int, mark *cacheControl) {
 			r.System[n-1].CacheControl = mark
 		}
 	}
-	marked := 0
-	for i := len(r.Messages) - 1; i >= 0 && marked < 2; i-- {
-		m := r.Messages[i]
-		if m.Role != "user" || len(m.Content) == 0 {
+}
+
+// requestBody is r's JSON with msgs as its messages, each message encoded
+// once for the whole session (Message.wireEncoded) and joined.
+func (p *anthropicProvider) requestBody(r anthRequest, msgs []Message) ([]byte, error) {
+	frame, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := anthTurns(msgs, p.cacheMark())
+	if err != nil {
+		return nil, err
+	}
+	return turns.splice(frame, "messages")
+}
+
+// anthTurns is the transcript as the items of the messages array, merging
+// consecutive messages of one role (the API wants them alternating), with
+// a cache breakpoint at the end of each of the last two user messages: the
+// last, which the next request reads; and the one before, which this
+// request reads back exactly — from the last one Anthropic looks for an
+// earlier entry only 20 blocks back, and a turn of many parallel tool calls
+// adds more blocks than that, so without it the whole prefix would be
+// written again at 1.25× instead of read at 0.1×. The two marked messages
+// are encoded afresh.
+func anthTurns(msgs []Message, mark *cacheControl) (jsonList, error) {
+	// First where each turn ends and what its last block is; then the
+	// pieces, with no copy of an encoding kept.
+	type turn struct {
+		role  Role
+		first int // the turn's first message with blocks
+		last  int // the message its last block comes from
+		tail  string
+		mark  []byte // the last message encoded again with a breakpoint
+	}
+	var turns []turn
+	encoded := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		e := m.wireEncoded("anthropic", anthWire)
+		if e.err != nil {
+			return jsonList{}, e.err
+		}
+		encoded[i] = e.data
+		if len(e.data) == 0 {
 			continue
 		}
-		if last := &m.Content[len(m.Content)-1]; slices.Contains([]string{"text", "image", "tool_result"}, last.Type) {
-			last.CacheControl = mark
-			marked++
+		if n := len(turns); n > 0 && turns[n-1].role == m.Role {
+			turns[n-1].last, turns[n-1].tail = i, e.tail
+			continue
 		}
+		turns = append(turns, turn{role: m.Role, first: i, last: i, tail: e.tail})
 	}
+	marked := 0
+	for i := len(turns) - 1; i >= 0 && marked < 2; i-- {
+		t := &turns[i]
+		if t.role != RoleUser || !slices.Contains([]string{"text", "image", "tool_result"}, t.tail) {
+			continue
+		}
+		blocks := anthBlocks(msgs[t.last])
+		blocks[len(blocks)-1].CacheControl = mark
+		data, err := jsonItems(blocks)
+		if err != nil {
+			return jsonList{}, err
+		}
+		t.mark = data
+		marked++
+	}
+	list := newJSONList(2*len(msgs) + 2*len(turns))
+	for _, t := range turns {
+		head, ok := anthTurnHeads[t.role]
+		if !ok {
+			head = []byte(`{"role":` + string(jsonString(string(t.role))) + `,"content":[`)
+		}
+		list.open(head)
+		for i := t.first; i <= t.last; i++ {
+			data := encoded[i]
+			if i == t.last && t.mark != nil {
+				data = t.mark
+			}
+			list.inner(data)
+		}
+		list.close(anthTurnTail)
+	}
+	return list, nil
 }
+
+// anthTurnHeads and anthTurnTail frame a turn's blocks.
+var (
+	anthTurnHeads = map[Role][]byte{
+		RoleUser:      []byte(`{"role":"user","content":[`),
+		RoleAssistant: []byte(`{"role":"assistant","content":[`),
+	}
+	anthTurnTail = []byte("]}")
+)
 
 // prefixTokens estimates the tokens of r's tools and system prompt.
 func prefixTokens(r *anthRequest) int {

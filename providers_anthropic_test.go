@@ -87,6 +87,20 @@ func TestAnthropicThinkingReplayedExactly(t *testing.T) {
 	}
 }
 
+// sentRequest is the request p sends for req, as the server reads it.
+func sentRequest(t *testing.T, p *anthropicProvider, req Request) anthRequest {
+	t.Helper()
+	body, err := p.requestBody(p.buildRequest(req), req.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r anthRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	return r
+}
+
 // breakpoints lists the blocks of a built request that carry
 // cache_control, as "tools", "system" or "messages[i]".
 func breakpoints(t *testing.T, r anthRequest) []string {
@@ -121,7 +135,7 @@ func TestCacheBreakpointsReadThePrefixAfterManyParallelCalls(t *testing.T) {
 	p := &anthropicProvider{}
 	tools := []ToolSpec{{Name: "read", Description: "Read a file."}, {Name: "bash", Description: "Run a command."}}
 	msgs := []Message{{Role: RoleUser, Content: []Block{TextBlock("Read every file under pkg/ and tell me what they do. " + strings.Repeat("Be thorough. ", 400))}}}
-	first := p.buildRequest(Request{Model: "claude-sonnet-4-6", System: "You are a coding agent.", Tools: tools, Messages: msgs})
+	first := sentRequest(t, p, Request{Model: "claude-sonnet-4-6", System: "You are a coding agent.", Tools: tools, Messages: msgs})
 	var calls, results []Block
 	for i := 0; i < 12; i++ {
 		id := fmt.Sprintf("toolu_%02d", i)
@@ -130,7 +144,7 @@ func TestCacheBreakpointsReadThePrefixAfterManyParallelCalls(t *testing.T) {
 	}
 	msgs = append(msgs, Message{Role: RoleAssistant, Content: append([]Block{TextBlock("Reading them all.")}, calls...)},
 		Message{Role: RoleUser, Content: results})
-	second := p.buildRequest(Request{Model: "claude-sonnet-4-6", System: "You are a coding agent.", Tools: tools, Messages: msgs})
+	second := sentRequest(t, p, Request{Model: "claude-sonnet-4-6", System: "You are a coding agent.", Tools: tools, Messages: msgs})
 
 	if got := strings.Join(breakpoints(t, second), ", "); got != "messages[0][0], messages[2][11]" {
 		t.Fatalf("breakpoints = %s, want the ends of the last two user messages", got)
@@ -167,13 +181,13 @@ func TestCacheBreakpointsOnALongPrefix(t *testing.T) {
 	}
 	tools := []ToolSpec{{Name: "read"}, {Name: "write"}}
 	long := strings.Repeat("Follow the project's conventions. ", 150)
-	r := p.buildRequest(Request{Model: "claude-sonnet-4-6", System: long, Tools: tools, Messages: msgs})
+	r := sentRequest(t, p, Request{Model: "claude-sonnet-4-6", System: long, Tools: tools, Messages: msgs})
 	if got := strings.Join(breakpoints(t, r), ", "); got != "tool write, system, messages[2][0], messages[4][0]" {
 		t.Errorf("breakpoints = %s", got)
 	}
 	// Haiku 4.5 caches nothing under 4,096 tokens: the same prefix is
 	// too short for it.
-	r = p.buildRequest(Request{Model: "claude-haiku-4-5", System: long, Tools: tools, Messages: msgs})
+	r = sentRequest(t, p, Request{Model: "claude-haiku-4-5", System: long, Tools: tools, Messages: msgs})
 	if got := strings.Join(breakpoints(t, r), ", "); got != "messages[2][0], messages[4][0]" {
 		t.Errorf("haiku breakpoints = %s", got)
 	}

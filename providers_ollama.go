@@ -95,10 +95,6 @@ func (p *ollamaProvider) buildRequest(req Request, plan localPlan) ollamaRequest
 	if plan.info.Window > 0 || limit > 0 {
 		out.Options = &ollamaOptions{NumCtx: plan.info.Window, NumPredict: limit}
 	}
-	if req.System != "" {
-		out.Messages = append(out.Messages, ollamaMessage{Role: "system", Content: req.System})
-	}
-	out.Messages = append(out.Messages, ollamaMessages(req.Messages)...)
 	tools := append([]ToolSpec(nil), req.Tools...)
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	for _, t := range tools {
@@ -117,62 +113,111 @@ func ollamaMessages(msgs []Message) []ollamaMessage {
 	var out []ollamaMessage
 	names := map[string]string{}
 	for _, m := range msgs {
-		if m.Role == RoleAssistant {
-			om := ollamaMessage{Role: "assistant", Content: m.Text()}
-			for _, c := range m.ToolCalls() {
-				names[c.ID] = c.Name
-				var tc ollamaToolCall
-				tc.ID, tc.Function.Name, tc.Function.Arguments = c.ID, c.Name, c.Args
-				if !json.Valid(c.Args) || !isJSONObject(c.Args) {
-					tc.Function.Arguments = json.RawMessage("{}")
-				}
-				om.ToolCalls = append(om.ToolCalls, tc)
-			}
-			out = append(out, om)
-			continue
-		}
-		user := ollamaMessage{Role: "user"}
-		var text []string
-		var toolImages []string
-		for _, b := range m.Content {
-			switch b.Type {
-			case BlockText:
-				text = append(text, b.Text)
-			case BlockImage:
-				user.Images = append(user.Images, b.Data)
-			case BlockToolResult:
-				var body []string
-				for _, c := range b.Content {
-					switch c.Type {
-					case BlockText:
-						body = append(body, c.Text)
-					case BlockImage:
-						toolImages = append(toolImages, c.Data)
-					}
-				}
-				content := strings.Join(body, "\n")
-				if b.IsError && !strings.HasPrefix(content, "Error") {
-					content = "Error: " + content
-				}
-				out = append(out, ollamaMessage{Role: "tool", Content: content, ToolName: names[b.CallID], ToolCallID: b.CallID})
-			}
-		}
-		if len(toolImages) > 0 {
-			text = append([]string{"Images returned by the tool calls above:"}, text...)
-			user.Images = append(toolImages, user.Images...)
-		}
-		if len(text) == 0 && len(user.Images) == 0 {
-			continue
-		}
-		user.Content = strings.Join(text, "\n\n")
-		out = append(out, user)
+		noteCallNames(m, names)
+		out = append(out, ollamaMessagesOf(m, names)...)
 	}
 	return out
 }
 
+// noteCallNames records the names of m's tool calls by id: a tool
+// message names the tool it answers.
+func noteCallNames(m Message, names map[string]string) {
+	if m.Role == RoleAssistant {
+		for _, c := range m.ToolCalls() {
+			names[c.ID] = c.Name
+		}
+	}
+}
+
+// ollamaMessagesOf converts one message; names holds the calls of the
+// messages before it.
+func ollamaMessagesOf(m Message, names map[string]string) []ollamaMessage {
+	if m.Role == RoleAssistant {
+		om := ollamaMessage{Role: "assistant", Content: m.Text()}
+		for _, c := range m.ToolCalls() {
+			var tc ollamaToolCall
+			tc.ID, tc.Function.Name, tc.Function.Arguments = c.ID, c.Name, c.Args
+			if !json.Valid(c.Args) || !isJSONObject(c.Args) {
+				tc.Function.Arguments = json.RawMessage("{}")
+			}
+			om.ToolCalls = append(om.ToolCalls, tc)
+		}
+		return []ollamaMessage{om}
+	}
+	var out []ollamaMessage
+	user := ollamaMessage{Role: "user"}
+	var text []string
+	var toolImages []string
+	for _, b := range m.Content {
+		switch b.Type {
+		case BlockText:
+			text = append(text, b.Text)
+		case BlockImage:
+			user.Images = append(user.Images, b.Data)
+		case BlockToolResult:
+			var body []string
+			for _, c := range b.Content {
+				switch c.Type {
+				case BlockText:
+					body = append(body, c.Text)
+				case BlockImage:
+					toolImages = append(toolImages, c.Data)
+				}
+			}
+			content := strings.Join(body, "\n")
+			if b.IsError && !strings.HasPrefix(content, "Error") {
+				content = "Error: " + content
+			}
+			out = append(out, ollamaMessage{Role: "tool", Content: content, ToolName: names[b.CallID], ToolCallID: b.CallID})
+		}
+	}
+	if len(toolImages) > 0 {
+		text = append([]string{"Images returned by the tool calls above:"}, text...)
+		user.Images = append(toolImages, user.Images...)
+	}
+	if len(text) == 0 && len(user.Images) == 0 {
+		return out
+	}
+	user.Content = strings.Join(text, "\n\n")
+	return append(out, user)
+}
+
+// requestBody is the /api/chat request with the transcript spliced in,
+// each message encoded once for the whole session (Message.wireEncoded).
+// A tool message's encoding names its call's tool from the messages
+// before it, which never change, so it stays right.
+func (p *ollamaProvider) requestBody(req Request, plan localPlan) ([]byte, error) {
+	frame, err := json.Marshal(p.buildRequest(req, plan))
+	if err != nil {
+		return nil, err
+	}
+	list := newJSONList(2*len(req.Messages) + 1)
+	if req.System != "" {
+		system, err := jsonItems([]ollamaMessage{{Role: "system", Content: req.System}})
+		if err != nil {
+			return nil, err
+		}
+		list.add(system)
+	}
+	names := map[string]string{}
+	encode := func(m Message) wireEncoding {
+		data, err := jsonItems(ollamaMessagesOf(m, names))
+		return wireEncoding{data: data, err: err}
+	}
+	for _, m := range req.Messages {
+		noteCallNames(m, names)
+		e := m.wireEncoded("ollama-chat", encode)
+		if e.err != nil {
+			return nil, e.err
+		}
+		list.add(e.data)
+	}
+	return list.splice(frame, "messages")
+}
+
 // chat sends one request to /api/chat and reads its NDJSON stream.
 func (p *ollamaProvider) chat(ctx context.Context, req Request, plan localPlan, on func(StreamEvent)) (reply Reply, sawUsage bool, err error) {
-	body, err := json.Marshal(p.buildRequest(req, plan))
+	body, err := p.requestBody(req, plan)
 	if err != nil {
 		return Reply{}, false, fmt.Errorf("ollama: encode request: %w", err)
 	}

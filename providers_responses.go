@@ -87,7 +87,7 @@ const encryptedReasoning = "reasoning.encrypted_content"
 
 func (p *openaiProvider) buildResponsesRequest(req Request) respRequest {
 	info := lookupModel(p.name, req.Model)
-	out := respRequest{Model: req.Model, Instructions: req.System, Input: respInput(req.Messages), Stream: true}
+	out := respRequest{Model: req.Model, Instructions: req.System, Stream: true}
 	if level := reasoningFor(info, req.Reasoning); level != "" {
 		out.Reasoning = &respReasoning{Effort: level}
 	}
@@ -138,6 +138,12 @@ func respInput(msgs []Message) []respItem {
 		}
 	}
 	return out
+}
+
+// respWire is one message as input items, encoded once for the session.
+func respWire(m Message) wireEncoding {
+	data, err := jsonItems(respInput([]Message{m}))
+	return wireEncoding{data: data, err: err}
 }
 
 func respAssistantItems(blocks []Block) []respItem {
@@ -201,7 +207,7 @@ func respToolOutput(b Block) json.RawMessage {
 }
 
 func (p *openaiProvider) streamResponses(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
-	body, err := json.Marshal(p.buildResponsesRequest(req))
+	body, err := p.responsesBody(req)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: encode request: %w", p.name, err)
 	}
@@ -221,6 +227,24 @@ func (p *openaiProvider) streamResponses(ctx context.Context, req Request, on fu
 		err = streamEndedEarly(p.name, events)
 	}
 	return reply, err
+}
+
+// responsesBody is the request with the transcript as its input items,
+// each message encoded once for the whole session (Message.wireEncoded).
+func (p *openaiProvider) responsesBody(req Request) ([]byte, error) {
+	frame, err := json.Marshal(p.buildResponsesRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	list := newJSONList(2 * len(req.Messages))
+	for _, m := range req.Messages {
+		e := m.wireEncoded("openai-responses", respWire)
+		if e.err != nil {
+			return nil, e.err
+		}
+		list.add(e.data)
+	}
+	return list.splice(frame, "input")
 }
 
 // respStream is the state of one Responses stream: the output items by

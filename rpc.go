@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -257,38 +256,12 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 // fields are returned with it, so the reply can still carry the id and
 // command. A line that is not a JSON object returns no fields.
 func rpcFields(line []byte) (map[string]json.RawMessage, error) {
-	if !json.Valid(line) {
-		var v any
-		return nil, fmt.Errorf("invalid JSON: %v", json.Unmarshal(line, &v))
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if tok, _ := dec.Token(); tok != json.Delim('{') {
+	fields, err := strictObjectKeys(line, rpcFieldNames)
+	if fields == nil && err == nil {
+		tok, _ := json.NewDecoder(bytes.NewReader(line)).Token()
 		return nil, fmt.Errorf("invalid request: want a JSON object, got %s", jsonTokenKind(tok))
 	}
-	fields := map[string]json.RawMessage{}
-	var problem error
-	for dec.More() {
-		tok, err := dec.Token()
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err == nil {
-			err = dec.Decode(&value)
-		}
-		if err != nil { // json.Valid passed: not expected, but not trusted either
-			return nil, fmt.Errorf("invalid JSON: %v", err)
-		}
-		if _, seen := fields[key]; seen {
-			problem = cmp.Or(problem, fmt.Errorf("field %q appears more than once; send each field once", key))
-			continue
-		}
-		for _, name := range rpcFieldNames {
-			if key != name && strings.EqualFold(key, name) {
-				problem = cmp.Or(problem, fmt.Errorf("field %q: field names are case-sensitive; write %q", key, name))
-			}
-		}
-		fields[key] = value
-	}
-	return fields, problem
+	return fields, err
 }
 
 // jsonTokenKind names the JSON type of a value's first token.
@@ -496,7 +469,7 @@ func (s *rpcServer) Serve(parent context.Context) error {
 	defer close(quit)
 	// The reader is Serve's; it ends at the end of the input, or once quit
 	// closes and its current read returns.
-	go readRPCLines(s.in, lines, quit)
+	go readRPCLines(s.in, maxRPCLine, lines, quit)
 	workerDone := make(chan struct{})
 	// The worker is Serve's; it ends when closed is set and the queue is empty.
 	go func() {
@@ -555,11 +528,16 @@ read:
 }
 
 // readRPCLines sends the input's lines, split on \n only, until the input
-// ends or quit closes.
-func readRPCLines(r io.Reader, lines chan<- rpcLine, quit <-chan struct{}) {
-	br := bufio.NewReaderSize(r, 64<<10)
+// ends or quit closes. A line over max is skipped (the client gets
+// an error reply for it) and the next one read.
+func readRPCLines(r io.Reader, max int, lines chan<- rpcLine, quit <-chan struct{}) {
+	lr := newLineReader(r, max, overLongSkip)
 	for {
-		l := readRPCLine(br, maxRPCLine)
+		data, err := lr.next()
+		l := rpcLine{data: bytes.Clone(data), err: err}
+		if isLineTooLong(err) {
+			l = rpcLine{tooLong: true}
+		}
 		select {
 		case lines <- l:
 		case <-quit:
@@ -568,32 +546,6 @@ func readRPCLines(r io.Reader, lines chan<- rpcLine, quit <-chan struct{}) {
 		if l.err != nil {
 			return
 		}
-	}
-}
-
-// readRPCLine reads one line without its \n. A line longer than max is
-// read to its end and dropped, tooLong set, so the next one starts clean.
-func readRPCLine(br *bufio.Reader, max int) rpcLine {
-	var l rpcLine
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !l.tooLong {
-			l.data = append(l.data, chunk...)
-			if len(bytes.TrimSuffix(l.data, []byte("\n"))) > max {
-				l.tooLong, l.data = true, nil
-			}
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err != nil:
-			l.err = err
-			return l
-		}
-		if !l.tooLong {
-			l.data = l.data[:len(l.data)-1]
-		}
-		return l
 	}
 }
 

@@ -681,31 +681,6 @@ func TestRPCOversizeLineIsDroppedAndTheNextServed(t *testing.T) {
 	}
 }
 
-func TestRPCReadLineSplitsOnNewlineOnly(t *testing.T) {
-	t.Parallel()
-	input := "one\ntwo\r\n\u2028three\u2028\n" + strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50) + "\ntail"
-	br := bufio.NewReaderSize(strings.NewReader(input), 16)
-	var got []string
-	for {
-		l := readRPCLine(br, 50)
-		s := string(l.data)
-		if l.tooLong {
-			s = "TOO LONG"
-		}
-		got = append(got, s)
-		if l.err != nil {
-			if l.err != io.EOF {
-				t.Fatal(l.err)
-			}
-			break
-		}
-	}
-	want := []string{"one", "two\r", "\u2028three\u2028", "TOO LONG", "short", strings.Repeat("y", 50), "tail"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("lines = %q", got)
-	}
-}
-
 func TestRPCStdinEOFFinishesRunningAndQueuedWork(t *testing.T) {
 	t.Parallel()
 	srv := startReplay(t, textStep("first"), textStep("second"))
@@ -913,34 +888,6 @@ func FuzzRPCDecode(f *testing.F) {
 		newEventWriter(&buf).Write(rpcResponse{Type: "response", ID: req.ID, Command: req.Type, Success: true})
 		if bytes.Count(buf.Bytes(), []byte("\n")) != 1 || !json.Valid(buf.Bytes()) {
 			t.Fatalf("reply %q", buf.String())
-		}
-	})
-}
-
-func FuzzRPCReadLine(f *testing.F) {
-	f.Add([]byte("a\nb\r\n\nccc"), 2)
-	f.Add([]byte("\u2028\n{}"), 8)
-	f.Fuzz(func(t *testing.T, input []byte, max int) {
-		if max < 1 || max > 64 {
-			return
-		}
-		br := bufio.NewReaderSize(bytes.NewReader(input), 16)
-		var rebuilt [][]byte
-		for {
-			l := readRPCLine(br, max)
-			if l.tooLong {
-				return // what was dropped cannot be rebuilt
-			}
-			if len(l.data) > max || bytes.IndexByte(l.data, '\n') >= 0 {
-				t.Fatalf("line %q", l.data)
-			}
-			rebuilt = append(rebuilt, l.data)
-			if l.err != nil {
-				break
-			}
-		}
-		if got := bytes.Join(rebuilt, []byte("\n")); !bytes.Equal(got, input) {
-			t.Fatalf("lines %q do not rebuild %q", rebuilt, input)
 		}
 	})
 }

@@ -613,33 +613,38 @@ type sessionScan struct {
 	unterminated bool // the last line is whole JSON without a newline
 }
 
+// maxSessionLine bounds one row of a session file. zot's own rows stay far
+// below it (an rpc prompt, images and all, is at most 64 MiB); a file with
+// a longer line was not written by zot, and is refused whole rather than
+// held in memory or cut.
+const maxSessionLine = 256 << 20
+
 // scanSession reads a session without changing it.
 func scanSession(path string, r io.Reader) (*sessionScan, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+	return scanSessionMax(path, r, maxSessionLine)
+}
+
+// scanSessionMax is scanSession with lines of at most max bytes.
+func scanSessionMax(path string, r io.Reader, max int) (*sessionScan, error) {
+	lr := newLineReader(r, max, overLongFail)
 	sc := &sessionScan{}
 	var (
-		long    []byte // a line longer than the reader's buffer
 		sawMeta bool
 		tail    []string // notes on invalid lines after the last whole one
 	)
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for err == bufio.ErrBufferFull {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
+		line, err := lr.next()
+		if isLineTooLong(err) {
+			return nil, fmt.Errorf("open session %s: line %d is longer than %d bytes; zot reads no further and changes nothing (move the file aside, or cut the line, to continue it)", path, lineNo, max)
 		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("read session %s: %w", path, err)
-		}
-		if len(line) == 0 {
+		if err == io.EOF {
 			break
 		}
-		sc.size += int64(len(line))
-		terminated := line[len(line)-1] == '\n'
+		if err != nil {
+			return nil, fmt.Errorf("read session %s: %w", path, err)
+		}
+		sc.size = lr.consumed
+		terminated := lr.terminated
 		if len(bytes.TrimSpace(line)) == 0 {
 			if terminated && len(tail) == 0 {
 				sc.good = sc.size
@@ -648,7 +653,7 @@ func scanSession(path string, r io.Reader) (*sessionScan, error) {
 		}
 
 		var row sessionRow
-		jerr := json.Unmarshal(line, &row)
+		jerr := decodeStrictJSON(line, &row)
 		var syntax *json.SyntaxError
 		if errors.As(jerr, &syntax) || (jerr != nil && !terminated) {
 			if !sawMeta {

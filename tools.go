@@ -201,7 +201,6 @@ const (
 	bashTimeout   = 120 * time.Second
 	bashMaxTime   = 600 * time.Second
 	bashDrain     = 200 * time.Millisecond
-	killGrace     = 2 * time.Second
 	progressEvery = 100 * time.Millisecond
 )
 

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -24,6 +30,11 @@ import (
 // are read here too (readUntrustedFile, readUntrustedDir): bounded in
 // size and time, and never a FIFO or a device that could hang zot or
 // fill its memory.
+//
+// Lines of the protocols zot speaks — extension frames, MCP stdio, rpc
+// requests, server-sent events, session rows — are split by one reader,
+// lineReader, whose caller says what an over-long line does (overLong),
+// and their JSON is read by one strict decoder, decodeStrictJSON.
 
 // sanitize returns s safe to write to a terminal, keeping line breaks and
 // tabs; sanitizer says what becomes of the rest.
@@ -416,4 +427,305 @@ func readUntrustedDir(path string) ([]fs.DirEntry, error) {
 	entries, err := f.ReadDir(-1)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	return entries, err
+}
+
+// overLong is what a lineReader does with a line longer than its bound.
+// Each caller chooses one; none writes its own.
+type overLong uint8
+
+const (
+	// overLongFail ends the stream: next returns a *lineTooLongError at
+	// once, without reading the rest of the line, and the same error after.
+	// For a stream whose lines depend on each other (an event stream).
+	overLongFail overLong = iota
+	// overLongSkip reads the line to its end without keeping it: next
+	// returns a *lineTooLongError for it and goes on with the line after.
+	// For independent messages, where the sender learns of the loss.
+	overLongSkip
+)
+
+// lineTooLongError is a line over a lineReader's bound.
+type lineTooLongError struct {
+	line int // 1-based
+	max  int
+}
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("line %d is longer than %d bytes", e.line, e.max)
+}
+
+// isLineTooLong reports whether err is a lineReader's over-long line.
+func isLineTooLong(err error) bool {
+	var e *lineTooLongError
+	return errors.As(err, &e)
+}
+
+// lineReader splits outside input into lines of at most max bytes, not
+// counting the "\n" that ends one. Only "\n" ends a line: a "\r" before it
+// is part of the line, for the caller to trim if its protocol says so. A
+// last line without "\n" still counts. Memory is bounded by max whatever
+// the input: an over-long line is never held whole.
+type lineReader struct {
+	br     *bufio.Reader
+	max    int
+	policy overLong
+	buf    []byte
+	err    error // sticky: io.EOF, a read error, or a failed stream
+
+	lines      int   // lines read so far, over-long ones included
+	consumed   int64 // bytes read so far, newlines included
+	terminated bool  // the last line returned ended in "\n"
+}
+
+func newLineReader(r io.Reader, max int, policy overLong) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, min(64<<10, max+1)), max: max, policy: policy}
+}
+
+// next returns the next line, valid until the next call; io.EOF after the
+// last. A read error ends the stream, the line it cut short dropped.
+func (lr *lineReader) next() ([]byte, error) {
+	if lr.err != nil {
+		return nil, lr.err
+	}
+	if cap(lr.buf) > 1<<20 {
+		lr.buf = nil // a big line's buffer is not kept for the small ones after it
+	}
+	lr.buf = lr.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		lr.consumed += int64(len(chunk))
+		if !tooLong {
+			lr.buf = append(lr.buf, chunk...)
+			nl := 0
+			if err == nil {
+				nl = 1
+			}
+			if len(lr.buf)-nl > lr.max {
+				lr.lines++
+				tooLong, lr.buf = true, lr.buf[:0]
+				if lr.policy == overLongFail {
+					lr.err = &lineTooLongError{lr.lines, lr.max}
+					return nil, lr.err
+				}
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && !errors.Is(err, io.EOF):
+			lr.err = err
+			return nil, err
+		case tooLong:
+			return nil, &lineTooLongError{lr.lines, lr.max} // at EOF the next call says so
+		case err != nil && len(lr.buf) == 0:
+			lr.err = io.EOF
+			return nil, io.EOF
+		}
+		lr.lines++
+		lr.terminated = err == nil
+		if lr.terminated {
+			return lr.buf[:len(lr.buf)-1], nil
+		}
+		lr.err = io.EOF
+		return lr.buf, nil
+	}
+}
+
+// decodeStrictJSON decodes data, one JSON value from outside zot, into v,
+// a pointer. Strict means, beyond encoding/json:
+//
+//   - data is one value: anything but white space after it is an error;
+//   - in the top-level object, a key given twice is an error (encoding/json
+//     would let the last win, so two readers could see two values);
+//   - a top-level key that names one of v's fields only when case is
+//     folded ("Type" for "type") is an error (encoding/json would take it
+//     for the field).
+//
+// known adds field names to check case against when v is a map or a
+// json.RawMessage. As with encoding/json, fields of the wrong type leave an
+// error while the others are still decoded, so a caller can name what it
+// could read (an id to answer); a key error is returned before a type
+// error. Nested objects are read by encoding/json's rules: their keys are
+// the protocol's payload, which the receiving code checks.
+func decodeStrictJSON(data []byte, v any, known ...string) error {
+	uerr := json.Unmarshal(data, v)
+	var syntax *json.SyntaxError
+	if errors.As(uerr, &syntax) {
+		return fmt.Errorf("invalid JSON: %w", uerr)
+	}
+	if kerr := checkTopLevelKeys(data, append(jsonFieldNames(v), known...)); kerr != nil {
+		return kerr
+	}
+	return uerr
+}
+
+// checkTopLevelKeys finds, in data (valid JSON), a top-level key given
+// twice or one that matches a known name only when case is folded. It
+// scans the bytes once and keeps only the keys, so a large value (a
+// session row with images) costs no copy.
+func checkTopLevelKeys(data []byte, known []string) error {
+	var seen []string
+	var set map[string]bool // once there are many keys
+	var problem error
+	scanTopLevelKeys(data, func(key string) bool {
+		dup := false
+		if set != nil {
+			dup = set[key]
+			set[key] = true
+		} else {
+			dup = slices.Contains(seen, key)
+			seen = append(seen, key)
+			if len(seen) > 16 {
+				set = map[string]bool{}
+				for _, k := range seen {
+					set[k] = true
+				}
+			}
+		}
+		if dup {
+			problem = fmt.Errorf("field %q appears more than once; send each field once", key)
+			return false
+		}
+		for _, name := range known {
+			if key != name && strings.EqualFold(key, name) {
+				problem = fmt.Errorf("field %q: field names are case-sensitive; write %q", key, name)
+				return false
+			}
+		}
+		return true
+	})
+	return problem
+}
+
+// scanTopLevelKeys calls fn with each key of data's top-level object, in
+// order, until fn returns false. data must be valid JSON; a value that is
+// not an object has no keys.
+func scanTopLevelKeys(data []byte, fn func(key string) bool) {
+	depth, wantKey := 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			start, escaped := i, false // escaped: the key needs encoding/json to read it
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				switch {
+				case data[i] == '\\':
+					escaped = true
+					i++
+				case data[i] >= 0x80:
+					escaped = true // read as encoding/json does, invalid UTF-8 and all
+				}
+			}
+			if depth != 1 || !wantKey {
+				continue
+			}
+			wantKey = false
+			key := string(data[start+1 : min(i, len(data))])
+			if escaped && json.Unmarshal(data[start:min(i+1, len(data))], &key) != nil {
+				return
+			}
+			if !fn(key) {
+				return
+			}
+		case '{', '[':
+			if depth == 0 && c == '[' {
+				return
+			}
+			depth++
+			wantKey = depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			wantKey = depth == 1
+		}
+	}
+}
+
+// strictObjectKeys checks data as decodeStrictJSON says and returns the
+// members of its top-level object by key (nil when data is not an object
+// or not valid JSON, with the error). A key error comes with the members.
+func strictObjectKeys(data []byte, known []string) (map[string]json.RawMessage, error) {
+	if !json.Valid(data) {
+		var v any
+		return nil, fmt.Errorf("invalid JSON: %w", json.Unmarshal(data, &v))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return nil, nil
+	}
+	fields := map[string]json.RawMessage{}
+	var problem error
+	for dec.More() {
+		tok, err := dec.Token()
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err == nil {
+			err = dec.Decode(&value)
+		}
+		if err != nil { // json.Valid passed: not expected, but not trusted either
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		if _, seen := fields[key]; seen {
+			if problem == nil {
+				problem = fmt.Errorf("field %q appears more than once; send each field once", key)
+			}
+			continue
+		}
+		for _, name := range known {
+			if key != name && strings.EqualFold(key, name) && problem == nil {
+				problem = fmt.Errorf("field %q: field names are case-sensitive; write %q", key, name)
+			}
+		}
+		fields[key] = value
+	}
+	return fields, problem
+}
+
+// jsonFieldNames are the top-level JSON names of the struct v points to,
+// embedded structs' included; none for other types.
+func jsonFieldNames(v any) []string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	if names, ok := jsonFieldNamesOf.Load(t); ok {
+		return names.([]string)
+	}
+	names := structJSONNames(t)
+	jsonFieldNamesOf.Store(t, names)
+	return names
+}
+
+// jsonFieldNamesOf caches jsonFieldNames by type: protocols decode the
+// same few types for every line.
+var jsonFieldNamesOf sync.Map
+
+func structJSONNames(t reflect.Type) []string {
+	var names []string
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch {
+			case tag == "-":
+			case f.Anonymous && tag == "" && ft.Kind() == reflect.Struct:
+				walk(ft)
+			case !f.IsExported():
+			case tag != "":
+				names = append(names, tag)
+			default:
+				names = append(names, f.Name)
+			}
+		}
+	}
+	walk(t)
+	return slices.Clip(names)
 }

@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 )
 
@@ -233,4 +240,310 @@ func TestReadUntrustedFileRefusesWhatIsNotABoundedRegularFile(t *testing.T) {
 	if _, err := readUntrustedDir(path("fifo")); err == nil {
 		t.Error("readUntrustedDir listed a FIFO")
 	}
+}
+
+func TestLineReaderSplitsOnNewlineOnly(t *testing.T) {
+	t.Parallel()
+	input := "one\ntwo\r\n\u2028three\u2028\n" + strings.Repeat("x", 100) + "\nshort\n" + strings.Repeat("y", 50) + "\ntail"
+	// One byte at a time, so no line arrives in one read.
+	lr := newLineReader(iotest.OneByteReader(strings.NewReader(input)), 50, overLongSkip)
+	var got []string
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		switch {
+		case isLineTooLong(err):
+			got = append(got, "TOO LONG: "+err.Error())
+		case err != nil:
+			t.Fatal(err)
+		default:
+			got = append(got, string(line))
+		}
+	}
+	want := []string{"one", "two\r", "\u2028three\u2028", "TOO LONG: line 4 is longer than 50 bytes", "short", strings.Repeat("y", 50), "tail"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("lines = %q", got)
+	}
+	if lr.terminated || lr.consumed != int64(len(input)) {
+		t.Errorf("terminated %v, consumed %d of %d", lr.terminated, lr.consumed, len(input))
+	}
+}
+
+// endless is a line that never ends: a reader that holds it whole runs
+// out of memory instead of failing.
+type endless struct{ n int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	e.n += int64(len(p))
+	return len(p), nil
+}
+
+func TestLineReaderFailPolicyStopsAtTheBound(t *testing.T) {
+	t.Parallel()
+	src := &endless{}
+	lr := newLineReader(src, 1<<20, overLongFail)
+	if _, err := lr.next(); !isLineTooLong(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := lr.next(); !isLineTooLong(err) {
+		t.Fatalf("a failed stream went on: %v", err)
+	}
+	if src.n > 2<<20 {
+		t.Errorf("read %d bytes of a stream bounded at 1 MiB", src.n)
+	}
+}
+
+// TestOverLongLineGetsEachCallersPolicy feeds the same over-long line,
+// then a good one, to every reader of outside lines. Each gets the policy
+// it declares: extensions, MCP and rpc skip the line, report it and read
+// the next; an event stream and a session file stop there.
+func TestOverLongLineGetsEachCallersPolicy(t *testing.T) {
+	t.Parallel()
+	const max = 64
+	long := strings.Repeat("x", max+1)
+
+	t.Run("extension frames skip", func(t *testing.T) {
+		t.Parallel()
+		fr := newFrameReader(strings.NewReader(long+"\n"+`{"type":"ready"}`+"\r\n"), max)
+		if _, err := readFrame(fr); !isLineTooLong(err) {
+			t.Fatalf("err = %v", err)
+		}
+		if line, err := readFrame(fr); err != nil || string(line) != `{"type":"ready"}` {
+			t.Fatalf("next frame %q, %v", line, err)
+		}
+	})
+	t.Run("MCP stdio skips and logs", func(t *testing.T) {
+		t.Parallel()
+		logPath := filepath.Join(t.TempDir(), "mcp.log")
+		log := openMCPLog(logPath)
+		defer log.close()
+		conn := newMCPConn("s", log)
+		var mu sync.Mutex
+		var got []string
+		conn.onNotify = func(method string, _ json.RawMessage) {
+			mu.Lock()
+			got = append(got, method)
+			mu.Unlock()
+		}
+		exited := make(chan error, 1)
+		script := `printf '%s\n%s\n' "$1" '{"jsonrpc":"2.0","method":"after"}'`
+		tr, err := startStdioMax("sh", "sh", []string{"-c", script, "sh", long}, nil, t.TempDir(), conn, log.file(), func(err error) { exited <- err }, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-exited
+		tr.close(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Join(got, ",") != "after" {
+			t.Fatalf("notifications %q", got)
+		}
+		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "dropped a stdout line longer than 64 bytes") {
+			t.Errorf("log = %q", b)
+		}
+	})
+	t.Run("rpc skips and answers", func(t *testing.T) {
+		t.Parallel()
+		lines := make(chan rpcLine, 4)
+		readRPCLines(strings.NewReader(long+"\n"+`{"type":"ping"}`+"\n"), max, lines, nil)
+		close(lines)
+		var got []string
+		for l := range lines {
+			got = append(got, string(l.data)+"/"+map[bool]string{true: "too long"}[l.tooLong]+"/"+errString(l.err))
+		}
+		want := []string{"/too long/", `{"type":"ping"}//`, "//EOF"}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("lines %q", got)
+		}
+	})
+	t.Run("an event stream fails", func(t *testing.T) {
+		t.Parallel()
+		var events int
+		err := readSSE(strings.NewReader("data: "+strings.Repeat("x", maxSSELine)+"\n\ndata: after\n\n"), func(sseEvent) error {
+			events++
+			return nil
+		})
+		if err == nil || err.Error() != "stream line longer than 16777216 bytes" || events != 0 {
+			t.Errorf("err %v after %d events", err, events)
+		}
+	})
+	t.Run("a session is refused whole", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "s.jsonl")
+		body := `{"type":"meta","version":1,"id":"x"}` + "\n" + long + "\n" + `{"type":"model","model":"m"}` + "\n"
+		_, err := scanSessionMax(path, strings.NewReader(body), max)
+		want := "open session " + path + ": line 2 is longer than 64 bytes; zot reads no further and changes nothing"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestStrictJSONRefusesWhatTwoReadersWouldReadTwoWays: a repeated key or a
+// key that differs from a field's name only in case is an error for every
+// protocol that decodes through decodeStrictJSON, and the fields that did
+// decode are still there for the caller to answer with.
+func TestStrictJSONRefusesWhatTwoReadersWouldReadTwoWays(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, err string }{
+		{`{"type":"ready","id":"1"}`, ""},
+		{`{"type":"ready","type":"hello","id":"1"}`, `field "type" appears more than once; send each field once`},
+		{`{"type":"ready","TYPE":"hello","id":"1"}`, `field "TYPE": field names are case-sensitive; write "type"`},
+		{`{"type":"ready","id":"1"} {}`, "invalid JSON: invalid character '{' after top-level value"},
+		{`{"type":"ready","id":"1"`, "invalid JSON: unexpected end of JSON input"},
+		{`{"type":7,"id":"1"}`, "json: cannot unmarshal number into Go struct field extMsg.type of type main.extFrame"},
+	} {
+		msg, err := decodeExtMsg([]byte(tt.in))
+		if errString(err) != tt.err {
+			t.Errorf("%s: err %q, want %q", tt.in, errString(err), tt.err)
+		}
+		if tt.err != "" && !strings.HasPrefix(tt.err, "invalid JSON") && msg.ID != "1" {
+			t.Errorf("%s: the id was not kept to answer with", tt.in)
+		}
+	}
+	// The same rules hold for an MCP message and a session row.
+	if _, err := decodeRPC([]byte(`{"jsonrpc":"2.0","id":1,"result":{},"Result":{}}`)); err == nil || !strings.Contains(err.Error(), `field "Result": field names are case-sensitive; write "result"`) {
+		t.Errorf("MCP: %v", err)
+	}
+	var row sessionRow
+	if err := decodeStrictJSON([]byte(`{"type":"model","model":"a","model":"b"}`), &row); err == nil {
+		t.Error("session row with a repeated key decoded")
+	}
+	var syntax *json.SyntaxError
+	if err := decodeStrictJSON([]byte(`{"type":`), &row); !errors.As(err, &syntax) {
+		t.Errorf("a torn row is not a syntax error: %v", err)
+	}
+}
+
+// FuzzLineReader feeds arbitrary bytes through the one line reader, under
+// each policy, and the extension decoder: lines come out exactly as a plain
+// split on newlines says, an over-long one reported (skip) or ending the
+// stream (fail), and nothing panics.
+func FuzzLineReader(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"hello","name":"x","version":"1","capabilities":["commands"]}` + "\n",
+		`{"type":"register_tool","name":"t","schema":{"type":"object"}}` + "\n" + `{"type":"ready"}`,
+		`{"type":"event_intercept_response","id":7,"block":true,"modified_args":{"a":1}}` + "\r\n",
+		"not json\n\n[1,2]\n\"str\"\nnull\n",
+		strings.Repeat("a", 300) + "\n" + `{"type":"ready"}` + "\n",
+		"\r\r\n\n\r", "a\nb\r\n\nccc", "\u2028\n{}",
+	} {
+		f.Add([]byte(s), uint8(64), false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, max uint8, fail bool) {
+		if max == 0 {
+			return
+		}
+		policy := overLongSkip
+		if fail {
+			policy = overLongFail
+		}
+		var want []string
+		for _, piece := range bytes.SplitAfter(data, []byte("\n")) {
+			if len(piece) == 0 {
+				continue
+			}
+			line := bytes.TrimSuffix(piece, []byte("\n"))
+			if len(line) > int(max) {
+				want = append(want, "(too long)")
+				if fail {
+					break
+				}
+			} else {
+				want = append(want, string(line))
+			}
+		}
+		lr := newLineReader(bytes.NewReader(data), int(max), policy)
+		var got []string
+		for {
+			line, err := lr.next()
+			if isLineTooLong(err) {
+				got = append(got, "(too long)")
+				if fail {
+					break
+				}
+				continue
+			}
+			if err != nil {
+				break
+			}
+			got = append(got, string(line))
+			if msg, err := decodeExtMsg(bytes.TrimRight(line, "\r")); err == nil && msg.Type == "" {
+				t.Fatalf("decoded %q without a type", line)
+			}
+		}
+		if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+			t.Fatalf("lines %q, want %q", got, want)
+		}
+	})
+}
+
+// FuzzStrictJSON: what decodeStrictJSON accepts, encoding/json reads the
+// same way, and it holds no repeated or case-folded top-level key.
+func FuzzStrictJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"hello","token":"t"}`, `{"type":"a","type":"b"}`, `{"Type":"a"}`, `{"\u0074ype":"a","type":"b"}`,
+		`[1]`, `null`, `{"id":1} x`, `{"id":{"id":1,"id":2}}`, `{"jsonrpc":"2.0","id":1,"result":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var strict, loose struct {
+			Type  string          `json:"type"`
+			ID    json.RawMessage `json:"id"`
+			Token *string         `json:"token"`
+		}
+		// The byte scan finds the keys encoding/json's tokens do.
+		if json.Valid(data) {
+			var scanned []string
+			scanTopLevelKeys(data, func(k string) bool { scanned = append(scanned, k); return true })
+			var tokens []string
+			dec := json.NewDecoder(bytes.NewReader(data))
+			if tok, _ := dec.Token(); tok == json.Delim('{') {
+				for dec.More() {
+					tok, _ := dec.Token()
+					tokens = append(tokens, tok.(string))
+					var skip json.RawMessage
+					dec.Decode(&skip)
+				}
+			}
+			if !slices.Equal(scanned, tokens) {
+				t.Fatalf("scanned keys %q, decoder's %q", scanned, tokens)
+			}
+		}
+		if err := decodeStrictJSON(data, &strict); err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if err := json.Unmarshal(data, &loose); err != nil {
+			t.Fatalf("accepted what encoding/json refuses: %v", err)
+		}
+		if strict.Type != loose.Type || !bytes.Equal(strict.ID, loose.ID) || (strict.Token == nil) != (loose.Token == nil) {
+			t.Fatalf("read %+v, encoding/json %+v", strict, loose)
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(data, &members) == nil {
+			for key := range members {
+				for _, name := range []string{"type", "id", "token"} {
+					if key != name && strings.EqualFold(key, name) {
+						t.Fatalf("accepted key %q beside field %q", key, name)
+					}
+				}
+			}
+		}
+	})
 }
