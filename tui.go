@@ -164,11 +164,9 @@ type TUI struct {
 	commit        []string // rows to print above the live region
 	ed            editor
 	hist          *promptHistory
-	pop           *popup
-	popDismissed  string // the text for which esc closed the slash popup
-	extItems      []popupItem
+	pop           popupState
 	clashes       map[string]bool // templates reported as shadowed, by path
-	dialogs       []dialog
+	dialogs       dialogStack
 	stream        streamState
 	run           *runState
 	runSeq        int
@@ -606,19 +604,8 @@ func (t *TUI) key(k key) {
 	}
 	t.hint = ""
 	t.lastKeyAt = time.Now()
-	if n := len(t.dialogs); n > 0 {
-		if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
-			// ctrl+c closes any dialog as esc does; at a confirmation it
-			// also stops the prompt.
-			if _, ok := t.dialogs[n-1].(*confirmDialog); ok {
-				t.abort()
-			}
-			k = key{code: keyEsc}
-		}
-		// A dialog may close itself (and open another) as it answers.
-		if d := t.dialogs[n-1]; d.key(t, k) {
-			t.popDialog(d)
-		}
+	if len(t.dialogs) > 0 {
+		t.dialogs.key(t, k)
 		return
 	}
 	switch {
@@ -630,7 +617,7 @@ func (t *TUI) key(k key) {
 			t.abort()
 		case !t.ed.empty():
 			t.ed.clear()
-			t.pop = nil
+			t.pop.close()
 		case time.Now().Before(t.stopGrace):
 			// The run ended (by itself, or stopping) as the user pressed:
 			// the press was meant to stop it, not to leave.
@@ -653,9 +640,8 @@ func (t *TUI) key(k key) {
 		return
 	case k.code == keyEsc:
 		switch {
-		case t.pop != nil:
-			t.popDismissed = t.ed.text()
-			t.pop = nil
+		case t.pop.list != nil:
+			t.pop.dismiss(t.ed.text())
 		case t.run != nil:
 			t.abort()
 		default:
@@ -663,39 +649,31 @@ func (t *TUI) key(k key) {
 		}
 		return
 	case k.code == keyUp || k.code == keyDown || isCtrl('p') || isCtrl('n'):
-		if t.pop != nil {
-			if k.code == keyUp || isCtrl('p') {
-				t.pop.move(-1)
-			} else {
-				t.pop.move(1)
-			}
+		dir := 1
+		if k.code == keyUp || isCtrl('p') {
+			dir = -1
+		}
+		if t.pop.move(dir) {
 			return
 		}
 	case k.code == keyTab:
-		t.complete()
+		t.hint = t.pop.complete(&t.ed, t.cfg.Cwd)
 		return
 	case k.code == keyEnter && k.mod == 0:
 		t.enter()
 		return
 	}
 	if t.ed.key(k, t.width) {
-		if t.pop != nil && t.pop.file {
-			t.pop = nil
-		}
-		t.updateSlashPopup()
+		t.pop.endFileList()
+		t.pop.edited(&t.ed, t.extCommandItems, t.templateItems)
 	}
 }
 
 // enter submits the editor, or accepts the popup's choice.
 func (t *TUI) enter() {
-	if it, ok := t.pop.selected(); ok {
-		if t.pop.file {
-			t.acceptFile(it.label)
-			return
-		}
-		t.ed.set("/" + it.label)
+	if t.pop.enter(&t.ed) {
+		return
 	}
-	t.pop = nil
 	if n := len(t.ed.buf); n > 0 && t.ed.cur == n && t.ed.buf[n-1] == '\\' {
 		t.ed.buf[n-1] = '\n' // a trailing backslash continues the prompt
 		return
@@ -706,7 +684,7 @@ func (t *TUI) enter() {
 	}
 	t.remember(text)
 	t.ed.reset()
-	t.popDismissed = ""
+	t.pop.submitted()
 	t.submitText(display, text)
 }
 
@@ -764,80 +742,6 @@ func parseSlash(text string) (name, args string, ok bool) {
 	return name, strings.TrimSpace(args), true
 }
 
-// updateSlashPopup shows the commands matching what is typed while the
-// editor holds only "/word" with the cursor in it.
-func (t *TUI) updateSlashPopup() {
-	if t.pop != nil && t.pop.file {
-		return
-	}
-	text := t.ed.text()
-	if !strings.HasPrefix(text, "/") || strings.ContainsAny(text, " \n") || text == t.popDismissed || t.ed.cur == 0 {
-		t.pop = nil
-		return
-	}
-	if t.pop == nil {
-		t.extItems = t.extCommandItems()
-	}
-	prevSel := ""
-	if it, ok := t.pop.selected(); ok {
-		prevSel = it.label
-	}
-	t.pop = slashPopup(text[1:], builtinItems(), popupSection{"extensions", t.extItems}, popupSection{"prompt templates", t.templateItems()})
-	if t.pop != nil && prevSel != "" {
-		for i, it := range t.pop.items {
-			if it.label == prevSel && !it.divider {
-				t.pop.sel = i
-			}
-		}
-	}
-}
-
-// complete is tab: finish a slash command or an @path.
-func (t *TUI) complete() {
-	if it, ok := t.pop.selected(); ok {
-		if t.pop.file {
-			t.acceptFile(it.label)
-			return
-		}
-		t.ed.set("/" + it.label + " ")
-		t.pop = nil
-		return
-	}
-	start, ref, ok := t.ed.atWord()
-	if !ok {
-		return
-	}
-	cands := fileCandidates(t.cfg.Cwd, ref)
-	switch len(cands) {
-	case 0:
-		t.hint = "no file matches @" + oneLine(ref)
-	case 1:
-		t.acceptFile(cands[0])
-	default:
-		if p := commonPrefix(cands); len(p) > len(ref) {
-			t.ed.replaceRange(start, "@"+p)
-		}
-		t.pop = &popup{file: true}
-		for _, c := range cands {
-			t.pop.items = append(t.pop.items, popupItem{label: c})
-		}
-	}
-}
-
-func (t *TUI) acceptFile(path string) {
-	start, _, ok := t.ed.atWord()
-	if !ok {
-		t.pop = nil
-		return
-	}
-	suffix := " "
-	if strings.HasSuffix(path, "/") {
-		suffix = ""
-	}
-	t.ed.replaceRange(start, "@"+path+suffix)
-	t.pop = nil
-}
-
 const (
 	// ctrlCExitWindow is how long a ctrl+c that asked "press ctrl+c again
 	// to exit" waits for the second one.
@@ -869,12 +773,7 @@ func (t *TUI) exit(code int) {
 // and the live region is erased, leaving the transcript above the shell's
 // prompt. Open panels are left to the extension host's own shutdown.
 func (t *TUI) shutdown() {
-	for _, d := range t.dialogs {
-		if c, ok := d.(*confirmDialog); ok {
-			c.answer(false)
-		}
-	}
-	t.dialogs = nil
+	t.dialogs.refuseAll()
 	t.afterStop = nil // leaving: changes asked for meanwhile are not made
 	if t.run != nil {
 		t.abort()
@@ -929,8 +828,8 @@ func (t *TUI) view() (rows []string, crow, ccol int) {
 		t.rule = fitLine(w, span{strings.Repeat("─", w), sDim})
 	}
 	rows = append(rows, t.rule)
-	if n := len(t.dialogs); n > 0 {
-		drows, dr, dc := t.dialogs[n-1].view(t, w)
+	if d := t.dialogs.top(); d != nil {
+		drows, dr, dc := d.view(t, w)
 		crow, ccol = len(rows)+dr, dc
 		rows = append(rows, drows...)
 	} else {
@@ -941,9 +840,7 @@ func (t *TUI) view() (rows []string, crow, ccol int) {
 		erows, er, ec := t.ed.view(w, max(3, t.height/3), placeholder)
 		crow, ccol = len(rows)+er, ec
 		rows = append(rows, erows...)
-		if t.pop != nil {
-			rows = append(rows, t.pop.view(w)...)
-		}
+		rows = append(rows, t.pop.view(w)...)
 	}
 	if t.hint != "" {
 		rows = append(rows, fitLine(w, span{t.hint, sDim}))

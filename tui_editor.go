@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -616,108 +615,6 @@ func (h *promptHistory) add(text string) error {
 	return nil
 }
 
-// Completion.
-
-// popupItem is one line of a completion popup; a divider is not selectable.
-type popupItem struct {
-	label   string // what is shown and inserted
-	desc    string
-	divider bool
-}
-
-// popup is the list shown under the editor while completing.
-type popup struct {
-	file  bool // @path completion rather than slash commands
-	items []popupItem
-	sel   int
-}
-
-const popupRows = 8
-
-func (p *popup) move(dir int) {
-	for i := 0; i < len(p.items); i++ {
-		p.sel = (p.sel + dir + len(p.items)) % len(p.items)
-		if !p.items[p.sel].divider {
-			return
-		}
-	}
-}
-
-func (p *popup) selected() (popupItem, bool) {
-	if p == nil || p.sel < 0 || p.sel >= len(p.items) || p.items[p.sel].divider {
-		return popupItem{}, false
-	}
-	return p.items[p.sel], true
-}
-
-// view draws the popup: a window of popupRows items around the selection.
-func (p *popup) view(width int) []string {
-	top := 0
-	if len(p.items) > popupRows {
-		top = min(max(p.sel-popupRows/2, 0), len(p.items)-popupRows)
-	}
-	labelW := 0
-	for _, it := range p.items {
-		labelW = max(labelW, stringWidth(it.label))
-	}
-	labelW = min(labelW, width/2)
-	var out []string
-	for i := top; i < len(p.items) && i < top+popupRows; i++ {
-		it := p.items[i]
-		if it.divider {
-			out = append(out, fitLine(width, span{"  ── " + it.label + " " + strings.Repeat("─", max(0, 20-stringWidth(it.label))), sDim}))
-			continue
-		}
-		mark, st := "  ", style(0)
-		if i == p.sel {
-			mark, st = "› ", fgCyan|sBold
-		}
-		pad := strings.Repeat(" ", max(0, labelW-stringWidth(it.label)))
-		out = append(out, fitLine(width, span{mark, st}, span{it.label + pad, st}, span{"  " + it.desc, sDim}))
-	}
-	if len(p.items) > popupRows {
-		out = append(out, fitLine(width, span{fmt.Sprintf("  %d/%d", p.sel+1, len(p.items)), sDim}))
-	}
-	return out
-}
-
-// slashPopup lists the commands whose names start with what is typed after
-// "/": built-in ones, then extension commands under a divider.
-func slashPopup(typed string, builtins []popupItem, sections ...popupSection) *popup {
-	p := &popup{}
-	for _, it := range builtins {
-		if strings.HasPrefix(it.label, typed) {
-			p.items = append(p.items, it)
-		}
-	}
-	for _, sec := range sections {
-		var matches []popupItem
-		for _, it := range sec.items {
-			if strings.HasPrefix(it.label, typed) {
-				matches = append(matches, it)
-			}
-		}
-		if len(matches) > 0 {
-			p.items = append(p.items, popupItem{label: sec.title, divider: true})
-			p.items = append(p.items, matches...)
-		}
-	}
-	if len(p.items) == 0 {
-		return nil
-	}
-	if p.items[0].divider {
-		p.sel = 1
-	}
-	return p
-}
-
-// popupSection is a titled group of the slash popup: the extensions'
-// commands, the prompt templates.
-type popupSection struct {
-	title string
-	items []popupItem
-}
-
 // atWord finds the @reference around the cursor: its start and the text
 // after the @.
 func (e *editor) atWord() (start int, ref string, ok bool) {
@@ -729,63 +626,6 @@ func (e *editor) atWord() (start int, ref string, ok bool) {
 		return 0, "", false
 	}
 	return start, string(e.buf[start+1 : e.cur]), true
-}
-
-// fileCandidates lists the paths under cwd that complete ref: entries of
-// ref's directory whose names start with its last element; directories
-// end in "/". Hidden entries appear only when asked for with a leading dot.
-func fileCandidates(cwd, ref string) []string {
-	dir, base := filepath.Split(ref)
-	abs := dir
-	if strings.HasPrefix(dir, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			abs = filepath.Join(home, dir[2:])
-		}
-	} else if !filepath.IsAbs(dir) {
-		abs = filepath.Join(cwd, dir)
-	}
-	entries, err := os.ReadDir(abs)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, ent := range entries {
-		name := ent.Name()
-		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) {
-			continue
-		}
-		if strings.ContainsAny(name, " \t\n") || sanitize(name) != name {
-			continue // not something an @word can name
-		}
-		full := dir + name
-		if ent.IsDir() {
-			full += "/"
-		} else if ent.Type()&os.ModeSymlink != 0 {
-			if st, err := os.Stat(filepath.Join(abs, name)); err == nil && st.IsDir() {
-				full += "/"
-			}
-		}
-		out = append(out, full)
-		if len(out) >= 200 {
-			break
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// commonPrefix is the longest prefix all of list share.
-func commonPrefix(list []string) string {
-	if len(list) == 0 {
-		return ""
-	}
-	p := list[0]
-	for _, s := range list[1:] {
-		for !strings.HasPrefix(s, p) {
-			p = p[:len(p)-1]
-		}
-	}
-	return p
 }
 
 // replaceRange swaps runes [from, e.cur) for s.

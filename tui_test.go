@@ -831,12 +831,12 @@ func TestKeysDriveTheTUI(t *testing.T) {
 	tui, v := newTestTUI(t, 80, 24)
 	tui.input([]byte("/mo"), false)
 	tui.render()
-	if it, ok := tui.pop.selected(); !ok || it.label != "model" {
-		t.Fatalf("popup = %+v", tui.pop)
+	if it, ok := tui.pop.list.selected(); !ok || it.label != "model" {
+		t.Fatalf("popup = %+v", tui.pop.list)
 	}
 	tui.input([]byte("\x1b"), true) // esc closes the popup, keeps the text
-	if tui.pop != nil || tui.ed.text() != "/mo" {
-		t.Fatalf("after esc: popup %v, text %q", tui.pop, tui.ed.text())
+	if tui.pop.list != nil || tui.ed.text() != "/mo" {
+		t.Fatalf("after esc: popup %v, text %q", tui.pop.list, tui.ed.text())
 	}
 	tui.input([]byte("\x15/jail\r"), false) // ctrl+u, then a command
 	if !tui.cfg.ToolEnv.Jailed() {
@@ -896,8 +896,8 @@ func TestTabCompletesCommandsAndPaths(t *testing.T) {
 		t.Fatalf("directory completion = %q", tui.ed.text())
 	}
 	tui.input([]byte("m\t"), false)
-	if tui.ed.text() != "look at @src/main" || tui.pop == nil || len(tui.pop.items) != 2 {
-		t.Fatalf("common prefix = %q, popup %+v", tui.ed.text(), tui.pop)
+	if tui.ed.text() != "look at @src/main" || tui.pop.list == nil || len(tui.pop.list.items) != 2 {
+		t.Fatalf("common prefix = %q, popup %+v", tui.ed.text(), tui.pop.list)
 	}
 	tui.input([]byte("\t"), false)
 	if tui.ed.text() != "look at @src/main.go " {
@@ -1005,7 +1005,7 @@ func TestExtensionNotesCommandsAndPanels(t *testing.T) {
 	}
 	tui.input([]byte("/"), false)
 	var labels []string
-	for _, it := range tui.pop.items {
+	for _, it := range tui.pop.list.items {
 		labels = append(labels, it.label)
 	}
 	if got := strings.Join(labels[len(labels)-5:], " "); got != "extensions bad board hi ins" {

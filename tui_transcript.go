@@ -112,7 +112,7 @@ func (t *TUI) runDone(id int, err error) {
 	if errors.Is(err, ErrBlocked) {
 		t.logf(fgRed, "✗ %s", err.Error())
 	}
-	t.dropDialogs(func(d dialog) bool {
+	t.dialogs.drop(func(d dialog) bool {
 		c, ok := d.(*confirmDialog)
 		return ok && c.req.ctx.Err() != nil
 	})
