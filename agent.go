@@ -298,6 +298,9 @@ const (
 	// EventMessageBlocked says that an interceptor withheld the assistant's
 	// message from the user, and why (the message stays in the transcript).
 	EventMessageBlocked EventType = "assistant_message_blocked"
+	// EventApprovalRequest asks a client that answers approvals about a
+	// tool call (approvals_client.go); only such clients receive it.
+	EventApprovalRequest EventType = "approval_request"
 	// EventRetry says that the model call failed in a way worth retrying
 	// (overloaded, rate-limited, cut off before the answer began) and when
 	// the next attempt goes out.
@@ -542,104 +545,9 @@ type ToolCall struct {
 	FromText bool
 }
 
-// ToolDecision is what BeforeToolExecute says about one call: run it (with
-// Args replacing the model's arguments when non-nil) or block it, the reason
-// becoming the error result the model sees. Trail records each gate's say,
-// for the audit log.
-type ToolDecision struct {
-	Block  bool
-	Reason string
-	Args   json.RawMessage
-	Trail  []GateNote
-}
-
-// GateNote is one gate's say about a tool call: who (e.g. "extension:guard",
-// "validator:curl", "user"), what ("allow", "rewrite", "ask", "deny",
-// "block", "approve"), and why.
-type GateNote struct {
-	By       string `json:"by"`
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-// GateVerdict is one gate's say about a tool call.
-type GateVerdict int
-
-const (
-	GateAllow GateVerdict = iota
-	GateAsk
-	GateDeny
-)
-
-// GateResult is one gate's answer. Args, when non-nil, rewrites the call for
-// the gates after it and for the tool. Notes are what the gate decided, for
-// the audit trail; an asking gate puts its question there.
-type GateResult struct {
-	Verdict GateVerdict
-	Reason  string
-	Args    json.RawMessage
-	Notes   []GateNote
-}
-
-// ToolGate is one check before a tool runs: the extension interceptor
-// chain, a hook command, a command validator, a confirmation policy.
-type ToolGate func(ctx context.Context, call ToolCall) GateResult
-
-// ConfirmFunc asks the user about a call that a gate wants confirmed; asks
-// are the asking gates' notes. by names who answered, for the audit trail.
-type ConfirmFunc func(ctx context.Context, call ToolCall, asks []GateNote) (approved bool, by string)
-
-// ChainGates composes gates into a BeforeToolExecute hook. Gates run in
-// order, each seeing the arguments as the gates before it left them; the
-// first deny blocks. When a gate asked and none denied, confirm decides
-// (nil confirm: deny).
-func ChainGates(gates []ToolGate, confirm ConfirmFunc) func(ctx context.Context, call ToolCall) ToolDecision {
-	return func(ctx context.Context, call ToolCall) ToolDecision {
-		var d ToolDecision
-		var asks []GateNote
-		for _, gate := range gates {
-			r := gate(ctx, call)
-			d.Trail = append(d.Trail, r.Notes...)
-			if r.Args != nil {
-				call.Args, d.Args = r.Args, r.Args
-			}
-			switch r.Verdict {
-			case GateDeny:
-				d.Block, d.Reason = true, r.Reason
-				return d
-			case GateAsk:
-				for _, n := range r.Notes {
-					if n.Decision == "ask" {
-						asks = append(asks, n)
-					}
-				}
-			}
-		}
-		if len(asks) == 0 {
-			return d
-		}
-		approved, by := false, "nobody could confirm"
-		if confirm != nil {
-			approved, by = confirm(ctx, call, asks)
-		}
-		if approved {
-			d.Trail = append(d.Trail, GateNote{By: by, Decision: "approve"})
-			return d
-		}
-		d.Trail = append(d.Trail, GateNote{By: by, Decision: "deny"})
-		var why []string
-		for _, a := range asks {
-			why = append(why, a.By+": "+a.Reason)
-		}
-		d.Block = true
-		d.Reason = fmt.Sprintf("not run: confirmation required (%s); declined by %s", strings.Join(why, "; "), by)
-		return d
-	}
-}
-
-// ToolRecord is one finished tool call, given to AfterToolExecute. What that
-// hook leaves in Result (feedback appended, say) is what the model and the
-// tool_result event get.
+// ToolRecord is one finished tool call, given to the after-tool stages of
+// the pipeline. What they leave in Result (feedback appended, say) is what
+// the model and the tool_result event get.
 type ToolRecord struct {
 	Call     ToolCall
 	Executed json.RawMessage // arguments after a gate rewrote them: what ran, or what a later gate blocked
@@ -684,27 +592,17 @@ type Agent struct {
 	MaxSteps  int
 	Reasoning string
 
-	// Hooks. Each may be nil.
-	BeforePrompt      func(ctx context.Context, text string) (block bool, reason string, extra string)
-	BeforeTurn        func(ctx context.Context, step int) (block bool, reason string)
-	BeforeToolExecute func(ctx context.Context, call ToolCall) ToolDecision
-	AfterToolExecute  func(ctx context.Context, rec *ToolRecord)
+	// Pipeline holds the stages that run at the loop's hook points: the
+	// gates before each tool call, the hooks after it, and the rest
+	// (agent_pipeline.go).
+	Pipeline Pipeline
 	// AroundToolRun is called just before a tool runs, once the gates
-	// allowed the call, with the arguments it runs with; after, when not
-	// nil, is called once the tool returned (checkpoints record the files
-	// before and after each call).
+	// and the confirm allowed the call, with the arguments it runs with;
+	// after, when not nil, is called once the tool returned (checkpoints
+	// record the files before and after each call). It is not a stage:
+	// it decides nothing, and its two halves pair around the one run
+	// (docs/choices.md).
 	AroundToolRun func(ctx context.Context, call ToolCall) (after func())
-	// BeforeAssistantMessage may rewrite the text the user sees of the
-	// assistant's message, or block it; when it blocks, shown is the reason
-	// the user is told.
-	BeforeAssistantMessage func(ctx context.Context, text string) (shown string, block bool)
-	// HoldText says whether this turn's text deltas wait for
-	// BeforeAssistantMessage (e.g. only while an extension intercepts
-	// assistant messages). Unset, text waits whenever that hook is set.
-	HoldText func() bool
-	// OnStop runs when the model ends its work; continuing makes the message
-	// the next user prompt. The agent asks at most three times in a row.
-	OnStop func(ctx context.Context, last Message) (cont bool, message string)
 
 	Recorder Recorder
 	Log      func(format string, args ...any)
@@ -994,17 +892,15 @@ func (a *Agent) run(ctx context.Context, text string, images []Block, emit Sink)
 	if strings.TrimSpace(text) == "" && len(images) == 0 {
 		return ErrEmptyPrompt
 	}
-	if a.BeforePrompt != nil {
-		block, reason, extra := a.BeforePrompt(ctx, text)
-		if block {
-			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
-			return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
-		}
-		if extra != "" {
-			// First, so that the last block stays what the user typed
-			// (splitPrompt), even for a prompt of images alone.
-			images = append([]Block{TextBlock(extra)}, images...)
-		}
+	block, reason, extra := a.Pipeline.beforePrompt(ctx, text)
+	if block {
+		emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
+		return fmt.Errorf("%w: prompt refused: %s", ErrBlocked, reason)
+	}
+	if extra != "" {
+		// First, so that the last block stays what the user typed
+		// (splitPrompt), even for a prompt of images alone.
+		images = append([]Block{TextBlock(extra)}, images...)
 	}
 	content := append([]Block{}, images...)
 	if text != "" || len(content) == 0 {
@@ -1038,14 +934,12 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 			a.logf("auto-compact: %v", err)
 		}
 		compactedBefore = false
-		if a.BeforeTurn != nil {
-			if block, reason := a.BeforeTurn(ctx, step); block {
-				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
-				return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
-			}
+		if block, reason := a.Pipeline.beforeTurn(ctx, step); block {
+			emit(Event{Type: EventTurnEnd, Stop: StopError, Error: reason})
+			return fmt.Errorf("%w: turn %d refused: %s", ErrBlocked, step, reason)
 		}
 		emit(Event{Type: EventTurnStart, Step: step})
-		hold := a.BeforeAssistantMessage != nil && (a.HoldText == nil || a.HoldText())
+		hold := a.Pipeline.holdsText()
 		reply, err := a.turn(ctx, hold, emit)
 		if ctx.Err() != nil {
 			a.finishAborted(reply, emit)
@@ -1095,8 +989,8 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 		if err := a.sync(); err != nil {
 			return err
 		}
-		if a.OnStop != nil && stopContinues < 3 {
-			if cont, message := a.OnStop(ctx, msg); cont {
+		if stopContinues < 3 {
+			if cont, message := a.Pipeline.onStop(ctx, msg); cont {
 				stopContinues++
 				m := Message{Role: RoleUser, Content: []Block{TextBlock(message)}, Time: time.Now().UTC()}
 				if err := a.append(m, "the hook's follow-up prompt"); err != nil {
@@ -1150,15 +1044,15 @@ func withRetryEvents(ctx context.Context, emit Sink) context.Context {
 	})
 }
 
-// emitAssistant shows the finished message, after BeforeAssistantMessage has
-// had its say. While that hook is set, text deltas were held back so that a
-// redacting hook can keep the original text off the screen; the text the
-// user may see is sent as one delta here.
+// emitAssistant shows the finished message, after the message gates have
+// had their say. While they hold the text, its deltas were held back so
+// that a redacting gate can keep the original text off the screen; the
+// text the user may see is sent as one delta here.
 func (a *Agent) emitAssistant(ctx context.Context, msg Message, held bool, emit Sink) {
 	shown := msg
 	if held {
 		text := msg.Text()
-		replacement, block := a.BeforeAssistantMessage(ctx, text)
+		replacement, block := a.Pipeline.beforeAssistantMessage(ctx, text)
 		if block {
 			if replacement != "" && ctx.Err() == nil {
 				emit(Event{Type: EventMessageBlocked, Reason: replacement})
@@ -1225,15 +1119,13 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, cut bool, emit S
 			results = append(results, block)
 			aborted = true
 			// Never run, but a call the model made: the audit trail has it.
-			if a.AfterToolExecute != nil {
-				a.AfterToolExecute(ctx, &ToolRecord{Call: call, Result: ToolResult{IsError: true, Content: block.Content}})
-			}
+			a.Pipeline.afterTool(ctx, &ToolRecord{Call: call, Result: ToolResult{IsError: true, Content: block.Content}})
 			continue
 		}
 		emit(Event{Type: EventToolCall, ID: call.ID, Name: call.Name, Args: call.Args})
 		var origin *GateNote
 		if call.FromText {
-			origin = &GateNote{By: "model", Decision: "call", Reason: "parsed from text: the model wrote the call in its reply's text"}
+			origin = &GateNote{By: "model", Decision: DecisionCall, Reason: "parsed from text: the model wrote the call in its reply's text"}
 		}
 		var res ToolResult
 		if cut && (len(call.Args) == 0 || !json.Valid(call.Args) || !isJSONObject(call.Args)) {
@@ -1257,9 +1149,7 @@ func (a *Agent) refuseCutCall(ctx context.Context, call ToolCall, origin *GateNo
 	if origin != nil {
 		rec.Decision.Trail = []GateNote{*origin}
 	}
-	if a.AfterToolExecute != nil {
-		a.AfterToolExecute(ctx, &rec)
-	}
+	a.Pipeline.afterTool(ctx, &rec)
 	return rec.Result
 }
 
@@ -1268,8 +1158,8 @@ func abortedResult(callID string) Block {
 }
 
 // RunTool runs one tool call that no model asked for (a prompt template's
-// !`command`) through BeforeToolExecute and AfterToolExecute like the
-// model's own calls: the same gates decide, the same audit trail records
+// !`command`) through the pipeline's tool gates and after-tool stages like
+// the model's own calls: the same gates decide, the same audit trail records
 // it. origin, first in the decision trail, names who asked.
 func (a *Agent) RunTool(ctx context.Context, call ToolCall, origin GateNote) ToolResult {
 	return a.runTool(ctx, call, &origin, func(Event) {})
@@ -1281,10 +1171,8 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		rec.Decision.Trail = []GateNote{*origin}
 	}
 	defer func() {
-		if a.AfterToolExecute != nil {
-			a.AfterToolExecute(ctx, &rec)
-			result = rec.Result
-		}
+		a.Pipeline.afterTool(ctx, &rec)
+		result = rec.Result
 	}()
 	tool, ok := a.Tools.Lookup(call.Name)
 	if !ok {
@@ -1303,18 +1191,16 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		rec.Result = errorResult("invalid arguments for %s: not a JSON object (the output may have been cut off at the token limit): %s", call.Name, truncate(string(args), 200))
 		return rec.Result
 	}
-	if a.BeforeToolExecute != nil {
-		d := a.BeforeToolExecute(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
-		d.Trail = append(rec.Decision.Trail, d.Trail...)
-		rec.Decision = d
-		if rec.Decision.Args != nil {
-			args = rec.Decision.Args
-			rec.Executed = args
-		}
-		if rec.Decision.Block {
-			rec.Result = errorResult("%s", rec.Decision.Reason)
-			return rec.Result
-		}
+	d := a.Pipeline.Decide(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+	d.Trail = append(rec.Decision.Trail, d.Trail...)
+	rec.Decision = d
+	if rec.Decision.Args != nil {
+		args = rec.Decision.Args
+		rec.Executed = args
+	}
+	if rec.Decision.Block {
+		rec.Result = errorResult("%s", rec.Decision.Reason)
+		return rec.Result
 	}
 	rec.Ran = true
 	var after func()
@@ -1556,10 +1442,10 @@ var promptAdvice = []struct {
 	when func(has func(string) bool) bool
 	text string
 }{
-	{func(has func(string) bool) bool { return has("read") && (has("edit") || has("write")) }, "read files before you change them."},
-	{func(has func(string) bool) bool { return has("edit") && has("write") }, "prefer edit for changes to existing files and write for new ones."},
-	{func(has func(string) bool) bool { return has("bash") }, "run commands with bash to build, test and inspect; keep output small (use head, grep, -q)."},
-	{func(has func(string) bool) bool { return has("edit") || has("write") || has("bash") }, "show the user what changed and how you checked it."},
+	{func(has func(string) bool) bool { return has(ToolRead) && (has(ToolEdit) || has(ToolWrite)) }, "read files before you change them."},
+	{func(has func(string) bool) bool { return has(ToolEdit) && has(ToolWrite) }, "prefer edit for changes to existing files and write for new ones."},
+	{func(has func(string) bool) bool { return has(ToolBash) }, "run commands with bash to build, test and inspect; keep output small (use head, grep, -q)."},
+	{func(has func(string) bool) bool { return has(ToolEdit) || has(ToolWrite) || has(ToolBash) }, "show the user what changed and how you checked it."},
 	{func(func(string) bool) bool { return true }, "be concise."},
 }
 

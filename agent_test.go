@@ -195,13 +195,13 @@ func TestBeforeToolExecuteBlocksAndRewrites(t *testing.T) {
 	echo := &funcTool{name: "echo"}
 	a := newTestAgent(t, srv, echo)
 	var records []ToolRecord
-	a.BeforeToolExecute = func(ctx context.Context, call ToolCall) ToolDecision {
+	a.Pipeline.AddToolGate(testStage, func(ctx context.Context, call ToolCall) GateResult {
 		if strings.Contains(string(call.Args), "rm -rf") {
-			return ToolDecision{Block: true, Reason: "refused: dangerous"}
+			return GateResult{Verdict: GateDeny, Reason: "refused: dangerous"}
 		}
-		return ToolDecision{Args: json.RawMessage(`{"cmd":"echo GUARDED: ls"}`)}
-	}
-	a.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) { records = append(records, *rec) }
+		return GateResult{Args: json.RawMessage(`{"cmd":"echo GUARDED: ls"}`)}
+	})
+	a.Pipeline.AddAfterTool(testStage, func(ctx context.Context, rec *ToolRecord) { records = append(records, *rec) })
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestBeforeTurnBlockEndsThePrompt(t *testing.T) {
 	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "never"})})
 	a := newTestAgent(t, srv)
-	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) { return true, "outside business hours" }
+	a.Pipeline.AddTurnGate(testStage, func(ctx context.Context, step int) (bool, string) { return true, "outside business hours" })
 	var log eventLog
 	err := a.Prompt(context.Background(), "go", nil, log.sink)
 	if !errors.Is(err, ErrBlocked) {
@@ -245,9 +245,9 @@ func TestBeforeAssistantMessageRewritesWhatTheUserSees(t *testing.T) {
 	for _, block := range []bool{false, true} {
 		srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "the key is SECRET"})})
 		a := newTestAgent(t, srv)
-		a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) {
+		a.Pipeline.AddMessageGate(testStage, func(ctx context.Context, text string) (string, bool) {
 			return strings.ReplaceAll(text, "SECRET", "[redacted]"), block
-		}
+		}, nil)
 		var log eventLog
 		if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
 			t.Fatal(err)
@@ -551,7 +551,7 @@ func TestCompactCut(t *testing.T) {
 func TestHookContextIsNotTheTypedText(t *testing.T) {
 	t.Parallel()
 	a := newTestAgent(t, startReplay(t, textStep("ok")))
-	a.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	a.Pipeline.AddPromptGate(testStage, func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" })
 	img := Block{Type: "image", MimeType: "image/png", Data: "aGVsbG8="}
 	if err := a.Prompt(context.Background(), "", []Block{img}, nil); err != nil {
 		t.Fatal(err)
@@ -647,10 +647,10 @@ func TestOnStopContinuesAtMostThreeTimes(t *testing.T) {
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "done?"})})
 	a := newTestAgent(t, srv)
 	asked := 0
-	a.OnStop = func(ctx context.Context, last Message) (bool, string) {
+	a.Pipeline.AddStopHook(testStage, func(ctx context.Context, last Message) (bool, string) {
 		asked++
 		return true, "keep going"
-	}
+	})
 	if err := a.Prompt(context.Background(), "go", nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -717,38 +717,38 @@ func TestChainGatesOrderRewriteAskDeny(t *testing.T) {
 	var seen []string
 	rewrite := func(ctx context.Context, c ToolCall) GateResult {
 		seen = append(seen, "rewrite:"+string(c.Args))
-		return GateResult{Args: json.RawMessage(`{"cmd":"safe"}`), Notes: []GateNote{{By: "extension:a", Decision: "rewrite"}}}
+		return GateResult{Args: json.RawMessage(`{"cmd":"safe"}`), Notes: []GateNote{{By: "extension:a", Decision: DecisionRewrite}}}
 	}
 	ask := func(ctx context.Context, c ToolCall) GateResult {
 		seen = append(seen, "ask:"+string(c.Args))
-		return GateResult{Verdict: GateAsk, Reason: "sure?", Notes: []GateNote{{By: "validator:v", Decision: "ask", Reason: "sure?"}}}
+		return GateResult{Verdict: GateAsk, Reason: "sure?", Notes: []GateNote{{By: "validator:v", Decision: DecisionAsk, Reason: "sure?"}}}
 	}
 	deny := func(ctx context.Context, c ToolCall) GateResult {
-		return GateResult{Verdict: GateDeny, Reason: "no", Notes: []GateNote{{By: "hook:h", Decision: "deny", Reason: "no"}}}
+		return GateResult{Verdict: GateDeny, Reason: "no", Notes: []GateNote{{By: "hook:h", Decision: DecisionDeny, Reason: "no"}}}
 	}
 	call := ToolCall{Name: "bash", Args: json.RawMessage(`{"cmd":"x"}`)}
 
-	d := ChainGates([]ToolGate{rewrite, ask}, func(ctx context.Context, c ToolCall, asks []GateNote) (bool, string) {
+	d := decideWith(func(ctx context.Context, c ToolCall, asks []GateNote) (bool, string) {
 		if string(c.Args) != `{"cmd":"safe"}` || len(asks) != 1 || asks[0].By != "validator:v" {
 			t.Errorf("confirm saw %s %+v", c.Args, asks)
 		}
 		return true, "user"
-	})(context.Background(), call)
-	if d.Block || string(d.Args) != `{"cmd":"safe"}` || len(d.Trail) != 3 || d.Trail[2] != (GateNote{By: "user", Decision: "approve"}) {
+	}, rewrite, ask)(context.Background(), call)
+	if d.Block || string(d.Args) != `{"cmd":"safe"}` || len(d.Trail) != 3 || d.Trail[2] != (GateNote{By: "user", Decision: DecisionApprove}) {
 		t.Errorf("approved: %+v", d)
 	}
 	if strings.Join(seen, " ") != `rewrite:{"cmd":"x"} ask:{"cmd":"safe"}` {
 		t.Errorf("gates saw %v", seen)
 	}
 
-	d = ChainGates([]ToolGate{ask}, nil)(context.Background(), call)
+	d = decideWith(nil, ask)(context.Background(), call)
 	if !d.Block || !strings.Contains(d.Reason, "validator:v: sure?") {
 		t.Errorf("unconfirmed ask: %+v", d)
 	}
-	d = ChainGates([]ToolGate{deny, ask}, func(context.Context, ToolCall, []GateNote) (bool, string) {
+	d = decideWith(func(context.Context, ToolCall, []GateNote) (bool, string) {
 		t.Error("confirm asked although a gate denied")
 		return true, ""
-	})(context.Background(), call)
+	}, deny, ask)(context.Background(), call)
 	if !d.Block || d.Reason != "no" {
 		t.Errorf("deny: %+v", d)
 	}
@@ -782,7 +782,7 @@ func TestHeldTextHoldsThinkingToo(t *testing.T) {
 	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Thinking: "the key is SECRET"}, gen{Text: "done"})})
 	a := newTestAgent(t, srv)
-	a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) { return text, false }
+	a.Pipeline.AddMessageGate(testStage, func(ctx context.Context, text string) (string, bool) { return text, false }, nil)
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
 		t.Fatal(err)

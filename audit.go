@@ -25,6 +25,11 @@ const (
 	auditMaxReason = 2 << 10  // bytes of a decision's reason or an error kept
 )
 
+// AuditStage is the audit log's place among the after-tool stages: last,
+// after every stage that may change the result, so it records what the
+// model saw.
+var AuditStage = Stage{Name: "audit", Order: OrderRecord}
+
 // auditEntry is one line of the audit log.
 type auditEntry struct {
 	Time    string          `json:"time"`
@@ -80,7 +85,7 @@ func (l *AuditLog) Record(rec *ToolRecord) error {
 	if l.SessionID != nil {
 		e.Session = l.SessionID()
 	}
-	if rec.Call.Name == "bash" {
+	if rec.Call.Name == ToolBash {
 		e.Sandbox = l.Sandbox
 	}
 	e.Args, e.ArgsCut = auditArgs(rec.Call.Args)

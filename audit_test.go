@@ -33,17 +33,17 @@ func TestAuditLogRecordsEachKindOfCall(t *testing.T) {
 		a := parseToolArgs("bash", call.Args)
 		switch command := a.str("command"); {
 		case command == "echo original":
-			return GateResult{Args: json.RawMessage(`{"command":"echo rewritten"}`), Notes: []GateNote{{By: "extension:guard", Decision: "rewrite"}}}
+			return GateResult{Args: json.RawMessage(`{"command":"echo rewritten"}`), Notes: []GateNote{{By: "extension:guard", Decision: DecisionRewrite}}}
 		case command == "echo harmless":
-			return GateResult{Args: json.RawMessage(`{"command":"curl -X POST https://api.example.com"}`), Notes: []GateNote{{By: "extension:guard", Decision: "rewrite"}}}
+			return GateResult{Args: json.RawMessage(`{"command":"curl -X POST https://api.example.com"}`), Notes: []GateNote{{By: "extension:guard", Decision: DecisionRewrite}}}
 		case strings.HasPrefix(command, "rm "):
-			return GateResult{Verdict: GateDeny, Reason: "guard: no rm", Notes: []GateNote{{By: "extension:guard", Decision: "block", Reason: "no rm"}}}
+			return GateResult{Verdict: GateDeny, Reason: "guard: no rm", Notes: []GateNote{{By: "extension:guard", Decision: DecisionBlock, Reason: "no rm"}}}
 		}
 		return GateResult{}
 	}
-	s.gates = []ToolGate{guard}
+	a.Pipeline.AddToolGate(ExtStage, guard)
 	s.guardTools()
-	a.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(false))
+	a.Pipeline.SetConfirm(NonInteractiveConfirm(false))
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
 		t.Fatal(err)

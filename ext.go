@@ -97,9 +97,6 @@ type ExtConfig struct {
 	Log func(format string, args ...any)
 }
 
-// builtinToolNames are tools extensions cannot replace.
-var builtinToolNames = []string{"read", "write", "edit", "bash", "skill"}
-
 // ExtManager owns the extension processes of one zot process: it starts
 // them, publishes their commands and tools, routes calls and events to
 // them, and stops them. Its methods are safe for concurrent use.
@@ -678,7 +675,7 @@ func (m *ExtManager) syncRegistrations() {
 	toolOwner := map[string]*extProc{}
 	var tools []Tool
 	builtinTool := map[string]bool{}
-	for _, n := range builtinToolNames {
+	for _, n := range BuiltinToolNames {
 		builtinTool[n] = true
 	}
 	for _, p := range procs {
@@ -850,43 +847,20 @@ func (t *extTool) Run(ctx context.Context, args json.RawMessage, _ func(string))
 	return t.p.extToolResult(msg)
 }
 
+// ExtStage is the extensions' stage at each hook point they intercept.
+var ExtStage = Stage{Name: "extensions", Order: OrderIntercept}
+
 // Attach gives the agent the extensions' tools (source "ext", after the
-// built-ins) and the turn_start and assistant_message interceptors, and
-// keeps its tools current across Reload. Hooks already set are kept and run
-// after the extensions'. The tool_call interceptor is ToolGate, for the
-// caller to chain.
+// built-ins) and their interceptors as stages of its pipeline — tool_call
+// (ToolGate), turn_start and assistant_message — and keeps its tools
+// current across Reload.
 func (m *ExtManager) Attach(a *Agent) {
 	m.mu.Lock()
 	m.regs = append(m.regs, a.Tools)
 	m.mu.Unlock()
-
-	prevTurn := a.BeforeTurn
-	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
-		if block, reason := m.beforeTurn(ctx, step); block {
-			return true, reason
-		}
-		if prevTurn != nil {
-			return prevTurn(ctx, step)
-		}
-		return false, ""
-	}
-	prevMsg, prevHold := a.BeforeAssistantMessage, a.HoldText
-	a.BeforeAssistantMessage = func(ctx context.Context, text string) (string, bool) {
-		shown, block := m.beforeAssistantMessage(ctx, text)
-		if block {
-			return shown, true
-		}
-		if prevMsg != nil {
-			return prevMsg(ctx, shown)
-		}
-		return shown, false
-	}
-	a.HoldText = func() bool {
-		if m.holdText() {
-			return true
-		}
-		return prevMsg != nil && (prevHold == nil || prevHold())
-	}
+	a.Pipeline.AddToolGate(ExtStage, m.ToolGate)
+	a.Pipeline.AddTurnGate(ExtStage, m.beforeTurn)
+	a.Pipeline.AddMessageGate(ExtStage, m.beforeAssistantMessage, m.holdText)
 	m.syncRegistrations()
 }
 
@@ -1017,10 +991,10 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			block, reason := m.failed(p, extEventToolCall, err)
 			if block {
 				res.Verdict, res.Reason = GateDeny, reason
-				res.Notes = append(res.Notes, GateNote{By: by, Decision: "block", Reason: reason})
+				res.Notes = append(res.Notes, GateNote{By: by, Decision: DecisionBlock, Reason: reason})
 				return res
 			}
-			res.Notes = append(res.Notes, GateNote{By: by, Decision: "allow", Reason: "no valid answer: " + err.Error()})
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: DecisionAllow, Reason: "no valid answer: " + err.Error()})
 			continue
 		}
 		switch {
@@ -1030,16 +1004,16 @@ func (m *ExtManager) ToolGate(ctx context.Context, call ToolCall) GateResult {
 				reason = fmt.Sprintf("blocked by extension %q", p.name())
 			}
 			res.Verdict, res.Reason = GateDeny, reason
-			res.Notes = append(res.Notes, GateNote{By: by, Decision: "block", Reason: reason})
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: DecisionBlock, Reason: reason})
 			return res
 		case len(msg.ModifiedArgs) > 0 && string(msg.ModifiedArgs) != "null":
 			var buf bytes.Buffer
 			json.Compact(&buf, msg.ModifiedArgs) // valid: decoded as part of the frame
 			args = buf.Bytes()
 			res.Args = args
-			res.Notes = append(res.Notes, GateNote{By: by, Decision: "rewrite", Reason: msg.Reason})
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: DecisionRewrite, Reason: msg.Reason})
 		default:
-			res.Notes = append(res.Notes, GateNote{By: by, Decision: "allow", Reason: msg.Reason})
+			res.Notes = append(res.Notes, GateNote{By: by, Decision: DecisionAllow, Reason: msg.Reason})
 		}
 	}
 	return res

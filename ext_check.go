@@ -444,7 +444,7 @@ func (c *extChecker) register(m extMsg) {
 		for _, p := range checkToolSchema(schema) {
 			c.fail("register_tool", "%s: %s", name, p)
 		}
-		if slices.Contains(builtinToolNames, name) {
+		if slices.Contains(BuiltinToolNames, name) {
 			c.warn("register_tool", "%s: a built-in tool has this name and wins", name)
 		}
 		if m.Description == "" {
@@ -660,7 +660,7 @@ func (c *extChecker) intercept(ev extEventName) {
 	subject := ""
 	switch ev {
 	case extEventToolCall:
-		e.ToolID, e.ToolName, e.ToolArgs = "toolu_check", "bash", json.RawMessage(`{"command":"echo zot ext check"}`)
+		e.ToolID, e.ToolName, e.ToolArgs = "toolu_check", ToolBash, json.RawMessage(`{"command":"echo zot ext check"}`)
 		subject = `bash {"command":"echo zot ext check"}`
 	case extEventTurnStart:
 		e.Step = 1

@@ -113,7 +113,7 @@ func TestExtToolCallInterceptChain(t *testing.T) {
 			}
 			var decisions []string
 			for _, n := range r.Notes {
-				decisions = append(decisions, n.By+"="+n.Decision)
+				decisions = append(decisions, n.By+"="+string(n.Decision))
 			}
 			if strings.Join(decisions, " ") != tt.decisions {
 				t.Errorf("notes = %+v, want %s", r.Notes, tt.decisions)
@@ -274,9 +274,8 @@ func TestExtInterceptsInTheAgentLoop(t *testing.T) {
 	bash := &funcTool{name: "bash"}
 	a := newTestAgent(t, srv, bash)
 	h.m.Attach(a)
-	a.BeforeToolExecute = ChainGates([]ToolGate{h.m.ToolGate}, nil)
-	if !a.HoldText() {
-		t.Fatal("HoldText is false while an extension intercepts assistant_message")
+	if !a.Pipeline.holdsText() {
+		t.Fatal("holdsText is false while an extension intercepts assistant_message")
 	}
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, TeeSinks(h.m.Observe, log.sink)); err != nil {
@@ -322,8 +321,8 @@ func TestExtTurnStartBlockEndsThePrompt(t *testing.T) {
 	h.start()
 	a := newTestAgent(t, srv, &funcTool{name: "echo"})
 	h.m.Attach(a)
-	if a.HoldText() {
-		t.Error("HoldText is true though nothing intercepts assistant_message")
+	if a.Pipeline.holdsText() {
+		t.Error("holdsText is true though nothing intercepts assistant_message")
 	}
 	var log eventLog
 	err := a.Prompt(context.Background(), "go", nil, log.sink)
@@ -340,26 +339,32 @@ func TestExtTurnStartBlockEndsThePrompt(t *testing.T) {
 	}
 }
 
-func TestExtAttachKeepsExistingHooks(t *testing.T) {
+func TestExtAttachAddsStagesBesideOthers(t *testing.T) {
 	t.Parallel()
 	h := newExtHarness(t, nil)
 	h.start()
 	a := NewAgent(nil, "m", NewToolRegistry())
 	var turns []int
-	a.BeforeTurn = func(_ context.Context, step int) (bool, string) {
+	mine := Stage{Name: "mine", Order: OrderHooks}
+	a.Pipeline.AddTurnGate(mine, func(_ context.Context, step int) (bool, string) {
 		turns = append(turns, step)
 		return step == 2, "mine"
-	}
-	a.BeforeAssistantMessage = func(_ context.Context, text string) (string, bool) { return strings.ToUpper(text), false }
+	})
+	a.Pipeline.AddMessageGate(mine, func(_ context.Context, text string) (string, bool) { return strings.ToUpper(text), false }, nil)
 	h.m.Attach(a)
-	if b, _ := a.BeforeTurn(context.Background(), 1); b {
+	for _, point := range []HookPoint{HookBeforeTurn, HookBeforeAssistantMessage, HookBeforeToolExecute} {
+		if got := a.Pipeline.Stages(point); got[0] != ExtStage {
+			t.Errorf("%s: %v, want the extensions first", point, got)
+		}
+	}
+	if b, _ := a.Pipeline.beforeTurn(context.Background(), 1); b {
 		t.Error("blocked step 1")
 	}
-	if b, r := a.BeforeTurn(context.Background(), 2); !b || r != "mine" || len(turns) != 2 {
+	if b, r := a.Pipeline.beforeTurn(context.Background(), 2); !b || r != "mine" || len(turns) != 2 {
 		t.Errorf("step 2: %v %q %v", b, r, turns)
 	}
-	if shown, _ := a.BeforeAssistantMessage(context.Background(), "hi"); shown != "HI" || !a.HoldText() {
-		t.Errorf("shown %q hold %v", shown, a.HoldText())
+	if shown, _ := a.Pipeline.beforeAssistantMessage(context.Background(), "hi"); shown != "HI" || !a.Pipeline.holdsText() {
+		t.Errorf("shown %q hold %v", shown, a.Pipeline.holdsText())
 	}
 }
 
@@ -396,8 +401,8 @@ func TestExtInterceptsWaitWhileExtensionsReload(t *testing.T) {
 	<-stopping
 
 	ctx := context.Background()
-	if !a.HoldText() {
-		t.Error("HoldText is false while the extensions reload: the answer would stream unredacted")
+	if !a.Pipeline.holdsText() {
+		t.Error("holdsText is false while the extensions reload: the answer would stream unredacted")
 	}
 	gate, turn, shown := make(chan GateResult, 1), make(chan string, 1), make(chan string, 1)
 	// Each ends when its intercept chain has decided.
@@ -405,14 +410,14 @@ func TestExtInterceptsWaitWhileExtensionsReload(t *testing.T) {
 		gate <- h.m.ToolGate(ctx, ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"rm -rf /"}`)})
 	}()
 	go func() {
-		block, reason := a.BeforeTurn(ctx, 1)
+		block, reason := a.Pipeline.beforeTurn(ctx, 1)
 		if !block {
 			reason = "(allowed)"
 		}
 		turn <- reason
 	}()
 	go func() {
-		text, hidden := a.BeforeAssistantMessage(ctx, "the key is sk-secret")
+		text, hidden := a.Pipeline.beforeAssistantMessage(ctx, "the key is sk-secret")
 		if hidden {
 			text = "(hidden)"
 		}
@@ -435,7 +440,7 @@ func TestExtInterceptsWaitWhileExtensionsReload(t *testing.T) {
 		t.Errorf("reload stats %+v", st)
 	}
 	h.track()
-	if !a.HoldText() {
-		t.Error("HoldText is false after the reload")
+	if !a.Pipeline.holdsText() {
+		t.Error("holdsText is false after the reload")
 	}
 }

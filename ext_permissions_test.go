@@ -231,9 +231,8 @@ func TestExtPermissionsInterceptOutsideTheGrantIsNeverRequested(t *testing.T) {
 	bash := &funcTool{name: "bash"}
 	a := newTestAgent(t, srv, bash)
 	h.m.Attach(a)
-	a.BeforeToolExecute = ChainGates([]ToolGate{h.m.ToolGate}, nil)
-	if a.HoldText() {
-		t.Error("HoldText: the text is held for an interceptor that may not intercept")
+	if a.Pipeline.holdsText() {
+		t.Error("holdsText: the text is held for an interceptor that may not intercept")
 	}
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, TeeSinks(h.m.Observe, log.sink)); err != nil {

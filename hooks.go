@@ -555,7 +555,7 @@ func (h *Hooks) note(level, msg string) {
 	}
 }
 
-// ToolGate is PreToolUse, a gate for ChainGates: the matching commands run
+// ToolGate is PreToolUse, the hooks stage's tool gate: the matching commands run
 // in parallel; any deny (exit 2, "permissionDecision": "deny", the
 // deprecated "decision": "block", "continue": false) blocks with the
 // reasons, the model sees; else any ask asks; an updatedInput (the first
@@ -581,17 +581,17 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 	asked := false
 	for i := range runs {
 		r := &runs[i]
-		note := GateNote{By: r.by(), Decision: "allow"}
+		note := GateNote{By: r.by(), Decision: DecisionAllow}
 		switch {
 		case r.refused:
-			note.Decision, note.Reason = "deny", r.err.Error()
+			note.Decision, note.Reason = DecisionDeny, r.err.Error()
 		case r.blocks():
-			note.Decision, note.Reason = "deny", r.reason()
+			note.Decision, note.Reason = DecisionDeny, r.reason()
 		case !r.ok():
 			note.Reason = "hook failed (" + hookFailure(r) + "); ignored"
 		case r.out.stops():
 			h.stop(r.out.StopReason)
-			note.Decision, note.Reason = "deny", stopText(r)
+			note.Decision, note.Reason = DecisionDeny, stopText(r)
 		default:
 			decision, reason := r.out.permission()
 			if c := r.out.additionalContext(); c != "" {
@@ -600,17 +600,17 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			note.Reason = reason
 			switch decision {
 			case "deny":
-				note.Decision = "deny"
+				note.Decision = DecisionDeny
 				if note.Reason == "" {
 					note.Reason = fmt.Sprintf("denied by PreToolUse hook %q", r.h.Command)
 				}
 			case "ask":
-				note.Decision = "ask"
+				note.Decision = DecisionAsk
 				if note.Reason == "" {
 					note.Reason = "asks for confirmation"
 				}
 			}
-			if note.Decision != "deny" && r.out.updatedInput() != nil {
+			if note.Decision != DecisionDeny && r.out.updatedInput() != nil {
 				if rewrite == nil {
 					rewrite = r
 				} else {
@@ -618,10 +618,10 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 				}
 			}
 		}
-		if note.Decision == "deny" {
+		if note.Decision == DecisionDeny {
 			denies = append(denies, note.Reason)
 		}
-		asked = asked || note.Decision == "ask"
+		asked = asked || note.Decision == DecisionAsk
 		res.Notes = append(res.Notes, note)
 	}
 	if len(denies) > 0 {
@@ -632,12 +632,12 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 		args, err := zotToolArgs(call.Name, rewrite.out.updatedInput())
 		if err != nil {
 			reason := fmt.Sprintf("not run: PreToolUse hook %q returned an updatedInput zot cannot use: %v", rewrite.h.Command, err)
-			res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: "deny", Reason: reason})
+			res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: DecisionDeny, Reason: reason})
 			res.Verdict, res.Reason = GateDeny, reason
 			return res
 		}
 		res.Args = args
-		res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: "rewrite", Reason: string(args)})
+		res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: DecisionRewrite, Reason: string(args)})
 	}
 	if asked {
 		res.Verdict = GateAsk
@@ -660,7 +660,7 @@ func stopText(r *hookRun) string {
 	return fmt.Sprintf("stopped by %s hook %q", r.event, r.h.Command)
 }
 
-// AfterTool is PostToolUse, for Agent.AfterToolExecute: after a call that
+// AfterTool is PostToolUse, the hooks stage after a tool runs: after a call that
 // ran and succeeded, the matching commands run; exit 2's stderr, a
 // "decision": "block" reason and additionalContext are added to the result
 // the model sees, after any additionalContext PreToolUse hooks gave for the
@@ -831,62 +831,25 @@ func (h *Hooks) SessionEnd(ctx context.Context) {
 	}
 }
 
-// Attach gives the agent the hooks: BeforePrompt, OnStop, AfterToolExecute
-// and a BeforeTurn that ends the prompt after a hook said "continue":
-// false. Hooks already set run first. PreToolUse is ToolGate, for the
-// caller to chain after the extension gate.
+// HookStage is the hooks' stage at each hook point.
+var HookStage = Stage{Name: "hooks", Order: OrderHooks}
+
+// Attach gives the agent the hooks as stages of its pipeline: PreToolUse
+// (ToolGate), PostToolUse (AfterTool), UserPromptSubmit (BeforePrompt),
+// Stop (OnStop), and a turn gate that ends the prompt after a hook said
+// "continue": false. A nil or empty Hooks adds stages that let everything
+// pass, so that a host can check that its agent has every stage.
 func (h *Hooks) Attach(a *Agent) {
-	if h == nil || len(h.events) == 0 {
-		return
-	}
-	prevPrompt := a.BeforePrompt
-	a.BeforePrompt = func(ctx context.Context, text string) (bool, string, string) {
-		var extra string
-		if prevPrompt != nil {
-			block, reason, e := prevPrompt(ctx, text)
-			if block {
-				return true, reason, ""
-			}
-			extra = e
-		}
-		block, reason, e := h.BeforePrompt(ctx, text)
-		if extra != "" && e != "" {
-			e = extra + "\n\n" + e
-		} else if e == "" {
-			e = extra
-		}
-		return block, reason, e
-	}
-	prevTurn := a.BeforeTurn
-	a.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
-		if prevTurn != nil {
-			if block, reason := prevTurn(ctx, step); block {
-				return true, reason
-			}
-		}
+	a.Pipeline.AddToolGate(HookStage, h.ToolGate)
+	a.Pipeline.AddAfterTool(HookStage, h.AfterTool)
+	a.Pipeline.AddPromptGate(HookStage, h.BeforePrompt)
+	a.Pipeline.AddTurnGate(HookStage, func(ctx context.Context, step int) (bool, string) {
 		if reason, ok := h.takeStop(); ok {
 			return true, reason
 		}
 		return false, ""
-	}
-	prevAfter := a.AfterToolExecute
-	a.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
-		if prevAfter != nil {
-			prevAfter(ctx, rec)
-		}
-		h.AfterTool(ctx, rec)
-	}
-	if h.Has("Stop") {
-		prevStop := a.OnStop
-		a.OnStop = func(ctx context.Context, last Message) (bool, string) {
-			if prevStop != nil {
-				if cont, msg := prevStop(ctx, last); cont {
-					return true, msg
-				}
-			}
-			return h.OnStop(ctx, last)
-		}
-	}
+	})
+	a.Pipeline.AddStopHook(HookStage, h.OnStop)
 }
 
 func (h *Hooks) addContext(callID, text string) {
@@ -917,6 +880,9 @@ func (h *Hooks) stop(reason string) {
 }
 
 func (h *Hooks) takeStop() (string, bool) {
+	if h == nil {
+		return "", false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.halt == nil {
@@ -932,81 +898,81 @@ func (h *Hooks) takeStop() (string, bool) {
 // they are.
 func claudeToolName(name string) string {
 	switch name {
-	case "bash":
+	case ToolBash:
 		return "Bash"
-	case "read":
+	case ToolRead:
 		return "Read"
-	case "write":
+	case ToolWrite:
 		return "Write"
-	case "edit":
+	case ToolEdit:
 		return "Edit"
 	}
 	return name
 }
 
-// claudeToolInput maps a built-in's arguments to Claude Code's field names:
-// bash command/timeout (seconds → milliseconds); read, write and edit
-// file_path (made absolute), offset/limit, content, and one edit as
-// old_string/new_string or several as edits: [{old_string, new_string}].
-// Other tools' arguments go as they are.
+// claudeToolInput maps a built-in's arguments, as the tool reads them, to
+// Claude Code's field names: bash command/timeout (seconds →
+// milliseconds); read, write and edit file_path (made absolute),
+// offset/limit, content, and one edit as old_string/new_string or several
+// as edits: [{old_string, new_string}]. Other tools' arguments, and
+// arguments the tool will refuse, go as they are.
 func claudeToolInput(tool string, args json.RawMessage, cwd string) json.RawMessage {
-	var in map[string]json.RawMessage
-	if claudeToolName(tool) == tool || json.Unmarshal(args, &in) != nil || in == nil {
-		return argsJSON(args)
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(cwd, p)
 	}
 	out := map[string]any{}
-	put := func(key string, v json.RawMessage) {
-		if v != nil {
-			out[key] = v
-		}
-	}
-	if p, ok := in["path"]; ok {
-		var s string
-		if json.Unmarshal(p, &s) == nil && s != "" && !filepath.IsAbs(s) {
-			p, _ = json.Marshal(filepath.Join(cwd, s))
-		}
-		out["file_path"] = p
-	}
+	var err error
 	switch tool {
-	case "bash":
-		put("command", in["command"])
-		if t, ok := in["timeout"]; ok {
-			if secs, ok := jsonNumber(t); ok {
-				out["timeout"] = int64(secs*1000 + 0.5)
-			} else {
-				out["timeout"] = t
+	case ToolBash:
+		var a BashArgs
+		if a, err = ParseBashArgs(args); err == nil {
+			out["command"] = a.Command
+			if a.Timeout > 0 {
+				out["timeout"] = int64(a.Timeout*1000 + 0.5)
 			}
 		}
-	case "read":
-		put("offset", in["offset"])
-		put("limit", in["limit"])
-	case "write":
-		put("content", in["content"])
-	case "edit":
-		type ourEdit struct {
-			Old *string `json:"oldText"`
-			New *string `json:"newText"`
+	case ToolRead:
+		var a ReadArgs
+		if a, err = ParseReadArgs(args); err == nil {
+			out["file_path"] = abs(a.Path)
+			if a.Offset > 0 {
+				out["offset"] = a.Offset
+			}
+			if a.Limit > 0 {
+				out["limit"] = a.Limit
+			}
 		}
+	case ToolWrite:
+		var a WriteArgs
+		if a, err = ParseWriteArgs(args); err == nil {
+			out["file_path"], out["content"] = abs(a.Path), a.Content
+		}
+	case ToolEdit:
 		type claudeEdit struct {
-			Old *string `json:"old_string"`
-			New *string `json:"new_string"`
+			Old string `json:"old_string"`
+			New string `json:"new_string"`
 		}
-		var edits []ourEdit
-		switch {
-		case in["edits"] == nil && in["oldText"] != nil:
-			put("old_string", in["oldText"])
-			put("new_string", in["newText"])
-		case json.Unmarshal(in["edits"], &edits) != nil:
-			put("edits", in["edits"])
-		case len(edits) == 1:
-			out["old_string"], out["new_string"] = edits[0].Old, edits[0].New
-		default:
-			list := make([]claudeEdit, len(edits))
-			for i, e := range edits {
-				list[i] = claudeEdit(e)
+		var a EditArgs
+		if a, err = ParseEditArgs(args); err == nil {
+			out["file_path"] = abs(a.Path)
+			if len(a.Edits) == 1 {
+				out["old_string"], out["new_string"] = a.Edits[0].OldText, a.Edits[0].NewText
+			} else {
+				list := make([]claudeEdit, len(a.Edits))
+				for i, e := range a.Edits {
+					list[i] = claudeEdit{e.OldText, e.NewText}
+				}
+				out["edits"] = list
 			}
-			out["edits"] = list
 		}
+	default:
+		return argsJSON(args)
+	}
+	if err != nil {
+		return argsJSON(args)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -1040,14 +1006,14 @@ func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) 
 		}
 		return nil
 	}
-	if tool != "bash" {
+	if tool != ToolBash {
 		if err := need("file_path"); err != nil {
 			return nil, err
 		}
 		out["path"] = in["file_path"]
 	}
 	switch tool {
-	case "bash":
+	case ToolBash:
 		if err := need("command"); err != nil {
 			return nil, err
 		}
@@ -1059,15 +1025,15 @@ func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) 
 			}
 			out["timeout"] = ms / 1000
 		}
-	case "read":
+	case ToolRead:
 		put("offset", in["offset"])
 		put("limit", in["limit"])
-	case "write":
+	case ToolWrite:
 		if err := need("content"); err != nil {
 			return nil, err
 		}
 		out["content"] = in["content"]
-	case "edit":
+	case ToolEdit:
 		type ourEdit struct {
 			Old json.RawMessage `json:"oldText"`
 			New json.RawMessage `json:"newText"`
@@ -1108,24 +1074,26 @@ func zotToolArgs(tool string, updated json.RawMessage) (json.RawMessage, error) 
 // success}; other tools get their content blocks.
 func claudeToolResponse(tool string, args json.RawMessage, res ToolResult, cwd string) json.RawMessage {
 	text := Message{Content: res.Content}.Text()
-	var path string
-	var in struct {
-		Path string `json:"path"`
-	}
-	if json.Unmarshal(args, &in) == nil && in.Path != "" {
-		path = in.Path
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(cwd, path)
+	// PostToolUse follows a call that ran: its arguments read.
+	path := func(p string, err error) string {
+		if err != nil || filepath.IsAbs(p) {
+			return p
 		}
+		return filepath.Join(cwd, p)
 	}
 	var v any
 	switch tool {
-	case "bash":
+	case ToolBash:
 		v = map[string]any{"stdout": text, "stderr": "", "interrupted": false, "isImage": false}
-	case "read":
-		v = map[string]any{"type": "text", "file": map[string]any{"filePath": path, "content": text}}
-	case "write", "edit":
-		v = map[string]any{"filePath": path, "success": true}
+	case ToolRead:
+		a, err := ParseReadArgs(args)
+		v = map[string]any{"type": "text", "file": map[string]any{"filePath": path(a.Path, err), "content": text}}
+	case ToolWrite:
+		a, err := ParseWriteArgs(args)
+		v = map[string]any{"filePath": path(a.Path, err), "success": true}
+	case ToolEdit:
+		a, err := ParseEditArgs(args)
+		v = map[string]any{"filePath": path(a.Path, err), "success": true}
 	default:
 		blocks := []map[string]any{}
 		for _, b := range res.Content {

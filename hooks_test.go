@@ -365,7 +365,7 @@ func TestHooksPreToolUseDecisions(t *testing.T) {
 			r := h.ToolGate(context.Background(), ToolCall{ID: "c1", Name: "bash", Args: json.RawMessage(jsonOf(obj{"command": tt.command}))})
 			var trail []string
 			for _, n := range r.Notes {
-				trail = append(trail, n.Decision)
+				trail = append(trail, string(n.Decision))
 				if !strings.HasPrefix(n.By, "hook:") {
 					t.Errorf("note by %q", n.By)
 				}
@@ -389,15 +389,15 @@ func TestHooksAskJoinsTheConfirmPath(t *testing.T) {
 	t.Parallel()
 	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "ask", "permissionDecisionReason": "are you sure?"}}}))}})
 	var asked []GateNote
-	gate := ChainGates([]ToolGate{h.ToolGate}, func(_ context.Context, _ ToolCall, asks []GateNote) (bool, string) {
+	gate := decideWith(func(_ context.Context, _ ToolCall, asks []GateNote) (bool, string) {
 		asked = asks
 		return false, "test user"
-	})
+	}, h.ToolGate)
 	d := gate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"git push"}`)})
 	if !d.Block || len(asked) != 1 || asked[0].Reason != "are you sure?" || !strings.Contains(d.Reason, "declined by test user") {
 		t.Errorf("decision %+v, asked %+v", d, asked)
 	}
-	if last := d.Trail[len(d.Trail)-1]; last.By != "test user" || last.Decision != "deny" {
+	if last := d.Trail[len(d.Trail)-1]; last.By != "test user" || last.Decision != DecisionDeny {
 		t.Errorf("trail %+v", d.Trail)
 	}
 }
@@ -546,8 +546,8 @@ func TestHooksPostToolUseResponseShapes(t *testing.T) {
 	res := ToolResult{Content: []Block{TextBlock("out"), {Type: "image", MimeType: "image/png", Data: "AAAA"}}}
 	for _, tt := range []struct{ tool, args, want string }{
 		{"read", `{"path":"rel.txt"}`, `{"file":{"content":"out","filePath":"/w/rel.txt"},"type":"text"}`},
-		{"write", `{"path":"/x"}`, `{"filePath":"/x","success":true}`},
-		{"edit", `{"path":"/x"}`, `{"filePath":"/x","success":true}`},
+		{"write", `{"path":"/x","content":"y"}`, `{"filePath":"/x","success":true}`},
+		{"edit", `{"path":"e.txt","edits":[{"oldText":"a","newText":"b"}]}`, `{"filePath":"/w/e.txt","success":true}`},
 		{"mcp__s__t", `{}`, `[{"text":"out","type":"text"},{"data":"AAAA","mimeType":"image/png","type":"image"}]`},
 	} {
 		if got := string(claudeToolResponse(tt.tool, json.RawMessage(tt.args), res, "/w")); got != tt.want {
@@ -654,26 +654,42 @@ func TestHooksAttachChainsWithTheAgent(t *testing.T) {
 		"PostToolUse":      []obj{group("", pyHook(t, obj{"stdout": obj{"continue": false, "stopReason": "enough for today"}}))},
 	})
 	a := NewAgent(nil, "m", NewToolRegistry())
-	a.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "from before" }
+	a.Pipeline.AddPromptGate(Stage{Name: "before", Order: OrderIntercept}, func(context.Context, string) (bool, string, string) { return false, "", "from before" })
 	h.Attach(a)
-	if block, _, extra := a.BeforePrompt(context.Background(), "x"); block || extra != "from before\n\nfrom hook" {
+	if block, _, extra := a.Pipeline.beforePrompt(context.Background(), "x"); block || extra != "from before\n\nfrom hook" {
 		t.Errorf("prompt extra %q", extra)
 	}
 	rec := ToolRecord{Call: ToolCall{ID: "c", Name: "read", Args: json.RawMessage(`{"path":"x"}`)}, Ran: true, Result: textResult("x")}
-	a.AfterToolExecute(context.Background(), &rec)
-	if block, reason := a.BeforeTurn(context.Background(), 2); !block || reason != "enough for today" {
+	a.Pipeline.afterTool(context.Background(), &rec)
+	if block, reason := a.Pipeline.beforeTurn(context.Background(), 2); !block || reason != "enough for today" {
 		t.Errorf("turn after continue:false: %v %q", block, reason)
 	}
-	if block, _ := a.BeforeTurn(context.Background(), 3); block {
+	if block, _ := a.Pipeline.beforeTurn(context.Background(), 3); block {
 		t.Errorf("the stop is consumed once")
 	}
-	if a.OnStop != nil {
-		t.Errorf("OnStop set without Stop hooks")
+	if cont, _ := a.Pipeline.onStop(context.Background(), Message{}); cont {
+		t.Errorf("went on without Stop hooks")
 	}
+
+	// No hooks at all still make stages, which let everything pass.
 	var nothing *Hooks
-	nothing.Attach(a)
-	if r := nothing.ToolGate(context.Background(), ToolCall{}); r.Verdict != GateAllow {
-		t.Errorf("a nil Hooks gates")
+	b := NewAgent(nil, "m", NewToolRegistry())
+	nothing.Attach(b)
+	for _, point := range []HookPoint{HookBeforePrompt, HookBeforeTurn, HookBeforeToolExecute, HookAfterToolExecute, HookOnStop} {
+		if got := b.Pipeline.Stages(point); len(got) != 1 || got[0] != HookStage {
+			t.Errorf("%s: %v", point, got)
+		}
+	}
+	rec = ToolRecord{Call: ToolCall{ID: "c", Name: "read"}, Ran: true, Result: textResult("x")}
+	b.Pipeline.afterTool(context.Background(), &rec)
+	if d := b.Pipeline.Decide(context.Background(), ToolCall{}); d.Block || len(rec.Result.Content) != 1 {
+		t.Errorf("a nil Hooks gates: %+v, result %+v", d, rec.Result)
+	}
+	if block, _, _ := b.Pipeline.beforePrompt(context.Background(), "x"); block {
+		t.Errorf("a nil Hooks refuses prompts")
+	}
+	if block, _ := b.Pipeline.beforeTurn(context.Background(), 1); block {
+		t.Errorf("a nil Hooks refuses turns")
 	}
 }
 

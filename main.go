@@ -62,6 +62,8 @@ type options struct {
 	noExt                bool
 	noYolo               bool
 	approveAsks, noAudit bool
+	approvalsStdin       bool          // --json: approve commands on stdin answer the asks
+	approvalTimeout      time.Duration // 0: defaultApprovalTimeout
 	claudeHooks          bool
 	trustProject         bool
 	prompt               []string
@@ -146,6 +148,15 @@ var flagTable = []flagSpec{
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
 	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
+	{"approvals-stdin", "", "", "with --json: send approval_request events and read approve commands on stdin (the prompt then comes from the words; docs/permissions.md)", func(o *options, _ string) error { o.approvalsStdin = true; return nil }},
+	{"approval-timeout", "", "DURATION", "how long --json --approvals-stdin and rpc clients with approvals may take to answer before the call is refused (default 5m)", func(o *options, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("--approval-timeout needs a positive duration such as 30s or 10m, not %q", v)
+		}
+		o.approvalTimeout = d
+		return nil
+	}},
 	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
 	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *options, _ string) error { o.claudeHooks = true; return nil }},
 	{"trust-project", "", "", "run this directory's own MCP servers, extensions, validators and hooks for this run only (see zot trust)", func(o *options, _ string) error { o.trustProject = true; return nil }},

@@ -506,13 +506,13 @@ func TestMCPCallsPassThroughTheGateChain(t *testing.T) {
 	p, _ := testProvider(t, "anthropic", srv.URL)
 	a := NewAgent(p, "claude-sonnet-4-5", h.reg)
 	var seen []ToolCall
-	a.BeforeToolExecute = ChainGates([]ToolGate{func(ctx context.Context, call ToolCall) GateResult {
+	a.Pipeline.AddToolGate(ExtStage, func(ctx context.Context, call ToolCall) GateResult {
 		seen = append(seen, call)
 		if ok, _ := filepath.Match("mcp__*", call.Name); ok {
-			return GateResult{Verdict: GateDeny, Reason: "no MCP today", Notes: []GateNote{{By: "extension:guard", Decision: "block"}}}
+			return GateResult{Verdict: GateDeny, Reason: "no MCP today", Notes: []GateNote{{By: "extension:guard", Decision: DecisionBlock}}}
 		}
 		return GateResult{}
-	}}, nil)
+	})
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
 		t.Fatal(err)

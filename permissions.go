@@ -258,14 +258,17 @@ func substituteVars(words []string, env map[string]string) (joined, split []stri
 	return joined, split
 }
 
+// claudeCodeSource names Claude Code's rules among the rule sources.
+const claudeCodeSource = "claude-code"
+
 // RuleAnswer is one rule source's answer about one command of a line (an
 // index into the report's Commands), or about a tool call (-1).
 type RuleAnswer struct {
-	Source  string `json:"source"` // claude-code or runok
-	Command int    `json:"command"`
-	Status  string `json:"status"`
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
+	Source  string       `json:"source"` // claude-code or runok
+	Command int          `json:"command"`
+	Status  GateDecision `json:"status"`
+	File    string       `json:"file,omitempty"`
+	Line    int          `json:"line,omitempty"`
 	// Rule is the rule that decided as written; "" when none matched and
 	// the source's default decided.
 	Rule          string `json:"rule,omitempty"`
@@ -321,9 +324,9 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 }
 
 func claudeAnswer(v claudeVerdict, i int) RuleAnswer {
-	a := RuleAnswer{Source: "claude-code", Command: i, Status: v.action, Note: v.why}
+	a := RuleAnswer{Source: claudeCodeSource, Command: i, Status: GateDecision(v.action), Note: v.why}
 	if v.action == "" {
-		a.Status = "allow"
+		a.Status = DecisionAllow
 	}
 	if r := v.rule; r != nil {
 		a.File, a.Rule = r.file, r.action+" "+r.text
@@ -332,7 +335,7 @@ func claudeAnswer(v claudeVerdict, i int) RuleAnswer {
 }
 
 func runokAnswer(v runokVerdict, i int) RuleAnswer {
-	a := RuleAnswer{Source: "runok", Command: i, Status: v.action, Message: v.message, FixSuggestion: v.fix, Note: v.byZot}
+	a := RuleAnswer{Source: "runok", Command: i, Status: GateDecision(v.action), Message: v.message, FixSuggestion: v.fix, Note: v.byZot}
 	switch {
 	case v.rule != nil:
 		a.File, a.Line, a.Rule = v.rule.src.file, v.rule.src.line, v.rule.String()
@@ -352,10 +355,11 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 	}
 	var cc claudeCall
 	switch {
-	case call.Name == "read" || call.Name == "write" || call.Name == "edit":
-		a := parseToolArgs(call.Name, call.Args)
-		pth := a.str("path")
-		if a.err != nil || pth == "" {
+	case call.Name == ToolRead || call.Name == ToolWrite || call.Name == ToolEdit:
+		// A call its tool will refuse is still judged by the path it
+		// names: a deny rule denies it whatever else is wrong with it.
+		pth := builtinPath(call)
+		if pth == "" {
 			return RuleAnswer{}, false // the tool refuses these arguments itself
 		}
 		abs := pth
@@ -367,10 +371,10 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 		if err != nil {
 			real = abs
 		}
-		cc = claudeCall{tool: map[string]string{"read": "Read", "write": "Write", "edit": "Edit"}[call.Name], paths: []string{abs, real}, realPath: real, editsFile: call.Name != "read"}
-	case call.Name == "skill":
-		a := parseToolArgs("skill", call.Args)
-		cc = claudeCall{tool: "Skill", skill: strings.TrimSpace(a.str("name"))}
+		cc = claudeCall{tool: map[string]string{ToolRead: "Read", ToolWrite: "Write", ToolEdit: "Edit"}[call.Name], paths: []string{abs, real}, realPath: real, editsFile: call.Name != ToolRead}
+	case call.Name == ToolSkill:
+		a, _ := ParseSkillArgs(call.Args)
+		cc = claudeCall{tool: "Skill", skill: a.Name}
 	case strings.HasPrefix(call.Name, "mcp__"):
 		cc = claudeCall{tool: call.Name}
 	default:
@@ -414,20 +418,22 @@ func explainRule(a RuleAnswer) string {
 // and the hooks, so it sees the call as they left it.
 func PermissionGate(vs []Validator, rules *PermissionRules, cwd string) ToolGate {
 	return func(ctx context.Context, call ToolCall) GateResult {
-		if call.Name != "bash" {
+		if len(vs) == 0 && !rules.Active() {
+			return GateResult{}
+		}
+		if call.Name != ToolBash {
 			a, ok := rules.toolAnswer(call, cwd)
 			if !ok {
 				return GateResult{}
 			}
-			return ValidationReport{Rules: []RuleAnswer{a}, Decision: a.Status}.gateResult()
+			return ValidationReport{Rules: []RuleAnswer{a}, Decision: GateDecision(a.Status)}.gateResult()
 		}
 		// Read the command exactly as the bash tool will: duplicate or
 		// differently cased keys must not show the gate another command.
-		a := parseToolArgs("bash", call.Args)
-		command := a.str("command")
-		if a.err != nil || command == "" {
-			return GateResult{}
+		args, err := ParseBashArgs(call.Args)
+		if err != nil {
+			return GateResult{} // the tool refuses these arguments itself
 		}
-		return CheckCommandLineRules(ctx, vs, rules, command, cwd).gateResult()
+		return CheckCommandLineRules(ctx, vs, rules, args.Command, cwd).gateResult()
 	}
 }

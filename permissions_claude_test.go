@@ -174,7 +174,7 @@ func TestClaudeDenyThenAskThenAllowFirstMatchWins(t *testing.T) {
 		"git status \"$HOME\"":       "allow", // a variable the line does not assign
 		"timeout 5 git push --force": "deny",
 	} {
-		if r := f.bash(line); r.Decision != want {
+		if r := f.bash(line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
 		}
 	}
@@ -195,7 +195,7 @@ func TestClaudeManagedSettingsCannotBeLoosened(t *testing.T) {
 		"wget https://x": "ask",
 		"ls":             "ask", // the user's allow does not apply, nor bypassPermissions
 	} {
-		if r := f.bash(line); r.Decision != want {
+		if r := f.bash(line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
 		}
 	}
@@ -216,7 +216,7 @@ func TestClaudeProjectAllowRulesWaitForTrust(t *testing.T) {
 			want["curl x"], want["ls"] = "allow", "allow" // bypassPermissions
 		}
 		for line, w := range want {
-			if r := f.bash(line); r.Decision != w {
+			if r := f.bash(line); string(r.Decision) != w {
 				t.Errorf("trusted %v: %q: %s, want %s", trusted, line, r.Decision, w)
 			}
 		}
@@ -249,7 +249,7 @@ func TestClaudeReadAndEditRulesGateTheFileTools(t *testing.T) {
 		{"write", "notes.txt", "ask"},    // no rule: file edits ask
 	} {
 		a, ok := f.tool(tc.tool, map[string]any{"path": tc.path, "content": "x"})
-		if !ok || a.Status != tc.want {
+		if !ok || string(a.Status) != tc.want {
 			t.Errorf("%s %s: %+v (%v), want %s", tc.tool, tc.path, a, ok, tc.want)
 		}
 	}
@@ -273,7 +273,7 @@ func TestClaudeMCPAndSkillRules(t *testing.T) {
 		{"skill", map[string]any{"name": "review"}, "allow"},
 	} {
 		a, ok := f.tool(tc.tool, tc.args)
-		if !ok || a.Status != tc.want {
+		if !ok || string(a.Status) != tc.want {
 			t.Errorf("%s %v: %+v (%v), want %s", tc.tool, tc.args, a, ok, tc.want)
 		}
 	}

@@ -580,7 +580,7 @@ func TestRunokDocumentationTable(t *testing.T) {
 			t.Fatalf("no config %q", row.config)
 		}
 		r := CheckCommandLineRules(context.Background(), nil, c.rules, row.line, c.cwd)
-		if r.Decision != row.want {
+		if string(r.Decision) != row.want {
 			var why []string
 			for _, a := range r.Rules {
 				why = append(why, explainRule(a))
@@ -646,7 +646,7 @@ func TestRunokFindsAndMergesItsFourLayers(t *testing.T) {
 		"cat " + home + "/.aws/credentials":  "deny",
 		"unknown":                            "ask", // the last layer's default
 	} {
-		if r := decide(t, rules, cwd, line); r.Decision != want {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
 		}
 	}
@@ -690,7 +690,7 @@ rules:
 			want["curl x"], want["unknown"], want["kubectl delete all"] = "allow", "allow", "allow"
 		}
 		for line, w := range want {
-			if r := decide(t, rules, cwd, line); r.Decision != w {
+			if r := decide(t, rules, cwd, line); string(r.Decision) != w {
 				t.Errorf("trusted %v: %q: %s, want %s (%+v)", trusted, line, r.Decision, w, r.Rules)
 			}
 		}
@@ -709,7 +709,7 @@ func TestRunokExtendsLocalFilesAndFailsClosedOnTheRest(t *testing.T) {
 		"home/shared/more.yml":          "rules:\n  - ask: 'git push *'\n",
 	})
 	for line, want := range map[string]string{"ls": "allow", "rm x": "deny", "shred x": "deny", "git push": "ask"} {
-		if r := decide(t, rules, cwd, line); r.Decision != want {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s", line, r.Decision, want)
 		}
 	}
@@ -777,7 +777,7 @@ rules:
     sandbox: strict
 `})
 	for line, want := range map[string]string{"curl x": "ask", "npm publish": "ask", "python3 x.py": "allow"} {
-		if r := decide(t, rules, cwd, line); r.Decision != want {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s", line, r.Decision, want)
 		}
 	}
@@ -809,7 +809,7 @@ func TestRunokStricterWhereTheSplitterSeesMore(t *testing.T) {
 		"read X; echo $X":  "ask",   // never allowed on its literal $X
 		"eval 'rm -rf /'":  "ask",   // not followed: ask
 	} {
-		if r := decide(t, rules, cwd, line); r.Decision != want {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v %+v)", line, r.Decision, want, r.Rules, r.Answers)
 		}
 	}
@@ -835,7 +835,7 @@ rules:
 		"./script.sh":       "allow",
 		"cd /tmp":           "allow", // a builtin
 	} {
-		if r := decide(t, rules, cwd, line); r.Decision != want {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
 		}
 	}
@@ -936,7 +936,7 @@ func TestRunokDenyRulesMatchFlagsEitherWay(t *testing.T) {
 	t.Parallel()
 	rules, cwd := runokLayout(t, true, map[string]string{"home/.config/runok/runok.yml": "defaults:\n  action: allow\nrules:\n  - deny: 'rm -r -f /'\n  - allow: 'curl -X GET *'\n"})
 	for line, want := range map[string]string{"rm -r -f /": "deny", "rm -f -r /": "deny", "rm / -r -f": "deny", "rm -r -f /tmp": "allow", "curl -X GET url": "allow", "curl url -X GET": "allow"} {
-		if r := decide(t, rules, cwd, line); r.Decision != want {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s", line, r.Decision, want)
 		}
 	}

@@ -84,7 +84,7 @@ func TestPluginInstallUseDisableRemove(t *testing.T) {
 	var bys []string
 	for _, e := range auditLines(t, z.home) {
 		for _, d := range e.Decisions {
-			bys = append(bys, d.By+"="+d.Decision)
+			bys = append(bys, d.By+"="+string(d.Decision))
 		}
 	}
 	all := strings.Join(bys, "\n")

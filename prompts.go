@@ -482,8 +482,8 @@ func (p *Prompts) runCommand(ctx context.Context, a *Agent, t PromptTemplate, co
 	var id [6]byte
 	rand.Read(id[:])
 	args, _ := json.Marshal(map[string]string{"command": command})
-	call := ToolCall{ID: "prompt-" + hex.EncodeToString(id[:]), Name: "bash", Args: args}
-	res := a.RunTool(ctx, call, GateNote{By: "prompt:" + t.Name, Decision: "request", Reason: t.Path})
+	call := ToolCall{ID: "prompt-" + hex.EncodeToString(id[:]), Name: ToolBash, Args: args}
+	res := a.RunTool(ctx, call, GateNote{By: "prompt:" + t.Name, Decision: DecisionRequest, Reason: t.Path})
 	text := Message{Content: res.Content}.Text()
 	if res.IsError && res.ExitCode == nil {
 		return "", fmt.Errorf("!`%s` did not run: %s", truncate(command, 200), truncate(strings.TrimSpace(text), 500))

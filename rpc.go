@@ -81,10 +81,11 @@ const (
 	rpcReloadExtensions rpcCommand = "reload_extensions"
 	rpcGetCheckpoints   rpcCommand = "get_checkpoints"
 	rpcRewind           rpcCommand = "rewind"
+	rpcApprove          rpcCommand = "approve"
 )
 
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove}
 
 // rpcResponseType is the "type" of every response line; events have
 // their own (EventType).
@@ -100,6 +101,11 @@ type rpcRequest struct {
 	Images  []rpcImage
 	Model   string
 	All     bool
+	// Approvals (hello) says the client answers approval_request events;
+	// ApprovalID and Decision (approve) are such an answer.
+	Approvals  bool
+	ApprovalID string
+	Decision   ApprovalDecision
 	// rewind
 	Checkpoint string
 	Restore    rpcRestore
@@ -138,6 +144,8 @@ type (
 		Version         string `json:"version"`
 		Provider        string `json:"provider"`
 		Model           string `json:"model"`
+		// Approvals echoes a hello's "approvals": true.
+		Approvals bool `json:"approvals,omitempty"`
 	}
 	rpcPromptData struct {
 		Started  bool `json:"started,omitempty"`
@@ -173,7 +181,7 @@ type (
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // rpcFieldNames are the top-level fields of a request, of every command.
-var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force"}
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision"}
 
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
@@ -213,6 +221,19 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 	case rpcHello:
 		if err = decodeRPCField("token", raw["token"], &req.Token); err != nil {
 			err = badTokenError{err}
+		} else {
+			err = decodeRPCField("approvals", raw["approvals"], &req.Approvals)
+		}
+	case rpcApprove:
+		err = decodeRPCField("approval_id", raw["approval_id"], &req.ApprovalID)
+		if err == nil {
+			err = decodeRPCField("decision", raw["decision"], &req.Decision)
+		}
+		if err == nil {
+			err = decodeRPCField("message", raw["message"], &req.Message)
+		}
+		if err == nil && req.ApprovalID == "" {
+			err = errors.New(`approve needs "approval_id", from the approval_request it answers`)
 		}
 	case rpcAbort:
 		err = decodeRPCField("all", raw["all"], &req.All)
@@ -350,6 +371,11 @@ type rpcConfig struct {
 	// a prompt template); nil is the agent's Prompt.
 	Prompt func(ctx context.Context, text string, images []Block, sink Sink) error
 	Log    func(format string, args ...any)
+	// Approvals keeps an approving client's "always" answers; nil: a
+	// session's own. ApprovalTimeout bounds the wait for an answer (0:
+	// defaultApprovalTimeout).
+	Approvals       *sessionApprovals
+	ApprovalTimeout time.Duration
 }
 
 // rpcCheckpoints is what get_checkpoints and rewind use (wire.go's).
@@ -427,6 +453,10 @@ type rpcServer struct {
 	closed bool       // no job will be added; the worker drains and exits
 	authed bool
 	held   []Event // extension notes that came before hello
+	// clientApproves is set by a hello with "approvals": true: asks go
+	// to the client (approvals), else they are refused as before.
+	clientApproves bool
+	approvals      *approvalBroker
 }
 
 // maxHeldNotes bounds the notes kept for a client that has not said hello.
@@ -443,8 +473,12 @@ func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
+	if cfg.Approvals == nil {
+		cfg.Approvals = newSessionApprovals(cfg.Cwd, nil, nil)
+	}
 	s := &rpcServer{rpcConfig: cfg, in: in, out: newEventWriter(out), broken: make(chan struct{}), authed: cfg.Token == ""}
 	s.cond = sync.NewCond(&s.mu)
+	s.approvals = newApprovalBroker(cfg.ApprovalTimeout, func(e approvalRequestEvent) { s.write(e) })
 	return s
 }
 
@@ -610,6 +644,8 @@ func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
 		s.reload(ctx, req)
 	case rpcGetCheckpoints, rpcRewind:
 		s.checkpoints(req)
+	case rpcApprove:
+		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.Decision, req.Message))
 	}
 	return nil
 }
@@ -651,7 +687,10 @@ func (s *rpcServer) hello(req rpcRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.authed = true
-	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel()}, nil)
+	if req.Approvals {
+		s.clientApproves = true
+	}
+	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(), Approvals: s.clientApproves}, nil)
 	for _, e := range s.held {
 		s.write(e)
 	}
@@ -852,6 +891,21 @@ func (s *rpcServer) Notify(n rpcNote) {
 	}
 	s.mu.Unlock()
 	s.write(e)
+}
+
+// Confirm is the ConfirmFunc of rpc: a client that said hello with
+// "approvals": true is asked; for any other, refuse answers, as before.
+func (s *rpcServer) Confirm(refuse ConfirmFunc) ConfirmFunc {
+	ask := s.Approvals.Confirm(s.approvals.ask)
+	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+		s.mu.Lock()
+		approves := s.clientApproves
+		s.mu.Unlock()
+		if approves {
+			return ask(ctx, call, asks)
+		}
+		return refuse(ctx, call, asks)
+	}
 }
 
 // reply answers req with data, or with err when it is not nil.

@@ -382,7 +382,7 @@ func skillOneLine(s string) string {
 // beside its SKILL.md.
 type skillTool struct{ skills []Skill }
 
-func (skillTool) Name() string { return "skill" }
+func (skillTool) Name() string { return ToolSkill }
 
 func (skillTool) Description() string {
 	return "Load a skill listed in the system prompt: its instructions and files."
@@ -393,12 +393,11 @@ func (skillTool) Schema() json.RawMessage {
 }
 
 func (t skillTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
-	a := parseToolArgs("skill", raw)
-	a.require("name")
-	name := strings.TrimSpace(a.str("name"))
-	if a.err != nil {
-		return errorResult("%v", a.err)
+	args, err := ParseSkillArgs(raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
+	name := args.Name
 	var names []string
 	for _, s := range t.skills {
 		if s.UserOnly {
@@ -485,7 +484,7 @@ func SkillTool(skills []Skill) Tool { return skillTool{skills} }
 // SkillsPrompt is the manifest section of the system prompt, when the
 // model can reach the skill tool in reg (--tools may leave it out).
 func SkillsPrompt(reg *ToolRegistry, skills []Skill) []string {
-	t, _ := reg.Lookup("skill")
+	t, _ := reg.Lookup(ToolSkill)
 	if _, ours := t.(skillTool); !ours {
 		return nil
 	}

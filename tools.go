@@ -521,7 +521,7 @@ func (a *toolArgs) objects(name string) []*toolArgs {
 
 type readTool struct{ env *ToolEnv }
 
-func (readTool) Name() string { return "read" }
+func (readTool) Name() string { return ToolRead }
 
 // The descriptions and schemas of the tools go with every request: they
 // say what the model must know to call a tool right, and no more
@@ -537,21 +537,11 @@ func (readTool) Schema() json.RawMessage {
 }
 
 func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
-	a := parseToolArgs("read", raw)
-	a.require("path")
-	p := a.str("path")
-	offset, _ := a.integer("offset")
-	limit, _ := a.integer("limit")
-	switch {
-	case a.err != nil:
-		return errorResult("%v", a.err)
-	case p == "":
-		return errorResult(`invalid arguments for read: "path" must not be empty`)
-	case offset < 0:
-		return errorResult(`invalid arguments for read: "offset" is a 1-based line number, got %d`, offset)
-	case limit < 0:
-		return errorResult(`invalid arguments for read: "limit" must be positive, got %d`, limit)
+	args, err := ParseReadArgs(raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
+	p, offset, limit := args.Path, args.Offset, args.Limit
 	// 0 is what models send for "not set".
 	offset = max(offset, 1)
 	if limit == 0 || limit > readMaxLines {
@@ -748,7 +738,7 @@ func sizeString(n int64) string {
 
 type writeTool struct{ env *ToolEnv }
 
-func (writeTool) Name() string { return "write" }
+func (writeTool) Name() string { return ToolWrite }
 
 func (writeTool) Description() string {
 	return "Write a whole file, creating it and its directories."
@@ -759,16 +749,12 @@ func (writeTool) Schema() json.RawMessage {
 }
 
 func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
-	a := parseToolArgs("write", raw)
-	a.require("path")
-	a.require("content")
-	p, content := a.str("path"), a.str("content")
-	switch {
-	case a.err != nil:
-		return errorResult("%v", a.err)
-	case p == "":
-		return errorResult(`invalid arguments for write: "path" must not be empty`)
-	case ctx.Err() != nil:
+	args, err := ParseWriteArgs(raw)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	p, content := args.Path, args.Content
+	if ctx.Err() != nil {
 		return errorResult("write %s: aborted before writing", p)
 	}
 	w, err := t.env.openWrite(p)
@@ -919,7 +905,7 @@ func writeAtomic(path string, data []byte, mode fs.FileMode, owner *fileOwner) (
 // validators and hooks are where shell commands are vetted.
 type bashTool struct{ env *ToolEnv }
 
-func (bashTool) Name() string { return "bash" }
+func (bashTool) Name() string { return ToolBash }
 
 func (bashTool) Description() string {
 	return "Run a command with " + bashToolShell().Path + " -c in the working directory. " +
@@ -933,22 +919,16 @@ func (bashTool) Schema() json.RawMessage {
 }
 
 func (t bashTool) Run(ctx context.Context, raw json.RawMessage, progress func(string)) ToolResult {
-	a := parseToolArgs("bash", raw)
-	a.require("command")
-	command := a.str("command")
-	secs, hasTimeout := a.number("timeout")
+	args, err := ParseBashArgs(raw)
 	switch {
-	case a.err != nil:
-		return errorResult("%v", a.err)
-	case strings.TrimSpace(command) == "":
-		return errorResult(`invalid arguments for bash: "command" must not be empty`)
-	case hasTimeout && secs <= 0:
-		return errorResult(`invalid arguments for bash: "timeout" must be a positive number of seconds, got %v`, secs)
+	case err != nil:
+		return errorResult("%v", err)
 	case ctx.Err() != nil:
 		return errorResult("bash: aborted before the command started")
 	}
+	command, secs := args.Command, args.Timeout
 	timeout, note := bashTimeout, ""
-	if hasTimeout {
+	if secs > 0 {
 		if secs > bashMaxTime.Seconds() {
 			note = fmt.Sprintf("[timeout %gs is above the maximum; used %gs]", secs, bashMaxTime.Seconds())
 			secs = bashMaxTime.Seconds()

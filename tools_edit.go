@@ -18,7 +18,7 @@ import (
 
 type editTool struct{ env *ToolEnv }
 
-func (editTool) Name() string { return "edit" }
+func (editTool) Name() string { return ToolEdit }
 
 func (editTool) Description() string {
 	return "Replace text in a file. Each oldText must occur exactly once; all edits apply or none."
@@ -28,8 +28,6 @@ func (editTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"edits":{"type":"array","items":{"type":"object",` +
 		`"properties":{"oldText":{"type":"string"},"newText":{"type":"string"}},"required":["oldText","newText"]}}},"required":["path","edits"]}`)
 }
-
-type textEdit struct{ oldText, newText string }
 
 // editSpan is an edit located in the file: bytes [start, end) become newText.
 type editSpan struct {
@@ -41,33 +39,12 @@ type editSpan struct {
 const utf8BOM = "\uFEFF"
 
 func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) ToolResult {
-	a := parseToolArgs("edit", raw)
-	a.require("path")
-	p := a.str("path")
-	var edits []textEdit
-	if _, _, ok := a.field("edits"); !ok && a.fields["oldText"] != nil {
-		// The one-edit shape some models use from memory of older tools.
-		a.require("newText")
-		edits = append(edits, textEdit{a.str("oldText"), a.str("newText")})
-	} else {
-		a.require("edits")
-		for _, e := range a.objects("edits") {
-			e.require("oldText")
-			e.require("newText")
-			edits = append(edits, textEdit{e.str("oldText"), e.str("newText")})
-			if a.err == nil {
-				a.err = e.err
-			}
-		}
+	args, err := ParseEditArgs(raw)
+	if err != nil {
+		return errorResult("%v", err)
 	}
-	switch {
-	case a.err != nil:
-		return errorResult("%v", a.err)
-	case p == "":
-		return errorResult(`invalid arguments for edit: "path" must not be empty`)
-	case len(edits) == 0:
-		return errorResult(`invalid arguments for edit: "edits" is empty; give at least one {oldText, newText}`)
-	case ctx.Err() != nil:
+	p, edits := args.Path, args.Edits
+	if ctx.Err() != nil {
 		return errorResult("edit %s: aborted before editing", p)
 	}
 	w, err := t.env.openWrite(p)
@@ -187,11 +164,11 @@ func (at crlfAt) lineEnding(lf string, pos int) string {
 // locateEdits finds every edit in old, each exactly once and none
 // overlapping another, and returns them in file order. problem explains
 // every edit that cannot be placed, in terms the model can fix.
-func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string) {
+func locateEdits(old string, edits []TextEdit) (spans []editSpan, problem string) {
 	var problems []string
 	for i, e := range edits {
 		n := i + 1
-		find := strings.ReplaceAll(e.oldText, "\r\n", "\n")
+		find := strings.ReplaceAll(e.OldText, "\r\n", "\n")
 		if find == "" {
 			problems = append(problems, fmt.Sprintf("edit %d: oldText is empty; to replace a whole file use write.", n))
 			continue
@@ -209,7 +186,7 @@ func locateEdits(old string, edits []textEdit) (spans []editSpan, problem string
 			problems = append(problems, fmt.Sprintf("edit %d: oldText was found %s (at lines %s); include more of the surrounding text so it matches once.", n, times, strings.Join(lines, ", ")))
 			continue
 		}
-		spans = append(spans, editSpan{index: n, start: at, end: at + len(find), newText: strings.ReplaceAll(e.newText, "\r\n", "\n")})
+		spans = append(spans, editSpan{index: n, start: at, end: at + len(find), newText: strings.ReplaceAll(e.NewText, "\r\n", "\n")})
 	}
 	if len(problems) > 0 {
 		return nil, strings.Join(problems, "\n")

@@ -131,8 +131,15 @@ func runTestAsNobody(t *testing.T, test string, env ...string) string {
 	return string(out)
 }
 
+// copyExecutable puts the executable from at to, for a run as another
+// user. A hard link first: a copy is written through a descriptor that a
+// parallel test's fork may inherit until its exec, and running to while
+// that child holds it open fails with "text file busy".
 func copyExecutable(t *testing.T, from, to string) {
 	t.Helper()
+	if os.Link(from, to) == nil {
+		return
+	}
 	src, err := os.Open(from)
 	if err != nil {
 		t.Fatal(err)

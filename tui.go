@@ -47,6 +47,9 @@ type TUIConfig struct {
 	Notes     []string // shown at the start (session repairs)
 	AskTools  bool     // --no-yolo: ask before each tool call
 	Sandbox   string   // the mode bash commands run in (docs/sandbox.md)
+	// Approvals keeps the session's "don't ask again" answers; nil: the
+	// TUI's own, which offer none for commands.
+	Approvals *sessionApprovals
 	// Checkpoints are /undo's and /rewind's; nil when they are off.
 	Checkpoints tuiCheckpoints
 }
@@ -289,11 +292,12 @@ func newTUI(cfg TUIConfig, out io.Writer) *TUI {
 	return t
 }
 
-// ChainGates makes the agent check each tool call with gates, then the
-// --no-yolo gate, and makes the TUI the one that answers their questions.
-func (t *TUI) ChainGates(gates []ToolGate) {
-	t.agent.BeforeToolExecute = ChainGates(append(gates, t.yoloGate), t.confirm)
-}
+// YoloStage is the stage of the TUI's --no-yolo gate.
+var YoloStage = Stage{Name: "--no-yolo", Order: OrderConfirm}
+
+// Gates are what the TUI brings to the agent's tool gates: the --no-yolo
+// gate, and the confirm that shows the gates' questions as a dialog.
+func (t *TUI) Gates() (yolo ToolGate, confirm ConfirmFunc) { return t.yoloGate, t.approvalConfirm() }
 
 // post hands a message to the UI loop; it never blocks.
 func (t *TUI) post(m any) {
@@ -1009,7 +1013,7 @@ func (t *TUI) yoloGate(ctx context.Context, call ToolCall) GateResult {
 	if !t.askTools || t.approveAll || t.approved[call.Name] {
 		return GateResult{}
 	}
-	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: "--no-yolo", Decision: "ask", Reason: "confirm each tool call"}}}
+	return GateResult{Verdict: GateAsk, Notes: []GateNote{{By: YoloStage.Name, Decision: DecisionAsk, Reason: "confirm each tool call", AllowEnds: true}}}
 }
 
 // confirmReq is a gate's question waiting for the user.
@@ -1018,6 +1022,10 @@ type confirmReq struct {
 	call  ToolCall
 	asks  []GateNote
 	reply chan bool
+	// q and detail come with a question from ask (tui_approvals.go):
+	// what it offers, and where the whole answer goes.
+	q      approvalQuestion
+	detail chan approvalAnswer
 }
 
 // confirm is the ConfirmFunc: it shows a dialog and waits for the answer,
@@ -1037,7 +1045,7 @@ func (t *TUI) confirm(ctx context.Context, call ToolCall, asks []GateNote) (bool
 
 func onlyYoloAsks(asks []GateNote) bool {
 	for _, a := range asks {
-		if a.By != "--no-yolo" {
+		if a.By != YoloStage.Name {
 			return false
 		}
 	}

@@ -232,7 +232,7 @@ func TestConfigIsPrivate(t *testing.T) {
 // reserves the TUI's names, whatever list of its own it keeps.
 func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	t.Parallel()
-	tui, _ := newTestTUI(t, 100, 30)
+	tui, _ := newUnwiredTestTUI(t, 100, 30)
 	names := tuiCommandNames()
 	if len(names) != len(builtinCommands()) || names[0] != "help" {
 		t.Fatalf("tuiCommandNames() = %q", names)
@@ -243,8 +243,12 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 	}
 	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", agent: tui.agent,
 		opts: options{ext: []string{scriptedExt(t, "grabby", obj{"frames": frames})}, noExt: true, noMCP: true}}
+	tui.agent.Pipeline.AddToolGate(armedStage, s.armedGate) // as newSetup does
 	stop := s.plugTUI(tui)
 	defer stop()
+	if tui.Ext == nil {
+		t.Fatal("the TUI was not armed: see its notes")
+	}
 	var got []string
 	for _, c := range tui.Ext.Commands() {
 		got = append(got, c.Name)
@@ -285,7 +289,7 @@ func TestAttachedFilesStayOutOfForkSessionsAndTranscripts(t *testing.T) {
 	tui, v := newTestTUI(t, 100, 30)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "Read it."})})
 	tui.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
-	tui.agent.BeforePrompt = func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" }
+	tui.agent.Pipeline.AddPromptGate(testStage, func(context.Context, string) (bool, string, string) { return false, "", "context from a hook" })
 	tui.session = NewSession(tui.cfg.Home, tui.cfg.Cwd, "anthropic", "claude-sonnet-4-5")
 	tui.agent.Recorder = tui.session
 	defer func() { tui.session.Close() }()

@@ -303,6 +303,9 @@ type confirmDialog struct {
 	bodyWidth int
 	top, room int  // the first body row shown, and how many fit
 	seenAll   bool // every body row has been on screen
+
+	typing bool   // a message for the model is being typed (m)
+	msg    []rune // that message
 }
 
 const (
@@ -311,15 +314,20 @@ const (
 )
 
 func (d *confirmDialog) options() [][2]string {
+	opts := [][2]string{{"y", "yes, run it"}}
 	if d.yolo {
-		return [][2]string{
+		opts = [][2]string{
 			{"y", "yes"},
 			{"t", "yes, and do not ask again for " + oneLine(d.req.call.Name) + " this session"},
 			{"a", "yes to every tool call this session"},
-			{"n", "no: the model is told the call was refused"},
 		}
 	}
-	return [][2]string{{"y", "yes, run it"}, {"n", "no: the model is told the call was refused"}}
+	opts = append(opts, approvalOptions(d.req.q)...)
+	opts = append(opts, [2]string{"n", "no: the model is told the call was refused"})
+	if d.req.detail != nil {
+		opts = append(opts, [2]string{"m", "no, and tell the model why (type it)"})
+	}
+	return opts
 }
 
 // layout fits the body into the terminal beside the dialog's fixed rows
@@ -327,7 +335,7 @@ func (d *confirmDialog) options() [][2]string {
 // of the body is on screen.
 func (d *confirmDialog) layout(t *TUI, width int) {
 	if d.body == nil || d.bodyWidth != width {
-		d.body, d.bodyWidth = callRows(d.req.call, boxInner(width)), width
+		d.body, d.bodyWidth = approvalBody(d.req, boxInner(width)), width
 		for _, a := range d.req.asks {
 			first := []span{{oneLine(a.By) + " asks: ", fgYellow}}
 			d.body = append(d.body, plainRows(drawText(a.Reason), boxInner(width), 0, first, []span{{"  ", 0}})...)
@@ -359,6 +367,10 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 		}
 		body = append(body, fitLine(boxInner(width), span{where, st}))
 	}
+	if d.typing {
+		body = append(body, fitLine(boxInner(width), span{"message to the model: ", fgCyan | sBold}, span{drawText(string(d.msg)) + "▏", 0}))
+		return box(width, "allow this tool call?", "enter: no, with this message · esc: back", body), 0, -1
+	}
 	for i, o := range d.options() {
 		mark, st := "  ", style(0)
 		if i == d.sel {
@@ -376,10 +388,16 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 func (d *confirmDialog) key(t *TUI, k key) bool {
 	opts := d.options()
 	choose := func(letter string) bool {
-		if letter != "n" && !d.seenAll {
+		if letter != "n" && letter != "m" && !d.seenAll {
 			return false // a yes waits until the whole call was on screen
 		}
+		if d.chooseApproval(t, letter) {
+			return true
+		}
 		switch letter {
+		case "m":
+			d.typing = true
+			return false
 		case "y":
 		case "t":
 			t.setApproval(d.req.call.Name, false)
@@ -391,6 +409,9 @@ func (d *confirmDialog) key(t *TUI, k key) bool {
 		}
 		d.answer(true)
 		return true
+	}
+	if d.typing {
+		return d.typedKey(k)
 	}
 	d.layout(t, t.width) // the dialog may not have been drawn yet
 	switch k.code {
@@ -439,7 +460,7 @@ const confirmArgRows = 20
 func callRows(call ToolCall, width int) []string {
 	rows := []string{fitLine(width, span{oneLine(call.Name), sBold})}
 	limit := confirmArgRows
-	if call.Name == "bash" {
+	if call.Name == ToolBash {
 		limit = 0
 	}
 	var args map[string]json.RawMessage
@@ -512,10 +533,47 @@ func argRows(key, value string, width, limit int) []string {
 
 // answer replies once; the agent's goroutine is waiting.
 func (d *confirmDialog) answer(ok bool) {
-	if !d.sent {
-		d.sent = true
-		d.req.reply <- ok
+	if ok {
+		d.answerWith(approvalAnswer{Decision: ApprovalAllow})
+	} else {
+		d.answerWith(approvalAnswer{Decision: ApprovalDeny})
 	}
+}
+
+// typedKey edits the message for the model while one is being typed:
+// enter sends the no with it, esc goes back to the choices. It returns
+// whether the dialog is done.
+func (d *confirmDialog) typedKey(k key) bool {
+	switch k.code {
+	case keyEnter:
+		d.answerWith(approvalAnswer{Decision: ApprovalDeny, Message: strings.TrimSpace(string(d.msg))})
+		return true
+	case keyEsc:
+		d.typing, d.msg = false, nil
+	case keyBackspace:
+		if len(d.msg) > 0 {
+			d.msg = d.msg[:len(d.msg)-1]
+		}
+	case keyRune:
+		if k.mod == 0 {
+			d.msg = append(d.msg, k.r)
+		}
+	}
+	return false
+}
+
+// answerWith replies once with a whole answer; a request made outside
+// ask (the tests', an older host's) takes only yes or no.
+func (d *confirmDialog) answerWith(a approvalAnswer) {
+	if d.sent {
+		return
+	}
+	d.sent = true
+	if d.req.detail != nil {
+		d.req.detail <- a
+		return
+	}
+	d.req.reply <- a.Decision != ApprovalDeny
 }
 
 // panelDialog is an extension's panel: its lines, and every key sent to

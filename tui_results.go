@@ -144,7 +144,7 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 	}
 	// An edit's result is a sentence and a unified diff; what the user
 	// wants to see is the lines it changed, where they are.
-	if r.name == "edit" && !r.isErr {
+	if r.name == ToolEdit && !r.isErr {
 		if d := parseDiff(raw); len(d.hunks) > 0 {
 			return d.rows(width, limit, full)
 		}

@@ -15,8 +15,19 @@ import (
 )
 
 // newTestTUI is a TUI drawing into a vt of the given size, with no
-// terminal, no provider and a private ZOT_HOME.
+// terminal, no provider and a private ZOT_HOME; its gates are set as
+// the wiring sets them.
 func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
+	tui, v := newUnwiredTestTUI(t, width, height)
+	yolo, confirm := tui.Gates()
+	tui.agent.Pipeline.AddToolGate(YoloStage, yolo)
+	tui.agent.Pipeline.SetConfirm(confirm)
+	return tui, v
+}
+
+// newUnwiredTestTUI is newTestTUI without its gates, for tests that wire
+// it as main does.
+func newUnwiredTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	home, cwd := t.TempDir(), t.TempDir()
 	env := NewToolEnv(cwd, false)
 	reg := NewToolRegistry()
@@ -26,7 +37,6 @@ func newTestTUI(t testing.TB, width, height int) (*TUI, *vt) {
 	tui := newTUI(cfg, v)
 	tui.width, tui.height = width, height
 	tui.scr.height = height
-	tui.ChainGates(nil)
 	t.Cleanup(tui.cancel)
 	return tui, v
 }

@@ -402,45 +402,43 @@ func (t *TUI) commitPrompt(display string, attached []string) {
 }
 
 // toolSummary is the one line a tool call is shown as: the command of
-// bash, the path of read, write and edit, the arguments of anything else.
+// bash, the path of read, write and edit, as each tool reads its
+// arguments; the arguments of anything else, or of a call its tool will
+// refuse.
 func toolSummary(name string, raw json.RawMessage) string {
+	switch name {
+	case ToolBash:
+		if a, err := ParseBashArgs(raw); err == nil {
+			first, rest, more := strings.Cut(strings.TrimSpace(a.Command), "\n")
+			if more && strings.TrimSpace(rest) != "" {
+				first += " …"
+			}
+			return oneLine(first)
+		}
+	case ToolRead:
+		if a, err := ParseReadArgs(raw); err == nil {
+			s := a.Path
+			if a.Offset > 0 || a.Limit > 0 {
+				s += fmt.Sprintf(" (from line %d", max(a.Offset, 1))
+				if a.Limit > 0 {
+					s += fmt.Sprintf(", %d lines", a.Limit)
+				}
+				s += ")"
+			}
+			return oneLine(s)
+		}
+	case ToolWrite:
+		if a, err := ParseWriteArgs(raw); err == nil {
+			return oneLine(fmt.Sprintf("%s (%d lines)", a.Path, textLines(a.Content)))
+		}
+	case ToolEdit:
+		if a, err := ParseEditArgs(raw); err == nil {
+			return oneLine(fmt.Sprintf("%s (%d %s)", a.Path, len(a.Edits), plural(len(a.Edits), "edit", "edits")))
+		}
+	}
 	var args map[string]json.RawMessage
 	if json.Unmarshal(raw, &args) != nil {
 		return oneLine(string(raw))
-	}
-	str := func(k string) string {
-		var s string
-		json.Unmarshal(args[k], &s)
-		return s
-	}
-	switch name {
-	case "bash":
-		cmd := str("command")
-		first, rest, more := strings.Cut(strings.TrimSpace(cmd), "\n")
-		if more && strings.TrimSpace(rest) != "" {
-			first += " …"
-		}
-		return oneLine(first)
-	case "read":
-		s := str("path")
-		var off, lim int
-		json.Unmarshal(args["offset"], &off)
-		json.Unmarshal(args["limit"], &lim)
-		if off > 0 || lim > 0 {
-			s += fmt.Sprintf(" (from line %d", max(off, 1))
-			if lim > 0 {
-				s += fmt.Sprintf(", %d lines", lim)
-			}
-			s += ")"
-		}
-		return oneLine(s)
-	case "write":
-		content := str("content")
-		return oneLine(fmt.Sprintf("%s (%d lines)", str("path"), textLines(content)))
-	case "edit":
-		var edits []json.RawMessage
-		json.Unmarshal(args["edits"], &edits)
-		return oneLine(fmt.Sprintf("%s (%d %s)", str("path"), len(edits), plural(len(edits), "edit", "edits")))
 	}
 	var parts []string
 	for _, k := range sortedKeys(args) {

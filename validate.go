@@ -326,10 +326,10 @@ type validateResponse struct {
 // ValidatorReply is one validator's answer about one command. Failure, when
 // set, says how the validator failed; Status is then ask.
 type ValidatorReply struct {
-	Status        string `json:"status"`
-	Message       string `json:"message,omitempty"`
-	FixSuggestion string `json:"fix_suggestion,omitempty"`
-	Failure       string `json:"failure,omitempty"`
+	Status        GateDecision `json:"status"` // allow, deny or ask
+	Message       string       `json:"message,omitempty"`
+	FixSuggestion string       `json:"fix_suggestion,omitempty"`
+	Failure       string       `json:"failure,omitempty"`
 }
 
 // Ask runs the validator once about one command. The process gets a
@@ -339,7 +339,7 @@ type ValidatorReply struct {
 func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 	failed := func(format string, args ...any) ValidatorReply {
 		how := validatorText(fmt.Sprintf(format, args...))
-		return ValidatorReply{Status: "ask", Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
+		return ValidatorReply{Status: DecisionAsk, Message: fmt.Sprintf("validator %q failed: %s", v.Name, how), Failure: how}
 	}
 	if v.Check != nil {
 		if err := v.Check(); err != nil {
@@ -417,15 +417,15 @@ func (v Validator) Ask(ctx context.Context, p ValidateParams) ValidatorReply {
 		return failed("invalid response: the result has no \"status\"")
 	}
 	r := ValidatorReply{
-		Status:        *resp.Result.Status,
+		Status:        GateDecision(*resp.Result.Status),
 		Message:       validatorText(resp.Result.Message),
 		FixSuggestion: validatorText(resp.Result.FixSuggestion),
 	}
 	switch r.Status {
-	case "allow", "deny", "ask":
+	case DecisionAllow, DecisionDeny, DecisionAsk:
 	default:
 		r.Failure = validatorText(fmt.Sprintf("unknown status %q (want allow, deny or ask)", r.Status))
-		r.Status = "ask"
+		r.Status = DecisionAsk
 		msg := fmt.Sprintf("validator %q answered with an %s", v.Name, r.Failure)
 		if r.Message != "" {
 			msg += ": " + r.Message
@@ -460,7 +460,7 @@ type ValidationReport struct {
 	Cwd      string             `json:"cwd"`
 	Commands []ValidatedCommand `json:"commands"`
 	Answers  []ValidatorAnswer  `json:"answers"`
-	Decision string             `json:"decision"` // allow, deny or ask
+	Decision GateDecision       `json:"decision"` // allow, deny or ask
 	// Incomplete is set when the splitter could not follow all of the line;
 	// Unfollowed says what it could not follow. With validators or rules
 	// configured the decision is then at least ask.
@@ -509,7 +509,7 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 	split, ruleCmds := splitForRules(line, sc)
 	shellEnv, _ := envNoSecrets.environ() // the bash tool's environment
 	unfollowed := append(shellStartupProblems(shellEnv), split.Unfollowed...)
-	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: "allow",
+	r := ValidationReport{Line: line, Cwd: sc.Cwd, Commands: []ValidatedCommand{}, Answers: []ValidatorAnswer{}, Decision: DecisionAllow,
 		Incomplete: len(unfollowed) > 0, Unfollowed: unfollowed}
 	sourcing := false
 	for _, c := range split.Commands {
@@ -581,32 +581,27 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 	}
 	if r.Incomplete && (len(vs) > 0 || rules.Active()) {
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
-			Status:  "ask",
+			Status:  DecisionAsk,
 			Message: validatorText("zot cannot tell everything this line runs, so validators and rules may not have seen all of it: " + strings.Join(unfollowed, "; ")),
 		}})
 	}
 	for _, a := range r.Answers {
-		r.Decision = worseStatus(r.Decision, a.Status)
+		r.Decision = WorseDecision(r.Decision, a.Status)
 	}
 	for _, a := range r.Rules {
-		r.Decision = worseStatus(r.Decision, a.Status)
+		r.Decision = WorseDecision(r.Decision, a.Status)
 	}
 	return r
 }
 
-// worseStatus combines two answers: deny beats ask beats allow.
-func worseStatus(a, b string) string {
-	rank := map[string]int{"allow": 0, "ask": 1, "deny": 2}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
-}
+// ValidatorStage is the validators' place among the tool gates: after the
+// interceptors and hooks, so that they see the command as rewritten.
+var ValidatorStage = Stage{Name: "validators", Order: OrderPolicy}
 
 // ValidatorGate is the ToolGate that asks the validators about bash calls;
-// other tools pass. It belongs after the extension interception gate in
-// ChainGates, so it sees the command as rewritten. PermissionGate is the
-// same gate with the permission rules beside the validators.
+// other tools pass, and so does everything when there are no validators.
+// PermissionGate is the same gate with the permission rules beside the
+// validators.
 func ValidatorGate(vs []Validator, cwd string) ToolGate {
 	return PermissionGate(vs, nil, cwd)
 }
@@ -624,7 +619,7 @@ func (r ValidationReport) gateResult() GateResult {
 		if !seen {
 			order = append(order, a.Validator)
 		}
-		if !seen || worseStatus(w.Status, a.Status) != w.Status {
+		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
 			worst[a.Validator] = a
 		}
 	}
@@ -636,7 +631,7 @@ func (r ValidationReport) gateResult() GateResult {
 			by = name
 		}
 		res.Notes = append(res.Notes, GateNote{By: by, Decision: a.Status, Reason: r.explain(a)})
-		if a.Status == "deny" {
+		if a.Status == DecisionDeny {
 			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
 		}
 	}
@@ -647,24 +642,30 @@ func (r ValidationReport) gateResult() GateResult {
 		if !seen {
 			sources = append(sources, a.Source)
 		}
-		if !seen || worseStatus(w.Status, a.Status) != w.Status {
+		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
 			worstRule[a.Source] = a
 		}
 	}
 	for _, src := range sources {
 		a := worstRule[src]
 		why := r.explainRule(a)
-		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: a.Status, Reason: why})
-		if a.Status == "deny" {
+		res.Notes = append(res.Notes, GateNote{By: "rules:" + src, Decision: a.Status, Reason: why, AllowEnds: r.defaultAsk(src)})
+		if a.Status == DecisionDeny {
 			denials = append(denials, "denied by "+why)
 		}
 	}
+	// Anything but allow and ask denies: a decision zot does not know is
+	// not a reason to run the command.
 	switch r.Decision {
-	case "deny":
+	case DecisionAllow:
+	case DecisionAsk:
+		res.Verdict = GateAsk
+	case DecisionDeny:
 		res.Verdict = GateDeny
 		res.Reason = "not run: " + strings.Join(denials, "\n")
-	case "ask":
-		res.Verdict = GateAsk
+	default:
+		res.Verdict = GateDeny
+		res.Reason = fmt.Sprintf("not run: the validators' decision %q is not one zot knows", r.Decision)
 	}
 	return res
 }
@@ -677,6 +678,24 @@ func (r ValidationReport) explainRule(a RuleAnswer) string {
 		s += "\ncommand: " + validatorText(r.Commands[a.Command].Raw)
 	}
 	return s
+}
+
+// defaultAsk says whether source's asks all came from Claude Code's
+// default mode, no rule matching: the asks an allow rule ends. runok's
+// default is runok's own decision, which a Claude Code allow does not
+// override, so it is not one.
+func (r ValidationReport) defaultAsk(source string) bool {
+	asked := false
+	for _, a := range r.Rules {
+		if a.Source != source || GateDecision(a.Status) != DecisionAsk {
+			continue
+		}
+		if a.Source != claudeCodeSource || a.Rule != "" {
+			return false
+		}
+		asked = true
+	}
+	return asked
 }
 
 // explain is an answer as a person or the model reads it: the message,
@@ -832,12 +851,12 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 		writeValidationReport(stdout, r, vs, rules, validatorFiles(home, cwd))
 	}
 	switch r.Decision {
-	case "deny":
-		return exitFailure
-	case "ask":
+	case DecisionAllow:
+		return exitOK
+	case DecisionAsk:
 		return exitAsk
 	}
-	return exitOK
+	return exitFailure // deny, or a decision zot does not know
 }
 
 // validatorView is a validator as zot validate --json shows it.

@@ -67,7 +67,7 @@ func TestIssue12BypassesThroughZotValidate(t *testing.T) {
 					t.Fatalf("%q: %v\n%s%s", tc.line, err, stdout, stderr)
 				}
 				wantCode := map[string]int{"allow": 0, "deny": 1, "ask": exitAsk}[want]
-				if r.Decision != want || code != wantCode {
+				if string(r.Decision) != want || code != wantCode {
 					t.Errorf("%q: decision %s (exit %d), want %s\n%s", tc.line, r.Decision, code, want, stdout)
 				}
 				if tc.unfollowed != "" && !strings.Contains(strings.Join(r.Unfollowed, "\n"), tc.unfollowed) {

@@ -33,7 +33,7 @@ func rewriteGate(command string) ToolGate {
 			return GateResult{}
 		}
 		args, _ := json.Marshal(obj{"command": command})
-		return GateResult{Args: args, Notes: []GateNote{{By: "extension:rewriter", Decision: "rewrite"}}}
+		return GateResult{Args: args, Notes: []GateNote{{By: "extension:rewriter", Decision: DecisionRewrite}}}
 	}
 }
 
@@ -45,12 +45,11 @@ func TestValidatorGateSeesTheRewrittenCommand(t *testing.T) {
 		replayStep{Events: anthropicEvents(gen{Text: "done"})})
 	a := newTestAgent(t, srv, BuiltinTools(NewToolEnv(cwd, false))...)
 	deny := testValidator(t, "no-post", "deny_post.py")
-	a.BeforeToolExecute = ChainGates([]ToolGate{
-		rewriteGate("touch ran.marker && curl -X POST https://api.example.com/items"),
-		ValidatorGate([]Validator{deny}, cwd),
-	}, NonInteractiveConfirm(false))
+	a.Pipeline.AddToolGate(ExtStage, rewriteGate("touch ran.marker && curl -X POST https://api.example.com/items"))
+	a.Pipeline.AddToolGate(ValidatorStage, ValidatorGate([]Validator{deny}, cwd))
+	a.Pipeline.SetConfirm(NonInteractiveConfirm(false))
 	var rec ToolRecord
-	a.AfterToolExecute = func(ctx context.Context, r *ToolRecord) { rec = *r }
+	a.Pipeline.AddAfterTool(AuditStage, func(ctx context.Context, r *ToolRecord) { rec = *r })
 	var log eventLog
 	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
 		t.Fatal(err)
@@ -97,12 +96,12 @@ func TestNonInteractiveConfirmDeniesAsksUnlessApproved(t *testing.T) {
 	ask := testValidator(t, "prod-guard", "ask.sh")
 	call := ToolCall{ID: "t1", Name: "bash", Args: json.RawMessage(`{"command":"kubectl delete ns prod"}`)}
 
-	d := ChainGates([]ToolGate{ValidatorGate([]Validator{ask}, t.TempDir())}, NonInteractiveConfirm(false))(context.Background(), call)
+	d := decideWith(NonInteractiveConfirm(false), ValidatorGate([]Validator{ask}, t.TempDir()))(context.Background(), call)
 	if !d.Block || d.Reason != "not run: confirmation required (validator:prod-guard: this touches production\nsuggested fix: run it against staging first); declined by non-interactive mode (pass --approve-asks to allow)" {
 		t.Errorf("not approved: %+v", d)
 	}
 
-	d = ChainGates([]ToolGate{ValidatorGate([]Validator{ask}, t.TempDir())}, NonInteractiveConfirm(true))(context.Background(), call)
+	d = decideWith(NonInteractiveConfirm(true), ValidatorGate([]Validator{ask}, t.TempDir()))(context.Background(), call)
 	trail, _ := json.Marshal(d.Trail)
 	if d.Block || !strings.HasSuffix(string(trail), `{"by":"--approve-asks","decision":"approve"}]`) {
 		t.Errorf("approved: %+v %s", d, trail)

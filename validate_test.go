@@ -49,7 +49,7 @@ func TestValidatorAnswers(t *testing.T) {
 		t.Run(tc.script, func(t *testing.T) {
 			t.Parallel()
 			r := testValidator(t, "v", tc.script).Ask(context.Background(), curlPost)
-			if r.Status != tc.status || !strings.HasPrefix(r.Message, tc.message) || r.FixSuggestion != tc.fix || !strings.Contains(r.Failure, tc.fails) {
+			if string(r.Status) != tc.status || !strings.HasPrefix(r.Message, tc.message) || r.FixSuggestion != tc.fix || !strings.Contains(r.Failure, tc.fails) {
 				t.Errorf("got %+v\nwant status %s message %q fix %q failure containing %q", r, tc.status, tc.message, tc.fix, tc.fails)
 			}
 		})
@@ -233,7 +233,7 @@ func TestCheckCommandLineCombines(t *testing.T) {
 	}
 	for _, tc := range cases {
 		r := CheckCommandLine(context.Background(), vs, tc.line, t.TempDir())
-		if r.Decision != tc.decision || len(r.Answers) != tc.answers {
+		if string(r.Decision) != tc.decision || len(r.Answers) != tc.answers {
 			t.Errorf("%q: decision %s with %d answers, want %s with %d: %+v", tc.line, r.Decision, len(r.Answers), tc.decision, tc.answers, r.Answers)
 		}
 	}

@@ -31,6 +31,7 @@ var protocolVocabularies = map[string]string{
 	"extFrame":       "extension protocol frames",
 	"extEventName":   "extension protocol events",
 	"MCPServerState": "MCP server states",
+	"GateDecision":   "the audit log's decisions",
 }
 
 // TestProtocolNamesAreConstants type-checks the package and fails on a

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -30,8 +31,8 @@ import (
 // reads its plugin's configuration and hands the plugin the list.
 
 // setup is what a mode is built from: the options, and the provider,
-// agent, tools and session made from them. The mode adds the plugins with
-// startPlugins and guardTools, and calls close at its end.
+// agent, tools and session made from them. The mode starts the plugins and
+// gives the agent its gates with arm, and calls close at its end.
 type setup struct {
 	opts     options
 	home     string
@@ -42,10 +43,10 @@ type setup struct {
 	// missingKey, in the interactive mode, says that the provider has no
 	// key (other modes fail instead).
 	missingKey string
-	// gates check each tool call, in order; a mode chains them with its
-	// ConfirmFunc into the agent's BeforeToolExecute.
-	gates   []ToolGate
-	agent   *Agent
+	agent      *Agent
+	// armed is set once arm has given the agent every stage a mode needs;
+	// until then the agent's first tool gate denies every call.
+	armed   atomic.Bool
 	toolEnv *ToolEnv
 	sandbox *Sandbox // nil: off
 	session *Session
@@ -209,6 +210,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a.System = BuildSystemPrompt(SystemPromptOptions{Cwd: s.cwd, Home: s.home, Override: o.systemPrompt, Append: o.appendSystem, Tools: toolNames, Extra: SkillsPrompt(reg, s.skills)})
 	a.Log = stderrLog(stderr)
+	a.Pipeline.AddToolGate(armedStage, s.armedGate)
 	s.agent = a
 	s.armCheckpoints()
 	return s, nil
@@ -418,6 +420,13 @@ func (s *setup) close() {
 
 // runOnce is -p and --json: one prompt, then exit.
 func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
+	if o.approvalsStdin && (!o.json || len(o.prompt) == 0) {
+		return fail(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
+	}
+	answers := stdin
+	if o.approvalsStdin {
+		stdin = nil // it carries the answers, not the prompt
+	}
 	text, err := promptText(o, stdin)
 	if err != nil {
 		return fail(stderr, err)
@@ -443,14 +452,23 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
 		}
 	}
-	exts, stopPlugins := s.startPlugins(ctx, stderrExtHooks(stderr), mcpStderrStatus(stderr), hooksStderrNotes(stderr))
+	host := onceHost(o, stderr)
+	if o.approvalsStdin {
+		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
+		host.confirm = s.sessionApprovals().Confirm(broker.ask)
+		quit := make(chan struct{})
+		defer close(quit)
+		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes
+	}
+	exts, stopPlugins, err := s.arm(ctx, host)
 	defer stopPlugins()
+	if err != nil {
+		return fail(stderr, err)
+	}
 	if err := s.checkToolPatterns(); err != nil {
 		return fail(stderr, err)
 	}
 	s.awaitMCPBeforeFirstTurn()
-	s.guardTools()
-	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 
 	var sink Sink
 	var final string
@@ -565,7 +583,8 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, release := rpcOutput(ctx, stdout)
 	defer release()
 
-	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log, Checkpoints: s.rpcCheckpoints()}, stdin, out)
+	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log, Checkpoints: s.rpcCheckpoints(),
+		Approvals: s.sessionApprovals(), ApprovalTimeout: o.approvalTimeout}, stdin, out)
 	for _, line := range s.trustNotes() {
 		fmt.Fprintf(stderr, "zot: %s\n", line)
 		srv.Notify(rpcNote{Extension: "trust", Level: "warn", Message: line})
@@ -576,18 +595,15 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		s.agent.Log(format, args...)
 		srv.Notify(rpcNote{Extension: "extensions", Level: "warn", Message: fmt.Sprintf(format, args...)})
 	}
-	exts, stopPlugins := s.startPlugins(ctx, ExtConfig{OnNote: func(n ExtNote) { srv.Notify(rpcNote(n)) }, Log: hostLog}, func(server, level, msg string) {
-		srv.Notify(rpcNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
-	}, func(level, msg string) {
-		srv.Notify(rpcNote{Extension: "hooks", Level: level, Message: msg})
-	})
+	exts, stopPlugins, err := s.arm(ctx, rpcHost(o, srv, hostLog))
 	defer stopPlugins()
+	if err != nil {
+		return fail(stderr, err)
+	}
 	if err := s.checkToolPatterns(); err != nil {
 		return fail(stderr, err)
 	}
 	s.awaitMCPBeforeFirstTurn()
-	s.guardTools()
-	s.agent.BeforeToolExecute = ChainGates(s.gates, NonInteractiveConfirm(o.approveAsks))
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
 	prompts := s.prompts(func(msg string) { srv.Notify(rpcNote{Extension: "prompts", Level: "warn", Message: msg}) })
 	srv.Prompt = func(ctx context.Context, text string, images []Block, sink Sink) error {
@@ -679,28 +695,18 @@ func (s *setup) tuiConfig() TUIConfig {
 		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
 		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
-		Checkpoints: s.tuiCheckpoints(),
+		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(),
 	}
 }
 
 // plugTUI starts the plugins for the TUI, makes it the one that answers
 // their gates' questions, and gives it the extension host and the skills.
-// MCP servers report only trouble there: a ready server is not news.
 func (s *setup) plugTUI(t *TUI) (stop func()) {
-	exts, stop := s.startPlugins(context.Background(), ExtConfig{
-		OnNote:           func(n ExtNote) { t.Note(tuiNote(n)) },
-		OnPanel:          func(u PanelUpdate) { t.Panel(tuiPanelUpdate{Kind: u.Kind, Panel: tuiPanel(u.Panel)}) },
-		Log:              t.Logf,
-		ReservedCommands: tuiCommandNames(),
-	}, func(server, level, msg string) {
-		if level != "info" {
-			t.Note(tuiNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
-		}
-	}, func(level, msg string) {
-		t.Note(tuiNote{Extension: "hooks", Level: level, Message: msg})
-	})
-	s.guardTools()
-	t.ChainGates(s.gates)
+	exts, stop, err := s.arm(context.Background(), tuiHost(t))
+	if err != nil {
+		t.Logf("zot: %s", err)
+		return stop
+	}
 	t.Ext, t.Observe = tuiExtHost{exts}, exts.Observe
 	if len(s.templates) > 0 {
 		t.Prompts = tuiPromptHost{s.prompts(func(msg string) { t.Note(tuiNote{Extension: "prompts", Level: "warn", Message: msg}) }), s.agent}
@@ -768,14 +774,13 @@ func (h tuiExtHost) Reload(ctx context.Context) tuiReloadStats {
 }
 
 // startPlugins starts what runs beside the agent — MCP servers, extensions
-// and hook commands — and puts their tool gates first in s.gates: extension
-// interceptors, then hooks (validators follow, from guardTools). Each mode
-// passes where notes and failures go; stop shuts everything down.
+// and hook commands — and adds the extensions' and the hooks' stages to the
+// agent's pipeline. stop shuts everything down.
 func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
 	mcp := s.startMCP(ctx, mcpStatus)
 	exts = s.startExtensions(ctx, extOut)
 	hooks := s.startHooks(ctx, hookNote)
-	s.gates = append([]ToolGate{exts.ToolGate, hooks.ToolGate}, s.gates...)
+	hooks.Attach(s.agent) // also when there are none: every mode has the stage
 	return exts, func() {
 		hooks.SessionEnd(context.Background())
 		exts.Shutdown(context.Background())
@@ -825,14 +830,10 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 // first, calls it only for a prompt given on the command line.
 func (s *setup) awaitMCPBeforeFirstTurn() {
 	var once sync.Once
-	prev := s.agent.BeforeTurn
-	s.agent.BeforeTurn = func(ctx context.Context, step int) (bool, string) {
+	s.agent.Pipeline.AddTurnGate(Stage{Name: "mcp-wait", Order: OrderPrepare}, func(ctx context.Context, step int) (bool, string) {
 		once.Do(func() { s.awaitMCP(ctx) })
-		if prev != nil {
-			return prev(ctx, step)
-		}
 		return false, ""
-	}
+	})
 }
 
 func (s *setup) awaitMCP(ctx context.Context) {
@@ -855,8 +856,8 @@ func (s *setup) awaitMCP(ctx context.Context) {
 // startExtensions starts the extensions the command line asks for (--ext,
 // then the installed ones unless --no-ext) and attaches them to the agent.
 // out carries the mode's OnNote, OnPanel, Log and ReservedCommands; the
-// rest is filled in here. The caller chains ToolGate into
-// BeforeToolExecute, tees Observe into its sink and calls Shutdown at exit.
+// rest is filled in here. The caller tees Observe into its sink and calls
+// Shutdown at exit.
 func (s *setup) startExtensions(ctx context.Context, out ExtConfig) *ExtManager {
 	cfg := out
 	cfg.Home, cfg.Cwd, cfg.Provider, cfg.Model = s.home, s.cwd, s.provider, s.model
@@ -871,10 +872,10 @@ func (s *setup) startExtensions(ctx context.Context, out ExtConfig) *ExtManager 
 }
 
 // startHooks loads the Claude Code hooks of the settings files when the
-// user turned them on, and the enabled plugins' hooks always, attaches
-// them to the agent and runs SessionStart, whose context joins the system
-// prompt. The caller chains ToolGate after the extension gate and calls
-// SessionEnd at exit. onNote shows the user one line.
+// user turned them on, and the enabled plugins' hooks always, and runs
+// SessionStart, whose context joins the system prompt; nil when there are
+// none. The caller attaches them to the agent and calls SessionEnd at
+// exit. onNote shows the user one line.
 func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) *Hooks {
 	on, err := hooksEnabled(s.opts.claudeHooks, s.home)
 	if err != nil {
@@ -930,7 +931,6 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 		cfg.Source = "resume"
 	}
 	h := NewHooks(cfg)
-	h.Attach(s.agent)
 	if extra := h.SessionStart(ctx); extra != "" {
 		s.agent.System += "\n\nContext from SessionStart hooks:\n\n" + extra
 	}
@@ -938,8 +938,9 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 }
 
 // guardTools adds the command validators and the permission rules, one
-// gate, to the tool gates (after the ones already there: the extension
-// interception chain, hooks) and, unless --no-audit, the audit log.
+// stage, to the tool gates (they run after the extensions and the hooks,
+// seeing the call as those left it) and, unless --no-audit, the audit log,
+// last of the after-tool stages.
 // Problems go to the agent's log.
 func (s *setup) guardTools() {
 	vs := loadValidatorFiles(trustedValidatorFiles(s.home, s.cwd, s.projectOK), func(msg string) { s.agent.logf("%s", validatorText(msg)) })
@@ -964,19 +965,11 @@ func (s *setup) guardTools() {
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
-	if len(vs) > 0 || rules.Active() {
-		s.gates = append(s.gates, PermissionGate(vs, rules, s.cwd))
-	}
+	// The stage is there with nothing to check too: every mode's pipeline
+	// holds it (requiredStages), and it passes every call.
+	s.agent.Pipeline.AddToolGate(ValidatorStage, PermissionGate(vs, rules, s.cwd))
 	if !s.opts.noAudit {
-		// The audit line comes last, after PostToolUse hooks changed the
-		// result, so it records what the model saw.
-		prev, audit := s.agent.AfterToolExecute, s.auditHook()
-		s.agent.AfterToolExecute = func(ctx context.Context, rec *ToolRecord) {
-			if prev != nil {
-				prev(ctx, rec)
-			}
-			audit(ctx, rec)
-		}
+		s.agent.Pipeline.AddAfterTool(AuditStage, s.auditHook())
 	}
 }
 
@@ -989,7 +982,7 @@ func (s *setup) permissionSources(approved func(PermissionLoosening) bool) Permi
 	return src
 }
 
-// auditHook is the AfterToolExecute hook that records every tool call. A log
+// auditHook is the audit stage that records every tool call. A log
 // that cannot be written is reported once and does not stop the tools.
 func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 	l := &AuditLog{

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Approvals: what a person (the TUI) or a client (rpc, --json with
+// --approvals-stdin) is shown when a gate asks about a tool call, and the
+// "yes, and don't ask again" answers a session keeps. The question carries
+// what the call would do — an edit's diff, a command and who asked — and
+// what "don't ask again" would allow, which is offered only where an allow
+// can end the question: when every ask came from a default (Claude Code's
+// default mode, --no-yolo), never from an ask or deny rule, a validator, a
+// hook or an extension, whose asks an allow does not override.
+
+// ApprovalDecision is a client's answer to an approval_request.
+type ApprovalDecision string
+
+const (
+	ApprovalAllow  ApprovalDecision = "allow"
+	ApprovalDeny   ApprovalDecision = "deny"
+	ApprovalAlways ApprovalDecision = "always"
+)
+
+// approvalQuestion is one call a gate asked about, as the one who answers
+// sees it.
+type approvalQuestion struct {
+	Call ToolCall
+	Asks []GateNote
+	// Diff is the change an edit or write would make, as the edit tool
+	// writes its result ("" for other tools, or when it cannot be made).
+	Diff  string
+	Offer approvalOffer
+}
+
+// approvalOffer is what "yes, and don't ask again" would allow; the zero
+// value offers nothing.
+type approvalOffer struct {
+	// Prefixes are the command prefixes of a bash line, one per simple
+	// command ("go test"); each allows that prefix and any words after it.
+	Prefixes []string
+	// Edits allows edit and write calls inside the working directory.
+	Edits bool
+}
+
+func (o approvalOffer) any() bool { return len(o.Prefixes) > 0 || o.Edits }
+
+// Describe says what the offer allows, for a person: "`go test *`".
+func (o approvalOffer) Describe() string {
+	if o.Edits {
+		return "file edits in this directory"
+	}
+	var parts []string
+	for _, p := range o.Prefixes {
+		parts = append(parts, "`"+p+" *`")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ClaudeRules are the Claude Code allow rules that save the offer:
+// Bash(go test:*). Edits are never saved: they last for the session.
+func (o approvalOffer) ClaudeRules() []string {
+	var rules []string
+	for _, p := range o.Prefixes {
+		rules = append(rules, "Bash("+p+":*)")
+	}
+	return rules
+}
+
+// Reason is the asks' reasons, one per line, each after who asked.
+func (q approvalQuestion) Reason() string {
+	var lines []string
+	for _, a := range q.Asks {
+		lines = append(lines, a.By+": "+a.Reason)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Askers names who asked: "rules:claude-code, validator:curl".
+func (q approvalQuestion) Askers() string {
+	var by []string
+	for _, a := range q.Asks {
+		if !slices.Contains(by, a.By) {
+			by = append(by, a.By)
+		}
+	}
+	return strings.Join(by, ", ")
+}
+
+// approvalAnswer is the answer to a question. Message, with a deny, is
+// for the model.
+type approvalAnswer struct {
+	Decision ApprovalDecision
+	Message  string
+	By       string // who answered, for the audit trail
+}
+
+// approvalAsker puts a question to whoever answers and waits for the
+// answer; it returns a deny when the context ends first.
+type approvalAsker func(ctx context.Context, q approvalQuestion) approvalAnswer
+
+// sessionApprovals holds the "don't ask again" answers of one session.
+type sessionApprovals struct {
+	cwd     string
+	preview func(ToolCall) string // an edit's or write's diff; nil: none
+	// split is the command line's simple commands, as words, when an
+	// approval can be about each (see splitForApproval); nil: no command
+	// line is, and bash calls are never offered "don't ask again".
+	split func(line, cwd string) ([][]string, bool)
+
+	mu       sync.Mutex
+	prefixes [][]string // each a command prefix, as words
+	edits    bool
+}
+
+func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(line, cwd string) ([][]string, bool)) *sessionApprovals {
+	return &sessionApprovals{cwd: cwd, preview: preview, split: split}
+}
+
+// Confirm makes the ConfirmFunc that answers from the session's earlier
+// answers when they cover the call, and else asks.
+func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
+	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+		if what, ok := s.covers(call, asks); ok {
+			return true, "approved earlier this session (" + what + ")"
+		}
+		q := approvalQuestion{Call: call, Asks: asks, Offer: s.offer(call, asks)}
+		if s.preview != nil && (call.Name == ToolEdit || call.Name == ToolWrite) {
+			q.Diff = s.preview(call)
+		}
+		a := ask(ctx, q)
+		by := a.By
+		if by == "" {
+			by = "the approver"
+		}
+		switch a.Decision {
+		case ApprovalAllow:
+			return true, by
+		case ApprovalAlways:
+			// Where nothing was offered, always is a yes for this call
+			// only: the answer cannot widen what the offer would allow.
+			if q.Offer.any() {
+				s.remember(q.Offer)
+				return true, by + " (and not again this session for " + q.Offer.Describe() + ")"
+			}
+			return true, by
+		}
+		if a.Message != "" {
+			return false, by + ", who said: " + a.Message
+		}
+		return false, by
+	}
+}
+
+// allowCanEnd says whether an allow ends every ask: each came from a
+// default, not from a rule, validator, hook or extension that asks.
+func allowCanEnd(asks []GateNote) bool {
+	for _, a := range asks {
+		if !a.AllowEnds {
+			return false
+		}
+	}
+	return len(asks) > 0
+}
+
+// offer is what "don't ask again" may allow for call, given who asked.
+func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
+	if !allowCanEnd(asks) {
+		return approvalOffer{}
+	}
+	switch call.Name {
+	case ToolBash:
+		prefixes, ok := s.commandPrefixes(call)
+		if !ok {
+			return approvalOffer{}
+		}
+		var o approvalOffer
+		for _, p := range prefixes {
+			text := strings.Join(p, " ")
+			if !slices.Contains(o.Prefixes, text) {
+				o.Prefixes = append(o.Prefixes, text)
+			}
+		}
+		return o
+	case ToolEdit, ToolWrite:
+		if s.insideCwd(call) {
+			return approvalOffer{Edits: true}
+		}
+	}
+	return approvalOffer{}
+}
+
+func (s *sessionApprovals) remember(o approvalOffer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o.Edits {
+		s.edits = true
+	}
+	for _, p := range o.Prefixes {
+		words := strings.Fields(p)
+		if !slices.ContainsFunc(s.prefixes, func(have []string) bool { return slices.Equal(have, words) }) {
+			s.prefixes = append(s.prefixes, words)
+		}
+	}
+}
+
+// covers says whether earlier answers allow call, and which: every ask an
+// allow can end, and for bash every simple command of the line under an
+// allowed prefix.
+func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool) {
+	if !allowCanEnd(asks) {
+		return "", false
+	}
+	s.mu.Lock()
+	prefixes, edits := slices.Clone(s.prefixes), s.edits
+	s.mu.Unlock()
+	switch call.Name {
+	case ToolBash:
+		if len(prefixes) == 0 {
+			return "", false
+		}
+		cmds, ok := s.commands(call)
+		if !ok {
+			return "", false
+		}
+		var used []string
+		for _, words := range cmds {
+			i := slices.IndexFunc(prefixes, func(p []string) bool {
+				return len(words) >= len(p) && slices.Equal(words[:len(p)], p)
+			})
+			if i < 0 {
+				return "", false
+			}
+			if text := "`" + strings.Join(prefixes[i], " ") + " *`"; !slices.Contains(used, text) {
+				used = append(used, text)
+			}
+		}
+		return strings.Join(used, ", "), true
+	case ToolEdit, ToolWrite:
+		if edits && s.insideCwd(call) {
+			return "file edits in this directory", true
+		}
+	}
+	return "", false
+}
+
+// commands is a bash call's simple commands, as words, when an approval
+// can be about each.
+func (s *sessionApprovals) commands(call ToolCall) ([][]string, bool) {
+	args, err := ParseBashArgs(call.Args)
+	if err != nil || strings.TrimSpace(args.Command) == "" || s.split == nil {
+		return nil, false
+	}
+	return s.split(args.Command, s.cwd)
+}
+
+// commandPrefixes is, for each simple command of a bash call, its prefix:
+// the command's words up to and including the first that is not a flag
+// ("go test" of go test ./...; "ls -la" of ls -la, which has none), so a
+// prefix is never broader than the command name and its first non-flag
+// word. A word that is not plainly literal (a $, a glob, a quote) makes
+// the line one zot offers no prefix for.
+func (s *sessionApprovals) commandPrefixes(call ToolCall) ([][]string, bool) {
+	cmds, ok := s.commands(call)
+	if !ok {
+		return nil, false
+	}
+	var out [][]string
+	for _, words := range cmds {
+		n := 1
+		for n < len(words) && strings.HasPrefix(words[n], "-") {
+			n++
+		}
+		if n < len(words) {
+			n++ // the first non-flag word
+		}
+		p := words[:n]
+		for _, w := range p {
+			if !plainWord(w) {
+				return nil, false
+			}
+		}
+		out = append(out, p)
+	}
+	return out, true
+}
+
+// plainWord is a word that reads the same to zot, to bash and in a Claude
+// Code rule: no expansions, globs, quotes or the rule syntax's own : ( ).
+func plainWord(w string) bool {
+	if w == "" {
+		return false
+	}
+	for _, r := range w {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("-_./=+,@%", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// insideCwd says whether an edit's or write's path is inside the working
+// directory, its parent directory resolved through symbolic links, so a
+// link cannot carry a session's "edits here" elsewhere.
+func (s *sessionApprovals) insideCwd(call ToolCall) bool {
+	var path string
+	switch call.Name {
+	case ToolEdit:
+		a, err := ParseEditArgs(call.Args)
+		if err != nil {
+			return false
+		}
+		path = a.Path
+	case ToolWrite:
+		a, err := ParseWriteArgs(call.Args)
+		if err != nil {
+			return false
+		}
+		path = a.Path
+	default:
+		return false
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.cwd, path)
+	}
+	root, err := filepath.EvalSymlinks(s.cwd)
+	if err != nil {
+		return false
+	}
+	dir := filepath.Dir(filepath.Clean(path))
+	for {
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			dir = real
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
+			return false
+		}
+		dir = filepath.Dir(dir) // a directory write would create
+	}
+	if info, err := os.Lstat(filepath.Clean(path)); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return false
+	}
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// claudeLocalSettings is the file "don't ask again" answers are saved to:
+// .claude/settings.local.json of the directory zot reads the project's
+// rules from, the file Claude Code itself writes them to.
+func claudeLocalSettings(cwd string) string {
+	return filepath.Join(cwd, ".claude", "settings.local.json")
+}
+
+// saveClaudeAllowRules adds rules to permissions.allow of the settings
+// file at path, keeping its other keys and rules; the file is replaced
+// whole (temp and rename) or not at all. A file that is not a JSON object
+// is an error, and left as it is.
+func saveClaudeAllowRules(path string, rules []string) error {
+	doc := map[string]json.RawMessage{}
+	mode := fs.FileMode(0o644)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if info, err := os.Stat(path); err == nil {
+			mode = info.Mode().Perm()
+		}
+		if len(bytes.TrimSpace(data)) > 0 {
+			if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
+				return fmt.Errorf("%s: not a JSON object (%v); not changed", path, err)
+			}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return err
+	}
+	perms := map[string]json.RawMessage{}
+	if raw, ok := doc["permissions"]; ok {
+		if err := json.Unmarshal(raw, &perms); err != nil || perms == nil {
+			return fmt.Errorf("%s: \"permissions\" is not an object; not changed", path)
+		}
+	}
+	var allow []json.RawMessage
+	if raw, ok := perms["allow"]; ok {
+		if err := json.Unmarshal(raw, &allow); err != nil {
+			return fmt.Errorf("%s: \"permissions.allow\" is not a list; not changed", path)
+		}
+	}
+	for _, r := range rules {
+		quoted, _ := json.Marshal(r)
+		if !slices.ContainsFunc(allow, func(have json.RawMessage) bool {
+			var s string
+			return json.Unmarshal(have, &s) == nil && s == r
+		}) {
+			allow = append(allow, quoted)
+		}
+	}
+	perms["allow"], _ = json.Marshal(allow)
+	doc["permissions"], _ = json.Marshal(perms)
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(out, '\n'), mode)
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func bashCall(line string) ToolCall {
+	args, _ := json.Marshal(map[string]string{"command": line})
+	return ToolCall{ID: "c", Name: ToolBash, Args: args}
+}
+
+// defaultAsk is the ask of Claude Code's default mode: an allow ends it.
+var defaultAsk = []GateNote{{By: "rules:claude-code", Decision: DecisionAsk, Reason: "no Claude Code rule allows it", AllowEnds: true}}
+
+// TestCommandPrefixIsNameAndFirstNonFlagWord: the prefix is the command's
+// words up to its first non-flag word, one per simple command the splitter
+// finds, and none at all for a line an approval cannot be sure about.
+func TestCommandPrefixIsNameAndFirstNonFlagWord(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	for line, want := range map[string][]string{
+		"go test ./...":               {"go test"},
+		"go test -run X ./...":        {"go test"},
+		"git push origin main":        {"git push"},
+		"ls -la":                      {"ls -la"},
+		"ls":                          {"ls"},
+		"go test ./... && go vet .":   {"go test", "go vet"},
+		"go test; rm -rf build":       {"go test", "rm -rf build"},
+		"git log $(git push origin)":  {"git push", "git log"}, // the command inside $( ) too
+		"go test; rm -rf ~":           nil,                     // ~ is not a plain word: no prefix at all
+		"sudo go test ./...":          nil,                     // found inside a wrapper
+		"GOFLAGS=-x go test ./...":    nil,                     // given variables
+		"F=test; go $F":               nil,
+		"eval 'go test'":              nil, // the splitter cannot follow it
+		"go \"$(cat name)\"":          nil,
+		"bash -c 'go test'":           nil,
+		"go test ./... | tee 'a:b'":   nil, // a word the rule syntax cannot hold
+		"go test ./... | tee log.txt": {"go test", "tee log.txt"},
+	} {
+		q := newSessionApprovals(cwd, nil, splitForApproval).offer(bashCall(line), defaultAsk)
+		if !slices.Equal(q.Prefixes, want) {
+			t.Errorf("%q: offers %q, want %q", line, q.Prefixes, want)
+		}
+	}
+}
+
+// TestDontAskAgainIsOfferedOnlyWhereAnAllowEndsTheAsk: an ask rule, a
+// validator, the splitter or a hook asked: nothing but yes or no.
+func TestDontAskAgainIsOfferedOnlyWhereAnAllowEndsTheAsk(t *testing.T) {
+	t.Parallel()
+	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
+	for _, asks := range [][]GateNote{
+		{{By: "rules:claude-code", Decision: DecisionAsk, Reason: "ask Bash(go test:*)"}},
+		{{By: "validator:guard", Decision: DecisionAsk}},
+		{{By: "rules:runok", Decision: DecisionAsk}},
+		{defaultAsk[0], {By: "hooks", Decision: DecisionAsk}},
+		nil,
+	} {
+		if o := s.offer(bashCall("go test ./..."), asks); o.any() {
+			t.Errorf("asks %v: offered %v", asks, o)
+		}
+		s.remember(approvalOffer{Prefixes: []string{"go test"}})
+		if what, ok := s.covers(bashCall("go test ./..."), asks); ok {
+			t.Errorf("asks %v: an earlier yes (%s) ended an ask an allow cannot end", asks, what)
+		}
+	}
+}
+
+// TestSessionPrefixCoversOnlyWhatItSays: after "don't ask again for `go
+// test *`", each part of a line must be under an allowed prefix; a model
+// cannot widen it with ;, &&, $( ), a wrapper, variables or a longer word.
+func TestSessionPrefixCoversOnlyWhatItSays(t *testing.T) {
+	t.Parallel()
+	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
+	s.remember(approvalOffer{Prefixes: []string{"go test"}})
+	for line, want := range map[string]bool{
+		"go test ./...":              true,
+		"go test":                    true,
+		"go  test -run 'X Y' ./...":  true,
+		"go test ./... && go test .": true,
+		"go test; rm -rf ~":          false,
+		"go test && rm x":            false,
+		"go test $(rm x)":            false,
+		"go testing":                 false,
+		"go vet ./...":               false,
+		"go -C /tmp test":            false,
+		"sudo go test":               false,
+		"GOFLAGS=-exec=x go test":    false,
+		"eval go test":               false,
+		"/usr/bin/go test":           false,
+		"go test\nrm x":              false,
+	} {
+		if _, got := s.covers(bashCall(line), defaultAsk); got != want {
+			t.Errorf("%q: covered %v, want %v", line, got, want)
+		}
+	}
+}
+
+// TestEditApprovalsLastTheSessionInsideTheDirectory: "don't ask again"
+// for edits covers edit and write inside the working directory, not a path
+// outside it or one a link takes outside.
+func TestEditApprovalsLastTheSessionInsideTheDirectory(t *testing.T) {
+	t.Parallel()
+	cwd, outside := t.TempDir(), t.TempDir()
+	os.Symlink(outside, filepath.Join(cwd, "out"))
+	s := newSessionApprovals(cwd, nil, splitForApproval)
+	call := func(tool, path string) ToolCall {
+		args, _ := json.Marshal(map[string]any{"path": path, "content": "x", "oldText": "a", "newText": "b"})
+		return ToolCall{Name: tool, Args: args}
+	}
+	if o := s.offer(call(ToolEdit, "a.go"), defaultAsk); !o.Edits {
+		t.Fatalf("no edit offer: %+v", o)
+	}
+	if o := s.offer(call(ToolEdit, "a.go"), []GateNote{{By: "rules:claude-code", Decision: DecisionAsk}}); o.any() {
+		t.Errorf("an ask rule's edit offered %+v", o)
+	}
+	s.remember(approvalOffer{Edits: true})
+	for path, want := range map[string]bool{
+		"a.go": true, "new/dir/b.go": true, filepath.Join(cwd, "c.go"): true,
+		"../x.go": false, filepath.Join(outside, "d.go"): false, "out/e.go": false, "out": false,
+	} {
+		for _, tool := range []string{ToolEdit, ToolWrite} {
+			if _, got := s.covers(call(tool, path), defaultAsk); got != want {
+				t.Errorf("%s %s: covered %v, want %v", tool, path, got, want)
+			}
+		}
+	}
+	if _, ok := s.covers(bashCall("ls"), defaultAsk); ok {
+		t.Error("edits approved a command")
+	}
+}
+
+// TestSavedRuleIsExactlyThePrefixShown: the rule written is the prefix
+// offered, other keys and rules stay, a second save adds nothing, and a
+// file that is not JSON is left alone.
+func TestSavedRuleIsExactlyThePrefixShown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := claudeLocalSettings(dir)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, []byte(`{"env":{"A":"1"},"permissions":{"allow":["Bash(ls:*)"],"deny":["Read(./.env)"]},"model":"x"}`), 0o600)
+	o := newSessionApprovals(dir, nil, splitForApproval).offer(bashCall("go test -run X ./..."), defaultAsk)
+	if got := o.ClaudeRules(); !slices.Equal(got, []string{"Bash(go test:*)"}) || o.Describe() != "`go test *`" {
+		t.Fatalf("rules %q, shown %q", got, o.Describe())
+	}
+	for range 2 {
+		if err := saveClaudeAllowRules(path, o.ClaudeRules()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var doc struct {
+		Env         map[string]string
+		Model       string
+		Permissions struct{ Allow, Deny []string }
+	}
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Env["A"] != "1" || doc.Model != "x" || !slices.Equal(doc.Permissions.Allow, []string{"Bash(ls:*)", "Bash(go test:*)"}) || !slices.Equal(doc.Permissions.Deny, []string{"Read(./.env)"}) {
+		t.Errorf("file now:\n%s", data)
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want the file's own 0600", info.Mode().Perm())
+	}
+	// Read back by the rules as Claude Code's: go test is allowed, go vet
+	// still asks.
+	rules := LoadPermissionRules(PermissionSources{Cwd: dir, Approved: func(PermissionLoosening) bool { return true }})
+	for line, want := range map[string]GateDecision{"go test ./pkg": DecisionAllow, "go vet ./pkg": DecisionAsk} {
+		if r := CheckCommandLineRules(context.Background(), nil, rules, line, dir); r.Decision != want {
+			t.Errorf("%s with the saved rule: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "settings.local.json")
+	os.WriteFile(bad, []byte(`{"permissions": [`), 0o644)
+	if err := saveClaudeAllowRules(bad, o.ClaudeRules()); err == nil {
+		t.Error("a broken file was overwritten")
+	}
+	if data, _ := os.ReadFile(bad); string(data) != `{"permissions": [` {
+		t.Errorf("broken file now %q", data)
+	}
+}
+
+// TestApprovalBrokerFailsClosed: a client that answers an unknown id, an
+// unknown decision, twice, or never, or a run that ends first: the call
+// is refused; only a well-formed allow or always for a waiting question
+// lets it run.
+func TestApprovalBrokerFailsClosed(t *testing.T) {
+	t.Parallel()
+	sent := make(chan approvalRequestEvent, 8)
+	b := newApprovalBroker(time.Hour, func(e approvalRequestEvent) { sent <- e })
+	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
+	confirm := s.Confirm(b.ask)
+	type result struct {
+		ok bool
+		by string
+	}
+	run := func(ctx context.Context, line string) chan result {
+		out := make(chan result, 1)
+		go func() {
+			ok, by := confirm(ctx, bashCall(line), defaultAsk)
+			out <- result{ok, by}
+		}()
+		return out
+	}
+
+	done := run(context.Background(), "go test ./...")
+	e := <-sent
+	if e.Type != EventApprovalRequest || e.Tool != ToolBash || e.Rule != "rules:claude-code" || e.Always != "`go test *`" || !strings.Contains(string(e.Args), "go test ./...") {
+		t.Errorf("request %+v", e)
+	}
+	if err := b.answer("approval-999", ApprovalAllow, ""); err == nil {
+		t.Error("an unknown approval_id was taken")
+	}
+	if err := b.answer(e.ApprovalID, "ALLOW", ""); err == nil || !strings.Contains(err.Error(), "unknown decision") {
+		t.Errorf("unknown decision: %v", err)
+	}
+	if r := <-done; r.ok {
+		t.Errorf("an unknown decision allowed the call (%s)", r.by)
+	}
+	if err := b.answer(e.ApprovalID, ApprovalAllow, ""); err == nil {
+		t.Error("a second answer was taken")
+	}
+
+	done = run(context.Background(), "go test ./...")
+	e = <-sent
+	b.answer(e.ApprovalID, ApprovalDeny, "use go vet first")
+	if r := <-done; r.ok || !strings.Contains(r.by, "use go vet first") {
+		t.Errorf("deny with a message: %+v", r)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done = run(ctx, "go test ./...")
+	e = <-sent
+	cancel()
+	if r := <-done; r.ok {
+		t.Error("a run that ended was allowed")
+	}
+	if err := b.answer(e.ApprovalID, ApprovalAllow, ""); err == nil {
+		t.Error("an answer after the run ended was taken")
+	}
+
+	quick := newApprovalBroker(time.Millisecond, func(approvalRequestEvent) {})
+	if ok, by := s.Confirm(quick.ask)(context.Background(), bashCall("go test"), defaultAsk); ok || !strings.Contains(by, "did not answer within") {
+		t.Errorf("silence: %v %s", ok, by)
+	}
+
+	// always: this call and the next go test run, a different line asks.
+	done = run(context.Background(), "go test ./...")
+	b.answer((<-sent).ApprovalID, ApprovalAlways, "")
+	if r := <-done; !r.ok {
+		t.Fatalf("always refused: %s", r.by)
+	}
+	if r := <-run(context.Background(), "go test -run X ."); !r.ok || !strings.Contains(r.by, "earlier this session") {
+		t.Errorf("the next go test: %+v", r)
+	}
+	done = run(context.Background(), "go test; rm -rf build")
+	e = <-sent
+	if e.Always != "`go test *`, `rm -rf build *`" {
+		t.Errorf("compound line offers %q", e.Always)
+	}
+	b.answer(e.ApprovalID, ApprovalDeny, "")
+	<-done
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The built-in tools by name, and their arguments as each tool reads
+// them. A tool reads its call with its Parse function; hooks, validators,
+// the TUI and the audit log read it with the same function, so that what
+// they check or show is what runs.
+
+// The built-in tools' names, as the model calls them.
+const (
+	ToolRead  = "read"
+	ToolWrite = "write"
+	ToolEdit  = "edit"
+	ToolBash  = "bash"
+	ToolSkill = "skill"
+)
+
+// BuiltinToolNames lists the built-in tools, which no extension or MCP
+// server may take the name of.
+var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill}
+
+// ReadArgs are the read tool's arguments.
+type ReadArgs struct {
+	Path   string
+	Offset int // the 1-based first line; 0: from the start
+	Limit  int // lines; 0: the tool's maximum
+}
+
+// ParseReadArgs reads a read call's arguments, or says what is wrong with
+// them in words the model can act on.
+func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {
+	a := parseToolArgs(ToolRead, raw)
+	a.require("path")
+	r := ReadArgs{Path: a.str("path")}
+	r.Offset, _ = a.integer("offset")
+	r.Limit, _ = a.integer("limit")
+	switch {
+	case a.err != nil:
+		return r, a.err
+	case r.Path == "":
+		return r, errors.New(`invalid arguments for read: "path" must not be empty`)
+	case r.Offset < 0:
+		return r, fmt.Errorf(`invalid arguments for read: "offset" is a 1-based line number, got %d`, r.Offset)
+	case r.Limit < 0:
+		return r, fmt.Errorf(`invalid arguments for read: "limit" must be positive, got %d`, r.Limit)
+	}
+	return r, nil
+}
+
+// WriteArgs are the write tool's arguments.
+type WriteArgs struct {
+	Path    string
+	Content string
+}
+
+func ParseWriteArgs(raw json.RawMessage) (WriteArgs, error) {
+	a := parseToolArgs(ToolWrite, raw)
+	a.require("path")
+	w := WriteArgs{Path: a.str("path")}
+	a.require("content")
+	w.Content = a.str("content")
+	switch {
+	case a.err != nil:
+		return w, a.err
+	case w.Path == "":
+		return w, errors.New(`invalid arguments for write: "path" must not be empty`)
+	}
+	return w, nil
+}
+
+// EditArgs are the edit tool's arguments: every edit applies, or none.
+type EditArgs struct {
+	Path  string
+	Edits []TextEdit
+}
+
+// TextEdit replaces OldText, which must occur once, with NewText.
+type TextEdit struct {
+	OldText string
+	NewText string
+}
+
+// ParseEditArgs reads an edit call's arguments: {path, edits: [{oldText,
+// newText}, …]}, or the one-edit shape {path, oldText, newText} some
+// models use from memory of older tools.
+func ParseEditArgs(raw json.RawMessage) (EditArgs, error) {
+	a := parseToolArgs(ToolEdit, raw)
+	a.require("path")
+	e := EditArgs{Path: a.str("path")}
+	if _, _, ok := a.field("edits"); !ok && a.fields["oldText"] != nil {
+		a.require("newText")
+		e.Edits = append(e.Edits, TextEdit{a.str("oldText"), a.str("newText")})
+	} else {
+		a.require("edits")
+		for _, item := range a.objects("edits") {
+			item.require("oldText")
+			item.require("newText")
+			e.Edits = append(e.Edits, TextEdit{item.str("oldText"), item.str("newText")})
+			if a.err == nil {
+				a.err = item.err
+			}
+		}
+	}
+	switch {
+	case a.err != nil:
+		return e, a.err
+	case e.Path == "":
+		return e, errors.New(`invalid arguments for edit: "path" must not be empty`)
+	case len(e.Edits) == 0:
+		return e, errors.New(`invalid arguments for edit: "edits" is empty; give at least one {oldText, newText}`)
+	}
+	return e, nil
+}
+
+// BashArgs are the bash tool's arguments.
+type BashArgs struct {
+	Command string
+	Timeout float64 // seconds; 0: the tool's default
+}
+
+func ParseBashArgs(raw json.RawMessage) (BashArgs, error) {
+	a := parseToolArgs(ToolBash, raw)
+	a.require("command")
+	b := BashArgs{Command: a.str("command")}
+	secs, hasTimeout := a.number("timeout")
+	switch {
+	case a.err != nil:
+		return b, a.err
+	case strings.TrimSpace(b.Command) == "":
+		return b, errors.New(`invalid arguments for bash: "command" must not be empty`)
+	case hasTimeout && secs <= 0:
+		return b, fmt.Errorf(`invalid arguments for bash: "timeout" must be a positive number of seconds, got %v`, secs)
+	}
+	b.Timeout = secs
+	return b, nil
+}
+
+// SkillArgs are the skill tool's arguments.
+type SkillArgs struct {
+	Name string
+}
+
+func ParseSkillArgs(raw json.RawMessage) (SkillArgs, error) {
+	a := parseToolArgs(ToolSkill, raw)
+	a.require("name")
+	s := SkillArgs{Name: strings.TrimSpace(a.str("name"))}
+	return s, a.err
+}
+
+// builtinPath is the path a read, write or edit call names, as its tool
+// reads it, also when the call's other arguments are wrong; "" when it
+// names none.
+func builtinPath(call ToolCall) string {
+	switch call.Name {
+	case ToolRead:
+		a, _ := ParseReadArgs(call.Args)
+		return a.Path
+	case ToolWrite:
+		a, _ := ParseWriteArgs(call.Args)
+		return a.Path
+	case ToolEdit:
+		a, _ := ParseEditArgs(call.Args)
+		return a.Path
+	}
+	return ""
+}

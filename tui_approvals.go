@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"strings"
+)
+
+// The TUI's approvals: the confirmation dialog shows an edit's or write's
+// diff (numbered and coloured, as the edit's result will be) instead of
+// its JSON, a command with who asked, and the answers an approval allows:
+// yes; no, or no with a message for the model; and, where an allow ends
+// the question, yes and don't ask again this session for the command's
+// prefix (or for file edits), or the same saved as a Claude Code allow
+// rule to .claude/settings.local.json.
+
+// approvalConfirm is the TUI's ConfirmFunc: the session's approvals,
+// asking through the dialog.
+func (t *TUI) approvalConfirm() ConfirmFunc {
+	a := t.cfg.Approvals
+	if a == nil {
+		var preview func(ToolCall) string
+		if env := t.cfg.ToolEnv; env != nil {
+			preview = func(call ToolCall) string { return previewFileChange(env, call) }
+		}
+		a = newSessionApprovals(t.cfg.Cwd, preview, nil)
+	}
+	return a.Confirm(t.ask)
+}
+
+// ask shows q as a dialog and waits for the answer, or for the prompt to
+// be cancelled (a no).
+func (t *TUI) ask(ctx context.Context, q approvalQuestion) approvalAnswer {
+	req := &confirmReq{ctx: ctx, call: q.Call, asks: q.Asks, q: q, reply: make(chan bool, 1), detail: make(chan approvalAnswer, 1)}
+	t.post(msgConfirm{req})
+	select {
+	case a := <-req.detail:
+		a.By = "user"
+		return a
+	case <-ctx.Done():
+		return approvalAnswer{Decision: ApprovalDeny, By: "user (cancelled)"}
+	case <-t.ctx.Done():
+		return approvalAnswer{Decision: ApprovalDeny, By: "user (zot exited)"}
+	}
+}
+
+// approvalOptions are the "don't ask again" answers q offers.
+func approvalOptions(q approvalQuestion) [][2]string {
+	o := q.Offer
+	switch {
+	case o.Edits:
+		return [][2]string{{"e", "yes, and don't ask again for file edits in this directory this session"}}
+	case len(o.Prefixes) > 0:
+		return [][2]string{
+			{"p", "yes, and don't ask again for " + o.Describe() + " this session"},
+			{"s", "yes, and save " + strings.Join(o.ClaudeRules(), ", ") + " to .claude/settings.local.json"},
+		}
+	}
+	return nil
+}
+
+// approvalBody lays out what the call would do: for an edit or write its
+// diff under the tool and path, else the call's arguments.
+func approvalBody(req *confirmReq, width int) []string {
+	if req.q.Diff == "" {
+		return callRows(req.call, width)
+	}
+	head := []span{{oneLine(req.call.Name), sBold}}
+	if p := argPath(req.call); p != "" {
+		head = append(head, span{"  " + p, 0})
+	}
+	return append([]string{fitLine(width, head...)}, parseDiff(req.q.Diff).rows(width, 0, true)...)
+}
+
+// argPath is the path argument of an edit or write, for a headline.
+func argPath(call ToolCall) string {
+	if a, err := ParseEditArgs(call.Args); err == nil && call.Name == ToolEdit {
+		return oneLine(a.Path)
+	}
+	if a, err := ParseWriteArgs(call.Args); err == nil && call.Name == ToolWrite {
+		return oneLine(a.Path)
+	}
+	return ""
+}
+
+// chooseApproval answers the dialog with one of the answers beyond yes and
+// no; ok is false for a letter that is not one of them.
+func (d *confirmDialog) chooseApproval(t *TUI, letter string) (ok bool) {
+	switch letter {
+	case "p", "e":
+	case "s":
+		path := claudeLocalSettings(t.cfg.Cwd)
+		rules := d.req.q.Offer.ClaudeRules()
+		if err := saveClaudeAllowRules(path, rules); err != nil {
+			t.logf(fgRed, "✗ could not save %s: %s", strings.Join(rules, ", "), err)
+		} else {
+			t.logf(sDim, "saved %s to %s", strings.Join(rules, ", "), path)
+		}
+	default:
+		return false
+	}
+	d.answerWith(approvalAnswer{Decision: ApprovalAlways})
+	return true
+}

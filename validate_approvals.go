@@ -1,0 +1,24 @@
+package main
+
+import "os"
+
+// splitForApproval is the line's simple commands, as words, when each is
+// one an approval can be about: the splitter followed the whole line, and
+// the command was not found inside a wrapper (sudo, bash -c) and is not
+// given variables (GOFLAGS=… go test), either of which would let one
+// prefix allow another program or other behaviour.
+func splitForApproval(line, cwd string) ([][]string, bool) {
+	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
+	split := SplitCommandLine(line, sc)
+	if len(split.Unfollowed) > 0 || len(split.Commands) == 0 {
+		return nil, false
+	}
+	var out [][]string
+	for _, c := range split.Commands {
+		if c.Via != "" || len(c.Env) > 0 || len(c.Vars) > 0 || len(c.Words) == 0 {
+			return nil, false
+		}
+		out = append(out, c.Words)
+	}
+	return out, true
+}
