@@ -1,13 +1,364 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
+	"sort"
 )
 
-// What an Anthropic Messages request asks beside the conversation: how the
-// model thinks (thinking, output_config.effort) and where the prompt cache
-// may keep the request's prefix (cache_control breakpoints).
+// The Anthropic Messages API: the request and its stream, how the model
+// thinks (thinking, output_config.effort) and where the prompt cache may
+// keep the request's prefix (cache_control breakpoints).
+
+// anthropicProvider speaks the Anthropic Messages API.
+type anthropicProvider struct {
+	http *httpStreamer
+	url  string
+	key  string
+	// cacheTTL is the lifetime asked of prompt cache entries: "" for
+	// Anthropic's default of 5 minutes, or "1h".
+	cacheTTL string
+}
+
+func (p *anthropicProvider) Name() string { return "anthropic" }
+
+type anthBlock struct {
+	Type         string           `json:"type"`
+	Text         *string          `json:"text,omitempty"`
+	Source       *anthImageSource `json:"source,omitempty"`
+	Thinking     *string          `json:"thinking,omitempty"`
+	Signature    string           `json:"signature,omitempty"`
+	Data         string           `json:"data,omitempty"`
+	ID           string           `json:"id,omitempty"`
+	Name         string           `json:"name,omitempty"`
+	Input        json.RawMessage  `json:"input,omitempty"`
+	ToolUseID    string           `json:"tool_use_id,omitempty"`
+	Content      []anthBlock      `json:"content,omitempty"`
+	IsError      bool             `json:"is_error,omitempty"`
+	CacheControl *cacheControl    `json:"cache_control,omitempty"`
+}
+
+type anthImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+type anthMessage struct {
+	Role    string      `json:"role"`
+	Content []anthBlock `json:"content"`
+}
+
+type anthTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+type anthRequest struct {
+	Model        string            `json:"model"`
+	MaxTokens    int               `json:"max_tokens"`
+	System       []anthBlock       `json:"system,omitempty"`
+	Messages     []anthMessage     `json:"messages"`
+	Tools        []anthTool        `json:"tools,omitempty"`
+	Thinking     *anthThinking     `json:"thinking,omitempty"`
+	OutputConfig *anthOutputConfig `json:"output_config,omitempty"`
+	Stream       bool              `json:"stream"`
+}
+
+func (p *anthropicProvider) buildRequest(req Request) anthRequest {
+	info := lookupModel("anthropic", req.Model)
+	out := anthRequest{Model: req.Model, MaxTokens: req.MaxTokens, Stream: true}
+	if out.MaxTokens == 0 {
+		out.MaxTokens = info.MaxOutput
+	}
+	askThinking(&out, info, req.Reasoning, req.MaxTokens == 0)
+	if req.System != "" {
+		sys := req.System
+		out.System = []anthBlock{{Type: "text", Text: &sys}}
+	}
+	tools := append([]ToolSpec(nil), req.Tools...)
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	for _, t := range tools {
+		out.Tools = append(out.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)})
+	}
+	placeCacheBreakpoints(&out, cmp.Or(info.CacheMinTokens, defaultCacheMinTokens), p.cacheMark())
+	return out
+}
+
+func schemaOrEmpty(s json.RawMessage) json.RawMessage {
+	if len(s) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return s
+}
+
+// anthBlocks converts one message's blocks, dropping thinking that carries
+// no signature (from another provider), which the API would reject.
+func anthBlocks(m Message) []anthBlock {
+	var blocks []anthBlock
+	for _, b := range m.Content {
+		if ab, ok := anthConvert(b); ok {
+			blocks = append(blocks, ab)
+		}
+	}
+	return blocks
+}
+
+// anthWire is one message as the Messages API has it: its blocks, and the
+// type of the last one, which decides where a cache breakpoint may go.
+func anthWire(m Message) wireEncoding {
+	blocks := anthBlocks(m)
+	if len(blocks) == 0 {
+		return wireEncoding{}
+	}
+	data, err := jsonItems(blocks)
+	return wireEncoding{data: data, tail: blocks[len(blocks)-1].Type, err: err}
+}
+
+func anthConvert(b Block) (anthBlock, bool) {
+	switch b.Type {
+	case BlockText:
+		if b.Text == "" {
+			return anthBlock{}, false
+		}
+		text := b.Text
+		return anthBlock{Type: "text", Text: &text}, true
+	case BlockImage:
+		return anthBlock{Type: "image", Source: &anthImageSource{Type: "base64", MediaType: b.MimeType, Data: b.Data}}, true
+	case BlockThinking:
+		if b.Redacted {
+			return anthBlock{Type: "redacted_thinking", Data: b.Data}, true
+		}
+		if b.Signature == "" {
+			return anthBlock{}, false
+		}
+		text := b.Text
+		return anthBlock{Type: "thinking", Thinking: &text, Signature: b.Signature}, true
+	case BlockToolCall:
+		input := b.Args
+		if !json.Valid(input) || !isJSONObject(input) {
+			input = json.RawMessage("{}")
+		}
+		return anthBlock{Type: "tool_use", ID: b.ID, Name: b.Name, Input: input}, true
+	case BlockToolResult:
+		var content []anthBlock
+		for _, c := range b.Content {
+			if cb, ok := anthConvert(c); ok && (cb.Type == "text" || cb.Type == "image") {
+				content = append(content, cb)
+			}
+		}
+		return anthBlock{Type: "tool_result", ToolUseID: b.CallID, Content: content, IsError: b.IsError}, true
+	}
+	return anthBlock{}, false
+}
+
+func (p *anthropicProvider) Stream(ctx context.Context, req Request, on func(StreamEvent)) (Reply, error) {
+	if err := checkConversation("anthropic", req.Messages); err != nil {
+		return Reply{}, err
+	}
+	built := p.buildRequest(req)
+	body, err := p.requestBody(built, req.Messages)
+	if err != nil {
+		return Reply{}, fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	header := http.Header{}
+	if p.key != "" {
+		// A server behind --base-url may need none; an empty header is
+		// one some proxies reject.
+		header.Set("x-api-key", p.key)
+	}
+	header.Set("anthropic-version", "2023-06-01")
+	resp, err := p.http.post(ctx, p.url, header, body)
+	if err != nil {
+		return Reply{}, err
+	}
+	s := &anthStream{on: on}
+	events, err := streamBody(ctx, "anthropic", resp.Body, p.http.idle, maxReplyBytes(built.MaxTokens), s)
+	reply := Reply{Content: assemble(s.blocks), Stop: s.stop, Usage: s.usage}
+	if err == nil && !s.done {
+		err = streamEndedEarly("anthropic", events)
+	}
+	return reply, err
+}
+
+// anthStream is the state of one Anthropic stream.
+type anthStream struct {
+	on     func(StreamEvent)
+	blocks []*partialBlock
+	stop   string
+	usage  Usage
+	done   bool
+	size   int64 // for received
+}
+
+// blockCost is what received counts for a block beside its text, so that
+// a stream of empty blocks is bounded too.
+const blockCost = 64
+
+func (s *anthStream) received() int64 { return s.size }
+
+type anthUsage struct {
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             *int `json:"output_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral1h *int `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+type anthEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		Usage anthUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+		Data     string `json:"data"`
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage anthUsage       `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// applyUsage takes each count the event carries; message_delta repeats some
+// of message_start's counts and may update them.
+func (s *anthStream) applyUsage(u anthUsage) {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&s.usage.Input, u.InputTokens)
+	set(&s.usage.Output, u.OutputTokens)
+	set(&s.usage.CacheRead, u.CacheReadInputTokens)
+	set(&s.usage.CacheWrite, u.CacheCreationInputTokens)
+	set(&s.usage.CacheWrite1h, u.CacheCreation.Ephemeral1h)
+}
+
+func (s *anthStream) block(i int) *partialBlock {
+	if i < 0 || i >= len(s.blocks) {
+		return nil
+	}
+	return s.blocks[i]
+}
+
+func (s *anthStream) handle(ev sseEvent) error {
+	var e anthEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return fmt.Errorf("bad event %q: %w", truncate(string(ev.Data), 120), err)
+	}
+	switch e.Type {
+	case "message_start":
+		s.applyUsage(e.Message.Usage)
+	case "content_block_start":
+		if e.Index < 0 || e.Index > 1<<16 {
+			return fmt.Errorf("content block index %d out of range", e.Index)
+		}
+		for len(s.blocks) <= e.Index {
+			s.blocks = append(s.blocks, nil)
+		}
+		cb := e.ContentBlock
+		s.size += blockCost + int64(len(cb.Text)+len(cb.Thinking)+len(cb.Data)+len(cb.ID)+len(cb.Name))
+		var pb *partialBlock
+		switch cb.Type {
+		case "text":
+			pb = &partialBlock{typ: "text"}
+			pb.text.WriteString(cb.Text)
+			if cb.Text != "" {
+				s.on(StreamEvent{Type: "text", Delta: cb.Text})
+			}
+		case "thinking":
+			pb = &partialBlock{typ: "thinking"}
+			pb.text.WriteString(cb.Thinking)
+		case "redacted_thinking":
+			pb = &partialBlock{typ: "redacted_thinking", data: cb.Data}
+		case "tool_use":
+			pb = &partialBlock{typ: "tool_call", id: cb.ID, name: cb.Name, open: true}
+			s.on(StreamEvent{Type: "tool_start", ID: cb.ID, Name: cb.Name})
+		default:
+			// server_tool_use, web_search_tool_result and block types
+			// newer than this client: not ours to run or show.
+		}
+		s.blocks[e.Index] = pb
+	case "content_block_delta":
+		pb := s.block(e.Index)
+		if pb == nil {
+			return nil
+		}
+		d := e.Delta
+		s.size += int64(len(d.Text) + len(d.Thinking) + len(d.Signature) + len(d.PartialJSON))
+		switch d.Type {
+		case "text_delta":
+			pb.text.WriteString(d.Text)
+			s.on(StreamEvent{Type: "text", Delta: d.Text})
+		case "thinking_delta":
+			pb.text.WriteString(d.Thinking)
+			if d.Thinking != "" {
+				s.on(StreamEvent{Type: "thinking", Delta: d.Thinking})
+			}
+		case "signature_delta":
+			pb.signature += d.Signature
+		case "input_json_delta":
+			pb.args.WriteString(d.PartialJSON)
+			if d.PartialJSON != "" {
+				s.on(StreamEvent{Type: "tool_args", ID: pb.id, Delta: d.PartialJSON})
+			}
+		}
+	case "content_block_stop":
+		s.closeBlock(s.block(e.Index))
+	case "message_delta":
+		if e.Delta.StopReason != "" {
+			s.stop = anthStopReason(e.Delta.StopReason)
+		}
+		s.applyUsage(e.Usage)
+	case "message_stop":
+		for _, pb := range s.blocks {
+			s.closeBlock(pb)
+		}
+		s.done = true
+		return errStopSSE
+	case "error":
+		typ, msg := decodeErrorValue(e.Error)
+		return &ProviderError{Provider: "anthropic", Type: typ, Message: msg}
+	}
+	return nil
+}
+
+func (s *anthStream) closeBlock(pb *partialBlock) {
+	if pb != nil && pb.typ == "tool_call" && pb.open {
+		pb.open = false
+		s.on(StreamEvent{Type: "tool_end", ID: pb.id})
+	}
+}
+
+func anthStopReason(r string) string {
+	switch r {
+	case "tool_use":
+		return StopToolUse
+	case "max_tokens", "model_context_window_exceeded":
+		return StopLength
+	}
+	return StopEndTurn
+}
 
 type anthThinking struct {
 	Type         string `json:"type"`
