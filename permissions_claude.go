@@ -69,6 +69,9 @@ type claudeRules struct {
 	modeFrom string
 	cwd      string
 	home     string
+	// missing names the settings files that could not be read: their
+	// rules are unknown, so nothing is allowed while they are.
+	missing []string
 }
 
 // claudeSettingsFile is one settings file and where it stands.
@@ -140,13 +143,15 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 		}
 		files = append(files, f.path)
 		if err != nil {
-			problems = append(problems, PermissionProblem{File: f.path, Level: problemError, Msg: fmt.Sprintf("cannot be read: %v; its rules do not apply, so nothing it allows is allowed", err)})
+			problems = append(problems, PermissionProblem{File: f.path, Level: problemError, Msg: fmt.Sprintf("cannot be read: %v; its rules are unknown, so every call Claude Code's rules govern is asked until it is fixed", err)})
+			c.missing = append(c.missing, f.path)
 			sawRule = true
 			continue
 		}
 		var s claudePermissionSettings
 		if err := json.Unmarshal(data, &s); err != nil {
-			problems = append(problems, PermissionProblem{File: f.path, Line: jsonErrorLine(data, err), Level: problemError, Msg: fmt.Sprintf("not a settings object: %v; its rules do not apply, so nothing it allows is allowed", err)})
+			problems = append(problems, PermissionProblem{File: f.path, Line: jsonErrorLine(data, err), Level: problemError, Msg: fmt.Sprintf("not a settings object: %v; its rules are unknown, so every call Claude Code's rules govern is asked until it is fixed", err)})
+			c.missing = append(c.missing, f.path)
 			sawRule = true
 			continue
 		}
@@ -382,8 +387,18 @@ type claudeCall struct {
 }
 
 // decide answers as Claude Code would: deny rules, then ask, then allow,
-// then the mode.
+// then the mode. While a settings file cannot be read, what it holds is
+// unknown — a deny, or a managed file's limits on the mode — so whatever
+// would not be denied or asked is asked.
 func (c *claudeRules) decide(call claudeCall) claudeVerdict {
+	v := c.decideKnown(call)
+	if len(c.missing) > 0 && v.action != "deny" && v.action != "ask" {
+		return claudeVerdict{action: "ask", why: "a Claude Code settings file cannot be read, so its rules are unknown: " + strings.Join(c.missing, ", ")}
+	}
+	return v
+}
+
+func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	for _, action := range []string{"deny", "ask", "allow"} {
 		for _, r := range c.rules {
 			if r.action != action || !c.matches(r, call, action == "allow") {

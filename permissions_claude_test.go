@@ -344,3 +344,27 @@ func TestNoRulesFilesMeanNoRules(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+// A settings file zot cannot read holds rules nobody knows — here the
+// managed deny of rm, broken by a trailing comma. The user's broad allow
+// must not let rm through, nor a read its unknown Read deny might cover:
+// while the file is broken, what would run unasked is asked.
+func TestClaudeUnreadableSettingsAskInsteadOfAllowing(t *testing.T) {
+	t.Parallel()
+	f := newClaudeFixture(t)
+	f.user = perms("allow", []string{"Bash(*)", "Read(**)"}, "defaultMode", "bypassPermissions")
+	os.MkdirAll(f.managed, 0o755)
+	os.WriteFile(filepath.Join(f.managed, "managed-settings.json"), []byte(`{"permissions": {"deny": ["Bash(rm:*)", "Read(./.env)"],}}`), 0o644)
+	f.load()
+	for _, line := range []string{"rm -rf /x", "ls"} {
+		if r := f.bash(line); r.Decision != "ask" {
+			t.Errorf("%q with the managed settings unreadable: %s, want ask (%+v)", line, r.Decision, r.Rules)
+		}
+	}
+	if a, ok := f.tool("read", map[string]any{"path": ".env"}); !ok || a.Status != "ask" || !strings.Contains(a.Message+a.Note+a.Rule, "cannot be read") {
+		t.Errorf("read .env with the managed settings unreadable: %+v %v, want ask naming the file", a, ok)
+	}
+	if p := problemsText(f.rules); !strings.Contains(p, "managed-settings.json") || !strings.Contains(p, "asked until it is fixed") {
+		t.Errorf("problems:\n%s", p)
+	}
+}
