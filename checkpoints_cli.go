@@ -157,7 +157,7 @@ func runCheckpointsCommand(args []string, stdout, stderr io.Writer) int {
 		for _, r := range rep.Removed {
 			fmt.Fprintf(stdout, "removed the checkpoints of %s\n", sanitize(r))
 		}
-		fmt.Fprintf(stdout, "store: %s before, %s now (limits: %s a project, %s in all)\n", byteSize(rep.Before), byteSize(rep.After), byteSize(set.MaxProjectSize), byteSize(set.MaxTotalSize))
+		fmt.Fprintf(stdout, "store: %s before, %s now (limits: %s a project, %s in all)\n", sizeString(rep.Before), sizeString(rep.After), sizeString(set.MaxProjectSize), sizeString(set.MaxTotalSize))
 		return exitOK
 	}
 	fmt.Fprint(stderr, checkpointsUsage.text(""))
@@ -302,15 +302,3 @@ func printRestore(w io.Writer, res *ckRestoreResult) {
 	}
 }
 
-// byteSize shows a size for people.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}

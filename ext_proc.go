@@ -77,10 +77,8 @@ type extProc struct {
 
 	ready      chan struct{} // closed at ready (frame or idle)
 	dead       chan struct{} // closed when the extension can no longer answer
-	exited     chan struct{} // closed when the process has been reaped
 	readerDone chan struct{}
 	writerDone chan struct{}
-	copierDone chan struct{}
 	readyOnce  sync.Once
 	failOnce   sync.Once
 	stopOnce   sync.Once
@@ -554,8 +552,8 @@ func (m *ExtManager) spawn(mf *extManifest) (*extProc, error) {
 		m: m, mf: mf, logPath: logPath, dataDir: dataDir, log: lg,
 		proc: child.proc, child: child,
 		q:     newExtQueue(m.lim.queue),
-		ready: make(chan struct{}), dead: make(chan struct{}), exited: child.reaped,
-		readerDone: child.readerDone, writerDone: make(chan struct{}), copierDone: child.copierDone,
+		ready: make(chan struct{}), dead: make(chan struct{}),
+		readerDone: child.readerDone, writerDone: make(chan struct{}),
 		pending: map[string]extWaiter{}, events: map[extEventName]bool{}, intercept: map[extEventName]bool{},
 		logged: map[string]bool{},
 	}
@@ -599,8 +597,8 @@ func (m *ExtManager) standIn(mf *extManifest, why error) *extProc {
 		m: m, mf: mf, err: why,
 		log:   &extLog{}, // discards: the failure is logged once, below
 		q:     newExtQueue(0),
-		ready: make(chan struct{}), dead: gone, exited: gone,
-		readerDone: gone, writerDone: gone, copierDone: gone,
+		ready: make(chan struct{}), dead: gone,
+		readerDone: gone, writerDone: gone,
 		pending: map[string]extWaiter{}, events: map[extEventName]bool{}, intercept: map[extEventName]bool{},
 		logged: map[string]bool{},
 	}

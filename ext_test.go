@@ -104,7 +104,7 @@ func assertProcGone(t *testing.T, p *extProc) {
 	if !p.started() {
 		return // a stand-in: no process, no goroutine
 	}
-	for name, ch := range map[string]chan struct{}{"exited": p.exited, "reader": p.readerDone, "writer": p.writerDone, "copier": p.copierDone} {
+	for name, ch := range map[string]chan struct{}{"exited": p.child.reaped, "reader": p.readerDone, "writer": p.writerDone, "copier": p.child.copierDone} {
 		select {
 		case <-ch:
 		case <-time.After(10 * time.Second):
@@ -344,7 +344,7 @@ func TestExtWithoutHelloIsStoppedAndReported(t *testing.T) {
 	p := h.proc("silent")
 	waitFor(t, "the process to be stopped", func() bool {
 		select {
-		case <-p.exited:
+		case <-p.child.reaped:
 			return true
 		default:
 			return false

@@ -58,10 +58,6 @@ type claudeRule struct {
 	broken  bool
 }
 
-func (r *claudeRule) where() string {
-	return fmt.Sprintf("%s (permissions.%s[%d])", r.file, r.action, r.index)
-}
-
 // claudeRules is the Claude Code source of a session.
 type claudeRules struct {
 	rules    []*claudeRule // managed, user, project, local; each file's deny, ask, allow
@@ -137,7 +133,7 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 	var modes []modeAt
 	sawRule := false
 	for _, f := range claudeSettingsFiles(src) {
-		data, err := readLimited(f.path, claudeSettingsLimit)
+		data, err := readUntrustedFile(f.path, claudeSettingsLimit)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -221,7 +221,7 @@ func (ld *runokLoader) load(path string, chain []string) *runokFragment {
 		f.missing = append(f.missing, fmt.Sprintf("%s cannot be used (%s)", path, msg))
 		return f
 	}
-	data, err := readLimited(path, runokMaxFile)
+	data, err := readUntrustedFile(path, runokMaxFile)
 	if err != nil {
 		return fail(0, "%v", err)
 	}
@@ -608,12 +608,6 @@ func yamlStrings(n *yamlNode) ([]string, bool) {
 		return out, true
 	}
 	return nil, false
-}
-
-// readLimited reads a rules file through the door for repository input:
-// a FIFO or a device in its place is refused, not waited on.
-func readLimited(path string, limit int64) ([]byte, error) {
-	return readUntrustedFile(path, limit)
 }
 
 // runokConfig is a merged configuration ready to evaluate commands.

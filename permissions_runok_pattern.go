@@ -829,7 +829,7 @@ func (m *rpMatcher) args(pat []rpTok, toks []rpCmdTok, caps []string, k func([]s
 			for i := range words {
 				words[i] = toks[i].s
 			}
-			if m.args(rest, toks[n:], append(append([]string(nil), caps...), joinCapture(words)), k) {
+			if m.args(rest, toks[n:], append(append([]string(nil), caps...), commandLineOf(words)), k) {
 				return true
 			}
 		}
@@ -1015,15 +1015,3 @@ func (m *rpMatcher) flagGroup(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
-// joinCapture makes the command line a <cmd> captured: one word is a
-// command line as it is (bash -c "ls -la"); several are quoted back.
-func joinCapture(words []string) string {
-	if len(words) == 1 {
-		return words[0]
-	}
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = shellQuote(w)
-	}
-	return strings.Join(q, " ")
-}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -196,24 +195,3 @@ func refusesTools(err error) bool {
 		strings.Contains(m, "does not support function calling")
 }
 
-// jsonNumberField reads a number at a dotted path of a JSON document.
-func jsonNumberField(doc map[string]json.RawMessage, path ...string) int {
-	for i, p := range path {
-		raw, ok := doc[p]
-		if !ok {
-			return 0
-		}
-		if i == len(path)-1 {
-			var n float64
-			if json.Unmarshal(raw, &n) != nil || n < 0 || n > 1<<31 {
-				return 0
-			}
-			return int(n)
-		}
-		doc = nil
-		if json.Unmarshal(raw, &doc) != nil {
-			return 0
-		}
-	}
-	return 0
-}

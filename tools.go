@@ -780,25 +780,8 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	return textResult(fmt.Sprintf("Wrote %d bytes to %s (new file)", len(content), p))
 }
 
-// replaceFile writes data over the existing regular file that old
-// describes, atomically (writeFileAtomic), keeping its mode and, where the
-// writer may set them, its owner and group: root keeps both, anyone keeps
-// a group they belong to. A set-user-ID or set-group-ID bit whose owner or
-// group could not be kept is dropped, as cp and install do, so replacing
-// another user's setuid program never makes a setuid program of the
-// writer's. A file with more than one hard link is refused: the rename
-// would leave the other names with the old text, and writing in place
-// could leave a half-written file (or change a shared store's copy).
-func replaceFile(path string, data []byte, old fs.FileInfo) error {
-	owner, mode, err := replacement(old)
-	if err != nil {
-		return err
-	}
-	return writeAtomic(path, data, mode, owner)
-}
-
 // replacement is the owner and mode a file replacing old keeps, or why
-// old must not be replaced (replaceFile).
+// old must not be replaced (replaceFileAt).
 func replacement(old fs.FileInfo) (*fileOwner, fs.FileMode, error) {
 	st, ok := old.Sys().(*syscall.Stat_t)
 	if !ok { // the owner is unknown, so it cannot be kept
@@ -854,7 +837,7 @@ func keepOwner(f *os.File, mode fs.FileMode, want fileOwner) (fs.FileMode, error
 // a crash, sees the old file or the new one, never a mix: the data goes to
 // a temp file in the same directory (rename does not cross file systems),
 // is synced, and is renamed over path. On failure the temp file is removed
-// and path is untouched. The new file belongs to the writer; replaceFile
+// and path is untouched. The new file belongs to the writer; replaceFileAt
 // keeps an existing file's owner.
 func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	return writeAtomic(path, data, mode, nil)

@@ -69,8 +69,6 @@ func within(path, dir string) bool {
 // kernel's ELOOP does.
 const maxSymlinkHops = 40
 
-// errHidden is what the walk returns on reaching a hidden directory.
-var errHidden = errors.New("hidden")
 
 // toolRules are the rules of the jail and the sandbox for a path the
 // model names, read (write false) or written.
@@ -194,7 +192,7 @@ func (w *writeTarget) ReadAll(limit int64) ([]byte, error) {
 }
 
 // Replace writes data over the existing file, whole or not at all,
-// keeping what replaceFile keeps.
+// keeping what replaceFileAt keeps.
 func (w *writeTarget) Replace(data []byte) error {
 	return replaceFileAt(&w.at, data, w.Info)
 }
@@ -208,7 +206,15 @@ func (w *writeTarget) Create(data []byte, mode fs.FileMode) error {
 	return w.at.writeAtomic(data, mode, nil)
 }
 
-// replaceFileAt is replaceFile for a file the walk opened.
+// replaceFileAt writes data over the existing regular file that old
+// describes, in the directory the walk opened, atomically, keeping its
+// mode and, where the writer may set them, its owner and group: root keeps both, anyone keeps
+// a group they belong to. A set-user-ID or set-group-ID bit whose owner or
+// group could not be kept is dropped, as cp and install do, so replacing
+// another user's setuid program never makes a setuid program of the
+// writer's. A file with more than one hard link is refused: the rename
+// would leave the other names with the old text, and writing in place
+// could leave a half-written file (or change a shared store's copy).
 func replaceFileAt(at *openedParent, data []byte, old fs.FileInfo) error {
 	owner, mode, err := replacement(old)
 	if err != nil {
