@@ -301,4 +301,3 @@ func printRestore(w io.Writer, res *ckRestoreResult) {
 		fmt.Fprintf(w, "  left     %s (not recorded then or not now)\n", sanitize(p))
 	}
 }
-

@@ -1014,4 +1014,3 @@ func (m *rpMatcher) flagGroup(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 }
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-

@@ -194,4 +194,3 @@ func refusesTools(err error) bool {
 		strings.Contains(m, `"auto" tool choice requires`) || strings.Contains(m, "tool use is not supported") ||
 		strings.Contains(m, "does not support function calling")
 }
-

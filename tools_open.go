@@ -69,7 +69,6 @@ func within(path, dir string) bool {
 // kernel's ELOOP does.
 const maxSymlinkHops = 40
 
-
 // toolRules are the rules of the jail and the sandbox for a path the
 // model names, read (write false) or written.
 func (e *ToolEnv) toolRules(write bool) pathRules {
