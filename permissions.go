@@ -369,7 +369,9 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 		abs = filepath.Clean(abs)
 		real, err := followPath(abs)
 		if err != nil {
-			real = abs
+			// Which file the path names is unknown, and so are the
+			// rules that cover it.
+			return claudeAnswer(claudeVerdict{action: "ask", why: fmt.Sprintf("zot cannot tell which file %s is (%v), so which Claude Code rules cover it is unknown", pth, err)}, -1), true
 		}
 		cc = claudeCall{tool: map[string]string{ToolRead: "Read", ToolWrite: "Write", ToolEdit: "Edit"}[call.Name], paths: []string{abs, real}, realPath: real, editsFile: call.Name != ToolRead}
 	case call.Name == ToolSkill:

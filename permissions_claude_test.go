@@ -368,3 +368,18 @@ func TestClaudeUnreadableSettingsAskInsteadOfAllowing(t *testing.T) {
 		t.Errorf("problems:\n%s", p)
 	}
 }
+
+// A path zot cannot resolve (a symlink loop) could be any file: the rules
+// that cover it are unknown, so even a broad allow asks.
+func TestClaudeUnresolvablePathAsks(t *testing.T) {
+	t.Parallel()
+	f := newClaudeFixture(t)
+	f.user = perms("allow", []string{"Read(**)", "Edit(**)"})
+	f.load()
+	os.Symlink("loop", filepath.Join(f.cwd, "loop"))
+	for _, tool := range []string{"read", "write"} {
+		if a, ok := f.tool(tool, map[string]any{"path": "loop/x", "content": "x"}); !ok || a.Status != "ask" {
+			t.Errorf("%s of a path through a symlink loop: %+v %v, want ask", tool, a, ok)
+		}
+	}
+}
