@@ -175,4 +175,3 @@ func TestCopyBuildsCoverEveryFile(t *testing.T) {
 		}
 	}
 }
-
