@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -820,14 +819,7 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 			IncludeUsage bool `json:"include_usage"`
 		}{true}
 	}
-	tools := append([]ToolSpec(nil), req.Tools...)
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
-	for _, t := range tools {
-		var ot oaiTool
-		ot.Type = "function"
-		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name, t.Description, schemaOrEmpty(t.Schema)
-		out.Tools = append(out.Tools, ot)
-	}
+	out.Tools = oaiTools(req.Tools)
 	return out
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 )
 
 // The Anthropic Messages API: the request and its stream, how the model
@@ -82,9 +81,7 @@ func (p *anthropicProvider) buildRequest(req Request) anthRequest {
 		sys := req.System
 		out.System = []anthBlock{{Type: "text", Text: &sys}}
 	}
-	tools := append([]ToolSpec(nil), req.Tools...)
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
-	for _, t := range tools {
+	for _, t := range sortedTools(req.Tools) {
 		out.Tools = append(out.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrEmpty(t.Schema)})
 	}
 	placeCacheBreakpoints(&out, cmp.Or(info.CacheMinTokens, defaultCacheMinTokens), p.cacheMark())

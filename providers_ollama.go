@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -95,14 +94,7 @@ func (p *ollamaProvider) buildRequest(req Request, plan localPlan) ollamaRequest
 	if plan.info.Window > 0 || limit > 0 {
 		out.Options = &ollamaOptions{NumCtx: plan.info.Window, NumPredict: limit}
 	}
-	tools := append([]ToolSpec(nil), req.Tools...)
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
-	for _, t := range tools {
-		var ot oaiTool
-		ot.Type = "function"
-		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name, t.Description, schemaOrEmpty(t.Schema)
-		out.Tools = append(out.Tools, ot)
-	}
+	out.Tools = oaiTools(req.Tools)
 	return out
 }
 

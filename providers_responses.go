@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -100,9 +99,7 @@ func (p *openaiProvider) buildResponsesRequest(req Request) respRequest {
 	if out.MaxOutputTokens == 0 && info.Source == SourceUser {
 		out.MaxOutputTokens = info.MaxOutput
 	}
-	tools := append([]ToolSpec(nil), req.Tools...)
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
-	for _, t := range tools {
+	for _, t := range sortedTools(req.Tools) {
 		out.Tools = append(out.Tools, respTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schemaOrEmpty(t.Schema)})
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 )
 
 // A request's body is its frame (model, tools, limits) with the
@@ -97,4 +98,25 @@ func (l *jsonList) splice(frame []byte, key string) ([]byte, error) {
 	}
 	out = append(out, ']')
 	return append(out, frame[at+len("null"):]...), nil
+}
+
+// sortedTools is the tools in name order: the same tools in the same order
+// every request, so the prompt cache keeps the prefix they are part of.
+func sortedTools(tools []ToolSpec) []ToolSpec {
+	out := append([]ToolSpec(nil), tools...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// oaiTools is the tools as Chat Completions (and ollama's /api/chat) take
+// them.
+func oaiTools(tools []ToolSpec) []oaiTool {
+	var out []oaiTool
+	for _, t := range sortedTools(tools) {
+		var ot oaiTool
+		ot.Type = "function"
+		ot.Function.Name, ot.Function.Description, ot.Function.Parameters = t.Name, t.Description, schemaOrEmpty(t.Schema)
+		out = append(out, ot)
+	}
+	return out
 }
