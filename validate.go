@@ -606,23 +606,33 @@ func ValidatorGate(vs []Validator, cwd string) ToolGate {
 	return PermissionGate(vs, nil, cwd)
 }
 
+// worstBy is each key's worst answer, and the keys in the order they
+// first answered: one note per validator or rule source.
+func worstBy[A any](answers []A, keyOf func(A) (string, GateDecision)) ([]string, map[string]A) {
+	var order []string
+	worst := map[string]A{}
+	for _, a := range answers {
+		k, d := keyOf(a)
+		w, seen := worst[k]
+		if !seen {
+			order = append(order, k)
+			worst[k] = a
+			continue
+		}
+		if _, wd := keyOf(w); WorseDecision(wd, d) != wd {
+			worst[k] = a
+		}
+	}
+	return order, worst
+}
+
 // gateResult turns a report into a gate's answer: one note per validator
 // and per rule source (its worst answer over the line's commands), for the
 // audit trail and the confirm dialog; on deny, a reason the model can act
 // on.
 func (r ValidationReport) gateResult() GateResult {
 	var res GateResult
-	var order []string
-	worst := map[string]ValidatorAnswer{}
-	for _, a := range r.Answers {
-		w, seen := worst[a.Validator]
-		if !seen {
-			order = append(order, a.Validator)
-		}
-		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
-			worst[a.Validator] = a
-		}
-	}
+	order, worst := worstBy(r.Answers, func(a ValidatorAnswer) (string, GateDecision) { return a.Validator, a.Status })
 	var denials []string
 	for _, name := range order {
 		a := worst[name]
@@ -635,17 +645,7 @@ func (r ValidationReport) gateResult() GateResult {
 			denials = append(denials, fmt.Sprintf("validator %q denied it: %s", name, r.explain(a)))
 		}
 	}
-	var sources []string
-	worstRule := map[string]RuleAnswer{}
-	for _, a := range r.Rules {
-		w, seen := worstRule[a.Source]
-		if !seen {
-			sources = append(sources, a.Source)
-		}
-		if !seen || WorseDecision(w.Status, a.Status) != w.Status {
-			worstRule[a.Source] = a
-		}
-	}
+	sources, worstRule := worstBy(r.Rules, func(a RuleAnswer) (string, GateDecision) { return a.Source, a.Status })
 	for _, src := range sources {
 		a := worstRule[src]
 		why := r.explainRule(a)
