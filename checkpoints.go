@@ -470,22 +470,25 @@ func (c *Checkpoints) save(rec *ckRecord) error {
 	}
 	sum := sha256.Sum256(b)
 	data := fmt.Appendf(b, "\nsha256 %x\n", sum)
-	if err := writeSynced(rec.file, data); err != nil {
+	if err := storeWrite(rec.file, data, true); err != nil {
 		return fmt.Errorf("checkpoint: write %s: %w", rec.file, err)
 	}
 	return nil
 }
 
-// writeSynced writes path whole and durable: temp file, fsync, rename,
-// fsync of the directory.
-func writeSynced(path string, data []byte) error {
+// storeWrite writes path whole: a temp file of the store (named so that
+// prune removes one a crash left), renamed over path. durable syncs the
+// file and its directory, for manifests and the generation; objects and
+// the index go without, since a torn one is caught by its hash or is only
+// a cache.
+func storeWrite(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err
 	}
 	_, err = tmp.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -497,6 +500,9 @@ func writeSynced(path string, data []byte) error {
 	if err != nil {
 		os.Remove(tmp.Name())
 		return err
+	}
+	if !durable {
+		return nil
 	}
 	if d, err := os.Open(dir); err == nil {
 		err = d.Sync()
@@ -731,7 +737,7 @@ func writeProjectFile(dir, cwd string) error {
 	b, _ := json.Marshal(struct {
 		Cwd string `json:"cwd"`
 	}{cwd})
-	if err := writeSynced(path, append(b, '\n')); err != nil {
+	if err := storeWrite(path, append(b, '\n'), true); err != nil {
 		return fmt.Errorf("checkpoint: write %s: %w", path, err)
 	}
 	return nil
@@ -770,19 +776,7 @@ func (c *Checkpoints) putObject(data []byte) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := storeWrite(path, data, false); err != nil {
 		return "", fmt.Errorf("checkpoint: store object: %w", err)
 	}
 	c.known[hash] = true

@@ -226,7 +226,7 @@ func collectGarbage(dir string, rep *ckPruneReport) error {
 	}
 	var gen [8]byte
 	rand.Read(gen[:])
-	return writeSynced(filepath.Join(dir, "gen"), []byte(hex.EncodeToString(gen[:])))
+	return storeWrite(filepath.Join(dir, "gen"), []byte(hex.EncodeToString(gen[:])), true)
 }
 
 // projectOfStore is the directory a project store is for, or the store's

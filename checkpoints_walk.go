@@ -115,19 +115,7 @@ func (c *Checkpoints) saveIndex() error {
 		fmt.Fprintf(&b, "%d %d %d %d %d %d %s %s\n", int64(s.Ino), s.Size, s.Mtime, s.Ctime, s.Mode, e.seen, e.hash, strconv.Quote(path))
 	}
 	path := filepath.Join(c.dir, "index")
-	tmp, err := os.CreateTemp(c.dir, ".index-*")
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	_, err = tmp.Write(b.Bytes())
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := storeWrite(path, b.Bytes(), false); err != nil {
 		return fmt.Errorf("checkpoint: write %s: %w", path, err)
 	}
 	c.indexDirt = false
