@@ -53,15 +53,7 @@ func previewFileChange(env *ToolEnv, call ToolCall) string {
 		if spans, problem = locateEdits(old, edits); problem != "" {
 			return ""
 		}
-		var b strings.Builder
-		pos := 0
-		for _, s := range spans {
-			b.WriteString(old[pos:s.start])
-			b.WriteString(s.newText)
-			pos = s.end
-		}
-		b.WriteString(old[pos:])
-		updated = b.String()
+		updated = applySpans(old, spans)
 	} else {
 		spans = []editSpan{{index: 1, start: 0, end: len(old), newText: updated}}
 	}

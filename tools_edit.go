@@ -80,15 +80,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 		}
 		return errorResult("edit %s failed; nothing was changed.\n%s", p, problem)
 	}
-	var b strings.Builder
-	pos := 0
-	for _, s := range spans {
-		b.WriteString(old[pos:s.start])
-		b.WriteString(s.newText)
-		pos = s.end
-	}
-	b.WriteString(old[pos:])
-	updated := b.String()
+	updated := applySpans(old, spans)
 	if updated == old {
 		return errorResult("edit %s: the edits change nothing (each newText equals its oldText)", p)
 	}
@@ -99,7 +91,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if bom {
 		ob.WriteString(utf8BOM)
 	}
-	pos = 0
+	pos := 0
 	for _, s := range spans {
 		ob.WriteString(text[endings.original(pos):endings.original(s.start)])
 		ob.WriteString(strings.ReplaceAll(s.newText, "\n", endings.lineEnding(old, s.start)))
@@ -469,4 +461,17 @@ func hunkRange(from, to int) string {
 		return fmt.Sprintf("%d,0", from)
 	}
 	return fmt.Sprintf("%d,%d", from+1, to-from)
+}
+
+// applySpans is old with each located edit's text in place of its span.
+func applySpans(old string, spans []editSpan) string {
+	var b strings.Builder
+	pos := 0
+	for _, s := range spans {
+		b.WriteString(old[pos:s.start])
+		b.WriteString(s.newText)
+		pos = s.end
+	}
+	b.WriteString(old[pos:])
+	return b.String()
 }
