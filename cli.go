@@ -88,13 +88,9 @@ func commandArgs(c *commandHelp, args []string, switches map[string]*bool, value
 		fmt.Fprintf(stderr, "%s: %v\n%s", c.name, err, c.text(""))
 		return nil, "", false
 	}
-	cwd := lastOr(cwds, "")
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	dir, err = filepath.Abs(cwd)
-	if st, serr := os.Stat(dir); err != nil || serr != nil || !st.IsDir() {
-		fmt.Fprintf(stderr, "%s: --cwd %s is not a directory\n", c.name, cwd)
+	dir, err = workingDir(lastOr(cwds, ""))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
 		return nil, "", false
 	}
 	return words, dir, true
@@ -418,4 +414,23 @@ func shellQuote(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// workingDir is a management command's --cwd made absolute, or the
+// working directory when it is "". One that is not a directory is an
+// error: rules and configuration looked for under a mistyped path would
+// answer for a project that is not there.
+func workingDir(cwd string) (string, error) {
+	given := cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	dir, err := filepath.Abs(cwd)
+	if st, serr := os.Stat(dir); err != nil || serr != nil || !st.IsDir() {
+		if given == "" {
+			return "", fmt.Errorf("the working directory cannot be read")
+		}
+		return "", fmt.Errorf("--cwd %s is not a directory", given)
+	}
+	return dir, nil
 }

@@ -417,3 +417,23 @@ func TestFirstRequestWaitsForStartingMCPServers(t *testing.T) {
 		t.Errorf("a server that does not start: exit %d %q %q", code, stdout, stderr)
 	}
 }
+
+// A mistyped --cwd is a usage error for every command that takes one:
+// rules and configuration looked for under a path that is not there
+// would answer for a project that is not there (zot validate would allow
+// what the real project's rules deny).
+func TestCommandsRefuseACwdThatIsNotADirectory(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	missing := filepath.Join(z.cwd, "missing")
+	for _, args := range [][]string{
+		{"validate", "--cwd", missing, "--", "ls"},
+		{"validate", "--check", "--cwd", missing},
+		{"mcp", "list", "--cwd", missing},
+		{"skills", "list", "--cwd", missing},
+	} {
+		if _, stderr, code := z.run(args...); code != 2 || !strings.Contains(stderr, "--cwd "+missing+" is not a directory") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming the directory", args, code, stderr)
+		}
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -45,10 +43,10 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		fmt.Fprint(stderr, mcpUsage.text(""))
 		return exitUsage
 	}
-	if cwd == "" {
-		cwd, _ = os.Getwd()
+	if cwd, err = workingDir(cwd); err != nil {
+		fmt.Fprintf(stderr, "zot mcp: %v\n", err)
+		return exitUsage
 	}
-	cwd, _ = filepath.Abs(cwd)
 	ctx, stop := signalContext()
 	defer stop()
 	// Server problems show in the listing or the error below; only a

@@ -809,11 +809,10 @@ func runValidateCommand(args []string, load func(home, cwd string, warn func(str
 		fmt.Fprint(stderr, "zot: no command line\n"+validateUsage.text(""))
 		return exitUsage
 	}
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
+	cwd, err = workingDir(cwd)
+	if err != nil {
+		fmt.Fprintf(stderr, "zot validate: %v\n", err)
+		return exitUsage
 	}
 	home := zotHome()
 	var warnings []string
@@ -962,11 +961,10 @@ func ruleWhere(a RuleAnswer) string {
 // runValidateCheck is zot validate --check: the files read, and what is
 // wrong with them.
 func runValidateCheck(cwd string, asJSON bool, load func(home, cwd string, warn func(string)) ([]Validator, *PermissionRules), stdout, stderr io.Writer) int {
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(cwd); err == nil {
-		cwd = abs
+	cwd, err := workingDir(cwd)
+	if err != nil {
+		fmt.Fprintf(stderr, "zot validate: %v\n", err)
+		return exitUsage
 	}
 	home := zotHome()
 	var warnings []string
