@@ -56,6 +56,11 @@ type userConfig struct {
 	// spill file); each a number of bytes or a size such as "16KiB".
 	BashOutputLimit configSize `json:"bash_output_limit,omitempty"`
 	BashSpillLimit  configSize `json:"bash_spill_limit,omitempty"`
+
+	// raw is every setting as written and path the file, for those read
+	// on demand (str, fraction).
+	raw  map[string]json.RawMessage
+	path string
 }
 
 // configSize is a size as config.json gives it, a number or a string,
@@ -164,8 +169,9 @@ func saveConfig(home string, c userConfig) error {
 
 // loadConfig reads config.json; a missing file is an empty one.
 func loadConfig(home string) (userConfig, error) {
-	var c userConfig
-	b, err := os.ReadFile(filepath.Join(home, "config.json"))
+	path := filepath.Join(home, "config.json")
+	c := userConfig{path: path}
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}
@@ -173,8 +179,9 @@ func loadConfig(home string) (userConfig, error) {
 		return c, err
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("read %s: %w", filepath.Join(home, "config.json"), err)
+		return c, fmt.Errorf("read %s: %w", path, err)
 	}
+	json.Unmarshal(b, &c.raw) // an object, since the line above read it
 	return c, nil
 }
 
@@ -319,40 +326,32 @@ func configBool(home, key string, def bool) (bool, error) {
 	return on, nil
 }
 
-// configString reads a string setting of config.json: "" when the file or
-// the key is not there, an error when the value is not a string.
-func configString(home, key string) (string, error) {
-	path := filepath.Join(home, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", nil
-	}
-	var cfg map[string]json.RawMessage
-	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
-		return "", nil
-	}
+// Settings that only some parts read stay raw in userConfig.raw and are
+// read on demand, so that a value of the wrong type is that setting's
+// error ("ignored"), not a config.json zot refuses to start with.
+
+// str is a string setting: "" when it is not there, an error when the
+// value is not a string.
+func (c userConfig) str(key string) (string, error) {
 	var v string
-	if err := json.Unmarshal(cfg[key], &v); err != nil {
-		return "", fmt.Errorf("%s: %q must be a string", path, key)
+	if c.raw[key] == nil {
+		return "", nil
+	}
+	if err := json.Unmarshal(c.raw[key], &v); err != nil {
+		return "", fmt.Errorf("%s: %q must be a string", c.path, key)
 	}
 	return v, nil
 }
 
-// configFraction reads a share of config.json (compact_threshold): 0 when
-// it is not there, an error unless it is a number above 0 and at most 1.
-func configFraction(home, key string) (float64, error) {
-	path := filepath.Join(home, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, nil
-	}
-	var cfg map[string]json.RawMessage
-	if json.Unmarshal(b, &cfg) != nil || cfg[key] == nil {
-		return 0, nil
-	}
+// fraction is a share (compact_threshold): 0 when it is not there, an
+// error unless it is a number above 0 and at most 1.
+func (c userConfig) fraction(key string) (float64, error) {
 	var v float64
-	if err := json.Unmarshal(cfg[key], &v); err != nil || v <= 0 || v > 1 {
-		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (0.85 compacts at 85%% of the context window)", path, key)
+	if c.raw[key] == nil {
+		return 0, nil
+	}
+	if err := json.Unmarshal(c.raw[key], &v); err != nil || v <= 0 || v > 1 {
+		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (0.85 compacts at 85%% of the context window)", c.path, key)
 	}
 	return v, nil
 }

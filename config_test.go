@@ -24,7 +24,7 @@ func TestSaveConfigKeepsTheOtherSettings(t *testing.T) {
 		t.Errorf("claude_hooks after saveConfig: %v %v", on, err)
 	}
 	c, err := loadConfig(home)
-	if err != nil || c != (userConfig{Provider: "openai", Model: "gpt-5"}) {
+	if err != nil || c.Provider != "openai" || c.Model != "gpt-5" || c.BaseURL != "" {
 		t.Errorf("read back %+v %v (the old base_url must go with its provider)", c, err)
 	}
 	b, _ := os.ReadFile(path)

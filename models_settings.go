@@ -310,7 +310,8 @@ func firstLine(s string) string {
 // configDuration reads a duration setting of config.json ("15m"); 0 when
 // it is not there or not a duration (useUserModels' notes say so).
 func configDuration(home, key string) time.Duration {
-	v, _ := configString(home, key)
+	cfg, _ := loadConfig(home)
+	v, _ := cfg.str(key)
 	d, _ := parsePositiveDuration(v)
 	return d
 }

@@ -114,7 +114,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		fmt.Fprintf(stderr, "zot: %v (ignored: --sandbox decides the sandbox)\n", err)
 	}
 	for _, key := range []string{"response_timeout", "idle_timeout"} {
-		v, err := configString(s.home, key)
+		v, err := cfg.str(key)
 		if _, derr := parsePositiveDuration(v); err == nil && derr != nil {
 			err = fmt.Errorf("config.json: %s %v", key, derr)
 		}
@@ -195,7 +195,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
-	if a.CompactThreshold, err = configFraction(s.home, "compact_threshold"); err != nil {
+	if a.CompactThreshold, err = cfg.fraction("compact_threshold"); err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
 	if o.maxSteps > 0 {
