@@ -453,10 +453,14 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, error) {
 	emit(Event{Type: EventAssistantStart})
 	a.mu.Lock()
+	// The transcript itself, not a copy: the agent only appends to it or
+	// replaces it whole, and the capacity cut to its length keeps an
+	// append by the provider off it.
+	n := len(a.messages)
 	req := Request{
 		Model:     a.Model,
 		System:    a.System,
-		Messages:  append([]Message(nil), a.messages...),
+		Messages:  a.messages[:n:n],
 		Tools:     a.Tools.Specs(),
 		Reasoning: a.Reasoning,
 	}

@@ -41,7 +41,10 @@ type Message struct {
 // a message there in place; a transcript replaced (SetMessages, compaction)
 // gets new ones, and Messages hands out copies without, so an encoding
 // cannot outlive the content it was made from.
-type messageWire struct{ cached atomic.Pointer[wireEncoding] }
+type messageWire struct {
+	cached atomic.Pointer[wireEncoding]
+	tally  atomic.Pointer[messageTally]
+}
 
 // wireEncoding is one message as a provider's wire format has it: data is
 // the JSON of its items (several, comma-separated, or none), and tail what

@@ -11,7 +11,6 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,9 +47,7 @@ func checkConversation(provider string, msgs []Message) error {
 		return fmt.Errorf("%s: not sent: the conversation starts with the %s's message, not a prompt (/clear starts afresh)", provider, msgs[0].Role)
 	}
 	for i, m := range msgs {
-		if m.Role == RoleUser && !slices.ContainsFunc(m.Content, func(b Block) bool {
-			return b.Type != BlockText || strings.TrimSpace(b.Text) != ""
-		}) {
+		if m.Role == RoleUser && m.tallied().blank {
 			return fmt.Errorf("%s: not sent: message %d of the conversation is an empty prompt (/fork before it, or /clear)", provider, i+1)
 		}
 	}
@@ -293,12 +290,14 @@ func WithRetryHook(ctx context.Context, hook func(RetryNotice)) context.Context 
 
 var retryableStatus = map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true}
 
-func (h *httpStreamer) post(ctx context.Context, url string, header http.Header, body []byte) (*http.Response, error) {
+func (h *httpStreamer) post(ctx context.Context, url string, header http.Header, body wireBody) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, "POST", url, body.reader())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", h.name, err)
 		}
+		req.ContentLength = int64(body.size)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
 		req.Header = header.Clone()
 		for k, v := range h.headers {
 			req.Header.Set(k, v)
@@ -743,6 +742,9 @@ type openaiProvider struct {
 	// local is what zot knows of a server that is not api.openai.com
 	// (providers_local.go); nil for OpenAI's own API.
 	local *localServer
+	// log is the transcript laid out for the last request, in Chat
+	// Completions' format or the Responses API's.
+	log wireLog
 }
 
 func (p *openaiProvider) Name() string { return p.name }
@@ -826,12 +828,12 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 // requestBody is the Chat Completions request: the system prompt and the
 // transcript, each message encoded once for the whole session
 // (Message.wireEncoded), spliced into the rest.
-func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
+func (p *openaiProvider) requestBody(req Request) (wireBody, error) {
 	frame, err := json.Marshal(p.buildRequest(req))
 	if err != nil {
-		return nil, err
+		return wireBody{}, err
 	}
-	list := newJSONList(2*len(req.Messages) + 1)
+	var list jsonList
 	if req.System != "" {
 		role := "system"
 		if isTrue(p.compat.SupportsDeveloperRole, false) {
@@ -839,7 +841,7 @@ func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
 		}
 		system, err := jsonItems([]oaiMessage{{Role: role, Content: jsonString(req.System)}})
 		if err != nil {
-			return nil, err
+			return wireBody{}, err
 		}
 		list.add(system)
 	}
@@ -847,16 +849,12 @@ func (p *openaiProvider) requestBody(req Request) ([]byte, error) {
 	if withReasoning {
 		format = "openai-chat+reasoning_content"
 	}
-	encode := func(m Message) wireEncoding {
+	err = p.log.addEach(&list, format, req.Messages, func(_ int, m Message) wireEncoding {
 		data, err := jsonItems(oaiMessages([]Message{m}, withReasoning))
 		return wireEncoding{data: data, err: err}
-	}
-	for _, m := range req.Messages {
-		e := m.wireEncoded(format, encode)
-		if e.err != nil {
-			return nil, e.err
-		}
-		list.add(e.data)
+	})
+	if err != nil {
+		return wireBody{}, err
 	}
 	return list.splice(frame, "messages")
 }

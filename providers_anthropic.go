@@ -21,6 +21,7 @@ type anthropicProvider struct {
 	// cacheTTL is the lifetime asked of prompt cache entries: "" for
 	// Anthropic's default of 5 minutes, or "1h".
 	cacheTTL string
+	log      wireLog // the transcript laid out for the last request
 }
 
 func (p *anthropicProvider) Name() string { return "anthropic" }
@@ -457,46 +458,114 @@ func placeCacheBreakpoints(r *anthRequest, minTokens int, mark *cacheControl) {
 }
 
 // requestBody is r's JSON with msgs as its messages, each message encoded
-// once for the whole session (Message.wireEncoded) and joined.
-func (p *anthropicProvider) requestBody(r anthRequest, msgs []Message) ([]byte, error) {
+// once for the whole session (Message.wireEncoded) and laid out once
+// (wireLog).
+func (p *anthropicProvider) requestBody(r anthRequest, msgs []Message) (wireBody, error) {
 	frame, err := json.Marshal(r)
 	if err != nil {
-		return nil, err
+		return wireBody{}, err
 	}
-	turns, err := anthTurns(msgs, p.cacheMark())
+	turns, err := anthTurns(&p.log, msgs, p.cacheMark())
 	if err != nil {
-		return nil, err
+		return wireBody{}, err
 	}
 	return turns.splice(frame, "messages")
 }
 
-// anthTurns is the transcript as the items of the messages array, merging
-// consecutive messages of one role (the API wants them alternating), with
-// a cache breakpoint at the end of each of the last two user messages: the
+// anthTurn is one item of the messages array: consecutive messages of one
+// role, merged (the API wants the roles alternating).
+type anthTurn struct {
+	role  Role
+	first int // the turn's first message with blocks
+	last  int // the message its last block comes from
+	tail  string
+}
+
+// markable says whether a cache breakpoint can go at the end of t.
+func (t anthTurn) markable() bool {
+	return t.role == RoleUser && slices.Contains([]string{"text", "image", "tool_result"}, t.tail)
+}
+
+// anthTurns is the transcript as the items of the messages array, with a
+// cache breakpoint at the end of each of the last two user turns: the
 // last, which the next request reads; and the one before, which this
 // request reads back exactly — from the last one Anthropic looks for an
 // earlier entry only 20 blocks back, and a turn of many parallel tool calls
 // adds more blocks than that, so without it the whole prefix would be
 // written again at 1.25× instead of read at 0.1×. The two marked messages
-// are encoded afresh.
-func anthTurns(msgs []Message, mark *cacheControl) (jsonList, error) {
-	// First where each turn ends and what its last block is; then the
-	// pieces, with no copy of an encoding kept.
-	type turn struct {
-		role  Role
-		first int // the turn's first message with blocks
-		last  int // the message its last block comes from
-		tail  string
-		mark  []byte // the last message encoded again with a breakpoint
+// are encoded afresh. The turns before the two are the same in every later
+// request while the transcript grows, so log keeps them.
+func anthTurns(log *wireLog, msgs []Message, mark *cacheControl) (jsonList, error) {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	from := log.resume("anthropic", msgs)
+	turns, encoded, err := anthSplitTurns(msgs, from)
+	if err != nil {
+		return jsonList{}, err
 	}
-	var turns []turn
-	encoded := make([][]byte, len(msgs))
-	for i, m := range msgs {
+	marks := lastMarkable(turns)
+	if len(marks) < 2 && from > 0 {
+		// A message added to the last turn made it unmarkable: a mark
+		// goes further back than the log leaves, so lay it all out.
+		log.restart("anthropic")
+		from = 0
+		if turns, encoded, err = anthSplitTurns(msgs, from); err != nil {
+			return jsonList{}, err
+		}
+		marks = lastMarkable(turns)
+	}
+	keep := 0 // the turns the log takes: those before the earlier mark
+	if len(marks) == 2 {
+		keep = marks[1]
+	}
+	end := from // the messages they cover, with the empty ones after them
+	if keep > 0 {
+		end = turns[keep].first
+	}
+	for i := from; i < end; i++ {
+		if !log.logs(msgs[i]) {
+			for keep > 0 && turns[keep-1].last >= i {
+				keep--
+			}
+			end = min(i, turns[keep].first)
+		}
+	}
+	turnItems := func(t anthTurn) [][]byte { return encoded[t.first-from : t.last-from+1] }
+	for _, t := range turns[:keep] {
+		anthLayTurn(&log.list, t, turnItems(t), nil)
+	}
+	for i := from; keep > 0 && i < end; i++ {
+		log.note(msgs[i])
+	}
+	var list jsonList
+	list.adopt(&log.list)
+	for i := keep; i < len(turns); i++ {
+		t := turns[i]
+		var marked []byte
+		if slices.Contains(marks, i) {
+			blocks := anthBlocks(msgs[t.last])
+			blocks[len(blocks)-1].CacheControl = mark
+			if marked, err = jsonItems(blocks); err != nil {
+				return jsonList{}, err
+			}
+		}
+		anthLayTurn(&list, t, turnItems(t), marked)
+	}
+	return list, nil
+}
+
+// anthSplitTurns is msgs[from:] as turns, and the encoding of each of
+// those messages.
+func anthSplitTurns(msgs []Message, from int) ([]anthTurn, [][]byte, error) {
+	var turns []anthTurn
+	encoded := make([][]byte, len(msgs)-from)
+	for i := from; i < len(msgs); i++ {
+		m := msgs[i]
 		e := m.wireEncoded("anthropic", anthWire)
 		if e.err != nil {
-			return jsonList{}, e.err
+			return nil, nil, e.err
 		}
-		encoded[i] = e.data
+		encoded[i-from] = e.data
 		if len(e.data) == 0 {
 			continue
 		}
@@ -504,40 +573,38 @@ func anthTurns(msgs []Message, mark *cacheControl) (jsonList, error) {
 			turns[n-1].last, turns[n-1].tail = i, e.tail
 			continue
 		}
-		turns = append(turns, turn{role: m.Role, first: i, last: i, tail: e.tail})
+		turns = append(turns, anthTurn{role: m.Role, first: i, last: i, tail: e.tail})
 	}
-	marked := 0
-	for i := len(turns) - 1; i >= 0 && marked < 2; i-- {
-		t := &turns[i]
-		if t.role != RoleUser || !slices.Contains([]string{"text", "image", "tool_result"}, t.tail) {
-			continue
+	return turns, encoded, nil
+}
+
+// lastMarkable is the indices of the last two turns a breakpoint can end,
+// the last first.
+func lastMarkable(turns []anthTurn) []int {
+	var marks []int
+	for i := len(turns) - 1; i >= 0 && len(marks) < 2; i-- {
+		if turns[i].markable() {
+			marks = append(marks, i)
 		}
-		blocks := anthBlocks(msgs[t.last])
-		blocks[len(blocks)-1].CacheControl = mark
-		data, err := jsonItems(blocks)
-		if err != nil {
-			return jsonList{}, err
-		}
-		t.mark = data
-		marked++
 	}
-	list := newJSONList(2*len(msgs) + 2*len(turns))
-	for _, t := range turns {
-		head, ok := anthTurnHeads[t.role]
-		if !ok {
-			head = []byte(`{"role":` + string(jsonString(string(t.role))) + `,"content":[`)
-		}
-		list.open(head)
-		for i := t.first; i <= t.last; i++ {
-			data := encoded[i]
-			if i == t.last && t.mark != nil {
-				data = t.mark
-			}
-			list.inner(data)
-		}
-		list.close(anthTurnTail)
+	return marks
+}
+
+// anthLayTurn adds turn t to list: its messages' items, the last message's
+// replaced by marked when there is one.
+func anthLayTurn(list *jsonList, t anthTurn, items [][]byte, marked []byte) {
+	head, ok := anthTurnHeads[t.role]
+	if !ok {
+		head = []byte(`{"role":` + string(jsonString(string(t.role))) + `,"content":[`)
 	}
-	return list, nil
+	list.open(head)
+	for i, data := range items {
+		if i == len(items)-1 && marked != nil {
+			data = marked
+		}
+		list.inner(data)
+	}
+	list.close(anthTurnTail)
 }
 
 // anthTurnHeads and anthTurnTail frame a turn's blocks.

@@ -90,7 +90,7 @@ func TestAnthropicThinkingReplayedExactly(t *testing.T) {
 // sentRequest is the request p sends for req, as the server reads it.
 func sentRequest(t *testing.T, p *anthropicProvider, req Request) anthRequest {
 	t.Helper()
-	body, err := p.requestBody(p.buildRequest(req), req.Messages)
+	body, err := sent(p.requestBody(p.buildRequest(req), req.Messages))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 type ollamaProvider struct {
 	openai *openaiProvider
 	local  *localServer
+	log    wireLog // the transcript laid out for /api/chat's last request
 }
 
 func (p *ollamaProvider) Name() string { return "ollama" }
@@ -103,27 +104,34 @@ func (p *ollamaProvider) buildRequest(req Request, plan localPlan) ollamaRequest
 // the text (a tool's images in a user message after the results).
 func ollamaMessages(msgs []Message) []ollamaMessage {
 	var out []ollamaMessage
-	names := map[string]string{}
-	for _, m := range msgs {
-		noteCallNames(m, names)
-		out = append(out, ollamaMessagesOf(m, names)...)
+	for i, m := range msgs {
+		out = append(out, ollamaMessagesOf(m, func(id string) string { return callName(msgs[:i], id) })...)
 	}
 	return out
 }
 
-// noteCallNames records the names of m's tool calls by id: a tool
-// message names the tool it answers.
-func noteCallNames(m Message, names map[string]string) {
-	if m.Role == RoleAssistant {
-		for _, c := range m.ToolCalls() {
-			names[c.ID] = c.Name
+// callName is the name of the tool call id among msgs, the last one of
+// that id (local models reuse ids turn after turn): a tool message names
+// the tool it answers. Its call is nearly always in the message just
+// before it.
+func callName(msgs []Message, id string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != RoleAssistant {
+			continue
+		}
+		calls := msgs[i].ToolCalls()
+		for j := len(calls) - 1; j >= 0; j-- {
+			if calls[j].ID == id {
+				return calls[j].Name
+			}
 		}
 	}
+	return ""
 }
 
-// ollamaMessagesOf converts one message; names holds the calls of the
-// messages before it.
-func ollamaMessagesOf(m Message, names map[string]string) []ollamaMessage {
+// ollamaMessagesOf converts one message; name gives the tool of a call
+// made in the messages before it.
+func ollamaMessagesOf(m Message, name func(callID string) string) []ollamaMessage {
 	if m.Role == RoleAssistant {
 		om := ollamaMessage{Role: "assistant", Content: m.Text()}
 		for _, c := range m.ToolCalls() {
@@ -160,7 +168,7 @@ func ollamaMessagesOf(m Message, names map[string]string) []ollamaMessage {
 			if b.IsError && !strings.HasPrefix(content, "Error") {
 				content = "Error: " + content
 			}
-			out = append(out, ollamaMessage{Role: "tool", Content: content, ToolName: names[b.CallID], ToolCallID: b.CallID})
+			out = append(out, ollamaMessage{Role: "tool", Content: content, ToolName: name(b.CallID), ToolCallID: b.CallID})
 		}
 	}
 	if len(toolImages) > 0 {
@@ -178,31 +186,25 @@ func ollamaMessagesOf(m Message, names map[string]string) []ollamaMessage {
 // each message encoded once for the whole session (Message.wireEncoded).
 // A tool message's encoding names its call's tool from the messages
 // before it, which never change, so it stays right.
-func (p *ollamaProvider) requestBody(req Request, plan localPlan) ([]byte, error) {
+func (p *ollamaProvider) requestBody(req Request, plan localPlan) (wireBody, error) {
 	frame, err := json.Marshal(p.buildRequest(req, plan))
 	if err != nil {
-		return nil, err
+		return wireBody{}, err
 	}
-	list := newJSONList(2*len(req.Messages) + 1)
+	var list jsonList
 	if req.System != "" {
 		system, err := jsonItems([]ollamaMessage{{Role: "system", Content: req.System}})
 		if err != nil {
-			return nil, err
+			return wireBody{}, err
 		}
 		list.add(system)
 	}
-	names := map[string]string{}
-	encode := func(m Message) wireEncoding {
-		data, err := jsonItems(ollamaMessagesOf(m, names))
+	err = p.log.addEach(&list, "ollama-chat", req.Messages, func(i int, m Message) wireEncoding {
+		data, err := jsonItems(ollamaMessagesOf(m, func(id string) string { return callName(req.Messages[:i], id) }))
 		return wireEncoding{data: data, err: err}
-	}
-	for _, m := range req.Messages {
-		noteCallNames(m, names)
-		e := m.wireEncoded("ollama-chat", encode)
-		if e.err != nil {
-			return nil, e.err
-		}
-		list.add(e.data)
+	})
+	if err != nil {
+		return wireBody{}, err
 	}
 	return list.splice(frame, "messages")
 }

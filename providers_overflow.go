@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -109,10 +110,9 @@ func EstimateTokens(req Request, withTools bool) int {
 	n := len(req.System)
 	images := 0
 	for _, m := range req.Messages {
-		n += perMessageTokens * bytesPerToken
-		for _, b := range m.Content {
-			n += blockBytes(b, &images)
-		}
+		t := m.tallied()
+		n += perMessageTokens*bytesPerToken + t.bytes
+		images += t.images
 	}
 	if withTools {
 		for _, t := range req.Tools {
@@ -120,6 +120,35 @@ func EstimateTokens(req Request, withTools bool) int {
 		}
 	}
 	return (n+bytesPerToken-1)/bytesPerToken + images*imageTokens
+}
+
+// messageTally is what requests check and count of a message's content:
+// whether it is blank (checkConversation) and its size (EstimateTokens).
+type messageTally struct {
+	content       []Block // what was tallied
+	blank         bool    // no block but text of white space
+	bytes, images int
+}
+
+// tallied is m's tally, made once for a message of the agent's transcript
+// rather than at every request.
+func (m Message) tallied() messageTally {
+	if m.wire != nil {
+		if t := m.wire.tally.Load(); t != nil && sameBlocks(t.content, m.Content) {
+			return *t
+		}
+	}
+	t := messageTally{content: m.Content}
+	t.blank = !slices.ContainsFunc(m.Content, func(b Block) bool {
+		return b.Type != BlockText || strings.TrimSpace(b.Text) != ""
+	})
+	for _, b := range m.Content {
+		t.bytes += blockBytes(b, &t.images)
+	}
+	if m.wire != nil {
+		m.wire.tally.Store(&t)
+	}
+	return t
 }
 
 func blockBytes(b Block, images *int) int {

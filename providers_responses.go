@@ -228,18 +228,15 @@ func (p *openaiProvider) streamResponses(ctx context.Context, req Request, on fu
 
 // responsesBody is the request with the transcript as its input items,
 // each message encoded once for the whole session (Message.wireEncoded).
-func (p *openaiProvider) responsesBody(req Request) ([]byte, error) {
+func (p *openaiProvider) responsesBody(req Request) (wireBody, error) {
 	frame, err := json.Marshal(p.buildResponsesRequest(req))
 	if err != nil {
-		return nil, err
+		return wireBody{}, err
 	}
-	list := newJSONList(2 * len(req.Messages))
-	for _, m := range req.Messages {
-		e := m.wireEncoded("openai-responses", respWire)
-		if e.err != nil {
-			return nil, e.err
-		}
-		list.add(e.data)
+	var list jsonList
+	err = p.log.addEach(&list, "openai-responses", req.Messages, func(_ int, m Message) wireEncoding { return respWire(m) })
+	if err != nil {
+		return wireBody{}, err
 	}
 	return list.splice(frame, "input")
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What a step of a long session costs (issue 28 §2): the agent through one
-# prompt of 1,000 tool-calling steps against an in-process server
-# (BenchmarkThousandStepSession), CPU per step over steps 1–100 and
-# 900–1,000 and the whole run's wall time. With REF the same benchmark runs
+# prompt of 1,000 tool-calling steps against a server in another process
+# (BenchmarkThousandStepSession), zot's CPU per step over steps 1–100 and
+# 900–1,000 (user, and user+system) and the whole run's wall time. With REF the same benchmark runs
 # in a checkout of that commit too, in turn with this tree, so both see the
 # same machine.
 #
@@ -10,8 +10,8 @@
 #   REF=47e3cb5 bench/history.sh  # and that commit, in turn
 #   RUNS=5 bench/history.sh
 #
-# The CPU is the whole process's, the server's reading of each request
-# included: the bytes sent grow with the history however it is encoded.
+# What still grows is handing each request's bytes to the socket: the API
+# takes the whole conversation every time, however it is encoded.
 set -eu
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -30,6 +30,10 @@ for i in $(seq "$runs"); do
 		name=this
 		[ "$dir" = "$here" ] || name="$REF"
 		printf '%-8s load %s  ' "$name" "$(cut -d' ' -f1 /proc/loadavg)"
-		(cd "$dir" && go test -run XXX -bench BenchmarkThousandStepSession -benchtime 1x -count 1 . | grep '^Benchmark' | awk '{printf "%.2f s  cpu/step %s µs (1-100) %s µs (900-1000)  late/early %s\n", $3/1e9, $7, $9, $5}')
+		(cd "$dir" && go test -run XXX -bench BenchmarkThousandStepSession -benchtime 1x -count 1 . | grep '^Benchmark' |
+			awk '{ for (i = 5; i < NF; i += 2) v[$(i+1)] = $i
+				printf "%.2f s  cpu/step %s µs (1-100) %s µs (900-1000) late/early %s  user %s µs %s µs late/early %s\n",
+					$3/1e9, v["µs-cpu/step-1-100"], v["µs-cpu/step-900-1000"], v["late/early"],
+					v["µs-user/step-1-100"], v["µs-user/step-900-1000"], v["user-late/early"] }')
 	done
 done
