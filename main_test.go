@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 	// the PATH set below and needs no zot build.
 	if os.Getenv("ZOT_TEST_CHILD") == "" {
 		zotBin = filepath.Join(dir, "zot")
+		// As README builds it: static, no libc.
 		build := exec.Command("go", "build", "-o", zotBin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build zot:", err)

@@ -1240,7 +1240,7 @@ type spillFile struct {
 }
 
 // spillBuffers is how many chunks of output may wait for the disk.
-const spillBuffers = 4
+const spillBuffers = 2
 
 func newSpillFile(limit int64) (*spillFile, error) {
 	f, err := os.CreateTemp("", spillPattern)

@@ -478,7 +478,7 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader, max int, policy overLong) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, min(64<<10, max+1)), max: max, policy: policy}
+	return &lineReader{br: bufio.NewReaderSize(r, min(16<<10, max+1)), max: max, policy: policy}
 }
 
 // next returns the next line, valid until the next call; io.EOF after the

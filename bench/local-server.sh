@@ -23,7 +23,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/zot-bench-local.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 if [ -z "${ZOT:-}" ]; then
 	ZOT=$tmp/zot
-	(cd "$(dirname "$0")/.." && go build -o "$ZOT" .)
+	(cd "$(dirname "$0")/.." && CGO_ENABLED=0 go build -o "$ZOT" .)
 fi
 export ZOT_HOME=$tmp/home
 mkdir -p "$ZOT_HOME" "$tmp/cwd"

@@ -33,7 +33,7 @@ if [ -n "${REF:-}" ]; then
 	else
 		mkdir "$tmp/ref"
 		git archive "$REF" | tar -x -C "$tmp/ref"
-		(cd "$tmp/ref" && go build -o zot-ref .)
+		(cd "$tmp/ref" && CGO_ENABLED=0 go build -o zot-ref .)
 		export ZOT_BENCH_REF=$tmp/ref/zot-ref
 	fi
 	echo "reference: $REF"
