@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,8 +43,8 @@ import (
 //
 // Objects are written to a temp file and renamed, and verified against
 // their name whenever they are read, so a damaged store is reported and
-// never used to overwrite files. Manifests are written whole, fsynced, and
-// carry a checksum of their own. What a snapshot does not cover — ignored
+// never used to overwrite files. Manifests are written whole and carry a
+// checksum of their own. What a snapshot does not cover — ignored
 // files, .git, build caches, files over the size limit, special files — is
 // still named in its tree (as "excluded"), so a restore never removes a
 // file it never recorded.
@@ -248,6 +249,7 @@ type Checkpoints struct {
 	// are not walked again.
 	uncovered map[string]string
 	counted   map[string]bool // roots whose files were counted
+	lastSeq   map[string]int  // by session: the number of the manifest written last
 }
 
 // checkpointDir is where a project's checkpoints live.
@@ -271,7 +273,7 @@ func OpenCheckpoints(home, cwd string, extra []string, set CheckpointSettings) *
 	}
 	return &Checkpoints{home: home, cwd: cwd, dir: checkpointDir(home, cwd), roots: roots, set: set, now: time.Now,
 		known: map[string]bool{}, trees: map[string][]ckEntry{}, ignores: map[string]*ignoreCache{},
-		uncovered: map[string]string{}, counted: map[string]bool{}}
+		uncovered: map[string]string{}, counted: map[string]bool{}, lastSeq: map[string]int{}}
 }
 
 // ckStepInfo is what a checkpoint records about the call it precedes.
@@ -428,27 +430,39 @@ func (c *Checkpoints) sessionDir(session string) string {
 	return filepath.Join(c.dir, "sessions", session)
 }
 
-// saveNew gives rec the next number of its session and writes it.
+// saveNew gives rec the next number of its session and writes it. The
+// number this process gave last is the start, so a long session does not
+// list its manifests at every step; the session's directory is listed
+// when there is none, or when another process (holding the same lock) has
+// written the next one since.
 func (c *Checkpoints) saveNew(rec *ckRecord) error {
 	dir := c.sessionDir(rec.Session)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	seq := 0
-	for _, e := range entries {
-		if n, ok := recordSeq(e.Name()); ok {
-			seq = max(seq, n)
+	seq := c.lastSeq[rec.Session]
+	if _, err := os.Lstat(recordFile(dir, seq+1)); seq == 0 || !errors.Is(err, fs.ErrNotExist) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		for _, e := range entries {
+			if n, ok := recordSeq(e.Name()); ok {
+				seq = max(seq, n)
+			}
 		}
 	}
 	rec.Seq = seq + 1
 	rec.ID = fmt.Sprintf("%s-%d", rec.Session, rec.Seq)
-	rec.file = filepath.Join(dir, fmt.Sprintf("%06d.json", rec.Seq))
-	return c.save(rec)
+	rec.file = recordFile(dir, rec.Seq)
+	if err := c.save(rec); err != nil {
+		return err
+	}
+	c.lastSeq[rec.Session] = rec.Seq
+	return nil
 }
+
+func recordFile(dir string, seq int) string { return filepath.Join(dir, fmt.Sprintf("%06d.json", seq)) }
 
 // recordSeq reads the number of a manifest's file name.
 func recordSeq(name string) (int, bool) {
@@ -461,8 +475,10 @@ func recordSeq(name string) (int, bool) {
 }
 
 // save writes a manifest whole: its JSON, then a line with the JSON's
-// SHA-256, to a temp file that is synced and renamed, and the directory
-// synced after it.
+// SHA-256, to a temp file renamed over it. It is not synced: the objects
+// it names are not either, and after a power loss a manifest lost or torn
+// (its checksum tells) is a checkpoint missing, never a wrong one; a sync
+// per tool call would cost a millisecond of every call.
 func (c *Checkpoints) save(rec *ckRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -470,7 +486,7 @@ func (c *Checkpoints) save(rec *ckRecord) error {
 	}
 	sum := sha256.Sum256(b)
 	data := fmt.Appendf(b, "\nsha256 %x\n", sum)
-	if err := storeWrite(rec.file, data, true); err != nil {
+	if err := storeWrite(rec.file, data, false); err != nil {
 		return fmt.Errorf("checkpoint: write %s: %w", rec.file, err)
 	}
 	return nil
@@ -478,9 +494,9 @@ func (c *Checkpoints) save(rec *ckRecord) error {
 
 // storeWrite writes path whole: a temp file of the store (named so that
 // prune removes one a crash left), renamed over path. durable syncs the
-// file and its directory, for manifests and the generation; objects and
-// the index go without, since a torn one is caught by its hash or is only
-// a cache.
+// file and its directory, for the project file and the generation;
+// manifests, objects and the index go without, since a torn one is caught
+// by its checksum or hash or is only a cache.
 func storeWrite(path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, ".tmp-*")

@@ -466,3 +466,25 @@ func TestCheckpointLeavesOutATooBigDirectory(t *testing.T) {
 		t.Errorf("restore: %v", err)
 	}
 }
+
+// Two zots recording one session (zot -c in a second terminal) number
+// their checkpoints in turn, neither overwriting the other's, though each
+// remembers the number it gave last.
+func TestCheckpointNumbersAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	first := OpenCheckpoints(home, cwd, nil, DefaultCheckpointSettings())
+	second := OpenCheckpoints(home, cwd, nil, DefaultCheckpointSettings())
+	var ids []string
+	for i, ck := range []*Checkpoints{first, first, second, first, second, second, first} {
+		ids = append(ids, ckStep(t, ck, "s", fmt.Sprint("step ", i), func() {}))
+	}
+	want := []string{"s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-7"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+	recs, err := first.sessionRecords("s")
+	if err != nil || len(recs.Records) != len(want) {
+		t.Fatalf("%d records (%v), want %d", len(recs.Records), err, len(want))
+	}
+}
