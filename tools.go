@@ -1075,15 +1075,25 @@ func newShellOutput(budget int, spillLimit int64) *shellOutput {
 	return &shellOutput{head: make([]byte, 0, headMax), headMax: headMax, ring: make([]byte, budget-headMax), spillLimit: spillLimit}
 }
 
+// readFrom reads r to its end. Once there is a spill file, the command's
+// output is read straight into the spill file's chunks, which go to its
+// writer as they are: a gigabyte of output is not copied once more.
 func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
-	buf := make([]byte, 64<<10)
+	own := make([]byte, spillChunk)
 	for {
+		buf, chunk := own, o.spill != nil && o.spillErr == nil
+		if chunk {
+			buf = o.spill.take()
+		}
 		n, err := r.Read(buf)
 		if n > 0 {
-			o.write(buf[:n])
+			o.write(buf[:n], chunk)
 			if progress != nil {
 				o.report(buf[:n], progress)
 			}
+		}
+		if chunk {
+			o.spill.give(buf[:n])
 		}
 		if err != nil {
 			o.eof = err == io.EOF
@@ -1092,7 +1102,9 @@ func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
 	}
 }
 
-func (o *shellOutput) write(p []byte) {
+// write takes p, the output's next bytes; spilled says p is a spill
+// file's chunk, which the caller gives to it.
+func (o *shellOutput) write(p []byte, spilled bool) {
 	o.total += int64(len(p))
 	o.lines += int64(bytes.Count(p, []byte{'\n'}))
 	if room := o.headMax - len(o.head); room > 0 {
@@ -1103,7 +1115,9 @@ func (o *shellOutput) write(p []byte) {
 			return
 		}
 	}
-	o.toSpill(p)
+	if !spilled {
+		o.toSpill(p)
+	}
 	if len(p) >= len(o.ring) {
 		copy(o.ring, p[len(p)-len(o.ring):])
 		o.ringPos, o.ringLen = 0, len(o.ring)
@@ -1239,8 +1253,12 @@ type spillFile struct {
 	err                     error         // the writer's, read after done
 }
 
-// spillBuffers is how many chunks of output may wait for the disk.
-const spillBuffers = 2
+// spillBuffers is how many chunks of output may wait for the disk, and
+// spillChunk the size of one: what one read of a pipe gives at most.
+const (
+	spillBuffers = 2
+	spillChunk   = 64 << 10
+)
 
 func newSpillFile(limit int64) (*spillFile, error) {
 	f, err := os.CreateTemp("", spillPattern)
@@ -1250,7 +1268,7 @@ func newSpillFile(limit int64) (*spillFile, error) {
 	s := &spillFile{f: f, limit: limit, headCap: limit / 4, tailCap: limit - limit/4,
 		queue: make(chan []byte, spillBuffers), free: make(chan []byte, spillBuffers), done: make(chan struct{})}
 	for range spillBuffers {
-		s.free <- make([]byte, 0, 64<<10)
+		s.free <- make([]byte, 0, spillChunk)
 	}
 	// The writer: ends when finish closes the queue.
 	go func() {
@@ -1270,11 +1288,23 @@ func newSpillFile(limit int64) (*spillFile, error) {
 // write hands p, the output's next bytes, to the writer.
 func (s *spillFile) write(p []byte) {
 	for len(p) > 0 {
-		b := <-s.free
-		n := min(len(p), cap(b))
-		s.queue <- append(b[:0], p[:n]...)
+		b := s.take()
+		n := copy(b, p)
+		s.give(b[:n])
 		p = p[n:]
 	}
+}
+
+// take waits for a free chunk, whole; give hands it to the writer with
+// the output's next bytes in it (none: it is only returned).
+func (s *spillFile) take() []byte { return (<-s.free)[:spillChunk] }
+
+func (s *spillFile) give(b []byte) {
+	if len(b) == 0 {
+		s.free <- b
+		return
+	}
+	s.queue <- b
 }
 
 // place writes b, the output from byte off on, where the file keeps it:
