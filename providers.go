@@ -509,7 +509,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// sseEvent is one server-sent event: its name and its data lines joined.
+// sseEvent is one server-sent event: its name and its data lines joined,
+// which are readSSE's, valid until the function given the event returns.
 type sseEvent struct {
 	Event string
 	Data  []byte
@@ -534,7 +535,7 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 		}
 		ev.Data = data
 		err := fn(ev)
-		ev, data, hasData = sseEvent{}, data[:0:0], false
+		ev, data, hasData = sseEvent{}, data[:0], false
 		return err
 	}
 	for {
@@ -1012,7 +1013,8 @@ type oaiStream struct {
 	usage    Usage
 	sawUsage bool
 	done     bool
-	size     int64 // for received
+	size     int64    // for received
+	chunk    oaiChunk // the one being handled
 }
 
 func (s *oaiStream) received() int64 { return s.size }
@@ -1052,8 +1054,9 @@ func (s *oaiStream) handle(ev sseEvent) error {
 		s.done = true
 		return errStopSSE
 	}
-	var c oaiChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	s.chunk = oaiChunk{} // one for the stream, not one per chunk
+	c := &s.chunk
+	if err := json.Unmarshal(data, c); err != nil {
 		return fmt.Errorf("bad chunk %q: %w", truncate(string(data), 120), err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {

@@ -192,7 +192,8 @@ type anthStream struct {
 	stop   string
 	usage  Usage
 	done   bool
-	size   int64 // for received
+	size   int64     // for received
+	event  anthEvent // the one being handled
 }
 
 // blockCost is what received counts for a block beside its text, so that
@@ -260,8 +261,9 @@ func (s *anthStream) block(i int) *partialBlock {
 }
 
 func (s *anthStream) handle(ev sseEvent) error {
-	var e anthEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
+	s.event = anthEvent{} // one for the stream, not one per event
+	e := &s.event
+	if err := json.Unmarshal(ev.Data, e); err != nil {
 		return fmt.Errorf("bad event %q: %w", truncate(string(ev.Data), 120), err)
 	}
 	switch e.Type {

@@ -721,19 +721,35 @@ func TestReadSSEFraming(t *testing.T) {
 	}
 }
 
+// BenchmarkSSEParse decodes a recorded stream of each API, through the
+// provider's own handler.
 func BenchmarkSSEParse(b *testing.B) {
-	data := fixture(b, "openai_chat_text_then_tool_call_logprobs.sse")
-	events := 0
-	readSSE(strings.NewReader(data), func(sseEvent) error { events++; return nil })
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		s := &oaiStream{name: "openai", on: func(StreamEvent) {}}
-		if err := readSSE(strings.NewReader(data), s.handle); err != nil && err != errStopSSE {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name, fixture string
+		handler       func() func(sseEvent) error
+	}{
+		{"openai", "openai_chat_text_then_tool_call_logprobs.sse", func() func(sseEvent) error {
+			return (&oaiStream{name: "openai", on: func(StreamEvent) {}}).handle
+		}},
+		{"anthropic", "anthropic_tool_use_stream.sse", func() func(sseEvent) error {
+			return (&anthStream{on: func(StreamEvent) {}}).handle
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			data := fixture(b, c.fixture)
+			events := 0
+			readSSE(strings.NewReader(data), func(sseEvent) error { events++; return nil })
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := readSSE(strings.NewReader(data), c.handler()); err != nil && err != errStopSSE {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
 	}
-	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 func FuzzReadSSE(f *testing.F) {

@@ -456,6 +456,9 @@ func (e *lineTooLongError) Error() string {
 
 // isLineTooLong reports whether err is a lineReader's over-long line.
 func isLineTooLong(err error) bool {
+	if err == nil {
+		return false // without the allocation errors.As makes
+	}
 	var e *lineTooLongError
 	return errors.As(err, &e)
 }
