@@ -525,7 +525,7 @@ func anthTurns(log *wireLog, msgs []Message, mark *cacheControl) (jsonList, erro
 		end = turns[keep].first
 	}
 	for i := from; i < end; i++ {
-		if !log.logs(msgs[i]) {
+		if !loggable(msgs[i]) {
 			for keep > 0 && turns[keep-1].last >= i {
 				keep--
 			}

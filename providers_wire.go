@@ -203,8 +203,9 @@ func (w *wireLog) covers(msgs []Message) bool {
 	return true
 }
 
-// logs says whether m can be logged.
-func (w *wireLog) logs(m Message) bool { return m.wire != nil }
+// loggable says whether a log may keep m's pieces: only a message of the
+// agent's transcript, which is never changed in place.
+func loggable(m Message) bool { return m.wire != nil }
 
 // note records that the pieces of m are in the list.
 func (w *wireLog) note(m Message) {
@@ -222,7 +223,7 @@ func (w *wireLog) addEach(list *jsonList, format string, msgs []Message, encode 
 	encoded := func(i int) wireEncoding {
 		return msgs[i].wireEncoded(format, func(m Message) wireEncoding { return encode(i, m) })
 	}
-	for ; i < len(msgs) && w.logs(msgs[i]); i++ {
+	for ; i < len(msgs) && loggable(msgs[i]); i++ {
 		e := encoded(i)
 		if e.err != nil {
 			return e.err
