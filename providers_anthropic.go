@@ -506,9 +506,11 @@ func anthTurns(log *wireLog, msgs []Message, mark *cacheControl) (jsonList, erro
 		return jsonList{}, err
 	}
 	marks := lastMarkable(turns)
-	if len(marks) < 2 && from > 0 {
-		// A message added to the last turn made it unmarkable: a mark
-		// goes further back than the log leaves, so lay it all out.
+	if from > 0 && (len(marks) < 2 || len(turns) > 0 && turns[0].role == log.lastRole) {
+		// A message added to the last turn made it unmarkable, so a mark
+		// goes further back than the log leaves; or the transcript goes on
+		// after the log in the role of its last turn, which would merge
+		// into it: lay it all out.
 		log.restart("anthropic")
 		from = 0
 		if turns, encoded, err = anthSplitTurns(msgs, from); err != nil {
@@ -538,6 +540,9 @@ func anthTurns(log *wireLog, msgs []Message, mark *cacheControl) (jsonList, erro
 	}
 	for i := from; keep > 0 && i < end; i++ {
 		log.note(msgs[i])
+	}
+	if keep > 0 {
+		log.lastRole = turns[keep-1].role
 	}
 	var list jsonList
 	list.adopt(&log.list)

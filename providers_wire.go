@@ -170,6 +170,10 @@ type wireLog struct {
 	format string
 	msgs   []loggedMessage
 	list   jsonList
+	// lastRole is the role of the last turn logged, for formats that merge
+	// messages of one role into a turn (Anthropic): a transcript going on
+	// with that role would merge into a turn the log has closed.
+	lastRole Role
 }
 
 type loggedMessage struct {
@@ -191,7 +195,7 @@ func (w *wireLog) resume(format string, msgs []Message) int {
 // restart empties the log into a new list, not the old one cut: requests
 // still sending share that.
 func (w *wireLog) restart(format string) {
-	w.format, w.msgs, w.list = format, nil, jsonList{}
+	w.format, w.msgs, w.list, w.lastRole = format, nil, jsonList{}, ""
 }
 
 func (w *wireLog) covers(msgs []Message) bool {

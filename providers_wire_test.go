@@ -200,6 +200,25 @@ func TestWireLogFollowsTheTranscript(t *testing.T) {
 	if logged := len(p.log.msgs); logged < len(history)-8 {
 		t.Fatalf("the log holds %d of %d messages", logged, len(history))
 	}
+	// A transcript that shares exactly the messages logged and goes on in
+	// the role of the last turn logged merges into that turn.
+	p = &anthropicProvider{}
+	sent(p.requestBody(anthRequest{}, history[:40]))
+	logged := len(p.log.msgs)
+	if logged == 0 || p.log.lastRole != RoleAssistant {
+		t.Fatalf("the log holds %d messages ending in a %q turn", logged, p.log.lastRole)
+	}
+	more := append(history[:logged:logged], withWire([]Message{
+		{Role: RoleAssistant, Content: []Block{TextBlock("and one more thing")}},
+		{Role: RoleUser, Content: []Block{TextBlock("go on")}},
+		{Role: RoleAssistant, Content: []Block{TextBlock("done")}},
+		{Role: RoleUser, Content: []Block{TextBlock("thanks")}},
+	})...)
+	kept, _ := sent(p.requestBody(anthRequest{}, more))
+	fresh, _ := sent((&anthropicProvider{}).requestBody(anthRequest{}, withoutWire(more)))
+	if !bytes.Equal(kept, fresh) {
+		t.Fatalf("a transcript going on in the role of the log's last turn:\n%s\n%s", kept, fresh)
+	}
 }
 
 // The encodings kept for ollama's /api/chat and for a server that wants
