@@ -140,22 +140,10 @@ func (b *beneath) writeFile(rel string, mode fs.FileMode, fill func(io.Writer) e
 	if err != nil {
 		return &os.PathError{Op: "create", Path: rel, Err: err}
 	}
-	f := os.NewFile(uintptr(tfd), tmp)
-	err = fill(f)
-	if err == nil {
-		err = f.Chmod(mode) // not subject to the umask
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = syscall.Renameat(fd, tmp, fd, name)
-	}
+	err = placeTemp(os.NewFile(uintptr(tfd), tmp), fill, mode, nil,
+		func() error { return syscall.Renameat(fd, tmp, fd, name) },
+		func() error { return syscall.Unlinkat(fd, tmp) })
 	if err != nil {
-		syscall.Unlinkat(fd, tmp)
 		return &os.PathError{Op: "write", Path: rel, Err: err}
 	}
 	return nil

@@ -136,24 +136,9 @@ func (b *beneath) writeFile(rel string, mode fs.FileMode, fill func(io.Writer) e
 	if err != nil {
 		return err
 	}
-	err = fill(f)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return placeTemp(f, fill, mode, nil,
+		func() error { return os.Rename(tmp, p) },
+		func() error { return os.Remove(tmp) })
 }
 
 func (b *beneath) symlink(rel, target string) error {

@@ -852,26 +852,10 @@ func writeAtomic(path string, data []byte, mode fs.FileMode, owner *fileOwner) (
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
-	if err == nil && owner != nil {
-		mode, err = keepOwner(tmp, mode, *owner)
-	}
-	if err == nil {
-		// CreateTemp made it 0600; Chmod is not subject to the umask.
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err == nil {
-		err = tmp.Close()
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	err = placeTemp(tmp, writeAll(data), mode, owner,
+		func() error { return os.Rename(tmp.Name(), path) },
+		func() error { return os.Remove(tmp.Name()) })
 	if err != nil {
-		tmp.Close() // a second Close only returns an error
-		os.Remove(tmp.Name())
 		return err
 	}
 	// The rename is durable once the directory is synced; a failure here
@@ -881,6 +865,42 @@ func writeAtomic(path string, data []byte, mode fs.FileMode, owner *fileOwner) (
 		d.Close()
 	}
 	return nil
+}
+
+// placeTemp finishes a temp file written for an atomic replace: fill
+// writes the content, the file gets mode (Chmod is not subject to the
+// umask; the owner is kept first when owner is set), is synced and closed,
+// and rename puts it in place. On any failure remove drops the temp file:
+// the target is whole or untouched.
+func placeTemp(f *os.File, fill func(io.Writer) error, mode fs.FileMode, owner *fileOwner, rename, remove func() error) error {
+	err := fill(f)
+	if err == nil && owner != nil {
+		mode, err = keepOwner(f, mode, *owner)
+	}
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = rename()
+	}
+	if err != nil {
+		remove()
+	}
+	return err
+}
+
+// writeAll is a fill for placeTemp that writes data.
+func writeAll(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
 }
 
 // bashTool runs a command line with bashToolShell. It is not jailed: a

@@ -292,26 +292,13 @@ func (at *openedParent) writeAtomic(data []byte, mode fs.FileMode, owner *fileOw
 		return &fs.PathError{Op: "create", Path: filepath.Join(at.dirPath, tmp), Err: err}
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(at.dirPath, tmp))
-	_, err = f.Write(data)
-	if err == nil && owner != nil {
-		mode, err = keepOwner(f, mode, *owner)
-	}
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if rerr := syscall.Renameat(at.dir, tmp, at.dir, at.name); rerr != nil {
-			err = &fs.PathError{Op: "rename", Path: at.real(), Err: rerr}
+	err = placeTemp(f, writeAll(data), mode, owner, func() error {
+		if err := syscall.Renameat(at.dir, tmp, at.dir, at.name); err != nil {
+			return &fs.PathError{Op: "rename", Path: at.real(), Err: err}
 		}
-	}
+		return nil
+	}, func() error { return syscall.Unlinkat(at.dir, tmp) })
 	if err != nil {
-		syscall.Unlinkat(at.dir, tmp)
 		return err
 	}
 	// Durable once the directory is synced; a failure leaves a whole file.

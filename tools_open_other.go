@@ -152,24 +152,10 @@ func (at *openedParent) writeAtomic(data []byte, mode fs.FileMode, owner *fileOw
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil && owner != nil {
-		mode, err = keepOwner(f, mode, *owner)
-	}
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, at.real())
-	}
+	err = placeTemp(f, writeAll(data), mode, owner,
+		func() error { return os.Rename(tmp, at.real()) },
+		func() error { return os.Remove(tmp) })
 	if err != nil {
-		os.Remove(tmp)
 		return err
 	}
 	if d, err := os.Open(at.dirPath); err == nil {
