@@ -948,19 +948,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 		reply, _, err := p.stream(ctx, req, on)
 		return reply, err
 	}
-	req, plan := p.local.prepare(ctx, req)
-	reply, sawUsage, err := p.stream(ctx, req, on)
-	if again, ok := p.local.refused(err, req, &plan); ok {
-		req = again
-		reply, sawUsage, err = p.stream(ctx, req, on)
-	}
-	if err != nil {
-		p.local.explain(err, req.Model, plan)
-		reply.Notice = plan.notice
-		return reply, err
-	}
-	p.local.finish(plan, req.Model, &reply, sawUsage, on)
-	return reply, nil
+	return p.local.converse(ctx, req, on, func(req Request, _ localPlan) (Reply, bool, error) { return p.stream(ctx, req, on) })
 }
 
 // stream sends one request and reads its stream; sawUsage says whether the

@@ -469,6 +469,26 @@ type localPlan struct {
 	tools     map[string]bool // the names of the tools the model has
 }
 
+// converse is one request to a local server through send (which reports
+// whether the server gave usage): shaped for the model (prepare), sent
+// again with the tools as text if the server refuses them, a failure
+// explained, a reply finished as the plan says.
+func (l *localServer) converse(ctx context.Context, req Request, on func(StreamEvent), send func(Request, localPlan) (Reply, bool, error)) (Reply, error) {
+	req, plan := l.prepare(ctx, req)
+	reply, sawUsage, err := send(req, plan)
+	if again, ok := l.refused(err, req, &plan); ok {
+		req = again
+		reply, sawUsage, err = send(req, plan)
+	}
+	if err != nil {
+		l.explain(err, req.Model, plan)
+		reply.Notice = plan.notice
+		return reply, err
+	}
+	l.finish(plan, req.Model, &reply, sawUsage, on)
+	return reply, nil
+}
+
 // prepare asks the server about the model (once) and shapes req for it:
 // without native tools when the user said so, the server's template takes
 // none, or the server refused them earlier in the run.

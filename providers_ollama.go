@@ -37,19 +37,7 @@ func (p *ollamaProvider) Stream(ctx context.Context, req Request, on func(Stream
 	if p.openai.usesResponses(req.Model) || p.local.info(ctx, req.Model).Kind != "ollama" {
 		return p.openai.Stream(ctx, req, on)
 	}
-	req, plan := p.local.prepare(ctx, req)
-	reply, sawUsage, err := p.chat(ctx, req, plan, on)
-	if again, ok := p.local.refused(err, req, &plan); ok {
-		req = again
-		reply, sawUsage, err = p.chat(ctx, req, plan, on)
-	}
-	if err != nil {
-		p.local.explain(err, req.Model, plan)
-		reply.Notice = plan.notice
-		return reply, err
-	}
-	p.local.finish(plan, req.Model, &reply, sawUsage, on)
-	return reply, nil
+	return p.local.converse(ctx, req, on, func(req Request, plan localPlan) (Reply, bool, error) { return p.chat(ctx, req, plan, on) })
 }
 
 type ollamaRequest struct {
