@@ -697,6 +697,22 @@ type partialBlock struct {
 	open      bool
 }
 
+// streamPiece adds delta, a piece of text or reasoning ("text" or
+// "thinking"), to *pb, made on the first piece, counts it into size and
+// tells on: how a reply's text grows in the formats that stream it as
+// plain deltas (Chat Completions, ollama).
+func streamPiece(pb **partialBlock, typ, delta string, size *int64, on func(StreamEvent)) {
+	if delta == "" {
+		return
+	}
+	*size += int64(len(delta))
+	if *pb == nil {
+		*pb = &partialBlock{typ: typ}
+	}
+	(*pb).text.WriteString(delta)
+	on(StreamEvent{Type: typ, Delta: delta})
+}
+
 func (p *partialBlock) block() Block {
 	switch p.typ {
 	case "tool_call":
@@ -1064,22 +1080,8 @@ func (s *oaiStream) handle(ev sseEvent) error {
 			continue
 		}
 		d := ch.Delta
-		if r := firstNonEmpty(d.ReasoningContent, d.Reasoning); r != "" {
-			s.size += int64(len(r))
-			if s.thinking == nil {
-				s.thinking = &partialBlock{typ: "thinking"}
-			}
-			s.thinking.text.WriteString(r)
-			s.on(StreamEvent{Type: "thinking", Delta: r})
-		}
-		if t := firstNonEmpty(d.Content, d.Refusal); t != "" {
-			s.size += int64(len(t))
-			if s.text == nil {
-				s.text = &partialBlock{typ: "text"}
-			}
-			s.text.text.WriteString(t)
-			s.on(StreamEvent{Type: "text", Delta: t})
-		}
+		streamPiece(&s.thinking, "thinking", firstNonEmpty(d.ReasoningContent, d.Reasoning), &s.size, s.on)
+		streamPiece(&s.text, "text", firstNonEmpty(d.Content, d.Refusal), &s.size, s.on)
 		for _, tc := range d.ToolCalls {
 			s.toolPiece(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 		}

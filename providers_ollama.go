@@ -266,22 +266,8 @@ func (s *ollamaStream) handle(ev sseEvent) error {
 		return &ProviderError{Provider: "ollama", Type: typ, Message: msg}
 	}
 	m := c.Message
-	if m.Thinking != "" {
-		s.size += int64(len(m.Thinking))
-		if s.thinking == nil {
-			s.thinking = &partialBlock{typ: "thinking"}
-		}
-		s.thinking.text.WriteString(m.Thinking)
-		s.on(StreamEvent{Type: "thinking", Delta: m.Thinking})
-	}
-	if m.Content != "" {
-		s.size += int64(len(m.Content))
-		if s.text == nil {
-			s.text = &partialBlock{typ: "text"}
-		}
-		s.text.text.WriteString(m.Content)
-		s.on(StreamEvent{Type: "text", Delta: m.Content})
-	}
+	streamPiece(&s.thinking, "thinking", m.Thinking, &s.size, s.on)
+	streamPiece(&s.text, "text", m.Content, &s.size, s.on)
 	for _, tc := range m.ToolCalls {
 		id := tc.ID
 		if id == "" {
