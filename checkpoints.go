@@ -1015,6 +1015,38 @@ func (c *Checkpoints) lookup(root, rel string) (e ckEntry, found bool, err error
 // diffPaths calls changed for each file, link or excluded entry that
 // differs between two trees (either may be ""), in order.
 func (c *Checkpoints) diffPaths(a, b, prefix string, changed func(rel string)) error {
+	return c.pairEntries(a, b, func(x, y *ckEntry, name string) error {
+		rel := prefix + name
+		sub := func(e *ckEntry) string {
+			if e != nil && e.Kind == kindDir {
+				return e.Hash
+			}
+			return ""
+		}
+		if sub(x) != "" || sub(y) != "" {
+			if err := c.diffPaths(sub(x), sub(y), rel+"/", changed); err != nil {
+				return err
+			}
+		}
+		leaf := func(e *ckEntry) *ckEntry {
+			if e != nil && e.Kind != kindDir {
+				return e
+			}
+			return nil
+		}
+		if lx, ly := leaf(x), leaf(y); lx != nil || ly != nil {
+			if lx == nil || ly == nil || *lx != *ly {
+				changed(rel)
+			}
+		}
+		return nil
+	})
+}
+
+// pairEntries walks two trees (either may be "") side by side in name
+// order and calls each with the entries of a name that differ between
+// them: x from a, y from b, either nil where its tree has none.
+func (c *Checkpoints) pairEntries(a, b string, each func(x, y *ckEntry, name string) error) error {
 	if a == b {
 		return nil
 	}
@@ -1041,37 +1073,17 @@ func (c *Checkpoints) diffPaths(a, b, prefix string, changed func(rel string)) e
 			i++
 			j++
 		}
+		if x != nil && y != nil && *x == *y {
+			continue
+		}
 		name := ""
 		if x != nil {
 			name = x.Name
 		} else {
 			name = y.Name
 		}
-		rel := prefix + name
-		if x != nil && y != nil && *x == *y {
-			continue
-		}
-		sub := func(e *ckEntry) string {
-			if e != nil && e.Kind == kindDir {
-				return e.Hash
-			}
-			return ""
-		}
-		if sub(x) != "" || sub(y) != "" {
-			if err := c.diffPaths(sub(x), sub(y), rel+"/", changed); err != nil {
-				return err
-			}
-		}
-		leaf := func(e *ckEntry) *ckEntry {
-			if e != nil && e.Kind != kindDir {
-				return e
-			}
-			return nil
-		}
-		if lx, ly := leaf(x), leaf(y); lx != nil || ly != nil {
-			if lx == nil || ly == nil || *lx != *ly {
-				changed(rel)
-			}
+		if err := each(x, y, name); err != nil {
+			return err
 		}
 	}
 	return nil

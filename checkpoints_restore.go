@@ -193,48 +193,15 @@ type ckPlan struct {
 
 // merge plans the changes that turn tree now into tree want.
 func (p *ckPlan) merge(want, now, prefix string) error {
-	if want == now {
-		return nil
-	}
-	we, err := p.c.tree(want)
-	if err != nil {
-		return err
-	}
-	ne, err := p.c.tree(now)
-	if err != nil {
-		return err
-	}
-	i, j := 0, 0
-	for i < len(we) || j < len(ne) {
-		var x, y *ckEntry
-		switch {
-		case j == len(ne) || i < len(we) && we[i].Name < ne[j].Name:
-			x = &we[i]
-			i++
-		case i == len(we) || ne[j].Name < we[i].Name:
-			y = &ne[j]
-			j++
-		default:
-			x, y = &we[i], &ne[j]
-			i++
-			j++
-		}
-		if x != nil && y != nil && *x == *y {
-			continue
-		}
-		var rel string
-		if x != nil {
-			rel = prefix + x.Name
-		} else {
-			rel = prefix + y.Name
-		}
+	return p.c.pairEntries(want, now, func(x, y *ckEntry, name string) error {
+		rel := prefix + name
 		if y != nil && y.Kind == kindExcluded && x != nil && (x.Kind == kindFile || x.Kind == kindLink) {
 			// Not recorded now (ignored since, say): record it now, so that
 			// it can be told apart and brought back by an undo.
 			if e, ok := p.c.recordOne(p.root, rel); ok {
 				y = &e
 				if *x == *y {
-					continue
+					return nil
 				}
 			}
 		}
@@ -271,8 +238,8 @@ func (p *ckPlan) merge(want, now, prefix string) error {
 		default:
 			p.actions = append(p.actions, ckAction{op: opWrite, rel: rel, e: *x})
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // removeAll plans the removal of what is at rel now.
