@@ -286,12 +286,10 @@ func TestCheckpointsStayOutOfExportedSessions(t *testing.T) {
 	}
 }
 
-// /undo in the TUI undoes only the last prompt's changes and keeps the
-// conversation; a second /undo goes one prompt further back, and asks
-// before it overwrites a file the user changed since.
-func TestTUIUndoUndoesTheLastPrompt(t *testing.T) {
-	t.Parallel()
-	needTmux(t)
+// tuiWithTwoPrompts is the TUI after two prompts: "change a" edited a.txt
+// (a1 → a2), "make b" wrote b.txt with bash.
+func tuiWithTwoPrompts(t *testing.T) (*zotRun, *tmuxTerm) {
+	t.Helper()
 	srv := startReplay(t,
 		toolStep("t1", "edit", obj{"path": "a.txt", "oldText": "a1", "newText": "a2"}),
 		replayStep{Events: anthropicEvents(gen{Text: "First done."})},
@@ -307,6 +305,16 @@ func TestTUIUndoUndoesTheLastPrompt(t *testing.T) {
 	tm.typeText("make b")
 	tm.keys("Enter")
 	tm.waitFor("Second done.")
+	return z, tm
+}
+
+// /undo in the TUI undoes only the last prompt's changes and keeps the
+// conversation; a second /undo goes one prompt further back, and asks
+// before it overwrites a file the user changed since.
+func TestTUIUndoUndoesTheLastPrompt(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	z, tm := tuiWithTwoPrompts(t)
 	if got := treeState(t, z.cwd); got["a.txt"] != "644 a2\n" || got["b.txt"] != "644 b\n" {
 		t.Fatalf("before /undo: %v", got)
 	}
@@ -463,21 +471,7 @@ func TestCheckpointsCoverSandboxWritableDirectories(t *testing.T) {
 func TestTUIRewindRestoresFilesAndConversation(t *testing.T) {
 	t.Parallel()
 	needTmux(t)
-	srv := startReplay(t,
-		toolStep("t1", "edit", obj{"path": "a.txt", "oldText": "a1", "newText": "a2"}),
-		replayStep{Events: anthropicEvents(gen{Text: "First done."})},
-		toolStep("t2", "bash", obj{"command": "echo b > b.txt"}),
-		replayStep{Events: anthropicEvents(gen{Text: "Second done."})})
-	z := newZotRun(t)
-	mustWrite(t, filepath.Join(z.cwd, "a.txt"), "a1\n", 0o644)
-	tm := startTUI(t, z, anthropicFlags(srv)...)
-	tm.waitFor("/help for keys")
-	tm.typeText("change a")
-	tm.keys("Enter")
-	tm.waitFor("First done.")
-	tm.typeText("make b")
-	tm.keys("Enter")
-	tm.waitFor("Second done.")
+	z, tm := tuiWithTwoPrompts(t)
 
 	tm.typeText("/rewind")
 	tm.keys("Enter")
