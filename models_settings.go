@@ -223,13 +223,17 @@ func endpointConfig(home string, pc ProviderConfig, model string) (ProviderConfi
 	if opts.Compat != nil {
 		pc.Local.Compat = *opts.Compat
 	}
-	if pc.ResponseTimeout == 0 {
-		d, _ := parsePositiveDuration(opts.ResponseTimeout)
-		pc.ResponseTimeout = cmp.Or(d, configDuration(home, "response_timeout"))
-	}
-	if pc.IdleTimeout == 0 {
-		d, _ := parsePositiveDuration(opts.IdleTimeout)
-		pc.IdleTimeout = cmp.Or(d, configDuration(home, "idle_timeout"))
+	// A flag's timeout, else models.json's for this model, else
+	// config.json's; one that is not a duration counts as none (the notes
+	// of useUserModels say so).
+	if pc.ResponseTimeout == 0 || pc.IdleTimeout == 0 {
+		cfg, _ := loadConfig(home)
+		duration := func(v string, _ error) time.Duration {
+			d, _ := parsePositiveDuration(v)
+			return d
+		}
+		pc.ResponseTimeout = cmp.Or(pc.ResponseTimeout, duration(opts.ResponseTimeout, nil), duration(cfg.str("response_timeout")))
+		pc.IdleTimeout = cmp.Or(pc.IdleTimeout, duration(opts.IdleTimeout, nil), duration(cfg.str("idle_timeout")))
 	}
 	if pc.Local.Cache == nil {
 		pc.Local.Cache = serverInfoCache{home: home}
@@ -305,15 +309,6 @@ func commandSecret(command string) (string, error) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
-}
-
-// configDuration reads a duration setting of config.json ("15m"); 0 when
-// it is not there or not a duration (useUserModels' notes say so).
-func configDuration(home, key string) time.Duration {
-	cfg, _ := loadConfig(home)
-	v, _ := cfg.str(key)
-	d, _ := parsePositiveDuration(v)
-	return d
 }
 
 // serverInfoCache keeps what servers said of themselves in
