@@ -336,6 +336,19 @@ func (e *ToolEnv) Close() error {
 // spillPattern names the bash tool's spill files in os.TempDir().
 const spillPattern = "zot-bash-*.log"
 
+// sweepStaleSpills runs RemoveStaleSpills on tmp for files a day old, at
+// most once an hour per $ZOT_HOME (the stamp file's time says when it last
+// did): listing a busy temp directory at every start would make starting
+// cost grow with the machine, not with the work.
+func sweepStaleSpills(home, tmp string) {
+	stamp := filepath.Join(home, "spills-swept")
+	if fi, err := os.Stat(stamp); err == nil && time.Since(fi.ModTime()) < time.Hour {
+		return
+	}
+	os.WriteFile(stamp, nil, 0o600) // a home not there yet sweeps next time too
+	RemoveStaleSpills(tmp, 24*time.Hour)
+}
+
 // RemoveStaleSpills deletes, in dir, the spill files older than age that
 // a zot which did not get to Close (killed, crashed) left behind: only
 // names of spillPattern's form, only regular files, only the user's own.

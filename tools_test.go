@@ -1242,6 +1242,43 @@ func TestBashSpillFilesLiveUntilClose(t *testing.T) {
 	}
 }
 
+// Starting zot sweeps the temp directory for stale spill files once an
+// hour, not at every start.
+func TestStaleSpillsAreSweptHourly(t *testing.T) {
+	t.Parallel()
+	home, tmp := t.TempDir(), t.TempDir()
+	old := time.Now().Add(-25 * time.Hour)
+	stale := func() string {
+		f, err := os.CreateTemp(tmp, spillPattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		os.Chtimes(f.Name(), old, old)
+		return f.Name()
+	}
+	gone := func(p string) bool {
+		_, err := os.Lstat(p)
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	first := stale()
+	sweepStaleSpills(home, tmp)
+	if !gone(first) {
+		t.Fatal("the first start did not sweep")
+	}
+	second := stale()
+	sweepStaleSpills(home, tmp)
+	if gone(second) {
+		t.Fatal("a second start within the hour listed the temp directory again")
+	}
+	hourAgo := time.Now().Add(-61 * time.Minute)
+	os.Chtimes(filepath.Join(home, "spills-swept"), hourAgo, hourAgo)
+	sweepStaleSpills(home, tmp)
+	if !gone(second) {
+		t.Fatal("a start an hour later did not sweep")
+	}
+}
+
 // TestRemoveStaleSpills: only old regular files of the spill pattern that
 // the user owns go.
 func TestRemoveStaleSpills(t *testing.T) {

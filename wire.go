@@ -168,7 +168,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
-	RemoveStaleSpills(os.TempDir(), 24*time.Hour)
+	sweepStaleSpills(s.home, os.TempDir())
 	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, sandboxProtected(s.cwd, s.trust.Entries))
 	if err != nil {
 		return nil, err
