@@ -236,6 +236,24 @@ var errChanged = errors.New("the file changed while it was being opened; try aga
 
 // rawJoin is base/rest… without cleaning: ".." in a symlink's target is
 // the parent of where the walk really is, which only the walk knows.
+// dotStep is a walk's step over name when it is "." or "..", at dirPath
+// with rest after it: again is the path to walk afresh from the root ("" to
+// go on with rest). A last "." walks dirPath again by its own name, so
+// that what ends it is judged as a name; ".." goes up by the path walked,
+// not by what a link there points at.
+func dotStep(name string, rest []string, dirPath string) (dot bool, again string) {
+	switch name {
+	case ".":
+		if len(rest) == 0 {
+			again = filepath.Dir(dirPath) + "/" + filepath.Base(dirPath)
+		}
+		return true, again
+	case "..":
+		return true, rawJoin(filepath.Dir(dirPath), rest)
+	}
+	return false, ""
+}
+
 func rawJoin(base string, rest []string) string {
 	if len(rest) == 0 {
 		return base

@@ -103,14 +103,8 @@ func walkPath(abs string, r *pathRules) (*openedParent, error) {
 				syscall.Close(dir)
 				return nil, &fs.PathError{Op: "resolve", Path: abs, Err: syscall.ELOOP}
 			}
-			switch name {
-			case ".":
-				if len(rest) == 0 {
-					next = filepath.Dir(dirPath) + "/" + filepath.Base(dirPath)
-				}
-				continue
-			case "..":
-				next = rawJoin(filepath.Dir(dirPath), rest)
+			if dot, again := dotStep(name, rest, dirPath); dot {
+				next = again
 				continue
 			}
 			at := filepath.Join(dirPath, name)
