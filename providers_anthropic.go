@@ -623,16 +623,18 @@ var (
 	anthTurnTail = []byte("]}")
 )
 
-// prefixTokens estimates the tokens of r's tools and system prompt.
+// prefixTokens estimates the tokens of r's tools and system prompt from
+// their text (names, descriptions, schemas), not from a second encoding of
+// the request: the frame is encoded once, after the breakpoints are set.
 func prefixTokens(r *anthRequest) int {
 	n := 0
 	for _, t := range r.Tools {
-		b, _ := json.Marshal(t)
-		n += len(b)
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
 	for _, s := range r.System {
-		b, _ := json.Marshal(s)
-		n += len(b)
+		if s.Text != nil {
+			n += len(*s.Text)
+		}
 	}
 	return n / cacheBytesPerToken
 }
