@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -578,6 +579,18 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 	wg.Wait()
 	for i, j := range answerJob {
 		r.Answers[i].ValidatorReply = j.reply
+	}
+	for i, c := range split.Commands {
+		// A validator judges the words as written; where some are known
+		// only at run time its allow is not about what will run.
+		if c.Exact || !slices.ContainsFunc(vs, func(v Validator) bool { return v.appliesTo(c.Name, sc.FoldCase) }) {
+			continue
+		}
+		what := shaped{words: c.Words, shapes: c.Shapes, open: c.Open}.unknownWhat()
+		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: i, ValidatorReply: ValidatorReply{
+			Status:  DecisionAsk,
+			Message: validatorText("validators are asked about the words as written, and " + what + ", so zot asks"),
+		}})
 	}
 	if r.Incomplete && (len(vs) > 0 || rules.Active()) {
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
