@@ -580,6 +580,12 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 	for i, j := range answerJob {
 		r.Answers[i].ValidatorReply = j.reply
 	}
+	if r.Incomplete && (len(vs) > 0 || rules.Active()) {
+		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
+			Status:  DecisionAsk,
+			Message: validatorText("zot cannot tell everything this line runs, so validators and rules may not have seen all of it: " + strings.Join(unfollowed, "; ")),
+		}})
+	}
 	for i, c := range split.Commands {
 		// A validator judges the words as written; where some are known
 		// only at run time its allow is not about what will run.
@@ -590,12 +596,6 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: i, ValidatorReply: ValidatorReply{
 			Status:  DecisionAsk,
 			Message: validatorText("validators are asked about the words as written, and " + what + ", so zot asks"),
-		}})
-	}
-	if r.Incomplete && (len(vs) > 0 || rules.Active()) {
-		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
-			Status:  DecisionAsk,
-			Message: validatorText("zot cannot tell everything this line runs, so validators and rules may not have seen all of it: " + strings.Join(unfollowed, "; ")),
 		}})
 	}
 	for _, a := range r.Answers {

@@ -62,6 +62,27 @@ var ruleDiffSets = []ruleDiffSet{
 		free:    [][]string{{"chmod", "644", "f"}}},
 }
 
+// ruleDiffSeeds are lines every run checks with the first set (git
+// push): issue 34's eight forms, which must not be allowed, and lines
+// whose unknown words cannot make a deny rule match, which must be.
+var ruleDiffSeeds = []struct {
+	line  string
+	allow bool
+}{
+	{"git push${NOPE} origin main", false},
+	{"git ${x:-push} origin main", false},
+	{"git pu$(echo)sh origin main", false},
+	{"git $(echo push)", false},
+	{"git `echo push`", false},
+	{"echo push | xargs git", false},
+	{`printf 'push\n' | xargs -I{} git {}`, false},
+	{"bash -c 'git $1' x push", false},
+	{`git status "$(echo x)"`, true},
+	{`git commit -m "$(echo fix)"`, true},
+	{"git log --oneline $NOPE", true},
+	{"git log *.txt", true},
+}
+
 // ruleDiffHelpers are the programs the lines use around the command:
 // allowed in every set, so that the rules under test decide.
 var ruleDiffHelpers = strings.Fields("echo printf xargs find bash sh env timeout nice nohup command true read set cat")
@@ -402,26 +423,33 @@ func TestRuleDifferentialAgainstBash(t *testing.T) {
 	}
 	r := rand.New(rand.NewSource(seed))
 	type job struct {
-		set  int
-		line string
+		set   int
+		line  string
+		seed  bool // one of ruleDiffSeeds, with allow
+		allow bool
 	}
-	jobs := make([]job, n)
-	for i := range jobs {
+	var jobs []job
+	for _, l := range ruleDiffSeeds {
+		jobs = append(jobs, job{0, l.line, true, l.allow})
+	}
+	for range n {
 		k := r.Intn(len(sets))
 		s := sets[k].set
 		argv := s.covered[r.Intn(len(s.covered))]
 		if r.Intn(4) == 0 {
 			argv = s.free[r.Intn(len(s.free))]
 		}
-		jobs[i] = job{k, ruleLineGen{r: r}.line(argv)}
+		jobs = append(jobs, job{set: k, line: ruleLineGen{r: r}.line(argv)})
 	}
 	files := ruleDiffFiles()
 	st := ruleDiffStats{allowed: map[string]int{}, asked: map[string]int{}, over: map[string]int{}, bypass: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for _, j := range jobs {
-		if !deadline.IsZero() && time.Now().After(deadline) {
+	for i, j := range jobs {
+		// Past the deadline no new line starts, once a few generated ones
+		// have: a loaded machine checks fewer, never none.
+		if !deadline.IsZero() && time.Now().After(deadline) && i >= len(ruleDiffSeeds)+16 {
 			break
 		}
 		wg.Add(1)
@@ -440,6 +468,9 @@ func TestRuleDifferentialAgainstBash(t *testing.T) {
 				return
 			}
 			for d, decision := range decided {
+				if j.seed && (decision == DecisionAllow) != j.allow {
+					t.Errorf("%q with the %s rules: zot decided %s, want allow %v", j.line, d, decision, j.allow)
+				}
 				switch {
 				case problems[d] != "":
 					st.bypass[d]++
@@ -457,12 +488,6 @@ func TestRuleDifferentialAgainstBash(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%s%s", st, note)
-	if st.lines < 20 {
-		t.Errorf("only %d lines were checked in the time given: the test checks little", st.lines)
-	}
-	if st.allowed[claudeCodeSource]+st.allowed["runok"] == 0 {
-		t.Errorf("no line was allowed: the differential shows nothing about allows%s", note)
-	}
 }
 
 // ruleCheck decides the line under each dialect's rules, runs it, and
