@@ -242,8 +242,7 @@ func wordToks(w string, sh WordShape) []gtok {
 	return append(out, textToks(w[at:])...)
 }
 
-// allHoles says the word is nothing but unknown parts: it may vanish when
-// they may split (an empty $x, a glob matching nothing with nullglob).
+// allHoles says the word is nothing but unknown parts.
 func allHoles(w string, sh WordShape) bool {
 	at := 0
 	for _, h := range sh.Holes {
@@ -273,13 +272,13 @@ func (c shaped) shape(i int) WordShape {
 	return c.shapes[i]
 }
 
-// vanishing are the globs with known parts (*.txt): with nullglob set
-// they become no word at all. A word made only of unknown parts may
-// vanish too, but its pattern allows that already.
-func (c shaped) vanishing() []int {
+// vanishing are the words that may become no word at all: those with
+// known parts (*.txt with nullglob set) when partial, the others (an
+// unquoted $x) when not, whose pattern is anything.
+func (c shaped) vanishing(partial bool) []int {
 	var out []int
 	for i, w := range c.words {
-		if sh := c.shape(i); i > 0 && sh.Glob && !allHoles(w, sh) {
+		if sh := c.shape(i); i > 0 && sh.Vanishes(w) && allHoles(w, sh) != partial {
 			out = append(out, i)
 		}
 	}
@@ -292,7 +291,7 @@ func (c shaped) vanishing() []int {
 // vanish is tried both ways; past maxVanishing such words, sentinels is
 // empty: no allow holds.
 func (c shaped) templates() [][]gtok {
-	vanish := c.vanishing()
+	vanish := c.vanishing(true)
 	loose := len(vanish) > maxVanishing // too many to try each way
 	if loose {
 		vanish = nil
@@ -310,10 +309,10 @@ func (c shaped) templates() [][]gtok {
 				continue
 			}
 			switch {
-			case sh.Split() && allHoles(w, sh):
+			case sh.Vanishes(w) && allHoles(w, sh):
 				t = append(t, gtok{kind: gOptSpace})
 				t = append(t, wordToks(w, sh)...)
-			case loose && sh.Glob:
+			case loose && sh.Vanishes(w):
 				t = append(t, gtok{kind: gOptSpace}, gtok{kind: gAny}) // anything, or nothing
 			default:
 				t = append(t, gtok{kind: gByte, b: ' '})
@@ -329,12 +328,7 @@ func (c shaped) templates() [][]gtok {
 }
 
 func (c shaped) sentinels() []string {
-	vanish := c.vanishing()
-	for i, w := range c.words {
-		if sh := c.shape(i); i > 0 && sh.Split() && allHoles(w, sh) {
-			vanish = append(vanish, i)
-		}
-	}
+	vanish := append(c.vanishing(true), c.vanishing(false)...)
 	tails := []string{""}
 	if c.open {
 		tails = append(tails, " "+unknownByte)
@@ -513,7 +507,7 @@ func wordCandidates(t []gtok, vocab [][]gtok) []string {
 func splitCandidates(w string, sh WordShape, vocab [][]gtok, n int) [][]string {
 	t := wordToks(w, sh)
 	var out [][]string
-	if allHoles(w, sh) || sh.Glob {
+	if sh.Vanishes(w) {
 		out = append(out, nil)
 	}
 	one := wordCandidates(t, vocab)

@@ -66,16 +66,34 @@ type ShellCommand struct {
 
 // WordShape is what of one word zot cannot know: its holes, and whether
 // it is a pattern bash matches against file names (Glob: it becomes
-// several words, each one the pattern matches).
+// several words, each one the pattern matches, or stays as written when
+// none does — or, Empty, with nullglob set, becomes no word).
 type WordShape struct {
 	Holes []WordHole
 	Glob  bool
+	Empty bool
+}
+
+// Vanishes says the word may become no word at all: an unquoted
+// expansion that is all of it, or a glob with nullglob set.
+func (s WordShape) Vanishes(w string) bool {
+	if s.Empty {
+		return true
+	}
+	at := 0
+	for _, h := range s.Holes {
+		if h.Start > at || !h.Split {
+			return false
+		}
+		at = h.End
+	}
+	return len(s.Holes) > 0 && at >= len(w)
 }
 
 // Known says the word is its own value.
 func (s WordShape) Known() bool { return len(s.Holes) == 0 }
 
-// Split says the word may become several words, or none.
+// Split says the word may become several words (or none: see Vanishes).
 func (s WordShape) Split() bool {
 	if s.Glob {
 		return true
@@ -128,6 +146,16 @@ func SplitCommandLine(line string, sc ShellContext) ShellSplit {
 	p := &shellParser{src: line, bash: sc.Bash, out: out, dir: shellDir{path: filepath.Clean(sc.Cwd)}, vars: newVarScope()}
 	p.list(false, false)
 	out.checkArithmetic()
+	if strings.Contains(line, "nullglob") {
+		// Past a shopt -s nullglob (or bash -O nullglob) a glob that
+		// matches nothing is no word; in a loop it may come before.
+		// Every other way to set it is a construct zot asks about.
+		for _, c := range out.cmds {
+			for i := range c.Shapes {
+				c.Shapes[i].Empty = c.Shapes[i].Glob
+			}
+		}
+	}
 	return ShellSplit{Commands: out.cmds, Unfollowed: out.unfollowed}
 }
 
