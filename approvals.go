@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,16 +64,6 @@ func (o approvalOffer) Describe() string {
 	return strings.Join(parts, ", ")
 }
 
-// ClaudeRules are the Claude Code allow rules that save the offer:
-// Bash(go test:*). Edits are never saved: they last for the session.
-func (o approvalOffer) ClaudeRules() []string {
-	var rules []string
-	for _, p := range o.Prefixes {
-		rules = append(rules, "Bash("+p+":*)")
-	}
-	return rules
-}
-
 // Reason is the asks' reasons, one per line, each after who asked.
 func (q approvalQuestion) Reason() string {
 	var lines []string
@@ -118,8 +105,12 @@ type sessionApprovals struct {
 	// line is, and bash calls are never offered "don't ask again".
 	split func(line, cwd string) ([][]string, bool)
 
+	// savePath is where Save keeps answers for later runs
+	// (approvals_saved.go); "" where nothing is saved.
+	savePath string
+
 	mu       sync.Mutex
-	prefixes [][]string // each a command prefix, as words
+	prefixes []approvedPrefix
 	edits    bool
 }
 
@@ -132,7 +123,7 @@ func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(l
 func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
 		if what, ok := s.covers(call, asks); ok {
-			return true, "approved earlier this session (" + what + ")"
+			return true, "approved earlier (" + what + ")"
 		}
 		q := approvalQuestion{Call: call, Asks: asks, Offer: s.offer(call, asks)}
 		if s.preview != nil && (call.Name == ToolEdit || call.Name == ToolWrite) {
@@ -150,7 +141,7 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 			// Where nothing was offered, always is a yes for this call
 			// only: the answer cannot widen what the offer would allow.
 			if q.Offer.any() {
-				s.remember(q.Offer)
+				s.remember(q.Offer, false)
 				return true, by + " (and not again this session for " + q.Offer.Describe() + ")"
 			}
 			return true, by
@@ -159,6 +150,18 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 			return false, by + ", who said: " + a.Message
 		}
 		return false, by
+	}
+}
+
+// CoverOr makes the ConfirmFunc of a mode where nobody is asked: the
+// session's earlier (and saved) answers where they cover the call, else
+// next.
+func (s *sessionApprovals) CoverOr(next ConfirmFunc) ConfirmFunc {
+	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+		if what, ok := s.covers(call, asks); ok {
+			return true, "approved earlier (" + what + ")"
+		}
+		return next(ctx, call, asks)
 	}
 }
 
@@ -200,7 +203,14 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 	return approvalOffer{}
 }
 
-func (s *sessionApprovals) remember(o approvalOffer) {
+// approvedPrefix is a command prefix, as words, that an answer allowed:
+// this session, or saved for the directory.
+type approvedPrefix struct {
+	words []string
+	saved bool
+}
+
+func (s *sessionApprovals) remember(o approvalOffer, saved bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o.Edits {
@@ -208,8 +218,11 @@ func (s *sessionApprovals) remember(o approvalOffer) {
 	}
 	for _, p := range o.Prefixes {
 		words := strings.Fields(p)
-		if !slices.ContainsFunc(s.prefixes, func(have []string) bool { return slices.Equal(have, words) }) {
-			s.prefixes = append(s.prefixes, words)
+		i := slices.IndexFunc(s.prefixes, func(have approvedPrefix) bool { return slices.Equal(have.words, words) })
+		if i < 0 {
+			s.prefixes = append(s.prefixes, approvedPrefix{words: words, saved: saved})
+		} else {
+			s.prefixes[i].saved = s.prefixes[i].saved || saved
 		}
 	}
 }
@@ -235,20 +248,24 @@ func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool)
 		}
 		var used []string
 		for _, words := range cmds {
-			i := slices.IndexFunc(prefixes, func(p []string) bool {
-				return len(words) >= len(p) && slices.Equal(words[:len(p)], p)
+			i := slices.IndexFunc(prefixes, func(p approvedPrefix) bool {
+				return len(words) >= len(p.words) && slices.Equal(words[:len(p.words)], p.words)
 			})
 			if i < 0 {
 				return "", false
 			}
-			if text := "`" + strings.Join(prefixes[i], " ") + " *`"; !slices.Contains(used, text) {
+			text := "`" + strings.Join(prefixes[i].words, " ") + " *` this session"
+			if prefixes[i].saved {
+				text = "`" + strings.Join(prefixes[i].words, " ") + " *` saved for this directory"
+			}
+			if !slices.Contains(used, text) {
 				used = append(used, text)
 			}
 		}
 		return strings.Join(used, ", "), true
 	case ToolEdit, ToolWrite:
 		if edits && s.insideCwd(call) {
-			return "file edits in this directory", true
+			return "file edits in this directory this session", true
 		}
 	}
 	return "", false
@@ -357,66 +374,4 @@ func (s *sessionApprovals) insideCwd(call ToolCall) bool {
 	}
 	rel, err := filepath.Rel(root, dir)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// claudeLocalSettings is the file "don't ask again" answers are saved to:
-// .claude/settings.local.json of the directory zot reads the project's
-// rules from, the file Claude Code itself writes them to.
-func claudeLocalSettings(cwd string) string {
-	return filepath.Join(cwd, ".claude", "settings.local.json")
-}
-
-// saveClaudeAllowRules adds rules to permissions.allow of the settings
-// file at path, keeping its other keys and rules; the file is replaced
-// whole (temp and rename) or not at all. A file that is not a JSON object
-// is an error, and left as it is.
-func saveClaudeAllowRules(path string, rules []string) error {
-	doc := map[string]json.RawMessage{}
-	mode := fs.FileMode(0o644)
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if info, err := os.Stat(path); err == nil {
-			mode = info.Mode().Perm()
-		}
-		if len(bytes.TrimSpace(data)) > 0 {
-			if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
-				return fmt.Errorf("%s: not a JSON object (%v); not changed", path, err)
-			}
-		}
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return err
-	}
-	perms := map[string]json.RawMessage{}
-	if raw, ok := doc["permissions"]; ok {
-		if err := json.Unmarshal(raw, &perms); err != nil || perms == nil {
-			return fmt.Errorf("%s: \"permissions\" is not an object; not changed", path)
-		}
-	}
-	var allow []json.RawMessage
-	if raw, ok := perms["allow"]; ok {
-		if err := json.Unmarshal(raw, &allow); err != nil {
-			return fmt.Errorf("%s: \"permissions.allow\" is not a list; not changed", path)
-		}
-	}
-	for _, r := range rules {
-		quoted, _ := json.Marshal(r)
-		if !slices.ContainsFunc(allow, func(have json.RawMessage) bool {
-			var s string
-			return json.Unmarshal(have, &s) == nil && s == r
-		}) {
-			allow = append(allow, quoted)
-		}
-	}
-	perms["allow"], _ = json.Marshal(allow)
-	doc["permissions"], _ = json.Marshal(perms)
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(out, '\n'), mode)
 }

@@ -75,6 +75,9 @@ type setup struct {
 	// without a session file.
 	checkpoints *Checkpoints
 	runID       string
+	// savedApprovals are the "don't ask again" answers saved for this
+	// directory (approvals_saved.go).
+	savedApprovals [][]string
 }
 
 // defaultMCPWait bounds the wait for MCP servers before a run's first
@@ -103,6 +106,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	entries, kinds, _ := projectPrograms(s.home, s.cwd, o, hooksOn)
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
+	var problems []string
+	s.savedApprovals, problems = readSavedApprovals(savedApprovalsPath(s.home), s.cwd)
+	s.notes = append(s.notes, problems...)
 	cfg, err := loadConfig(s.home)
 	switch {
 	case err != nil && o.sandbox == "":
@@ -450,6 +456,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	host := onceHost(o, stderr)
+	host.confirm = s.sessionApprovals().CoverOr(host.confirm)
 	if o.approvalsStdin {
 		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
 		host.confirm = s.sessionApprovals().Confirm(broker.ask)
