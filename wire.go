@@ -455,11 +455,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
 		}
 	}
-	host := onceHost(o, stderr)
-	host.confirm = s.sessionApprovals().CoverOr(host.confirm)
+	host, approvals := onceHost(o, stderr), s.sessionApprovals()
+	host.confirm = approvals.CoverOr(host.confirm) // the answers saved for this directory
 	if o.approvalsStdin {
 		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
-		host.confirm = s.sessionApprovals().Confirm(broker.ask)
+		host.confirm = approvals.Confirm(broker.ask)
 		quit := make(chan struct{})
 		defer close(quit)
 		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes
