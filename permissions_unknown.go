@@ -47,6 +47,10 @@ const (
 	// maxVanishing bounds the words that may vanish whose readings are
 	// tried each way (2^n texts); past it no allow holds.
 	maxVanishing = 4
+	// maxMeetStates bounds the pairs of positions meet walks (a 1 MiB
+	// line against a rule): past it, it answers that the patterns meet,
+	// which asks.
+	maxMeetStates = 1 << 20
 )
 
 // A text pattern is a run of tokens: a byte, any run of bytes, a blank
@@ -76,8 +80,12 @@ func isBlankByte(b byte) bool { return unicode.IsSpace(rune(b)) }
 
 // meet finds a text both patterns match, the shortest; ok is false when
 // there is none. It walks the pairs of positions in the two patterns, as
-// the product of two automata.
+// the product of two automata; past maxMeetStates it says they meet,
+// with no text.
 func meet(a, b []gtok) (text string, ok bool) {
+	if (len(a)+1)*(len(b)+1) > maxMeetStates {
+		return "", true
+	}
 	type state struct{ i, j int }
 	type step struct {
 		from state
@@ -496,6 +504,7 @@ func wordCandidates(t []gtok, vocab [][]gtok) []string {
 	add(empty.String(), empty.Len() > 0)
 	add(neutral.String(), true)
 	add(meet(t, textToks("-"+unknownByte)))
+	add(meet(t, textToks("--")))
 	add(meet(t, []gtok{{kind: gAny}, {kind: gByte, b: '='}, {kind: gAny}}))
 	return out
 }

@@ -181,13 +181,13 @@ func TestRunokJudgesEveryReadingOfAnUnknownWord(t *testing.T) {
 // only at run time its allow is an ask.
 func TestAValidatorsAllowOfUnknownWordsAsks(t *testing.T) {
 	t.Parallel()
-	v := Validator{Name: "allow", Argv: []string{"sh", "-c", `cat >/dev/null; echo '{"jsonrpc":"2.0","id":1,"result":{"status":"allow"}}'`}, Commands: []string{"git"}, Timeout: validatorDefaultTimeout}
+	v := Validator{Name: "allow", Argv: []string{"sh", "-c", `cat >/dev/null; echo '{"jsonrpc":"2.0","id":1,"result":{"status":"allow"}}'`}, Timeout: validatorDefaultTimeout}
 	for line, want := range map[string]GateDecision{
 		"git status":                       DecisionAllow,
 		"git $(echo push)":                 DecisionAsk,
 		"echo push | xargs git":            DecisionAsk,
-		"echo $(date) && git status":       DecisionAllow, // echo has no validator
 		"git commit -m \"$(cat msg.txt)\"": DecisionAsk,
+		"echo $HOME; printf '%s' \"$x\"":   DecisionAllow, // they run nothing they are given
 	} {
 		r := CheckCommandLine(context.Background(), []Validator{v}, line, t.TempDir())
 		if r.Decision != want {
