@@ -166,6 +166,25 @@ func (a *Agent) SetModel(model string) error {
 	return nil
 }
 
+// SetReasoning sets the thinking level (Reasoning) for the next prompts;
+// it refuses while a prompt runs.
+func (a *Agent) SetReasoning(level string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	a.Reasoning = level
+	return nil
+}
+
+// CurrentReasoning reads the thinking level under the lock.
+func (a *Agent) CurrentReasoning() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.Reasoning
+}
+
 // SetProvider switches the provider and the model together, so that no
 // prompt starts with one and not the other; it refuses while a prompt
 // runs. The model is recorded as SetModel records it.
