@@ -263,4 +263,3 @@ func acpRewind(s *setup, n int, force bool) (string, error) {
 	msg += " The conversation the model sees goes back too; your editor still shows the old messages."
 	return msg, nil
 }
-
