@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// acpProc is the built binary serving `zot acp`, driven by a minimal
+// JSON-RPC client: requests get ids, the agent's requests are answered by
+// onRequest, and everything zot writes is kept in order.
+type acpProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *strings.Builder
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	lines     []acpLine
+	done      bool
+	nextID    int
+	onRequest func(method string, params json.RawMessage) (any, *acpError)
+}
+
+// acpLine is one message zot wrote.
+type acpLine struct {
+	Raw    string
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *acpError       `json:"error"`
+}
+
+// update is a session/update's update object, decoded loosely.
+func (l acpLine) update() map[string]any {
+	var p struct {
+		Update map[string]any `json:"update"`
+	}
+	json.Unmarshal(l.Params, &p)
+	return p.Update
+}
+
+func startACPProc(t *testing.T, z *zotRun, args ...string) *acpProc {
+	t.Helper()
+	cmd := z.cmd(append([]string{"acp"}, args...)...)
+	cmd.Stdin = nil
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &acpProc{t: t, cmd: cmd, stdin: stdin, stderr: &strings.Builder{}}
+	p.cond = sync.NewCond(&p.mu)
+	cmd.Stderr = lockedWriter{&p.mu, p.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Owned by the test; ends when zot closes its stdout.
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<22)
+		for sc.Scan() {
+			var l acpLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				l.Method = "BAD LINE"
+			}
+			l.Raw = sc.Text()
+			if l.Method != "" && len(l.ID) > 0 {
+				go p.answer(l) // the agent's request: answered beside the reader
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, l)
+			p.cond.Broadcast()
+			p.mu.Unlock()
+		}
+		p.mu.Lock()
+		p.done = true
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return p
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (p *acpProc) answer(l acpLine) {
+	p.mu.Lock()
+	h := p.onRequest
+	p.mu.Unlock()
+	var result any = struct{}{}
+	var e *acpError
+	if h != nil {
+		result, e = h(l.Method, l.Params)
+	} else {
+		e = &acpError{Code: acpMethodNotFound, Message: "not offered"}
+	}
+	if e != nil {
+		p.sendJSON(map[string]any{"jsonrpc": "2.0", "id": l.ID, "error": e})
+		return
+	}
+	p.sendJSON(map[string]any{"jsonrpc": "2.0", "id": l.ID, "result": result})
+}
+
+func (p *acpProc) sendJSON(v any) {
+	b, _ := json.Marshal(v)
+	p.send(string(b))
+}
+
+func (p *acpProc) send(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.stdin, line+"\n")
+}
+
+// request sends a request and returns its id.
+func (p *acpProc) request(method string, params any) string {
+	p.mu.Lock()
+	p.nextID++
+	id := fmt.Sprint(p.nextID)
+	p.mu.Unlock()
+	p.sendJSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	return id
+}
+
+// waitFor returns the first line from index from on that matches, and
+// the index after it.
+func (p *acpProc) waitFor(from int, what string, match func(acpLine) bool) (acpLine, int) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	timer := time.AfterFunc(30*time.Second, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
+	defer timer.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := from; ; i++ {
+		for i >= len(p.lines) {
+			if p.done || time.Now().After(deadline) {
+				p.t.Fatalf("no %s; zot wrote:\n%s\nstderr:\n%s", what, p.rawLocked(), p.stderr)
+			}
+			p.cond.Wait()
+		}
+		if p.lines[i].Method == "BAD LINE" {
+			p.t.Fatalf("zot wrote a line that is not JSON: %q", p.lines[i].Raw)
+		}
+		if match(p.lines[i]) {
+			return p.lines[i], i + 1
+		}
+	}
+}
+
+func (p *acpProc) rawLocked() string {
+	var b strings.Builder
+	for _, l := range p.lines {
+		b.WriteString(l.Raw + "\n")
+	}
+	return b.String()
+}
+
+// call sends a request and waits for its response.
+func (p *acpProc) call(method string, params any) acpLine {
+	p.t.Helper()
+	id := p.request(method, params)
+	l, _ := p.waitFor(0, "answer to "+method, func(l acpLine) bool { return l.Method == "" && string(l.ID) == id })
+	return l
+}
+
+func (p *acpProc) mustCall(method string, params any) json.RawMessage {
+	p.t.Helper()
+	l := p.call(method, params)
+	if l.Error != nil {
+		p.t.Fatalf("%s: error %d %s\nstderr:\n%s", method, l.Error.Code, l.Error.Message, p.stderrText())
+	}
+	return l.Result
+}
+
+func (p *acpProc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// updates are the session updates written so far.
+func (p *acpProc) updates() []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []map[string]any
+	for _, l := range p.lines {
+		if l.Method == "session/update" {
+			out = append(out, l.update())
+		}
+	}
+	return out
+}
+
+// newSession initializes (with caps) and opens a session in cwd.
+func (p *acpProc) newSession(cwd string, caps any) string {
+	p.t.Helper()
+	p.mustCall("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": caps})
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(p.mustCall("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &r)
+	if r.SessionID == "" {
+		p.t.Fatal("session/new gave no sessionId")
+	}
+	return r.SessionID
+}
+
+func promptParams(session, text string) map[string]any {
+	return map[string]any{"sessionId": session, "prompt": []any{map[string]any{"type": "text", "text": text}}}
+}
+
+// TestACPAnswersBadInputPerJSONRPCAndGoesOn sends what a broken client
+// would: each gets its JSON-RPC error and zot answers the next request.
+func TestACPAnswersBadInputPerJSONRPCAndGoesOn(t *testing.T) {
+	t.Parallel()
+	slow := anthropicEvents(gen{Text: "slow"})
+	srv := startReplay(t, replayStep{Events: slow, HangAfter: len(slow) - 2}, textStep("second answer"))
+	z := newZotRun(t)
+	p := startACPProc(t, z, anthropicFlags(srv)...)
+	errorOf := func(line, what string) *acpError {
+		t.Helper()
+		p.send(line)
+		l, _ := p.waitFor(0, what, func(l acpLine) bool { return l.Error != nil && strings.Contains(l.Raw, what) })
+		return l.Error
+	}
+	if e := errorOf(`{"jsonrpc":"2.0","id":1,"method":"initialize"`, "parse error"); e.Code != acpParseError {
+		t.Errorf("malformed JSON: %+v", e)
+	}
+	if e := errorOf(`[1,2]`, "invalid request"); e.Code != acpInvalidRequest {
+		t.Errorf("an array: %+v", e)
+	}
+	if e := errorOf(`{"jsonrpc":"2.0","id":"u","method":"zot/nothing","params":{}}`, "method not found"); e.Code != acpMethodNotFound {
+		t.Errorf("unknown method: %+v", e)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"zot/unknown-notification"}`) // ignored: no answer to a notification
+	session := p.newSession(z.cwd, map[string]any{})
+	if l := p.call("session/prompt", promptParams("nope", "hi")); l.Error == nil || l.Error.Code != acpNotFound {
+		t.Errorf("unknown session id: %s", l.Raw)
+	}
+	if l := p.call("session/set_mode", map[string]any{"sessionId": session, "modeId": "yolo"}); l.Error == nil || l.Error.Code != acpInvalidParams {
+		t.Errorf("unknown mode: %s", l.Raw)
+	}
+
+	first := p.request("session/prompt", promptParams(session, "take your time"))
+	p.waitFor(0, "the first prompt's text", func(l acpLine) bool {
+		u := l.update()
+		return u["sessionUpdate"] == "agent_message_chunk"
+	})
+	second := p.call("session/prompt", promptParams(session, "and this?"))
+	if second.Error == nil || !strings.Contains(second.Error.Message, "already running a prompt") {
+		t.Errorf("a second prompt while one runs: %s", second.Raw)
+	}
+	p.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": session}})
+	l, _ := p.waitFor(0, "the first prompt's answer", func(l acpLine) bool { return string(l.ID) == first && l.Method == "" })
+	if !strings.Contains(string(l.Result), `"cancelled"`) {
+		t.Errorf("a cancelled prompt answered %s", l.Raw)
+	}
+	var r struct {
+		StopReason string `json:"stopReason"`
+	}
+	json.Unmarshal(p.mustCall("session/prompt", promptParams(session, "again")), &r)
+	if r.StopReason != "end_turn" {
+		t.Errorf("the prompt after a cancel stopped with %q", r.StopReason)
+	}
+}
+
+// TestACPClientGoneLeavesNothingRunning closes zot's stdin while a command
+// runs: zot exits, and the command's process is gone too.
+func TestACPClientGoneLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo $$ > pid.txt; exec sleep 300"}), textStep("done"))
+	z := newZotRun(t)
+	p := startACPProc(t, z, append(anthropicFlags(srv), "--mcp-config", writeMCPConfig(t, z))...)
+	session := p.newSession(z.cwd, map[string]any{})
+	p.mustCall("session/set_mode", map[string]any{"sessionId": session, "modeId": "bypassPermissions"})
+	p.request("session/prompt", promptParams(session, "sleep"))
+	var pid int
+	for i := 0; i < 1000 && pid == 0; i++ {
+		b, _ := os.ReadFile(filepath.Join(z.cwd, "pid.txt"))
+		fmt.Sscan(string(b), &pid)
+		if pid == 0 {
+			time.Sleep(20 * time.Millisecond) // polling a file the command writes, no timing asserted
+		}
+	}
+	if pid == 0 {
+		t.Fatal("the command never started")
+	}
+	p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("zot exited with %v; stderr:\n%s", err, p.stderrText())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("zot did not exit after its client went away; stderr:\n%s", p.stderrText())
+	}
+	var mcpPid int
+	b, _ := os.ReadFile(filepath.Join(z.home, "pid"))
+	fmt.Sscan(string(b), &mcpPid)
+	for what, pid := range map[string]int{"the command": pid, "the MCP server": mcpPid} {
+		if pid == 0 {
+			t.Errorf("%s never started", what)
+		} else if err := syscall.Kill(pid, 0); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("%s (pid %d) outlived zot", what, pid)
+		}
+	}
+}
+
+// writeMCPConfig names the fake MCP server in a config file, so that a
+// server process runs beside the session too.
+func writeMCPConfig(t *testing.T, z *zotRun) string {
+	t.Helper()
+	script, _ := filepath.Abs(filepath.Join("testdata", "mcp", "fake_server.py"))
+	path := filepath.Join(z.home, "mcp-test.json")
+	b, _ := json.Marshal(obj{"mcpServers": obj{"fake": obj{"command": "python3", "args": []string{script, "normal", z.home}}}})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
