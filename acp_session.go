@@ -50,7 +50,7 @@ type (
 		Content       acpContent `json:"content"`
 	}
 	acpToolCall struct {
-		SessionUpdate string           `json:"sessionUpdate"`
+		SessionUpdate string           `json:"sessionUpdate,omitempty"` // none in a permission request
 		ToolCallID    string           `json:"toolCallId"`
 		Title         string           `json:"title,omitempty"`
 		Kind          string           `json:"kind,omitempty"`
