@@ -100,6 +100,10 @@ func startACPProc(t *testing.T, z *zotRun, args ...string) *acpProc {
 	return p
 }
 
+// errNoAnswer, returned by onRequest, leaves the agent's request
+// unanswered: an editor whose user looks away.
+var errNoAnswer any = new(int)
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
@@ -121,6 +125,9 @@ func (p *acpProc) answer(l acpLine) {
 		result, e = h(l.Method, l.Params)
 	} else {
 		e = &acpError{Code: acpMethodNotFound, Message: "not offered"}
+	}
+	if result == errNoAnswer {
+		return
 	}
 	if e != nil {
 		p.sendJSON(map[string]any{"jsonrpc": "2.0", "id": l.ID, "error": e})
@@ -348,4 +355,76 @@ func writeMCPConfig(t *testing.T, z *zotRun) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestACPPermissionsCancelTimeoutAndAlways answers the editor's
+// permission requests as a user would, and not at all: a cancel while one
+// waits ends the turn cancelled, silence past --approval-timeout is a
+// reject, and "allow always" covers the command's prefix for the rest of
+// the session.
+func TestACPPermissionsCancelTimeoutAndAlways(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t,
+		toolStep("c1", "bash", obj{"command": "touch cancelled.marker"}),
+		toolStep("s1", "bash", obj{"command": "touch silent.marker"}), textStep("The editor said nothing."),
+		toolStep("a1", "bash", obj{"command": "touch always.marker"}),
+		toolStep("a2", "bash", obj{"command": "touch always.marker again.marker"}),
+		textStep("Both ran."))
+	z := newZotRun(t)
+	p := startACPProc(t, z, append(anthropicFlags(srv), "--approval-timeout", "1s")...)
+	var mu sync.Mutex
+	var asked []string
+	answer := errNoAnswer
+	p.onRequest = func(method string, params json.RawMessage) (any, *acpError) {
+		var r struct {
+			ToolCall struct {
+				ToolCallID string `json:"toolCallId"`
+			} `json:"toolCall"`
+		}
+		json.Unmarshal(params, &r)
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r.ToolCall.ToolCallID)
+		return answer, nil
+	}
+	session := p.newSession(z.cwd, map[string]any{})
+	stopOf := func(l acpLine) string {
+		var r struct {
+			StopReason string `json:"stopReason"`
+		}
+		json.Unmarshal(l.Result, &r)
+		return r.StopReason
+	}
+
+	id := p.request("session/prompt", promptParams(session, "cancel me"))
+	p.waitFor(0, "the permission request", func(l acpLine) bool { return l.Method == "session/request_permission" })
+	p.sendJSON(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": session}})
+	l, _ := p.waitFor(0, "the cancelled prompt's answer", func(l acpLine) bool { return string(l.ID) == id && l.Method == "" })
+	if stopOf(l) != "cancelled" {
+		t.Errorf("a cancel during a permission request: %s", l.Raw)
+	}
+
+	if stop := stopOf(p.call("session/prompt", promptParams(session, "nobody answers"))); stop != "end_turn" {
+		t.Errorf("the silent editor's prompt stopped %q", stop)
+	}
+	if body := string(srv.Requests()[2].Body); !strings.Contains(body, "did not answer within 1s") {
+		t.Errorf("the model was not told of the timeout: %s", body)
+	}
+
+	mu.Lock()
+	answer = map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-always"}}
+	mu.Unlock()
+	if stop := stopOf(p.call("session/prompt", promptParams(session, "always"))); stop != "end_turn" {
+		t.Errorf("the always prompt stopped %q", stop)
+	}
+	for marker, want := range map[string]bool{"cancelled.marker": false, "silent.marker": false, "always.marker": true, "again.marker": true} {
+		if _, err := os.Stat(filepath.Join(z.cwd, marker)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", marker, err == nil, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(asked, " ") != "c1 s1 a1" {
+		t.Errorf("the editor was asked about %q, want c1 s1 a1 (a2 is under a1's prefix)", asked)
+	}
 }
