@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,13 +64,25 @@ func startACPProc(t *testing.T, z *zotRun, args ...string) *acpProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &acpProc{t: t, cmd: cmd, stdin: stdin, stderr: &strings.Builder{}}
-	p.cond = sync.NewCond(&p.mu)
+	p := newACPClient(t, stdin, stdout)
+	p.cmd = cmd
 	cmd.Stderr = lockedWriter{&p.mu, p.stderr}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Owned by the test; ends when zot closes its stdout.
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return p
+}
+
+// newACPClient is the test's client on an agent's stdin and stdout.
+func newACPClient(t *testing.T, stdin io.WriteCloser, stdout io.Reader) *acpProc {
+	p := &acpProc{t: t, stdin: stdin, stderr: &strings.Builder{}}
+	p.cond = sync.NewCond(&p.mu)
+	// Owned by the test; ends when the agent closes its stdout.
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 1<<22)
@@ -92,11 +105,6 @@ func startACPProc(t *testing.T, z *zotRun, args ...string) *acpProc {
 		p.cond.Broadcast()
 		p.mu.Unlock()
 	}()
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
 	return p
 }
 
@@ -426,5 +434,54 @@ func TestACPPermissionsCancelTimeoutAndAlways(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(asked, " ") != "c1 s1 a1" {
 		t.Errorf("the editor was asked about %q, want c1 s1 a1 (a2 is under a1's prefix)", asked)
+	}
+}
+
+// TestACPServerInProcess runs the agent in the test's own process (so the
+// race detector sees it) through a prompt whose command the editor
+// allows, a cancel, and the end of the input, after which Serve returns
+// and every session is closed.
+func TestACPServerInProcess(t *testing.T) {
+	if !runsAlone(t) {
+		return
+	}
+	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo in-process"}), textStep("Ran it."))
+	o := modeTestHome(t)
+	o.baseURL = srv.URL
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	closed := 0
+	agent := newACPServer(acpConfig{Home: os.Getenv("ZOT_HOME"), Persist: true,
+		MissingKey: func() (string, string, bool) { return "", "", false },
+		Open: func(ctx context.Context, req acpOpenRequest) (*acpBackend, error) {
+			b, err := openACPSession(ctx, o, req, io.Discard)
+			if err == nil {
+				inner := b.Close
+				b.Close = func() { closed++; inner() }
+			}
+			return b, err
+		}}, outW)
+	served := make(chan error, 1)
+	go func() { served <- agent.Serve(context.Background(), inR); outW.Close() }()
+	p := newACPClient(t, inW, outR)
+	p.onRequest = func(method string, _ json.RawMessage) (any, *acpError) {
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-once"}}, nil
+	}
+	session := p.newSession(o.cwd, map[string]any{})
+	if r := string(p.mustCall("session/prompt", promptParams(session, "run it"))); !strings.Contains(r, "end_turn") {
+		t.Errorf("the prompt answered %s", r)
+	}
+	l, _ := p.waitFor(0, "the command's output", func(l acpLine) bool {
+		return l.update()["status"] == "completed" && strings.Contains(l.Raw, "in-process")
+	})
+	if !strings.Contains(l.Raw, `"toolCallId":"t1"`) {
+		t.Errorf("the command's result: %s", l.Raw)
+	}
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if closed != 1 {
+		t.Errorf("%d sessions closed, want 1", closed)
 	}
 }
