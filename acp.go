@@ -276,23 +276,29 @@ read:
 	}
 	close(quit)
 	cancel()
-	s.mu.Lock()
-	sessions := make([]*acpSession, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		sessions = append(sessions, ss)
-	}
-	s.mu.Unlock()
-	for _, ss := range sessions {
+	for _, ss := range s.openSessions() {
 		ss.cancel()
 	}
 	s.handlers.Wait()
-	for _, ss := range sessions {
+	// A session/new that was still being answered is in the table by now.
+	for _, ss := range s.openSessions() {
 		ss.close()
 	}
 	if err == nil && parent.Err() != nil {
 		err = parent.Err()
 	}
 	return err
+}
+
+// openSessions lists the sessions open now.
+func (s *acpServer) openSessions() []*acpSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*acpSession, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss)
+	}
+	return out
 }
 
 // handle routes one line.
@@ -930,14 +936,18 @@ func (s *acpServer) write(v any) error {
 func parseACPMCPServers(raw []json.RawMessage) ([]acpMCPServer, error) {
 	var out []acpMCPServer
 	for i, r := range raw {
+		type pair struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		}
 		var e struct {
-			Type    string `json:"type"`
-			Name    string `json:"name"`
-			Command string `json:"command"`
-			Args    []string
-			Env     []struct{ Name, Value string }
-			URL     string `json:"url"`
-			Headers []struct{ Name, Value string }
+			Type    string   `json:"type"`
+			Name    string   `json:"name"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+			Env     []pair   `json:"env"`
+			URL     string   `json:"url"`
+			Headers []pair   `json:"headers"`
 		}
 		if err := json.Unmarshal(r, &e); err != nil {
 			return nil, acpErrorf(acpInvalidParams, "invalid params: mcpServers[%d]: %v", i, err)

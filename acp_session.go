@@ -29,6 +29,7 @@ type acpSession struct {
 
 	mu      sync.Mutex
 	running context.CancelFunc // the prompt in flight; nil when idle
+	ctx     context.Context    // the prompt's, for the editor's file requests its updates make
 	busy    sync.WaitGroup     // the prompt in flight
 	titled  bool
 	closed  bool
@@ -167,11 +168,15 @@ func (ss *acpSession) announce() {
 	ss.srv.mu.Lock()
 	notices := ss.srv.caps.Session != nil && ss.srv.caps.Session.Notices != nil
 	ss.srv.mu.Unlock()
-	if notices {
-		for _, n := range ss.b.Notes {
-			ss.update(acpNotice{SessionUpdate: "notice", Severity: "warning", Title: "zot", Description: n})
-		}
-		ss.b.Notes = nil
+	if !notices {
+		return // the first prompt's answer begins with them
+	}
+	ss.mu.Lock()
+	notes := ss.b.Notes
+	ss.b.Notes = nil
+	ss.mu.Unlock()
+	for _, n := range notes {
+		ss.update(acpNotice{SessionUpdate: "notice", Severity: "warning", Title: "zot", Description: n})
 	}
 }
 
@@ -294,7 +299,7 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 		ss.mu.Unlock()
 		return "", acpErrorf(acpInvalidRequest, "session %s is already running a prompt: send session/cancel, or wait for its answer", ss.id)
 	}
-	ss.running = cancel
+	ss.running, ss.ctx = cancel, ctx
 	ss.calls = map[string]*acpCallState{}
 	notes := ss.b.Notes
 	ss.b.Notes = nil
@@ -312,13 +317,11 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 
 	stop := StopEndTurn
 	sink := ss.sink(&stop)
-	if name, args, ok := acpCommandCall(text); ok {
-		if handled, err := ss.command(ctx, name, args, sink); handled {
-			if ctx.Err() != nil {
-				return "cancelled", nil
-			}
-			return "end_turn", err
+	if name, args, ok := acpCommandCall(text); ok && ss.command(ctx, name, args, sink) {
+		if ctx.Err() != nil {
+			return "cancelled", nil
 		}
+		return "end_turn", nil
 	}
 	run := ss.b.Prompt
 	if run == nil {
@@ -363,8 +366,9 @@ func acpCommandCall(text string) (name, args string, ok bool) {
 	return name, strings.TrimSpace(args), name != ""
 }
 
-// command runs a built-in slash command; handled is false for any other.
-func (ss *acpSession) command(ctx context.Context, name, args string, sink Sink) (handled bool, err error) {
+// command runs a built-in slash command, telling the user how it went;
+// handled is false for any other.
+func (ss *acpSession) command(ctx context.Context, name, args string, sink Sink) (handled bool) {
 	say := func(text string) {
 		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent(text)})
 	}
@@ -372,15 +376,13 @@ func (ss *acpSession) command(ctx context.Context, name, args string, sink Sink)
 	case "compact":
 		if err := ss.b.Agent.Compact(ctx, sink); err != nil && ctx.Err() == nil {
 			say("Not compacted: " + err.Error())
-			return true, nil
-		}
-		if ctx.Err() == nil {
+		} else if ctx.Err() == nil {
 			say("Compacted: the conversation is summarised.")
 		}
-		return true, nil
+		return true
 	case "rewind":
 		if ss.b.Rewind == nil {
-			return false, nil
+			return false
 		}
 		n, force := 1, false
 		for _, w := range strings.Fields(args) {
@@ -391,18 +393,17 @@ func (ss *acpSession) command(ctx context.Context, name, args string, sink Sink)
 				n = v
 			default:
 				say(fmt.Sprintf("/rewind takes a number of prompts and force, not %q", w))
-				return true, nil
+				return true
 			}
 		}
-		msg, err := ss.b.Rewind(n, force)
-		if err != nil {
+		if msg, err := ss.b.Rewind(n, force); err != nil {
 			say("Not rewound: " + err.Error())
-			return true, nil
+		} else {
+			say(msg)
 		}
-		say(msg)
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 // promptContent reads a prompt's blocks: the text the user typed, and
@@ -529,7 +530,10 @@ func (ss *acpSession) toolStarted(id, name string) {
 func (ss *acpSession) toolCalled(call ToolCall) {
 	st, isNew := ss.callState(call.ID, call.Name)
 	u := ss.describe(call)
-	if c, ok := PreviewFileChange(ss.srv.ctx, ss.b.Env, call); ok {
+	ss.mu.Lock()
+	ctx := ss.ctx
+	ss.mu.Unlock()
+	if c, ok := PreviewFileChange(ctx, ss.b.Env, call); ok {
 		st.change = &c
 		u.Content = append(u.Content, acpDiff(c))
 	}

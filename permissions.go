@@ -143,6 +143,12 @@ func (p *PermissionRules) SetMode(mode string) error {
 	return nil
 }
 
+// BypassDisabled says whether the managed settings disable
+// bypassPermissions (SetMode refuses it then).
+func (p *PermissionRules) BypassDisabled() bool {
+	return p != nil && p.claude != nil && p.claude.noBypass
+}
+
 // Active says whether any rule source applies: without one, the gate is
 // exactly the validators'.
 func (p *PermissionRules) Active() bool { return p != nil && (p.claude != nil || p.runok != nil) }

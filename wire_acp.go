@@ -215,7 +215,7 @@ func acpSessionModes(s *setup) (modes []acpMode, current string) {
 		}
 	}
 	for _, m := range acpModes {
-		if m.permission == "bypassPermissions" && s.rules.claude != nil && s.rules.claude.noBypass {
+		if m.permission == "bypassPermissions" && s.rules.BypassDisabled() {
 			continue
 		}
 		mode := m.mode
