@@ -485,3 +485,39 @@ func TestACPServerInProcess(t *testing.T) {
 		t.Errorf("%d sessions closed, want 1", closed)
 	}
 }
+
+// TestACPAuthenticateWhenTheKeyIsMissing: without a key, initialize offers
+// the one way in, session/new answers auth_required, and authenticate
+// succeeds once the user has saved a key — which never crosses the wire.
+func TestACPAuthenticateWhenTheKeyIsMissing(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	p := startACPProc(t, z, "--provider", "anthropic")
+	var init struct {
+		AuthMethods []struct {
+			ID          string `json:"id"`
+			Description string `json:"description"`
+		} `json:"authMethods"`
+	}
+	json.Unmarshal(p.mustCall("initialize", map[string]any{"protocolVersion": 1}), &init)
+	if len(init.AuthMethods) != 1 || !strings.Contains(init.AuthMethods[0].Description, "ANTHROPIC_API_KEY") {
+		t.Fatalf("auth methods %+v", init.AuthMethods)
+	}
+	if l := p.call("session/new", map[string]any{"cwd": z.cwd, "mcpServers": []any{}}); l.Error == nil || l.Error.Code != acpAuthRequired {
+		t.Errorf("session/new without a key: %s", l.Raw)
+	}
+	method := map[string]any{"methodId": init.AuthMethods[0].ID}
+	if l := p.call("authenticate", method); l.Error == nil || l.Error.Code != acpAuthRequired {
+		t.Errorf("authenticate before the key is saved: %s", l.Raw)
+	}
+	if err := os.WriteFile(filepath.Join(z.home, "auth.json"), []byte(`{"anthropic":{"api_key":"sk-saved-key"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.mustCall("authenticate", method)
+	p.mustCall("session/new", map[string]any{"cwd": z.cwd, "mcpServers": []any{}})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Contains(p.rawLocked()+p.stderr.String(), "sk-saved-key") {
+		t.Error("the key reached the wire or the log")
+	}
+}
