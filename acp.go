@@ -223,33 +223,11 @@ func newACPServer(cfg acpConfig, out io.Writer) *acpServer {
 func (s *acpServer) Serve(parent context.Context, in io.Reader) error {
 	ctx, cancel := context.WithCancel(parent)
 	s.ctx = ctx
-	type line struct {
-		data    []byte
-		tooLong bool
-		err     error
-	}
-	lines := make(chan line)
+	lines := make(chan inputLine)
 	quit := make(chan struct{})
 	// The reader is Serve's; it ends at the end of the input, or once quit
 	// closes and its current read returns.
-	go func() {
-		lr := newLineReader(in, maxACPLine, overLongSkip)
-		for {
-			data, err := lr.next()
-			l := line{data: bytes.Clone(data), err: err}
-			if isLineTooLong(err) {
-				l = line{tooLong: true}
-			}
-			select {
-			case lines <- l:
-			case <-quit:
-				return
-			}
-			if l.err != nil {
-				return
-			}
-		}
-	}()
+	go sendLines(in, maxACPLine, lines, quit)
 	var err error
 read:
 	for {
@@ -637,25 +615,13 @@ func (s *acpServer) findSaved(p sessionParams) (string, error) {
 	return "", acpErrorf(acpNotFound, "session %q not found in %s", truncate(p.SessionID, 60), truncate(p.Cwd, 200))
 }
 
-func (s *acpServer) loadSession(raw json.RawMessage) (any, error) {
-	var p sessionParams
-	if err := params(raw, &p); err != nil {
-		return nil, err
-	}
-	path, err := s.findSaved(p)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := s.open(p, path)
-	if err != nil {
-		return nil, err
-	}
-	ss.replay()
-	ss.announce()
-	return ss.state(), nil
-}
+func (s *acpServer) loadSession(raw json.RawMessage) (any, error) { return s.reopen(raw, true) }
 
-func (s *acpServer) resumeSession(raw json.RawMessage) (any, error) {
+func (s *acpServer) resumeSession(raw json.RawMessage) (any, error) { return s.reopen(raw, false) }
+
+// reopen opens a saved session again: session/load, which replays the
+// conversation first, and session/resume, which does not.
+func (s *acpServer) reopen(raw json.RawMessage, replay bool) (any, error) {
 	var p sessionParams
 	if err := params(raw, &p); err != nil {
 		return nil, err
@@ -667,6 +633,9 @@ func (s *acpServer) resumeSession(raw json.RawMessage) (any, error) {
 	ss, err := s.open(p, path)
 	if err != nil {
 		return nil, err
+	}
+	if replay {
+		ss.replay()
 	}
 	ss.announce()
 	return ss.state(), nil
