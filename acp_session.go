@@ -566,13 +566,41 @@ func (ss *acpSession) toolResult(e Event) {
 	if st.change != nil && !e.IsError {
 		u.Content = append(u.Content, acpDiff(*st.change))
 	}
-	u.Content = append(u.Content, acpResultContent(e.Content)...)
+	blocks := e.Content
+	if st.name == ToolBash {
+		// A command's output is the model's doing: fenced, so that the
+		// editor shows it as text rather than rendering it as markdown.
+		blocks = nil
+		for _, b := range e.Content {
+			if b.Type == BlockText && b.Text != "" {
+				b.Text = acpFence(b.Text, "")
+			}
+			blocks = append(blocks, b)
+		}
+	}
+	u.Content = append(u.Content, acpResultContent(blocks)...)
 	u.RawOutput = struct {
 		Content []wireBlock `json:"content"`
 		IsError bool        `json:"is_error"`
 		Details string      `json:"details,omitempty"`
 	}{wireBlocks(e.Content), e.IsError, e.Details}
 	ss.update(u)
+}
+
+// acpFence fences text as a markdown code block whose fence no run of
+// backticks in text can close.
+func acpFence(text, lang string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	return fence + lang + "\n" + strings.TrimSuffix(text, "\n") + "\n" + fence
 }
 
 // acpResultContent is a tool result's blocks as tool call content.
@@ -619,7 +647,7 @@ func (ss *acpSession) describe(call ToolCall) acpToolCall {
 		path = builtinPath(call)
 	case ToolBash:
 		if a, err := ParseBashArgs(call.Args); err == nil {
-			c := textContent("```sh\n" + a.Command + "\n```")
+			c := textContent(acpFence(a.Command, "sh"))
 			u.Content = append(u.Content, acpToolContent{Type: "content", Content: &c})
 		}
 	}

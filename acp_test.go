@@ -521,3 +521,16 @@ func TestACPAuthenticateWhenTheKeyIsMissing(t *testing.T) {
 		t.Error("the key reached the wire or the log")
 	}
 }
+
+func TestACPFenceCannotBeClosedByItsText(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]string{
+		"ls -la":            "```sh\nls -la\n```",
+		"echo ```\n![x](y)": "````sh\necho ```\n![x](y)\n````",
+		"a ````` b\n":       "``````sh\na ````` b\n``````",
+	} {
+		if got := acpFence(text, "sh"); got != want {
+			t.Errorf("acpFence(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
