@@ -27,6 +27,10 @@ const (
 	ApprovalAllow  ApprovalDecision = "allow"
 	ApprovalDeny   ApprovalDecision = "deny"
 	ApprovalAlways ApprovalDecision = "always"
+	// ApprovalNever is a no that also refuses, without asking, what the
+	// offer would have allowed, for the rest of the session (zot acp's
+	// "reject always"). It is no rpc decision: there it is unknown, a no.
+	ApprovalNever ApprovalDecision = "never"
 )
 
 // approvalQuestion is one call a gate asked about, as the one who answers
@@ -110,7 +114,16 @@ type sessionApprovals struct {
 	savePath string
 
 	mu       sync.Mutex
-	prefixes []approvedPrefix
+	prefixes [][]string // each a command prefix, as words
+	edits    bool
+	refused  approvalSet // what "never" answers refuse
+	saved    [][]string  // the prefixes saved for the directory
+}
+
+// approvalSet is what answers cover: command prefixes, as words, and
+// file edits inside the working directory.
+type approvalSet struct {
+	prefixes [][]string
 	edits    bool
 }
 
@@ -122,8 +135,14 @@ func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(l
 // answers when they cover the call, and else asks.
 func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
-		if what, ok := s.covers(call, asks); ok {
-			return true, "approved earlier (" + what + ")"
+		s.mu.Lock()
+		refused := approvalSet{slices.Clone(s.refused.prefixes), s.refused.edits}
+		s.mu.Unlock()
+		if what, ok := s.matches(call, refused); ok {
+			return false, "refused earlier this session (" + what + ")"
+		}
+		if by, ok := s.covers(call, asks); ok {
+			return true, by
 		}
 		q := approvalQuestion{Call: call, Asks: asks, Offer: s.offer(call, asks)}
 		if s.preview != nil && (call.Name == ToolEdit || call.Name == ToolWrite) {
@@ -141,10 +160,17 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 			// Where nothing was offered, always is a yes for this call
 			// only: the answer cannot widen what the offer would allow.
 			if q.Offer.any() {
-				s.remember(q.Offer, false)
+				s.remember(q.Offer)
 				return true, by + " (and not again this session for " + q.Offer.Describe() + ")"
 			}
 			return true, by
+		case ApprovalNever:
+			if q.Offer.any() {
+				s.mu.Lock()
+				s.refused.add(q.Offer)
+				s.mu.Unlock()
+				by += " (and refused without asking this session for " + q.Offer.Describe() + ")"
+			}
 		}
 		if a.Message != "" {
 			return false, by + ", who said: " + a.Message
@@ -158,8 +184,8 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 // next.
 func (s *sessionApprovals) CoverOr(next ConfirmFunc) ConfirmFunc {
 	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
-		if what, ok := s.covers(call, asks); ok {
-			return true, "approved earlier (" + what + ")"
+		if by, ok := s.covers(call, asks); ok {
+			return true, by
 		}
 		return next(ctx, call, asks)
 	}
@@ -203,40 +229,55 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 	return approvalOffer{}
 }
 
-// approvedPrefix is a command prefix, as words, that an answer allowed:
-// this session, or saved for the directory.
-type approvedPrefix struct {
-	words []string
-	saved bool
-}
-
-func (s *sessionApprovals) remember(o approvalOffer, saved bool) {
+func (s *sessionApprovals) remember(o approvalOffer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	set := approvalSet{s.prefixes, s.edits}
+	set.add(o)
+	s.prefixes, s.edits = set.prefixes, set.edits
+}
+
+func (set *approvalSet) add(o approvalOffer) {
 	if o.Edits {
-		s.edits = true
+		set.edits = true
 	}
 	for _, p := range o.Prefixes {
 		words := strings.Fields(p)
-		i := slices.IndexFunc(s.prefixes, func(have approvedPrefix) bool { return slices.Equal(have.words, words) })
-		if i < 0 {
-			s.prefixes = append(s.prefixes, approvedPrefix{words: words, saved: saved})
-		} else {
-			s.prefixes[i].saved = s.prefixes[i].saved || saved
+		if !slices.ContainsFunc(set.prefixes, func(have []string) bool { return slices.Equal(have, words) }) {
+			set.prefixes = append(set.prefixes, words)
 		}
 	}
 }
 
-// covers says whether earlier answers allow call, and which: every ask an
-// allow can end, and for bash every simple command of the line under an
-// allowed prefix.
-func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool) {
+// covers says whether earlier answers allow call, and which, for the
+// audit trail: every ask an allow can end, and for bash every simple
+// command of the line under an allowed prefix — this session's, or
+// with those saved for the directory too.
+func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (by string, ok bool) {
 	if !allowCanEnd(asks) {
 		return "", false
 	}
 	s.mu.Lock()
-	prefixes, edits := slices.Clone(s.prefixes), s.edits
+	set := approvalSet{slices.Clone(s.prefixes), s.edits}
+	saved := slices.Clone(s.saved)
 	s.mu.Unlock()
+	if what, ok := s.matches(call, set); ok {
+		return "approved earlier this session (" + what + ")", true
+	}
+	if len(saved) == 0 {
+		return "", false
+	}
+	set.prefixes = append(set.prefixes, saved...)
+	if what, ok := s.matches(call, set); ok {
+		return "approved earlier (" + what + "; saved for this directory)", true
+	}
+	return "", false
+}
+
+// matches says whether set covers call, and by what: for bash every
+// simple command of the line under one of its prefixes.
+func (s *sessionApprovals) matches(call ToolCall, set approvalSet) (string, bool) {
+	prefixes, edits := set.prefixes, set.edits
 	switch call.Name {
 	case ToolBash:
 		if len(prefixes) == 0 {
@@ -248,24 +289,20 @@ func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool)
 		}
 		var used []string
 		for _, words := range cmds {
-			i := slices.IndexFunc(prefixes, func(p approvedPrefix) bool {
-				return len(words) >= len(p.words) && slices.Equal(words[:len(p.words)], p.words)
+			i := slices.IndexFunc(prefixes, func(p []string) bool {
+				return len(words) >= len(p) && slices.Equal(words[:len(p)], p)
 			})
 			if i < 0 {
 				return "", false
 			}
-			text := "`" + strings.Join(prefixes[i].words, " ") + " *` this session"
-			if prefixes[i].saved {
-				text = "`" + strings.Join(prefixes[i].words, " ") + " *` saved for this directory"
-			}
-			if !slices.Contains(used, text) {
+			if text := "`" + strings.Join(prefixes[i], " ") + " *`"; !slices.Contains(used, text) {
 				used = append(used, text)
 			}
 		}
 		return strings.Join(used, ", "), true
 	case ToolEdit, ToolWrite:
 		if edits && s.insideCwd(call) {
-			return "file edits in this directory this session", true
+			return "file edits in this directory", true
 		}
 	}
 	return "", false

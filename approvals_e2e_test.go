@@ -279,7 +279,7 @@ func TestSavedApprovalInALaterRun(t *testing.T) {
 	}
 	found := false
 	for _, d := range lines[1].Decisions {
-		found = found || strings.Contains(d.By, "approved earlier (`rm -rf build/ *` saved for this directory)")
+		found = found || strings.Contains(d.By, "approved earlier (`rm -rf build/ *`; saved for this directory)")
 	}
 	if !found {
 		t.Errorf("the audit log does not say the saved answer allowed it: %+v", lines[1].Decisions)

@@ -131,9 +131,7 @@ func saveApprovalPrefixes(path, dir string, prefixes [][]string) error {
 // directory in path, and Save add to them there.
 func (s *sessionApprovals) withSaved(path string, prefixes [][]string) *sessionApprovals {
 	s.savePath = path
-	for _, p := range prefixes {
-		s.remember(approvalOffer{Prefixes: []string{strings.Join(p, " ")}}, true)
-	}
+	s.saved = append(s.saved, prefixes...)
 	return s
 }
 
@@ -150,6 +148,12 @@ func (s *sessionApprovals) Save(o approvalOffer) (where string, err error) {
 	if err := saveApprovalPrefixes(s.savePath, s.cwd, prefixes); err != nil {
 		return "", err
 	}
-	s.remember(o, true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range prefixes {
+		if !slices.ContainsFunc(s.saved, func(have []string) bool { return slices.Equal(have, p) }) {
+			s.saved = append(s.saved, p)
+		}
+	}
 	return s.savePath, nil
 }

@@ -66,7 +66,7 @@ func TestDontAskAgainIsOfferedOnlyWhereAnAllowEndsTheAsk(t *testing.T) {
 		if o := s.offer(bashCall("go test ./..."), asks); o.any() {
 			t.Errorf("asks %v: offered %v", asks, o)
 		}
-		s.remember(approvalOffer{Prefixes: []string{"go test"}}, false)
+		s.remember(approvalOffer{Prefixes: []string{"go test"}})
 		if what, ok := s.covers(bashCall("go test ./..."), asks); ok {
 			t.Errorf("asks %v: an earlier yes (%s) ended an ask an allow cannot end", asks, what)
 		}
@@ -79,7 +79,7 @@ func TestDontAskAgainIsOfferedOnlyWhereAnAllowEndsTheAsk(t *testing.T) {
 func TestSessionPrefixCoversOnlyWhatItSays(t *testing.T) {
 	t.Parallel()
 	s := newSessionApprovals(t.TempDir(), nil, splitForApproval)
-	s.remember(approvalOffer{Prefixes: []string{"go test"}}, false)
+	s.remember(approvalOffer{Prefixes: []string{"go test"}})
 	for line, want := range map[string]bool{
 		"go test ./...":              true,
 		"go test":                    true,
@@ -121,7 +121,7 @@ func TestEditApprovalsLastTheSessionInsideTheDirectory(t *testing.T) {
 	if o := s.offer(call(ToolEdit, "a.go"), []GateNote{{By: "rules:claude-code", Decision: DecisionAsk}}); o.any() {
 		t.Errorf("an ask rule's edit offered %+v", o)
 	}
-	s.remember(approvalOffer{Edits: true}, false)
+	s.remember(approvalOffer{Edits: true})
 	for path, want := range map[string]bool{
 		"a.go": true, "new/dir/b.go": true, filepath.Join(cwd, "c.go"): true,
 		"../x.go": false, filepath.Join(outside, "d.go"): false, "out/e.go": false, "out": false,
@@ -186,7 +186,7 @@ func TestSavedApprovalMatchesExactlyTheWordsShown(t *testing.T) {
 		if got != want {
 			t.Errorf("%q: covered %v (%s), want %v", line, got, what, want)
 		}
-		if got && what != "`rm -rf build/ *` saved for this directory" {
+		if got && what != "approved earlier (`rm -rf build/ *`; saved for this directory)" {
 			t.Errorf("%q: covered by %q", line, what)
 		}
 	}
@@ -299,7 +299,7 @@ func TestApprovalBrokerFailsClosed(t *testing.T) {
 	if r := <-done; !r.ok {
 		t.Fatalf("always refused: %s", r.by)
 	}
-	if r := <-run(context.Background(), "go test -run X ."); !r.ok || !strings.Contains(r.by, "approved earlier (`go test *` this session)") {
+	if r := <-run(context.Background(), "go test -run X ."); !r.ok || !strings.Contains(r.by, "earlier this session") {
 		t.Errorf("the next go test: %+v", r)
 	}
 	done = run(context.Background(), "go test; rm -rf build")
