@@ -151,10 +151,7 @@ func (g ruleLineGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
 // more or other words (a brace list, a glob): the line runs what it runs,
 // and the differential judges that.
 func (g ruleLineGen) unknown(w string) (text, pre string) {
-	k := 1 + g.r.Intn(max(len(w)-1, 1))
-	if k > len(w) {
-		k = len(w)
-	}
+	k := min(1+g.r.Intn(max(len(w)-1, 1)), len(w)) // where a form cuts the word
 	q := shellQuote(w)
 	switch g.r.Intn(26) {
 	case 0:
