@@ -444,9 +444,10 @@ func TestRuleDifferentialAgainstBash(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for i, j := range jobs {
-		// Past the deadline no new line starts, once a few generated ones
-		// have: a loaded machine checks fewer, never none.
-		if !deadline.IsZero() && time.Now().After(deadline) && i >= len(ruleDiffSeeds)+16 {
+		// Past the deadline no new line starts, once the seeds and
+		// diffSampleMin generated lines have: a count, however loaded the
+		// machine.
+		if i >= len(ruleDiffSeeds)+diffSampleMin && !deadline.IsZero() && time.Now().After(deadline) {
 			break
 		}
 		wg.Add(1)
