@@ -148,11 +148,9 @@ func useCachedServerModels(home string, s modelServer, now time.Time) (fresh boo
 
 // fetchServerModels asks s for its models, makes them known and caches
 // them. The caller bounds the wait with ctx.
-func fetchServerModels(ctx context.Context, client *http.Client, home string, s modelServer, now time.Time) error {
+func fetchServerModels(ctx context.Context, home string, s modelServer, now time.Time) error {
 	var errs []string
-	if client == http.DefaultClient {
-		client = httpClientFor(s.headers)
-	}
+	client := httpClientFor(s.headers)
 	for _, u := range s.requests() {
 		models, err := s.fetch(ctx, client, u)
 		if err != nil {
@@ -268,7 +266,7 @@ func listServerModels(home string, s modelServer, report func(error)) (stop func
 	// bounds.
 	go func() {
 		defer close(done)
-		if err := fetchServerModels(ctx, http.DefaultClient, home, s, time.Now()); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		if err := fetchServerModels(ctx, home, s, time.Now()); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 			report(err)
 		}
 	}()

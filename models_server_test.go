@@ -199,7 +199,7 @@ func TestBackgroundListingStopsWithItsOwner(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := fetchServerModels(ctx, http.DefaultClient, t.TempDir(), modelServer{provider: "openai", baseURL: srv.URL}, time.Now()); err == nil {
+	if err := fetchServerModels(ctx, t.TempDir(), modelServer{provider: "openai", baseURL: srv.URL}, time.Now()); err == nil {
 		t.Error("a cancelled fetch succeeded")
 	}
 }

@@ -336,12 +336,12 @@ func (c serverInfoCache) Store(key string, info ServerInfo) {
 }
 
 // httpClientFor is the client of a model listing: the user's headers on
-// every request.
+// every request, and the key and headers kept to the server's origin.
 func httpClientFor(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
-		return http.DefaultClient
+		return credentialClient(nil)
 	}
-	return &http.Client{Transport: headerTransport{headers, http.DefaultTransport}}
+	return credentialClient(&http.Client{Transport: headerTransport{headers, http.DefaultTransport}})
 }
 
 type headerTransport struct {
