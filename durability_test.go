@@ -71,3 +71,17 @@ func noTornLines(t *testing.T, path string) {
 		}
 	}
 }
+
+// bigToolStep is toolStep for arguments of megabytes: streamed in pieces
+// of 1 MiB rather than a provider's few bytes.
+func bigToolStep(id, name string, args any) replayStep {
+	b, _ := json.Marshal(args)
+	ev := anthropicEvents(gen{ToolID: id, ToolName: name, ToolArgs: "{}"})
+	var deltas []string
+	for _, p := range pieces(string(b), 1<<20) {
+		deltas = append(deltas, sseEventText("content_block_delta", obj{"type": "content_block_delta", "index": 0,
+			"delta": obj{"type": "input_json_delta", "partial_json": p}}))
+	}
+	// ev: message_start, content_block_start, one delta of "{}", the rest.
+	return replayStep{Events: append(append(ev[:2:2], deltas...), ev[3:]...)}
+}
