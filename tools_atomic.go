@@ -133,7 +133,7 @@ func tempPID(name string) (pid int, ok bool) {
 // another user's, or a live zot's is never touched.
 func removeStaleTemp(dir, name string) bool {
 	pid, ok := tempPID(name)
-	if !ok || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+	if !ok || pid == os.Getpid() || pidInUse(pid) {
 		return false
 	}
 	p := filepath.Join(dir, name)
