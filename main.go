@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -427,7 +426,7 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
 		srv.headers = pc.Local.Headers
 		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
-		err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now())
+		err := fetchServerModels(ctx, home, srv, time.Now())
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))

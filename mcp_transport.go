@@ -702,7 +702,7 @@ type httpTransport struct {
 
 func newHTTPTransport(url, rawURL string, headers map[string]string, conn *mcpConn) *httpTransport {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &httpTransport{url: url, rawURL: rawURL, headers: headers, client: &http.Client{}, conn: conn, ctx: ctx, cancel: cancel}
+	t := &httpTransport{url: url, rawURL: rawURL, headers: headers, client: credentialClient(nil), conn: conn, ctx: ctx, cancel: cancel}
 	conn.t = t
 	return t
 }

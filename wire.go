@@ -1008,6 +1008,7 @@ func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 			return ""
 		},
 	}
+	l.Repaired = func(msg string) { s.agent.logf("audit log: %s", msg) }
 	var warn sync.Once
 	return func(ctx context.Context, rec *ToolRecord) {
 		if err := l.Record(rec); err != nil {
