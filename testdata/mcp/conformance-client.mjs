@@ -7,8 +7,11 @@
 // (with the credentials as ${VAR}s) in a fresh ZOT_HOME, and the zot mcp
 // command a user would run. Everything the suite checks is zot's doing.
 //
-//   ZOT_BIN   the zot binary (default: zot on PATH)
-import { spawnSync } from 'node:child_process';
+//   ZOT_BIN                  the zot binary (default: zot on PATH)
+//   ZOT_CONFORMANCE_RESULTS  a directory where zot's exit status goes, as
+//                            <scenario, / as _>.exit: the suite's --suite
+//                            mode keeps only its checks
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -20,8 +23,11 @@ const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}');
 const here = dirname(fileURLToPath(import.meta.url));
 
 // The client ID metadata document the suite's authorization server takes
-// as this client's id (it never fetches it).
-const oauth = { clientMetadataUrl: 'https://conformance-test.local/client-metadata.json' };
+// as this client's id, given where the scenario is about it: in
+// auth/offline-access-scope the suite would try to fetch it, and this
+// machine sends nothing off the loopback.
+const oauth = {};
+if (scenario === 'auth/basic-cimd') oauth.clientMetadataUrl = 'https://conformance-test.local/client-metadata.json';
 const env = {};
 if (ctx.client_id) oauth.clientId = ctx.client_id;
 if (ctx.client_secret) {
@@ -54,14 +60,19 @@ if (!args) {
 }
 
 const home = mkdtempSync(join(tmpdir(), 'zot-conformance-'));
-try {
-  const config = join(home, 'mcp.json');
-  writeFileSync(config, JSON.stringify({ mcpServers: { conf: { type: 'http', url, oauth } } }, null, 2));
-  const r = spawnSync(process.env.ZOT_BIN || 'zot', ['mcp', ...args, '--no-mcp', '--mcp-config', config], {
-    stdio: 'inherit',
-    env: { ...process.env, ...env, ZOT_HOME: home, BROWSER: join(here, 'follow-redirects.mjs') },
-  });
-  process.exitCode = r.status ?? 1;
-} finally {
+const config = join(home, 'mcp.json');
+writeFileSync(config, JSON.stringify({ mcpServers: { conf: { type: 'http', url, oauth } } }, null, 2));
+const zot = spawn(process.env.ZOT_BIN || 'zot', ['mcp', ...args, '--no-mcp', '--mcp-config', config], {
+  stdio: 'inherit',
+  env: { ...process.env, ...env, ZOT_HOME: home, BROWSER: join(here, 'follow-redirects.mjs') },
+});
+// The suite stops a client that runs past its timeout: zot goes with it.
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => zot.kill(sig));
+zot.on('exit', (code, signal) => {
   rmSync(home, { recursive: true, force: true });
-}
+  const status = code ?? 128;
+  if (process.env.ZOT_CONFORMANCE_RESULTS) {
+    writeFileSync(join(process.env.ZOT_CONFORMANCE_RESULTS, scenario.replaceAll('/', '_') + '.exit'), `${status}${signal ? ' ' + signal : ''}\n`);
+  }
+  process.exit(status);
+});
