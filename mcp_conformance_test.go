@@ -116,7 +116,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 	// "exec": the suite stops a client past its timeout through the shell
 	// it starts it with; so the adapter, and zot with it, get the signal.
 	run := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), "client", "--command", "exec "+adapter,
-		"--suite", "all", "--timeout", "60000", "-o", filepath.Join(results, "out"))
+		"--suite", "all", "--timeout", "30000", "-o", filepath.Join(results, "out"))
 	run.Env = append(env, "ZOT_BIN="+zotBin, "ZOT_CONFORMANCE_RESULTS="+results, "TMPDIR="+t.TempDir())
 	summary, err := run.CombinedOutput()
 	if ctx.Err() != nil {

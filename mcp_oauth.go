@@ -100,7 +100,7 @@ type mcpOAuthEntry struct {
 // parseMCPOAuth reads an entry's "oauth" value (absent, false, or an
 // object); expand fills in ${VAR}s and records its own errors.
 func parseMCPOAuth(raw json.RawMessage, headers map[string]string, expand func(field, v string) string) (mcpOAuthConfig, error) {
-	var c mcpOAuthConfig
+	c := mcpOAuthConfig{Grant: grantAuthorizationCode}
 	for k := range headers {
 		c.Off = c.Off || strings.EqualFold(k, "Authorization")
 	}
@@ -134,7 +134,6 @@ func parseMCPOAuth(raw json.RawMessage, headers map[string]string, expand func(f
 	}
 	switch e.Grant {
 	case "", grantAuthorizationCode:
-		c.Grant = grantAuthorizationCode
 	case grantClientCredentials, grantJWTBearer:
 		c.Grant = e.Grant
 	default:
