@@ -238,11 +238,15 @@ func newMCPOAuth(c mcpServerConfig, home string, login *MCPLogin, log *mcpLog) *
 
 // errMCPNeedsLogin says that a user must log in and nobody can here.
 type errMCPNeedsLogin struct {
-	server, why string
+	server string
+	scope  string // the scope a step-up needs, or ""
 }
 
 func (e *errMCPNeedsLogin) Error() string {
-	return fmt.Sprintf("%s: run `zot mcp login %s` in a terminal", e.why, e.server)
+	if e.scope != "" {
+		return fmt.Sprintf("this server needs a login with more scope: run `zot mcp login %s --scope '%s'` in a terminal", e.server, e.scope)
+	}
+	return fmt.Sprintf("this server needs you to log in: run `zot mcp login %s` in a terminal", e.server)
 }
 
 // authorization is the Authorization header for the next request: the
@@ -360,15 +364,32 @@ func (o *mcpOAuth) challenge(ctx context.Context, resp *http.Response, sent stri
 // server's challenge named; stepUp means it is the whole set wanted.
 func (o *mcpOAuth) obtain(ctx context.Context, scope, metadataHint string, stepUp bool) error {
 	if o.cfg.Grant == grantAuthorizationCode && o.login == nil {
-		why := "this server needs you to log in"
+		e := &errMCPNeedsLogin{server: o.server}
 		if stepUp {
-			why = fmt.Sprintf("this server needs a login with more scope (%s)", truncate(scope, 200))
+			e.scope = truncate(sanitize(scope), 200)
 		}
-		return &errMCPNeedsLogin{server: o.server, why: why}
+		return e
 	}
+	tok, err := o.grant(ctx, scope, metadataHint, stepUp)
+	if err != nil {
+		o.log.printf("oauth: %v", err)
+		return err
+	}
+	o.setToken(tok)
+	if o.cfg.Grant == grantAuthorizationCode {
+		return o.store.update(o.key, func(e *mcpStoredServer) error {
+			e.Name, e.Token = o.server, tok
+			return nil
+		})
+	}
+	return nil
+}
+
+// grant runs discovery and the configured grant.
+func (o *mcpOAuth) grant(ctx context.Context, scope, metadataHint string, stepUp bool) (*mcpToken, error) {
 	d, err := o.discover(ctx, metadataHint)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !stepUp {
 		scope = o.selectScope(d, scope)
@@ -383,17 +404,10 @@ func (o *mcpOAuth) obtain(ctx context.Context, scope, metadataHint string, stepU
 		tok, err = o.authorizationCode(ctx, d, scope)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.log.printf("oauth: authorized by %s (%s) for %s, scope %q%s", redactURL(d.meta.TokenEndpoint), o.cfg.Grant, tok.Resource, tok.Scope, expiry(tok))
-	o.setToken(tok)
-	if o.cfg.Grant == grantAuthorizationCode {
-		return o.store.update(o.key, func(e *mcpStoredServer) error {
-			e.Name, e.Token = o.server, tok
-			return nil
-		})
-	}
-	return nil
+	return tok, nil
 }
 
 func expiry(t *mcpToken) string {
@@ -954,6 +968,7 @@ func (o *mcpOAuth) tokenRequest(ctx context.Context, d *mcpDiscovery, c mcpClien
 // read, and written, under its lock.
 func (o *mcpOAuth) refresh(ctx context.Context, tok *mcpToken) error {
 	var fresh *mcpToken
+	var dead error
 	do := func(e *mcpStoredServer) error {
 		if e != nil && e.Token != nil && e.Token.AccessToken != tok.AccessToken && !e.Token.expired(time.Now()) {
 			fresh = e.Token
@@ -978,10 +993,13 @@ func (o *mcpOAuth) refresh(ctx context.Context, tok *mcpToken) error {
 			form.Set("resource", tok.Resource)
 		}
 		tr, err := o.post(ctx, tok.TokenEndpoint, c, form, tok.Issuer)
+		var refusal *oauthRefusal
+		if errors.As(err, &refusal) && refusal.code == "invalid_grant" && e != nil && e.Token != nil && e.Token.AccessToken == tok.AccessToken {
+			// Dead for good: forgotten, so that no run tries it again.
+			e.Token, dead = nil, err
+			return nil
+		}
 		if err != nil {
-			if e != nil && e.Token != nil && e.Token.AccessToken == tok.AccessToken {
-				e.Token = nil // dead: the next 401 authorizes anew
-			}
 			return err
 		}
 		d := &mcpDiscovery{meta: mcpASMeta{Issuer: tok.Issuer, TokenEndpoint: tok.TokenEndpoint}, resource: tok.Resource}
@@ -1002,6 +1020,9 @@ func (o *mcpOAuth) refresh(ctx context.Context, tok *mcpToken) error {
 	} else {
 		err = do(nil)
 	}
+	if err == nil {
+		err = dead
+	}
 	if err != nil {
 		o.mu.Lock()
 		if o.tok == tok {
@@ -1013,6 +1034,20 @@ func (o *mcpOAuth) refresh(ctx context.Context, tok *mcpToken) error {
 	o.log.printf("oauth: token refreshed%s", expiry(fresh))
 	o.setToken(fresh)
 	return nil
+}
+
+// oauthRefusal is an authorization server's error answer (RFC 6749 5.2).
+type oauthRefusal struct {
+	endpoint, code, desc string
+	status               int
+}
+
+func (e *oauthRefusal) Error() string {
+	msg := e.code
+	if e.desc != "" {
+		msg += ": " + e.desc
+	}
+	return fmt.Sprintf("%s refused: %s (HTTP %d)", e.endpoint, truncate(sanitize(msg), 300), e.status)
 }
 
 // mcpTokenResponse is a token endpoint's answer (RFC 6749 5.1, 5.2).
@@ -1108,11 +1143,7 @@ func (o *mcpOAuth) post(ctx context.Context, endpoint string, c mcpClient, form 
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return tr, fmt.Errorf("%s answered with a redirect (HTTP %d), which zot does not follow with credentials", redactURL(endpoint), resp.StatusCode)
 	case tr.Error != "":
-		msg := tr.Error
-		if tr.ErrorDescription != "" {
-			msg += ": " + tr.ErrorDescription
-		}
-		return tr, fmt.Errorf("%s refused: %s (HTTP %d)", redactURL(endpoint), truncate(sanitize(msg), 300), resp.StatusCode)
+		return tr, &oauthRefusal{endpoint: redactURL(endpoint), code: tr.Error, desc: tr.ErrorDescription, status: resp.StatusCode}
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return tr, fmt.Errorf("%s: HTTP %d", redactURL(endpoint), resp.StatusCode)
 	case derr != nil:

@@ -306,6 +306,18 @@ func TestMCPOAuthEndToEndWithARealServer(t *testing.T) {
 		t.Errorf("grants %q, 401s %d → %d: want a refresh before the request", grants, unauthBefore, unauth)
 	}
 
+	// The refresh token is revoked too: the dead token is forgotten and -p
+	// says to log in again.
+	f.mu.Lock()
+	clear(f.refresh)
+	f.mu.Unlock()
+	f.expireAll()
+	srv = startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "no tools"})})
+	_, stderr, code = z.run(append(append(anthropicFlags(srv), web...), "--mcp-wait", "60s", "-p", "hi")...)
+	if e, _ := (mcpTokenStore{path: tokens}).load(f.resource); code != 0 || !strings.Contains(stderr, "run `zot mcp login web`") || e.Token != nil || e.Client == nil {
+		t.Errorf("after the refresh token died: exit %d, stderr %q, stored %+v", code, stderr, e)
+	}
+
 	// Client credentials: no user, no browser, nothing stored.
 	writeFile(t, filepath.Join(z.cwd, "ci.json"), fmt.Sprintf(`{"mcpServers": {"ci": {"type": "http", "url": %q,
 		"oauth": {"grant": "client_credentials", "clientId": "ci", "clientSecret": "${CI_SECRET}"}}}}`, f.resource), 0o644)
