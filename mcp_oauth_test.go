@@ -618,7 +618,9 @@ func TestMCPOAuthConfig(t *testing.T) {
 		entry, err string
 		check      func(c mcpServerConfig) bool
 	}{
-		{`{"url": "https://x/mcp"}`, "", func(c mcpServerConfig) bool { return !c.OAuth.Off && !c.OAuth.Given && c.OAuth.Grant == grantAuthorizationCode }},
+		{`{"url": "https://x/mcp"}`, "", func(c mcpServerConfig) bool {
+			return !c.OAuth.Off && !c.OAuth.Given && c.OAuth.Grant == grantAuthorizationCode
+		}},
 		{`{"url": "https://x/mcp", "oauth": false}`, "", func(c mcpServerConfig) bool { return c.OAuth.Off }},
 		{`{"url": "https://x/mcp", "headers": {"authorization": "Bearer k"}}`, "", func(c mcpServerConfig) bool { return c.OAuth.Off }},
 		{`{"url": "https://x/mcp", "oauth": {"clientId": "id", "clientSecret": "${ZOT_TEST_OAUTH_SECRET}", "callbackPort": 8765, "scopes": "a b"}}`, "",
