@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -200,36 +199,6 @@ func (f *oauthFixture) counts() (grants []string, unauth int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.grants...), f.unauth
-}
-
-// startEverythingHTTP runs the reference everything server over
-// Streamable HTTP and returns its URL; it skips loudly when it is not
-// installed.
-func startEverythingHTTP(t *testing.T) string {
-	bin := realMCPServer(t, "mcp-server-everything")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	p, err := startProc(procSpec{argv: []string{bin, "streamableHttp"}, env: envNoSecrets, addEnv: []string{fmt.Sprintf("PORT=%d", port)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Stop(killGrace)
-		p.Reap()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, "the everything server to listen", func() bool {
-		resp, err := http.Get("http://" + addr + "/mcp")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
-	return "http://" + addr + "/mcp"
 }
 
 // The whole path with a real server from npm behind OAuth, in zot -p: a

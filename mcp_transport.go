@@ -794,6 +794,10 @@ func (t *httpTransport) do(ctx context.Context, method string, body []byte) (*ht
 			return resp, sid, nil
 		}
 		resp.Body.Close()
+		// A login may have taken longer than the server keeps an idle
+		// connection (Node's 5 s): a POST on one it is closing would fail
+		// rather than go again.
+		t.client.CloseIdleConnections()
 	}
 }
 
