@@ -1002,11 +1002,7 @@ type mcpServerConfig struct {
 	URL        string
 	RawURL     string
 	Headers    map[string]string
-	// OAuth is how zot authorizes at an HTTP server (mcp_oauth.go);
-	// RawOAuth the "oauth" value as written, for workspace trust.
-	OAuth     mcpOAuthConfig
-	RawOAuth  json.RawMessage
-	TimeoutMS int
+	TimeoutMS  int
 	// StartupTimeoutMS bounds initialize and tools/list.
 	StartupTimeoutMS int
 	Disabled         bool
@@ -1017,6 +1013,10 @@ type mcpServerConfig struct {
 	// restart after a crash too): an error (its command or a file it runs
 	// changed since it was trusted) fails the start.
 	Verify func() error
+	// OAuth is how zot authorizes at an HTTP server (mcp_oauth.go);
+	// RawOAuth the "oauth" value as written, for workspace trust.
+	OAuth    mcpOAuthConfig
+	RawOAuth json.RawMessage
 }
 
 func (c mcpServerConfig) target() string {
