@@ -206,9 +206,6 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 	return exitOK
 }
 
-// mcpLoginWait is how long `zot mcp login` waits for the browser.
-const mcpLoginWait = 5 * time.Minute
-
 // mcpPrepareLogin readies a server for `zot mcp login`: an HTTP server
 // with OAuth on, its stored token forgotten (its client registration
 // kept), a startup long enough for a person, the scope asked for. It

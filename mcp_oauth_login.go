@@ -159,12 +159,19 @@ func callbackURI(l net.Listener) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/callback", l.Addr().(*net.TCPAddr).Port)
 }
 
+// mcpLoginWait is the longest wait for a login in the browser: `zot mcp
+// login` waits this long, and so does a request without a deadline of its
+// own (the background GET stream).
+const mcpLoginWait = 5 * time.Minute
+
 // browserCode shows the authorization URL, opens it in a browser, and
 // waits, until ctx ends, for the authorization server to send the browser
 // to the callback with the code. A request with another state, or to
 // another path, is answered and ignored: only the browser zot sent knows
 // the state.
 func (o *mcpOAuth) browserCode(ctx context.Context, l net.Listener, authURL, state, issuer string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, mcpLoginWait)
+	defer cancel()
 	type result struct {
 		code string
 		err  error
