@@ -43,7 +43,7 @@ export tmp root
 xargs -P "${JOBS:-4}" -I{} sh -c '
 	f=$tmp/$(echo "$1" | tr / _)
 	t0=$(date +%s.%N)
-	conformance client --command "$root/testdata/mcp/conformance-client.mjs" --scenario "$1" --verbose >"$f.json" 2>"$f.err"
+	conformance client --command "exec $root/testdata/mcp/conformance-client.mjs" --scenario "$1" --verbose >"$f.json" 2>"$f.err"
 	echo $? >"$f.rc"
 	echo "$t0 $(date +%s.%N)" | awk "{printf \"%.1f\", \$2-\$1}" >"$f.time"
 ' sh {} <"$tmp/scenarios"
