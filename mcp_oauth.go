@@ -681,7 +681,11 @@ const (
 // server: a GET may follow up to five redirects to https (or loopback)
 // URLs; a POST, which carries a secret, follows none.
 func oauthHTTPClient() *http.Client {
-	return &http.Client{Timeout: mcpOAuthTimeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	// A connection for each request: they are few, and none is left
+	// open to go stale while the user is in the browser.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Timeout: mcpOAuthTimeout, Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if via[0].Method != http.MethodGet {
 			return http.ErrUseLastResponse
 		}

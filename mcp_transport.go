@@ -706,11 +706,24 @@ type httpTransport struct {
 func newHTTPTransport(url, rawURL string, headers map[string]string, conn *mcpConn) *httpTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &httpTransport{url: url, rawURL: rawURL, headers: headers, conn: conn, ctx: ctx, cancel: cancel}
-	t.client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	t.client = &http.Client{Transport: mcpHTTPTransport(), CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		return mcpCheckRedirect(req, via, len(headers) > 0)
 	}}
 	conn.t = t
 	return t
+}
+
+// mcpIdleConnTimeout is how long an idle connection may wait for its next
+// request. Servers close theirs (Node after 5 s), and a POST on one they
+// are closing fails rather than goes again (it may not be idempotent):
+// this is shorter, so zot never picks up such a connection.
+const mcpIdleConnTimeout = 3 * time.Second
+
+// mcpHTTPTransport is Go's default transport with mcpIdleConnTimeout.
+func mcpHTTPTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.IdleConnTimeout = mcpIdleConnTimeout
+	return tr
 }
 
 // mcpAuthorizer is what an HTTP transport asks about authorization: the
@@ -794,10 +807,6 @@ func (t *httpTransport) do(ctx context.Context, method string, body []byte) (*ht
 			return resp, sid, nil
 		}
 		resp.Body.Close()
-		// A login may have taken longer than the server keeps an idle
-		// connection (Node's 5 s): a POST on one it is closing would fail
-		// rather than go again.
-		t.client.CloseIdleConnections()
 	}
 }
 
