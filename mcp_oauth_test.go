@@ -508,8 +508,14 @@ func TestMCPOAuthHostileAuthorizationServer(t *testing.T) {
 				w.WriteHeader(401)
 			}))
 			t.Cleanup(rs.Close)
-			h := newMCPHarness(t, map[string]string{"web": fmt.Sprintf(`{"url": %q, "startup_timeout_ms": 1000,
-				"oauth": {"grant": "client_credentials", "clientId": "c", "clientSecret": "s"}}`, rs.URL+"/mcp")})
+			// Only the silent server is waited for, a second; the others
+			// answer, however loaded the machine.
+			timeout := 60000
+			if tt.name == "silent" {
+				timeout = 1000
+			}
+			h := newMCPHarness(t, map[string]string{"web": fmt.Sprintf(`{"url": %q, "startup_timeout_ms": %d,
+				"oauth": {"grant": "client_credentials", "clientId": "c", "clientSecret": "s"}}`, rs.URL+"/mcp", timeout)})
 			st := h.settle()
 			if st[0].State != MCPFailed || !strings.Contains(st[0].Error, tt.want) {
 				t.Errorf("status = %+v, want an error with %q", st[0], tt.want)
