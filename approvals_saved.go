@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // Saved approvals (issue 34 §11): a "don't ask again" the user keeps for
@@ -90,18 +88,10 @@ func readSavedApprovalsFile(path string) (savedApprovalsFile, error) {
 // replaced whole or not at all, mode 0600. A file that does not read is
 // left as it is.
 func saveApprovalPrefixes(path, dir string, prefixes [][]string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("open %s.lock: %w", path, err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s.lock: %w", path, err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	return underLock(path+".lock", func() error { return addApprovalPrefixes(path, dir, prefixes) })
+}
+
+func addApprovalPrefixes(path, dir string, prefixes [][]string) error {
 	f, err := readSavedApprovalsFile(path)
 	if err != nil {
 		return fmt.Errorf("%v; not changed", err)
