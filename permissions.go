@@ -189,6 +189,9 @@ type ruleCommand struct {
 	// lineVars, when set, says why no rule may allow it: its words use
 	// variables the line itself assigns.
 	lineVars string
+	// shape marks the words known only at run time
+	// (permissions_unknown.go).
+	shape shaped
 }
 
 // splitForRules is where the gate reads a line: the splitter's simple
@@ -203,7 +206,7 @@ func splitForRules(line string, sc ShellContext) (ShellSplit, []ruleCommand) {
 }
 
 func ruleCommandOf(c ShellCommand, line string) ruleCommand {
-	rc := ruleCommand{words: c.Words, cwd: c.Cwd}
+	rc := ruleCommand{words: c.Words, cwd: c.Cwd, shape: shaped{name: c.Name, words: c.Words, shapes: c.Shapes, open: c.Open}}
 	if c.Via == "" {
 		rc.raw = c.Raw
 	}
@@ -340,6 +343,17 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 		for _, o := range rc.others {
 			call.texts = append(call.texts, strings.Join(o, " "))
 		}
+		if c := rc.shape; c.unknown() {
+			// An allow must hold for every value; a deny or ask rule
+			// that some value could match asks.
+			call.allowTexts, call.allowEvery = c.sentinels(), true
+			call.unknown = c.unknownWhat()
+			call.templates = c.templates()
+			if c.name != c.words[0] {
+				c.words = append([]string{c.name}, c.words[1:]...)
+				call.templates = append(call.templates, c.templates()...)
+			}
+		}
 		out = append(out, claudeAnswer(p.claude.decide(call), i))
 	}
 	if p.runok != nil && len(rc.words) > 0 {
@@ -355,6 +369,20 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 			if w := p.runok.verdict(o, cwd, split, sourcing, budget); w.rule != nil && (w.action == "deny" || w.action == "ask") {
 				v = stricter(v, w)
 			}
+		}
+		if c := rc.shape; c.unknown() {
+			eval := func(words []string) runokVerdict {
+				w := p.runok.verdict(words, cwd, split, sourcing, budget)
+				if c.name != words[0] {
+					// The base name is a reading deny and ask rules see.
+					o := p.runok.verdict(append([]string{c.name}, words[1:]...), cwd, split, sourcing, budget)
+					if o.rule != nil && (o.action == "deny" || o.action == "ask") {
+						w = stricter(w, o)
+					}
+				}
+				return w
+			}
+			v = p.runok.verdictShaped(c, v, eval)
 		}
 		if v.action == "allow" && rc.lineVars != "" {
 			v.action, v.byZot = "ask", rc.lineVars

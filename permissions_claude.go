@@ -381,6 +381,14 @@ type claudeCall struct {
 	// allowTexts (the command as written), deny and ask rules all of them.
 	texts, allowTexts []string
 	lineVars          string // why an allow cannot stand: words use same-line variables
+	// allowEvery: an allow needs a rule for each of allowTexts (the
+	// readings of a command with words known only at run time), and
+	// none for no text. templates are those words' texts as patterns,
+	// for the deny and ask rules some value could match; unknown names
+	// them.
+	allowEvery bool
+	templates  [][]gtok
+	unknown    string
 	// paths: the path as given and the path the tool touches (symlinks
 	// followed); allow rules see only the latter.
 	paths     []string
@@ -403,6 +411,20 @@ func (c *claudeRules) decide(call claudeCall) claudeVerdict {
 
 func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	for _, action := range []string{"deny", "ask", "allow"} {
+		if action == "ask" && call.templates != nil {
+			if v, ok := c.couldMatch(call); ok {
+				return v
+			}
+		}
+		if action == "allow" && call.allowEvery {
+			if r := c.allowsEvery(call); r != nil {
+				if call.lineVars != "" {
+					return claudeVerdict{action: "ask", rule: r, why: call.lineVars}
+				}
+				return claudeVerdict{action: "allow", rule: r}
+			}
+			break
+		}
 		for _, r := range c.rules {
 			if r.action != action || !c.matches(r, call, action == "allow") {
 				continue
@@ -445,6 +467,40 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 		}
 	}
 	return claudeVerdict{action: "ask", why: fmt.Sprintf("no Claude Code rule allows it, and %s asks about %s", from, what)}
+}
+
+// couldMatch finds a deny or ask rule that some value of the command's
+// unknown words would match: the command is then an ask.
+func (c *claudeRules) couldMatch(call claudeCall) (claudeVerdict, bool) {
+	for _, action := range []string{"deny", "ask"} {
+		for _, r := range c.rules {
+			if r.action != action {
+				continue
+			}
+			if text, ok := claudeCould(r, call.templates); ok {
+				return claudeVerdict{action: "ask", rule: r, why: fmt.Sprintf("%s, and as `%s` it would match this %s rule", call.unknown, strings.ReplaceAll(text, unknownByte, "…"), action)}, true
+			}
+		}
+	}
+	return claudeVerdict{}, false
+}
+
+// allowsEvery is the allow rule of the first of allowTexts when every one
+// of them has one, else nil.
+func (c *claudeRules) allowsEvery(call claudeCall) *claudeRule {
+	var first *claudeRule
+	for _, t := range call.allowTexts {
+		one := call
+		one.allowTexts = []string{t}
+		i := slices.IndexFunc(c.rules, func(r *claudeRule) bool { return r.action == "allow" && c.matches(r, one, true) })
+		if i < 0 {
+			return nil
+		}
+		if first == nil {
+			first = c.rules[i]
+		}
+	}
+	return first
 }
 
 func underDir(p, dir string) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -307,5 +308,118 @@ func TestManagedSettingsThroughTheBinary(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &check); err != nil || code != 0 || !check.OK || len(check.RuleFiles) != 3 {
 		t.Errorf("zot validate --check --json: exit %d, %v\n%s", code, err, out)
+	}
+}
+
+// issue34Forms are issue 34's eight ways to run git push past allow
+// git, deny git push: each word a rule would see is not the word that runs.
+var issue34Forms = []string{
+	"git push${NOPE} origin main",
+	"git ${x:-push} origin main",
+	"git pu$(echo)sh origin main",
+	"git $(echo push)",
+	"git `echo push`",
+	"echo push | xargs git",
+	"printf 'push\\n' | xargs -I{} git {}",
+	"bash -c 'git $1' x push",
+}
+
+// issue34Rules writes allow git (and the helpers the forms use), deny git
+// push, as the user's own rules in one dialect.
+func issue34Rules(t *testing.T, z *zotRun, dialect string) {
+	t.Helper()
+	helpers := []string{"git", "echo", "printf", "xargs", "bash"}
+	if dialect == claudeCodeSource {
+		var allow []string
+		for _, h := range helpers {
+			allow = append(allow, "Bash("+h+":*)")
+		}
+		userSettings(t, z, perms("allow", allow, "deny", []string{"Bash(git push:*)"}))
+		return
+	}
+	yml := "rules:\n"
+	for _, h := range helpers {
+		yml += "  - allow: '" + h + " *'\n"
+	}
+	yml += "  - deny: 'git push *'\n"
+	dir := filepath.Join(z.home, ".config", "runok")
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "runok.yml"), []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIssue34FormsAskThroughZotValidate(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{claudeCodeSource, "runok"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			issue34Rules(t, z, dialect)
+			for _, line := range issue34Forms {
+				stdout, stderr, code := z.run("validate", "--json", "--", line)
+				var r ValidationReport
+				if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+					t.Fatalf("%q: %v\n%s%s", line, err, stdout, stderr)
+				}
+				var why []string
+				for _, a := range r.Rules {
+					if a.Status == DecisionAsk {
+						why = append(why, a.Rule+" "+a.Note)
+					}
+				}
+				if code != exitAsk || r.Decision != DecisionAsk || !strings.Contains(strings.Join(why, "\n"), "git push") {
+					t.Errorf("%q: exit %d, decision %s, asks %q; want an ask naming the git push rule\n%s", line, code, r.Decision, why, stdout)
+				}
+			}
+			for line, want := range map[string]int{"git push origin main": exitFailure, "git push $x": exitFailure, `git status "$(echo x)"`: exitOK, "git log $x": exitOK} {
+				if _, _, code := z.run("validate", "--", line); code != want {
+					t.Errorf("%q: exit %d, want %d", line, code, want)
+				}
+			}
+		})
+	}
+}
+
+// TestIssue34FormsDoNotRunThroughTheGate has the model send the eight
+// forms to a real zot -p, with a git on PATH that records what it ran:
+// only the control call, git status, may reach it.
+func TestIssue34FormsDoNotRunThroughTheGate(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{claudeCodeSource, "runok"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			issue34Rules(t, z, dialect)
+			bin, ran := t.TempDir(), filepath.Join(t.TempDir(), "git-ran")
+			shim := "#!/bin/sh\necho \"$*\" >> " + shellQuote(ran) + "\n"
+			if err := os.WriteFile(filepath.Join(bin, "git"), []byte(shim), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			z.env = append(z.env, "PATH="+bin+":"+os.Getenv("PATH"))
+			var steps []replayStep
+			for i, line := range append(slices.Clone(issue34Forms), "git status") {
+				steps = append(steps, toolStep(fmt.Sprintf("t%d", i), "bash", obj{"command": line}))
+			}
+			steps = append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})
+			srv := startReplay(t, steps...)
+			stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "push it")...)
+			if code != 0 || stdout != "done\n" {
+				t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
+			}
+			got, err := os.ReadFile(ran)
+			if err != nil || string(got) != "status\n" {
+				t.Errorf("git ran %q (%v), want only the control call, status", got, err)
+			}
+			lines := auditLines(t, z.home)
+			if len(lines) != len(issue34Forms)+1 {
+				t.Fatalf("%d audit lines for %d calls", len(lines), len(issue34Forms)+1)
+			}
+			for i, line := range issue34Forms {
+				if lines[i].Outcome != "blocked" {
+					t.Errorf("%q: outcome %s, want blocked (%+v)", line, lines[i].Outcome, lines[i].Decisions)
+				}
+			}
+		})
 	}
 }

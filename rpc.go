@@ -867,6 +867,7 @@ func (s *rpcServer) Notify(n rpcNote) {
 // "approvals": true is asked; for any other, refuse answers, as before.
 func (s *rpcServer) Confirm(refuse ConfirmFunc) ConfirmFunc {
 	ask := s.Approvals.Confirm(s.approvals.ask)
+	refuse = s.Approvals.CoverOr(refuse)
 	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
 		s.mu.Lock()
 		approves := s.clientApproves

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -331,18 +330,10 @@ func revokeTrust(home, dir string) (trusted, declined bool, err error) {
 // updateTrustFile reads, changes and rewrites trust.json while holding an
 // exclusive lock on trust.json.lock.
 func updateTrustFile(home string, change func(*trustFile)) error {
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", home, err)
-	}
-	lock, err := os.OpenFile(trustLockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", trustLockPath(home), err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", trustLockPath(home), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	return underLock(trustLockPath(home), func() error { return changeTrustFile(home, change) })
+}
+
+func changeTrustFile(home string, change func(*trustFile)) error {
 	path := trustPath(home)
 	tf, err := loadTrustFile(home)
 	if err != nil {

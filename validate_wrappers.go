@@ -56,12 +56,19 @@ func (p *shellParser) run(ws []word, r reach) {
 		name = p.commandName(name)
 	}
 	vals := make([]string, len(ws))
-	exact := !r.open
+	var shapes []WordShape
 	for i, w := range ws {
 		vals[i] = w.val
-		exact = exact && w.literal
+		if len(w.holes) > 0 {
+			if shapes == nil {
+				shapes = make([]WordShape, len(ws))
+			}
+			shapes[i] = WordShape{Holes: w.holes, Glob: w.glob}
+		}
 	}
-	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact, Vars: r.vars})
+	exact := !r.open && shapes == nil
+	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact, Vars: r.vars,
+		Shapes: shapes, Open: r.open})
 	if !known {
 		p.unfollow("a command name known only at run time", r.raw)
 		return
@@ -776,10 +783,7 @@ func (p *shellParser) runFind(args []word, r reach) {
 			inner.open = plus
 			cmd := make([]word, j-i-1)
 			for k, a := range args[i+1 : j] {
-				if strings.Contains(a.val, "{}") {
-					a.literal = false // find puts a file name there
-				}
-				cmd[k] = a
+				cmd[k] = a.filledAt("{}") // find puts a file name there
 			}
 			p.run(cmd, inner)
 			i = j + 1
@@ -835,10 +839,7 @@ func (p *shellParser) runXargs(args []word, r reach) {
 	if replace != "" {
 		cmd := make([]word, len(rest))
 		for i, a := range rest {
-			if strings.Contains(a.val, replace) {
-				a.literal = false // xargs puts its input there
-			}
-			cmd[i] = a
+			cmd[i] = a.filledAt(replace) // xargs puts its input there
 		}
 		rest = cmd
 	}

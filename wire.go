@@ -76,6 +76,9 @@ type setup struct {
 	// without a session file.
 	checkpoints *Checkpoints
 	runID       string
+	// savedApprovals are the "don't ask again" answers saved for this
+	// directory (approvals_saved.go).
+	savedApprovals [][]string
 	// editorMCP are MCP servers an editor passed (zot acp): the user's
 	// own, started beside the configured ones. hostModes makes the
 	// permission rules take the mode a host sets (rules.SetMode), and
@@ -111,6 +114,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	entries, kinds, _ := projectPrograms(s.home, s.cwd, o, hooksOn)
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
+	var problems []string
+	s.savedApprovals, problems = readSavedApprovals(savedApprovalsPath(s.home), s.cwd)
+	s.notes = append(s.notes, problems...)
 	cfg, err := loadConfig(s.home)
 	switch {
 	case err != nil && o.sandbox == "":
@@ -457,10 +463,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
 		}
 	}
-	host := onceHost(o, stderr)
+	host, approvals := onceHost(o, stderr), s.sessionApprovals()
+	host.confirm = approvals.CoverOr(host.confirm) // the answers saved for this directory
 	if o.approvalsStdin {
 		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
-		host.confirm = s.sessionApprovals().Confirm(broker.ask)
+		host.confirm = approvals.Confirm(broker.ask)
 		quit := make(chan struct{})
 		defer close(quit)
 		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes

@@ -176,8 +176,10 @@ func tuiHost(t *TUI) modeHost {
 }
 
 // sessionApprovals are a mode's "don't ask again" answers: in its working
-// directory, with previews through its file tools' path rules and command
-// lines read by the validators' splitter.
+// directory, starting from those saved for it, with previews through its
+// file tools' path rules and command lines read by the validators'
+// splitter.
 func (s *setup) sessionApprovals() *sessionApprovals {
-	return newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	a := newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	return a.withSaved(savedApprovalsPath(s.home), s.savedApprovals)
 }
