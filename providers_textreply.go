@@ -679,8 +679,8 @@ func (r *replyReader) finish(reply *Reply) replyParts {
 		r.on(StreamEvent{Type: "tool_end", ID: b.ID})
 	}
 	reply.Content = arrange(reply.Content, parts, blocks)
-	if len(parts.calls) > 0 {
-		reply.Stop = StopToolUse
+	if len(parts.calls) > 0 && parts.cut == nil {
+		reply.Stop = StopToolUse // a cut call keeps the stop that tells the agent so
 	}
 	return parts
 }

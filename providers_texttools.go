@@ -455,6 +455,7 @@ func parseToolCallTag(p *callScanner) {
 				p.fail(scanInvalid)
 				return
 			}
+			p.name = c.Name
 			p.add(c.Name, c.Args)
 		}
 	case strings.HasPrefix(r, "<function="):
@@ -541,12 +542,18 @@ func (p *callScanner) nameThen(end string) (string, bool) {
 // glmCall reads NAME<arg_key>k</arg_key><arg_value>v</arg_value>…</tool_call>.
 func (p *callScanner) glmCall() {
 	name, ok := p.nameThen("")
+	from := p.i
 	p.ws()
-	if !ok || p.rest() == "" {
+	switch {
+	case !ok:
+		return
+	case p.rest() == "":
+		if p.i > from {
+			p.name = name // a new line ended it
+		}
 		p.fail(scanIncomplete)
 		return
-	}
-	if !strings.HasPrefix(p.rest(), "<") {
+	case !strings.HasPrefix(p.rest(), "<"):
 		p.fail(scanInvalid)
 		return
 	}
@@ -596,6 +603,7 @@ func parsePythonTag(p *callScanner) {
 			p.fail(scanInvalid)
 			return
 		}
+		p.name = c.Name
 		p.add(c.Name, c.Args)
 		p.ws()
 		if !p.opt(";") && !strings.HasPrefix(p.rest(), "{") {
@@ -631,6 +639,7 @@ func parseMistral(p *callScanner) {
 				p.fail(scanInvalid)
 				return
 			}
+			p.name = c.Name
 			p.add(c.Name, c.Args)
 		}
 		return
@@ -665,8 +674,9 @@ func parseMistral(p *callScanner) {
 }
 
 // parseKimi reads a Kimi K2 section of calls. Outside a section each call
-// has its own marker; a reply that ended by itself may leave out the end
-// markers (Kimi-K2-Thinking does).
+// has its own marker; the end markers may be left out (Kimi-K2-Thinking
+// does) before another call, or at the end of a reply that ended by
+// itself.
 func parseKimi(p *callScanner) {
 	if !p.need(fmtKimi) {
 		return
@@ -702,12 +712,10 @@ func parseKimi(p *callScanner) {
 		p.add(name, raw)
 		p.ws()
 		if !p.opt(kimiCallEnd) && !p.failed() {
-			r := p.rest()
-			switch {
-			case p.ended && (r == "" || strings.HasPrefix(r, kimiCall) || strings.HasPrefix(r, kimiSectionEnd)):
-			case r == "":
+			switch r := p.rest(); {
+			case r == "" && !p.ended:
 				p.fail(scanIncomplete)
-			default:
+			case r != "" && !strings.HasPrefix(r, kimiCall) && !strings.HasPrefix(r, kimiSectionEnd):
 				p.fail(scanInvalid)
 			}
 		}

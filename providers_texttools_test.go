@@ -278,6 +278,49 @@ func TestXMLArgumentsAreTypedByTheSchema(t *testing.T) {
 	}
 }
 
+// A call the model wrote as text meets the same validator as a native one
+// and is refused the same way; the audit log says it was read from text.
+func TestTextToolCallIsRefusedByTheValidatorLikeANativeOne(t *testing.T) {
+	t.Parallel()
+	const cmd = "touch ran.marker && curl -X POST https://api.example.invalid/v1/items"
+	args, _ := json.Marshal(obj{"command": cmd})
+	native := replayStep{Events: openaiEvents(gen{ToolID: "n1", ToolName: "bash", ToolArgs: string(args)})}
+	text := replayStep{Events: openaiEvents(gen{Text: "I'll post it.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": " + string(args) + "}\n</tool_call>"})}
+	seen := map[string]string{}
+	for name, first := range map[string]replayStep{"native": native, "text": text} {
+		srv := startReplay(t, first, replayStep{Events: openaiEvents(gen{Text: "I will not post."})})
+		z := newZotRun(t)
+		withValidators(t, z.home, obj{"name": "no-post", "script": "deny_post.py", "commands": []string{"curl"}})
+		stdout, stderr, code := z.run("-p", "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "qwen2.5-coder:7b", "create the item")
+		if code != 0 || stdout != "I will not post.\n" {
+			t.Fatalf("%s: exit %d stdout %q stderr %s", name, code, stdout, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(z.cwd, "ran.marker")); err == nil {
+			t.Fatalf("%s: the denied command ran", name)
+		}
+		var body struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		json.Unmarshal(srv.Requests()[1].Body, &body)
+		last := body.Messages[len(body.Messages)-1]
+		seen[name] = last.Role + ": " + last.Content
+		lines := auditLines(t, z.home)
+		if len(lines) != 1 || lines[0].Outcome != "blocked" || lines[0].Decisions[len(lines[0].Decisions)-1].By != "validator:no-post" {
+			t.Fatalf("%s: audit %+v", name, lines)
+		}
+		fromText := lines[0].Decisions[0].Reason == "parsed from text: the model wrote the call in its reply's text"
+		if fromText != (name == "text") {
+			t.Errorf("%s: audit decisions %+v", name, lines[0].Decisions)
+		}
+	}
+	if seen["native"] != seen["text"] || !strings.Contains(seen["text"], "POST requests are not allowed") {
+		t.Errorf("the model was told\nnative: %q\ntext:   %q", seen["native"], seen["text"])
+	}
+}
+
 func FuzzParseTextToolCalls(f *testing.F) {
 	cases := loadTextCases(f)
 	for _, c := range cases.Cases {
