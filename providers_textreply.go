@@ -267,6 +267,10 @@ const (
 	hReturn  = "<|return|>"
 )
 
+// maxHarmonyHeader bounds a message's header (role, channel, recipient,
+// constraint): a longer one is none.
+const maxHarmonyHeader = 512
+
 // isHarmonyStart says whether a reply's text (white space trimmed) is
 // harmony messages, as a server that passes gpt-oss's output through
 // leaves it: a channel, a message start, or a recipient before its
@@ -372,7 +376,9 @@ func readHarmony(s string, o scanOptions) (thinking string, scan textScan) {
 		case channel == "analysis":
 			thoughts = append(thoughts, body)
 		default:
-			texts = append(texts, body)
+			if body = strings.TrimSpace(body); body != "" {
+				texts = append(texts, body)
+			}
 		}
 		pos = next
 	}
@@ -481,10 +487,10 @@ func (r *replyReader) advance() {
 		switch r.state {
 		case rsStart:
 			t := strings.TrimLeft(rest, " \t\r\n")
+			r.pos = len(s) - len(t)
 			if t == "" {
 				return
 			}
-			r.pos = len(s) - len(t)
 			switch {
 			case r.native:
 				r.state = rsText
@@ -519,14 +525,17 @@ func (r *replyReader) advance() {
 			}
 		case rsAfterThink:
 			t := strings.TrimLeft(rest, " \t\r\n")
+			r.pos = len(s) - len(t)
 			if t == "" {
 				return
 			}
-			r.pos, r.state = len(s)-len(t), rsText
+			r.state = rsText
 		case rsText:
 			at, think := r.nextStop(s)
 			if at < 0 {
-				n := len(rest) - holdBack(rest, r.stops())
+				// White space at the end waits for what follows it: the
+				// answer read whole ends without it.
+				n := len(strings.TrimRight(rest[:len(rest)-holdBack(rest, r.stops())], " \t\r\n"))
 				r.showText(rest[:n])
 				r.pos += n
 				return
@@ -548,6 +557,9 @@ func (r *replyReader) advance() {
 		case rsHarmonyHead:
 			k := strings.Index(rest, hMessage)
 			if k < 0 {
+				if len(rest) > maxHarmonyHeader {
+					r.hold() // no header this long: read whole at the end
+				}
 				return
 			}
 			recipient, channel := harmonyHeader(rest[:k])
@@ -570,14 +582,23 @@ func (r *replyReader) advance() {
 			}
 			if r.hKind == 'r' {
 				r.showThinking(rest[:n])
+				r.pos += n
 			} else {
-				r.showText(rest[:n])
+				// An answer's message is shown without the white space
+				// around it, as it is read whole.
+				body := rest[:n]
+				if r.hNewText {
+					body = strings.TrimLeft(body, " \t\r\n")
+					r.pos += n - len(body)
+				}
+				body = strings.TrimRight(body, " \t\r\n")
+				r.showText(body)
+				r.pos += len(body)
 			}
-			r.pos += n
 			if end < 0 {
 				return
 			}
-			r.pos += skip
+			r.pos = len(s) - len(rest) + end + skip
 			r.state = rsHarmonyHead
 		}
 	}
