@@ -157,6 +157,9 @@ func (pl *replyPlan) read(raw string, nativeThinking, readCalls, ended bool) rep
 		out.echoed, out.calls, out.cut, out.format = true, nil, nil, 0
 		out.text = strings.TrimSpace(body)
 	}
+	if !harmony && body == raw && len(out.calls) == 0 && out.cut == nil {
+		out.text = raw // nothing was read from it: the text as the model wrote it
+	}
 	return out
 }
 
@@ -487,26 +490,28 @@ func (r *replyReader) advance() {
 		switch r.state {
 		case rsStart:
 			t := strings.TrimLeft(rest, " \t\r\n")
-			r.pos = len(s) - len(t)
 			if t == "" {
 				return
 			}
+			start := r.pos // an answer keeps its white space, as it is stored
+			r.pos = len(s) - len(t)
 			switch {
 			case r.native:
-				r.state = rsText
+				r.pos, r.state = start, rsText
 			case strings.HasPrefix(t, "<think>"):
 				r.pos += len("<think>")
 				r.opened, r.state = true, rsThink
 			case isHarmonyStart(t):
 				r.state = rsHarmonyHead
 			case strings.HasPrefix("<think>", t) || mayBeHarmonyStart(t):
+				r.pos = start
 				return
 			case r.plan.thinksFirst:
 				r.state = rsThink
 			case r.plan.formats&fmtJSON != 0 && t[0] == '{':
 				r.hold()
 			default:
-				r.state = rsText
+				r.pos, r.state = start, rsText
 			}
 		case rsThink:
 			end, skip := thinkEnd(rest, r.plan.formats&fmtKimi != 0)
@@ -682,7 +687,8 @@ func holdBack(s string, stops []string) int {
 func (r *replyReader) finish(reply *Reply) replyParts {
 	nativeCalls := len(Message{Content: reply.Content}.ToolCalls()) > 0
 	parts := r.plan.read(r.raw.String(), r.native, !nativeCalls, reply.Stop != StopLength)
-	if rest, ok := strings.CutPrefix(parts.text, r.shown.String()); ok && rest != "" {
+	const space = " \t\r\n"
+	if rest, ok := strings.CutPrefix(strings.TrimLeft(parts.text, space), strings.TrimLeft(r.shown.String(), space)); ok && rest != "" {
 		r.on(StreamEvent{Type: "text", Delta: rest})
 	}
 	var blocks []Block

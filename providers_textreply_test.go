@@ -127,6 +127,18 @@ func specTools(specs []ToolSpec, log *runLog) *ToolRegistry {
 	return reg
 }
 
+// promptLocal runs one prompt through an agent with tools whose provider
+// speaks to srv as to a local server.
+func promptLocal(t *testing.T, srv *replayServer, model string, opts LocalOptions, tools *ToolRegistry) (*Agent, *eventLog) {
+	t.Helper()
+	a := NewAgent(localProvider(t, "openai", srv.URL+"/v1", opts), model, tools)
+	log := &eventLog{}
+	if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
+		t.Fatal(err)
+	}
+	return a, log
+}
+
 // firstTurn is what the agent's first turn showed: its text and thinking
 // deltas, and the message it ended with.
 func firstTurn(events []Event) (text, thinking string, msg Message) {
@@ -172,11 +184,7 @@ func TestEveryFormatStreamedToAToolRun(t *testing.T) {
 					replayStep{Events: contentEvents(chunked(c.Text, how), "stop")},
 					replayStep{Events: openaiEvents(gen{Text: "done"})})
 				var runs runLog
-				a := NewAgent(localProvider(t, "openai", srv.URL+"/v1", LocalOptions{TextToolCalls: c.TextToolCalls}), c.Model, specTools(specs, &runs))
-				var log eventLog
-				if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
-					t.Fatal(err)
-				}
+				_, log := promptLocal(t, srv, c.Model, LocalOptions{TextToolCalls: c.TextToolCalls}, specTools(specs, &runs))
 				got := runs.all()
 				if len(got) != len(c.Calls) {
 					t.Fatalf("ran %q, want %+v", got, c.Calls)
@@ -236,11 +244,7 @@ func TestACallCutAtTheOutputLimitIsToldNotRun(t *testing.T) {
 				replayStep{Events: contentEvents(chunked(c.Text[:cut], "random"), "length")},
 				replayStep{Events: openaiEvents(gen{Text: "I will try again."})})
 			var runs runLog
-			a := NewAgent(localProvider(t, "openai", srv.URL+"/v1", LocalOptions{TextToolCalls: c.TextToolCalls}), c.Model, specTools(specs, &runs))
-			var log eventLog
-			if err := a.Prompt(context.Background(), "go", nil, log.sink); err != nil {
-				t.Fatal(err)
-			}
+			_, log := promptLocal(t, srv, c.Model, LocalOptions{TextToolCalls: c.TextToolCalls}, specTools(specs, &runs))
 			told := false
 			for _, e := range log.ofType(EventToolResult) {
 				told = told || e.IsError && strings.Contains(e.Content[0].Text, "cut off at the output limit")
@@ -341,11 +345,7 @@ func TestThinkingInTheTextGoesBackAsTheServerWants(t *testing.T) {
 			srv := startLocal(t, c.kind, "Qwen/Qwen3-8B", replayStep{Events: first}, replayStep{Events: openaiEvents(gen{Text: "done"})})
 			var runs runLog
 			reg := specTools([]ToolSpec{{Name: "read", Schema: json.RawMessage(`{"type":"object"}`)}}, &runs)
-			a := NewAgent(localProvider(t, "openai", srv.URL+"/v1", LocalOptions{Compat: c.compat}), "Qwen/Qwen3-8B", reg)
-			var log eventLog
-			if err := a.Prompt(context.Background(), "look", nil, log.sink); err != nil {
-				t.Fatal(err)
-			}
+			_, log := promptLocal(t, srv, "Qwen/Qwen3-8B", LocalOptions{Compat: c.compat}, reg)
 			text, thinking, msg := firstTurn(log.all())
 			if text != "Looking." || strings.TrimSpace(thinking) != "I should look at a.go." || msg.Text() != "Looking." || msg.thinkingText() != "I should look at a.go." {
 				t.Fatalf("shown %q / %q, message %q / %q", text, thinking, msg.Text(), msg.thinkingText())
@@ -385,11 +385,7 @@ func TestVLLMReasoningRoundTrip(t *testing.T) {
 			srv := startLocal(t, kind, "Qwen/Qwen3-8B", replayStep{Events: splitSSE(stream)}, replayStep{Events: openaiEvents(gen{Text: "It says hello."})})
 			var runs runLog
 			reg := specTools([]ToolSpec{{Name: "read", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}}, &runs)
-			a := NewAgent(localProvider(t, "openai", srv.URL+"/v1", LocalOptions{}), "Qwen/Qwen3-8B", reg)
-			var log eventLog
-			if err := a.Prompt(context.Background(), "what does hello.txt say?", nil, log.sink); err != nil {
-				t.Fatal(err)
-			}
+			_, log := promptLocal(t, srv, "Qwen/Qwen3-8B", LocalOptions{}, reg)
 			_, thinking, msg := firstTurn(log.all())
 			const want = "The user wants the contents of hello.txt. I should read it."
 			if thinking != want || msg.thinkingText() != want || strings.Join(runs.all(), "") != `read {"path": "hello.txt"}` {

@@ -495,24 +495,28 @@ func (p *callScanner) xmlFunction() {
 		return
 	}
 	p.name = name
+	p.args(name, "</function>", func() (string, json.RawMessage, bool) {
+		p.lit("<parameter=")
+		key, _ := p.nameThen(">")
+		v, ok := p.value("<parameter=", "</parameter>", "<parameter=", "</function>")
+		v = strings.TrimSuffix(strings.TrimPrefix(v, "\n"), "\n")
+		return key, p.types.value(name, key, v), ok
+	})
+}
+
+// args reads the arguments of a call to name up to end, each by arg, and
+// takes the call.
+func (p *callScanner) args(name, end string, arg func() (key string, v json.RawMessage, ok bool)) {
 	var args argsBuilder
 	for !p.failed() {
 		p.ws()
-		if p.opt("</function>") {
+		if p.opt(end) {
 			p.add(name, args.json())
 			return
 		}
-		p.lit("<parameter=")
-		key, ok := p.nameThen(">")
-		if !ok {
-			return
+		if key, v, ok := arg(); ok {
+			args.set(key, v)
 		}
-		v, ok := p.value("<parameter=", "</parameter>", "<parameter=", "</function>")
-		if !ok {
-			return
-		}
-		v = strings.TrimSuffix(strings.TrimPrefix(v, "\n"), "\n")
-		args.set(key, p.types.value(name, key, v))
 	}
 }
 
@@ -558,13 +562,7 @@ func (p *callScanner) glmCall() {
 		return
 	}
 	p.name = name
-	var args argsBuilder
-	for !p.failed() {
-		p.ws()
-		if p.opt("</tool_call>") {
-			p.add(name, args.json())
-			return
-		}
+	p.args(name, "</tool_call>", func() (string, json.RawMessage, bool) {
 		p.lit("<arg_key>")
 		key, _ := p.upto("</arg_key>")
 		if key = strings.TrimSpace(key); !p.failed() && !validCallName(key) {
@@ -573,10 +571,8 @@ func (p *callScanner) glmCall() {
 		p.ws()
 		p.lit("<arg_value>")
 		v, ok := p.value("<arg_value>", "</arg_value>", "<arg_key>", "</tool_call>")
-		if ok {
-			args.set(key, p.types.value(name, key, v))
-		}
-	}
+		return key, p.types.value(name, key, v), ok
+	})
 }
 
 func isToolNameByte(c byte) bool {
@@ -813,13 +809,7 @@ func parseDSML(p *callScanner) {
 			return
 		}
 		p.name = name
-		var args argsBuilder
-		for !p.failed() {
-			p.ws()
-			if p.opt("</｜DSML｜invoke>") {
-				p.add(name, args.json())
-				break
-			}
+		p.args(name, "</｜DSML｜invoke>", func() (string, json.RawMessage, bool) {
 			p.lit("<｜DSML｜parameter")
 			key, _ := p.attr("name")
 			str, _ := p.attr("string")
@@ -828,16 +818,16 @@ func parseDSML(p *callScanner) {
 			v, ok := p.value("<｜DSML｜parameter", "</｜DSML｜parameter>", "<｜DSML｜parameter", "</｜DSML｜invoke>")
 			switch {
 			case !ok:
+				return "", nil, false
 			case !validCallName(key) || str != "true" && str != "false":
-				p.fail(scanInvalid)
+				return "", nil, p.fail(scanInvalid)
 			case str == "true":
-				args.set(key, jsonText(v))
+				return key, jsonText(v), true
 			case json.Valid([]byte(strings.TrimSpace(v))):
-				args.set(key, json.RawMessage(strings.TrimSpace(v)))
-			default:
-				args.set(key, p.types.value(name, key, v))
+				return key, json.RawMessage(strings.TrimSpace(v)), true
 			}
-		}
+			return key, p.types.value(name, key, v), true
+		})
 	}
 }
 
