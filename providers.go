@@ -967,19 +967,16 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 		return p.streamResponses(ctx, req, on)
 	}
 	if p.local == nil {
-		key := ""
-		if isTrue(p.compat.RequiresReasoningContent, false) {
-			key = "reasoning_content"
-		}
-		reply, _, err := p.stream(ctx, req, key, on)
+		reply, _, err := p.stream(ctx, req, p.compat.reasoningKey(), on)
 		return reply, err
 	}
 	return p.local.converse(ctx, req, on, func(req Request, plan localPlan, on func(StreamEvent)) (Reply, bool, error) {
 		reply, s, err := p.stream(ctx, req, p.local.reasoningKey(req.Model, plan.info.Kind, p.compat), on)
-		if s != nil {
-			p.local.replies.heed(req.Model, replyParts{}, s.reasoningField)
+		if s == nil {
+			return reply, false, err
 		}
-		return reply, s != nil && s.sawUsage, err
+		p.local.replies.learnReasoningField(req.Model, s.reasoningField)
+		return reply, s.sawUsage, err
 	})
 }
 

@@ -610,7 +610,9 @@ func withTextTools(req Request, describe bool) Request {
 // server cut reported.
 func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsage bool, rr *replyReader) {
 	parts := rr.finish(reply)
-	l.replies.heed(model, parts, "")
+	if parts.lone {
+		l.replies.learnThinksFirst(model)
+	}
 	reply.Notice = strings.Join(slices.DeleteFunc([]string{plan.notice, echoNotice(l.name, parts)}, func(s string) bool { return s == "" }), "; ")
 	if !sawUsage {
 		reply.Usage = Usage{Input: plan.sent, Output: EstimateOutputTokens(reply.Content), Estimated: true}

@@ -760,39 +760,54 @@ func (m *replyMemory) thinksFirst(model string) bool {
 	return m.thinks[model]
 }
 
-// heed learns from one reply's text and the field its reasoning came in.
-func (m *replyMemory) heed(model string, parts replyParts, reasoningField string) {
+// learnThinksFirst remembers that model's template opens <think>: a lone
+// </think> ended its reasoning.
+func (m *replyMemory) learnThinksFirst(model string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if parts.lone {
-		if m.thinks == nil {
-			m.thinks = map[string]bool{}
-		}
-		m.thinks[model] = true
+	if m.thinks == nil {
+		m.thinks = map[string]bool{}
 	}
-	if reasoningField != "" {
-		if m.reasoning == nil {
-			m.reasoning = map[string]string{}
-		}
-		m.reasoning[model] = reasoningField
+	m.thinks[model] = true
+}
+
+// learnReasoningField remembers the field model's reasoning streamed in.
+func (m *replyMemory) learnReasoningField(model, field string) {
+	if field == "" {
+		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reasoning == nil {
+		m.reasoning = map[string]string{}
+	}
+	m.reasoning[model] = field
 }
 
 // reasoningKey is the field of an assistant message that carries its
-// reasoning back to the server: reasoning_content when models.json asks
-// for it (DeepSeek-style servers), "reasoning" for vLLM, which renamed
-// reasoning_content so in 0.17 and reads it back there, and for a server
-// that streamed its reasoning in that field; otherwise none, as a chat
-// template that strips past reasoning (Qwen3's, DeepSeek's) would drop it.
+// reasoning back to a local server: reasoning_content when models.json
+// asks for it (DeepSeek-style servers), "reasoning" for vLLM, which
+// renamed reasoning_content so in 0.17 and reads it back there, and for a
+// server that streamed its reasoning in that field; otherwise none, as a
+// chat template that strips past reasoning (Qwen3's, DeepSeek's) would
+// drop it.
 func (l *localServer) reasoningKey(model, kind string, compat Compat) string {
-	if isTrue(compat.RequiresReasoningContent, false) {
-		return "reasoning_content"
+	if key := compat.reasoningKey(); key != "" {
+		return key
 	}
 	l.replies.mu.Lock()
 	streamed := l.replies.reasoning[model]
 	l.replies.mu.Unlock()
 	if kind == "vllm" || streamed == "reasoning" {
 		return "reasoning"
+	}
+	return ""
+}
+
+// reasoningKey is the field models.json asks reasoning to go back in.
+func (c Compat) reasoningKey() string {
+	if isTrue(c.RequiresReasoningContent, false) {
+		return "reasoning_content"
 	}
 	return ""
 }
