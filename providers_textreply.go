@@ -411,8 +411,9 @@ const (
 // none), everything else passes. finish reads the whole text once the
 // stream ended. Used by one stream's goroutine.
 type replyReader struct {
-	plan replyPlan
-	on   func(StreamEvent)
+	plan    replyPlan
+	on      func(StreamEvent)
+	markers []string // the call markers of the plan's formats, and </think>
 
 	raw      strings.Builder
 	state    replyState
@@ -429,7 +430,7 @@ type replyReader struct {
 }
 
 func newReplyReader(plan replyPlan, on func(StreamEvent)) *replyReader {
-	return &replyReader{plan: plan, on: on, held: -1}
+	return &replyReader{plan: plan, on: on, held: -1, markers: append(callMarkers(plan.formats), "</think>")}
 }
 
 // event takes one piece of the stream.
@@ -475,11 +476,10 @@ func (r *replyReader) hold() {
 // stops are what the answer's text is watched for: the markers of calls,
 // and </think> while it may be a lone one.
 func (r *replyReader) stops() []string {
-	stops := callMarkers(r.plan.formats)
-	if !r.native && !r.opened && !r.lone {
-		stops = append(stops, "</think>")
+	if r.native || r.opened || r.lone {
+		return r.markers[:len(r.markers)-1]
 	}
-	return stops
+	return r.markers
 }
 
 // advance shows what it can of the text that arrived.
@@ -667,15 +667,21 @@ func (r *replyReader) stillACall(s string) bool {
 }
 
 // holdBack is how many bytes at the end of s may be the start of one of
-// stops.
+// stops: a piece that begins with a stop's first byte.
 func holdBack(s string, stops []string) int {
 	n := 0
 	for _, m := range stops {
-		for k := min(len(m)-1, len(s)); k > n; k-- {
-			if strings.HasSuffix(s, m[:k]) {
-				n = k
+		tail := s[max(0, len(s)-len(m)+1):]
+		for i := strings.IndexByte(tail, m[0]); i >= 0 && len(tail)-i > n; {
+			if strings.HasPrefix(m, tail[i:]) {
+				n = len(tail) - i
 				break
 			}
+			k := strings.IndexByte(tail[i+1:], m[0])
+			if k < 0 {
+				break
+			}
+			i += 1 + k
 		}
 	}
 	return n

@@ -467,3 +467,28 @@ func TestTextToolCallsFromALocalServer(t *testing.T) {
 		t.Error("OpenAI's own API is treated as a local server")
 	}
 }
+
+// What reading a reply's text as it streams costs: 100 KB of prose, and a
+// Qwen3-Coder call writing a 100 KB file, in pieces of 4 bytes.
+func BenchmarkReplyReader(b *testing.B) {
+	prose := strings.Repeat("Some words of an answer, with `code` and <b>tags</b>.\n", 1900)
+	call := "<tool_call>\n<function=write>\n<parameter=path>\na.go\n</parameter>\n<parameter=content>\n" + prose + "</parameter>\n</function>\n</tool_call>"
+	types := schemaTypes([]ToolSpec{{Name: "write", Schema: json.RawMessage(`{"properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)}})
+	for _, c := range []struct {
+		name, text string
+		formats    textFormat
+	}{{"prose, no formats", prose, 0}, {"prose, every format", prose, allTextFormats}, {"a 100 KB call", call, fmtQwenXML}} {
+		pieces := pieces(c.text, 4)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for range b.N {
+				r := newReplyReader(replyPlan{formats: c.formats, types: types}, func(StreamEvent) {})
+				for _, p := range pieces {
+					r.event(StreamEvent{Type: "text", Delta: p})
+				}
+				reply := Reply{Content: []Block{TextBlock(c.text)}, Stop: StopEndTurn}
+				r.finish(&reply)
+			}
+		})
+	}
+}
