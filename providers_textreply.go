@@ -314,12 +314,19 @@ func harmonyHeader(h string) (recipient, channel string) {
 	return recipient, channel
 }
 
+// thinkStops and harmonyStops are what ends reasoning and a harmony
+// message's body, whose first bytes wait for the next ones.
+var (
+	thinkStops   = []string{"</think>", kimiSection, kimiCall}
+	harmonyStops = []string{hEnd, hCall, hReturn, hStart, hChannel}
+)
+
 // harmonyBodyEnd finds where a message's body ends: its end token (skip
 // is its length) or the next message's start (skip 0); -1 when the text
 // ends first.
 func harmonyBodyEnd(s string) (at, skip int) {
 	at = -1
-	for _, t := range []string{hEnd, hCall, hReturn, hStart, hChannel} {
+	for _, t := range harmonyStops {
 		if k := strings.Index(s, t); k >= 0 && (at < 0 || k < at) {
 			at, skip = k, len(t)
 			if t == hStart || t == hChannel {
@@ -425,6 +432,7 @@ type replyReader struct {
 	native   bool // the server sent reasoning of its own
 	opened   bool // the text opened <think>
 	lone     bool // the text's reasoning ended in a lone </think>
+	harmony  bool // what is held is harmony messages
 	hKind    byte // what a harmony body is: 'r' reasoning, 't' answer
 	hNewText bool // a harmony answer message began and showed nothing yet
 }
@@ -473,6 +481,12 @@ func (r *replyReader) hold() {
 	r.held, r.checked, r.state = r.pos, 0, rsHeld
 }
 
+// holdHarmony keeps the harmony messages from pos on back until the end.
+func (r *replyReader) holdHarmony() {
+	r.hold()
+	r.harmony = true
+}
+
 // stops are what the answer's text is watched for: the markers of calls,
 // and </think> while it may be a lone one.
 func (r *replyReader) stops() []string {
@@ -516,7 +530,7 @@ func (r *replyReader) advance() {
 		case rsThink:
 			end, skip := thinkEnd(rest, r.plan.formats&fmtKimi != 0)
 			if end < 0 {
-				n := len(rest) - holdBack(rest, []string{"</think>", kimiSection, kimiCall})
+				n := len(rest) - holdBack(rest, thinkStops)
 				r.showThinking(rest[:n])
 				r.pos += n
 				return
@@ -563,14 +577,14 @@ func (r *replyReader) advance() {
 			k := strings.Index(rest, hMessage)
 			if k < 0 {
 				if len(rest) > maxHarmonyHeader {
-					r.hold() // no header this long: read whole at the end
+					r.holdHarmony() // no header this long: read whole at the end
 				}
 				return
 			}
 			recipient, channel := harmonyHeader(rest[:k])
 			switch {
 			case recipient != "":
-				r.hold()
+				r.holdHarmony()
 				return
 			case channel == "analysis":
 				r.hKind = 'r'
@@ -583,7 +597,7 @@ func (r *replyReader) advance() {
 			end, skip := harmonyBodyEnd(rest)
 			n := end
 			if end < 0 {
-				n = len(rest) - holdBack(rest, []string{hEnd, hCall, hReturn, hStart, hChannel})
+				n = len(rest) - holdBack(rest, harmonyStops)
 			}
 			if r.hKind == 'r' {
 				r.showThinking(rest[:n])
@@ -640,8 +654,8 @@ func (r *replyReader) stillACall(s string) bool {
 		return true
 	}
 	r.checked = len(held)
-	if r.plan.formats == 0 || strings.HasPrefix(held, "<|") && !strings.HasPrefix(held, kimiCall) && !strings.HasPrefix(held, kimiSection) && !strings.HasPrefix(held, "<|python_tag|>") {
-		return true // harmony messages and Kimi's reasoning-ended calls are kept to the end
+	if r.harmony || r.plan.formats == 0 {
+		return true // a harmony message to a tool is read at the end
 	}
 	p := callScanner{s: held, allow: r.plan.formats, types: r.plan.types}
 	if strings.HasPrefix(held, "{") {

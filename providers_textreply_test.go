@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"hash/fnv"
@@ -490,5 +491,43 @@ func BenchmarkReplyReader(b *testing.B) {
 				r.finish(&reply)
 			}
 		})
+	}
+}
+
+// Reasoning in the text, read whole and streamed: what closes it and what
+// does not. Streamed, a lone </think> cannot take back the text shown
+// before it; a model whose template opens <think> and that answers without
+// reasoning shows its answer as thinking, then as the answer at its end.
+func TestWhereReasoningEnds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, text, thinking, answer string
+		thinksFirst                  bool
+		shownThinking, shownText     string // when not thinking and answer
+	}{
+		{"<think> at the start", "\n<think>\nHmm.\n</think>\n\nYes.", "Hmm.", "Yes.", false, "", ""},
+		{"a lone </think>", "Hmm.\n</think>\nYes.", "Hmm.", "Yes.", false, "-", "Hmm.\nYes."},
+		{"a </think> in backticks closes nothing", "Close it with `</think>` then.", "", "Close it with `</think>` then.", false, "", ""},
+		{"nor one in a code fence", "Like this:\n```\nx</think>\n```\n", "", "Like this:\n```\nx</think>\n```\n", false, "", ""},
+		{"nor one after a <think> in the answer", "Tags: <think> and </think>.", "", "Tags: <think> and </think>.", false, "", ""},
+		{"the template opened it", "Hmm.</think>Yes.", "Hmm.", "Yes.", true, "", ""},
+		{"opened by the template, but no reasoning this time", "Yes.", "", "Yes.", true, "Yes.", ""},
+		{"cut while thinking", "<think>Still thinking", "Still thinking", "", false, "", ""},
+		{"harmony", "<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant<|channel|>commentary<|message|>First.<|end|><|start|>assistant<|channel|>final<|message|>Yes.<|return|>", "Hmm.", "First.\n\nYes.", false, "", ""},
+	} {
+		plan := replyPlan{thinksFirst: c.thinksFirst}
+		if p := plan.read(c.text, false, true, true); p.thinking != c.thinking || p.text != c.answer {
+			t.Errorf("%s, read whole: thinking %q, answer %q", c.name, p.thinking, p.text)
+		}
+		wantThinking, wantText := cmp.Or(c.shownThinking, c.thinking), cmp.Or(c.shownText, c.answer)
+		if wantThinking == "-" {
+			wantThinking = ""
+		}
+		for _, how := range []string{"char", "random", "whole"} {
+			s := streamThrough(plan, chunked(c.text, how))
+			if strings.TrimSpace(s.thinking) != wantThinking || strings.TrimSpace(s.text) != strings.TrimSpace(wantText) {
+				t.Errorf("%s, streamed %s: thinking %q, answer %q", c.name, how, s.thinking, s.text)
+			}
+		}
 	}
 }
