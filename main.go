@@ -218,6 +218,7 @@ Usage:
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout (zot rpc --help)
+  zot acp [flags]                        zot for editors: the Agent Client Protocol on stdin/stdout (docs/acp.md)
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot prompts list|show NAME             the prompt templates a session sees (zot prompts --help)
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
@@ -300,6 +301,7 @@ var commands = map[string]command{
 	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runValidateCommand(args, loadTrustedGate, stdin, stdout, stderr)
 	}},
+	"acp": {&acpUsage, runACP},
 	"rpc": {&rpcUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runMode(append([]string{"--rpc"}, args...), stdin, stdout, stderr)
 	}},

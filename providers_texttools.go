@@ -822,7 +822,7 @@ func parseDSML(p *callScanner) {
 			case !validCallName(key) || str != "true" && str != "false":
 				return "", nil, p.fail(scanInvalid)
 			case str == "true":
-				return key, jsonText(v), true
+				return key, stringJSON(v), true
 			case json.Valid([]byte(strings.TrimSpace(v))):
 				return key, json.RawMessage(strings.TrimSpace(v)), true
 			}
@@ -855,7 +855,7 @@ func (a *argsBuilder) json() json.RawMessage {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(jsonText(k))
+		b.Write(stringJSON(k))
 		b.WriteByte(':')
 		b.Write(a.vals[k])
 	}
@@ -863,9 +863,9 @@ func (a *argsBuilder) json() json.RawMessage {
 	return b.Bytes()
 }
 
-// jsonText is s as a JSON string, <, > and & left as they are: the
+// stringJSON is s as a JSON string, <, > and & left as they are: the
 // arguments of a call are read back by the model, not by a browser.
-func jsonText(s string) json.RawMessage {
+func stringJSON(s string) json.RawMessage {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -966,7 +966,7 @@ func (tt toolTypes) value(tool, param, text string) json.RawMessage {
 			return json.RawMessage(strings.ToLower(t))
 		}
 	}
-	return jsonText(text)
+	return stringJSON(text)
 }
 
 // schemaKind is the JSON kind of a schema's type name, with the names

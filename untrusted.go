@@ -535,6 +535,38 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
+// inputLine is one line of a protocol's input as sendLines hands it on:
+// a copy of its bytes, or tooLong for a line over the bound, which was
+// skipped; err (io.EOF or a read error) comes with the last one.
+type inputLine struct {
+	data    []byte
+	tooLong bool
+	err     error
+}
+
+// sendLines sends r's lines, split on \n only, until r ends or quit
+// closes: the reader goroutine of a protocol served on stdin (rpc, acp).
+// A line over max is skipped (the caller tells the client) and the next
+// one read.
+func sendLines(r io.Reader, max int, lines chan<- inputLine, quit <-chan struct{}) {
+	lr := newLineReader(r, max, overLongSkip)
+	for {
+		data, err := lr.next()
+		l := inputLine{data: bytes.Clone(data), err: err}
+		if isLineTooLong(err) {
+			l = inputLine{tooLong: true}
+		}
+		select {
+		case lines <- l:
+		case <-quit:
+			return
+		}
+		if l.err != nil {
+			return
+		}
+	}
+}
+
 // decodeStrictJSON decodes data, one JSON value from outside zot, into v,
 // a pointer. Strict means, beyond encoding/json:
 //

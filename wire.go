@@ -75,6 +75,13 @@ type setup struct {
 	// without a session file.
 	checkpoints *Checkpoints
 	runID       string
+	// editorMCP are MCP servers an editor passed (zot acp): the user's
+	// own, started beside the configured ones. hostModes makes the
+	// permission rules take the mode a host sets (rules.SetMode), and
+	// rules are the rules guardTools loaded.
+	editorMCP []mcpServerConfig
+	hostModes bool
+	rules     *PermissionRules
 }
 
 // defaultMCPWait bounds the wait for MCP servers before a run's first
@@ -808,6 +815,11 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		servers[i].Verify = func() error { return s.stillTrusted(mcpTrustEntry(c, s.cwd), fmt.Sprintf("MCP server %q", c.Name)) }
 	}
+	// The editor's server of a name wins over a configured one.
+	servers = slices.DeleteFunc(servers, func(c mcpServerConfig) bool {
+		return slices.ContainsFunc(s.editorMCP, func(e mcpServerConfig) bool { return e.slug == c.slug })
+	})
+	servers = append(servers, s.editorMCP...)
 	for _, c := range servers {
 		if c.Untrusted || c.Disabled {
 			continue // never starts: --tools cannot count on its tools
@@ -956,9 +968,12 @@ func (s *setup) guardTools() {
 			}
 		}
 	}
-	rules := LoadPermissionRules(s.permissionSources(func(l PermissionLoosening) bool {
+	src := s.permissionSources(func(l PermissionLoosening) bool {
 		return s.approved(rulesTrustEntry(l, s.cwd))
-	}))
+	})
+	src.HostMode = s.hostModes
+	rules := LoadPermissionRules(src)
+	s.rules = rules
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
