@@ -344,6 +344,10 @@ func harmonyBodyEnd(s string) (at, skip int) {
 func readHarmony(s string, o scanOptions) (thinking string, scan textScan) {
 	var thoughts, texts []string
 	bad := false
+	// A call's <|call|> ends the model's turn: messages a server let it
+	// write after one answer results it has not seen, and are left out,
+	// as sglang does.
+	keptTexts, keptThoughts := -1, -1
 	for pos := 0; pos < len(s); {
 		rest := s[pos:]
 		k := strings.Index(rest, hMessage)
@@ -380,6 +384,9 @@ func readHarmony(s string, o scanOptions) (thinking string, scan textScan) {
 			p := callScanner{}
 			p.add(name, json.RawMessage(args))
 			p.out[0].src = s[pos:next]
+			if len(scan.calls) == 0 {
+				keptTexts, keptThoughts = len(texts), len(thoughts)
+			}
 			scan.calls = append(scan.calls, p.out[0])
 			scan.format = fmtHarmony
 		case recipient != "" && !strings.HasPrefix(recipient, "functions."):
@@ -394,6 +401,8 @@ func readHarmony(s string, o scanOptions) (thinking string, scan textScan) {
 	}
 	if bad {
 		scan.calls, scan.format = nil, 0
+	} else if len(scan.calls) > 0 {
+		texts, thoughts = texts[:keptTexts], thoughts[:keptThoughts]
 	}
 	scan.prose = strings.Join(texts, "\n\n")
 	return strings.TrimSpace(strings.Join(thoughts, "\n\n")), scan

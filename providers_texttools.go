@@ -495,10 +495,22 @@ func (p *callScanner) xmlFunction() {
 		return
 	}
 	p.name = name
+	// A call whose parameters all lack their </parameter> (sglang's
+	// tests have one) ends each value where the next begins.
+	body, _, whole := strings.Cut(p.rest(), "</function>")
+	unclosed := whole && !strings.Contains(body, "</parameter>")
 	p.args(name, "</function>", func() (string, json.RawMessage, bool) {
 		p.lit("<parameter=")
 		key, _ := p.nameThen(">")
-		v, ok := p.value("<parameter=", "</parameter>", "<parameter=", "</function>")
+		var v string
+		ok := !p.failed()
+		if unclosed && ok {
+			v, _, _ = strings.Cut(p.rest(), "</function>")
+			v, _, _ = strings.Cut(v, "<parameter=")
+			p.i += len(v)
+		} else {
+			v, ok = p.value("<parameter=", "</parameter>", "<parameter=", "</function>")
+		}
 		v = strings.TrimSuffix(strings.TrimPrefix(v, "\n"), "\n")
 		return key, p.types.value(name, key, v), ok
 	})
