@@ -137,7 +137,18 @@ func (pl *replyPlan) read(raw string, nativeThinking, readCalls, ended bool) rep
 		out.thinking, scan = readHarmony(raw, o)
 		body = scan.prose
 	} else {
-		out.thinking, body, out.lone = splitThink(raw, pl.thinksFirst && !nativeThinking, !nativeThinking, o.allow&fmtKimi != 0)
+		var open bool
+		out.thinking, body, out.lone, open = splitThink(raw, pl.thinksFirst && !nativeThinking, !nativeThinking, o.allow&fmtKimi != 0)
+		if open && o.allow != 0 {
+			// A <think> that never closed may end in a call: the
+			// reasoning ends where the call begins, as vLLM's Qwen3
+			// reasoning parser has it.
+			if k := firstCallMarker(out.thinking, 0, o.allow); k >= 0 {
+				if s := scanTextCalls(out.thinking[k:], o); len(s.calls) > 0 || s.cut && s.name != "" && !ended {
+					out.thinking, body = strings.TrimSpace(out.thinking[:k]), out.thinking[k:]
+				}
+			}
+		}
 		scan = textScan{prose: strings.TrimSpace(body)}
 		if o.allow != 0 {
 			scan = scanTextCalls(body, o)
@@ -210,30 +221,42 @@ func withoutSpace(s string) string {
 // </think> closes nothing (lone; not inside a code fence or backticks).
 // Kimi's models may begin their calls inside the reasoning, which then
 // ends there, as llama.cpp's parser has it; any other call written inside
-// the reasoning is reasoning, as both llama.cpp's and vLLM's parsers have
-// it.
-func splitThink(raw string, thinksFirst, lone, kimi bool) (thinking, body string, wasLone bool) {
+// a closed <think>…</think> is reasoning, as llama.cpp's parsers have it.
+// open says the text opened <think> and never closed it.
+func splitThink(raw string, thinksFirst, lone, kimi bool) (thinking, body string, wasLone, open bool) {
 	t := strings.TrimLeft(raw, " \t\r\n")
 	switch {
 	case strings.HasPrefix(t, "<think>"):
 		rest := t[len("<think>"):]
 		end, skip := thinkEnd(rest, kimi)
 		if end < 0 {
-			return strings.TrimSpace(rest), "", false
+			return strings.TrimSpace(rest), "", false, true
 		}
-		return strings.TrimSpace(rest[:end]), rest[end+skip:], false
+		return strings.TrimSpace(rest[:end]), rest[end+skip:], false, false
 	case thinksFirst:
 		end, skip := thinkEnd(raw, kimi)
 		if end < 0 {
-			return "", raw, false
+			return "", raw, false, false
 		}
-		return strings.TrimSpace(raw[:end]), raw[end+skip:], false
+		return strings.TrimSpace(raw[:end]), raw[end+skip:], false, false
 	case lone:
 		if k := loneThinkEnd(raw); k >= 0 {
-			return strings.TrimSpace(raw[:k]), raw[k+len("</think>"):], true
+			return strings.TrimSpace(raw[:k]), raw[k+len("</think>"):], true, false
 		}
 	}
-	return "", raw, false
+	return "", raw, false, false
+}
+
+// firstCallMarker is where the first marker of a call of allow stands in
+// s at or after from, outside a code fence; -1 if none does.
+func firstCallMarker(s string, from int, allow textFormat) int {
+	for {
+		at, _, m := nextMarker(s, from, allow)
+		if at < 0 || !inCodeFence(s[:at]) {
+			return at
+		}
+		from = at + len(m)
+	}
 }
 
 // thinkEnd finds where reasoning ends in s: a </think> (skip is its
@@ -431,19 +454,22 @@ type replyReader struct {
 	on      func(StreamEvent)
 	markers []string // the call markers of the plan's formats, and </think>
 
-	raw      strings.Builder
-	state    replyState
-	pos      int // raw[:pos] is shown, or held from held on
-	held     int
-	skipTo   int // the marker before this starts no call
-	checked  int // how much was held at the last look whether it may still be a call
-	shown    strings.Builder
-	native   bool // the server sent reasoning of its own
-	opened   bool // the text opened <think>
-	lone     bool // the text's reasoning ended in a lone </think>
-	harmony  bool // what is held is harmony messages
-	hKind    byte // what a harmony body is: 'r' reasoning, 't' answer
-	hNewText bool // a harmony answer message began and showed nothing yet
+	raw         strings.Builder
+	state       replyState
+	pos         int // raw[:pos] is shown, or held from held on
+	held        int
+	skipTo      int // the marker before this starts no call
+	checked     int // how much was held at the last look whether it may still be a call
+	shown       strings.Builder
+	thought     strings.Builder // the reasoning shown
+	thinkCall   bool            // what is held began inside an open <think>
+	heldThought bool            // some reasoning was held
+	native      bool            // the server sent reasoning of its own
+	opened      bool            // the text opened <think>
+	lone        bool            // the text's reasoning ended in a lone </think>
+	harmony     bool            // what is held is harmony messages
+	hKind       byte            // what a harmony body is: 'r' reasoning, 't' answer
+	hNewText    bool            // a harmony answer message began and showed nothing yet
 }
 
 func newReplyReader(plan replyPlan, on func(StreamEvent)) *replyReader {
@@ -480,6 +506,7 @@ func (r *replyReader) showText(s string) {
 
 func (r *replyReader) showThinking(s string) {
 	if s != "" {
+		r.thought.WriteString(s)
 		r.on(StreamEvent{Type: "thinking", Delta: s})
 	}
 }
@@ -538,8 +565,26 @@ func (r *replyReader) advance() {
 			}
 		case rsThink:
 			end, skip := thinkEnd(rest, r.plan.formats&fmtKimi != 0)
+			stops := thinkStops
+			if r.opened && r.plan.formats != 0 {
+				// A call inside a <think> that never closes ends it
+				// (read's business): held from its marker until the end.
+				stops = append(r.markers[:len(r.markers):len(r.markers)], kimiSection, kimiCall)
+				k, _, _ := nextMarker(rest, max(r.pos, r.skipTo)-r.pos, r.plan.formats)
+				if k >= 0 && (end < 0 || k < end) {
+					// Looked at for a code fence only where a marker is.
+					k = firstCallMarker(r.thought.String()+rest, r.thought.Len()+k, r.plan.formats) - r.thought.Len()
+				}
+				if k >= 0 && (end < 0 || k < end) {
+					r.showThinking(rest[:k])
+					r.pos += k
+					r.hold()
+					r.thinkCall, r.heldThought = true, true
+					continue
+				}
+			}
 			if end < 0 {
-				n := len(rest) - holdBack(rest, thinkStops)
+				n := len(rest) - holdBack(rest, stops)
 				r.showThinking(rest[:n])
 				r.pos += n
 				return
@@ -579,6 +624,9 @@ func (r *replyReader) advance() {
 		case rsHeld:
 			if !r.stillACall(s) {
 				r.pos, r.state, r.held = r.held, rsText, -1
+				if r.thinkCall {
+					r.state, r.thinkCall = rsThink, false
+				}
 				continue
 			}
 			return
@@ -717,6 +765,17 @@ func (r *replyReader) finish(reply *Reply) replyParts {
 	nativeCalls := len(Message{Content: reply.Content}.ToolCalls()) > 0
 	parts := r.plan.read(r.raw.String(), r.native, !nativeCalls, reply.Stop != StopLength)
 	const space = " \t\r\n"
+	if r.heldThought {
+		// Reasoning held as a call it turned out not to be.
+		shown := strings.TrimLeft(r.thought.String(), space)
+		rest, ok := strings.CutPrefix(parts.thinking, shown)
+		if !ok {
+			rest, ok = strings.CutPrefix(parts.thinking, strings.TrimSpace(shown))
+		}
+		if ok {
+			r.showThinking(rest)
+		}
+	}
 	if rest, ok := strings.CutPrefix(strings.TrimLeft(parts.text, space), strings.TrimLeft(r.shown.String(), space)); ok && rest != "" {
 		r.on(StreamEvent{Type: "text", Delta: rest})
 	}
