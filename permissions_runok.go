@@ -191,7 +191,7 @@ func runokProjectDir(cwd, home string) string {
 		if home != "" && dir == filepath.Clean(home) {
 			return ""
 		}
-		for _, n := range []string{"runok.yml", "runok.yaml", "runok.local.yml", "runok.local.yaml"} {
+		for _, n := range runokNames {
 			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 				return dir
 			}
@@ -199,6 +199,32 @@ func runokProjectDir(cwd, home string) string {
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			return ""
+		}
+		dir = parent
+	}
+}
+
+// runokNames are the names of a directory's runok files, in the order
+// runok looks for them.
+var runokNames = []string{"runok.yml", "runok.yaml", "runok.local.yml", "runok.local.yaml"}
+
+// runokFilesFor are the project runok files a session in cwd reads or
+// would read once they exist: every name in every directory from cwd up to
+// the one runokProjectDir finds (to home, or the root, when none) — a new
+// one below that directory shadows it.
+func runokFilesFor(cwd, home string) []string {
+	stop := runokProjectDir(cwd, home)
+	var out []string
+	for dir := filepath.Clean(cwd); ; {
+		if home != "" && dir == filepath.Clean(home) {
+			return out
+		}
+		for _, n := range runokNames {
+			out = append(out, filepath.Join(dir, n))
+		}
+		parent := filepath.Dir(dir)
+		if dir == stop || parent == dir {
+			return out
 		}
 		dir = parent
 	}

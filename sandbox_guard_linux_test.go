@@ -1,0 +1,122 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// needGit skips, loudly, a test that needs git.
+func needGit(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("TEST SKIPPED: git is not installed (.ci/run installs it); the sandbox's guard of what git runs is not tested")
+	}
+}
+
+// gitIn runs git in dir as the user would, outside any sandbox, and
+// returns its output.
+func gitIn(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// The attacker is a sandboxed command in a git repository. Each bash call
+// plants, in a way of its own, a command that the user's next `git
+// status` — which runs outside the sandbox — would run: a commondir
+// pointing at a copy of the git directory whose config sets
+// core.fsmonitor; .git renamed away and a new one built; a nested
+// repository recorded in the index as a submodule; .git/HEAD broken so
+// that git takes the work tree for a bare repository of the command's
+// making. On both paths none may survive the call: the namespaces path
+// refuses what it can (.git is pinned, its config and hooks read-only) and
+// the guard undoes the rest, the landlock-only path undoes it all. The
+// user's real `git status` afterwards runs nothing planted, and the
+// repository still works; an ordinary commit is no change to undo.
+func TestSandboxedCommandCannotPlantWhatGitRuns(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	for _, path := range sandboxPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			// The sandbox's temp directory is a place of its own, so that
+			// the marker below is outside everything a command may write:
+			// if it appears, a program outside the sandbox wrote it.
+			z.env = append(z.env, "TMPDIR="+t.TempDir())
+			if path.force != "" {
+				z.env = append(z.env, sandboxForceEnv+"="+path.force)
+			}
+			escaped := filepath.Join(t.TempDir(), "escaped")
+			gitIn(t, z.cwd, "init", "-q")
+			os.WriteFile(filepath.Join(z.cwd, "a.txt"), []byte("a\n"), 0o644)
+			gitIn(t, z.cwd, "add", "a.txt")
+			gitIn(t, z.cwd, "commit", "-qm", "first")
+
+			p := "P='touch " + escaped + "; false'; export GIT_CONFIG_NOSYSTEM=1; "
+			id := "-c user.name=m -c user.email=m@example.com"
+			steps := []string{
+				"echo b > b.txt && git add b.txt && git " + id + " commit -qm second && echo committed",
+				p + `cp -r .git evilgit && git config -f evilgit/config core.fsmonitor "$P" && echo "$PWD/evilgit" > .git/commondir && echo planted-commondir`,
+				p + `mv .git .git-old && cp -r .git-old .git && git config -f .git/config core.fsmonitor "$P" && echo planted-rename`,
+				p + `mv .git .git-gone && printf 'gitdir: evilgit\n' > .git && echo planted-gitfile`,
+				p + `git init -q evil && git -C evil ` + id + ` commit -q --allow-empty -m x && git -C evil config core.fsmonitor "$P" && git update-index --add --cacheinfo 160000,$(git -C evil rev-parse HEAD),evil && echo planted-submodule`,
+				p + `echo junk > .git/HEAD; git init -q --bare . && git config -f config core.bare false && git config -f config core.worktree . && git config -f config core.fsmonitor "$P" && echo planted-bare`,
+			}
+			var script []replayStep
+			for i, c := range steps {
+				script = append(script, toolStep("b"+string(rune('1'+i)), "bash", obj{"command": c}))
+			}
+			srv := startReplay(t, append(script, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
+			stdout, stderr, code := z.run(append(anthropicFlags(srv), "--sandbox", "workspace", "-p", "go")...)
+			if code != 0 || stdout != "done\n" {
+				t.Fatalf("exit %d, stdout %q\n%s", code, stdout, stderr)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != len(steps)+1 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			result := func(i int) string { _, text := lastToolResult(t, reqs[i+1]); return text }
+			if r := result(0); !strings.Contains(r, "committed") || strings.Contains(r, "zot undid") {
+				t.Errorf("an ordinary commit was not left alone:\n%.3000s", r)
+			}
+			// The namespaces path refuses renaming .git (a mount point);
+			// what the kernel cannot refuse, the guard undoes.
+			for i, mark := range []string{"commondir", "rename", "gitfile", "submodule", "bare"} {
+				r := result(i + 1)
+				planted := strings.Contains(r, "planted-"+mark)
+				if planted && !strings.Contains(r, "zot undid it") {
+					t.Errorf("%s: planted, and nothing undone:\n%.3000s", mark, r)
+				}
+				if path.force != "" && !planted {
+					t.Errorf("%s: the landlock-only path should let the command through and undo it:\n%.3000s", mark, r)
+				}
+				if path.force == "" && (mark == "rename" || mark == "gitfile") && planted {
+					t.Errorf("%s: .git was renamed on the namespaces path:\n%.3000s", mark, r)
+				}
+			}
+			// The user, outside the sandbox, as after any session.
+			status := gitIn(t, z.cwd, "status")
+			if _, err := os.Stat(escaped); err == nil {
+				t.Fatalf("the user's git status ran a command a sandboxed command planted")
+			}
+			if !strings.Contains(status, "On branch") {
+				t.Errorf("git status: %s", status)
+			}
+			if log := gitIn(t, z.cwd, "log", "--oneline"); !strings.Contains(log, "second") || !strings.Contains(log, "first") {
+				t.Errorf("the repository lost its history:\n%s", log)
+			}
+		})
+	}
+}
