@@ -292,10 +292,10 @@ func validatorTrustEntry(v Validator, dir string) trustEntry {
 	return withNamedFiles(e, dir, namedProjectFiles(dir, []string{filepath.Dir(v.Source), dir}, v.Argv))
 }
 
-// rulesTrustEntry is what a project's rules file would loosen, as trust
-// covers it: the digest of its allow rules, defaults and definitions.
+// rulesTrustEntry is a project's rules file as trust covers it: what it
+// would loosen, shown, and the digest of its whole content.
 func rulesTrustEntry(l PermissionLoosening, dir string) trustEntry {
-	return trustEntry{Kind: trustRules, Source: relTo(dir, l.File), Name: relTo(dir, l.File), Command: truncate(l.Summary, 400), Content: l.Digest}
+	return trustEntry{Kind: trustRules, Source: relTo(dir, l.File), Name: relTo(dir, l.File), Command: truncate(l.Summary, 400), Content: l.Digest, Tightens: !l.Loosens}
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
