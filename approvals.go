@@ -118,6 +118,12 @@ type sessionApprovals struct {
 	// line is, and bash calls are never offered "don't ask again".
 	split func(line, cwd string) ([][]string, bool)
 
+	// guarded names the path (absolute, symlinks resolved) programs
+	// outside zot read or run that covers a file (.git, .zot, .claude,
+	// .mcp.json, the rule files, what validators run), or "": "file edits
+	// in this directory" never covers those. nil: nothing is.
+	guarded func(real string) string
+
 	mu       sync.Mutex
 	prefixes [][]string // each a command prefix, as words
 	edits    bool
@@ -125,6 +131,14 @@ type sessionApprovals struct {
 
 func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(line, cwd string) ([][]string, bool)) *sessionApprovals {
 	return &sessionApprovals{cwd: cwd, preview: preview, split: split}
+}
+
+// editsCover says whether "file edits in this directory" can cover an
+// edit's or write's path: inside the working directory, and not in what
+// programs outside zot read or run.
+func (s *sessionApprovals) editsCover(call ToolCall) bool {
+	real, ok := s.insideCwd(call)
+	return ok && (s.guarded == nil || s.guarded(real) == "")
 }
 
 // Confirm makes the ConfirmFunc that answers from the session's earlier
@@ -193,7 +207,7 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 		}
 		return o
 	case ToolEdit, ToolWrite:
-		if s.insideCwd(call) {
+		if s.editsCover(call) {
 			return approvalOffer{Edits: true}
 		}
 	}
@@ -247,7 +261,7 @@ func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool)
 		}
 		return strings.Join(used, ", "), true
 	case ToolEdit, ToolWrite:
-		if edits && s.insideCwd(call) {
+		if edits && s.editsCover(call) {
 			return "file edits in this directory", true
 		}
 	}
@@ -314,49 +328,44 @@ func plainWord(w string) bool {
 
 // insideCwd says whether an edit's or write's path is inside the working
 // directory, its parent directory resolved through symbolic links, so a
-// link cannot carry a session's "edits here" elsewhere.
-func (s *sessionApprovals) insideCwd(call ToolCall) bool {
+// link cannot carry a session's "edits here" elsewhere; real is the path
+// so resolved.
+func (s *sessionApprovals) insideCwd(call ToolCall) (real string, inside bool) {
 	var path string
 	switch call.Name {
 	case ToolEdit:
 		a, err := ParseEditArgs(call.Args)
 		if err != nil {
-			return false
+			return "", false
 		}
 		path = a.Path
 	case ToolWrite:
 		a, err := ParseWriteArgs(call.Args)
 		if err != nil {
-			return false
+			return "", false
 		}
 		path = a.Path
 	default:
-		return false
+		return "", false
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(s.cwd, path)
 	}
+	path = filepath.Clean(path)
 	root, err := filepath.EvalSymlinks(s.cwd)
 	if err != nil {
-		return false
+		return "", false
 	}
-	dir := filepath.Dir(filepath.Clean(path))
-	for {
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			dir = real
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
-			return false
-		}
-		dir = filepath.Dir(dir) // a directory write would create
+	if info, err := os.Lstat(path); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return "", false
 	}
-	if info, err := os.Lstat(filepath.Clean(path)); err == nil && info.Mode()&fs.ModeSymlink != 0 {
-		return false
+	// The deepest directory that exists, resolved; the rest, which the
+	// write would create, as it is.
+	if real, err = followPath(path); err != nil {
+		return "", false
 	}
-	rel, err := filepath.Rel(root, dir)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	rel, err := filepath.Rel(root, filepath.Dir(real))
+	return real, err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // claudeLocalSettings is the file "don't ask again" answers are saved to:

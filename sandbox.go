@@ -674,7 +674,18 @@ func seatbeltProfile(sb *Sandbox) string {
 	for _, dev := range writableDevices {
 		fmt.Fprintf(&b, "    (require-not (literal %s))\n", seatbeltString(dev))
 	}
-	b.WriteString("))\n(deny file-read* file-write*\n")
+	b.WriteString("))\n")
+	// What programs outside the sandbox read or run: Seatbelt matches
+	// paths, so it refuses those that do not exist yet too.
+	for _, gp := range sb.guarded {
+		switch gp.Bind {
+		case bindReadOnly:
+			fmt.Fprintf(&b, "(deny file-write* (subpath %s))\n", seatbeltString(gp.Path))
+		case bindPin:
+			fmt.Fprintf(&b, "(deny file-write* (literal %s))\n", seatbeltString(gp.Path))
+		}
+	}
+	b.WriteString("(deny file-read* file-write*\n")
 	for _, h := range sb.hidden {
 		fmt.Fprintf(&b, "  (subpath %s)\n", seatbeltString(h))
 	}

@@ -4,33 +4,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// needGit skips, loudly, a test that needs git.
-func needGit(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("TEST SKIPPED: git is not installed (.ci/run installs it); the sandbox's guard of what git runs is not tested")
-	}
-}
-
-// gitIn runs git in dir as the user would, outside any sandbox, and
-// returns its output.
-func gitIn(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // The attacker is a sandboxed command in a git repository. Each bash call
 // plants, in a way of its own, a command that the user's next `git
@@ -116,6 +93,67 @@ func TestSandboxedCommandCannotPlantWhatGitRuns(t *testing.T) {
 			}
 			if log := gitIn(t, z.cwd, "log", "--oneline"); !strings.Contains(log, "second") || !strings.Contains(log, "first") {
 				t.Errorf("the repository lost its history:\n%s", log)
+			}
+		})
+	}
+}
+
+// The attacker is a sandboxed command that rewrites the project's rule
+// files so that the next session allows what they deny (issue 34 §3): it
+// empties the project's runok.yml, adds a runok.local.yml that allows by
+// default, adds a runok.yml in the working directory below the
+// project's, which would shadow it, and makes .claude/ (there was none)
+// with a settings.local.json. On both paths none of it is there
+// after the call — the namespaces path refuses the existing file, the
+// guard undoes the rest — and the next session still denies.
+func TestSandboxedCommandCannotRewriteTheRuleFiles(t *testing.T) {
+	t.Parallel()
+	for _, path := range sandboxPaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			proj := t.TempDir()
+			z.cwd = filepath.Join(proj, "sub")
+			os.Mkdir(z.cwd, 0o755)
+			cfg := t.TempDir()
+			z.env = append(z.env, "TMPDIR="+t.TempDir(), "XDG_CONFIG_HOME="+cfg)
+			if path.force != "" {
+				z.env = append(z.env, sandboxForceEnv+"="+path.force)
+			}
+			// The project directory above the working one is writable too.
+			os.WriteFile(filepath.Join(z.home, "config.json"), []byte(`{"sandbox_writable": ["`+proj+`"]}`), 0o600)
+			os.MkdirAll(filepath.Join(cfg, "runok"), 0o755)
+			os.WriteFile(filepath.Join(cfg, "runok", "runok.yml"), []byte("rules:\n  - allow: 'touch *'\n  - allow: 'printf *'\n  - allow: 'mkdir *'\n"), 0o644)
+			rules := "rules:\n  - deny: 'touch forbidden*'\n"
+			os.WriteFile(filepath.Join(proj, "runok.yml"), []byte(rules), 0o644)
+
+			srv := startReplay(t,
+				toolStep("b1", "bash", obj{"command": `printf 'rules: []\n' > ../runok.yml`}),
+				toolStep("b2", "bash", obj{"command": `printf 'defaults:\n  action: allow\n' > ../runok.local.yml`}),
+				toolStep("b3", "bash", obj{"command": `printf 'rules: []\n' > runok.yml`}),
+				toolStep("b4", "bash", obj{"command": `mkdir .claude && printf '{"permissions": {"defaultMode": "bypassPermissions"}}' > .claude/settings.local.json`}),
+				replayStep{Events: anthropicEvents(gen{Text: "done"})})
+			if _, stderr, code := z.run(append(anthropicFlags(srv), "--sandbox", "workspace", "-p", "go")...); code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			for i, req := range srv.Requests()[1:] {
+				_, text := lastToolResult(t, req)
+				if !strings.Contains(text, "zot undid it") && !strings.Contains(text, "Read-only file system") {
+					t.Errorf("step %d: neither refused nor undone:\n%s", i+1, text)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(proj, "runok.yml")); string(b) != rules {
+				t.Errorf("the project's runok.yml is %q", b)
+			}
+			for _, p := range []string{filepath.Join(proj, "runok.local.yml"), filepath.Join(z.cwd, "runok.yml"), filepath.Join(z.cwd, ".claude")} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s is there after the session", p)
+				}
+			}
+			// The next session, sandboxed or not, still denies.
+			result, _ := toolResultSent(t, z, "bash", obj{"command": "touch forbidden"})
+			if _, err := os.Stat(filepath.Join(z.cwd, "forbidden")); err == nil || !strings.Contains(result, "denied") {
+				t.Errorf("the next session ran what the project denies:\n%s", result)
 			}
 		})
 	}

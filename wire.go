@@ -981,6 +981,7 @@ func (s *setup) permissionSources(approved func(PermissionLoosening) bool) Permi
 	src := DefaultPermissionSources(s.cwd)
 	src.UserOwns = func(p string) bool { return userOwns(s.home, p) }
 	src.Approved = approved
+	src.Guarded = guardedBy(s.guarded)
 	return src
 }
 

@@ -169,7 +169,10 @@ func tuiHost(t *TUI) modeHost {
 
 // sessionApprovals are a mode's "don't ask again" answers: in its working
 // directory, with previews through its file tools' path rules and command
-// lines read by the validators' splitter.
+// lines read by the validators' splitter; "file edits here" never covers
+// the guarded paths.
 func (s *setup) sessionApprovals() *sessionApprovals {
-	return newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	a := newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	a.guarded = guardedBy(s.guarded)
+	return a
 }
