@@ -200,6 +200,10 @@ func readGitConfig(path string) ([][2]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseGitConfig(data)
+}
+
+func parseGitConfig(data []byte) ([][2]string, error) {
 	var out [][2]string
 	section := ""
 	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
@@ -234,7 +238,7 @@ func readGitConfig(path string) ([][2]string, error) {
 			i++
 			var next string
 			next, more = gitConfigValue(lines[i])
-			value += next
+			value += " " + next // the blanks around a line break part words
 		}
 		out = append(out, [2]string{section + "." + key, value})
 	}
@@ -361,18 +365,18 @@ func gitVarint(b []byte) (v uint64, used int) {
 	return 0, 0
 }
 
-// validGitHead says whether data is a HEAD git accepts: a symbolic ref
-// into refs/, or an object name.
-func validGitHead(data []byte) bool {
-	s := strings.TrimRight(string(data), "\n")
-	if ref, ok := strings.CutPrefix(s, "ref: "); ok {
-		return strings.HasPrefix(strings.TrimSpace(ref), "refs/")
+// validGitHead says whether data is a HEAD git accepts, as git's
+// validate_headref judges it: "ref:", blanks, then a ref under refs/; or
+// an object name of hashLen bytes in hex, whatever follows it.
+func validGitHead(data []byte, hashLen int) bool {
+	if ref, ok := bytes.CutPrefix(data, []byte("ref:")); ok {
+		return bytes.HasPrefix(bytes.TrimLeft(ref, " \t\n\r\v\f"), []byte("refs/"))
 	}
-	if len(s) != 40 && len(s) != 64 {
+	if len(data) < 2*hashLen {
 		return false
 	}
-	for _, c := range s {
-		if !strings.ContainsRune("0123456789abcdef", c) {
+	for _, c := range data[:2*hashLen] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
 			return false
 		}
 	}

@@ -421,7 +421,11 @@ func (g *sandboxGuard) unchanged(gp guardedPath, was, now guardState) bool {
 	}
 	switch gp.Kind {
 	case guardHead:
-		return gitHeadOK(now.entry) || !gitHeadOK(was.entry)
+		if now.entry.same(was.entry) {
+			return true
+		}
+		n := gitHashLen(gitConfigBeside(gp.Path))
+		return gitHeadOK(now.entry, n) || !gitHeadOK(was.entry, n)
 	case guardIsDir:
 		return now.entry.typ == 'd' || was.entry.typ != 'd'
 	case guardIndex:
@@ -446,10 +450,10 @@ func (g *sandboxGuard) unchanged(gp guardedPath, was, now guardState) bool {
 }
 
 // gitHeadOK says whether a HEAD as read is one git accepts.
-func gitHeadOK(e guardEntry) bool {
+func gitHeadOK(e guardEntry, hashLen int) bool {
 	switch e.typ {
 	case 'f':
-		return e.whole && validGitHead(e.data)
+		return e.whole && validGitHead(e.data, hashLen)
 	case 'l':
 		return strings.HasPrefix(string(e.data), "refs/")
 	}
