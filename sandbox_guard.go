@@ -265,6 +265,9 @@ func (g *sandboxGuard) state(gp guardedPath) guardState {
 	if s.broken = g.brokenWay(filepath.Dir(gp.Path)); s.broken != "" {
 		return s
 	}
+	if g.memo != nil && g.memo[filepath.Dir(gp.Path)] == guardAbsent {
+		return s // in a directory that is not there
+	}
 	s.entry = g.entry(gp.Path, gp.Kind != guardDir && gp.Kind != guardIsDir)
 	switch gp.Kind {
 	case guardTree:
@@ -289,6 +292,12 @@ func (g *sandboxGuard) walk(dir, rel string, tree map[string]guardEntry) {
 			return
 		}
 		p, r := filepath.Join(dir, n), filepath.Join(rel, n)
+		if strings.HasSuffix(n, ".sample") {
+			// Git runs no hook by that name: that it is there is enough
+			// (a rename to pre-commit is a new entry).
+			tree[r] = guardEntry{typ: 'o'}
+			continue
+		}
 		e := g.entry(p, true)
 		tree[r] = e
 		if e.typ == 'd' {
@@ -389,6 +398,10 @@ func readGuarded(path string, size int64) ([]byte, bool) {
 	return b, true
 }
 
+// guardAbsent marks, in the memo of brokenWay, a directory that is not
+// there (nor anything beneath it).
+const guardAbsent = "\x00"
+
 // brokenWay is the first directory from the writable set down to dir
 // that is not a directory any more (a link, a file), or "".
 func (g *sandboxGuard) brokenWay(dir string) string {
@@ -396,19 +409,29 @@ func (g *sandboxGuard) brokenWay(dir string) string {
 		return ""
 	}
 	if b, ok := g.memo[dir]; ok && g.memo != nil {
+		if b == guardAbsent {
+			return ""
+		}
 		return b
 	}
 	b := ""
 	if parent := filepath.Dir(dir); parent != dir {
 		b = g.brokenWay(parent)
 	}
-	if b == "" {
-		if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
-			b = dir
+	mark := b
+	switch {
+	case b != "":
+	case g.memo != nil && g.memo[filepath.Dir(dir)] == guardAbsent:
+		mark = guardAbsent
+	default:
+		if st, err := os.Lstat(dir); err != nil {
+			mark = guardAbsent
+		} else if !st.IsDir() {
+			b, mark = dir, dir
 		}
 	}
 	if g.memo != nil {
-		g.memo[dir] = b
+		g.memo[dir] = mark
 	}
 	return b
 }

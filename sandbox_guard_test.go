@@ -15,6 +15,7 @@ import (
 func gitRepo(t testing.TB, dir string, files int, links ...string) {
 	t.Helper()
 	gitIn(t, dir, "init", "-q")
+	gitIn(t, dir, "config", "gc.auto", "0") // no gc left running in the background
 	for i := range files {
 		p := filepath.Join(dir, "src", strconv.Itoa(i%50), strconv.Itoa(i)+".txt")
 		os.MkdirAll(filepath.Dir(p), 0o755)
