@@ -236,7 +236,10 @@ func newSandbox(c sandboxConfig) (sb *Sandbox, notes []string, err error) {
 		sb.writable = appendUnique(sb.writable, real)
 	}
 	for _, gp := range c.Guard {
-		if real, err := followPath(filepath.Clean(gp.Path)); err == nil && sb.isWritable(real) {
+		// The directory resolved, not the path itself: a guarded link
+		// (.git pointing elsewhere) is guarded as the link it is.
+		dir, err := followPath(filepath.Dir(filepath.Clean(gp.Path)))
+		if real := filepath.Join(dir, filepath.Base(gp.Path)); err == nil && sb.isWritable(real) {
 			gp.Path = real
 			sb.guarded = append(sb.guarded, gp)
 		}

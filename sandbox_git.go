@@ -47,10 +47,18 @@ func gitWorkTreeGuarded(root, home string, depth int, seen map[string]bool) []gu
 	}
 	var out []guardedPath
 	gitDir := dotGit
-	if st.IsDir() {
+	switch {
+	case st.IsDir():
 		out = append(out, guardedPath{Path: dotGit, Kind: guardDir, Bind: bindPin})
-	} else {
-		// A worktree's or a submodule's `gitdir: …` file (or a link).
+	case st.Mode()&os.ModeSymlink != 0:
+		// A link to the git directory: the link is guarded, and where
+		// it leads.
+		out = append(out, guardedPath{Path: dotGit, Kind: guardFile, Bind: bindReadOnly})
+		if gitDir, err = filepath.EvalSymlinks(dotGit); err != nil {
+			return out
+		}
+	default:
+		// A worktree's or a submodule's `gitdir: …` file.
 		out = append(out, guardedPath{Path: dotGit, Kind: guardFile, Bind: bindReadOnly})
 		if gitDir = gitPointer(dotGit, "gitdir: ", root); gitDir == "" {
 			return out
@@ -115,7 +123,13 @@ func gitDirGuarded(gitDir, root, home string, depth int, seen map[string]bool) [
 		return out
 	}
 	// The submodules the index records: git runs git in each that has a
-	// repository, with that repository's config and hooks.
+	// repository, with that repository's config and hooks. Read only
+	// where .gitmodules says there are some, so that a start does not
+	// read a large index for nothing; one a command records later is the
+	// guard's business (guardIndex).
+	if _, err := os.Lstat(filepath.Join(root, ".gitmodules")); err != nil {
+		return out
+	}
 	if data, err := os.ReadFile(at(gitDir, "index")); err == nil {
 		links, _ := indexGitlinks(data, gitHashLen(at(common, "config")))
 		for _, l := range links {

@@ -136,11 +136,18 @@ type sandboxGuard struct {
 
 	mu      sync.Mutex
 	cache   map[string]guardEntry  // the content last read, by path
+	lists   map[string]dirList     // guarded trees' directories as last listed
 	links   map[string]indexLinks  // the submodules last read, by index path
 	handles map[string]*os.File    // guardDir: the directory, to find it wherever it is moved
 	before  map[*proc][]guardState // the state each running command started from
 	memo    map[string]string      // during one look: a directory's broken way ("" when whole)
 	ids     map[string][2]uint64   // the handles' identities
+}
+
+// dirList is a directory's entries when it had this lstat.
+type dirList struct {
+	stat  guardEntry
+	names []string
 }
 
 // indexLinks are the submodules an index recorded when it had this lstat.
@@ -153,7 +160,7 @@ func newSandboxGuard(paths []guardedPath, writable func(string) bool) *sandboxGu
 	paths = slices.Clone(paths)
 	slices.SortStableFunc(paths, func(a, b guardedPath) int { return strings.Compare(a.Path, b.Path) })
 	paths = slices.CompactFunc(paths, func(a, b guardedPath) bool { return a.Path == b.Path })
-	return &sandboxGuard{paths: paths, writable: writable, cache: map[string]guardEntry{}, links: map[string]indexLinks{},
+	return &sandboxGuard{paths: paths, writable: writable, cache: map[string]guardEntry{}, lists: map[string]dirList{}, links: map[string]indexLinks{},
 		handles: map[string]*os.File{}, before: map[*proc][]guardState{}, ids: map[string][2]uint64{}}
 }
 
@@ -273,7 +280,7 @@ func (g *sandboxGuard) state(gp guardedPath) guardState {
 	case guardTree:
 		if s.entry.typ == 'd' {
 			s.tree = map[string]guardEntry{}
-			g.walk(gp.Path, "", s.tree)
+			g.walk(gp.Path, "", s.entry, s.tree)
 		}
 	case guardIndex:
 		s.links = g.submodules(gp, s.entry)
@@ -281,12 +288,20 @@ func (g *sandboxGuard) state(gp guardedPath) guardState {
 	return s
 }
 
-// walk adds the entries beneath dir to tree, up to guardTreeLimit.
-func (g *sandboxGuard) walk(dir, rel string, tree map[string]guardEntry) {
-	names, err := readDirNames(dir)
-	if err != nil {
-		return
+// walk adds the entries beneath dir (whose lstat is st) to tree, up to
+// guardTreeLimit. A directory is listed again only when its lstat
+// changed: an entry made, removed or renamed in it changes its times.
+func (g *sandboxGuard) walk(dir, rel string, st guardEntry, tree map[string]guardEntry) {
+	l, ok := g.lists[dir]
+	if !ok || !l.stat.sameLstat(st) {
+		names, err := readDirNames(dir)
+		if err != nil {
+			return
+		}
+		l = dirList{st, names}
+		g.lists[dir] = l
 	}
+	names := l.names
 	for _, n := range names {
 		if len(tree) >= guardTreeLimit {
 			return
@@ -301,7 +316,7 @@ func (g *sandboxGuard) walk(dir, rel string, tree map[string]guardEntry) {
 		e := g.entry(p, true)
 		tree[r] = e
 		if e.typ == 'd' {
-			g.walk(p, r, tree)
+			g.walk(p, r, e, tree)
 		}
 	}
 }

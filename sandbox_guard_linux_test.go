@@ -5,8 +5,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The attacker is a sandboxed command in a git repository. Each bash call
@@ -157,4 +160,66 @@ func TestSandboxedCommandCannotRewriteTheRuleFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkSandboxGuard is what the guard adds to each bash call: the
+// look before and the comparison after, in a repository with the hooks
+// git installs, a .zot, a .claude and a runok.yml. unchanged is the usual
+// call; index-changed is a call after which the index changed (a git add
+// or commit), so that the index is read again for submodules; one-lstat
+// is the yardstick. Run it with -benchtime=2000x.
+func BenchmarkSandboxGuard(b *testing.B) {
+	needGit(b)
+	for _, files := range []int{1000, 20000} {
+		dir := b.TempDir()
+		gitRepo(b, dir, files)
+		os.MkdirAll(filepath.Join(dir, ".zot"), 0o755)
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		os.WriteFile(filepath.Join(dir, "runok.yml"), []byte("rules: []\n"), 0o644)
+		real, _ := filepath.EvalSymlinks(dir)
+		g := newSandboxGuard(projectGuarded(real, nil, nil), func(p string) bool { return within(p, real) })
+		index := filepath.Join(real, ".git", "index")
+		for _, changed := range []bool{false, true} {
+			name := "unchanged"
+			if changed {
+				name = "index-changed"
+			}
+			b.Run(strconv.Itoa(files)+"-files/"+name, func(b *testing.B) {
+				p := &proc{}
+				var before, after syscall.Rusage
+				syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+				for range b.N {
+					g.track(p, g.begin())
+					if changed {
+						// As git add leaves it: the same path, new times.
+						now := time.Now()
+						os.Chtimes(index, now, now)
+					}
+					if note := g.end(p); note != "" {
+						b.Fatal(note)
+					}
+				}
+				syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+				b.ReportMetric(cpuPerOp(before, after, b.N), "cpu-µs/op")
+			})
+		}
+		b.Logf("%d guarded paths", len(g.paths))
+	}
+	// The yardstick: one lstat on this machine, under its present load.
+	b.Run("one-lstat", func(b *testing.B) {
+		var before, after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		for range b.N {
+			os.Lstat(os.TempDir())
+		}
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		b.ReportMetric(cpuPerOp(before, after, b.N), "cpu-µs/op")
+	})
+}
+
+// cpuPerOp is the CPU time (user and system) between two Getrusage, per
+// op: what the machine's load inflates less than the time on the clock.
+func cpuPerOp(before, after syscall.Rusage, n int) float64 {
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	return float64(cpu.Nanoseconds()) / 1e3 / float64(n)
 }
