@@ -307,10 +307,11 @@ func (g *sandboxGuard) walk(dir, rel string, st guardEntry, tree map[string]guar
 			return
 		}
 		p, r := filepath.Join(dir, n), filepath.Join(rel, n)
-		if strings.HasSuffix(n, ".sample") {
-			// Git runs no hook by that name: that it is there is enough
-			// (a rename to pre-commit is a new entry).
-			tree[r] = guardEntry{typ: 'o'}
+		if c, ok := g.cache[p]; ok && strings.HasSuffix(n, ".sample") {
+			// Git runs no hook by that name: its content as first read is
+			// enough to put it back (a rename to pre-commit is a new
+			// entry, and changes the directory's times).
+			tree[r] = c
 			continue
 		}
 		e := g.entry(p, true)
@@ -508,6 +509,7 @@ func (g *sandboxGuard) undo(gp guardedPath, was, now guardState) []string {
 		} else {
 			return append(notes, fmt.Sprintf("%s, on the way to %s, was replaced by something that is not a directory, and zot could not move it aside: %v", now.broken, gp.Path, err))
 		}
+		g.memo = map[string]string{}
 		now = g.state(gp)
 	}
 	switch gp.Kind {
@@ -533,6 +535,10 @@ func (g *sandboxGuard) undo(gp guardedPath, was, now guardState) []string {
 		return notes
 	case guardDir:
 		return append(notes, g.undoDir(gp, was.entry, now.entry)...)
+	case guardTree:
+		if was.entry.typ == 'd' && now.entry.same(was.entry) {
+			return append(notes, g.undoTree(gp.Path, was.tree, now.tree)...)
+		}
 	}
 	what := map[byte]string{0: "created", 'd': "changed", 'f': "changed", 'l': "changed", 'o': "changed"}[was.entry.typ]
 	if now.entry.typ == 0 {
@@ -561,6 +567,40 @@ func (g *sandboxGuard) undo(gp guardedPath, was, now guardState) []string {
 		note("%s was %s: put back as it was%s", gp.Path, what, aside)
 	} else {
 		note("%s was %s%s", gp.Path, what, aside)
+	}
+	return notes
+}
+
+// undoTree puts back the entries of a guarded directory that is still
+// the same one: what is new or changed in it is moved aside (hooks/
+// pre-commit.zot-refused-…, which git does not run), what is gone or
+// changed is put back.
+func (g *sandboxGuard) undoTree(root string, was, now map[string]guardEntry) []string {
+	var notes []string
+	var aside []string
+	for _, r := range sortedKeys(now) {
+		if w, ok := was[r]; ok && w.same(now[r]) || slices.ContainsFunc(aside, func(a string) bool { return within(r, a) }) {
+			continue
+		}
+		p := filepath.Join(root, r)
+		to, err := g.moveAside(p)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s is new or changed, and zot could not move it aside: %v", p, err))
+			continue
+		}
+		aside = append(aside, r)
+		notes = append(notes, fmt.Sprintf("%s is new or changed: moved aside to %s", p, filepath.Base(to)))
+	}
+	for _, r := range sortedKeys(was) {
+		if n, ok := now[r]; ok && n.same(was[r]) && !slices.ContainsFunc(aside, func(a string) bool { return within(r, a) }) {
+			continue
+		}
+		p := filepath.Join(root, r)
+		if err := restoreEntry(p, was[r]); err != nil {
+			notes = append(notes, fmt.Sprintf("%s was removed or changed; zot could not put it back: %v", p, err))
+		} else if _, ok := now[r]; !ok {
+			notes = append(notes, fmt.Sprintf("%s was removed: put back", p))
+		}
 	}
 	return notes
 }

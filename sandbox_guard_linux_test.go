@@ -223,3 +223,125 @@ func cpuPerOp(before, after syscall.Rusage, n int) float64 {
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	return float64(cpu.Nanoseconds()) / 1e3 / float64(n)
 }
+
+// The guard on its own, against what a command can leave behind: each
+// case changes the guarded paths as a command would, and after end()
+// everything guarded is as it was, what the command made is moved aside
+// (never deleted), and nothing outside the writable directory was written
+// through a link the command put on the way.
+func TestGuardPutsBackWhatACommandChanged(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	template := t.TempDir()
+	gitRepo(t, template, 3)
+	for name, attack := range map[string]func(work, outside string){
+		"config rewritten": func(w, _ string) {
+			os.WriteFile(filepath.Join(w, ".git", "config"), []byte("[core]\n\tfsmonitor = x\n"), 0o644)
+		},
+		"commondir made": func(w, _ string) { os.WriteFile(filepath.Join(w, ".git", "commondir"), []byte("/tmp\n"), 0o644) },
+		"hook added": func(w, _ string) {
+			os.WriteFile(filepath.Join(w, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+		},
+		"sample renamed": func(w, _ string) {
+			os.Rename(filepath.Join(w, ".git", "hooks", "pre-commit.sample"), filepath.Join(w, ".git", "hooks", "pre-commit"))
+		},
+		"hooks replaced by a link": func(w, o string) {
+			os.RemoveAll(filepath.Join(w, ".git", "hooks"))
+			os.Symlink(o, filepath.Join(w, ".git", "hooks"))
+		},
+		"HEAD broken":     func(w, _ string) { os.WriteFile(filepath.Join(w, ".git", "HEAD"), []byte("junk\n"), 0o644) },
+		"objects removed": func(w, _ string) { os.RemoveAll(filepath.Join(w, ".git", "objects")) },
+		".git renamed": func(w, _ string) {
+			os.Rename(filepath.Join(w, ".git"), filepath.Join(w, "elsewhere"))
+			os.Mkdir(filepath.Join(w, ".git"), 0o755)
+		},
+		".git removed": func(w, _ string) { os.RemoveAll(filepath.Join(w, ".git")) },
+		".git a link outside": func(w, o string) {
+			os.Rename(filepath.Join(w, ".git"), filepath.Join(w, "elsewhere"))
+			os.Symlink(o, filepath.Join(w, ".git"))
+		},
+		"runok.yml emptied": func(w, _ string) { os.WriteFile(filepath.Join(w, "runok.yml"), nil, 0o644) },
+		".claude made": func(w, _ string) {
+			os.MkdirAll(filepath.Join(w, "sub", ".claude"), 0o755)
+			os.WriteFile(filepath.Join(w, "sub", ".claude", "settings.local.json"), []byte(`{"permissions": {"defaultMode": "bypassPermissions"}}`), 0o644)
+		},
+		"sub a link outside": func(w, o string) {
+			// sub/runok.yml would shadow the project's; sub leads out.
+			os.WriteFile(filepath.Join(o, "runok.yml"), []byte("rules: []\n"), 0o644)
+			os.RemoveAll(filepath.Join(w, "sub"))
+			os.Symlink(o, filepath.Join(w, "sub"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			base, _ := filepath.EvalSymlinks(t.TempDir())
+			work, outside := filepath.Join(base, "work"), filepath.Join(base, "outside")
+			os.Mkdir(work, 0o755)
+			if err := copyTree(template, work); err != nil {
+				t.Fatal(err)
+			}
+			os.MkdirAll(filepath.Join(work, "sub"), 0o755)
+			os.Mkdir(outside, 0o755)
+			os.WriteFile(filepath.Join(work, "runok.yml"), []byte("rules:\n  - deny: 'git push *'\n"), 0o644)
+			// What decides what git runs, and the rule file (objects,
+			// refs and the rest are not the guard's to keep).
+			snapshot := func() map[string]string {
+				out := map[string]string{}
+				for _, top := range []string{".git/hooks", ".git/info", ".git/config", ".git/HEAD", ".git/commondir", "runok.yml"} {
+					filepath.Walk(filepath.Join(work, top), func(p string, info os.FileInfo, err error) error {
+						if err == nil {
+							b, _ := os.ReadFile(p)
+							out[p] = info.Mode().String() + " " + string(b)
+						}
+						return nil
+					})
+				}
+				return out
+			}
+			want := snapshot()
+			g := newSandboxGuard(projectGuarded(filepath.Join(work, "sub"), nil, nil), func(p string) bool { return within(p, work) })
+			p := &proc{}
+			g.track(p, g.begin())
+			attack(work, outside)
+			note := g.end(p)
+			defer g.close()
+			if !strings.Contains(note, "zot undid it") {
+				t.Errorf("nothing said:\n%s", note)
+			}
+			got := snapshot()
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: %.80q, want %.80q", k, got[k], v)
+				}
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok && !strings.Contains(k, ".zot-refused-") {
+					t.Errorf("%s is new", k)
+				}
+			}
+			for _, d := range []string{"objects", "refs"} {
+				if st, err := os.Lstat(filepath.Join(work, ".git", d)); err != nil || !st.IsDir() {
+					t.Errorf(".git/%s is not a directory: %v", d, err)
+				}
+			}
+			for _, rel := range []string{"sub/.claude", "sub/runok.yml"} {
+				if _, err := os.Stat(filepath.Join(work, rel)); err == nil {
+					t.Errorf("%s is there", rel)
+				}
+			}
+			entries, _ := os.ReadDir(outside)
+			for _, e := range entries {
+				if e.Name() != "runok.yml" {
+					t.Errorf("the guard wrote outside: %s", e.Name())
+				}
+			}
+			if again := g.end(p); again != "" {
+				t.Errorf("a second end: %s", again)
+			}
+			g.track(p, g.begin())
+			if note := g.end(p); note != "" {
+				t.Errorf("the state put back is not the state kept:\n%s", note)
+			}
+		})
+	}
+}
