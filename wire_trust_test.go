@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,5 +140,28 @@ func TestTrustCoversTheWholeOfEveryRuleFile(t *testing.T) {
 	write(filepath.Join(proj, ".claude", "settings.local.json"), `{"permissions": {"deny": []}}`)
 	if projectTrusted(home, proj) {
 		t.Error("a new .claude/settings.local.json, and the directory is still trusted")
+	}
+}
+
+// Trust covers an HTTP server's "oauth" object — where the login goes,
+// which secret goes there — and an entry without one keeps the digest it
+// had before OAuth existed, so that no trusted directory asks again.
+func TestTrustCoversAnHTTPServersOAuth(t *testing.T) {
+	t.Parallel()
+	digest := func(entry string) string {
+		c, err := parseMCPEntry("web", json.RawMessage(entry), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mcpTrustEntry(c, "/project").Content
+	}
+	plain := digest(`{"url": "https://mcp.example.com/mcp"}`)
+	if plain != sha256Hex([]byte("https://mcp.example.com/mcp")) {
+		t.Errorf("an entry without oauth changed its digest")
+	}
+	a := digest(`{"url": "https://mcp.example.com/mcp", "oauth": {"authServerMetadataUrl": "https://as.example.com/.well-known/oauth-authorization-server"}}`)
+	b := digest(`{"url": "https://mcp.example.com/mcp", "oauth": {"authServerMetadataUrl": "https://evil.example.com/.well-known/oauth-authorization-server"}}`)
+	if a == plain || a == b {
+		t.Errorf("the oauth object is not covered: %s %s %s", plain, a, b)
 	}
 }
