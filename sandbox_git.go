@@ -85,6 +85,7 @@ func gitDirGuarded(gitDir, root, home string, depth int, seen map[string]bool) [
 		{Path: at(gitDir, "gitdir"), Kind: guardFile, Bind: bindReadOnly},
 		{Path: at(gitDir, "HEAD"), Kind: guardHead},
 		{Path: at(gitDir, "index"), Kind: guardIndex, Root: root},
+		{Path: at(gitDir, "rebase-merge/git-rebase-todo"), Kind: guardTodo},
 	}
 	common := gitDir
 	if c := gitPointer(at(gitDir, "commondir"), "", gitDir); c != "" {
@@ -93,7 +94,8 @@ func gitDirGuarded(gitDir, root, home string, depth int, seen map[string]bool) [
 		}
 	}
 	if common != gitDir {
-		out = append(out, guardedPath{Path: common, Kind: guardDir, Bind: bindPin})
+		out = append(out, guardedPath{Path: common, Kind: guardDir, Bind: bindPin},
+			guardedPath{Path: at(common, "rebase-merge/git-rebase-todo"), Kind: guardTodo})
 	}
 	out = append(out,
 		guardedPath{Path: at(common, "config"), Kind: guardFile, Bind: bindReadOnly},
@@ -116,6 +118,7 @@ func gitDirGuarded(gitDir, root, home string, depth int, seen map[string]bool) [
 				for _, f := range []string{"gitdir", "commondir", "config.worktree"} {
 					out = append(out, guardedPath{Path: at(wt, f), Kind: guardFile, Bind: bindReadOnly})
 				}
+				out = append(out, guardedPath{Path: at(wt, "rebase-merge/git-rebase-todo"), Kind: guardTodo})
 			}
 		}
 	}

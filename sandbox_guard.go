@@ -53,6 +53,10 @@ const (
 	// guardIsDir: it stays a directory, any directory (a git directory's
 	// objects and refs: without them git takes the directory for none).
 	guardIsDir
+	// guardTodo: an interactive rebase's list of what is left to do, which
+	// git itself writes; it must not gain an exec line (`git rebase
+	// --continue` would run it, outside the sandbox).
+	guardTodo
 )
 
 // guardBind is how the namespaces path binds a guarded path that exists.
@@ -467,6 +471,12 @@ func (g *sandboxGuard) unchanged(gp guardedPath, was, now guardState) bool {
 		return gitHeadOK(now.entry, n) || !gitHeadOK(was.entry, n)
 	case guardIsDir:
 		return now.entry.typ == 'd' || was.entry.typ != 'd'
+	case guardTodo:
+		if now.entry.typ == 0 || now.entry.same(was.entry) {
+			return true
+		}
+		added, ok := rebaseExecsAdded(was.entry, now.entry)
+		return ok && !added
 	case guardIndex:
 		for l, e := range now.links {
 			if e.typ != 0 && !e.same(was.links[l]) {
@@ -486,6 +496,35 @@ func (g *sandboxGuard) unchanged(gp guardedPath, was, now guardState) bool {
 		return true
 	}
 	return now.entry.same(was.entry)
+}
+
+// rebaseExecsAdded says whether the rebase todo now holds an exec line
+// that was not there before; ok is false when either cannot be read
+// whole (a change then counts as one).
+func rebaseExecsAdded(was, now guardEntry) (added, ok bool) {
+	if now.typ != 'f' || !now.whole || was.typ != 0 && (was.typ != 'f' || !was.whole) {
+		return false, false
+	}
+	before := rebaseExecs(was.data)
+	for _, x := range rebaseExecs(now.data) {
+		if !slices.Contains(before, x) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// rebaseExecs are the lines of a rebase todo that git runs as commands:
+// `exec` or `x` first on the line, after blanks (git's own parse is
+// narrower: it splits on ASCII blanks only).
+func rebaseExecs(todo []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(todo), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "exec" || f[0] == "x") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
 }
 
 // gitHeadOK says whether a HEAD as read is one git accepts.
@@ -547,6 +586,8 @@ func (g *sandboxGuard) undo(gp guardedPath, was, now guardState) []string {
 	switch gp.Kind {
 	case guardHead:
 		what = "made into something git does not take for a HEAD"
+	case guardTodo:
+		what = "given a command to run (an exec line) at your next `git rebase --continue`"
 	case guardIsDir:
 		what = "removed: without it git takes its directory for none and looks further, at the work tree as a repository of its own"
 		was.entry = guardEntry{typ: 'd', perm: 0o755}

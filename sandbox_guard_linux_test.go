@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,6 +49,9 @@ func TestSandboxedCommandCannotPlantWhatGitRuns(t *testing.T) {
 			id := "-c user.name=m -c user.email=m@example.com"
 			steps := []string{
 				"echo b > b.txt && git add b.txt && git " + id + " commit -qm second && echo committed",
+				// An interactive rebase stopped at a break, its todo given
+				// an exec line: the user's `git rebase --continue` runs it.
+				p + `GIT_SEQUENCE_EDITOR="sed -i '\$a break'" git ` + id + ` rebase -q -i HEAD~1 && echo "exec $P" >> .git/rebase-merge/git-rebase-todo && echo planted-rebase`,
 				p + `cp -r .git evilgit && git config -f evilgit/config core.fsmonitor "$P" && echo "$PWD/evilgit" > .git/commondir && echo planted-commondir`,
 				p + `mv .git .git-old && cp -r .git-old .git && git config -f .git/config core.fsmonitor "$P" && echo planted-rename`,
 				p + `mv .git .git-gone && printf 'gitdir: evilgit\n' > .git && echo planted-gitfile`,
@@ -73,7 +77,7 @@ func TestSandboxedCommandCannotPlantWhatGitRuns(t *testing.T) {
 			}
 			// The namespaces path refuses renaming .git (a mount point);
 			// what the kernel cannot refuse, the guard undoes.
-			for i, mark := range []string{"commondir", "rename", "gitfile", "submodule", "bare"} {
+			for i, mark := range []string{"rebase", "commondir", "rename", "gitfile", "submodule", "bare"} {
 				r := result(i + 1)
 				planted := strings.Contains(r, "planted-"+mark)
 				if planted && !strings.Contains(r, "zot undid it") {
@@ -91,11 +95,22 @@ func TestSandboxedCommandCannotPlantWhatGitRuns(t *testing.T) {
 			if _, err := os.Stat(escaped); err == nil {
 				t.Fatalf("the user's git status ran a command a sandboxed command planted")
 			}
-			if !strings.Contains(status, "On branch") {
+			if !strings.Contains(status, "rebase in progress") {
 				t.Errorf("git status: %s", status)
 			}
 			if log := gitIn(t, z.cwd, "log", "--oneline"); !strings.Contains(log, "second") || !strings.Contains(log, "first") {
 				t.Errorf("the repository lost its history:\n%s", log)
+			}
+			// The user unstages what the submodule step recorded and goes
+			// on with the rebase. Whether git can go on without the todo
+			// zot moved aside is git's business; that it runs nothing
+			// planted is the test's.
+			gitIn(t, z.cwd, "reset", "-q")
+			cont := exec.Command("git", "rebase", "--continue")
+			cont.Dir, cont.Env = z.cwd, append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+z.cwd, "GIT_EDITOR=true")
+			out, _ := cont.CombinedOutput()
+			if _, err := os.Stat(escaped); err == nil {
+				t.Fatalf("the user's git rebase --continue ran a command a sandboxed command planted:\n%s", out)
 			}
 		})
 	}

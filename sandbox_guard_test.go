@@ -125,6 +125,33 @@ func TestValidGitHead(t *testing.T) {
 	}
 }
 
+// A rebase's todo is git's to change while it rebases; only an exec line
+// that was not there before is the command's plant.
+func TestRebaseTodoGainsNoExec(t *testing.T) {
+	t.Parallel()
+	todo := func(s string) guardEntry { return guardEntry{typ: 'f', whole: true, data: []byte(s)} }
+	picks := "pick 1 a\npick 2 b\n# exec would be a comment\n"
+	for _, c := range []struct {
+		was, now guardEntry
+		added    bool
+	}{
+		{todo(picks), todo("pick 2 b\n"), false},
+		{todo("pick 1 a\nexec make test\n"), todo("exec make test\n"), false},
+		{todo(picks), todo(picks + "exec touch x\n"), true},
+		{todo(picks), todo(picks + "  x\ttouch x\n"), true},
+		{guardEntry{}, todo("break\nexec touch x\n"), true},
+		{todo("exec make test\n"), todo("exec make  test\n"), true},
+	} {
+		added, ok := rebaseExecsAdded(c.was, c.now)
+		if !ok || added != c.added {
+			t.Errorf("%q then %q: added %v (ok %v), want %v", c.was.data, c.now.data, added, ok, c.added)
+		}
+	}
+	if _, ok := rebaseExecsAdded(todo(picks), guardEntry{typ: 'f', size: 2 << 20}); ok {
+		t.Error("a todo too large to read counts as unchanged")
+	}
+}
+
 func FuzzIndexGitlinks(f *testing.F) {
 	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x00"))
 	f.Add([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01" + strings.Repeat("\x00", 62) + "\x00a\x00"))
