@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,6 +111,11 @@ type sessionApprovals struct {
 	// savePath is where Save keeps answers for later runs
 	// (approvals_saved.go); "" where nothing is saved.
 	savePath string
+	// guarded names the path (absolute, symlinks resolved) programs
+	// outside zot read or run that covers a file (.git, .zot, .claude,
+	// .mcp.json, the rule files, what validators run), or "": "file edits
+	// in this directory" never covers those. nil: nothing is.
+	guarded func(real string) string
 
 	mu       sync.Mutex
 	prefixes [][]string // each a command prefix, as words
@@ -129,6 +133,14 @@ type approvalSet struct {
 
 func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(line, cwd string) ([][]string, bool)) *sessionApprovals {
 	return &sessionApprovals{cwd: cwd, preview: preview, split: split}
+}
+
+// editsCover says whether "file edits in this directory" can cover an
+// edit's or write's path: inside the working directory, and not in what
+// programs outside zot read or run.
+func (s *sessionApprovals) editsCover(call ToolCall) bool {
+	real, ok := s.insideCwd(call)
+	return ok && (s.guarded == nil || s.guarded(real) == "")
 }
 
 // Confirm makes the ConfirmFunc that answers from the session's earlier
@@ -222,7 +234,7 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 		}
 		return o
 	case ToolEdit, ToolWrite:
-		if s.insideCwd(call) {
+		if s.editsCover(call) {
 			return approvalOffer{Edits: true}
 		}
 	}
@@ -301,7 +313,7 @@ func (s *sessionApprovals) matches(call ToolCall, set approvalSet) (string, bool
 		}
 		return strings.Join(used, ", "), true
 	case ToolEdit, ToolWrite:
-		if edits && s.insideCwd(call) {
+		if edits && s.editsCover(call) {
 			return "file edits in this directory", true
 		}
 	}
@@ -368,47 +380,42 @@ func plainWord(w string) bool {
 
 // insideCwd says whether an edit's or write's path is inside the working
 // directory, its parent directory resolved through symbolic links, so a
-// link cannot carry a session's "edits here" elsewhere.
-func (s *sessionApprovals) insideCwd(call ToolCall) bool {
+// link cannot carry a session's "edits here" elsewhere; real is the path
+// so resolved.
+func (s *sessionApprovals) insideCwd(call ToolCall) (real string, inside bool) {
 	var path string
 	switch call.Name {
 	case ToolEdit:
 		a, err := ParseEditArgs(call.Args)
 		if err != nil {
-			return false
+			return "", false
 		}
 		path = a.Path
 	case ToolWrite:
 		a, err := ParseWriteArgs(call.Args)
 		if err != nil {
-			return false
+			return "", false
 		}
 		path = a.Path
 	default:
-		return false
+		return "", false
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(s.cwd, path)
 	}
+	path = filepath.Clean(path)
 	root, err := filepath.EvalSymlinks(s.cwd)
 	if err != nil {
-		return false
+		return "", false
 	}
-	dir := filepath.Dir(filepath.Clean(path))
-	for {
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			dir = real
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
-			return false
-		}
-		dir = filepath.Dir(dir) // a directory write would create
+	if info, err := os.Lstat(path); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return "", false
 	}
-	if info, err := os.Lstat(filepath.Clean(path)); err == nil && info.Mode()&fs.ModeSymlink != 0 {
-		return false
+	// The deepest directory that exists, resolved; the rest, which the
+	// write would create, as it is.
+	if real, err = followPath(path); err != nil {
+		return "", false
 	}
-	rel, err := filepath.Rel(root, dir)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	rel, err := filepath.Rel(root, filepath.Dir(real))
+	return real, err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

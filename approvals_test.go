@@ -137,6 +137,38 @@ func TestEditApprovalsLastTheSessionInsideTheDirectory(t *testing.T) {
 	}
 }
 
+// "Don't ask again for file edits in this directory" never covers what
+// programs outside zot read or run (issue 34 §5): git's directory, .zot/,
+// .claude/, .mcp.json, the rule files, what a validator runs — not as an
+// offer, not as an earlier answer.
+func TestEditApprovalsNeverCoverGuardedPaths(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	os.MkdirAll(filepath.Join(cwd, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(cwd, "guard.sh"), []byte("#!/bin/sh\n"), 0o755)
+	real, _ := filepath.EvalSymlinks(cwd)
+	s := newSessionApprovals(cwd, nil, splitForApproval)
+	s.guarded = guardedBy(projectGuarded(cwd, []trustEntry{{Files: []string{filepath.Join(real, "guard.sh")}}}, nil))
+	call := func(path string) ToolCall {
+		args, _ := json.Marshal(map[string]any{"path": path, "content": "x"})
+		return ToolCall{Name: ToolWrite, Args: args}
+	}
+	s.remember(approvalOffer{Edits: true})
+	for path, want := range map[string]bool{
+		"src/a.go": true, ".gitignore": true,
+		".git/config": false, ".git/hooks/pre-commit": false, ".git/commondir": false,
+		".zot/validators.json": false, ".claude/settings.local.json": false, ".mcp.json": false,
+		"runok.yml": false, "runok.local.yaml": false, "guard.sh": false,
+	} {
+		if _, got := s.covers(call(path), defaultAsk); got != want {
+			t.Errorf("%s: covered %v, want %v", path, got, want)
+		}
+		if o := s.offer(call(path), defaultAsk); o.Edits != want {
+			t.Errorf("%s: offered %+v", path, o)
+		}
+	}
+}
+
 // TestSavedApprovalMatchesExactlyTheWordsShown (issue 34 §11): "don't
 // ask again" for `rm -rf build/ *`, saved, allows in a later run what the
 // dialog showed, word for word — not rm -rf build/../../../home, which a

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -49,12 +51,35 @@ func (p PermissionProblem) String() string {
 	return where + ": " + p.Msg
 }
 
-// PermissionLoosening is what one project file would loosen: the part the
-// user trusts (wire.go makes it a trust entry).
+// PermissionLoosening is one project rules file as trust covers it
+// (wire.go makes it a trust entry): what it would loosen, which applies
+// only once the user trusted it, and the digest of its whole content (with
+// what it extends), so that any change — a deny removed too — is a change
+// of what the user trusted.
 type PermissionLoosening struct {
 	File    string
 	Summary string
 	Digest  string
+	// Loosens says the file holds something trust withholds: an allow
+	// rule, a mode or default less strict than the user's own, a
+	// definition. A file without it only tightens, and needs no trust
+	// until the directory was trusted for something.
+	Loosens bool
+}
+
+// ruleFilesDigest is the SHA-256 of the content of files, in order; a
+// file that cannot be read counts by why.
+func ruleFilesDigest(files []string) string {
+	h := sha256.New()
+	for _, f := range files {
+		b, err := readUntrustedFile(f, 4<<20)
+		if err != nil {
+			b = []byte("unreadable: " + err.Error())
+		}
+		fmt.Fprintf(h, "%d\n", len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // PermissionSources says where the rules are read from; wire.go fills it.
@@ -69,6 +94,10 @@ type PermissionSources struct {
 	// Approved says the user trusted a project file's loosening rules as
 	// they are now; nil: none is.
 	Approved func(PermissionLoosening) bool
+	// Guarded names, for a path (absolute, symlinks resolved), the path
+	// programs outside zot read or run that covers it (.git, .zot, the
+	// rule files …): acceptEdits never allows an edit there. nil: none.
+	Guarded func(real string) string
 	// HostMode: the host sets the permission mode for calls no rule
 	// decides (SetMode), so the Claude Code source applies with no
 	// settings file too (zot acp, whose default asks before commands and

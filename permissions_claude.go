@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +72,9 @@ type claudeRules struct {
 	// missing names the settings files that could not be read: their
 	// rules are unknown, so nothing is allowed while they are.
 	missing []string
+	// guarded (PermissionSources.Guarded) keeps acceptEdits from what
+	// programs outside zot read or run.
+	guarded func(real string) string
 }
 
 // claudeSettingsFile is one settings file and where it stands.
@@ -128,9 +129,23 @@ type claudePermissionSettings struct {
 // claudeModes are the permission modes, from the strictest.
 var claudeModes = []string{"dontAsk", "default", "plan", "acceptEdits", "bypassPermissions"}
 
+// looserMode says whether mode m asks less than base: dontAsk, then
+// default and plan (which zot runs as default), then acceptEdits, then
+// bypassPermissions. A mode that is not Claude Code's is not looser: it
+// is reported and ignored.
+func looserMode(m, base string) bool {
+	rank := func(m string) int {
+		if m == "plan" {
+			m = "default"
+		}
+		return slices.Index(claudeModes, m)
+	}
+	return rank(m) > rank(base) && rank(base) >= 0
+}
+
 // loadClaudeRules reads the settings files; nil when none holds a rule.
 func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, []PermissionLoosening, []string) {
-	c := &claudeRules{cwd: src.Cwd, home: src.UserHome}
+	c := &claudeRules{cwd: src.Cwd, home: src.UserHome, guarded: src.Guarded}
 	var problems []PermissionProblem
 	var loosening []PermissionLoosening
 	var files []string
@@ -190,21 +205,31 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 				c.rules = append(c.rules, r)
 			}
 		}
-		if f.project && (p.DefaultMode == "acceptEdits" || p.DefaultMode == "bypassPermissions") {
+		if !f.project {
+			continue
+		}
+		// A project's mode may only be stricter than the user's own (the
+		// managed files' or ~/.claude's): dontAsk, then default and plan,
+		// then acceptEdits, then bypassPermissions.
+		base := "default"
+		for _, m := range modes {
+			if m.file != f.path && m.scope != "local" && m.scope != "project" && slices.Contains(claudeModes, m.mode) {
+				base = m.mode
+				break
+			}
+		}
+		if looserMode(p.DefaultMode, base) {
 			loose = append(loose, "defaultMode "+p.DefaultMode)
 		}
-		if len(loose) > 0 {
-			h := sha256.Sum256([]byte(strings.Join(loose, "\n")))
-			digest := hex.EncodeToString(h[:])
-			l := PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: digest}
-			loosening = append(loosening, l)
-			if src.Approved == nil || !src.Approved(l) {
-				c.rules = slices.DeleteFunc(c.rules, func(r *claudeRule) bool { return r.file == f.path && r.action == "allow" })
-				modes = slices.DeleteFunc(modes, func(m modeAt) bool {
-					return m.file == f.path && slices.Index(claudeModes, m.mode) > slices.Index(claudeModes, "default")
-				})
-				problems = append(problems, PermissionProblem{File: f.path, Level: problemNote, Msg: "its allow rules (and a defaultMode that allows more) apply once this directory is trusted (zot trust); its deny and ask rules apply now"})
-			}
+		l := PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: ruleFilesDigest([]string{f.path}), Loosens: len(loose) > 0}
+		if !l.Loosens {
+			l.Summary = "deny and ask rules only (they apply untrusted)"
+		}
+		loosening = append(loosening, l)
+		if l.Loosens && (src.Approved == nil || !src.Approved(l)) {
+			c.rules = slices.DeleteFunc(c.rules, func(r *claudeRule) bool { return r.file == f.path && r.action == "allow" })
+			modes = slices.DeleteFunc(modes, func(m modeAt) bool { return m.file == f.path && looserMode(m.mode, base) })
+			problems = append(problems, PermissionProblem{File: f.path, Level: problemNote, Msg: fmt.Sprintf("its allow rules (and a defaultMode less strict than %s) apply once this directory is trusted (zot trust); its deny and ask rules apply now", base)})
 		}
 	}
 	if !sawRule && !src.HostMode {
@@ -462,6 +487,9 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	case "dontAsk":
 		return claudeVerdict{action: "deny", why: fmt.Sprintf("no rule allows it, and %s denies what it would ask about", from)}
 	case "acceptEdits":
+		if g := c.guardedAt(call.realPath); call.editsFile && g != "" {
+			return claudeVerdict{action: "ask", why: fmt.Sprintf("%s accepts edits in the working directory, but never of %s, which programs outside zot read or run (git, validators, hooks, the rules themselves)", from, g)}
+		}
 		if call.editsFile && underDir(call.realPath, c.cwd) {
 			return claudeVerdict{action: "allow", why: fmt.Sprintf("no rule matched; %s accepts edits in the working directory", from)}
 		}
@@ -501,6 +529,14 @@ func (c *claudeRules) allowsEvery(call claudeCall) *claudeRule {
 		}
 	}
 	return first
+}
+
+// guardedAt is the guarded path that covers p, or "".
+func (c *claudeRules) guardedAt(p string) string {
+	if c.guarded == nil {
+		return ""
+	}
+	return c.guarded(p)
 }
 
 func underDir(p, dir string) bool {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -422,4 +423,95 @@ func TestIssue34FormsDoNotRunThroughTheGate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The attacker is a repository that sets a default mode or runok default
+// that asks, where the user's own denies (issue 34 §4). In CI, with
+// --approve-asks, an ask runs: the project's setting must not turn the
+// user's deny into one.
+func TestProjectCannotTurnTheUsersDenyIntoAnAsk(t *testing.T) {
+	t.Parallel()
+	for name, setUp := range map[string]func(z *zotRun){
+		"claude defaultMode": func(z *zotRun) {
+			userSettings(t, z, perms("defaultMode", "dontAsk", "allow", []string{"Bash(echo:*)"}))
+			writeJSONFile(t, filepath.Join(z.cwd, ".claude", "settings.local.json"), perms("defaultMode", "default"))
+		},
+		"runok defaults.action": func(z *zotRun) {
+			cfg := t.TempDir()
+			z.env = append(z.env, "XDG_CONFIG_HOME="+cfg)
+			os.MkdirAll(filepath.Join(cfg, "runok"), 0o755)
+			os.WriteFile(filepath.Join(cfg, "runok", "runok.yml"), []byte("defaults:\n  action: deny\nrules:\n  - allow: 'echo *'\n"), 0o644)
+			os.WriteFile(filepath.Join(z.cwd, "runok.yml"), []byte("defaults:\n  action: ask\n"), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			setUp(z)
+			result, stderr := toolResultSent(t, z, "bash", obj{"command": "touch pwned"}, "--approve-asks")
+			if _, err := os.Stat(filepath.Join(z.cwd, "pwned")); err == nil {
+				t.Fatalf("the command the user's default denies ran:\n%s\n%s", result, stderr)
+			}
+			if !strings.Contains(result, "not run: denied") {
+				t.Errorf("the model was told:\n%s", result)
+			}
+		})
+	}
+}
+
+// The attacker is the model under the user's acceptEdits (issue 34 §5): it
+// writes .git/config with core.fsmonitor, then runs `git status`, which
+// the user's rules allow — and which would run the planted command. The
+// write is no edit acceptEdits accepts: it asks, and with nobody to ask
+// it is refused.
+func TestAcceptEditsDoesNotLetTheModelPlantGitConfig(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	z := newZotRun(t)
+	escaped := filepath.Join(t.TempDir(), "escaped")
+	gitIn(t, z.cwd, "init", "-q")
+	userSettings(t, z, perms("defaultMode", "acceptEdits", "allow", []string{"Bash(git status)"}))
+	srv := startReplay(t,
+		toolStep("w1", "write", obj{"path": ".git/config", "content": "[core]\n\tfsmonitor = touch " + escaped + "; false\n"}),
+		toolStep("w2", "write", obj{"path": "notes.txt", "content": "accepted\n"}),
+		toolStep("b1", "bash", obj{"command": "git status"}),
+		replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "go")...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(escaped); err == nil {
+		t.Fatal("git status ran the command the model planted in .git/config")
+	}
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, ".git", "config")); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf(".git/config was written:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, "notes.txt")); string(b) != "accepted\n" {
+		t.Errorf("acceptEdits no longer accepts an ordinary edit: %q", b)
+	}
+	_, first := lastToolResult(t, srv.Requests()[1])
+	if !strings.Contains(first, "never of") || !strings.Contains(first, ".git") {
+		t.Errorf("the model was told:\n%s", first)
+	}
+}
+
+// needGit skips, loudly, a test that needs git.
+func needGit(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("TEST SKIPPED: git is not installed (.ci/run installs it); the sandbox's guard of what git runs is not tested")
+	}
+}
+
+// gitIn runs git in dir as the user would, outside any sandbox, and
+// returns its output.
+func gitIn(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

@@ -299,6 +299,11 @@ type CommandSandbox interface {
 	// Explain returns a note on a failed command's output when it shows
 	// the sandbox refused something, else "".
 	Explain(output string) string
+	// After checks, once nothing of the command started as p runs any
+	// more, what it changed that programs outside the sandbox read or run
+	// (git, validators, rule files), puts that back, and returns a note
+	// saying so, else "".
+	After(p *proc) string
 }
 
 // NewToolEnv makes cwd absolute so a later chdir of the process cannot
@@ -1051,6 +1056,11 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	}
 	if code != 0 && env.Sandbox != nil {
 		if note := env.Sandbox.Explain(text); note != "" {
+			b.WriteString("\n" + note)
+		}
+	}
+	if env.Sandbox != nil {
+		if note := env.Sandbox.After(p); note != "" {
 			b.WriteString("\n" + note)
 		}
 	}

@@ -43,6 +43,10 @@ type trustEntry struct {
 	// symlinks resolved): the sandbox keeps them read-only. Their digests
 	// are in Content.
 	Files []string `json:"-"`
+	// Tightens: a rules file with nothing trust withholds (deny and ask
+	// rules only). It needs no trust in a directory never trusted; once
+	// one is, it is part of what was trusted like any other entry.
+	Tightens bool `json:"-"`
 }
 
 // Kinds of project programs.
@@ -125,14 +129,21 @@ type trustStatus struct {
 	// Declined says the user chose to go on without exactly these
 	// programs (recordDecline): the TUI does not ask again.
 	Declined bool
+	// recorded: trust.json holds a record of the directory.
+	recorded bool
 }
 
-// Pending are the changes that keep the directory untrusted (new and
-// changed entries; a removed program cannot run).
+// Pending are the changes that keep the directory untrusted: new and
+// changed entries, and a removed rules file (its deny rules went with
+// it); a removed program cannot run. A rules file that only tightens is
+// no change in a directory never trusted.
 func (st trustStatus) Pending() []trustChange {
 	var out []trustChange
 	for _, c := range st.Changes {
-		if c.Change != "removed" {
+		switch {
+		case c.Change == "removed" && c.Entry.Kind != trustRules:
+		case c.Change == "new" && c.Entry.Tightens && !st.recorded:
+		default:
 			out = append(out, c)
 		}
 	}
@@ -222,7 +233,7 @@ func checkTrust(home, dir string, entries []trustEntry, kinds []string) trustSta
 	}
 	var trusted []trustEntry
 	if r := tf.Projects[key]; r != nil && err == nil {
-		trusted = r.Entries
+		trusted, st.recorded = r.Entries, true
 	}
 	st.Changes = diffTrust(trusted, entries, kinds)
 	st.Trusted = err == nil && len(st.Pending()) == 0

@@ -46,6 +46,10 @@ type setup struct {
 	armed   atomic.Bool
 	toolEnv *ToolEnv
 	sandbox *Sandbox // nil: off
+	// guarded are the paths programs outside the sandbox read or run
+	// (projectGuarded): the sandbox guards them, write and edit refuse
+	// them, and no "accept edits" covers them.
+	guarded []guardedPath
 	session *Session
 	skills  []Skill
 	// templates are the prompt templates found, nil when they are off.
@@ -183,7 +187,8 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
 	sweepStaleSpills(s.home, os.TempDir())
-	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, sandboxProtected(s.cwd, s.trust.Entries))
+	s.guarded = projectGuarded(s.cwd, s.trust.Entries, LoadPermissionRules(s.permissionSources(nil)).Files)
+	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, s.guarded)
 	if err != nil {
 		return nil, err
 	}
@@ -999,6 +1004,7 @@ func (s *setup) permissionSources(approved func(PermissionLoosening) bool) Permi
 	src := DefaultPermissionSources(s.cwd)
 	src.UserOwns = func(p string) bool { return userOwns(s.home, p) }
 	src.Approved = approved
+	src.Guarded = guardedBy(s.guarded)
 	return src
 }
 

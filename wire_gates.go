@@ -178,8 +178,9 @@ func tuiHost(t *TUI) modeHost {
 // sessionApprovals are a mode's "don't ask again" answers: in its working
 // directory, starting from those saved for it, with previews through its
 // file tools' path rules and command lines read by the validators'
-// splitter.
+// splitter; "file edits here" never covers the guarded paths.
 func (s *setup) sessionApprovals() *sessionApprovals {
 	a := newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	a.guarded = guardedBy(s.guarded)
 	return a.withSaved(savedApprovalsPath(s.home), s.savedApprovals)
 }
