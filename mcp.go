@@ -22,11 +22,9 @@ import (
 // agent's registry as "mcp__<server>__<tool>" when it is ready. The calls go
 // through the agent like any other tool's, so interception, confirmation and
 // the audit log apply. The wire (JSON-RPC, stdio, Streamable HTTP) is in
-// mcp_transport.go, the `zot mcp` command line in mcp_cli.go.
-
-// mcpProtocolVersions are the MCP revisions we speak, newest first; the
-// first is the one we ask for.
-var mcpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// mcp_transport.go and mcp_http.go, the two protocol eras in
+// mcp_protocol.go, the servers' questions to the user in mcp_elicit.go,
+// the `zot mcp` command line in mcp_cli.go.
 
 const (
 	mcpDefaultTimeout = 60 * time.Second
@@ -75,6 +73,13 @@ type MCPConfig struct {
 	// file), servers becoming ready (level "info") and failures ("warning",
 	// "error"), each once. It is called from the manager's goroutines.
 	OnStatus func(server, level, message string)
+	// Elicit answers the servers' questions (elicitation) in the modes it
+	// offers, which are the modes the servers are told zot answers; the
+	// zero Elicitor offers none.
+	Elicit Elicitor
+	// ElicitRefusal is what a server that asks in a mode not offered is
+	// told ("zot -p has nobody to ask").
+	ElicitRefusal string
 }
 
 // MCPServerState is where a configured server stands, as `zot mcp list`
@@ -104,8 +109,10 @@ type MCPServerStatus struct {
 	Target    string         `json:"target"` // command or URL as configured, unexpanded
 	State     MCPServerState `json:"state"`
 	Tools     int            `json:"tools"`
-	Error     string         `json:"error,omitempty"`
-	Source    string         `json:"source"`
+	// Protocol is the MCP revision the server speaks, once known.
+	Protocol string `json:"protocol,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Source   string `json:"source"`
 }
 
 // MCPManager owns the MCP servers of one zot process: it starts them, keeps
@@ -310,6 +317,9 @@ type mcpServer struct {
 	tools       []Tool
 	listing     bool // a tools/list is under way
 	relistAgain bool // list_changed arrived during it
+	protocol    string
+	modern      bool      // protocol is 2026-07-28: stateless
+	fresh       time.Time // modern: the tool list is fresh until then (ttlMs)
 }
 
 func (s *mcpServer) settle() { s.once.Do(func() { close(s.settled) }) }
@@ -318,7 +328,7 @@ func (s *mcpServer) status() MCPServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return MCPServerStatus{Name: s.cfg.Name, Transport: s.cfg.Type, Target: s.cfg.target(), State: s.state,
-		Tools: len(s.tools), Error: s.lastErr, Source: s.cfg.Source}
+		Tools: len(s.tools), Protocol: s.protocol, Error: s.lastErr, Source: s.cfg.Source}
 }
 
 // timeout bounds one tool call; startupTimeout one initialize or
@@ -384,6 +394,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		return errors.New("stopped")
 	}
 	s.state, s.lastErr = MCPStarting, ""
+	s.protocol, s.modern = "", false
 	s.gen++
 	s.mu.Unlock()
 
@@ -414,10 +425,12 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	s.listing = true
 	s.mu.Unlock()
 
-	err := s.handshake(ctx, conn)
+	err := s.negotiate(ctx, conn)
 	var tools []Tool
 	if err == nil {
-		tools, err = s.listTools(ctx, conn.request)
+		tools, err = s.listTools(ctx, func(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+			return s.send(ctx, conn, method, params, nil, nil)
+		})
 	}
 	if err != nil {
 		closeNow(conn.t)
@@ -511,70 +524,20 @@ func (s *mcpServer) stop(ctx context.Context) {
 	}
 }
 
-// handshake is initialize, the version check, and initialized.
-func (s *mcpServer) handshake(ctx context.Context, conn *mcpConn) error {
-	tctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
-	defer cancel()
-	params := map[string]any{
-		"protocolVersion": mcpProtocolVersions[0],
-		"capabilities":    map[string]any{"roots": map[string]any{"listChanged": false}},
-		"clientInfo":      map[string]any{"name": "zot", "version": version},
-	}
-	raw, err := conn.request(tctx, "initialize", params, nil)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return fmt.Errorf("no answer to initialize within %s (raise startup_timeout_ms in %s)", s.startupTimeout(), s.cfg.Source)
-		}
-		return fmt.Errorf("initialize: %w", err)
-	}
-	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		ServerInfo      struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
-		Instructions string `json:"instructions"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("initialize: bad result: %v", err)
-	}
-	supported := false
-	for _, v := range mcpProtocolVersions {
-		supported = supported || v == r.ProtocolVersion
-	}
-	if !supported {
-		return fmt.Errorf("the server speaks MCP protocol version %q; zot speaks %s", truncate(r.ProtocolVersion, 40), strings.Join(mcpProtocolVersions, ", "))
-	}
-	s.log.printf("initialized: %s %s, protocol %s", truncate(r.ServerInfo.Name, 80), truncate(r.ServerInfo.Version, 40), r.ProtocolVersion)
-	if r.Instructions != "" {
-		s.log.printf("instructions (not given to the model): %s", truncate(r.Instructions, 2000))
-	}
-	if ht, ok := conn.t.(*httpTransport); ok {
-		ht.setProtocol(r.ProtocolVersion)
-	}
-	if err := conn.notify(tctx, "notifications/initialized", nil); err != nil {
-		return fmt.Errorf("notifications/initialized: %w", err)
-	}
-	if ht, ok := conn.t.(*httpTransport); ok {
-		ht.listen()
-	}
-	return nil
-}
-
 // request sends one request on the current session. An HTTP server that
 // forgot our session (404) gets one new initialize, then the request again.
-func (s *mcpServer) request(ctx context.Context, method string, params any, progress func(string)) (json.RawMessage, error) {
+func (s *mcpServer) request(ctx context.Context, method string, params map[string]any, progress func(string), headers map[string]string) (json.RawMessage, error) {
 	s.mu.Lock()
 	conn, gen := s.conn, s.gen
 	s.mu.Unlock()
-	raw, err := conn.request(ctx, method, params, progress)
+	raw, err := s.send(ctx, conn, method, params, progress, headers)
 	if !errors.Is(err, errSessionExpired) {
 		return raw, err
 	}
 	if err := s.reinit(ctx, gen); err != nil {
 		return nil, fmt.Errorf("session expired and initialize again failed: %w", err)
 	}
-	return conn.request(ctx, method, params, progress)
+	return s.send(ctx, conn, method, params, progress, headers)
 }
 
 // reinit starts a new HTTP session, unless another caller already did.
@@ -600,12 +563,16 @@ func (s *mcpServer) reinit(ctx context.Context, gen int) error {
 }
 
 // listTools follows tools/list pages, sending each with request. A server
-// without tools (method not found) has none.
-func (s *mcpServer) listTools(ctx context.Context, request func(context.Context, string, any, func(string)) (json.RawMessage, error)) ([]Tool, error) {
+// without tools (method not found) has none. A 2026-07-28 list is fresh
+// for the shortest ttlMs of its pages; a tool whose x-mcp-header marks are
+// invalid is left out, as that revision asks.
+func (s *mcpServer) listTools(ctx context.Context, request func(context.Context, string, map[string]any) (json.RawMessage, error)) ([]Tool, error) {
 	var tools []Tool
 	taken := map[string]bool{}
 	cursor := ""
 	seen := map[string]bool{}
+	listed := time.Now()
+	var ttl time.Duration
 	for page := 0; ; page++ {
 		if page == mcpMaxPages {
 			return nil, fmt.Errorf("tools/list: more than %d pages", mcpMaxPages)
@@ -615,7 +582,7 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 			params["cursor"] = cursor
 		}
 		tctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
-		raw, err := request(tctx, "tools/list", params, nil)
+		raw, err := request(tctx, "tools/list", params)
 		cancel()
 		var rerr *jsonrpcError
 		if errors.As(err, &rerr) && rerr.Code == rpcMethodNotFound && page == 0 {
@@ -631,9 +598,20 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 				InputSchema json.RawMessage `json:"inputSchema"`
 			} `json:"tools"`
 			NextCursor string `json:"nextCursor"`
+			TTLMS      *int64 `json:"ttlMs"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("tools/list: bad result: %v", err)
+		}
+		if rt := resultType(raw); rt != "complete" {
+			return nil, fmt.Errorf("tools/list: a result of resultType %q", truncate(rt, 40))
+		}
+		pageTTL := time.Duration(0)
+		if r.TTLMS != nil && *r.TTLMS > 0 {
+			pageTTL = time.Duration(min(*r.TTLMS, int64(24*time.Hour/time.Millisecond))) * time.Millisecond
+		}
+		if page == 0 || pageTTL < ttl {
+			ttl = pageTTL
 		}
 		for _, t := range r.Tools {
 			if t.Name == "" {
@@ -645,14 +623,25 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 				s.log.printf("skipped tool %q: its name %s is taken by another of this server's tools", truncate(t.Name, 80), name)
 				continue
 			}
+			var marks []mcpParamHeader
+			if s.cfg.Type == "http" && s.isModern() {
+				var err error
+				if marks, err = paramHeaders(t.InputSchema); err != nil {
+					s.log.printf("skipped tool %q: %v", truncate(t.Name, 80), err)
+					continue
+				}
+			}
 			taken[name] = true
 			desc := t.Description
 			if desc == "" {
 				desc = fmt.Sprintf("Tool %s of MCP server %s.", t.Name, s.cfg.Name)
 			}
-			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema)})
+			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema), headers: marks})
 		}
 		if r.NextCursor == "" {
+			s.mu.Lock()
+			s.fresh = listed.Add(ttl)
+			s.mu.Unlock()
 			return tools, nil
 		}
 		if seen[r.NextCursor] {
@@ -693,7 +682,9 @@ func (s *mcpServer) relist() {
 	go func() {
 		defer s.m.wg.Done()
 		for {
-			tools, err := s.listTools(s.m.ctx, s.request)
+			tools, err := s.listTools(s.m.ctx, func(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+				return s.request(ctx, method, params, nil, nil)
+			})
 			if err != nil {
 				s.log.printf("re-list tools: %v", err)
 			} else {
@@ -713,14 +704,23 @@ func (s *mcpServer) relist() {
 }
 
 // onRequest answers the server's requests: roots/list offers the session
-// cwd; the rest are not supported.
-func (s *mcpServer) onRequest(method string, _ json.RawMessage) (any, *jsonrpcError) {
-	if method != "roots/list" {
-		s.log.printf("refused the server's %s request: not supported", truncate(method, 80))
-		return nil, nil
+// cwd, elicitation/create goes to whoever answers questions in this mode;
+// the rest are not supported.
+func (s *mcpServer) onRequest(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpcError) {
+	switch method {
+	case "roots/list":
+		return s.roots(), nil
+	case "elicitation/create":
+		return s.answerElicitation(ctx, params)
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(s.m.cfg.Cwd)}
-	return map[string]any{"roots": []map[string]string{{"uri": u.String(), "name": filepath.Base(s.m.cfg.Cwd)}}}, nil
+	s.log.printf("refused the server's %s request: not supported", truncate(method, 80))
+	return nil, nil
+}
+
+func (s *mcpServer) isModern() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modern
 }
 
 func (s *mcpServer) onNotify(method string, params json.RawMessage) {
@@ -792,15 +792,13 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	return nil
 }
 
-// callTool runs tools/call with the server's timeout and turns the answer
-// into a tool result.
-func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMessage, progress func(string)) ToolResult {
+// callTool runs tools/call, each round with the server's timeout, and turns
+// the answer into a tool result.
+func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMessage, progress func(string), headers map[string]string) ToolResult {
 	if err := s.ready(ctx); err != nil {
 		return errorResult("%v", err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, s.timeout())
-	defer cancel()
-	raw, err := s.request(tctx, "tools/call", map[string]any{"name": tool, "arguments": args}, progress)
+	raw, err := s.call(ctx, tool, args, progress, headers)
 	var rerr *jsonrpcError
 	switch {
 	case err == nil:
@@ -817,18 +815,19 @@ func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMess
 
 // mcpTool is one tool of a server, under its registry name.
 type mcpTool struct {
-	srv    *mcpServer
-	name   string // mcp__server__tool
-	remote string // the server's name for it
-	desc   string
-	schema json.RawMessage
+	srv     *mcpServer
+	name    string // mcp__server__tool
+	remote  string // the server's name for it
+	desc    string
+	schema  json.RawMessage
+	headers []mcpParamHeader // 2026-07-28 over HTTP: the arguments mirrored into headers
 }
 
 func (t *mcpTool) Name() string            { return t.name }
 func (t *mcpTool) Description() string     { return t.desc }
 func (t *mcpTool) Schema() json.RawMessage { return t.schema }
 func (t *mcpTool) Run(ctx context.Context, args json.RawMessage, progress func(string)) ToolResult {
-	res := t.srv.callTool(ctx, t.remote, args, progress)
+	res := t.srv.callTool(ctx, t.remote, args, progress, paramValues(t.headers, args))
 	res.Details = "mcp server " + t.srv.cfg.Name
 	return res
 }

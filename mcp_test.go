@@ -337,7 +337,7 @@ func TestMCPUnsupportedProtocolVersionStopsTheServer(t *testing.T) {
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"old": fakeServer(t, "oldversion", state, "")})
 	st := h.settle()
-	if st[0].State != "failed" || !strings.Contains(st[0].Error, `the server speaks MCP protocol version "1999-01-01"; zot speaks 2025-11-25, 2025-06-18`) {
+	if st[0].State != "failed" || !strings.Contains(st[0].Error, `the server speaks MCP protocol version "1999-01-01"; zot speaks 2026-07-28, 2025-11-25, 2025-06-18`) {
 		t.Errorf("status = %+v", st[0])
 	}
 	waitFor(t, "the process to stop", func() bool { return fakeServerGone(state) })
