@@ -18,7 +18,8 @@ var mcpUsage = commandHelp{
 	subs: []subcommandHelp{
 		{"list", "[--json]", "servers, transport, state, tool count", ""},
 		{"tools", "NAME", "a server's tools with descriptions and input schemas", ""},
-		{"call", "NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n"},
+		{"call", "[--elicit accept|decline|cancel] NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n" +
+			"--elicit answers the server's questions (elicitation) without asking: accept takes each\nform's defaults (a form with a required field without one is declined) and a URL is\nprinted on stderr; without it the server is told zot mcp call answers none.\n"},
 		{"help", "[command]", "this text, or a command's", ""},
 	},
 	notes: `Every command takes --mcp-config FILE (repeatable), --no-mcp and --cwd DIR.
@@ -29,14 +30,21 @@ The servers: ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json (docs/mcp.md).
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
 // load reads the servers it may start (main.go decides, as for a session).
 func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
-	var files, cwds []string
+	var files, cwds, elicit []string
 	var asJSON, noMCP bool
 	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
-		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds})
+		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds, "--elicit": &elicit})
+	var answer ElicitAction
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage.text(""))
 		return exitUsage
+	case len(elicit) > 0:
+		answer = ElicitAction(lastOr(elicit, ""))
+		if answer != ElicitAccept && answer != ElicitDecline && answer != ElicitCancel {
+			fmt.Fprintf(stderr, "zot mcp: --elicit takes accept, decline or cancel, not %q\n", answer)
+			return exitUsage
+		}
 	}
 	cwd := lastOr(cwds, "")
 	if len(words) == 0 {
@@ -57,7 +65,7 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		if server == "" {
 			mcpStderrStatus(stderr)(server, level, msg)
 		}
-	}})
+	}, Elicit: cliElicitor(answer, stderr), ElicitRefusal: "zot mcp call answers no questions unless given --elicit accept, decline or cancel"})
 	defer m.Shutdown(context.Background())
 	reg := NewToolRegistry()
 	switch cmd := words[0]; {
@@ -169,4 +177,31 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 		return exitFailure
 	}
 	return exitOK
+}
+
+// cliElicitor answers every question of `zot mcp call --elicit` with the
+// same action, saying on stderr what was asked: accept takes a form's
+// defaults (a form they do not complete is declined) and shows the URL
+// asked for. Without --elicit it offers nothing.
+func cliElicitor(action ElicitAction, stderr io.Writer) Elicitor {
+	if action == "" {
+		return Elicitor{}
+	}
+	return Elicitor{Form: true, URL: true, Ask: func(_ context.Context, q Elicitation) ElicitAnswer {
+		fmt.Fprintf(stderr, "zot mcp: server %q asks: %s\n", q.Server, sanitize(strings.TrimSpace(q.Message)))
+		if q.Mode == ElicitURL {
+			fmt.Fprintf(stderr, "zot mcp: open %s\n", sanitize(q.URL))
+		}
+		a := ElicitAnswer{Action: action}
+		if action == ElicitAccept && q.Mode == ElicitForm {
+			content, err := q.Complete(nil)
+			if err != nil {
+				fmt.Fprintf(stderr, "zot mcp: declined: the defaults do not complete the form (%s)\n", sanitize(err.Error()))
+				return ElicitAnswer{Action: ElicitDecline}
+			}
+			a.Content = content
+		}
+		fmt.Fprintf(stderr, "zot mcp: answered %s\n", action)
+		return a
+	}}
 }

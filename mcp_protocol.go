@@ -92,8 +92,8 @@ func (s *mcpServer) discover(ctx context.Context, conn *mcpConn) (string, error)
 				Supported []string `json:"supported"`
 			}
 			json.Unmarshal(rerr.Data, &d)
-			if v := firstShared(mcpModernVersions, d.Supported); v != "" && v != ask {
-				ask = v
+			if v := firstShared(mcpModernVersions, d.Supported); v != "" && tries == 0 {
+				ask = v // another revision, or the same refused once
 				continue
 			}
 			if firstShared(mcpLegacyVersions, d.Supported) == "" {

@@ -420,8 +420,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.approvalsStdin && (!o.json || len(o.prompt) == 0) {
 		return fail(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
 	}
+	if o.elicitationStdin && (!o.json || len(o.prompt) == 0) {
+		return fail(stderr, usageError{"--elicitation-stdin reads elicit commands on stdin: use it with --json, and give the prompt as words"})
+	}
 	answers := stdin
-	if o.approvalsStdin {
+	if o.approvalsStdin || o.elicitationStdin {
 		stdin = nil // it carries the answers, not the prompt
 	}
 	text, err := promptText(o, stdin)
@@ -450,12 +453,20 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	host := onceHost(o, stderr)
-	if o.approvalsStdin {
-		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
-		host.confirm = s.sessionApprovals().Confirm(broker.ask)
+	if o.approvalsStdin || o.elicitationStdin {
+		var approvals *approvalBroker
+		var elicits *elicitBroker
+		if o.approvalsStdin {
+			approvals = newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
+			host.confirm = s.sessionApprovals().Confirm(approvals.ask)
+		}
+		if o.elicitationStdin {
+			elicits = newElicitBroker(o.approvalTimeout, func(e elicitationRequestEvent) { events.Write(e) })
+			host.elicit = Elicitor{Form: true, URL: true, Ask: elicits.ask}
+		}
 		quit := make(chan struct{})
 		defer close(quit)
-		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes
+		go readClientAnswers(answers, approvals, elicits, stderr, quit) // ends with stdin or once quit closes
 	}
 	exts, stopPlugins, err := s.arm(ctx, host)
 	defer stopPlugins()
@@ -771,12 +782,12 @@ func (h tuiExtHost) Reload(ctx context.Context) tuiReloadStats {
 }
 
 // startPlugins starts what runs beside the agent — MCP servers, extensions
-// and hook commands — and adds the extensions' and the hooks' stages to the
-// agent's pipeline. stop shuts everything down.
-func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
-	mcp := s.startMCP(ctx, mcpStatus)
-	exts = s.startExtensions(ctx, extOut)
-	hooks := s.startHooks(ctx, hookNote)
+// and hook commands — for the mode's host, and adds the extensions' and
+// the hooks' stages to the agent's pipeline. stop shuts everything down.
+func (s *setup) startPlugins(ctx context.Context, h modeHost) (exts *ExtManager, stop func()) {
+	mcp := s.startMCP(ctx, h)
+	exts = s.startExtensions(ctx, h.ext)
+	hooks := s.startHooks(ctx, h.hookNote)
 	hooks.Attach(s.agent) // also when there are none: every mode has the stage
 	return exts, func() {
 		hooks.SessionEnd(context.Background())
@@ -786,8 +797,10 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 }
 
 // startMCP starts the MCP servers the configuration files name; their
-// tools join the agent's registry as each server gets ready.
-func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
+// tools join the agent's registry as each server gets ready, and their
+// questions go to whoever answers them in the mode.
+func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
+	onStatus := h.mcpStatus
 	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, UntrustedProject: !s.projectOK}
 	if !s.opts.noMCP {
 		src.Plugins = pluginMCPFiles(s.plugins)
@@ -814,7 +827,12 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
+	refusal := h.elicitRefusal
+	if refusal == "" {
+		refusal = fmt.Sprintf("zot runs here as %s, with nobody to answer a question (run zot in its terminal UI, or answer over rpc or --json --elicitation-stdin)", h.name)
+	}
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus,
+		Elicit: h.elicit, ElicitRefusal: refusal})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
 	return m

@@ -174,7 +174,7 @@ func TestTheModeCheckCatchesAModeWithoutGates(t *testing.T) {
 	unarmed := everyMode[0]
 	unarmed.name = "a mode that forgot to arm"
 	unarmed.start = func(ctx context.Context, s *setup, h modeHost) func() {
-		_, stop := s.startPlugins(ctx, h.ext, h.mcpStatus, h.hookNote)
+		_, stop := s.startPlugins(ctx, h)
 		return stop
 	}
 	o := modeTestHome(t)
