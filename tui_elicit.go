@@ -47,9 +47,9 @@ type (
 
 // elicitButtons are the answers the last row offers, in order.
 var elicitButtons = []struct {
-	action      ElicitAction
-	form, url   string
-	key         rune
+	action    ElicitAction
+	form, url string
+	key       rune
 }{
 	{ElicitAccept, "submit", "accept: I will open it", 's'},
 	{ElicitDecline, "decline", "decline", 'd'},
