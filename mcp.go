@@ -242,6 +242,26 @@ func (m *MCPManager) Status() []MCPServerStatus {
 	return out
 }
 
+// Refresh lists again, in the background, the tools of each 2026-07-28
+// server whose list is no longer fresh (its ttlMs has passed): the host
+// calls it when the tools are about to be offered to the model, and the
+// model sees the new list from the next request on. An older server's
+// list changes when the server says so (list_changed).
+func (m *MCPManager) Refresh() {
+	m.mu.Lock()
+	servers := append([]*mcpServer(nil), m.servers...)
+	m.mu.Unlock()
+	now := time.Now()
+	for _, s := range servers {
+		s.mu.Lock()
+		stale := s.state == MCPReady && s.modern && !now.Before(s.fresh)
+		s.mu.Unlock()
+		if stale {
+			s.relist()
+		}
+	}
+}
+
 // waitSettled waits until every server is ready or has failed.
 func (m *MCPManager) waitSettled(ctx context.Context) {
 	m.mu.Lock()
@@ -676,8 +696,10 @@ func (s *mcpServer) relist() {
 		return
 	}
 	s.listing = true
-	s.mu.Unlock()
+	// Added under s.mu: stop takes it to stop the server before Shutdown
+	// waits for the manager's goroutines, so none is added after.
 	s.m.wg.Add(1)
+	s.mu.Unlock()
 	// Owned by the manager; ends when the list is current or Shutdown came.
 	go func() {
 		defer s.m.wg.Done()
@@ -689,7 +711,7 @@ func (s *mcpServer) relist() {
 				s.log.printf("re-list tools: %v", err)
 			} else {
 				s.setTools(tools)
-				s.log.printf("tools changed: %d tools", len(tools))
+				s.log.printf("listed the tools again: %d tools", len(tools))
 			}
 			s.mu.Lock()
 			again := s.relistAgain && err == nil && s.state == MCPReady

@@ -835,6 +835,10 @@ func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
 		Elicit: h.elicit, ElicitRefusal: refusal})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
+	s.agent.Pipeline.AddTurnGate(Stage{Name: "mcp-refresh", Order: OrderPrepare}, func(context.Context, int) (bool, string) {
+		m.Refresh()
+		return false, ""
+	})
 	return m
 }
 
