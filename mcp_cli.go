@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +17,7 @@ var mcpUsage = commandHelp{
 	name:  "zot mcp",
 	about: "inspect and debug MCP servers",
 	subs: []subcommandHelp{
-		{"list", "[--json]", "servers, transport, state, tool count", ""},
+		{"list", "[--json]", "servers, transport, state, protocol revision, tool count", ""},
 		{"tools", "NAME", "a server's tools with descriptions and input schemas", ""},
 		{"call", "[--elicit accept|decline|cancel] NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n" +
 			"--elicit answers the server's questions (elicitation) without asking: accept takes each\nform's defaults (a form with a required field without one is declined) and a URL is\nprinted on stderr; without it the server is told zot mcp call answers none.\n"},
@@ -111,9 +112,9 @@ func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {
 		fmt.Fprintln(stdout, "no MCP servers configured (see ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json)")
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%-20s %-6s %-9s %5s  %s\n", "NAME", "TYPE", "STATE", "TOOLS", "SOURCE")
+	fmt.Fprintf(stdout, "%-20s %-6s %-9s %-10s %5s  %s\n", "NAME", "TYPE", "STATE", "PROTOCOL", "TOOLS", "SOURCE")
 	for _, s := range list {
-		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", sanitize(s.Name), s.Transport, s.State, s.Tools, s.Source)
+		fmt.Fprintf(stdout, "%-20s %-6s %-9s %-10s %5d  %s\n", sanitize(s.Name), s.Transport, s.State, cmp.Or(s.Protocol, "-"), s.Tools, s.Source)
 		if s.Error != "" {
 			fmt.Fprintf(stdout, "    %s\n", sanitize(s.Error))
 		}
