@@ -256,4 +256,4 @@ func TestElicitationEndsWithTheServersCancel(t *testing.T) {
 type funcTransport func(mcpOut)
 
 func (f funcTransport) send(_ context.Context, out mcpOut) error { f(out); return nil }
-func (f funcTransport) close(context.Context)                   {}
+func (f funcTransport) close(context.Context)                    {}
