@@ -26,8 +26,10 @@ const (
 	// mcpDefaultRetry is the wait before a reconnection when the stream
 	// named none.
 	mcpDefaultRetry = 2 * time.Second
-	// mcpMaxRetry caps the server's retry:, so a stream cannot park a
-	// call or the listener for hours.
+	// mcpMinRetry and mcpMaxRetry bound the server's retry:, so a stream
+	// can neither make zot reconnect in a tight loop nor park a call or
+	// the listener for hours.
+	mcpMinRetry = 100 * time.Millisecond
 	mcpMaxRetry = time.Minute
 	// mcpResumeTries is how many reconnections in a row that bring
 	// nothing new end a stream for good.
@@ -50,7 +52,7 @@ func retryDelay(cur *sseCursor) time.Duration {
 	if cur.Retry <= 0 {
 		return mcpDefaultRetry
 	}
-	return min(cur.Retry, mcpMaxRetry)
+	return min(max(cur.Retry, mcpMinRetry), mcpMaxRetry)
 }
 
 // follow reads a request's event stream until its response. A stream that
