@@ -140,15 +140,14 @@ func (t *httpTransport) get(ctx context.Context, lastID string) (*http.Response,
 	case resp.StatusCode == http.StatusNotFound && sid != "":
 		resp.Body.Close()
 		return nil, errSessionExpired
-	case resp.StatusCode == http.StatusOK, resp.StatusCode >= 400 && resp.StatusCode < 500 &&
-		resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
-		// 405 is the refusal the specification names; no other answer
-		// of the kind would change on asking again.
-		resp.Body.Close()
-		return nil, fmt.Errorf("%w (HTTP %d, Content-Type %q)", errNoStream, resp.StatusCode, truncate(ctype, 60))
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests:
+		defer resp.Body.Close()
+		return nil, t.statusError("GET", resp)
 	}
-	defer resp.Body.Close()
-	return nil, t.statusError("GET", resp)
+	// 405 is the refusal the specification names; no other answer of
+	// the kind would change on asking again.
+	resp.Body.Close()
+	return nil, fmt.Errorf("%w (HTTP %d, Content-Type %q)", errNoStream, resp.StatusCode, truncate(ctype, 60))
 }
 
 // listen opens the optional GET stream on which a server sends what is

@@ -29,8 +29,9 @@ type mcpHarness struct {
 }
 
 // newMCPHarness writes servers (name → JSON entry) to mcp.json and starts
-// them; Shutdown runs at cleanup.
-func newMCPHarness(t *testing.T, servers map[string]string) *mcpHarness {
+// them, after set (if any) changed the manager's configuration; Shutdown
+// runs at cleanup.
+func newMCPHarness(t *testing.T, servers map[string]string, set ...func(*MCPConfig)) *mcpHarness {
 	t.Helper()
 	h := &mcpHarness{t: t, home: t.TempDir(), cwd: t.TempDir(), reg: NewToolRegistry()}
 	var entries []string
@@ -39,11 +40,15 @@ func newMCPHarness(t *testing.T, servers map[string]string) *mcpHarness {
 	}
 	writeFile(t, filepath.Join(h.home, "mcp.json"), `{"mcpServers": {`+strings.Join(entries, ",")+`}}`, 0o644)
 	configs, problems := loadMCPConfigs(MCPSources{Home: h.home, Cwd: h.cwd})
-	h.m = NewMCPManager(MCPConfig{Home: h.home, Cwd: h.cwd, Servers: configs, Problems: problems, OnStatus: func(server, level, msg string) {
+	cfg := MCPConfig{Home: h.home, Cwd: h.cwd, Servers: configs, Problems: problems, OnStatus: func(server, level, msg string) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, server+" "+level+": "+msg)
 		h.mu.Unlock()
-	}})
+	}}
+	for _, f := range set {
+		f(&cfg)
+	}
+	h.m = NewMCPManager(cfg)
 	h.m.Start(context.Background(), h.reg)
 	t.Cleanup(func() { h.m.Shutdown(context.Background()) })
 	return h
