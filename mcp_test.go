@@ -159,14 +159,14 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 		t.Errorf("isError result = %+v", r)
 	}
 	st := h.settle()
-	if len(st) != 1 || st[0].State != "ready" || st[0].Tools != 11 || st[0].Transport != "stdio" {
+	if len(st) != 1 || st[0].State != "ready" || st[0].Tools != 12 || st[0].Transport != "stdio" {
 		t.Errorf("status = %+v", st)
 	}
-	if said := h.said(); len(said) != 1 || said[0] != "fake info: ready, 11 tools" {
+	if said := h.said(); len(said) != 1 || said[0] != "fake info: ready, 12 tools" {
 		t.Errorf("OnStatus = %q", said)
 	}
 	log, _ := os.ReadFile(filepath.Join(h.home, "logs", "mcp-fake.log"))
-	for _, want := range []string{"fake server normal starting", "server log [info] fake: hello from the fake server", "ready, 11 tools"} {
+	for _, want := range []string{"fake server normal starting", "server log [info] fake: hello from the fake server", "ready, 12 tools"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -185,8 +185,8 @@ func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"paged": fakeServer(t, "paged", t.TempDir(), "")})
 	h.tool("mcp__paged__env") // the last page
-	if st := h.settle(); st[0].Tools != 11 {
-		t.Errorf("tools = %d, want all 11 of 6 pages", st[0].Tools)
+	if st := h.settle(); st[0].Tools != 12 {
+		t.Errorf("tools = %d, want all 12 of 6 pages", st[0].Tools)
 	}
 }
 
@@ -493,7 +493,7 @@ func TestMCPToolsFilterGlob(t *testing.T) {
 	for _, tool := range h.reg.List() {
 		names = append(names, tool.Name())
 	}
-	if got := strings.Join(names, ","); got != "mcp__fake__echo,mcp__fake__env,read" {
+	if got := strings.Join(names, ","); got != "mcp__fake__echo,mcp__fake__elicit,mcp__fake__env,read" {
 		t.Errorf("--tools read,mcp__fake__e* gives %s", got)
 	}
 }
