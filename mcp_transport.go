@@ -405,8 +405,12 @@ func (c *mcpConn) deliver(m jsonrpcMessage, related int64) {
 // rest on a goroutine each (see onRequest), at most mcpMaxAnswering at a
 // time. A request whose session ended before the answer gets none.
 func (c *mcpConn) answer(m jsonrpcMessage, related int64) {
-	if m.Method == "ping" || c.onRequest == nil {
+	switch {
+	case m.Method == "ping":
 		c.reply(m, struct{}{}, nil)
+		return
+	case c.onRequest == nil:
+		c.reply(m, nil, nil)
 		return
 	}
 	key := string(m.ID)
