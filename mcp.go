@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -338,8 +339,10 @@ type mcpServer struct {
 	listing     bool // a tools/list is under way
 	relistAgain bool // list_changed arrived during it
 	protocol    string
-	modern      bool      // protocol is 2026-07-28: stateless
-	fresh       time.Time // modern: the tool list is fresh until then (ttlMs)
+	modern      bool         // protocol is 2026-07-28: stateless
+	fresh       time.Time    // modern: the tool list is fresh until then (ttlMs)
+	listChanged bool         // modern: the server announces tool list changes (subscriptions/listen)
+	changes     atomic.Int64 // list_changed notifications heard
 }
 
 func (s *mcpServer) settle() { s.once.Do(func() { close(s.settled) }) }
@@ -414,7 +417,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		return errors.New("stopped")
 	}
 	s.state, s.lastErr = MCPStarting, ""
-	s.protocol, s.modern = "", false
+	s.protocol, s.modern, s.listChanged = "", false, false
 	s.gen++
 	s.mu.Unlock()
 
@@ -457,14 +460,27 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		return s.fail(err)
 	}
 	s.mu.Lock()
+	if s.state == MCPStopped { // Shutdown came while we listed
+		s.mu.Unlock()
+		closeNow(conn.t)
+		return errors.New("stopped")
+	}
 	again := s.relistAgain
 	s.listing, s.relistAgain = false, false
 	s.state = MCPReady
+	listen := s.modern && s.listChanged
+	if listen {
+		// Added under s.mu, as relist's goroutine is.
+		s.m.wg.Add(1)
+	}
 	s.mu.Unlock()
 	s.setTools(tools)
 	s.log.printf("ready, %d tools", len(tools))
 	if again {
 		s.relist()
+	}
+	if listen {
+		s.subscribe(conn)
 	}
 	return nil
 }
@@ -748,6 +764,7 @@ func (s *mcpServer) isModern() bool {
 func (s *mcpServer) onNotify(method string, params json.RawMessage) {
 	switch method {
 	case "notifications/tools/list_changed":
+		s.changes.Add(1)
 		s.relist()
 	case "notifications/message":
 		var p struct {

@@ -26,6 +26,10 @@ import (
 // results, tool lists carrying ttlMs.
 type modernMCP struct {
 	ttlMS int64
+	// announce says, in server/discover, that the tool list changes; a
+	// send on change then reaches the subscriptions/listen stream.
+	announce bool
+	change   chan struct{}
 
 	mu        sync.Mutex
 	problems  []string // what the client did against the specification
@@ -38,7 +42,7 @@ type modernMCP struct {
 }
 
 func startModernMCP(t *testing.T, ttlMS int64) (*modernMCP, *httptest.Server) {
-	f := &modernMCP{ttlMS: ttlMS, states: map[string]string{}}
+	f := &modernMCP{ttlMS: ttlMS, states: map[string]string{}, change: make(chan struct{}, 1)}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -111,6 +115,9 @@ func (f *modernMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Params struct {
 			Name           string                     `json:"name"`
 			Arguments      map[string]any             `json:"arguments"`
+			Notifications  struct {
+				ToolsListChanged bool `json:"toolsListChanged"`
+			} `json:"notifications"`
 			InputResponses map[string]json.RawMessage `json:"inputResponses"`
 			RequestState   *string                    `json:"requestState"`
 			Meta           struct {
@@ -156,8 +163,28 @@ func (f *modernMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	switch m.Method {
 	case "server/discover":
-		f.result(w, m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
+		f.result(w, m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{"listChanged": f.announce}},
 			"ttlMs": 60000, "cacheScope": "public"})
+	case "subscriptions/listen":
+		if !f.announce || !m.Params.Notifications.ToolsListChanged {
+			f.problem("subscriptions/listen without toolsListChanged, or to a server that announces no changes")
+		}
+		sub := map[string]any{"io.modelcontextprotocol/subscriptionId": m.ID}
+		w.Header().Set("Content-Type", "text/event-stream")
+		ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+			"params": map[string]any{"_meta": sub, "notifications": map[string]any{"toolsListChanged": true}}})
+		fmt.Fprintf(w, "data: %s\n\n", ack)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case <-f.change:
+				n, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": map[string]any{"_meta": sub}})
+				fmt.Fprintf(w, "data: %s\n\n", n)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
 	case "tools/list":
 		f.mu.Lock()
 		f.lists++
@@ -321,6 +348,26 @@ func TestMCPModernToolListRefreshesAfterItsTTL(t *testing.T) {
 		defer f.mu.Unlock()
 		return f.lists >= 2
 	})
+}
+
+// A server that announces tool list changes is listened to
+// (subscriptions/listen), and its list_changed makes zot list again.
+func TestMCPModernListChangedThroughSubscriptionsListen(t *testing.T) {
+	t.Parallel()
+	f, srv := startModernMCP(t, 3_600_000)
+	f.announce = true
+	h := newMCPHarness(t, map[string]string{"new": fmt.Sprintf(`{"url": %q}`, srv.URL)})
+	h.tool("mcp__new__greet")
+	f.change <- struct{}{}
+	waitFor(t, "a second tools/list", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.lists >= 2
+	})
+	h.m.Shutdown(context.Background())
+	if p := f.Problems(); len(p) > 0 {
+		t.Errorf("against the specification: %q", p)
+	}
 }
 
 // Without anyone to answer, a modern server's question is declined, and

@@ -103,8 +103,13 @@ func (s *mcpServer) discover(ctx context.Context, conn *mcpConn) (string, error)
 		}
 		var r struct {
 			SupportedVersions []string `json:"supportedVersions"`
-			Instructions      string   `json:"instructions"`
-			Meta              struct {
+			Capabilities      struct {
+				Tools *struct {
+					ListChanged bool `json:"listChanged"`
+				} `json:"tools"`
+			} `json:"capabilities"`
+			Instructions string `json:"instructions"`
+			Meta         struct {
 				ServerInfo struct {
 					Name    string `json:"name"`
 					Version string `json:"version"`
@@ -135,6 +140,9 @@ func (s *mcpServer) discover(ctx context.Context, conn *mcpConn) (string, error)
 		if ht != nil {
 			ht.setProtocol(v, true)
 		}
+		s.mu.Lock()
+		s.listChanged = r.Capabilities.Tools != nil && r.Capabilities.Tools.ListChanged
+		s.mu.Unlock()
 		s.log.printf("discovered: %s %s, protocol %s", truncate(r.Meta.ServerInfo.Name, 80), truncate(r.Meta.ServerInfo.Version, 40), v)
 		if r.Instructions != "" {
 			s.log.printf("instructions (not given to the model): %s", truncate(r.Instructions, 2000))
@@ -478,4 +486,45 @@ func paramValues(marks []mcpParamHeader, args json.RawMessage) map[string]string
 		}
 	}
 	return out
+}
+
+// mcpListenTries is how many subscriptions/listen streams in a row may end
+// without a notification before zot stops opening them.
+const mcpListenTries = 5
+
+// subscribe keeps a subscriptions/listen request open on conn for a
+// 2026-07-28 server that announces tool list changes: its
+// notifications/tools/list_changed (as onNotify hears them) make zot list
+// again. A stream that ends is opened again after mcpDefaultRetry; after
+// mcpListenTries in a row that brought no change, when the server does
+// not serve it, or when the session is over, it stops. The caller has
+// added it to the manager's goroutines.
+func (s *mcpServer) subscribe(conn *mcpConn) {
+	// Owned by the manager; ends as said above, or at Shutdown.
+	go func() {
+		defer s.m.wg.Done()
+		for idle := 0; idle < mcpListenTries; {
+			before := s.changes.Load()
+			_, err := s.send(s.m.ctx, conn, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil, nil)
+			var rerr *jsonrpcError
+			switch {
+			case s.m.ctx.Err() != nil, conn.closed():
+				return
+			case errors.As(err, &rerr) && rerr.Code == rpcMethodNotFound:
+				s.log.printf("subscriptions/listen: %v; the tool list refreshes by its ttlMs alone", err)
+				return
+			case err != nil:
+				s.log.printf("subscriptions/listen: %v", err)
+			}
+			if s.changes.Load() > before {
+				idle = 0
+			} else {
+				idle++
+			}
+			if sleepCtx(s.m.ctx, mcpDefaultRetry) != nil {
+				return
+			}
+		}
+		s.log.printf("subscriptions/listen: %d streams in a row brought nothing; not opened again", mcpListenTries)
+	}()
 }

@@ -482,6 +482,9 @@ func (c *mcpConn) reply(m jsonrpcMessage, result any, rerr *jsonrpcError) {
 	}
 }
 
+// closed says whether the session is over.
+func (c *mcpConn) closed() bool { return c.ctx.Err() != nil }
+
 // stopAnswers ends the answers to the server's requests under way and
 // waits for their goroutines: the session is over, and nothing more may
 // be sent on it.
