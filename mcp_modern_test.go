@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A 2026-07-28 server, written from the published specification
@@ -433,16 +434,32 @@ func TestMCPNegotiation(t *testing.T) {
 // and a tool of a 2025-11-25 server; zot mcp list says which speaks what.
 func TestMCPModernAndLegacyServersInOneRun(t *testing.T) {
 	t.Parallel()
-	f, modern := startModernMCP(t, 60_000)
+	f, modern := startModernMCP(t, 1) // its tool list is stale after a millisecond
 	z := newZotRun(t)
 	writeFile(t, filepath.Join(z.cwd, "servers.json"), fmt.Sprintf(`{"mcpServers": {"new": {"url": %q}, "old": %s}}`,
 		modern.URL, fakeServer(t, "normal", t.TempDir(), "")), 0o644)
 	logs := filepath.Join(z.home, "logs")
+	lists := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.lists
+	}
 	srv := replayAfter(t, func() bool {
 		a, _ := os.ReadFile(filepath.Join(logs, "mcp-new.log"))
 		b, _ := os.ReadFile(filepath.Join(logs, "mcp-old.log"))
 		return strings.Contains(string(a), "ready,") && strings.Contains(string(b), "ready,")
 	}, toolStep("t1", "mcp__new__greet", obj{}), toolStep("t2", "mcp__old__echo", obj{"text": "from the old one"}), textStep("both done"))
+	// The second turn begins with the stale list fetched again: its model
+	// request waits for that, and the test fails below if it never comes.
+	serve := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && len(srv.Requests()) == 1 {
+			for deadline := time.Now().Add(20 * time.Second); lists() < 2 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		serve.ServeHTTP(w, r)
+	})
 	p := startRPCProc(t, z, append(anthropicFlags(srv), "--no-mcp", "--mcp-config", "servers.json", "--json", "--elicitation-stdin", "use", "both")...)
 	got := p.until(isType("elicitation_request"))
 	var q struct {
@@ -464,6 +481,9 @@ func TestMCPModernAndLegacyServersInOneRun(t *testing.T) {
 	}
 	if p := f.Problems(); len(p) > 0 {
 		t.Errorf("against the specification: %q", p)
+	}
+	if n := lists(); n < 2 {
+		t.Errorf("tools/list sent %d times: the stale list was not fetched again", n)
 	}
 	stdout, _, _ := z.run("mcp", "--no-mcp", "--mcp-config", "servers.json", "list")
 	for _, want := range []string{"new                  http   ready     2026-07-28     4", "old                  stdio  ready     2025-11-25    12"} {

@@ -835,10 +835,12 @@ func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
 		Elicit: h.elicit, ElicitRefusal: refusal})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
-	s.agent.Pipeline.AddTurnGate(Stage{Name: "mcp-refresh", Order: OrderPrepare}, func(context.Context, int) (bool, string) {
-		m.Refresh()
-		return false, ""
-	})
+	if len(s.mcpPrefixes) > 0 { // a server may start: its tool list may go stale
+		s.agent.Pipeline.AddTurnGate(Stage{Name: "mcp-refresh", Order: OrderPrepare}, func(context.Context, int) (bool, string) {
+			m.Refresh()
+			return false, ""
+		})
+	}
 	return m
 }
 
