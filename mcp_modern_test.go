@@ -114,9 +114,9 @@ func (f *modernMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 		Params struct {
-			Name           string                     `json:"name"`
-			Arguments      map[string]any             `json:"arguments"`
-			Notifications  struct {
+			Name          string         `json:"name"`
+			Arguments     map[string]any `json:"arguments"`
+			Notifications struct {
 				ToolsListChanged bool `json:"toolsListChanged"`
 			} `json:"notifications"`
 			InputResponses map[string]json.RawMessage `json:"inputResponses"`
