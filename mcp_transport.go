@@ -415,6 +415,10 @@ func (c *mcpConn) answer(m jsonrpcMessage, related int64) {
 	}
 	key := string(m.ID)
 	c.mu.Lock()
+	if c.ctx.Err() != nil { // the session is over: nothing more is sent
+		c.mu.Unlock()
+		return
+	}
 	_, twice := c.answering[key]
 	busy := len(c.answering) >= mcpMaxAnswering
 	var call *mcpCall
@@ -489,7 +493,9 @@ func (c *mcpConn) closed() bool { return c.ctx.Err() != nil }
 // waits for their goroutines: the session is over, and nothing more may
 // be sent on it.
 func (c *mcpConn) stopAnswers() {
-	c.cancel()
+	c.mu.Lock()
+	c.cancel() // under mu: answer adds no goroutine after it
+	c.mu.Unlock()
 	c.answers.Wait()
 }
 
@@ -533,8 +539,8 @@ func (c *mcpConn) failAll(err error) {
 	}
 	calls := c.pending
 	c.pending = map[int64]*mcpCall{}
-	c.mu.Unlock()
 	c.cancel()
+	c.mu.Unlock()
 	for _, call := range calls {
 		call.fail <- err
 	}
