@@ -220,10 +220,9 @@ func (d *elicitDialog) urlRows(width int) []string {
 	}
 	rows = append(rows, fitLine(width, span{"host: ", sBold}, span{oneLine(host), sBold | fgYellow}))
 	if strings.Contains(host, "xn--") || strings.ContainsFunc(host, func(r rune) bool { return r > 0x7e }) {
-		rows = append(rows, fitLine(width, span{"  this host name has letters from other scripts: check it is the one you expect", fgRed}))
+		rows = append(rows, plainRows("this host name has letters from other scripts: check it is the one you expect", width, fgRed, []span{{"  ", 0}}, []span{{"  ", 0}})...)
 	}
-	rows = append(rows, fitLine(width, span{"zot does not open it: accepting tells the server you will", sDim}))
-	return rows
+	return append(rows, plainRows("zot does not open it: accepting tells the server you will", width, sDim, nil, nil)...)
 }
 
 // typed says whether field i is edited as text.
