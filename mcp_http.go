@@ -122,15 +122,15 @@ func (t *httpTransport) get(ctx context.Context, lastID string) (*http.Response,
 		return nil, errNoStream
 	}
 	defer t.sending.Done()
-	req, sid, err := t.newRequest(ctx, http.MethodGet, nil)
-	if err != nil {
-		return nil, err
-	}
+	var set func(*http.Request)
 	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
+		set = func(req *http.Request) { req.Header.Set("Last-Event-ID", lastID) }
 	}
-	resp, err := t.client.Do(req)
+	resp, sid, err := t.do(ctx, http.MethodGet, nil, set)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("GET %s: %w", t.rawURL, scrubURLError(err))
 	}
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))

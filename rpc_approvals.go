@@ -15,10 +15,10 @@ import (
 // reported on stderr and changes nothing. approvals or elicits is nil
 // when its flag is not given.
 func readClientAnswers(in io.Reader, approvals *approvalBroker, elicits *elicitBroker, stderr io.Writer, quit <-chan struct{}) {
-	lines := make(chan rpcLine)
-	go readRPCLines(in, maxRPCLine, lines, quit) // ends at the input's end, or after quit
+	lines := make(chan inputLine)
+	go sendLines(in, maxRPCLine, lines, quit) // ends at the input's end, or after quit
 	for {
-		var l rpcLine
+		var l inputLine
 		select {
 		case l = <-lines:
 		case <-quit:

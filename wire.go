@@ -75,6 +75,13 @@ type setup struct {
 	// without a session file.
 	checkpoints *Checkpoints
 	runID       string
+	// editorMCP are MCP servers an editor passed (zot acp): the user's
+	// own, started beside the configured ones. hostModes makes the
+	// permission rules take the mode a host sets (rules.SetMode), and
+	// rules are the rules guardTools loaded.
+	editorMCP []mcpServerConfig
+	hostModes bool
+	rules     *PermissionRules
 }
 
 // defaultMCPWait bounds the wait for MCP servers before a run's first
@@ -821,6 +828,11 @@ func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
 		}
 		servers[i].Verify = func() error { return s.stillTrusted(mcpTrustEntry(c, s.cwd), fmt.Sprintf("MCP server %q", c.Name)) }
 	}
+	// The editor's server of a name wins over a configured one.
+	servers = slices.DeleteFunc(servers, func(c mcpServerConfig) bool {
+		return slices.ContainsFunc(s.editorMCP, func(e mcpServerConfig) bool { return e.slug == c.slug })
+	})
+	servers = append(servers, s.editorMCP...)
 	for _, c := range servers {
 		if c.Untrusted || c.Disabled {
 			continue // never starts: --tools cannot count on its tools
@@ -832,7 +844,7 @@ func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
 		refusal = fmt.Sprintf("zot runs here as %s, with nobody to answer a question (run zot in its terminal UI, or answer over rpc or --json --elicitation-stdin)", h.name)
 	}
 	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus,
-		Elicit: h.elicit, ElicitRefusal: refusal})
+		Login: h.mcpLogin, Elicit: h.elicit, ElicitRefusal: refusal})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
 	if len(s.mcpPrefixes) > 0 { // a server may start: its tool list may go stale
@@ -980,9 +992,12 @@ func (s *setup) guardTools() {
 			}
 		}
 	}
-	rules := LoadPermissionRules(s.permissionSources(func(l PermissionLoosening) bool {
+	src := s.permissionSources(func(l PermissionLoosening) bool {
 		return s.approved(rulesTrustEntry(l, s.cwd))
-	}))
+	})
+	src.HostMode = s.hostModes
+	rules := LoadPermissionRules(src)
+	s.rules = rules
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
@@ -1017,6 +1032,7 @@ func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 			return ""
 		},
 	}
+	l.Repaired = func(msg string) { s.agent.logf("audit log: %s", msg) }
 	var warn sync.Once
 	return func(ctx context.Context, rec *ToolRecord) {
 		if err := l.Record(rec); err != nil {

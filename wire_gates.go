@@ -32,6 +32,10 @@ type modeHost struct {
 	// naming the mode when empty).
 	elicit        Elicitor
 	elicitRefusal string
+	// mcpLogin lets an MCP server's OAuth login happen in a browser while
+	// the mode waits: the TUI's. Modes without one fail such a server,
+	// naming `zot mcp login`.
+	mcpLogin *MCPLogin
 }
 
 type modeGate struct {
@@ -169,6 +173,9 @@ func tuiHost(t *TUI) modeHost {
 				t.Note(tuiNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 			}
 		},
+		mcpLogin: &MCPLogin{Show: func(server, url string) {
+			t.Note(tuiNote{Extension: "mcp:" + server, Level: "info", Message: "to authorize zot for this server, open: " + url})
+		}},
 		hookNote: func(level, msg string) { t.Note(tuiNote{Extension: "hooks", Level: level, Message: msg}) },
 		confirm:  confirm,
 		gates:    []modeGate{{YoloStage, yolo}},
