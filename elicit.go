@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,6 +140,48 @@ func (q Elicitation) Complete(content map[string]any) (map[string]any, error) {
 		out[f.Name] = v
 	}
 	return out, nil
+}
+
+// Schema is the form as a requested schema again, for a client that
+// shows forms itself (an editor over ACP): only what zot read of the
+// server's, so it holds no more than the dialog would show.
+func (q Elicitation) Schema() map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	for _, f := range q.Fields {
+		p := map[string]any{"type": f.Type}
+		set := func(k string, v any, ok bool) {
+			if ok {
+				p[k] = v
+			}
+		}
+		set("title", f.Title, f.Title != "")
+		set("description", f.Description, f.Description != "")
+		set("default", f.Default, f.Default != nil)
+		set("format", f.Format, f.Format != "")
+		set("minLength", f.MinLength, f.MinLength != nil)
+		set("maxLength", f.MaxLength, f.MaxLength != nil)
+		set("minimum", f.Minimum, f.Minimum != nil)
+		set("maximum", f.Maximum, f.Maximum != nil)
+		var options []map[string]string
+		for _, o := range f.Options {
+			options = append(options, map[string]string{"const": o.Value, "title": cmp.Or(o.Title, o.Value)})
+		}
+		switch {
+		case f.Multiple:
+			p["type"] = "array"
+			p["items"] = map[string]any{"anyOf": options}
+			set("minItems", f.MinItems, f.MinItems != nil)
+			set("maxItems", f.MaxItems, f.MaxItems != nil)
+		case len(options) > 0:
+			p["oneOf"] = options
+		}
+		props[f.Name] = p
+		if f.Required {
+			required = append(required, f.Name)
+		}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": required}
 }
 
 // Check says whether v (as JSON decodes it) is a value of the field, and

@@ -129,6 +129,46 @@ func TestElicitationWithJSONAndElicitationStdin(t *testing.T) {
 	}
 }
 
+// An editor that advertised form elicitation gets the question as ACP's
+// elicitation/create, the form as a requested schema; its answer reaches
+// the server with the defaults filled in. URL mode, not advertised, is
+// not offered to the server.
+func TestElicitationThroughACP(t *testing.T) {
+	t.Parallel()
+	z, srv, state := elicitRun(t)
+	p := startACPProc(t, z, elicitFlags(srv)...)
+	asked := make(chan json.RawMessage, 1)
+	p.onRequest = func(method string, params json.RawMessage) (any, *acpError) {
+		if method != "elicitation/create" {
+			return nil, &acpError{Code: acpMethodNotFound, Message: "not offered"}
+		}
+		asked <- params
+		return map[string]any{"action": "accept", "content": map[string]any{"target": "production", "note": "from the editor"}}, nil
+	}
+	session := p.newSession(z.cwd, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}})
+	p.mustCall("session/set_mode", map[string]any{"sessionId": session, "modeId": "bypassPermissions"})
+	p.mustCall("session/prompt", promptParams(session, "deploy it"))
+	var q struct {
+		SessionID string         `json:"sessionId"`
+		Mode      string         `json:"mode"`
+		Message   string         `json:"message"`
+		Schema    map[string]any `json:"requestedSchema"`
+	}
+	json.Unmarshal(<-asked, &q)
+	schema, _ := json.Marshal(q.Schema)
+	if q.SessionID != session || q.Mode != "form" || q.Message != `MCP server "fake" asks: Where should this deploy go?` ||
+		!strings.Contains(string(schema), `"target":{"default":"staging","oneOf":[{"const":"staging","title":"staging"},{"const":"production","title":"production"}],"title":"Target","type":"string"}`) ||
+		!strings.Contains(string(schema), `"required":["target","note"]`) {
+		t.Errorf("elicitation/create = %+v\nschema %s", q, schema)
+	}
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\": \"accept\", \"content\": {\"note\": \"from the editor\", \"replicas\": 2, \"target\": \"production\"}}`) {
+		t.Errorf("the server did not get the editor's answer:\n%s", sent)
+	}
+	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation": {"form": {}}`) {
+		t.Errorf("zot acp offered the server other than form elicitation: %s", caps)
+	}
+}
+
 // In -p nobody can answer: zot does not offer elicitation, and a server
 // that asks anyway gets an error that says why.
 func TestElicitationDeclinedInPrint(t *testing.T) {

@@ -75,7 +75,7 @@ var everyMode = []modeUnderTest{
 			t.Fatal(err)
 		}
 		refuse := func(context.Context, approvalQuestion) approvalAnswer { return approvalAnswer{Decision: ApprovalDeny} }
-		return s, acpHost(s, refuse, io.Discard)
+		return s, acpHost(s, acpOpenRequest{Ask: refuse}, io.Discard)
 	}, armMode, ",rules:claude-code=ask"},
 }
 
