@@ -36,8 +36,11 @@ var (
 )
 
 const (
-	// mcpProbeWait bounds the wait for server/discover: a legacy server
-	// may not answer a request that comes before initialize at all.
+	// mcpProbeWait bounds the wait for server/discover on stdio: a legacy
+	// server may not answer a request that comes before initialize at
+	// all. Over HTTP every request gets an answer (a status at least),
+	// and the probe may be where an OAuth login happens, so it has the
+	// whole startup timeout.
 	mcpProbeWait = 3 * time.Second
 	// mcpMaxRounds bounds the input_required rounds of one call.
 	mcpMaxRounds = 8
@@ -80,7 +83,11 @@ func (s *mcpServer) discover(ctx context.Context, conn *mcpConn) (string, error)
 			ht.setProtocol(ask, true)
 		}
 		conn.streamCancels = ht != nil
-		pctx, cancel := context.WithTimeout(ctx, min(mcpProbeWait, s.startupTimeout()))
+		wait := s.startupTimeout()
+		if ht == nil {
+			wait = min(mcpProbeWait, wait)
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		raw, err := conn.request(pctx, "server/discover", s.meta(nil, ask), nil, nil)
 		cancel()
 		if ctx.Err() != nil {
