@@ -301,6 +301,9 @@ const (
 	// EventApprovalRequest asks a client that answers approvals about a
 	// tool call (approvals_client.go); only such clients receive it.
 	EventApprovalRequest EventType = "approval_request"
+	// EventElicitationRequest puts an MCP server's question to a client
+	// that answers them (rpc_elicit.go); only such clients receive it.
+	EventElicitationRequest EventType = "elicitation_request"
 	// EventRetry says that the model call failed in a way worth retrying
 	// (overloaded, rate-limited, cut off before the answer began) and when
 	// the next attempt goes out.

@@ -321,13 +321,13 @@ func TestMCPCommandLine(t *testing.T) {
 	}
 	states := map[string]string{}
 	for _, s := range list {
-		states[s.Name] = fmt.Sprintf("%s %s %d", s.Transport, s.State, s.Tools)
+		states[s.Name] = fmt.Sprintf("%s %s %s %d", s.Transport, s.State, s.Protocol, s.Tools)
 	}
-	if states["fake"] != "stdio ready 11" || states["off"] != "stdio disabled 0" || states["bad"] != " invalid 0" {
+	if states["fake"] != "stdio ready 2025-11-25 12" || states["off"] != "stdio disabled  0" || states["bad"] != " invalid  0" {
 		t.Errorf("list --json states = %v", states)
 	}
 	stdout, _, _ = z.run("mcp", "list")
-	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready        11  "+filepath.Join(z.cwd, ".mcp.json")) {
+	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready     2025-11-25    12  "+filepath.Join(z.cwd, ".mcp.json")) {
 		t.Errorf("list:\n%s", stdout)
 	}
 }

@@ -520,15 +520,32 @@ type sseEvent struct {
 // broken server cannot make us buffer without end.
 const maxSSELine = 16 << 20
 
+// sseCursor is where a stream stands, for a reconnection: the id of the
+// last event dispatched and the reconnection delay the stream asked for,
+// kept as the SSE standard keeps them (an id: line counts once its event
+// is dispatched, with or without data, and stays until another replaces
+// it; a retry: of ASCII digits counts at once).
+type sseCursor struct {
+	LastID string
+	Retry  time.Duration // 0 until the stream sets one
+}
+
 // readSSE reads a text/event-stream and calls fn for each event. An event
 // still pending at EOF (no blank line after it) is delivered, as the
 // providers' own SDKs do. fn returning errStopSSE ends reading cleanly.
-func readSSE(r io.Reader, fn func(sseEvent) error) error {
+func readSSE(r io.Reader, fn func(sseEvent) error) error { return readSSEFrom(r, nil, fn) }
+
+// readSSEFrom is readSSE keeping cur, when not nil, up to date.
+func readSSEFrom(r io.Reader, cur *sseCursor, fn func(sseEvent) error) error {
 	lr := newLineReader(r, maxSSELine, overLongFail)
 	var ev sseEvent
 	var data []byte
 	hasData := false
+	var idBuf string
 	dispatch := func() error {
+		if cur != nil {
+			cur.LastID = idBuf
+		}
 		if !hasData { // the spec drops an event without data
 			ev = sseEvent{}
 			return nil
@@ -572,6 +589,14 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 			switch string(field) {
 			case "event":
 				ev.Event = string(value)
+			case "id":
+				if bytes.IndexByte(value, 0) < 0 {
+					idBuf = string(value)
+				}
+			case "retry":
+				if ms, ok := sseRetry(value); ok && cur != nil {
+					cur.Retry = ms
+				}
 			case "data":
 				if hasData {
 					data = append(data, '\n')
@@ -584,6 +609,22 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 			}
 		}
 	}
+}
+
+// sseRetry reads a retry: field, ASCII digits only; past 10^12 ms (about
+// 30 years) the number stops growing, so it cannot overflow.
+func sseRetry(v []byte) (time.Duration, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	var ms int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		ms = min(ms*10+int64(c-'0'), 1e12)
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // errStopSSE ends readSSE without an error, at a terminal event.

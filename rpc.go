@@ -82,10 +82,11 @@ const (
 	rpcGetCheckpoints   rpcCommand = "get_checkpoints"
 	rpcRewind           rpcCommand = "rewind"
 	rpcApprove          rpcCommand = "approve"
+	rpcElicit           rpcCommand = "elicit"
 )
 
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove, rpcElicit}
 
 // rpcResponseType is the "type" of every response line; events have
 // their own (EventType).
@@ -106,6 +107,13 @@ type rpcRequest struct {
 	Approvals  bool
 	ApprovalID string
 	Decision   ApprovalDecision
+	// Elicitation (hello) says the client answers elicitation_request
+	// events; ElicitationID, Action and Content (elicit) are such an
+	// answer.
+	Elicitation   bool
+	ElicitationID string
+	Action        ElicitAction
+	Content       json.RawMessage
 	// rewind
 	Checkpoint string
 	Restore    rpcRestore
@@ -146,6 +154,8 @@ type (
 		Model           string `json:"model"`
 		// Approvals echoes a hello's "approvals": true.
 		Approvals bool `json:"approvals,omitempty"`
+		// Elicitation echoes a hello's "elicitation": true.
+		Elicitation bool `json:"elicitation,omitempty"`
 	}
 	rpcPromptData struct {
 		Started  bool `json:"started,omitempty"`
@@ -181,7 +191,7 @@ type (
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // rpcFieldNames are the top-level fields of a request, of every command.
-var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision"}
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision", "elicitation", "elicitation_id", "action", "content"}
 
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
@@ -222,7 +232,8 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		if err = decodeRPCField("token", raw["token"], &req.Token); err != nil {
 			err = badTokenError{err}
 		} else {
-			err = decodeRPCField("approvals", raw["approvals"], &req.Approvals)
+			err = cmp.Or(decodeRPCField("approvals", raw["approvals"], &req.Approvals),
+				decodeRPCField("elicitation", raw["elicitation"], &req.Elicitation))
 		}
 	case rpcApprove:
 		err = decodeRPCField("approval_id", raw["approval_id"], &req.ApprovalID)
@@ -234,6 +245,13 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		}
 		if err == nil && req.ApprovalID == "" {
 			err = errors.New(`approve needs "approval_id", from the approval_request it answers`)
+		}
+	case rpcElicit:
+		err = cmp.Or(decodeRPCField("elicitation_id", raw["elicitation_id"], &req.ElicitationID),
+			decodeRPCField("action", raw["action"], &req.Action))
+		req.Content = raw["content"]
+		if err == nil && req.ElicitationID == "" {
+			err = errors.New(`elicit needs "elicitation_id", from the elicitation_request it answers`)
 		}
 	case rpcAbort:
 		err = decodeRPCField("all", raw["all"], &req.All)
@@ -457,6 +475,10 @@ type rpcServer struct {
 	// to the client (approvals), else they are refused as before.
 	clientApproves bool
 	approvals      *approvalBroker
+	// clientElicits is set by a hello with "elicitation": true: the MCP
+	// servers' questions go to the client, else they are declined.
+	clientElicits bool
+	elicits       *elicitBroker
 }
 
 // maxHeldNotes bounds the notes kept for a client that has not said hello.
@@ -479,6 +501,7 @@ func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
 	s := &rpcServer{rpcConfig: cfg, in: in, out: newEventWriter(out), broken: make(chan struct{}), authed: cfg.Token == ""}
 	s.cond = sync.NewCond(&s.mu)
 	s.approvals = newApprovalBroker(cfg.ApprovalTimeout, func(e approvalRequestEvent) { s.write(e) })
+	s.elicits = newElicitBroker(cfg.ApprovalTimeout, func(e elicitationRequestEvent) { s.write(e) })
 	return s
 }
 
@@ -616,6 +639,8 @@ func (s *rpcServer) handle(ctx context.Context, l inputLine) error {
 		s.checkpoints(req)
 	case rpcApprove:
 		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.Decision, req.Message))
+	case rpcElicit:
+		s.reply(req, nil, s.elicits.answer(req.ElicitationID, req.Action, req.Content))
 	}
 	return nil
 }
@@ -660,7 +685,11 @@ func (s *rpcServer) hello(req rpcRequest) error {
 	if req.Approvals {
 		s.clientApproves = true
 	}
-	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(), Approvals: s.clientApproves}, nil)
+	if req.Elicitation {
+		s.clientElicits = true
+	}
+	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(),
+		Approvals: s.clientApproves, Elicitation: s.clientElicits}, nil)
 	for _, e := range s.held {
 		s.write(e)
 	}
@@ -877,6 +906,19 @@ func (s *rpcServer) Confirm(refuse ConfirmFunc) ConfirmFunc {
 		}
 		return refuse(ctx, call, asks)
 	}
+}
+
+// Elicit is the Elicitor's Ask of rpc: a client that said hello with
+// "elicitation": true is asked; for any other the question is declined,
+// and the server told why.
+func (s *rpcServer) Elicit(ctx context.Context, q Elicitation) ElicitAnswer {
+	s.mu.Lock()
+	elicits := s.clientElicits
+	s.mu.Unlock()
+	if !elicits {
+		return ElicitAnswer{Action: ElicitDecline, Why: `(the rpc client did not say hello with "elicitation": true)`}
+	}
+	return s.elicits.ask(ctx, q)
 }
 
 // reply answers req with data, or with err when it is not nil.

@@ -556,6 +556,16 @@ func (t *TUI) handle(m any) {
 			}
 			t.pushDialog(d)
 		}
+	case msgElicit:
+		if m.req.ctx.Err() == nil {
+			d := newElicitDialog(m.req)
+			if time.Since(t.lastKeyAt) < confirmTypingGap {
+				d.armAt = time.Now().Add(confirmPause) // as for a confirmation
+			}
+			t.pushDialog(d)
+		}
+	case msgElicitGone:
+		t.dialogs.drop(func(x dialog) bool { e, ok := x.(*elicitDialog); return ok && e.req == m.req })
 	case msgNote:
 		t.note(m.n)
 	case msgPanel:

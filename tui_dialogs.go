@@ -75,12 +75,15 @@ func (s *dialogStack) key(t *TUI, k key) {
 	}
 }
 
-// refuseAll closes every dialog, answering no to the confirmations, whose
-// askers are waiting.
+// refuseAll closes every dialog, answering no to the confirmations and
+// cancel to the MCP servers' questions, whose askers are waiting.
 func (s *dialogStack) refuseAll() {
 	for _, d := range *s {
-		if c, ok := d.(*confirmDialog); ok {
-			c.answer(false)
+		switch d := d.(type) {
+		case *confirmDialog:
+			d.answer(false)
+		case *elicitDialog:
+			d.answer(ElicitAnswer{Action: ElicitCancel})
 		}
 	}
 	*s = nil

@@ -73,7 +73,6 @@ type setup struct {
 	mcpPrefixes []string
 	mcp         *MCPManager
 	mcpStatus   func(server, level, msg string)
-	mcpLogin    *MCPLogin     // the mode's way to an OAuth login in a browser; nil: none
 	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 	// checkpoints record the files around each call that may change them
 	// (nil when they are off); runID names the checkpoints of a run
@@ -439,8 +438,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.approvalsStdin && (!o.json || len(o.prompt) == 0) {
 		return fail(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
 	}
+	if o.elicitationStdin && (!o.json || len(o.prompt) == 0) {
+		return fail(stderr, usageError{"--elicitation-stdin reads elicit commands on stdin: use it with --json, and give the prompt as words"})
+	}
 	answers := stdin
-	if o.approvalsStdin {
+	if o.approvalsStdin || o.elicitationStdin {
 		stdin = nil // it carries the answers, not the prompt
 	}
 	text, err := promptText(o, stdin)
@@ -468,14 +470,22 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
 		}
 	}
-	host, approvals := onceHost(o, stderr), s.sessionApprovals()
-	host.confirm = approvals.CoverOr(host.confirm) // the answers saved for this directory
-	if o.approvalsStdin {
-		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
-		host.confirm = approvals.Confirm(broker.ask)
+	host, sessionApprovals := onceHost(o, stderr), s.sessionApprovals()
+	host.confirm = sessionApprovals.CoverOr(host.confirm) // the answers saved for this directory
+	if o.approvalsStdin || o.elicitationStdin {
+		var approvals *approvalBroker
+		var elicits *elicitBroker
+		if o.approvalsStdin {
+			approvals = newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
+			host.confirm = sessionApprovals.Confirm(approvals.ask)
+		}
+		if o.elicitationStdin {
+			elicits = newElicitBroker(o.approvalTimeout, func(e elicitationRequestEvent) { events.Write(e) })
+			host.elicit = Elicitor{Form: true, URL: true, Ask: elicits.ask}
+		}
 		quit := make(chan struct{})
 		defer close(quit)
-		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes
+		go readClientAnswers(answers, approvals, elicits, stderr, quit) // ends with stdin or once quit closes
 	}
 	exts, stopPlugins, err := s.arm(ctx, host)
 	defer stopPlugins()
@@ -791,12 +801,12 @@ func (h tuiExtHost) Reload(ctx context.Context) tuiReloadStats {
 }
 
 // startPlugins starts what runs beside the agent — MCP servers, extensions
-// and hook commands — and adds the extensions' and the hooks' stages to the
-// agent's pipeline. stop shuts everything down.
-func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
-	mcp := s.startMCP(ctx, mcpStatus)
-	exts = s.startExtensions(ctx, extOut)
-	hooks := s.startHooks(ctx, hookNote)
+// and hook commands — for the mode's host, and adds the extensions' and
+// the hooks' stages to the agent's pipeline. stop shuts everything down.
+func (s *setup) startPlugins(ctx context.Context, h modeHost) (exts *ExtManager, stop func()) {
+	mcp := s.startMCP(ctx, h)
+	exts = s.startExtensions(ctx, h.ext)
+	hooks := s.startHooks(ctx, h.hookNote)
 	hooks.Attach(s.agent) // also when there are none: every mode has the stage
 	return exts, func() {
 		hooks.SessionEnd(context.Background())
@@ -806,8 +816,10 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 }
 
 // startMCP starts the MCP servers the configuration files name; their
-// tools join the agent's registry as each server gets ready.
-func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
+// tools join the agent's registry as each server gets ready, and their
+// questions go to whoever answers them in the mode.
+func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
+	onStatus := h.mcpStatus
 	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, UntrustedProject: !s.projectOK}
 	if !s.opts.noMCP {
 		src.Plugins = pluginMCPFiles(s.plugins)
@@ -839,9 +851,20 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus, Login: s.mcpLogin})
+	refusal := h.elicitRefusal
+	if refusal == "" {
+		refusal = fmt.Sprintf("zot runs here as %s, with nobody to answer a question (run zot in its terminal UI, or answer over rpc or --json --elicitation-stdin)", h.name)
+	}
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus,
+		Login: h.mcpLogin, Elicit: h.elicit, ElicitRefusal: refusal})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
+	if len(s.mcpPrefixes) > 0 { // a server may start: its tool list may go stale
+		s.agent.Pipeline.AddTurnGate(Stage{Name: "mcp-refresh", Order: OrderPrepare}, func(context.Context, int) (bool, string) {
+			m.Refresh()
+			return false, ""
+		})
+	}
 	return m
 }
 

@@ -27,6 +27,11 @@ type modeHost struct {
 	hookNote  func(level, msg string)
 	confirm   ConfirmFunc
 	gates     []modeGate
+	// elicit answers the MCP servers' questions; the zero value answers
+	// none, and a server asking anyway is told elicitRefusal (a default
+	// naming the mode when empty).
+	elicit        Elicitor
+	elicitRefusal string
 	// mcpLogin lets an MCP server's OAuth login happen in a browser while
 	// the mode waits: the TUI's. Modes without one fail such a server,
 	// naming `zot mcp login`.
@@ -57,8 +62,7 @@ func (s *setup) armedGate(ctx context.Context, call ToolCall) GateResult {
 // requiredStages. On error the agent stays unarmed: it runs no tool.
 // stop shuts the plugins down, also after an error.
 func (s *setup) arm(ctx context.Context, h modeHost) (exts *ExtManager, stop func(), err error) {
-	s.mcpLogin = h.mcpLogin
-	exts, stop = s.startPlugins(ctx, h.ext, h.mcpStatus, h.hookNote)
+	exts, stop = s.startPlugins(ctx, h)
 	s.guardTools()
 	for _, g := range h.gates {
 		s.agent.Pipeline.AddToolGate(g.stage, g.gate)
@@ -145,6 +149,9 @@ func rpcHost(o options, srv *rpcServer, hostLog func(format string, args ...any)
 		},
 		hookNote: func(level, msg string) { srv.Notify(rpcNote{Extension: "hooks", Level: level, Message: msg}) },
 		confirm:  srv.Confirm(NonInteractiveConfirm(o.approveAsks)),
+		// Offered in both modes: a client may say hello after the servers
+		// started; until one opts in, the questions are declined.
+		elicit: Elicitor{Form: true, URL: true, Ask: srv.Elicit},
 	}
 }
 
@@ -172,6 +179,7 @@ func tuiHost(t *TUI) modeHost {
 		hookNote: func(level, msg string) { t.Note(tuiNote{Extension: "hooks", Level: level, Message: msg}) },
 		confirm:  confirm,
 		gates:    []modeGate{{YoloStage, yolo}},
+		elicit:   Elicitor{Form: true, URL: true, Ask: t.Elicit},
 	}
 }
 
