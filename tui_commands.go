@@ -812,8 +812,16 @@ func (t *TUI) cmdLogout(args string) {
 // removeKey removes a saved key; the client of the provider in use is
 // rebuilt without it.
 func (t *TUI) removeKey(provider string) {
-	if err := saveAuthKey(t.cfg.Home, provider, ""); err != nil {
+	removed, err := removeAuthKey(t.cfg.Home, provider)
+	if err != nil {
 		t.logf(fgRed, "/logout: %v", err)
+		return
+	}
+	if !removed {
+		t.logf(sDim, "/logout: %s holds no %s key; nothing removed", filepath.Join(t.cfg.Home, "auth.json"), provider)
+		if env := keyEnvVar(provider); env != "" && os.Getenv(env) != "" {
+			t.logf(fgYellow, "the %s key in use comes from %s, which /logout does not change", provider, env)
+		}
 		return
 	}
 	t.logf(fgCyan, "removed the %s key from %s", provider, filepath.Join(t.cfg.Home, "auth.json"))

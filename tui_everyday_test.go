@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Renderer-level tests of the everyday pieces of issue 38: /logout's
+// answers, the slash commands that describe the session, history search,
+// notifications and !commands, each through the TUI's own loop functions
+// into an emulated terminal.
+
+func TestLogoutWithoutASavedKeySaysNothingWasRemoved(t *testing.T) {
+	t.Parallel()
+	tui, v := newTestTUI(t, 100, 20)
+	tui.command("logout", "openai")
+	tui.render()
+	if s := flatText(v); strings.Contains(s, "removed the") || !strings.Contains(s, "holds no openai key; nothing removed") {
+		t.Errorf("/logout with no auth.json:\n%s", s)
+	}
+	if err := saveAuthKey(tui.cfg.Home, "openai", "sk-o"); err != nil {
+		t.Fatal(err)
+	}
+	tui.command("logout", "openai")
+	tui.render()
+	if s := flatText(v); !strings.Contains(s, "removed the openai key from") {
+		t.Errorf("/logout with a saved key:\n%s", s)
+	}
+	if a, err := loadAuth(tui.cfg.Home); err != nil || a["openai"].APIKey != "" {
+		t.Errorf("the key is still there: %v %v", a, err)
+	}
+}
+
+// flatText is everything the terminal shows, scrollback too, as one line
+// of words: what wraps where does not matter to the test.
+func flatText(v *vt) string { return strings.Join(strings.Fields(v.String()), " ") }
