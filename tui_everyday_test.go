@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -34,3 +35,16 @@ func TestLogoutWithoutASavedKeySaysNothingWasRemoved(t *testing.T) {
 // flatText is everything the terminal shows, scrollback too, as one line
 // of words: what wraps where does not matter to the test.
 func flatText(v *vt) string { return strings.Join(strings.Fields(v.String()), " ") }
+
+func TestApprovalSaysAModelsTimeoutIsCapped(t *testing.T) {
+	t.Parallel()
+	rows := func(args string) string {
+		return strings.Join(strings.Fields(plain(strings.Join(callRows(ToolCall{Name: ToolBash, Args: json.RawMessage(args)}, 100), "\n"))), " ")
+	}
+	if s := rows(`{"command":"make","timeout":7402722194037851}`); !strings.Contains(s, "timeout: 7402722194037851 (above the maximum: the command is stopped after 600s)") {
+		t.Errorf("a timeout above the maximum:\n%s", s)
+	}
+	if s := rows(`{"command":"make","timeout":600}`); !strings.Contains(s, "timeout: 600") || strings.Contains(s, "maximum") {
+		t.Errorf("a timeout within the maximum:\n%s", s)
+	}
+}
