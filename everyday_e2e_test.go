@@ -29,3 +29,16 @@ func TestTrustSaysWhatItDidWithoutNoise(t *testing.T) {
 		t.Errorf("zot trust --revoke . again:\n%s", stdout)
 	}
 }
+
+func TestBadToolsIsAUsageErrorBeforeAMissingKey(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	_, stderr, code := z.run("-p", "--tools", "frob", "hi")
+	if code != exitUsage || !strings.Contains(stderr, "--tools: frob matches no built-in tool") || !strings.Contains(stderr, "no API key for anthropic") {
+		t.Errorf("a bad --tools and no key: exit %d\n%s", code, stderr)
+	}
+	_, stderr, code = z.run("-p", "--tools", "read,ba*", "hi")
+	if code != exitFailure || !strings.HasPrefix(stderr, "zot: no API key for anthropic") {
+		t.Errorf("good --tools and no key: exit %d\n%s", code, stderr)
+	}
+}
