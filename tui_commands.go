@@ -146,6 +146,8 @@ func (t *TUI) cmdHelp(string) {
 		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
 		{"ctrl+o", "show the last folded tool result in full (again: the one before)"},
+		{"ctrl+r", "search the prompt history (type to filter, enter puts it in the editor)"},
+		{"!command", "run a shell command yourself (no model turn; the output goes with your next prompt; !! sends a prompt that starts with !)"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},
