@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,34 @@ func TestApprovalSaysAModelsTimeoutIsCapped(t *testing.T) {
 	}
 	if s := rows(`{"command":"make","timeout":600}`); !strings.Contains(s, "timeout: 600") || strings.Contains(s, "maximum") {
 		t.Errorf("a timeout within the maximum:\n%s", s)
+	}
+}
+
+func TestStatusAndCostDescribeTheSession(t *testing.T) {
+	t.Parallel()
+	tui, v := newTestTUI(t, 120, 40)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "hi there"})})
+	tui.agent.Provider, _ = testProvider(t, "anthropic", srv.URL)
+	tui.startPrompt(queuedPrompt{display: "hello", text: "hello"})
+	handleUntil(t, tui, func(m any) bool { _, ok := m.(msgRunDone); return ok })
+	total, _ := tui.agent.Totals()
+	if total.Input == 0 || total.CostUSD == 0 {
+		t.Fatalf("the recorded stream reported no usage: %+v", total)
+	}
+	tui.command("cost", "")
+	tui.render()
+	s := flatText(v)
+	for _, want := range []string{fmt.Sprintf("input %d tokens", total.Input), fmt.Sprintf("output %d tokens", total.Output), fmt.Sprintf("cost $%.4f", total.CostUSD), "of 200000 tokens"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("/cost lacks %q:\n%s", want, s)
+		}
+	}
+	tui.command("status", "")
+	tui.render()
+	s = flatText(v)
+	for _, want := range []string{"model anthropic/claude-sonnet-4-5", "directory " + tui.cfg.Cwd, "session none (--no-session)", "sandbox off: commands run with your rights, unconfined", "jail off"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("/status lacks %q:\n%s", want, s)
+		}
 	}
 }

@@ -56,15 +56,16 @@ func (t *TUI) shellDone(m msgShellDone) {
 	t.pendingShell = append(t.pendingShell, "The user ran this command in the terminal:\n$ "+m.command+"\n"+out.String())
 }
 
-// withShellContext puts the !commands run since the last prompt before
-// text, the prompt that carries them to the model.
-func (t *TUI) withShellContext(text string) string {
-	if len(t.pendingShell) == 0 {
-		return text
+// takeShellContext is the !commands run since the last prompt, as blocks
+// that go before the prompt's text, as attached files do: a resumed
+// transcript or /fork shows the prompt as typed.
+func (t *TUI) takeShellContext() []Block {
+	var blocks []Block
+	for _, s := range t.pendingShell {
+		blocks = append(blocks, TextBlock(s))
 	}
-	text = strings.Join(t.pendingShell, "\n\n") + "\n\n" + text
 	t.pendingShell = nil
-	return text
+	return blocks
 }
 
 // searchHistory is ctrl+r: the prompt history, newest first, filtered by

@@ -54,9 +54,9 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
 	t.commitRows(t.pictures(files))
-	text := t.withShellContext(q.text)
+	files = append(t.takeShellContext(), files...)
 	t.beginRun(func(ctx context.Context, sink Sink) error {
-		return t.agent.Prompt(ctx, text, files, sink)
+		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
 	t.run.rescuable = true
 }
