@@ -55,9 +55,11 @@ func realMCPServer(t testing.TB, name string) string {
 }
 
 // skipUnlessInstalled fails the test when why says what is missing and
-// requireVar is set (CI installed it), else skips it with a notice on
-// stderr, once per notice, naming the testdata/mcp script that installs
-// it into the directory dirVar names.
+// requireVar is set (CI installed it), else skips it with a notice, once
+// per notice, naming the testdata/mcp script that installs it into the
+// directory dirVar names. The notice goes to the terminal go test was run
+// from as well as to stderr: go test ./... shows a passing package's
+// output to no one.
 func skipUnlessInstalled(t testing.TB, notice *sync.Once, why, requireVar, what, script, dirVar string) {
 	t.Helper()
 	if why == "" {
@@ -67,7 +69,12 @@ func skipUnlessInstalled(t testing.TB, notice *sync.Once, why, requireVar, what,
 		t.Fatalf("%s is set but %s", requireVar, why)
 	}
 	notice.Do(func() {
-		fmt.Fprintf(os.Stderr, "\n!!! SKIPPING %s: %s.\n!!! Install with: sh testdata/mcp/%s [DIR] (and set %s=DIR for another DIR)\n\n", what, why, script, dirVar)
+		msg := fmt.Sprintf("\n!!! SKIPPING %s: %s.\n!!! Install with: sh testdata/mcp/%s [DIR] (and set %s=DIR for another DIR)\n\n", what, why, script, dirVar)
+		fmt.Fprint(os.Stderr, msg)
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			tty.WriteString(strings.ReplaceAll(msg, "\n", "\r\n")) // the terminal may be in raw mode
+			tty.Close()
+		}
 	})
 	t.Skipf("SKIPPED: %s; run sh testdata/mcp/%s", why, script)
 }

@@ -423,6 +423,11 @@ func runTrustCommand(args []string, collect func(dir string) (entries []trustEnt
 	}
 	if revoke {
 		trusted, declined, err := revokeTrust(home, dir)
+		if key, kerr := trustKey(dir); kerr == nil {
+			dir = key // say which directory ".", or a relative path, was
+		} else if abs, aerr := filepath.Abs(dir); aerr == nil {
+			dir = abs
+		}
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "zot trust: %s\n", sanitize(err.Error()))

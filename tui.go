@@ -184,6 +184,7 @@ type TUI struct {
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
 	folded        []*toolResult  // results shown cut, which ctrl+o shows in full
+	pendingShell  []string       // !commands and their output, for the next prompt
 	expandBack    int            // ctrl+o pressed this many times in a row
 	rule          string         // the line above the editor, for the current width
 
@@ -576,6 +577,8 @@ func (t *TUI) handle(m any) {
 		t.reloaded(m.stats)
 	case msgLog:
 		t.logf(m.st, "%s", m.text)
+	case msgShellDone:
+		t.shellDone(m)
 	case msgBtwDelta:
 		m.d.delta(m.seq, m.delta)
 	case msgBtwDone:
@@ -646,6 +649,9 @@ func (t *TUI) key(k key) {
 		return
 	case isCtrl('o'):
 		t.expandFolded()
+		return
+	case isCtrl('r'):
+		t.searchHistory()
 		return
 	case isCtrl('l'):
 		t.write(t.scr.forget(t.width))
@@ -731,7 +737,11 @@ func (t *TUI) submitText(display, text string) {
 		t.ed.set(display)
 		return
 	}
-	if strings.HasPrefix(text, "//") {
+	if command, ok := shellCommand(text); ok {
+		t.runShellCommand(command)
+		return
+	}
+	if strings.HasPrefix(text, "//") || strings.HasPrefix(text, "!!") {
 		text, display = text[1:], display[1:]
 	}
 	q := queuedPrompt{display: display, text: text}

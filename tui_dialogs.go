@@ -493,6 +493,11 @@ func callRows(call ToolCall, width int) []string {
 				text = string(v)
 			}
 		}
+		var secs float64
+		if call.Name == ToolBash && k == "timeout" && json.Unmarshal(v, &secs) == nil && secs > bashMaxTime.Seconds() {
+			// The model chose it; the user should not think it holds.
+			text += fmt.Sprintf(" (above the maximum: the command is stopped after %gs)", bashMaxTime.Seconds())
+		}
 		rows = append(rows, argRows(k, text, width, limit)...)
 	}
 	return rows

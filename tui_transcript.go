@@ -54,6 +54,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
 	t.commitRows(t.pictures(files))
+	files = append(t.takeShellContext(), files...)
 	t.beginRun(func(ctx context.Context, sink Sink) error {
 		return t.agent.Prompt(ctx, q.text, files, sink)
 	})

@@ -176,10 +176,8 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
-	if key == "" && s.provider != "ollama" && baseURL == "" {
-		if !o.interactive {
-			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
-		}
+	noKey := key == "" && s.provider != "ollama" && baseURL == ""
+	if noKey && o.interactive {
 		s.missingKey = "no API key for " + s.provider
 	}
 
@@ -210,6 +208,15 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		reg.SetFilter(func(string) bool { return false })
 	case o.tools != "":
 		reg.SetFilter(toolFilter(splitList(o.tools)))
+	}
+	if noKey && !o.interactive {
+		err := fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
+		// A usage error comes first, as a bad flag would; no plugin
+		// starts without a key, so only the built-in tools are known.
+		if bad := s.unmatchedToolPatterns(reg.Names()); len(bad) > 0 {
+			return nil, usageError{fmt.Sprintf("--tools: %s matches no built-in tool (the tools are %s); extensions and MCP servers did not start, since there is %v", strings.Join(bad, ", "), strings.Join(reg.Names(), ", "), err)}
+		}
+		return nil, err
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
@@ -291,16 +298,8 @@ func chooseProvider(o options, cfg userConfig) string {
 // then, and an MCP server's tools, which join when it is ready, count by
 // their prefix.
 func (s *setup) checkToolPatterns() error {
-	if s.opts.tools == "" || s.opts.noTools {
-		return nil
-	}
 	names := s.agent.Tools.Names()
-	var unmatched []string
-	for _, p := range splitList(s.opts.tools) {
-		if !slices.ContainsFunc(names, toolFilter([]string{p})) && !slices.ContainsFunc(s.mcpPrefixes, func(prefix string) bool { return patternCouldMatchPrefix(p, prefix) }) {
-			unmatched = append(unmatched, p)
-		}
-	}
+	unmatched := s.unmatchedToolPatterns(names)
 	if len(unmatched) == 0 {
 		return nil
 	}
@@ -309,6 +308,21 @@ func (s *setup) checkToolPatterns() error {
 		there = append(there, p+"* (MCP)")
 	}
 	return usageError{fmt.Sprintf("--tools: %s matches no tool; the tools are %s", strings.Join(unmatched, ", "), strings.Join(there, ", "))}
+}
+
+// unmatchedToolPatterns are the --tools patterns that match none of names
+// and no MCP server's prefix.
+func (s *setup) unmatchedToolPatterns(names []string) []string {
+	if s.opts.tools == "" || s.opts.noTools {
+		return nil
+	}
+	var unmatched []string
+	for _, p := range splitList(s.opts.tools) {
+		if !slices.ContainsFunc(names, toolFilter([]string{p})) && !slices.ContainsFunc(s.mcpPrefixes, func(prefix string) bool { return patternCouldMatchPrefix(p, prefix) }) {
+			unmatched = append(unmatched, p)
+		}
+	}
+	return unmatched
 }
 
 // patternCouldMatchPrefix says whether a --tools pattern may match some

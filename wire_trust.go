@@ -203,7 +203,12 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	}
 	if !o.noMCP {
 		kinds = append(kinds, trustMCP)
-		files := mcpProjectFiles(dir)
+		// Given as --mcp-config files are, a missing one would be reported:
+		// a project need not have both.
+		files := slices.DeleteFunc(mcpProjectFiles(dir), func(f string) bool {
+			_, err := os.Lstat(f)
+			return errors.Is(err, fs.ErrNotExist)
+		})
 		slices.Reverse(files) // as --mcp-config files, the last given wins
 		servers, bad := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
 		for _, p := range bad {
