@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -235,10 +234,10 @@ func decodeTextCall(raw []byte) (textCall, bool) {
 
 // validCallName is a tool name as the APIs allow them.
 func validCallName(name string) bool {
-	return name != "" && len(name) <= maxTextCallName && toolNameChars.MatchString(name)
+	return name != "" && len(name) <= maxTextCallName && toolNameChars().MatchString(name)
 }
 
-var toolNameChars = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+var toolNameChars = lazyRegexp(`^[A-Za-z0-9_.:-]+$`)
 
 // inCodeFence says whether text ends inside a fenced code block: an odd
 // number of fence lines (``` or ~~~) before it.
@@ -272,14 +271,14 @@ func cutTextToolCall(text string) (name string, partial string, ok bool) {
 		if strings.Contains(rest, "</tool_call>") {
 			continue
 		}
-		if m := partialCallName.FindStringSubmatch(rest); m != nil && validCallName(m[1]) {
+		if m := partialCallName().FindStringSubmatch(rest); m != nil && validCallName(m[1]) {
 			return m[1], strings.TrimSpace(rest), true
 		}
 	}
 	return "", "", false
 }
 
-var partialCallName = regexp.MustCompile(`"name"\s*:\s*"([^"]{1,128})"`)
+var partialCallName = lazyRegexp(`"name"\s*:\s*"([^"]{1,128})"`)
 
 // textCallID is a fresh id for a call read from text; the tool result
 // answers it.
