@@ -91,6 +91,21 @@ func (a *Agent) Messages() []Message {
 	return withoutWire(a.messages)
 }
 
+// lastPrompt is the text the user typed last and when: what a checkpoint
+// is labelled with. It reads the transcript in place, since Messages
+// copies the whole of it, at every tool call of a long session.
+func (a *Agent) lastPrompt() (typed string, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := len(a.messages) - 1; i >= 0; i-- {
+		if m := a.messages[i]; m.isPrompt() {
+			typed, _ = splitPrompt(m)
+			return typed, m.Time
+		}
+	}
+	return "", time.Time{}
+}
+
 // SetMessages replaces the transcript, e.g. with a loaded session.
 func (a *Agent) SetMessages(msgs []Message, total Usage) error {
 	a.mu.Lock()

@@ -264,7 +264,7 @@ func parseHookGroup(raw json.RawMessage, where string) (hookGroup, []string) {
 
 // literalHookMatcher is the shape Claude Code compares by name instead of
 // as a regular expression: "Bash", "Edit|Write", "Edit, Write".
-var literalHookMatcher = regexp.MustCompile(`^[a-zA-Z0-9_|, -]+$`)
+var literalHookMatcher = lazyRegexp(`^[a-zA-Z0-9_|, -]+$`)
 
 // compileHookMatcher follows Claude Code: "" and "*" match everything; a
 // list of names matches exactly those names; anything else is an
@@ -274,7 +274,7 @@ func compileHookMatcher(m string) (func(string) bool, error) {
 	if m == "" || m == "*" {
 		return func(string) bool { return true }, nil
 	}
-	if literalHookMatcher.MatchString(m) {
+	if literalHookMatcher().MatchString(m) {
 		names := map[string]bool{}
 		for _, n := range strings.FieldsFunc(m, func(r rune) bool { return r == '|' || r == ',' }) {
 			names[strings.TrimSpace(n)] = true

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,17 +103,17 @@ func shownURL(raw string) string {
 // found": its <title>, else its text without tags, whitespace folded.
 func errorPageLine(body []byte) string {
 	s := string(body)
-	if m := htmlTitle.FindStringSubmatch(s); m != nil {
+	if m := htmlTitle().FindStringSubmatch(s); m != nil {
 		s = m[1]
 	} else {
-		s = htmlTag.ReplaceAllString(s, " ")
+		s = htmlTag().ReplaceAllString(s, " ")
 	}
 	return truncate(sanitize(strings.Join(strings.Fields(s), " ")), 160)
 }
 
 var (
-	htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
-	htmlTag   = regexp.MustCompile(`(?s)<[^>]*>`)
+	htmlTitle = lazyRegexp(`(?is)<title[^>]*>(.*?)</title>`)
+	htmlTag   = lazyRegexp(`(?s)<[^>]*>`)
 )
 
 // pageError fills perr for a body that is not a provider's JSON error: the

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -426,13 +425,13 @@ func (p *callScanner) value(open, close string, nexts ...string) (string, bool) 
 
 // partialName is the tool name a cut JSON call has written whole.
 func partialName(s string) string {
-	if m := partialCallName.FindStringSubmatch(s); m != nil && validCallName(m[1]) {
+	if m := partialCallName().FindStringSubmatch(s); m != nil && validCallName(m[1]) {
 		return m[1]
 	}
 	return ""
 }
 
-var partialCallName = regexp.MustCompile(`"name"\s*:\s*"([^"]{1,128})"`)
+var partialCallName = lazyRegexp(`"name"\s*:\s*"([^"]{1,128})"`)
 
 // parseToolCallTag reads <tool_call>…</tool_call>: JSON inside (hermes),
 // <function=…> (qwen3-xml), or a name and <arg_key> pairs (glm).
@@ -1066,10 +1065,10 @@ func decodeTextCall(raw []byte) (textCall, bool) {
 
 // validCallName is a tool name as the APIs allow them.
 func validCallName(name string) bool {
-	return name != "" && len(name) <= maxTextCallName && toolNameChars.MatchString(name)
+	return name != "" && len(name) <= maxTextCallName && toolNameChars().MatchString(name)
 }
 
-var toolNameChars = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+var toolNameChars = lazyRegexp(`^[A-Za-z0-9_.:-]+$`)
 
 // inCodeFence says whether text ends inside a fenced code block: an odd
 // number of fence lines (``` or ~~~) before it.

@@ -982,7 +982,7 @@ func shellArgv(command string) []string { return []string{bashToolShell().Path, 
 // result names is registered with env, which removes it at Close.
 func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Duration, progress func(string)) ToolResult {
 	argv := shellArgv(command)
-	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout}
+	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout, bigStdout: true}
 	start := startProc
 	if env.Sandbox != nil {
 		start = env.Sandbox.Start
@@ -1106,7 +1106,7 @@ func newShellOutput(budget int, spillLimit int64) *shellOutput {
 // output is read straight into the spill file's chunks, which go to its
 // writer as they are: a gigabyte of output is not copied once more.
 func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
-	own := make([]byte, spillChunk)
+	own := make([]byte, headRead)
 	for {
 		buf, chunk := own, o.spill != nil && o.spillErr == nil
 		if chunk {
@@ -1281,10 +1281,13 @@ type spillFile struct {
 }
 
 // spillBuffers is how many chunks of output may wait for the disk, and
-// spillChunk the size of one: what one read of a pipe gives at most.
+// spillChunk the size of one: what one read of a bash call's pipe gives
+// at most. Until the output outgrows the result, it is read in smaller
+// reads (headRead), so a call that prints little allocates little.
 const (
 	spillBuffers = 2
-	spillChunk   = 64 << 10
+	spillChunk   = bigPipe
+	headRead     = 64 << 10
 )
 
 func newSpillFile(limit int64) (*spillFile, error) {
