@@ -191,7 +191,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	// start zot again.
 	s.toolEnv.JailHint = "zot was started with --jail: run it without --jail, or with --cwd set to a directory that holds the path"
 	reg := NewToolRegistry()
-	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
+	reg.SetSource("builtin", append(BuiltinTools(s.toolEnv), SearchTools(s.toolEnv)...))
 	s.registerSkills(reg, stderr)
 	s.loadTemplates(stderr)
 	switch {
