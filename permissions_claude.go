@@ -612,4 +612,3 @@ func (c *claudeRules) pathMatch(spec, p string) bool {
 	}
 	return false
 }
-
