@@ -64,6 +64,9 @@ type Agent struct {
 	// compacts the conversation before the next turn; 0 is
 	// defaultCompactThreshold. A model's own (models.json) wins.
 	CompactThreshold float64
+	// BeforeCompact, when set, runs before each compaction with its
+	// trigger, "manual" (Compact) or "auto" (Claude Code's PreCompact).
+	BeforeCompact func(ctx context.Context, trigger string)
 
 	mu         sync.Mutex
 	busy       bool
@@ -748,6 +751,9 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 	}
 	defer a.end()
 	emit := serialSink(sink)
+	if a.BeforeCompact != nil {
+		a.BeforeCompact(ctx, "manual")
+	}
 	err := a.compact(ctx, emit)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -885,6 +891,9 @@ func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted b
 	used := max(last, estimate)
 	if !must && (used == 0 || float64(used) < threshold*float64(info.ContextWindow)) {
 		return nil
+	}
+	if a.BeforeCompact != nil {
+		a.BeforeCompact(ctx, "auto")
 	}
 	err := a.compact(ctx, emit)
 	if errors.Is(err, errNothingToCompact) {
