@@ -223,7 +223,7 @@ Usage:
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
   zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
   zot checkpoints list|restore|prune …   undo what tool calls changed: files and conversation (zot checkpoints --help)
-  zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
+  zot mcp list|tools|call|login|logout … inspect, debug and log in to MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext --help)
   zot validate -- COMMAND LINE           ask the command validators without running it
   zot sandbox check                      what the kernel offers the sandbox, and a self-test

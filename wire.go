@@ -69,6 +69,7 @@ type setup struct {
 	mcpPrefixes []string
 	mcp         *MCPManager
 	mcpStatus   func(server, level, msg string)
+	mcpLogin    *MCPLogin     // the mode's way to an OAuth login in a browser; nil: none
 	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 	// checkpoints record the files around each call that may change them
 	// (nil when they are off); runID names the checkpoints of a run
@@ -847,7 +848,7 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus, Login: s.mcpLogin})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
 	return m
