@@ -996,7 +996,9 @@ func (s *setup) guardTools() {
 	src.HostMode = s.hostModes
 	rules := LoadPermissionRules(src)
 	s.rules = rules
-	s.toolEnv.ReadRule = rules.ReadVerdict
+	if s.toolEnv != nil {
+		s.toolEnv.ReadRule = rules.ReadVerdict
+	}
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
