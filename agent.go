@@ -64,6 +64,9 @@ type Agent struct {
 	// compacts the conversation before the next turn; 0 is
 	// defaultCompactThreshold. A model's own (models.json) wins.
 	CompactThreshold float64
+	// BeforeCompact, when set, runs before each compaction with its
+	// trigger, "manual" (Compact) or "auto" (Claude Code's PreCompact).
+	BeforeCompact func(ctx context.Context, trigger string)
 
 	mu         sync.Mutex
 	busy       bool
@@ -436,7 +439,7 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
 				retriedTooLong = true
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
-				if cerr := a.compact(ctx, emit); errors.Is(cerr, errNothingToCompact) {
+				if cerr := a.compact(ctx, emit, "auto"); errors.Is(cerr, errNothingToCompact) {
 					return fmt.Errorf("%w; nothing earlier to compact: the prompt alone does not fit", err)
 				} else if cerr != nil {
 					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
@@ -763,7 +766,7 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 	}
 	defer a.end()
 	emit := serialSink(sink)
-	err := a.compact(ctx, emit)
+	err := a.compact(ctx, emit, "manual")
 	switch {
 	case err != nil && ctx.Err() != nil:
 		emit(Event{Type: EventTurnEnd, Stop: StopAborted})
@@ -793,7 +796,7 @@ var errNothingToCompact = errors.New("nothing to compact yet")
 
 const compactInstruction = `Summarise the conversation above for your own later use: it will replace the conversation. Keep what the user asked for, decisions made, files read or changed (with paths), commands run and their outcome, errors still open, and the next steps. Be concise and concrete; use bullet points. Do not call tools.`
 
-func (a *Agent) compact(ctx context.Context, emit Sink) error {
+func (a *Agent) compact(ctx context.Context, emit Sink, trigger string) error {
 	a.mu.Lock()
 	msgs := append([]Message(nil), a.messages...)
 	model, system := a.Model, a.System
@@ -801,6 +804,9 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	cut := compactCut(msgs)
 	if cut <= 0 {
 		return errNothingToCompact
+	}
+	if a.BeforeCompact != nil {
+		a.BeforeCompact(ctx, trigger)
 	}
 	// The same system prompt and tools as a normal turn keep the request's
 	// prefix cacheable, and the API wants tools defined when the messages
@@ -901,7 +907,7 @@ func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted b
 	if !must && (used == 0 || float64(used) < threshold*float64(info.ContextWindow)) {
 		return nil
 	}
-	err := a.compact(ctx, emit)
+	err := a.compact(ctx, emit, "auto")
 	if errors.Is(err, errNothingToCompact) {
 		// The prompt alone fills the window: it goes as it is, and the
 		// server has the last word.

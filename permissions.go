@@ -446,9 +446,9 @@ func runokAnswer(v runokVerdict, i int) RuleAnswer {
 }
 
 // toolAnswer asks the rules about a call of a tool other than bash: Read
-// rules for read, Edit (and bare Write) rules for write and edit, MCP
-// rules for MCP tools, Skill rules for skill. ok is false when no rule
-// source has a say.
+// rules for read, grep, find and ls, Edit (and bare Write) rules for write
+// and edit, MCP rules for MCP tools, Skill rules for skill. ok is false
+// when no rule source has a say.
 func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, bool) {
 	if p == nil || p.claude == nil {
 		return RuleAnswer{}, false
@@ -474,6 +474,19 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 			return claudeAnswer(claudeVerdict{action: "ask", why: fmt.Sprintf("zot cannot tell which file %s is (%v), so which Claude Code rules cover it is unknown", pth, err)}, -1), true
 		}
 		cc = claudeCall{tool: map[string]string{ToolRead: "Read", ToolWrite: "Write", ToolEdit: "Edit"}[call.Name], paths: []string{abs, real}, realPath: real, editsFile: call.Name != ToolRead}
+	case call.Name == ToolGrep || call.Name == ToolFind || call.Name == ToolLs:
+		// A search reads where it starts: Read rules judge that path here,
+		// and each path beneath it as the walk meets it (ReadVerdict).
+		root, ok := searchRoot(call)
+		if !ok {
+			return RuleAnswer{}, false // the tool refuses these arguments itself
+		}
+		abs := filepath.Clean(absPath(cwd, root))
+		real, err := followPath(abs)
+		if err != nil {
+			return claudeAnswer(claudeVerdict{action: "ask", why: fmt.Sprintf("zot cannot tell which directory %s is (%v), so which Claude Code rules cover it is unknown", root, err)}, -1), true
+		}
+		cc = claudeCall{tool: "Read", paths: []string{abs, real}, realPath: real}
 	case call.Name == ToolSkill:
 		a, _ := ParseSkillArgs(call.Args)
 		cc = claudeCall{tool: "Skill", skill: a.Name}
@@ -487,6 +500,22 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 		return RuleAnswer{}, false
 	}
 	return claudeAnswer(v, -1), true
+}
+
+// ReadVerdict is what the rules say of reading one path a search tool
+// (grep, find, ls) meets beneath where it started: named as the model
+// would reach it, real with symlinks resolved (ToolEnv.ReadRule).
+func (p *PermissionRules) ReadVerdict(named, real string) PathVerdict {
+	if p == nil || p.claude == nil {
+		return PathAllowed
+	}
+	switch p.claude.decide(claudeCall{tool: "Read", paths: []string{named, real}, realPath: real}).action {
+	case "deny":
+		return PathDenied
+	case "ask":
+		return PathAsk
+	}
+	return PathAllowed
 }
 
 // explainRule is a rule answer as a person or the model reads it.

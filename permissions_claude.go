@@ -694,34 +694,13 @@ func (c *claudeRules) pathMatch(spec, p string) bool {
 	for n := len(segs); n >= 1; n-- {
 		if anywhere {
 			for start := 0; start < n; start++ {
-				if globSegs(patSegs, segs[start:n]) {
+				if globSegments(patSegs, segs[start:n]) {
 					return true
 				}
 			}
-		} else if globSegs(patSegs, segs[:n]) {
+		} else if globSegments(patSegs, segs[:n]) {
 			return true
 		}
 	}
 	return false
-}
-
-// globSegs matches path segments against pattern segments, ** standing
-// for any number of segments.
-func globSegs(pat, segs []string) bool {
-	if len(pat) == 0 {
-		return len(segs) == 0
-	}
-	if pat[0] == "**" {
-		for i := 0; i <= len(segs); i++ {
-			if globSegs(pat[1:], segs[i:]) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(segs) == 0 {
-		return false
-	}
-	ok, err := path.Match(pat[0], segs[0])
-	return err == nil && ok && globSegs(pat[1:], segs[1:])
 }

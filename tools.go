@@ -36,6 +36,21 @@ type Tool interface {
 	Run(ctx context.Context, args json.RawMessage, progress func(line string)) ToolResult
 }
 
+// ReadOnlyTool is a tool that only reads: it changes no file and runs
+// nothing (read, grep, find, ls). A host that lets the model look but not
+// touch — plan mode — may let it call these; a tool without the method
+// may change things.
+type ReadOnlyTool interface {
+	Tool
+	ReadOnly() bool
+}
+
+// IsReadOnly says whether t is marked read-only.
+func IsReadOnly(t Tool) bool {
+	r, ok := t.(ReadOnlyTool)
+	return ok && r.ReadOnly()
+}
+
 // ToolResult is what a tool gives back to the model. Details is shown to the
 // user and recorded but never sent to the model (e.g. which extension ran it).
 type ToolResult struct {
@@ -251,6 +266,15 @@ type ToolEnv struct {
 	// (zot acp: the editor's buffers). Set it before the tools run.
 	Editor *EditorFiles
 
+	// ReadRule, when set, is what the permission rules say of reading a
+	// path a search tool (grep, find, ls) meets beneath where it started:
+	// named as the model would reach it, and real, symlinks resolved.
+	// What is not PathAllowed is neither listed nor read. Private are
+	// directories the search tools never enter, sandbox or not
+	// ($ZOT_HOME). Set both before the tools run.
+	ReadRule func(named, real string) PathVerdict
+	Private  []string
+
 	spillMu sync.Mutex
 	spills  []keptSpill
 }
@@ -418,6 +442,11 @@ func BuiltinTools(env *ToolEnv) []Tool {
 	return []Tool{readTool{env}, writeTool{env}, editTool{env}, bashTool{env}}
 }
 
+// SearchTools returns grep, find and ls, in that order.
+func SearchTools(env *ToolEnv) []Tool {
+	return []Tool{grepTool{env}, findTool{env}, lsTool{env}}
+}
+
 // followPath resolves the symlinks of the deepest part of abs that exists
 // and keeps the rest, which a write is about to create, as it is. It is
 // for messages (the sandbox's notes): the tools open paths through
@@ -533,6 +562,26 @@ func (a *toolArgs) number(name string) (float64, bool) {
 	return 0, false
 }
 
+// boolean accepts true and false, or a string holding one.
+func (a *toolArgs) boolean(name string) bool {
+	v, label, ok := a.field(name)
+	if !ok {
+		return false
+	}
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return b
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		if b, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return b
+		}
+	}
+	a.fail("%s must be true or false", label)
+	return false
+}
+
 func (a *toolArgs) integer(name string) (int, bool) {
 	f, ok := a.number(name)
 	if !ok {
@@ -571,6 +620,8 @@ func (a *toolArgs) objects(name string) []*toolArgs {
 type readTool struct{ env *ToolEnv }
 
 func (readTool) Name() string { return ToolRead }
+
+func (readTool) ReadOnly() bool { return true }
 
 // The descriptions and schemas of the tools go with every request: they
 // say what the model must know to call a tool right, and no more

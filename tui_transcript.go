@@ -453,13 +453,6 @@ func toolSummary(name string, raw json.RawMessage) string {
 	return oneLine(truncate(strings.Join(parts, " "), 300))
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // showTranscript prints a loaded conversation: prompts, answers, tool
 // calls with their results, thinking collapsed.
 func (t *TUI) showTranscript(msgs []Message) {

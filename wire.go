@@ -192,6 +192,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.notes = append(s.notes, notes...)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
 	s.toolEnv.BashOutput, s.toolEnv.SpillLimit = cfg.bashLimits(stderrLog(stderr))
+	s.toolEnv.Private = []string{s.home}
 	if sb != nil {
 		s.sandbox, s.toolEnv.Sandbox = sb, sb
 	}
@@ -201,6 +202,11 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.toolEnv.JailHint = "zot was started with --jail: run it without --jail, or with --cwd set to a directory that holds the path"
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
+	if on, err := searchToolsOn(o, s.home); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	} else if on {
+		reg.SetSource("search", SearchTools(s.toolEnv))
+	}
 	s.registerSkills(reg, stderr)
 	s.loadTemplates(stderr)
 	switch {
@@ -236,6 +242,21 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.agent = a
 	s.armCheckpoints()
 	return s, nil
+}
+
+// searchToolsOn says whether grep, find and ls are offered: they are off
+// unless --tools names one of them or config.json's "search_tools" is
+// true, because their definitions cost every request about 210 tokens
+// (docs/tools.md#grep-find-ls-off-by-default). A host that wants them later (plan mode)
+// adds the source itself: reg.SetSource("search", SearchTools(env)).
+func searchToolsOn(o options, home string) (bool, error) {
+	if o.noTools {
+		return false, nil
+	}
+	if o.tools != "" {
+		return slices.ContainsFunc([]string{ToolGrep, ToolFind, ToolLs}, toolFilter(splitList(o.tools))), nil
+	}
+	return configBool(home, "search_tools", false)
 }
 
 // endpoint is the provider zot talks to, the model and where they are
@@ -1024,6 +1045,9 @@ func (s *setup) guardTools() {
 	src.HostMode = s.hostModes
 	rules := LoadPermissionRules(src)
 	s.rules = rules
+	if s.toolEnv != nil {
+		s.toolEnv.ReadRule = rules.ReadVerdict
+	}
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -331,6 +332,17 @@ func hookTrustEntries(path, dir string, problem func(msg string)) []trustEntry {
 				name := fmt.Sprintf("%s #%d", ev, n)
 				if g.matcher != "" {
 					name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
+				}
+				if h.URL != "" {
+					// What is sent where: a changed header or variable is
+					// trusted anew.
+					cmd := "POST " + h.URL
+					if len(h.Headers) > 0 || len(h.AllowedEnv) > 0 {
+						b, _ := json.Marshal(map[string]any{"headers": h.Headers, "allowedEnvVars": h.AllowedEnv})
+						cmd += " " + string(b)
+					}
+					out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: cmd})
+					continue
 				}
 				e := trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command}
 				out = append(out, withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, hookWords(h.Command, dir))))
