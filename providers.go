@@ -895,7 +895,7 @@ func oaiMessages(msgs []Message, withReasoning bool) []oaiMessage {
 			for _, c := range m.ToolCalls() {
 				var tc oaiToolCall
 				args := string(c.Args)
-				if !json.Valid(c.Args) {
+				if !json.Valid(c.Args) || !isJSONObject(c.Args) {
 					args = "{}"
 				}
 				tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments = c.ID, "function", c.Name, args

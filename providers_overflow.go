@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -157,6 +158,11 @@ func blockBytes(b Block, images *int) int {
 		*images++
 		return 0
 	case BlockToolCall:
+		// Arguments that are not a whole JSON object (a call the output
+		// limit cut) go to every server as {}: count what goes.
+		if !json.Valid(b.Args) || !isJSONObject(b.Args) {
+			return len(b.Name) + 2
+		}
 		return len(b.Name) + len(b.Args)
 	case BlockToolResult:
 		n := 0
@@ -168,10 +174,15 @@ func blockBytes(b Block, images *int) int {
 	return len(b.Text)
 }
 
-// EstimateOutputTokens counts a reply as EstimateTokens counts a request.
+// EstimateOutputTokens counts a reply as EstimateTokens counts a request,
+// a cut call's arguments as the model wrote them.
 func EstimateOutputTokens(content []Block) int {
 	n, images := 0, 0
 	for _, b := range content {
+		if b.Type == BlockToolCall {
+			n += len(b.Name) + len(b.Args)
+			continue
+		}
 		n += blockBytes(b, &images)
 	}
 	return (n + bytesPerToken - 1) / bytesPerToken
