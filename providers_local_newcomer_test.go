@@ -30,7 +30,7 @@ func TestCutCallIsNoFalseCutAlarm(t *testing.T) {
 		replayStep{Events: localEvents(960, gen{Text: "I will write it in parts."})})
 	z := newZotRun(t)
 	stdout, stderr, code := z.run(append(localFlags(srv), "--json", "write a.go")...)
-	 if code != 0 || strings.Contains(stdout, "read only") || !strings.Contains(stdout, "write it in parts") {
+	if code != 0 || strings.Contains(stdout, "read only") || !strings.Contains(stdout, "write it in parts") {
 		t.Fatalf("exit %d, stderr %s\n%s", code, stderr, truncate(stdout, 3000))
 	}
 	if second := string(srv.Requests()[1].Body); !strings.Contains(second, `"arguments":"{}"`) {
