@@ -37,3 +37,33 @@ func TestCutCallIsNoFalseCutAlarm(t *testing.T) {
 		t.Errorf("the cut call's arguments went back: %s", truncate(second, 2000))
 	}
 }
+
+// An answer that never came — ollama's Go template swallowed the tool
+// calls of a looping model until its output limit, so the reply is empty
+// with done_reason "length" — is a failure in -p and --json: one stderr
+// line and exit 1, not silence and exit 0. An answer the limit cut is
+// printed, and fails the same way.
+func TestEmptyOrCutFinalAnswerFailsTheRun(t *testing.T) {
+	t.Parallel()
+	rs := startRecorded(t, map[string][]string{
+		"GET /api/version": {"ollama/api_version.json"},
+		"POST /api/show":   {"ollama/api_show_tiny.json"},
+		"POST /api/chat":   {"ollama/api_chat_tools_stream.ndjson"},
+	})
+	flags := []string{"--provider", "ollama", "--base-url", rs.URL, "--model", "tiny"}
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(flags, "-p", "add a test")...)
+	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "zot: the model's answer is empty: the output limit came before any text (stop: length, 200 output tokens)") {
+		t.Errorf("-p: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	stdout, stderr, code = z.run(append(flags, "--json", "add a test")...)
+	if code != 1 || !strings.Contains(stdout, `{"type":"error","message":"the model's answer is empty`) || !strings.Contains(stderr, "answer is empty") {
+		t.Errorf("--json: exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+
+	srv := startReplay(t, replayStep{Events: cutAtLimit(localEvents(100, gen{Text: "The first half of the answer"}))})
+	stdout, stderr, code = newZotRun(t).run(append(localFlags(srv), "-p", "explain")...)
+	if code != 1 || stdout != "The first half of the answer\n" || !strings.Contains(stderr, "the model's answer is incomplete: the output limit cut it (stop: length, 30 output tokens)") {
+		t.Errorf("cut answer: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
