@@ -185,6 +185,24 @@ func loadConfig(home string) (userConfig, error) {
 	return c, nil
 }
 
+// ollamaEnvBase is the base URL ollama's own OLLAMA_HOST names, "" when
+// it is not set: where --provider ollama goes when neither --base-url nor
+// config.json says.
+func ollamaEnvBase() (string, error) {
+	host := os.Getenv("OLLAMA_HOST")
+	if strings.TrimSpace(host) == "" {
+		return "", nil
+	}
+	base, err := ollamaHostURL(host)
+	if err == nil {
+		err = checkBaseURL(base)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w; fix it, or give --base-url", err)
+	}
+	return base, nil
+}
+
 // authFile is $ZOT_HOME/auth.json.
 type authFile map[string]struct {
 	APIKey string `json:"api_key"`

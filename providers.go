@@ -316,6 +316,10 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 				return nil, ctx.Err()
 			}
 			err = fmt.Errorf("%s: %w", h.name, scrubURLError(err))
+			if hint := refusedLocally(h.name, req.URL, err); hint != "" {
+				// Nothing listens there: a second later nothing will.
+				return nil, fmt.Errorf("%w (%s)", err, hint)
+			}
 		case resp.StatusCode == http.StatusOK:
 			if err := notAStream(h.name, resp); err != nil {
 				return nil, err

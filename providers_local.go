@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -681,6 +683,35 @@ func (l *localServer) explain(err error, model string, plan localPlan) {
 		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raise)
 	}
 	l.forget(model)
+}
+
+// refusedLocally is what to do about err when it is a connection this
+// machine refused — no server listens at the port — and "" for any other
+// error: start the server, or point zot at the one that runs.
+func refusedLocally(provider string, u *url.URL, err error) string {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return ""
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback() && !ip.IsUnspecified()) {
+		return ""
+	}
+	server := "the server"
+	switch {
+	case provider == "ollama":
+		server = "ollama (ollama serve)"
+	case u.Port() == "8080":
+		server = "llama-server"
+	case u.Port() == "8000":
+		server = "vLLM"
+	case u.Port() == "1234":
+		server = "LM Studio's server"
+	}
+	where := u.Scheme + "://" + u.Host
+	if provider == "ollama" {
+		return fmt.Sprintf("nothing listens at %s: start %s, or give its address with --base-url or OLLAMA_HOST", where, server)
+	}
+	return fmt.Sprintf("nothing listens at %s: start %s, or give its address with --base-url", where, server)
 }
 
 // isOpenAIAPI says whether base is OpenAI's own API, which gets none of

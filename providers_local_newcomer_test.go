@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -66,4 +67,74 @@ func TestEmptyOrCutFinalAnswerFailsTheRun(t *testing.T) {
 	if code != 1 || stdout != "The first half of the answer\n" || !strings.Contains(stderr, "the model's answer is incomplete: the output limit cut it (stop: length, 30 output tokens)") {
 		t.Errorf("cut answer: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+}
+
+// OLLAMA_HOST is read as ollama's own client reads it.
+func TestOllamaHostForms(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"127.0.0.1:11535":           "http://127.0.0.1:11535/v1",
+		"gpu-box":                   "http://gpu-box:11434/v1",
+		":11500":                    "http://127.0.0.1:11500/v1",
+		"0.0.0.0":                   "http://0.0.0.0:11434/v1",
+		" \"http://gpu-box:8080\" ": "http://gpu-box:8080/v1",
+		"https://ollama.example/":   "https://ollama.example:443/v1",
+		"http://ollama.example":     "http://ollama.example:80/v1",
+		"http://proxy:80/ollama/":   "http://proxy:80/ollama/v1",
+		"[::1]:11434":               "http://[::1]:11434/v1",
+		"ftp://x":                   "error",
+		"gpu-box:port":              "error",
+		"user@gpu-box:11434":        "error",
+		"http://gpu-box:99999":      "error",
+	} {
+		got, err := ollamaHostURL(in)
+		if err != nil {
+			got = "error"
+		}
+		if got != want {
+			t.Errorf("OLLAMA_HOST=%q: %s (%v), want %s", in, got, err, want)
+		}
+	}
+}
+
+// A newcomer's ollama example: OLLAMA_HOST says where ollama listens; with
+// nothing listening there, one line says so and what to do, at once
+// rather than after three retries.
+func TestOllamaHostAndRefusedConnection(t *testing.T) {
+	t.Parallel()
+	rs := startRecorded(t, map[string][]string{
+		"GET /api/version": {"ollama/api_version.json"},
+		"POST /api/show":   {"ollama/api_show_tiny.json"},
+		"POST /api/chat":   {"ollama/api_chat_stream.ndjson"},
+	})
+	z := newZotRun(t)
+	z.env = []string{"OLLAMA_HOST=" + strings.TrimPrefix(rs.URL, "http://")}
+	stdout, stderr, code := z.run("-p", "--provider", "ollama", "--model", "tiny", "--no-tools", "hi")
+	if code != 0 || stdout == "" || len(rs.posts("/api/chat")) != 1 {
+		t.Errorf("OLLAMA_HOST: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	closed := closedPort(t)
+	z.env = []string{"OLLAMA_HOST=" + closed}
+	stdout, stderr, code = z.run("-p", "--provider", "ollama", "--model", "tiny", "hi")
+	want := "nothing listens at http://" + closed + ": start ollama (ollama serve), or give its address with --base-url or OLLAMA_HOST"
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "retr") {
+		t.Errorf("refused: exit %d, stderr %q", code, stderr)
+	}
+	z.env = nil
+	_, stderr, code = z.run("-p", "--base-url", "http://"+closed+"/v1", "--model", "local", "hi")
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "nothing listens at http://"+closed+": start the server, or give its address with --base-url") {
+		t.Errorf("refused, --base-url: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// closedPort is a loopback host:port where nothing listens.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

@@ -425,8 +425,15 @@ func (t *TUI) baseURLFor(provider string) string {
 	if provider == t.cfg.Provider {
 		return t.cfg.BaseURL
 	}
-	if cfg, err := loadConfig(t.cfg.Home); err == nil && cfg.Provider == provider {
+	if cfg, err := loadConfig(t.cfg.Home); err == nil && cfg.Provider == provider && cfg.BaseURL != "" {
 		return cfg.BaseURL
+	}
+	if provider == "ollama" {
+		base, err := ollamaEnvBase()
+		if err != nil {
+			t.logf(fgYellow, "%v (ollama's default address is used)", err)
+		}
+		return base
 	}
 	return ""
 }

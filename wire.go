@@ -239,6 +239,13 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 			return ep, fmt.Errorf("%s: base_url %w; fix it there, or give --base-url", filepath.Join(home, "config.json"), err)
 		}
 	}
+	if ep.provider == "ollama" && ep.configuredBase == "" {
+		base, err := ollamaEnvBase()
+		if err != nil {
+			return ep, usageError{err.Error()}
+		}
+		ep.configuredBase = base
+	}
 	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
 	ep.baseURL = ep.configuredBase
 	// A models.json entry's baseUrl is where that model is served,
