@@ -327,7 +327,8 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 			return resp, nil
 		default:
 			perr := h.httpError(resp)
-			if !retryableStatus[resp.StatusCode] {
+			if !retryableStatus[resp.StatusCode] || refusesTools(perr) || cannotLoad(perr) {
+				// A refusal that says why is the same the next time.
 				return nil, perr
 			}
 			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -460,7 +461,19 @@ func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
 		Message string          `json:"message"`
 		Code    json.RawMessage `json:"code"`
 	}
+	// ollama passes on its runner's (llama-server's) error as a string
+	// that holds the JSON — the error itself, or its message on the
+	// OpenAI path: the words are inside.
+	var inner struct {
+		Error json.RawMessage `json:"error"`
+	}
+	nested := func(s string) bool {
+		return strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &inner) == nil && len(inner.Error) > 0 && inner.Error[0] != '"'
+	}
 	if json.Unmarshal(raw, &obj) == nil {
+		if nested(obj.Message) {
+			return decodeErrorValue(inner.Error)
+		}
 		typ = obj.Type
 		if typ == "" && len(obj.Code) > 0 && string(obj.Code) != "null" {
 			typ = strings.Trim(string(obj.Code), `"`)
@@ -469,12 +482,7 @@ func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
 	}
 	var s string
 	json.Unmarshal(raw, &s)
-	// ollama passes on its runner's (llama-server's) error as a string
-	// that holds the JSON: the words are inside.
-	var inner struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &inner) == nil && len(inner.Error) > 0 && inner.Error[0] != '"' {
+	if nested(s) {
 		return decodeErrorValue(inner.Error)
 	}
 	return "", s

@@ -212,6 +212,25 @@ type ServerInfo struct {
 	NumCtx      int       `json:"num_ctx,omitempty"` // ollama: the Modelfile's num_ctx parameter
 	Tools       *bool     `json:"tools,omitempty"`
 	Fetched     time.Time `json:"fetched"`
+	// Refused is the server's refusal of the model's native tools
+	// (ollama's "tools param requires --jinja flag"), kept for
+	// serverInfoTTL from when it came whether or not the rest is asked
+	// again: the next run sends the tools as text at once.
+	Refused *toolsRefusal `json:"tools_refused,omitempty"`
+}
+
+type toolsRefusal struct {
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// refusal is the refusal info keeps, nil once it is older than
+// serverInfoTTL.
+func (info ServerInfo) refusal(now time.Time) *toolsRefusal {
+	if r := info.Refused; r != nil && now.Sub(r.At) < serverInfoTTL && !r.At.After(now) {
+		return r
+	}
+	return nil
 }
 
 // ServerCache keeps ServerInfo by a key that names the provider, the
@@ -265,21 +284,23 @@ func (l *localServer) info(ctx context.Context, model string) ServerInfo {
 		return info
 	}
 	now := time.Now()
-	fresh := false
+	var cached ServerInfo
 	if l.opts.Cache != nil {
-		if c, ok := l.opts.Cache.Load(l.cacheKey(model)); ok && now.Sub(c.Fetched) < serverInfoTTL && !c.Fetched.After(now) {
-			info, fresh = c, true
-		}
+		cached, _ = l.opts.Cache.Load(l.cacheKey(model))
 	}
-	if !fresh {
+	if now.Sub(cached.Fetched) < serverInfoTTL && !cached.Fetched.After(now) {
+		info = cached
+	} else {
 		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, l.http.headerTimeout))
 		info = l.probe(pctx, model)
 		cancel()
 		info.Fetched = now.UTC()
-		if l.opts.Cache != nil && (info.Kind != "" || info.Window > 0) {
+		info.Refused = cached.refusal(now)
+		if l.opts.Cache != nil && (info.Kind != "" || info.Window > 0 || info.Refused != nil) {
 			l.opts.Cache.Store(l.cacheKey(model), info)
 		}
 	}
+	info.Refused = info.refusal(now)
 	if info.Kind == "ollama" {
 		info.Window = ollamaNumCtx(l.name, model, info)
 	}
@@ -297,10 +318,12 @@ func (l *localServer) info(ctx context.Context, model string) ServerInfo {
 // be what it was.
 func (l *localServer) forget(model string) {
 	l.mu.Lock()
+	old := l.infos[model]
 	delete(l.infos, model)
 	l.mu.Unlock()
 	if l.opts.Cache != nil {
-		l.opts.Cache.Store(l.cacheKey(model), ServerInfo{})
+		// A refusal of the tools does not change with the context.
+		l.opts.Cache.Store(l.cacheKey(model), ServerInfo{Refused: old.Refused})
 	}
 }
 
@@ -508,6 +531,9 @@ func (l *localServer) prepare(ctx context.Context, req Request) (Request, localP
 		plan.textTools = true
 	case refused:
 		plan.textTools = true
+	case plan.info.Refused != nil:
+		plan.textTools = true
+		plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: %s refused the tools in an earlier run (%s): zot describes them in the system prompt and reads the calls from the reply's text (remembered in models-cache.json for 6 hours; \"tools\": false in models.json says so for good)", l.name, req.Model, plan.info.Refused.Message))
 	case plan.info.Tools != nil && !*plan.info.Tools:
 		plan.textTools = true
 		plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: the chat template of %s takes no tools: zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model))
@@ -529,7 +555,13 @@ func (l *localServer) refused(err error, req Request, plan *localPlan) (Request,
 	}
 	l.mu.Lock()
 	l.noTools[req.Model] = true
+	info := l.infos[req.Model]
+	info.Refused = &toolsRefusal{Message: truncate(err.Error(), 200), At: time.Now().UTC()}
+	l.infos[req.Model] = info
 	l.mu.Unlock()
+	if l.opts.Cache != nil {
+		l.opts.Cache.Store(l.cacheKey(req.Model), info)
+	}
 	plan.textTools = true
 	plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: %s refused the tools (%s): zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model, truncate(err.Error(), 200)))
 	req = withTextTools(req, plan.readText)

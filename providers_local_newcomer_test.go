@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -137,4 +139,27 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// ollama's "tools param requires --jinja flag" 500 is the same refusal
+// every time: it is not retried, and the next run remembers it and sends
+// the tools as text from its first request.
+func TestToolRefusalIsNotRetriedAndIsRemembered(t *testing.T) {
+	t.Parallel()
+	rs := startRecorded(t, map[string][]string{"POST /v1/chat/completions": {"ollama/jinja_tools_stream.sse", "ollama/chat_stream.sse"}})
+	z := newZotRun(t)
+	args := []string{"-p", "--provider", "ollama", "--base-url", rs.URL + "/v1", "--model", "tiny-jinja", "hi"}
+	_, stderr, code := z.run(args...)
+	if reqs := rs.posts("/v1/chat/completions"); code != 0 || len(reqs) != 2 || !strings.Contains(string(reqs[0].Body), `"tools":[`) || strings.Contains(string(reqs[1].Body), `"tools":[`) ||
+		strings.Contains(stderr, "retrying") || !strings.Contains(stderr, "refused the tools (ollama: HTTP 500: server_error: tools param requires --jinja flag)") {
+		t.Fatalf("exit %d, %d requests, stderr %q", code, len(reqs), stderr)
+	}
+	cache, _ := os.ReadFile(filepath.Join(z.home, "models-cache.json"))
+	if !strings.Contains(string(cache), `"tools_refused": {`) {
+		t.Errorf("models-cache.json:\n%s", cache)
+	}
+	_, stderr, code = z.run(args...)
+	if reqs := rs.posts("/v1/chat/completions"); code != 0 || len(reqs) != 3 || strings.Contains(string(reqs[2].Body), `"tools":[`) || !strings.Contains(stderr, "refused the tools in an earlier run") {
+		t.Errorf("second run: exit %d, %d requests, stderr %q", code, len(reqs), stderr)
+	}
 }

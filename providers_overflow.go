@@ -234,3 +234,11 @@ func refusesTools(err error) bool {
 		strings.Contains(m, `"auto" tool choice requires`) || strings.Contains(m, "tool use is not supported") ||
 		strings.Contains(m, "does not support function calling")
 }
+
+// cannotLoad says whether an error is a server that cannot load the model
+// asked for — llama-server's router: "model name=… failed to load" —
+// which no retry changes.
+func cannotLoad(err error) bool {
+	var perr *ProviderError
+	return errors.As(err, &perr) && strings.Contains(perr.Message, "failed to load")
+}
