@@ -832,7 +832,21 @@ func compactCut(msgs []Message) int {
 // providers_local.go), so the first turn of a resumed conversation is
 // measured against the real window.
 type windowProber interface {
-	ProbeWindow(ctx context.Context, model string)
+	ProbeWindow(ctx context.Context, model string) int
+}
+
+// ServerWindow asks the server of the model in use for the context it
+// gives the model, once, and returns it (0 when the provider has no such
+// question or the server did not say). The host calls it at start, so the
+// status shows the real window before the first request.
+func (a *Agent) ServerWindow(ctx context.Context) int {
+	a.mu.Lock()
+	p, model := a.Provider, a.Model
+	a.mu.Unlock()
+	if p, ok := p.(windowProber); ok {
+		return p.ProbeWindow(ctx, model)
+	}
+	return 0
 }
 
 // maybeAutoCompact compacts before a turn when the conversation fills the
@@ -850,9 +864,7 @@ func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted b
 	if justCompacted {
 		return nil
 	}
-	if p, ok := a.Provider.(windowProber); ok {
-		p.ProbeWindow(ctx, model)
-	}
+	a.ServerWindow(ctx)
 	info := lookupModel(a.Provider.Name(), model)
 	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)
 	used := max(last, estimate)

@@ -55,6 +55,18 @@ func endpointURL(base, path string) string {
 	return u.String()
 }
 
+// withQuery is u with key=value added to its query.
+func withQuery(u, key, value string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := p.Query()
+	q.Set(key, value)
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
 // hasPath says whether a base URL names a path beyond its host. Such a
 // base is used as given, as the OpenAI SDKs do (…/v1, …/v1beta/openai/,
 // a gateway's /llm/openai); a bare host gets /v1.
@@ -349,24 +361,22 @@ func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
 			return info
 		}
 	}
-	var props struct {
-		Settings struct {
-			NCtx int `json:"n_ctx"`
-		} `json:"default_generation_settings"`
-		Caps struct {
-			SupportsTools *bool `json:"supports_tools"`
-		} `json:"chat_template_caps"`
-	}
-	if l.getJSON(ctx, "GET", endpointURL(root, "/props"), nil, &props) == nil && props.Settings.NCtx > 0 {
-		return ServerInfo{Kind: "llama.cpp", Window: props.Settings.NCtx, Tools: props.Caps.SupportsTools}
+	var props llamaProps
+	router := false
+	if l.getJSON(ctx, "GET", endpointURL(root, "/props"), nil, &props) == nil {
+		if props.Settings.NCtx > 0 {
+			return ServerInfo{Kind: "llama.cpp", Window: props.Settings.NCtx, Tools: props.Caps.SupportsTools}
+		}
+		router = props.Role == "router"
 	}
 	var models struct {
 		Data []struct {
-			ID                  string `json:"id"`
-			OwnedBy             string `json:"owned_by"`
-			MaxModelLen         int    `json:"max_model_len"`
-			ContextLength       int    `json:"context_length"`
-			LoadedContextLength int    `json:"loaded_context_length"`
+			ID                  string        `json:"id"`
+			OwnedBy             string        `json:"owned_by"`
+			MaxModelLen         int           `json:"max_model_len"`
+			ContextLength       int           `json:"context_length"`
+			LoadedContextLength int           `json:"loaded_context_length"`
+			Status              *routerStatus `json:"status"`
 			Meta                struct {
 				NCtx      int `json:"n_ctx"`
 				NCtxTrain int `json:"n_ctx_train"`
@@ -378,11 +388,20 @@ func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
 	}
 	for _, m := range models.Data {
 		// llama-server serves one model under its path, whatever the
-		// request names.
-		if m.ID != model && len(models.Data) != 1 {
+		// request names; its router, the one named.
+		if m.ID != model && (len(models.Data) != 1 || router) {
 			continue
 		}
 		switch {
+		case router && m.Status != nil && m.Status.Value == "loaded":
+			// A router says what a loaded model was given in its /props;
+			// of one not loaded it says nothing (and asking an autoloading
+			// router would load it).
+			props = llamaProps{}
+			l.getJSON(ctx, "GET", withQuery(endpointURL(root, "/props"), "model", model), nil, &props)
+			return ServerInfo{Kind: "llama.cpp", Window: cmp.Or(props.Settings.NCtx, m.Status.ctxSize()), Tools: props.Caps.SupportsTools}
+		case router:
+			return ServerInfo{Kind: "llama.cpp", Window: m.Status.ctxSize()}
 		case m.Meta.NCtx > 0:
 			return ServerInfo{Kind: "llama.cpp", Window: m.Meta.NCtx, TrainWindow: m.Meta.NCtxTrain}
 		case m.MaxModelLen > 0:
@@ -395,7 +414,21 @@ func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
 			return ServerInfo{Kind: "vllm"}
 		}
 	}
+	if router {
+		return ServerInfo{Kind: "llama.cpp"}
+	}
 	return ServerInfo{}
+}
+
+// llamaProps is what zot reads of llama-server's /props.
+type llamaProps struct {
+	Role     string `json:"role"` // "router" for a router
+	Settings struct {
+		NCtx int `json:"n_ctx"`
+	} `json:"default_generation_settings"`
+	Caps struct {
+		SupportsTools *bool `json:"supports_tools"`
+	} `json:"chat_template_caps"`
 }
 
 // maxProbeBytes bounds one answer about a server (ollama's /api/show lists
@@ -696,7 +729,10 @@ func readTextCalls(reply *Reply, known func(string) bool, on func(StreamEvent)) 
 // raise it, and forgets what the server said of model (it was wrong).
 func (l *localServer) explain(err error, model string, plan localPlan) {
 	var perr *ProviderError
-	if !errors.As(err, &perr) || !errors.Is(err, ErrContextTooLong) || perr.Hint != "" {
+	if !errors.As(err, &perr) || perr.Hint != "" {
+		return
+	}
+	if perr.Hint = l.modelHint(perr.Message, model); perr.Hint != "" || !errors.Is(err, ErrContextTooLong) {
 		return
 	}
 	kind, window := plan.info.Kind, overflowContext(perr.Message)
@@ -715,6 +751,23 @@ func (l *localServer) explain(err error, model string, plan localPlan) {
 		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raise)
 	}
 	l.forget(model)
+}
+
+// modelHint is what to do about a server that cannot serve model, from
+// its words: llama-server's router has not loaded it and will not, or
+// could not load it; the server has no such model. "" for other errors.
+func (l *localServer) modelHint(message, model string) string {
+	m := strings.ToLower(message)
+	switch {
+	case strings.Contains(m, "model is not loaded"):
+		root := shownURL(serverRoot(cmp.Or(l.base, ollamaDefaultBase)))
+		return fmt.Sprintf(`llama-server's router has not loaded %s, and loads no model on request (--no-models-autoload): load it with curl -X POST %s/models/load -d '{"model": %q}', or start the router without --no-models-autoload`, model, root, model)
+	case strings.Contains(m, "failed to load"):
+		return fmt.Sprintf("the server could not load %s: its log says why; zot --list-models shows each model's state", model)
+	case strings.Contains(m, "not found") && strings.Contains(m, "model"):
+		return fmt.Sprintf("the server has no model %s: zot --list-models lists the ones it has", model)
+	}
+	return ""
 }
 
 // refusedLocally is what to do about err when it is a connection this
@@ -754,11 +807,15 @@ func isOpenAIAPI(base string) bool {
 }
 
 // ProbeWindow asks the server about model (once), so that the window is
-// known before the first request.
-func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) {
-	if p.local != nil {
-		p.local.info(ctx, model)
+// known before the first request, and returns the context the server
+// gives model (0 when it does not say).
+func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) int {
+	if p.local == nil {
+		return 0
 	}
+	return p.local.info(ctx, model).Window
 }
 
-func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) { p.local.info(ctx, model) }
+func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) int {
+	return p.local.info(ctx, model).Window
+}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -161,5 +162,86 @@ func TestToolRefusalIsNotRetriedAndIsRemembered(t *testing.T) {
 	_, stderr, code = z.run(args...)
 	if reqs := rs.posts("/v1/chat/completions"); code != 0 || len(reqs) != 3 || strings.Contains(string(reqs[2].Body), `"tools":[`) || !strings.Contains(stderr, "refused the tools in an earlier run") {
 		t.Errorf("second run: exit %d, %d requests, stderr %q", code, len(reqs), stderr)
+	}
+}
+
+// llama-server's router (one server, several models, recorded from the
+// live build): --list-models shows each model's load state and context;
+// only a loaded model is asked /props?model= (asking of one not loaded
+// would make an autoloading router load it); a model not loaded that the
+// router will not load, one that failed to load and one it does not have
+// are each one clear line, sent once.
+func TestLlamaRouter(t *testing.T) {
+	t.Parallel()
+	rs := startRecorded(t, map[string][]string{
+		"GET /v1/models": {"llama-router/models_failed.json"},
+		"GET /props":     {"llama-router/props_router.json", "llama-router/props_model_loaded.json"},
+	})
+	z := newZotRun(t)
+	stdout, stderr, code := z.run("--list-models", "--provider", "openai", "--base-url", rs.URL+"/v1", "--model", "tiny")
+	for _, want := range []string{
+		"openai     tiny                       ctx    2048  out  16384  $0/$0 per Mtok in/out  source: server, loaded\n",
+		"openai     tiny-notools               ctx    2048  out  16384  $0/$0 per Mtok in/out  source: server, not loaded\n",
+		"openai     broken                     ctx    2048  out  16384  $0/$0 per Mtok in/out  source: server, failed to load\n",
+	} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("exit %d, stderr %q; want %q in\n%s", code, stderr, want, stdout)
+		}
+	}
+	if n := len(rs.gets("/props")); n != 2 {
+		t.Errorf("/props asked %d times; want the router's, then the loaded model's", n)
+	}
+	rs = startRecorded(t, map[string][]string{
+		"GET /v1/models": {"llama-router/models_unloaded.json"},
+		"GET /props":     {"llama-router/props_router.json"},
+	})
+	if stdout, _, _ := newZotRun(t).run("--list-models", "--provider", "openai", "--base-url", rs.URL+"/v1", "--model", "tiny"); !strings.Contains(stdout, "tiny                       ctx    2048") || len(rs.gets("/props")) != 1 {
+		t.Errorf("not loaded: /props asked %d times\n%s", len(rs.gets("/props")), stdout)
+	}
+
+	for _, c := range []struct{ model, stem, want string }{
+		{"tiny", "llama-router/chat_unloaded_stream.sse", `model is not loaded (llama-server's router has not loaded tiny, and loads no model on request (--no-models-autoload): load it with curl -X POST ` + "ROOT" + `/models/load -d '{"model": "tiny"}', or start the router without --no-models-autoload)`},
+		{"broken", "llama-router/chat_broken_autoload_stream.sse", "model name=broken failed to load (the server could not load broken: its log says why; zot --list-models shows each model's state)"},
+		{"nope", "llama-router/props_model_unknown.json", "model 'nope' not found (the server has no model nope: zot --list-models lists the ones it has)"},
+	} {
+		rs := startRecorded(t, map[string][]string{"POST /v1/chat/completions": {c.stem}})
+		_, stderr, code := newZotRun(t).run("-p", "--provider", "openai", "--base-url", rs.URL+"/v1", "--model", c.model, "hi")
+		want := strings.Replace(c.want, "ROOT", rs.URL, 1)
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) || len(rs.posts("/v1/chat/completions")) != 1 {
+			t.Errorf("%s: exit %d, %d requests, stderr %q, want %q", c.model, code, len(rs.posts("/v1/chat/completions")), stderr, want)
+		}
+	}
+}
+
+// The server's context is the TUI's from the start: a resumed session's
+// status is measured against the router's 2,048 tokens before any request,
+// and the /model picker lists the router's models with theirs and their
+// load state (they all assumed 128k until the first request).
+func TestTUIUsesTheServersContextFromTheStart(t *testing.T) {
+	t.Parallel()
+	rs := startRecorded(t, map[string][]string{
+		"GET /v1/models": {"llama-router/models_unloaded.json"},
+		"GET /props":     {"llama-router/props_router.json"},
+	})
+	z := newZotRun(t)
+	s := NewSession(z.home, z.cwd, "openai", "tiny")
+	for _, m := range sampleTranscript() {
+		s.Append(m)
+	}
+	s.AppendUsage(Usage{Input: 1024})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTUI(t, z, "-c", "--provider", "openai", "--base-url", rs.URL+"/v1", "--model", "tiny")
+	tm.waitFor("ctx 50%")
+	tm.typeText("/model")
+	tm.keys("Enter")
+	tm.waitScreen("the router's models with their context and state", func(s string) bool {
+		return regexp.MustCompile(`openai/tiny-notools +2,048 context · server, not loaded`).MatchString(s) && !strings.Contains(s, "(current)")
+	})
+	tm.keys("Escape")
+	tm.exitAndCheck()
+	if len(rs.posts("/v1/chat/completions")) != 0 {
+		t.Errorf("a model request was sent")
 	}
 }

@@ -183,12 +183,17 @@ func recordedResponse(t testing.TB, stem string) (status int, ctype string, body
 }
 
 // posts are the POST requests the server got to path.
-func (rs *recordedServer) posts(path string) []capturedRequest {
+func (rs *recordedServer) posts(path string) []capturedRequest { return rs.got("POST " + path) }
+
+// gets are the GET requests the server got to path.
+func (rs *recordedServer) gets(path string) []capturedRequest { return rs.got("GET " + path) }
+
+func (rs *recordedServer) got(route string) []capturedRequest {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	var out []capturedRequest
 	for _, r := range rs.requests {
-		if r.Path == "POST "+path {
+		if r.Path == route {
 			out = append(out, r)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -236,7 +237,7 @@ func (t *TUI) cmdModel(args string) {
 			choices = append(choices, choice{p, m.ID, modelSummary(m)})
 		}
 	}
-	if !lookupModel(t.provider, t.agent.CurrentModel()).Known {
+	if !slices.ContainsFunc(choices, func(c choice) bool { return c.provider == t.provider && c.id == t.agent.CurrentModel() }) {
 		choices = append(choices, choice{t.provider, t.agent.CurrentModel(), "(current)"})
 	}
 	nameW := 0
@@ -311,7 +312,15 @@ func (t *TUI) applyModel(provider, id string) {
 	t.logf(fgCyan, "model: %s/%s", provider, id)
 	t.saveModelChoice(provider, id)
 	if !lookupModel(provider, id).Known {
-		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
+		// A local server says what context it gives the model; asking
+		// may take a few seconds, which the UI does not wait for.
+		t.background(func() {
+			if w := t.agent.ServerWindow(t.ctx); w > 0 {
+				t.post(msgLog{fmt.Sprintf("the server gives %s a context of %d tokens", id, w), sDim})
+			} else {
+				t.post(msgLog{fmt.Sprintf("zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000), sDim})
+			}
+		})
 	}
 	if t.missingKey != "" {
 		t.warnNoKey()
