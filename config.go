@@ -45,6 +45,10 @@ type userConfig struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
 	BaseURL  string `json:"base_url,omitempty"`
+	// ModelServers are the servers /model took a local model from, by
+	// "provider/model": a later run of that model goes there without
+	// --base-url.
+	ModelServers map[string]string `json:"model_servers,omitempty"`
 	// MCPWait is how long a run without the TUI waits for MCP servers
 	// before its first model request ("5s"; --mcp-wait wins).
 	MCPWait string `json:"mcp_wait,omitempty"`
@@ -150,6 +154,9 @@ func saveConfig(home string, c userConfig) error {
 			settings[key], _ = json.Marshal(v)
 		}
 	}
+	if len(c.ModelServers) > 0 {
+		settings["model_servers"], _ = json.Marshal(c.ModelServers)
+	}
 	b, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return err
@@ -183,6 +190,12 @@ func loadConfig(home string) (userConfig, error) {
 	}
 	json.Unmarshal(b, &c.raw) // an object, since the line above read it
 	return c, nil
+}
+
+// modelServer is the server /model took model of provider from, "" when
+// none is remembered.
+func (c userConfig) modelServer(provider, model string) string {
+	return c.ModelServers[provider+"/"+model]
 }
 
 // ollamaEnvBase is the base URL ollama's own OLLAMA_HOST names, "" when

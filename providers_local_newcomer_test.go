@@ -245,3 +245,29 @@ func TestTUIUsesTheServersContextFromTheStart(t *testing.T) {
 		t.Errorf("a model request was sent")
 	}
 }
+
+// /model keeps the server a local model came from: a plain `zot -p`
+// afterwards talks to that server (it failed with "no API key for
+// openai"), while a catalogue model chosen later goes to its own.
+func TestModelRemembersTheServerItCameFrom(t *testing.T) {
+	t.Parallel()
+	rs := startRecorded(t, map[string][]string{
+		"GET /v1/models":            {"llama-router/models_unloaded.json"},
+		"GET /props":                {"llama-router/props_router.json"},
+		"POST /v1/chat/completions": {"llama-server/tools_followup_stream.sse"},
+	})
+	z := newZotRun(t)
+	tm := startTUI(t, z, "--provider", "openai", "--base-url", rs.URL+"/v1", "--model", "tiny")
+	tm.waitFor("/help for keys")
+	tm.typeText("/model tiny-notools")
+	tm.keys("Enter")
+	tm.waitFor("saved openai/tiny-notools as the default with the server it came from")
+	tm.exitAndCheck()
+	stdout, stderr, code := z.run("-p", "--no-tools", "hi")
+	if code != 0 || stdout == "" || len(rs.posts("/v1/chat/completions")) != 1 {
+		t.Fatalf("plain -p: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, stderr, code := z.run("-p", "--model", "gpt-5", "hi"); code != 1 || !strings.Contains(stderr, "no API key for openai") {
+		t.Errorf("a catalogue model went elsewhere: exit %d, stderr %q", code, stderr)
+	}
+}

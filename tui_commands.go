@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -334,19 +335,35 @@ func (t *TUI) applyModel(provider, id string) {
 func (t *TUI) saveModelChoice(provider, id string) {
 	path := filepath.Join(t.cfg.Home, "config.json")
 	old, _ := loadConfig(t.cfg.Home)
-	cfg := userConfig{Provider: provider, Model: id}
+	cfg := userConfig{Provider: provider, Model: id, ModelServers: old.ModelServers}
 	if old.Provider == provider {
 		cfg.BaseURL = old.BaseURL
+	}
+	// A model no catalogue knows, of the server this run talks to, is
+	// that server's: the choice keeps it, or the next run would look for
+	// the model at the provider's default.
+	info := lookupModel(provider, id)
+	server := ""
+	if provider == t.cfg.Provider && t.cfg.BaseURL != "" && !info.Known && info.BaseURL == "" && t.cfg.BaseURL != cfg.BaseURL {
+		server = t.cfg.BaseURL
+		cfg.ModelServers = maps.Clone(cfg.ModelServers)
+		if cfg.ModelServers == nil {
+			cfg.ModelServers = map[string]string{}
+		}
+		cfg.ModelServers[provider+"/"+id] = server
 	}
 	if err := saveConfig(t.cfg.Home, cfg); err != nil {
 		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
 		return
 	}
 	saved := fmt.Sprintf("saved %s/%s as the default", provider, id)
-	if cfg.BaseURL != "" {
+	switch {
+	case server != "":
+		saved += " with the server it came from"
+	case cfg.BaseURL != "":
 		saved += " with the base URL saved before"
 	}
-	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL {
+	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL && server == "" {
 		saved += "; --base-url is this run's, not saved"
 	}
 	t.logf(sDim, "%s (%s)", saved, path)
@@ -425,7 +442,11 @@ func (t *TUI) keyFor(provider string) (key, source string, err error) {
 // endpointFor is where a model is served: its models.json baseUrl, else
 // the provider's base URL.
 func (t *TUI) endpointFor(provider, model string) string {
-	return cmp.Or(lookupModel(provider, model).BaseURL, t.baseURLFor(provider))
+	cfg, _ := loadConfig(t.cfg.Home)
+	if provider == t.cfg.Provider && t.cfg.BaseURLFlag {
+		cfg.ModelServers = nil // --base-url wins for this run
+	}
+	return cmp.Or(lookupModel(provider, model).BaseURL, cfg.modelServer(provider, model), t.baseURLFor(provider))
 }
 
 // baseURLFor is the base URL of a provider: the one in use at startup for

@@ -248,10 +248,11 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 	}
 	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
 	ep.baseURL = ep.configuredBase
-	// A models.json entry's baseUrl is where that model is served,
-	// unless --base-url says otherwise for this run.
+	// A models.json entry's baseUrl is where that model is served, and
+	// else the server /model took it from, unless --base-url says
+	// otherwise for this run.
 	if o.baseURL == "" && ep.model != "" {
-		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, ep.baseURL)
+		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, cfg.modelServer(ep.provider, ep.model), ep.baseURL)
 	}
 	var err error
 	ep.key, ep.keySource, err = resolveKey(ep.provider, o.apiKey, home)
