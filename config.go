@@ -376,13 +376,13 @@ func (c userConfig) str(key string) (string, error) {
 
 // fraction is a share (compact_threshold): 0 when it is not there, an
 // error unless it is a number above 0 and at most 1.
-func (c userConfig) fraction(key string) (float64, error) {
+func (c userConfig) fraction(key, example string) (float64, error) {
 	var v float64
 	if c.raw[key] == nil {
 		return 0, nil
 	}
 	if err := json.Unmarshal(c.raw[key], &v); err != nil || v <= 0 || v > 1 {
-		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (0.85 compacts at 85%% of the context window)", c.path, key)
+		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (%s)", c.path, key, example)
 	}
 	return v, nil
 }

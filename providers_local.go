@@ -532,6 +532,7 @@ type localPlan struct {
 // again with the tools as text if the server refuses them, a failure
 // explained, a reply finished as the plan says.
 func (l *localServer) converse(ctx context.Context, req Request, on func(StreamEvent), send func(Request, localPlan) (Reply, bool, error)) (Reply, error) {
+	asked := req
 	req, plan := l.prepare(ctx, req)
 	reply, sawUsage, err := send(req, plan)
 	if again, ok := l.refused(err, req, &plan); ok {
@@ -539,7 +540,7 @@ func (l *localServer) converse(ctx context.Context, req Request, on func(StreamE
 		reply, sawUsage, err = send(req, plan)
 	}
 	if err != nil {
-		l.explain(err, req.Model, plan)
+		l.explain(err, asked, plan)
 		reply.Notice = plan.notice
 		return reply, err
 	}
@@ -725,13 +726,16 @@ func readTextCalls(reply *Reply, known func(string) bool, on func(StreamEvent)) 
 	reply.Content = append(content, blocks...)
 }
 
-// explain adds to an overflow error the server's context and how to
-// raise it, and forgets what the server said of model (it was wrong).
-func (l *localServer) explain(err error, model string, plan localPlan) {
+// explain adds to an overflow error the server's context, what filled
+// the request (req as the agent asked for it) and how to make room, and
+// forgets what the server said of the model (it was wrong). An error of a
+// model the server cannot serve gets what to do about that.
+func (l *localServer) explain(err error, req Request, plan localPlan) {
 	var perr *ProviderError
 	if !errors.As(err, &perr) || perr.Hint != "" {
 		return
 	}
+	model := req.Model
 	if perr.Hint = l.modelHint(perr.Message, model); perr.Hint != "" || !errors.Is(err, ErrContextTooLong) {
 		return
 	}
@@ -744,13 +748,74 @@ func (l *localServer) explain(err error, model string, plan localPlan) {
 	if atTrainedLength(plan.info) && window >= plan.info.TrainWindow {
 		raise = trainedLengthHint
 	}
+	filled := fmt.Sprintf("zot sent about %d tokens: %s", plan.sent, requestParts(req))
 	if window > 0 {
 		SetMeasuredWindow(l.name, model, window)
-		perr.Hint = fmt.Sprintf("the server's context is %d tokens and zot sent about %d; %s", window, plan.sent, raise)
-	} else {
-		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raise)
+		filled = fmt.Sprintf("the server's context is %d tokens and %s", window, filled)
 	}
+	perr.Hint = filled + "; " + raise + shrinkHint(req.Tools)
 	l.forget(model)
+}
+
+// requestParts says what a request's tokens went to, by zot's count: the
+// system prompt, the tools by where they came from, the conversation.
+func requestParts(req Request) string {
+	parts := []string{fmt.Sprintf("system prompt %d", EstimateTokens(Request{System: req.System}, false))}
+	if len(req.Tools) > 0 {
+		var sources []string
+		by := map[string][]ToolSpec{}
+		for _, t := range req.Tools {
+			src := toolSourceName(t.Source)
+			if by[src] == nil {
+				sources = append(sources, src)
+			}
+			by[src] = append(by[src], t)
+		}
+		var each []string
+		for _, src := range sources {
+			each = append(each, fmt.Sprintf("%s %d", src, toolTokens(by[src])))
+		}
+		parts = append(parts, fmt.Sprintf("tools %d (%s)", toolTokens(req.Tools), strings.Join(each, ", ")))
+	}
+	return strings.Join(append(parts, fmt.Sprintf("conversation %d", EstimateTokens(Request{Messages: req.Messages}, false))), ", ")
+}
+
+// toolSourceName names where tools came from for the user.
+func toolSourceName(source string) string {
+	switch {
+	case source == "builtin" || source == "skill" || source == "":
+		return "built-in"
+	case source == "ext":
+		return "extensions"
+	case strings.HasPrefix(source, "mcp:"):
+		return "MCP server " + strings.TrimPrefix(source, "mcp:")
+	}
+	return source
+}
+
+// shrinkHint is how to send fewer tokens of tools: the flags that leave
+// tools out, and tool search when it was not in use.
+func shrinkHint(tools []ToolSpec) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	ways := []string{"--tools with only the tools the task needs (e.g. --tools read,edit,bash)"}
+	mcp, ext, search := false, false, false
+	for _, t := range tools {
+		mcp = mcp || strings.HasPrefix(t.Source, "mcp:")
+		ext = ext || t.Source == "ext"
+		search = search || t.Name == toolSearchName
+	}
+	if mcp {
+		ways = append(ways, "--no-mcp")
+	}
+	if ext {
+		ways = append(ways, "--no-ext")
+	}
+	if (mcp || ext) && !search {
+		ways = append(ways, `a lower "tool_search_threshold" in config.json (MCP and extension tools then go as a list the model loads from)`)
+	}
+	return "; or send less: " + strings.Join(ways, ", ")
 }
 
 // modelHint is what to do about a server that cannot serve model, from

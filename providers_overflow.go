@@ -115,13 +115,26 @@ func EstimateTokens(req Request, withTools bool) int {
 		n += perMessageTokens*bytesPerToken + t.bytes
 		images += t.images
 	}
+	tokens := (n+bytesPerToken-1)/bytesPerToken + images*imageTokens
 	if withTools {
-		for _, t := range req.Tools {
-			n += len(t.Name) + len(t.Description) + len(t.Schema)
-		}
+		tokens += toolTokens(req.Tools)
 	}
-	return (n+bytesPerToken-1)/bytesPerToken + images*imageTokens
+	return tokens
 }
+
+// toolTokens is zot's count of the tokens the definitions of tools take,
+// as EstimateTokens counts them.
+func toolTokens(tools []ToolSpec) int {
+	n := 0
+	for _, t := range tools {
+		n += len(t.Name) + len(t.Description) + len(t.Schema)
+	}
+	return (n + bytesPerToken - 1) / bytesPerToken
+}
+
+// toolSearchName is the tool through which the agent lets the model load
+// the definitions of tools it sent only by name (agent_toolsearch.go).
+const toolSearchName = "tool_search"
 
 // messageTally is what requests check and count of a message's content:
 // whether it is blank (checkConversation) and its size (EstimateTokens).

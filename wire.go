@@ -195,7 +195,10 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
-	if a.CompactThreshold, err = cfg.fraction("compact_threshold"); err != nil {
+	if a.CompactThreshold, err = cfg.fraction("compact_threshold", "0.85 compacts at 85% of the context window"); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
+	if a.ToolSearchShare, err = cfg.fraction("tool_search_threshold", "0.25 lists MCP and extension tools for tool_search once all tools take a quarter of the context window"); err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
 	if o.maxSteps > 0 {
