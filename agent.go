@@ -62,7 +62,7 @@ type Agent struct {
 	// DefaultToolSearchShare.
 	ToolSearchShare float64
 
-	mu         sync.Mutex
+	mu sync.Mutex
 	// listed are the tools the last request listed in tool_search, which
 	// its calls load from.
 	listed     []ToolSpec

@@ -143,4 +143,3 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
-
