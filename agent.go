@@ -26,6 +26,14 @@ var ErrBlocked = errors.New("blocked")
 // an empty message, and one in the transcript would fail every later turn.
 var ErrEmptyPrompt = errors.New("nothing to send: the prompt is empty")
 
+// maxStepsError is a prompt stopped after MaxSteps turns (errors.As
+// tells it from other failures: zot acp answers it max_turn_requests).
+type maxStepsError int
+
+func (e maxStepsError) Error() string {
+	return fmt.Sprintf("stopped after --max-steps %d turns; raise it or split the task", int(e))
+}
+
 // Agent runs the loop of one conversation: prompt, stream, tools, repeat.
 // Its exported fields are configuration, set before the first Prompt;
 // the transcript and totals are guarded by mu.
@@ -164,6 +172,25 @@ func (a *Agent) SetModel(model string) error {
 		return r.SetModel(model)
 	}
 	return nil
+}
+
+// SetReasoning sets the thinking level (Reasoning) for the next prompts;
+// it refuses while a prompt runs.
+func (a *Agent) SetReasoning(level string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return ErrBusy
+	}
+	a.Reasoning = level
+	return nil
+}
+
+// CurrentReasoning reads the thinking level under the lock.
+func (a *Agent) CurrentReasoning() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.Reasoning
 }
 
 // SetProvider switches the provider and the model together, so that no
@@ -381,7 +408,7 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 	stopContinues := 0
 	for step := 1; ; step++ {
 		if step > maxSteps {
-			return fmt.Errorf("stopped after --max-steps %d turns; raise it or split the task", maxSteps)
+			return maxStepsError(maxSteps)
 		}
 		if err := a.maybeAutoCompact(ctx, emit, compactedBefore); err != nil {
 			a.logf("auto-compact: %v", err)

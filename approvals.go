@@ -30,6 +30,10 @@ const (
 	ApprovalAllow  ApprovalDecision = "allow"
 	ApprovalDeny   ApprovalDecision = "deny"
 	ApprovalAlways ApprovalDecision = "always"
+	// ApprovalNever is a no that also refuses, without asking, what the
+	// offer would have allowed, for the rest of the session (zot acp's
+	// "reject always"). It is no rpc decision: there it is unknown, a no.
+	ApprovalNever ApprovalDecision = "never"
 )
 
 // approvalQuestion is one call a gate asked about, as the one who answers
@@ -121,6 +125,14 @@ type sessionApprovals struct {
 	mu       sync.Mutex
 	prefixes [][]string // each a command prefix, as words
 	edits    bool
+	refused  approvalSet // what "never" answers refuse
+}
+
+// approvalSet is what answers cover: command prefixes, as words, and
+// file edits inside the working directory.
+type approvalSet struct {
+	prefixes [][]string
+	edits    bool
 }
 
 func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(line, cwd string) ([][]string, bool)) *sessionApprovals {
@@ -131,6 +143,12 @@ func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(l
 // answers when they cover the call, and else asks.
 func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+		s.mu.Lock()
+		refused := approvalSet{slices.Clone(s.refused.prefixes), s.refused.edits}
+		s.mu.Unlock()
+		if what, ok := s.matches(call, refused); ok {
+			return false, "refused earlier this session (" + what + ")"
+		}
 		if what, ok := s.covers(call, asks); ok {
 			return true, "approved earlier this session (" + what + ")"
 		}
@@ -154,6 +172,13 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 				return true, by + " (and not again this session for " + q.Offer.Describe() + ")"
 			}
 			return true, by
+		case ApprovalNever:
+			if q.Offer.any() {
+				s.mu.Lock()
+				s.refused.add(q.Offer)
+				s.mu.Unlock()
+				by += " (and refused without asking this session for " + q.Offer.Describe() + ")"
+			}
 		}
 		if a.Message != "" {
 			return false, by + ", who said: " + a.Message
@@ -203,13 +228,19 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 func (s *sessionApprovals) remember(o approvalOffer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	set := approvalSet{s.prefixes, s.edits}
+	set.add(o)
+	s.prefixes, s.edits = set.prefixes, set.edits
+}
+
+func (set *approvalSet) add(o approvalOffer) {
 	if o.Edits {
-		s.edits = true
+		set.edits = true
 	}
 	for _, p := range o.Prefixes {
 		words := strings.Fields(p)
-		if !slices.ContainsFunc(s.prefixes, func(have []string) bool { return slices.Equal(have, words) }) {
-			s.prefixes = append(s.prefixes, words)
+		if !slices.ContainsFunc(set.prefixes, func(have []string) bool { return slices.Equal(have, words) }) {
+			set.prefixes = append(set.prefixes, words)
 		}
 	}
 }
@@ -222,8 +253,15 @@ func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool)
 		return "", false
 	}
 	s.mu.Lock()
-	prefixes, edits := slices.Clone(s.prefixes), s.edits
+	set := approvalSet{slices.Clone(s.prefixes), s.edits}
 	s.mu.Unlock()
+	return s.matches(call, set)
+}
+
+// matches says whether set covers call, and by what: for bash every
+// simple command of the line under one of its prefixes.
+func (s *sessionApprovals) matches(call ToolCall, set approvalSet) (string, bool) {
+	prefixes, edits := set.prefixes, set.edits
 	switch call.Name {
 	case ToolBash:
 		if len(prefixes) == 0 {

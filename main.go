@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -218,12 +217,13 @@ Usage:
   zot -p|--print [flags] [prompt words…]  print the final answer (prompt from the words or stdin)
   zot --json [flags] [prompt words…]     print one JSON event per line
   zot rpc [flags]                        the embedding protocol on stdin/stdout (zot rpc --help)
+  zot acp [flags]                        zot for editors: the Agent Client Protocol on stdin/stdout (docs/acp.md)
   zot skills list|show NAME              the skills a session sees (zot skills --help)
   zot prompts list|show NAME             the prompt templates a session sees (zot prompts --help)
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
   zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
   zot checkpoints list|restore|prune …   undo what tool calls changed: files and conversation (zot checkpoints --help)
-  zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
+  zot mcp list|tools|call|login|logout … inspect, debug and log in to MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext --help)
   zot validate -- COMMAND LINE           ask the command validators without running it
   zot sandbox check                      what the kernel offers the sandbox, and a self-test
@@ -300,6 +300,7 @@ var commands = map[string]command{
 	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runValidateCommand(args, loadTrustedGate, stdin, stdout, stderr)
 	}},
+	"acp": {&acpUsage, runACP},
 	"rpc": {&rpcUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runMode(append([]string{"--rpc"}, args...), stdin, stdout, stderr)
 	}},
@@ -426,7 +427,7 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	defer cancel()
 	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
 		srv.headers = pc.Local.Headers
-		if err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now()); err != nil {
+		if err := fetchServerModels(ctx, home, srv, time.Now()); err != nil {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 		}
 	}

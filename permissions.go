@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,6 +69,11 @@ type PermissionSources struct {
 	// Approved says the user trusted a project file's loosening rules as
 	// they are now; nil: none is.
 	Approved func(PermissionLoosening) bool
+	// HostMode: the host sets the permission mode for calls no rule
+	// decides (SetMode), so the Claude Code source applies with no
+	// settings file too (zot acp, whose default asks before commands and
+	// edits).
+	HostMode bool
 }
 
 // DefaultPermissionSources are the places for a session in cwd.
@@ -104,6 +110,43 @@ func LoadPermissionRules(src PermissionSources) *PermissionRules {
 	p.Loosening = append(cl, rl...)
 	p.Files = append(cf, rf...)
 	return p
+}
+
+// Mode is the permission mode for calls no rule decides: the host's
+// (SetMode), else the settings' defaultMode, else "default"; "" when no
+// Claude Code source applies.
+func (p *PermissionRules) Mode() string {
+	if p == nil || p.claude == nil {
+		return ""
+	}
+	if m := p.claude.hostMode.Load(); m != nil {
+		return *m
+	}
+	return p.claude.mode
+}
+
+// SetMode sets the permission mode for calls no rule decides, for this
+// session, over the settings' defaultMode; the rules themselves still
+// decide first. It needs rules loaded with HostMode, and keeps
+// bypassPermissions refused where the managed settings disable it. It
+// is safe while calls are judged.
+func (p *PermissionRules) SetMode(mode string) error {
+	switch {
+	case p == nil || p.claude == nil:
+		return errors.New("permission modes are not on for this session")
+	case mode == "plan" || !slices.Contains(claudeModes, mode):
+		return fmt.Errorf("%q is not a permission mode zot has (%s)", mode, strings.Join(slices.DeleteFunc(slices.Clone(claudeModes), func(m string) bool { return m == "plan" }), ", "))
+	case mode == "bypassPermissions" && p.claude.noBypass:
+		return errors.New("bypassPermissions is disabled by the managed settings (disableBypassPermissionsMode)")
+	}
+	p.claude.hostMode.Store(&mode)
+	return nil
+}
+
+// BypassDisabled says whether the managed settings disable
+// bypassPermissions (SetMode refuses it then).
+func (p *PermissionRules) BypassDisabled() bool {
+	return p != nil && p.claude != nil && p.claude.noBypass
 }
 
 // Active says whether any rule source applies: without one, the gate is

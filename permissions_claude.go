@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -63,6 +64,11 @@ type claudeRules struct {
 	rules    []*claudeRule // managed, user, project, local; each file's deny, ask, allow
 	mode     string        // the permission mode for calls no rule decides
 	modeFrom string
+	// hostMode, when set, is the mode a host chose for this session (zot
+	// acp's session modes), over mode; noBypass keeps it from being
+	// bypassPermissions where the managed settings disable that.
+	hostMode atomic.Pointer[string]
+	noBypass bool
 	cwd      string
 	home     string
 	// missing names the settings files that could not be read: their
@@ -201,9 +207,10 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 			}
 		}
 	}
-	if !sawRule {
+	if !sawRule && !src.HostMode {
 		return nil, problems, loosening, files
 	}
+	c.noBypass = noBypass
 	// The mode: managed, then local, project, user — the highest wins.
 	rank := map[string]int{"managed": 0, "local": 1, "project": 2, "user": 3}
 	sort.SliceStable(modes, func(i, j int) bool { return rank[modes[i].scope] < rank[modes[j].scope] })
@@ -410,6 +417,9 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	from := "Claude Code's default mode"
 	if c.modeFrom != "" {
 		from = fmt.Sprintf("defaultMode %s in %s", mode, c.modeFrom)
+	}
+	if m := c.hostMode.Load(); m != nil {
+		mode, from = *m, fmt.Sprintf("the session's mode (%s)", *m)
 	}
 	switch call.tool {
 	case "Read", "Skill":

@@ -482,14 +482,6 @@ func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
 	return s
 }
 
-// rpcLine is one line of input; err (io.EOF or a read error) comes with
-// the last one.
-type rpcLine struct {
-	data    []byte
-	tooLong bool
-	err     error
-}
-
 // Serve answers commands until the input ends, then finishes the running
 // and queued work and returns nil. Cancelling ctx aborts the work, gives
 // every prompt its done, and returns ctx's error. A failed write (the
@@ -498,12 +490,12 @@ type rpcLine struct {
 func (s *rpcServer) Serve(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	lines := make(chan rpcLine)
+	lines := make(chan inputLine)
 	quit := make(chan struct{})
 	defer close(quit)
 	// The reader is Serve's; it ends at the end of the input, or once quit
 	// closes and its current read returns.
-	go readRPCLines(s.in, maxRPCLine, lines, quit)
+	go sendLines(s.in, maxRPCLine, lines, quit)
 	workerDone := make(chan struct{})
 	// The worker is Serve's; it ends when closed is set and the queue is empty.
 	go func() {
@@ -561,31 +553,9 @@ read:
 	return nil
 }
 
-// readRPCLines sends the input's lines, split on \n only, until the input
-// ends or quit closes. A line over max is skipped (the client gets
-// an error reply for it) and the next one read.
-func readRPCLines(r io.Reader, max int, lines chan<- rpcLine, quit <-chan struct{}) {
-	lr := newLineReader(r, max, overLongSkip)
-	for {
-		data, err := lr.next()
-		l := rpcLine{data: bytes.Clone(data), err: err}
-		if isLineTooLong(err) {
-			l = rpcLine{tooLong: true}
-		}
-		select {
-		case lines <- l:
-		case <-quit:
-			return
-		}
-		if l.err != nil {
-			return
-		}
-	}
-}
-
 // handle answers one line. It returns an error only when the server must
 // stop (a failed hello).
-func (s *rpcServer) handle(ctx context.Context, l rpcLine) error {
+func (s *rpcServer) handle(ctx context.Context, l inputLine) error {
 	if l.tooLong {
 		s.reply(rpcRequest{}, nil, fmt.Errorf("request line longer than %d MiB: dropped; send fewer or smaller images", maxRPCLine>>20))
 		return nil

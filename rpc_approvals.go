@@ -12,10 +12,10 @@ import (
 // line each, answered until the input ends or quit closes; a line that is
 // not one is reported on stderr and changes nothing.
 func readApprovalAnswers(in io.Reader, b *approvalBroker, stderr io.Writer, quit <-chan struct{}) {
-	lines := make(chan rpcLine)
-	go readRPCLines(in, maxRPCLine, lines, quit) // ends at the input's end, or after quit
+	lines := make(chan inputLine)
+	go sendLines(in, maxRPCLine, lines, quit) // ends at the input's end, or after quit
 	for {
-		var l rpcLine
+		var l inputLine
 		select {
 		case l = <-lines:
 		case <-quit:

@@ -266,8 +266,39 @@ type ToolEnv struct {
 	BashOutput int
 	SpillLimit int64
 
+	// Editor, when set, holds the text of files for read, write and edit
+	// (zot acp: the editor's buffers). Set it before the tools run.
+	Editor *EditorFiles
+
 	spillMu sync.Mutex
 	spills  []keptSpill
+}
+
+// EditorFiles is a host that holds the text of files itself — an editor
+// with unsaved buffers — for read, write and edit to read and write
+// through, once their own checks (the jail, the sandbox) have passed on
+// the path, which is absolute, symlinks resolved. A nil Read or Write
+// leaves that side on the disk. How the host stores what it is given
+// (atomically, keeping the file's mode) is the host's.
+type EditorFiles struct {
+	Read  func(ctx context.Context, path string) (string, error)
+	Write func(ctx context.Context, path, text string) error
+}
+
+// editorRead and editorWrite are the editor's sides, nil when the files
+// are on the disk.
+func (e *ToolEnv) editorRead() func(context.Context, string) (string, error) {
+	if e.Editor == nil {
+		return nil
+	}
+	return e.Editor.Read
+}
+
+func (e *ToolEnv) editorWrite() func(context.Context, string, string) error {
+	if e.Editor == nil {
+		return nil
+	}
+	return e.Editor.Write
 }
 
 // CommandSandbox confines the model's commands and file tools
@@ -606,6 +637,20 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if bytes.IndexByte(head, 0) >= 0 {
 		return errorResult("read %s: it looks binary (a NUL byte in its first 8 KiB), so it cannot be shown as text; inspect it with bash (e.g. file %s, or xxd %s | head)", p, p, p)
 	}
+	if read := t.env.editorRead(); read != nil {
+		real, err := followPath(absPath(t.env.Cwd, p))
+		if err != nil {
+			return errorResult("read %s: %v", p, err)
+		}
+		text, err := read(ctx, real)
+		switch {
+		case err != nil:
+			return errorResult("read %s: the editor could not give its text: %v", p, err)
+		case text == "":
+			return textResult(fmt.Sprintf("(%s is empty)", p))
+		}
+		return readLines(ctx, bufio.NewReaderSize(strings.NewReader(text), 64<<10), p, int64(len(text)), offset, limit)
+	}
 	if info.Size() == 0 {
 		return textResult(fmt.Sprintf("(%s is empty)", p))
 	}
@@ -801,10 +846,19 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 		// Renaming over a device or FIFO would replace it, not write to it.
 		return errorResult("write %s: not a regular file (a device, pipe or socket); use bash to write to it", p)
 	case info != nil:
-		if err := w.Replace([]byte(content)); err != nil {
+		if err := w.replace(ctx, t.env, content); err != nil {
 			return errorResult("write %s: %v (the file is unchanged)", p, err)
 		}
 		return textResult(fmt.Sprintf("Wrote %d bytes to %s (replaced)", len(content), p))
+	}
+	if write := t.env.editorWrite(); write != nil {
+		if err := w.at.makeParents(); err != nil {
+			return errorResult("write %s: create parent directories: %v (the file is unchanged)", p, err)
+		}
+		if err := write(ctx, w.Real, content); err != nil {
+			return errorResult("write %s: the editor could not write it: %v", p, err)
+		}
+		return textResult(fmt.Sprintf("Wrote %d bytes to %s (new file)", len(content), p))
 	}
 	if err := w.Create([]byte(content), 0o644); err != nil {
 		return errorResult("write %s: %v (the file is unchanged)", p, err)
@@ -863,76 +917,6 @@ func keepOwner(f *os.File, mode fs.FileMode, want fileOwner) (fs.FileMode, error
 		mode &^= fs.ModeSetgid
 	}
 	return mode, nil
-}
-
-// writeFileAtomic creates or replaces path with data so that a reader, or
-// a crash, sees the old file or the new one, never a mix: the data goes to
-// a temp file in the same directory (rename does not cross file systems),
-// is synced, and is renamed over path. On failure the temp file is removed
-// and path is untouched. The new file belongs to the writer; replaceFileAt
-// keeps an existing file's owner.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	return writeAtomic(path, data, mode, nil)
-}
-
-func writeAtomic(path string, data []byte, mode fs.FileMode, owner *fileOwner) (err error) {
-	dir, base := filepath.Split(path)
-	if len(base) > 100 {
-		base = base[:100]
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".zot-*.tmp")
-	if err != nil {
-		return err
-	}
-	err = placeTemp(tmp, writeAll(data), mode, owner,
-		func() error { return os.Rename(tmp.Name(), path) },
-		func() error { return os.Remove(tmp.Name()) })
-	if err != nil {
-		return err
-	}
-	// The rename is durable once the directory is synced; a failure here
-	// leaves a complete file in place, so it is not reported.
-	if d, err := os.Open(filepath.Clean(dir)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// placeTemp finishes a temp file written for an atomic replace: fill
-// writes the content, the file gets mode (Chmod is not subject to the
-// umask; the owner is kept first when owner is set), is synced and closed,
-// and rename puts it in place. On any failure remove drops the temp file:
-// the target is whole or untouched.
-func placeTemp(f *os.File, fill func(io.Writer) error, mode fs.FileMode, owner *fileOwner, rename, remove func() error) error {
-	err := fill(f)
-	if err == nil && owner != nil {
-		mode, err = keepOwner(f, mode, *owner)
-	}
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = rename()
-	}
-	if err != nil {
-		remove()
-	}
-	return err
-}
-
-// writeAll is a fill for placeTemp that writes data.
-func writeAll(data []byte) func(io.Writer) error {
-	return func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}
 }
 
 // bashTool runs a command line with bashToolShell. It is not jailed: a

@@ -62,13 +62,12 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	case info.Size() > editMaxBytes:
 		return errorResult("edit %s: the file is %s, above the %s edit handles; change it with bash (e.g. sed)", p, sizeString(info.Size()), sizeString(editMaxBytes))
 	}
-	data, err := w.ReadAll(editMaxBytes)
+	text, err := w.text(ctx, t.env, editMaxBytes)
 	if err != nil {
 		return errorResult("edit %s: %v", p, err)
 	}
 	// Match against the text with LF endings and no BOM, the way the model
 	// sees it in read, then write back the file's own conventions.
-	text := string(data)
 	bom := strings.HasPrefix(text, utf8BOM)
 	text = strings.TrimPrefix(text, utf8BOM)
 	old, endings := lfOnly(text)
@@ -99,7 +98,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	}
 	ob.WriteString(text[endings.original(pos):])
 	out := ob.String()
-	if err := w.Replace([]byte(out)); err != nil {
+	if err := w.replace(ctx, t.env, out); err != nil {
 		return errorResult("edit %s: %v (the file is unchanged)", p, err)
 	}
 	noun := "edits"

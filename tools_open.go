@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -196,6 +197,36 @@ func (w *writeTarget) Replace(data []byte) error {
 	return replaceFileAt(&w.at, data, w.Info)
 }
 
+// text is the existing file's text for an edit, at most limit bytes:
+// the editor's, when it holds the files, else the file's on the disk.
+func (w *writeTarget) text(ctx context.Context, env *ToolEnv, limit int64) (string, error) {
+	read := env.editorRead()
+	if read == nil {
+		data, err := w.ReadAll(limit)
+		return string(data), err
+	}
+	text, err := read(ctx, w.Real)
+	if err != nil {
+		return "", fmt.Errorf("the editor could not give its text: %w", err)
+	}
+	if int64(len(text)) > limit {
+		return "", fmt.Errorf("the editor's text of it is %s, above the %s limit", sizeString(int64(len(text))), sizeString(limit))
+	}
+	return text, nil
+}
+
+// replace writes text over the existing file: through the editor when it
+// holds the files, else as Replace does.
+func (w *writeTarget) replace(ctx context.Context, env *ToolEnv, text string) error {
+	if write := env.editorWrite(); write != nil {
+		if err := write(ctx, w.Real, text); err != nil {
+			return fmt.Errorf("the editor could not write it: %w", err)
+		}
+		return nil
+	}
+	return w.Replace([]byte(text))
+}
+
 // Create writes a new file with mode, making its missing parent
 // directories (0755).
 func (w *writeTarget) Create(data []byte, mode fs.FileMode) error {
@@ -349,14 +380,6 @@ func walkError(p string, err error, r *pathRules) error {
 func ownedByUser(st fs.FileInfo) bool {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	return ok && int(sys.Uid) == os.Getuid()
-}
-
-// tempName is the name of a write's temp file beside base.
-func tempName(base, random string) string {
-	if len(base) > 100 {
-		base = base[:100]
-	}
-	return "." + base + ".zot-" + random + ".tmp"
 }
 
 // splitPath lists the components of an absolute path.

@@ -29,7 +29,8 @@ import (
 // Files from outside — a repository's configuration and context files —
 // are read here too (readUntrustedFile, readUntrustedDir): bounded in
 // size and time, and never a FIFO or a device that could hang zot or
-// fill its memory.
+// fill its memory; so are the bodies of the OAuth servers' answers
+// (readUntrustedBody).
 //
 // Lines of the protocols zot speaks — extension frames, MCP stdio, rpc
 // requests, server-sent events, session rows — are split by one reader,
@@ -353,6 +354,21 @@ func readUntrustedFile(path string, limit int64) ([]byte, error) {
 	return readUntrustedOpen(f, path, limit)
 }
 
+// readUntrustedBody reads an HTTP body from a server zot does not
+// control — an authorization server's answer, a metadata document — up
+// to limit bytes; a longer one is an error, never read on. How long the
+// read may take is the request's context's to bound.
+func readUntrustedBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the answer: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("the answer is larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
 // readUntrustedOpen is readUntrustedFile for a file already opened (by
 // the file tools' checked open); name is how errors call it.
 func readUntrustedOpen(f *os.File, name string, limit int64) ([]byte, error) {
@@ -532,6 +548,38 @@ func (lr *lineReader) next() ([]byte, error) {
 		}
 		lr.err = io.EOF
 		return lr.buf, nil
+	}
+}
+
+// inputLine is one line of a protocol's input as sendLines hands it on:
+// a copy of its bytes, or tooLong for a line over the bound, which was
+// skipped; err (io.EOF or a read error) comes with the last one.
+type inputLine struct {
+	data    []byte
+	tooLong bool
+	err     error
+}
+
+// sendLines sends r's lines, split on \n only, until r ends or quit
+// closes: the reader goroutine of a protocol served on stdin (rpc, acp).
+// A line over max is skipped (the caller tells the client) and the next
+// one read.
+func sendLines(r io.Reader, max int, lines chan<- inputLine, quit <-chan struct{}) {
+	lr := newLineReader(r, max, overLongSkip)
+	for {
+		data, err := lr.next()
+		l := inputLine{data: bytes.Clone(data), err: err}
+		if isLineTooLong(err) {
+			l = inputLine{tooLong: true}
+		}
+		select {
+		case lines <- l:
+		case <-quit:
+			return
+		}
+		if l.err != nil {
+			return
+		}
 	}
 }
 

@@ -349,8 +349,8 @@ func TestOverLongLineGetsEachCallersPolicy(t *testing.T) {
 	})
 	t.Run("rpc skips and answers", func(t *testing.T) {
 		t.Parallel()
-		lines := make(chan rpcLine, 4)
-		readRPCLines(strings.NewReader(long+"\n"+`{"type":"ping"}`+"\n"), max, lines, nil)
+		lines := make(chan inputLine, 4)
+		sendLines(strings.NewReader(long+"\n"+`{"type":"ping"}`+"\n"), max, lines, nil)
 		close(lines)
 		var got []string
 		for l := range lines {

@@ -69,12 +69,20 @@ type setup struct {
 	mcpPrefixes []string
 	mcp         *MCPManager
 	mcpStatus   func(server, level, msg string)
+	mcpLogin    *MCPLogin     // the mode's way to an OAuth login in a browser; nil: none
 	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 	// checkpoints record the files around each call that may change them
 	// (nil when they are off); runID names the checkpoints of a run
 	// without a session file.
 	checkpoints *Checkpoints
 	runID       string
+	// editorMCP are MCP servers an editor passed (zot acp): the user's
+	// own, started beside the configured ones. hostModes makes the
+	// permission rules take the mode a host sets (rules.SetMode), and
+	// rules are the rules guardTools loaded.
+	editorMCP []mcpServerConfig
+	hostModes bool
+	rules     *PermissionRules
 }
 
 // defaultMCPWait bounds the wait for MCP servers before a run's first
@@ -877,13 +885,18 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		servers[i].Verify = func() error { return s.stillTrusted(mcpTrustEntry(c, s.cwd), fmt.Sprintf("MCP server %q", c.Name)) }
 	}
+	// The editor's server of a name wins over a configured one.
+	servers = slices.DeleteFunc(servers, func(c mcpServerConfig) bool {
+		return slices.ContainsFunc(s.editorMCP, func(e mcpServerConfig) bool { return e.slug == c.slug })
+	})
+	servers = append(servers, s.editorMCP...)
 	for _, c := range servers {
 		if c.Untrusted || c.Disabled {
 			continue // never starts: --tools cannot count on its tools
 		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus, Login: s.mcpLogin})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
 	return m
@@ -1025,9 +1038,12 @@ func (s *setup) guardTools() {
 			}
 		}
 	}
-	rules := LoadPermissionRules(s.permissionSources(func(l PermissionLoosening) bool {
+	src := s.permissionSources(func(l PermissionLoosening) bool {
 		return s.approved(rulesTrustEntry(l, s.cwd))
-	}))
+	})
+	src.HostMode = s.hostModes
+	rules := LoadPermissionRules(src)
+	s.rules = rules
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
@@ -1062,6 +1078,7 @@ func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 			return ""
 		},
 	}
+	l.Repaired = func(msg string) { s.agent.logf("audit log: %s", msg) }
 	var warn sync.Once
 	return func(ctx context.Context, rec *ToolRecord) {
 		if err := l.Record(rec); err != nil {

@@ -18,6 +18,9 @@ type modeUnderTest struct {
 	name  string
 	build func(t *testing.T, o options) (*setup, modeHost)
 	start func(ctx context.Context, s *setup, h modeHost) (stop func())
+	// asks is the note the mode's own default adds to a command's
+	// decisions (zot acp asks before commands).
+	asks string
 }
 
 func armMode(ctx context.Context, s *setup, h modeHost) func() {
@@ -36,7 +39,7 @@ var everyMode = []modeUnderTest{
 			t.Fatal(err)
 		}
 		return s, onceHost(o, io.Discard)
-	}, armMode},
+	}, armMode, ""},
 	{"--json", func(t *testing.T, o options) (*setup, modeHost) {
 		o.json = true
 		s, err := newModeSetup(o, true, io.Discard)
@@ -44,7 +47,7 @@ var everyMode = []modeUnderTest{
 			t.Fatal(err)
 		}
 		return s, onceHost(o, io.Discard)
-	}, armMode},
+	}, armMode, ""},
 	{"rpc", func(t *testing.T, o options) (*setup, modeHost) {
 		s, err := newModeSetup(o, false, io.Discard)
 		if err != nil {
@@ -52,7 +55,7 @@ var everyMode = []modeUnderTest{
 		}
 		srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd}, strings.NewReader(""), io.Discard)
 		return s, rpcHost(o, srv, s.agent.Log)
-	}, armMode},
+	}, armMode, ""},
 	{"the TUI", func(t *testing.T, o options) (*setup, modeHost) {
 		o.interactive = true
 		s, err := newSetup(o, io.Discard)
@@ -65,7 +68,15 @@ var everyMode = []modeUnderTest{
 		tui := newTUI(s.tuiConfig(), io.Discard)
 		t.Cleanup(tui.cancel)
 		return s, tuiHost(tui)
-	}, armMode},
+	}, armMode, ""},
+	{"zot acp", func(t *testing.T, o options) (*setup, modeHost) {
+		s, err := newACPSetup(o, acpOpenRequest{Cwd: o.cwd}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refuse := func(context.Context, approvalQuestion) approvalAnswer { return approvalAnswer{Decision: ApprovalDeny} }
+		return s, acpHost(s, refuse, io.Discard)
+	}, armMode, ",rules:claude-code=ask"},
 }
 
 // modeProblems says where a mode, built and started, falls short of the
@@ -109,7 +120,7 @@ func modeProblems(t *testing.T, m modeUnderTest, o options) []string {
 		}
 		calls = append(calls, e.Outcome+" "+strings.Join(by, ","))
 	}
-	want := []string{"blocked validator:no-post=deny", "blocked prompt:post=request,validator:no-post=deny"}
+	want := []string{"blocked validator:no-post=deny" + m.asks, "blocked prompt:post=request,validator:no-post=deny" + m.asks}
 	if !slices.Equal(calls, want) {
 		problems = append(problems, fmt.Sprintf("the audit log has %q, want %q", calls, want))
 	}
