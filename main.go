@@ -431,9 +431,10 @@ func listModels(o options, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 		}
 	}
-	// The model in use is listed with the context its server gives it
-	// (a router's loaded model says only in /props?model=).
-	if prov, err := NewProvider(pc); err == nil && ep.model != "" {
+	// The model --model names is listed with the context its server
+	// gives it (a router's loaded model says only in /props?model=); a
+	// plain listing asks the server for its list alone.
+	if prov, err := NewProvider(pc); err == nil && o.model != "" {
 		if p, ok := prov.(windowProber); ok {
 			p.ProbeWindow(ctx, ep.model)
 		}

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -254,43 +253,6 @@ func (s modelServer) fetch(ctx context.Context, client *http.Client, u string) (
 		add(cachedModelInfo{ID: m.Name, ContextWindow: m.Details.ContextLength})
 	}
 	return out, nil
-}
-
-// routerStatus is what llama-server's router says of a model it serves:
-// whether it is loaded, and the command line it is (or would be) loaded
-// with.
-type routerStatus struct {
-	Value  string   `json:"value"`
-	Args   []string `json:"args"`
-	Failed bool     `json:"failed"`
-}
-
-// state is the load state to show: loaded, loading, unloaded, or failed
-// (the last load's process exited).
-func (s *routerStatus) state() string {
-	switch {
-	case s == nil:
-		return ""
-	case s.Failed && s.Value != "loaded":
-		return "failed"
-	}
-	return sanitize(truncate(s.Value, 20))
-}
-
-// ctxSize is the context the router gives the model: its --ctx-size (-c),
-// 0 when the command line does not say.
-func (s *routerStatus) ctxSize() int {
-	if s == nil {
-		return 0
-	}
-	for i, a := range s.Args {
-		if (a == "--ctx-size" || a == "-c") && i+1 < len(s.Args) {
-			if n, err := strconv.Atoi(s.Args[i+1]); err == nil && n > 0 {
-				return n
-			}
-		}
-	}
-	return 0
 }
 
 // validModelID keeps out of the picker what no model id looks like: empty,

@@ -884,3 +884,40 @@ func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) int {
 func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) int {
 	return p.local.info(ctx, model).Window
 }
+
+// routerStatus is what llama-server's router says of a model it serves:
+// whether it is loaded, and the command line it is (or would be) loaded
+// with.
+type routerStatus struct {
+	Value  string   `json:"value"`
+	Args   []string `json:"args"`
+	Failed bool     `json:"failed"`
+}
+
+// state is the load state to show: loaded, loading, unloaded, or failed
+// (the last load's process exited).
+func (s *routerStatus) state() string {
+	switch {
+	case s == nil:
+		return ""
+	case s.Failed && s.Value != "loaded":
+		return "failed"
+	}
+	return sanitize(truncate(s.Value, 20))
+}
+
+// ctxSize is the context the router gives the model: its --ctx-size (-c),
+// 0 when the command line does not say.
+func (s *routerStatus) ctxSize() int {
+	if s == nil {
+		return 0
+	}
+	for i, a := range s.Args {
+		if (a == "--ctx-size" || a == "-c") && i+1 < len(s.Args) {
+			if n, err := strconv.Atoi(s.Args[i+1]); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}
