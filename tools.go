@@ -36,6 +36,19 @@ type Tool interface {
 	Run(ctx context.Context, args json.RawMessage, progress func(line string)) ToolResult
 }
 
+// ReadOnlyTool is a tool that says whether it changes nothing — reads and
+// searches, an MCP tool its server marks readOnlyHint — and so may run in
+// plan mode. A tool without the method is taken to change things.
+type ReadOnlyTool interface {
+	ReadOnly() bool
+}
+
+// IsReadOnly says whether t says it changes nothing.
+func IsReadOnly(t Tool) bool {
+	r, ok := t.(ReadOnlyTool)
+	return ok && r.ReadOnly()
+}
+
 // ToolResult is what a tool gives back to the model. Details is shown to the
 // user and recorded but never sent to the model (e.g. which extension ran it).
 type ToolResult struct {
@@ -43,6 +56,11 @@ type ToolResult struct {
 	IsError  bool
 	Details  string
 	ExitCode *int
+	// Confined, set by bash, says that the sandbox refused what the
+	// command tried (a write outside the writable set, the network
+	// offline) and why: a run outside the sandbox might do it. The agent
+	// may offer that run (Agent.OfferOutside).
+	Confined string
 }
 
 // ToolSpec is a tool as a provider describes it to the model.
@@ -297,8 +315,53 @@ type CommandSandbox interface {
 	// tools never enter them, by whatever name (tools_open.go).
 	Hidden() []string
 	// Explain returns a note on a failed command's output when it shows
-	// the sandbox refused something, else "".
-	Explain(output string) string
+	// the sandbox refused something, else ""; outside says that a run
+	// outside the sandbox might do what was refused (a write outside the
+	// writable set, the network), which it never says of $ZOT_HOME.
+	Explain(output string) (note string, outside bool)
+}
+
+// Confinement is the sandbox a gate chose for one call, over the
+// ToolEnv's own (GateResult.Confine): the mode's read-only sandbox in plan
+// mode, the workspace sandbox in sandboxed-auto, none at all for a
+// command the user let run outside once. Name is what the audit log and
+// messages call it ("read-only", "off").
+type Confinement struct {
+	Sandbox CommandSandbox // nil: not confined
+	Name    string
+	// Fixed: no run outside it is offered (plan mode's read-only
+	// sandbox is the mode's promise).
+	Fixed bool
+}
+
+type (
+	confinementKey struct{}
+	toolCallKey    struct{}
+)
+
+// ToolCallID is the id of the call a tool runs for, "" outside one: a
+// tool that asks someone (present_plan) names the call it asks about.
+func ToolCallID(ctx context.Context) string {
+	id, _ := ctx.Value(toolCallKey{}).(string)
+	return id
+}
+
+// WithConfinement makes the tools run under c: what the agent does with
+// a decision's Confine.
+func WithConfinement(ctx context.Context, c *Confinement) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, confinementKey{}, c)
+}
+
+// sandbox is the sandbox a call runs in: the one its decision chose, else
+// the ToolEnv's.
+func (e *ToolEnv) sandbox(ctx context.Context) CommandSandbox {
+	if c, ok := ctx.Value(confinementKey{}).(*Confinement); ok {
+		return c.Sandbox
+	}
+	return e.Sandbox
 }
 
 // NewToolEnv makes cwd absolute so a later chdir of the process cannot
@@ -567,6 +630,8 @@ type readTool struct{ env *ToolEnv }
 
 func (readTool) Name() string { return ToolRead }
 
+func (readTool) ReadOnly() bool { return true }
+
 // The descriptions and schemas of the tools go with every request: they
 // say what the model must know to call a tool right, and no more
 // (docs/usage.md#fewer-tokens).
@@ -593,7 +658,7 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	}
 	// openRead opens only a regular file: a FIFO or a device could block
 	// or never end.
-	f, info, err := t.env.openRead(p)
+	f, info, err := t.env.openRead(ctx, p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return errorResult("read %s: no such file (relative paths start at %s)", p, t.env.Cwd)
@@ -815,7 +880,7 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	if ctx.Err() != nil {
 		return errorResult("write %s: aborted before writing", p)
 	}
-	w, err := t.env.openWrite(p)
+	w, err := t.env.openWrite(ctx, p)
 	if err != nil {
 		return errorResult("%v", err)
 	}
@@ -1049,8 +1114,9 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	argv := shellArgv(command)
 	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout}
 	start := startProc
-	if env.Sandbox != nil {
-		start = env.Sandbox.Start
+	sb := env.sandbox(ctx)
+	if sb != nil {
+		start = sb.Start
 	}
 	p, err := start(spec)
 	if err != nil {
@@ -1119,12 +1185,17 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	if leftovers {
 		b.WriteString("\n[stopped processes the command left running in the background]")
 	}
-	if code != 0 && env.Sandbox != nil {
-		if note := env.Sandbox.Explain(text); note != "" {
+	confined := ""
+	if code != 0 && sb != nil {
+		note, outside := sb.Explain(text)
+		if note != "" {
 			b.WriteString("\n" + note)
 		}
+		if outside && stopped == "" {
+			confined = note
+		}
 	}
-	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code}
+	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code, Confined: confined}
 }
 
 // shellOutput keeps what a command prints in fixed memory: the head and a
