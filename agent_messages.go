@@ -301,6 +301,9 @@ const (
 	// EventApprovalRequest asks a client that answers approvals about a
 	// tool call (approvals_client.go); only such clients receive it.
 	EventApprovalRequest EventType = "approval_request"
+	// EventModeChanged says that the session's mode changed (an rpc
+	// client's set_mode, a plan approved), and what commands run in now.
+	EventModeChanged EventType = "mode_changed"
 	// EventRetry says that the model call failed in a way worth retrying
 	// (overloaded, rate-limited, cut off before the answer began) and when
 	// the next attempt goes out.
@@ -331,7 +334,8 @@ type Event struct {
 	Extension  string
 	Level      string
 	Cwd        string // session_start
-	Sandbox    string // session_start
+	Sandbox    string // session_start, mode_changed
+	Mode       string // session_start, mode_changed
 	Reason     string
 	// retry: the attempt about to be made, the most there are, the wait.
 	Attempt, Attempts int
@@ -356,7 +360,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			typ
 			Cwd     string `json:"cwd"`
 			Sandbox string `json:"sandbox"`
-		}{t, e.Cwd, e.Sandbox})
+			Mode    string `json:"mode,omitempty"`
+		}{t, e.Cwd, e.Sandbox, e.Mode})
+	case EventModeChanged:
+		return json.Marshal(struct {
+			typ
+			Mode    string `json:"mode"`
+			Sandbox string `json:"sandbox"`
+		}{t, e.Mode, e.Sandbox})
 	case EventTurnStart:
 		return json.Marshal(struct {
 			typ

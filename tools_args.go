@@ -19,11 +19,14 @@ const (
 	ToolEdit  = "edit"
 	ToolBash  = "bash"
 	ToolSkill = "skill"
+	// ToolPresentPlan ends plan mode: the model's plan, for the user to
+	// approve (tools_plan.go).
+	ToolPresentPlan = "present_plan"
 )
 
 // BuiltinToolNames lists the built-in tools, which no extension or MCP
 // server may take the name of.
-var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill}
+var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill, ToolPresentPlan}
 
 // ReadArgs are the read tool's arguments.
 type ReadArgs struct {
@@ -151,6 +154,17 @@ func ParseSkillArgs(raw json.RawMessage) (SkillArgs, error) {
 	a.require("name")
 	s := SkillArgs{Name: strings.TrimSpace(a.str("name"))}
 	return s, a.err
+}
+
+// ParsePlanArgs reads present_plan's one argument, the plan.
+func ParsePlanArgs(raw json.RawMessage) (string, error) {
+	a := parseToolArgs(ToolPresentPlan, raw)
+	a.require("plan")
+	plan := a.str("plan")
+	if a.err == nil && strings.TrimSpace(plan) == "" {
+		return "", errors.New(`invalid arguments for present_plan: "plan" must not be empty`)
+	}
+	return plan, a.err
 }
 
 // builtinPath is the path a read, write or edit call names, as its tool

@@ -41,6 +41,7 @@ func builtinCommands() []slashCommand {
 		{"skills", "[NAME]", "list skills, or show one", false, (*TUI).cmdSkills},
 		{"login", "[PROVIDER]", "save an API key to auth.json", true, (*TUI).cmdLogin},
 		{"logout", "[PROVIDER]", "remove a saved API key", true, (*TUI).cmdLogout},
+		{"mode", "[NAME]", "show the modes, or switch to one (shift+tab cycles them)", false, (*TUI).cmdMode},
 		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
 		{"exit", "", "leave zot", false, func(t *TUI, _ string) { t.exit(exitOK) }},
 	}
