@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -242,5 +244,102 @@ func TestAuditLogThatCannotBeWrittenWarnsOnce(t *testing.T) {
 	}
 	if n := strings.Count(stderr.String(), "zot: audit log:"); n != 1 || !strings.Contains(stderr.String(), "--no-audit turns the log off") {
 		t.Errorf("%d warnings: %q", n, stderr.String())
+	}
+}
+
+// auditRun runs zot once with the given tool calls and a closing answer.
+func auditRun(t *testing.T, z *zotRun, steps ...replayStep) (stderr string) {
+	t.Helper()
+	srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
+	_, stderr, _ = z.run(append(anthropicFlags(srv), "-p", "--no-session", "go")...)
+	return stderr
+}
+
+// What a kill -9 in the middle of an append leaves — the start of a line,
+// no newline — is found by the next append and put aside as a "torn"
+// record holding its text: the next line is whole, every line is JSON,
+// and zot says what it found.
+func TestAuditLogReplacesALineAKillCutOff(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	path := filepath.Join(z.home, "logs", "audit.jsonl")
+	auditRun(t, z, toolStep("t1", "bash", obj{"command": "echo first"}))
+	whole := mustRead(t, path)
+	cut := whole[:len(whole)/2] // the kernel stopped the write(2) here
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(cut)
+	f.Close()
+
+	stderr := auditRun(t, z, toolStep("t2", "bash", obj{"command": "echo second"}))
+	if !strings.Contains(stderr, "audit log: the last line of "+path+" was cut off ("+strconv.Itoa(len(cut))+" bytes") {
+		t.Errorf("zot did not say what it repaired: %s", stderr)
+	}
+	noTornLines(t, path)
+	lines := auditLines(t, z.home)
+	sum := sha256.Sum256(cut)
+	if len(lines) != 3 || lines[0].CallID != "t1" || lines[2].CallID != "t2" || lines[1].Outcome != "torn" || lines[1].Torn == nil ||
+		lines[1].Torn.Text != string(cut) || lines[1].Torn.Bytes != len(cut) || lines[1].Torn.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("lines %+v", lines)
+	}
+}
+
+// On a full disk a line that does not fit is not left half-written: the
+// append is cut off again, zot warns, and once there is room the next line
+// starts on a line of its own.
+func TestAuditLogOnAFullDiskKeepsNoPartialLine(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	logs := filepath.Join(z.home, "logs")
+	how := smallDisk(t, z, logs, 8<<10)
+	big := strings.Repeat("x", 20<<10) // the line is cut at 16 KiB of arguments: about 17 KiB
+	stderr := auditRun(t, z, toolStep("t1", "bash", obj{"command": "true # " + big}))
+	if !strings.Contains(stderr, "audit log: append to "+filepath.Join(logs, "audit.jsonl")) {
+		t.Fatalf("%s: no warning: %s", how, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(logs, "audit.jsonl")); len(b) != 0 {
+		t.Fatalf("%s: the log kept %d bytes of a line that did not fit", how, len(b))
+	}
+	os.Remove(filepath.Join(logs, "filler"))
+	z.wrap = nil
+	auditRun(t, z, toolStep("t2", "bash", obj{"command": "echo fits"}))
+	noTornLines(t, filepath.Join(logs, "audit.jsonl"))
+	if lines := auditLines(t, z.home); len(lines) != 1 || lines[0].CallID != "t2" {
+		t.Errorf("%s: lines %+v", how, lines)
+	}
+}
+
+// zot killed (-9) while it appends calls with big arguments, at a few
+// moments: the run after it finds the log whole — at most a torn record
+// where a line was cut — and every line is JSON. bench/kill9.sh runs 100
+// such trials.
+func TestAuditLogSurvivesKill9DuringAppends(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("y", 16<<10)
+	for _, after := range []int{1, 4, 9} {
+		z := newZotRun(t)
+		path := filepath.Join(z.home, "logs", "audit.jsonl")
+		var steps []replayStep
+		for i := 0; i < 40; i++ {
+			steps = append(steps, toolStep(fmt.Sprintf("t%d", i), "nosuch", obj{"pad": big}))
+		}
+		srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
+		cmd := z.cmd(append(anthropicFlags(srv), "-p", "--no-session", "go")...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("%d lines in the audit log", after), func() bool {
+			b, _ := os.ReadFile(path)
+			return bytes.Count(b, []byte("\n")) >= after
+		})
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		auditRun(t, z, toolStep("last", "bash", obj{"command": "echo after"}))
+		noTornLines(t, path)
+		if lines := auditLines(t, z.home); len(lines) < after+1 || lines[len(lines)-1].CallID != "last" {
+			t.Errorf("kill after %d lines: %d lines, the last %+v", after, len(lines), lines[len(lines)-1])
+		}
 	}
 }

@@ -135,7 +135,7 @@ func (b *beneath) writeFile(rel string, mode fs.FileMode, fill func(io.Writer) e
 		return err
 	}
 	defer done()
-	tmp := restoreTempName(name)
+	tmp := tempName(name)
 	tfd, err := syscall.Openat(fd, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return &os.PathError{Op: "create", Path: rel, Err: err}
@@ -155,7 +155,7 @@ func (b *beneath) symlink(rel, target string) error {
 		return err
 	}
 	defer done()
-	tmp := restoreTempName(name)
+	tmp := tempName(name)
 	err = symlinkat(target, fd, tmp)
 	if err == nil {
 		if err = syscall.Renameat(fd, tmp, fd, name); err != nil {

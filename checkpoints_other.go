@@ -131,7 +131,7 @@ func (b *beneath) writeFile(rel string, mode fs.FileMode, fill func(io.Writer) e
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(p), restoreTempName(filepath.Base(p)))
+	tmp := filepath.Join(filepath.Dir(p), tempName(filepath.Base(p)))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (b *beneath) symlink(rel, target string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(p), restoreTempName(filepath.Base(p)))
+	tmp := filepath.Join(filepath.Dir(p), tempName(filepath.Base(p)))
 	if err := os.Symlink(target, tmp); err != nil {
 		return err
 	}

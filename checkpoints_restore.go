@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -363,7 +362,11 @@ func (c *Checkpoints) conflicts(target *ckRecord, records []*ckRecord, plan *ckP
 				point{tree: after, after: true, why: fmt.Sprintf("changed between checkpoint %s and the next one, by something other than zot", r.ID)})
 			continue
 		}
-		points = append(points, point{tree: before, why: fmt.Sprintf("zot stopped during the call of checkpoint %s (%s) before it recorded what the call changed, so it cannot tell who changed it", r.ID, r.Tool)})
+		what := r.Tool
+		if r.Kind == ckKindRestore {
+			what = "a restore"
+		}
+		points = append(points, point{tree: before, why: fmt.Sprintf("zot stopped during the call of checkpoint %s (%s) before it recorded what the call changed, so it cannot tell who changed it", r.ID, what)})
 	}
 	if n := len(points); n > 0 && points[n-1].after {
 		points[n-1].why = "changed since zot last recorded it, by something other than zot"
@@ -495,16 +498,6 @@ func (p *ckPlan) writeFile(root *beneath, a ckAction) error {
 		}
 		return nil
 	})
-}
-
-// restoreTempName is the name of a file being restored, beside it.
-func restoreTempName(name string) string {
-	if len(name) > 100 {
-		name = name[:100]
-	}
-	var r [6]byte
-	rand.Read(r[:])
-	return "." + name + ".zot-restore-" + hex.EncodeToString(r[:])
 }
 
 // Undo and rewind points.

@@ -211,6 +211,14 @@ func (w *ckWalk) dir(abs, rel string, ign *ignoreStack, isRoot bool) (hash strin
 			childRel = rel + "/" + name
 		}
 		typ := d.Type()
+		if _, ok := tempPID(name); ok {
+			// zot's own temp file: never state. A dead zot's goes; a live
+			// one's is there, not recorded.
+			if !removeStaleTemp(abs, name) {
+				entries = append(entries, ckEntry{Name: name, Kind: kindExcluded})
+			}
+			continue
+		}
 		if name == ".git" || childAbs == w.home || ign.ignored(childRel, name, typ.IsDir()) {
 			entries = append(entries, ckEntry{Name: name, Kind: kindExcluded})
 			continue

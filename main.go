@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -231,7 +230,7 @@ Usage:
   zot plugin install|list|remove|enable|disable …   Claude Code plugins (zot plugin --help)
   zot sessions list|export|import …      sessions for scripts: list, export, import (zot sessions --help)
   zot checkpoints list|restore|prune …   undo what tool calls changed: files and conversation (zot checkpoints --help)
-  zot mcp list|tools|call …              inspect and debug MCP servers (zot mcp --help)
+  zot mcp list|tools|call|login|logout … inspect, debug and log in to MCP servers (zot mcp --help)
   zot ext <command> …                    manage extensions (zot ext --help)
   zot validate -- COMMAND LINE           ask the command validators without running it
   zot sandbox check                      what the kernel offers the sandbox, and a self-test
@@ -434,7 +433,7 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
 		srv.headers = pc.Local.Headers
 		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
-		err := fetchServerModels(ctx, http.DefaultClient, home, srv, time.Now())
+		err := fetchServerModels(ctx, home, srv, time.Now())
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))

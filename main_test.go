@@ -121,6 +121,7 @@ type zotRun struct {
 	cwd   string
 	env   []string
 	stdin string
+	wrap  []string // a program and its arguments that run zot (prlimit …)
 }
 
 func newZotRun(t *testing.T) *zotRun {
@@ -128,7 +129,8 @@ func newZotRun(t *testing.T) *zotRun {
 }
 
 func (z *zotRun) cmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(zotBin, args...)
+	argv := append(append(append([]string{}, z.wrap...), zotBin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = z.cwd
 	env := []string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}
 	cmd.Env = append(env, z.env...)

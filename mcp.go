@@ -71,6 +71,10 @@ type MCPConfig struct {
 	// lists a server that one names as invalid.
 	Servers  []mcpServerConfig
 	Problems []mcpProblem
+	// Login, when set, lets a server's OAuth login happen in the user's
+	// browser; nil makes a server that needs one fail, naming `zot mcp
+	// login`.
+	Login *MCPLogin
 	// OnStatus hears of bad configuration entries (server "" for a whole
 	// file), servers becoming ready (level "info") and failures ("warning",
 	// "error"), each once. It is called from the manager's goroutines.
@@ -305,6 +309,7 @@ type mcpServer struct {
 	reported    string // last message given to OnStatus: report each once
 	conn        *mcpConn
 	http        *httpTransport // nil for stdio
+	oauth       *mcpOAuth      // an HTTP server's, kept across sessions; nil for stdio or with OAuth off
 	gen         int            // counts sessions, so concurrent re-inits start one
 	restartedAt time.Time      // the last restart after a crash; zero before the first
 	tools       []Tool
@@ -403,6 +408,12 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	default:
 		s.log.printf("connecting to %s", redactURL(s.cfg.RawURL))
 		ht = newHTTPTransport(s.cfg.URL, redactURL(s.cfg.RawURL), s.cfg.Headers, conn)
+		if s.oauth == nil {
+			s.oauth = newMCPOAuth(s.cfg, s.m.cfg.Home, s.m.cfg.Login, s.log)
+		}
+		if s.oauth != nil {
+			ht.auth = s.oauth
+		}
 	}
 	s.mu.Lock()
 	if s.state == MCPStopped { // Shutdown came while we started
@@ -1002,6 +1013,10 @@ type mcpServerConfig struct {
 	// restart after a crash too): an error (its command or a file it runs
 	// changed since it was trusted) fails the start.
 	Verify func() error
+	// OAuth is how zot authorizes at an HTTP server (mcp_oauth.go);
+	// RawOAuth the "oauth" value as written, for workspace trust.
+	OAuth    mcpOAuthConfig
+	RawOAuth json.RawMessage
 }
 
 func (c mcpServerConfig) target() string {
@@ -1019,6 +1034,7 @@ type mcpEntry struct {
 	Env              map[string]string `json:"env"`
 	URL              string            `json:"url"`
 	Headers          map[string]string `json:"headers"`
+	OAuth            json.RawMessage   `json:"oauth"`
 	TimeoutMS        *float64          `json:"timeout_ms"`
 	StartupTimeoutMS *float64          `json:"startup_timeout_ms"`
 	Disabled         bool              `json:"disabled"`
@@ -1209,6 +1225,9 @@ func parseMCPEntry(name string, raw json.RawMessage, vars map[string]string) (mc
 		if e.Command == "" {
 			return c, errors.New(`"command" is missing`)
 		}
+		if len(e.OAuth) > 0 {
+			return c, errors.New(`"oauth" is for http servers; a stdio server takes its credentials from "env"`)
+		}
 		c.RawCommand = e.Command
 		c.Command = expand("command", e.Command)
 		c.RawArgs = e.Args
@@ -1230,9 +1249,14 @@ func parseMCPEntry(name string, raw json.RawMessage, vars map[string]string) (mc
 	for k, v := range e.Headers {
 		c.Headers[k] = expand("headers."+k, v)
 	}
+	oauth, oerr := parseMCPOAuth(e.OAuth, c.Headers, expand)
 	if err != nil {
 		return c, err
 	}
+	if oerr != nil {
+		return c, oerr
+	}
+	c.OAuth, c.RawOAuth = oauth, e.OAuth
 	if u, perr := url.Parse(c.URL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, fmt.Errorf("url %s is not an http:// or https:// URL", redactURL(c.RawURL))
 	}

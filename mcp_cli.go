@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // zot mcp …: the command line a user inspects and debugs MCP servers with.
@@ -19,6 +22,8 @@ var mcpUsage = commandHelp{
 		{"list", "[--json]", "servers, transport, state, tool count", ""},
 		{"tools", "NAME", "a server's tools with descriptions and input schemas", ""},
 		{"call", "NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n"},
+		{"login", "NAME [--scope SCOPES]", "authorize zot at an HTTP server's OAuth server (in a browser)", "The URL is opened with $BROWSER, else the desktop's opener, and printed; zot waits up to 5 minutes.\nThe token is kept in $ZOT_HOME/mcp-oauth.json (mode 0600) for that server's URL only.\n"},
+		{"logout", "NAME", "forget the server's OAuth token and client registration", ""},
 		{"help", "[command]", "this text, or a command's", ""},
 	},
 	notes: `Every command takes --mcp-config FILE (repeatable), --no-mcp and --cwd DIR.
@@ -29,10 +34,10 @@ The servers: ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json (docs/mcp.md).
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
 // load reads the servers it may start (main.go decides, as for a session).
 func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
-	var files, cwds []string
+	var files, cwds, scopes []string
 	var asJSON, noMCP bool
 	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
-		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds})
+		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds, "--scope": &scopes})
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage.text(""))
@@ -53,7 +58,33 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 	// whole file's go to stderr.
 	home := zotHome()
 	servers, problems := load(MCPSources{Home: home, Cwd: cwd, Files: files, SkipDefault: noMCP})
-	m := NewMCPManager(MCPConfig{Home: home, Cwd: cwd, Servers: servers, Problems: problems, OnStatus: func(server, level, msg string) {
+	// Only the commands that work with one server log in to it: a
+	// listing opens no browser.
+	var login *MCPLogin
+	if words[0] != "list" {
+		login = &MCPLogin{Show: func(server, url string) {
+			fmt.Fprintf(stderr, "zot mcp: to authorize zot for server %q, open:\n  %s\n", server, url)
+		}}
+	}
+	switch words[0] {
+	case "login", "logout":
+		if len(words) != 2 {
+			break
+		}
+		i := slices.IndexFunc(servers, func(c mcpServerConfig) bool { return c.Name == words[1] })
+		if i < 0 {
+			fmt.Fprintf(stderr, "zot mcp %s: no server %q is configured (see zot mcp list)\n", words[0], words[1])
+			return exitFailure
+		}
+		if words[0] == "logout" {
+			return mcpLogout(servers[i], home, stdout, stderr)
+		}
+		if msg := mcpPrepareLogin(&servers[i], home, lastOr(scopes, "")); msg != "" {
+			fmt.Fprintf(stderr, "zot mcp login: %s\n", msg)
+			return exitFailure
+		}
+	}
+	m := NewMCPManager(MCPConfig{Home: home, Cwd: cwd, Servers: servers, Problems: problems, Login: login, OnStatus: func(server, level, msg string) {
 		if server == "" {
 			mcpStderrStatus(stderr)(server, level, msg)
 		}
@@ -65,6 +96,10 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		m.start(ctx, reg, "")
 		m.waitSettled(ctx)
 		return mcpList(m.Status(), asJSON, stdout)
+	case cmd == "login" && len(words) == 2:
+		m.start(ctx, reg, words[1])
+		m.waitSettled(ctx)
+		return mcpLoginResult(m, words[1], home, stdout, stderr)
 	case cmd == "tools" && len(words) == 2, cmd == "call" && (len(words) == 3 || len(words) == 4):
 		m.start(ctx, reg, words[1])
 		m.waitSettled(ctx)
@@ -167,6 +202,73 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 	}
 	if res.IsError {
 		return exitFailure
+	}
+	return exitOK
+}
+
+// mcpPrepareLogin readies a server for `zot mcp login`: an HTTP server
+// with OAuth on, its stored token forgotten (its client registration
+// kept), a startup long enough for a person, the scope asked for. It
+// returns why the server cannot log in, or "".
+func mcpPrepareLogin(c *mcpServerConfig, home, scope string) string {
+	switch {
+	case c.Type != "http":
+		return fmt.Sprintf("server %q is a stdio server: it takes its credentials from \"env\", not from a login", c.Name)
+	case c.OAuth.Off:
+		return fmt.Sprintf("server %q sends its own Authorization header (or has \"oauth\": false) in %s", c.Name, c.Source)
+	}
+	if scope != "" {
+		c.OAuth.Scopes = scope
+	}
+	c.StartupTimeoutMS = max(c.StartupTimeoutMS, int(mcpLoginWait/time.Millisecond))
+	if o := newMCPOAuth(*c, home, nil, nil); o != nil {
+		if err := o.store.update(o.key, func(e *mcpStoredServer) error { e.Token = nil; return nil }); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// mcpLoginResult says how `zot mcp login` went.
+func mcpLoginResult(m *MCPManager, name, home string, stdout, stderr io.Writer) int {
+	st := m.Status()
+	if len(st) == 0 {
+		return exitFailure
+	}
+	if st[0].State != MCPReady {
+		fmt.Fprintf(stderr, "zot mcp login: server %q is %s: %s\n", name, st[0].State, sanitize(st[0].Error))
+		return exitFailure
+	}
+	m.mu.Lock()
+	s := m.servers[0]
+	m.mu.Unlock()
+	switch {
+	case s.oauth == nil || s.oauth.current() == nil:
+		fmt.Fprintf(stdout, "server %q did not ask for authorization; it is ready with %d tools\n", name, st[0].Tools)
+	case s.cfg.OAuth.Grant != grantAuthorizationCode:
+		fmt.Fprintf(stdout, "server %q: the %s grant works (its tokens are not stored: each run asks anew)\n", name, s.cfg.OAuth.Grant)
+	default:
+		fmt.Fprintf(stdout, "server %q: authorized; the token is in %s, for %s only\n", name, filepath.Join(home, mcpTokenFile), s.oauth.key)
+	}
+	return exitOK
+}
+
+// mcpLogout is `zot mcp logout NAME`.
+func mcpLogout(c mcpServerConfig, home string, stdout, stderr io.Writer) int {
+	o := newMCPOAuth(c, home, nil, nil)
+	if o == nil {
+		fmt.Fprintf(stdout, "server %q does not use OAuth: nothing to forget\n", c.Name)
+		return exitOK
+	}
+	had, err := o.logout()
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "zot mcp logout: %v\n", err)
+		return exitFailure
+	case had:
+		fmt.Fprintf(stdout, "server %q: forgot its token and client registration (the authorization server may still honour the token until it expires)\n", c.Name)
+	default:
+		fmt.Fprintf(stdout, "server %q: no token stored\n", c.Name)
 	}
 	return exitOK
 }

@@ -50,16 +50,55 @@ func findRealMCPServer(name string) (bin, why string) {
 func realMCPServer(t testing.TB, name string) string {
 	t.Helper()
 	bin, why := findRealMCPServer(name)
-	if why != "" && os.Getenv("ZOT_MCP_REQUIRE_SERVERS") != "" {
-		t.Fatalf("ZOT_MCP_REQUIRE_SERVERS is set but %s", why)
-	}
-	if why != "" {
-		mcpSkipNotice.Do(func() {
-			fmt.Fprintf(os.Stderr, "\n!!! SKIPPING the MCP tests against real servers: %s.\n!!! Install them with: sh testdata/mcp/install-servers.sh [DIR] (and set ZOT_MCP_SERVERS=DIR for another DIR)\n\n", why)
-		})
-		t.Skipf("SKIPPED: %s; run sh testdata/mcp/install-servers.sh", why)
-	}
+	skipUnlessInstalled(t, &mcpSkipNotice, why, "ZOT_MCP_REQUIRE_SERVERS", "the MCP tests against real servers", "install-servers.sh", "ZOT_MCP_SERVERS")
 	return bin
+}
+
+// skipUnlessInstalled fails the test when why says what is missing and
+// requireVar is set (CI installed it), else skips it with a notice on
+// stderr, once per notice, naming the testdata/mcp script that installs
+// it into the directory dirVar names.
+func skipUnlessInstalled(t testing.TB, notice *sync.Once, why, requireVar, what, script, dirVar string) {
+	t.Helper()
+	if why == "" {
+		return
+	}
+	if os.Getenv(requireVar) != "" {
+		t.Fatalf("%s is set but %s", requireVar, why)
+	}
+	notice.Do(func() {
+		fmt.Fprintf(os.Stderr, "\n!!! SKIPPING %s: %s.\n!!! Install with: sh testdata/mcp/%s [DIR] (and set %s=DIR for another DIR)\n\n", what, why, script, dirVar)
+	})
+	t.Skipf("SKIPPED: %s; run sh testdata/mcp/%s", why, script)
+}
+
+// startEverythingHTTP runs the reference everything server over
+// Streamable HTTP and returns its URL; it skips loudly when it is not
+// installed.
+func startEverythingHTTP(t *testing.T) string {
+	bin := realMCPServer(t, "mcp-server-everything")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	p, err := startProc(procSpec{argv: []string{bin, "streamableHttp"}, env: envNoSecrets, addEnv: []string{fmt.Sprintf("PORT=%d", port)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop(killGrace)
+		p.Reap()
+	})
+	waitFor(t, "the everything server to listen", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
 func realServerEntry(bin string, args ...string) string {
@@ -140,30 +179,7 @@ func TestMCPRealEverythingServer(t *testing.T) {
 // streams with progress, DELETE at exit.
 func TestMCPRealEverythingServerOverHTTP(t *testing.T) {
 	t.Parallel()
-	bin := realMCPServer(t, "mcp-server-everything")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	waitFor(t, "the server to listen", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	h := newMCPHarness(t, map[string]string{"web": fmt.Sprintf(`{"type": "http", "url": "http://127.0.0.1:%d/mcp"}`, port)})
+	h := newMCPHarness(t, map[string]string{"web": fmt.Sprintf(`{"type": "http", "url": %q}`, startEverythingHTTP(t))})
 	if r := mcpRun(t, h.tool("mcp__web__echo"), `{"message": "over http"}`); textOf(r) != "Echo: over http" {
 		t.Errorf("echo = %+v", r)
 	}

@@ -32,7 +32,13 @@ type mcpHarness struct {
 // them; Shutdown runs at cleanup.
 func newMCPHarness(t *testing.T, servers map[string]string) *mcpHarness {
 	t.Helper()
-	h := &mcpHarness{t: t, home: t.TempDir(), cwd: t.TempDir(), reg: NewToolRegistry()}
+	return newMCPHarnessIn(t, t.TempDir(), servers)
+}
+
+// newMCPHarnessIn is newMCPHarness with home as $ZOT_HOME.
+func newMCPHarnessIn(t *testing.T, home string, servers map[string]string) *mcpHarness {
+	t.Helper()
+	h := &mcpHarness{t: t, home: home, cwd: t.TempDir(), reg: NewToolRegistry()}
 	var entries []string
 	for name, e := range servers {
 		entries = append(entries, fmt.Sprintf("%q: %s", name, e))

@@ -687,6 +687,9 @@ type httpTransport struct {
 	headers map[string]string
 	client  *http.Client
 	conn    *mcpConn
+	// auth, when set, gives each request its Authorization header and
+	// answers the server's 401 and 403 (mcp_oauth.go).
+	auth mcpAuthorizer
 
 	ctx    context.Context // ends at close: stops streams
 	cancel context.CancelFunc
@@ -702,9 +705,30 @@ type httpTransport struct {
 
 func newHTTPTransport(url, rawURL string, headers map[string]string, conn *mcpConn) *httpTransport {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &httpTransport{url: url, rawURL: rawURL, headers: headers, client: &http.Client{}, conn: conn, ctx: ctx, cancel: cancel}
+	t := &httpTransport{url: url, rawURL: rawURL, headers: headers, client: &http.Client{Transport: mcpHTTPTransport(), CheckRedirect: sameOriginRedirects}, conn: conn, ctx: ctx, cancel: cancel}
 	conn.t = t
 	return t
+}
+
+// mcpIdleConnTimeout is how long an idle connection may wait for its next
+// request. Servers close theirs (Node after 5 s), and a POST on one they
+// are closing fails rather than goes again (it may not be idempotent):
+// this is shorter, so zot never picks up such a connection.
+const mcpIdleConnTimeout = 3 * time.Second
+
+// mcpHTTPTransport is Go's default transport with mcpIdleConnTimeout.
+func mcpHTTPTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.IdleConnTimeout = mcpIdleConnTimeout
+	return tr
+}
+
+// mcpAuthorizer is what an HTTP transport asks about authorization: the
+// header for a request, and what to do about a 401 or 403 to one that
+// went with sent (its header, or ""), the attempt'th such answer to it.
+type mcpAuthorizer interface {
+	authorization(ctx context.Context) (string, error)
+	challenge(ctx context.Context, resp *http.Response, sent string, attempt int) (retry bool, err error)
 }
 
 // resetSession forgets the session so the next initialize starts anew.
@@ -738,6 +762,15 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	} else {
 		req.Header.Set("Accept", "text/event-stream")
 	}
+	if t.auth != nil {
+		h, err := t.auth.authorization(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		if h != "" {
+			req.Header.Set("Authorization", h)
+		}
+	}
 	t.mu.Lock()
 	sid := t.sessionID
 	if sid != "" {
@@ -750,18 +783,36 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	return req, sid, nil
 }
 
+// do sends one request. A 401 or 403 goes to the authorizer, which may
+// get a new token for the request to go again, up to three times.
+func (t *httpTransport) do(ctx context.Context, method string, body []byte) (*http.Response, string, error) {
+	for attempt := 0; ; attempt++ {
+		req, sid, err := t.newRequest(ctx, method, body)
+		if err != nil {
+			return nil, "", err
+		}
+		resp, err := t.client.Do(req)
+		if err != nil || t.auth == nil || attempt == 3 || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+			return resp, sid, err
+		}
+		retry, err := t.auth.challenge(ctx, resp, req.Header.Get("Authorization"), attempt)
+		if err != nil {
+			resp.Body.Close()
+			return nil, "", err
+		}
+		if !retry {
+			return resp, sid, nil
+		}
+		resp.Body.Close()
+	}
+}
+
 func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) error {
 	// The request lives until its stream is read, which may be after send
 	// returns: it ends with ctx or with the transport.
 	rctx, cancel := context.WithCancel(t.ctx)
 	stop := context.AfterFunc(ctx, cancel)
-	req, sid, err := t.newRequest(rctx, http.MethodPost, msg)
-	if err != nil {
-		stop()
-		cancel()
-		return err
-	}
-	resp, err := t.client.Do(req)
+	resp, sid, err := t.do(rctx, http.MethodPost, msg)
 	if err != nil {
 		stop()
 		cancel()
@@ -880,11 +931,7 @@ func (t *httpTransport) listen() {
 			t.mu.Unlock()
 		}()
 		for t.ctx.Err() == nil {
-			req, _, err := t.newRequest(t.ctx, http.MethodGet, nil)
-			if err != nil {
-				return
-			}
-			resp, err := t.client.Do(req)
+			resp, _, err := t.do(t.ctx, http.MethodGet, nil)
 			if err != nil {
 				return
 			}

@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 	"unicode"
 )
@@ -95,18 +95,28 @@ type modelsCache struct {
 	Probes  map[string]ServerInfo      `json:"probes,omitempty"`
 }
 
-// modelsCacheMu serialises this process's read-modify-write of the cache;
-// another zot's write in between loses one entry, which is only asked for
-// again.
-var modelsCacheMu sync.Mutex
-
-// writeModelsCache replaces the cache whole; a cache that cannot be
-// written is only not kept.
-func writeModelsCache(home string, c modelsCache) error {
-	b, _ := json.MarshalIndent(c, "", "  ")
+// updateModelsCache changes the cache under an exclusive lock on
+// models-cache.json.lock, so two zots listing models at once both keep
+// what they learned: each reads the cache as the other left it, changes
+// its own entries, and replaces the file whole (temp file and rename). A
+// cache that cannot be locked or written is only not kept.
+func updateModelsCache(home string, change func(*modelsCache)) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
+	lock, err := os.OpenFile(modelsCachePath(home)+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	// Held for a read and a write of a small file; the process dying
+	// releases it.
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	c := readModelsCache(home)
+	change(&c)
+	b, _ := json.MarshalIndent(c, "", "  ")
 	return writeFileAtomic(modelsCachePath(home), append(b, '\n'), 0o600)
 }
 
@@ -148,11 +158,9 @@ func useCachedServerModels(home string, s modelServer, now time.Time) (fresh boo
 
 // fetchServerModels asks s for its models, makes them known and caches
 // them. The caller bounds the wait with ctx.
-func fetchServerModels(ctx context.Context, client *http.Client, home string, s modelServer, now time.Time) error {
+func fetchServerModels(ctx context.Context, home string, s modelServer, now time.Time) error {
 	var errs []string
-	if client == http.DefaultClient {
-		client = httpClientFor(s.headers)
-	}
+	client := httpClientFor(s.headers)
 	for _, u := range s.requests() {
 		models, err := s.fetch(ctx, client, u)
 		if err != nil {
@@ -163,11 +171,10 @@ func fetchServerModels(ctx context.Context, client *http.Client, home string, s 
 			continue
 		}
 		SetServerModels(s.provider, serverModelInfos(s.provider, models))
-		modelsCacheMu.Lock()
-		defer modelsCacheMu.Unlock()
-		cache := readModelsCache(home)
-		cache.Servers[s.cacheKey()] = cachedModelList{Fetched: now.UTC(), Models: models}
-		if err := writeModelsCache(home, cache); err != nil {
+		err = updateModelsCache(home, func(c *modelsCache) {
+			c.Servers[s.cacheKey()] = cachedModelList{Fetched: now.UTC(), Models: models}
+		})
+		if err != nil {
 			return fmt.Errorf("cache the model list in %s: %w", modelsCachePath(home), err)
 		}
 		return nil
@@ -268,7 +275,7 @@ func listServerModels(home string, s modelServer, report func(error)) (stop func
 	// bounds.
 	go func() {
 		defer close(done)
-		if err := fetchServerModels(ctx, http.DefaultClient, home, s, time.Now()); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		if err := fetchServerModels(ctx, home, s, time.Now()); err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 			report(err)
 		}
 	}()

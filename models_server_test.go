@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -199,7 +201,7 @@ func TestBackgroundListingStopsWithItsOwner(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := fetchServerModels(ctx, http.DefaultClient, t.TempDir(), modelServer{provider: "openai", baseURL: srv.URL}, time.Now()); err == nil {
+	if err := fetchServerModels(ctx, t.TempDir(), modelServer{provider: "openai", baseURL: srv.URL}, time.Now()); err == nil {
 		t.Error("a cancelled fetch succeeded")
 	}
 }
@@ -234,5 +236,49 @@ func TestModelPickerShowsTheServersModels(t *testing.T) {
 		tm.keys("Escape")
 		tm.waitScreen("the picker closed", func(s string) bool { return !strings.Contains(s, "choose a model") })
 		tm.exitAndCheck()
+	}
+}
+
+// Zots listing the models of different servers at once each keep their
+// list in models-cache.json: the updates merge under the cache's lock, and
+// the file stays whole JSON. The servers answer together, once every zot
+// has asked, so the writes meet.
+func TestModelsCacheKeepsEveryListOfZotsListingAtOnce(t *testing.T) {
+	t.Parallel()
+	const zots = 8
+	var arrived sync.WaitGroup
+	arrived.Add(zots)
+	z := newZotRun(t)
+	var servers []string
+	for i := 0; i < zots; i++ {
+		id := fmt.Sprintf("model-of-server-%d", i)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arrived.Done()
+			arrived.Wait()
+			fmt.Fprintf(w, `{"data":[{"id":%q}]}`, id)
+		}))
+		t.Cleanup(srv.Close)
+		servers = append(servers, srv.URL)
+	}
+	var runs sync.WaitGroup
+	for _, u := range servers {
+		runs.Add(1)
+		go func(u string) {
+			defer runs.Done()
+			if _, stderr, code := z.run("--list-models", "--provider", "openai", "--base-url", u, "--api-key", "k"); code != 0 || stderr != "" {
+				t.Errorf("%s: exit %d: %s", u, code, stderr)
+			}
+		}(u)
+	}
+	runs.Wait()
+	var cache modelsCache
+	b, err := os.ReadFile(filepath.Join(z.home, "models-cache.json"))
+	if err != nil || json.Unmarshal(b, &cache) != nil {
+		t.Fatalf("the cache is not whole JSON: %v\n%s", err, b)
+	}
+	for i, u := range servers {
+		if list, ok := cache.Servers["openai "+u]; !ok || len(list.Models) != 1 || list.Models[0].ID != fmt.Sprintf("model-of-server-%d", i) {
+			t.Errorf("the list of %s was lost: %+v", u, list)
+		}
 	}
 }

@@ -321,27 +321,25 @@ func (c serverInfoCache) Load(key string) (ServerInfo, bool) {
 }
 
 func (c serverInfoCache) Store(key string, info ServerInfo) {
-	modelsCacheMu.Lock()
-	defer modelsCacheMu.Unlock()
-	cache := readModelsCache(c.home)
-	if cache.Probes == nil {
-		cache.Probes = map[string]ServerInfo{}
-	}
-	if info.Fetched.IsZero() {
-		delete(cache.Probes, key)
-	} else {
-		cache.Probes[key] = info
-	}
-	writeModelsCache(c.home, cache)
+	updateModelsCache(c.home, func(cache *modelsCache) {
+		if cache.Probes == nil {
+			cache.Probes = map[string]ServerInfo{}
+		}
+		if info.Fetched.IsZero() {
+			delete(cache.Probes, key)
+		} else {
+			cache.Probes[key] = info
+		}
+	})
 }
 
 // httpClientFor is the client of a model listing: the user's headers on
-// every request.
+// every request, and the key and headers kept to the server's origin.
 func httpClientFor(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
-		return http.DefaultClient
+		return credentialClient(nil)
 	}
-	return &http.Client{Transport: headerTransport{headers, http.DefaultTransport}}
+	return credentialClient(&http.Client{Transport: headerTransport{headers, http.DefaultTransport}})
 }
 
 type headerTransport struct {

@@ -906,3 +906,9 @@ func (c *lineChild) stop(ctx context.Context, grace, term time.Duration, late fu
 // wait returns once the child is reaped and the goroutines serving it
 // have ended.
 func (c *lineChild) wait() { <-c.gone }
+
+// pidInUse says whether some process has pid: kill(2) with signal 0 does
+// not answer ESRCH (a process of another user answers EPERM).
+func pidInUse(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
+}

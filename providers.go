@@ -203,12 +203,9 @@ const DefaultIdleTimeout = 10 * time.Minute
 
 // NewProvider builds the client for cfg.Name.
 func NewProvider(cfg ProviderConfig) (Provider, error) {
-	h := &httpStreamer{client: cfg.Client, retries: cfg.Retries, keySource: cfg.KeySource,
+	h := &httpStreamer{client: credentialClient(cfg.Client), retries: cfg.Retries, keySource: cfg.KeySource,
 		baseDelay: 500 * time.Millisecond, maxDelay: 30 * time.Second, idle: cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout), sleep: sleepCtx,
 		headerTimeout: cmp.Or(cfg.ResponseTimeout, DefaultResponseTimeout), headers: cfg.Local.Headers}
-	if h.client == nil {
-		h.client = &http.Client{}
-	}
 	if h.retries == 0 {
 		h.retries = 3
 	} else if h.retries < 0 {
@@ -306,7 +303,10 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := h.do(req)
 		var wait time.Duration
+		var refused *RedirectRefusedError
 		switch {
+		case errors.As(err, &refused):
+			return nil, fmt.Errorf("%s: %w", h.name, refused)
 		case errors.Is(err, errNoResponse):
 			// Not retried: a server that took the request and said nothing
 			// for minutes would only be given more minutes.

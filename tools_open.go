@@ -383,14 +383,6 @@ func ownedByUser(st fs.FileInfo) bool {
 	return ok && int(sys.Uid) == os.Getuid()
 }
 
-// tempName is the name of a write's temp file beside base.
-func tempName(base, random string) string {
-	if len(base) > 100 {
-		base = base[:100]
-	}
-	return "." + base + ".zot-" + random + ".tmp"
-}
-
 // splitPath lists the components of an absolute path.
 func splitPath(p string) []string {
 	var out []string

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -278,9 +276,8 @@ func (at *openedParent) makeParents() error {
 // and renames it over name there, as writeAtomic does by path: whole or
 // not at all, mode set, owner kept where owner says and the writer may.
 func (at *openedParent) writeAtomic(data []byte, mode fs.FileMode, owner *fileOwner) (err error) {
-	var random [6]byte
-	rand.Read(random[:])
-	tmp := tempName(at.name, hex.EncodeToString(random[:]))
+	sweepTemps(at.dirPath)
+	tmp := tempName(at.name)
 	fd, err := syscall.Openat(at.dir, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return &fs.PathError{Op: "create", Path: filepath.Join(at.dirPath, tmp), Err: err}

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -139,9 +137,8 @@ func (at *openedParent) makeParents() error {
 
 // writeAtomic writes data beside name and renames it over name.
 func (at *openedParent) writeAtomic(data []byte, mode fs.FileMode, owner *fileOwner) error {
-	var random [6]byte
-	rand.Read(random[:])
-	tmp := filepath.Join(at.dirPath, tempName(at.name, hex.EncodeToString(random[:])))
+	sweepTemps(at.dirPath)
+	tmp := filepath.Join(at.dirPath, tempName(at.name))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err

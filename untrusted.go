@@ -29,7 +29,8 @@ import (
 // Files from outside — a repository's configuration and context files —
 // are read here too (readUntrustedFile, readUntrustedDir): bounded in
 // size and time, and never a FIFO or a device that could hang zot or
-// fill its memory.
+// fill its memory; so are the bodies of the OAuth servers' answers
+// (readUntrustedBody).
 //
 // Lines of the protocols zot speaks — extension frames, MCP stdio, rpc
 // requests, server-sent events, session rows — are split by one reader,
@@ -351,6 +352,21 @@ func readUntrustedFile(path string, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	return readUntrustedOpen(f, path, limit)
+}
+
+// readUntrustedBody reads an HTTP body from a server zot does not
+// control — an authorization server's answer, a metadata document — up
+// to limit bytes; a longer one is an error, never read on. How long the
+// read may take is the request's context's to bound.
+func readUntrustedBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the answer: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("the answer is larger than %d bytes", limit)
+	}
+	return b, nil
 }
 
 // readUntrustedOpen is readUntrustedFile for a file already opened (by

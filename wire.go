@@ -69,6 +69,7 @@ type setup struct {
 	mcpPrefixes []string
 	mcp         *MCPManager
 	mcpStatus   func(server, level, msg string)
+	mcpLogin    *MCPLogin     // the mode's way to an OAuth login in a browser; nil: none
 	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 	// checkpoints record the files around each call that may change them
 	// (nil when they are off); runID names the checkpoints of a run
@@ -858,7 +859,7 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus})
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus, Login: s.mcpLogin})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
 	return m
@@ -1041,6 +1042,7 @@ func (s *setup) auditHook() func(ctx context.Context, rec *ToolRecord) {
 			return ""
 		},
 	}
+	l.Repaired = func(msg string) { s.agent.logf("audit log: %s", msg) }
 	var warn sync.Once
 	return func(ctx context.Context, rec *ToolRecord) {
 		if err := l.Record(rec); err != nil {

@@ -31,6 +31,10 @@ type modeHost struct {
 	gates     []modeGate
 	askPlan   func() approvalAsker
 	outside   func() bool
+	// mcpLogin lets an MCP server's OAuth login happen in a browser while
+	// the mode waits: the TUI's. Modes without one fail such a server,
+	// naming `zot mcp login`.
+	mcpLogin *MCPLogin
 }
 
 type modeGate struct {
@@ -57,6 +61,7 @@ func (s *setup) armedGate(ctx context.Context, call ToolCall) GateResult {
 // requiredStages. On error the agent stays unarmed: it runs no tool.
 // stop shuts the plugins down, also after an error.
 func (s *setup) arm(ctx context.Context, h modeHost) (exts *ExtManager, stop func(), err error) {
+	s.mcpLogin = h.mcpLogin
 	exts, stop = s.startPlugins(ctx, h.ext, h.mcpStatus, h.hookNote)
 	s.guardTools()
 	for _, g := range h.gates {
@@ -170,6 +175,9 @@ func tuiHost(t *TUI) modeHost {
 				t.Note(tuiNote{Extension: "mcp:" + server, Level: extLevel(level), Message: msg})
 			}
 		},
+		mcpLogin: &MCPLogin{Show: func(server, url string) {
+			t.Note(tuiNote{Extension: "mcp:" + server, Level: "info", Message: "to authorize zot for this server, open: " + url})
+		}},
 		hookNote: func(level, msg string) { t.Note(tuiNote{Extension: "hooks", Level: level, Message: msg}) },
 		confirm:  confirm,
 		gates:    []modeGate{{YoloStage, yolo}},

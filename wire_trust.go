@@ -300,8 +300,13 @@ func mcpTrustEntry(c mcpServerConfig, dir string) trustEntry {
 		e = withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, append([]string{c.Command}, c.Args...)))
 	} else {
 		// The URL's query may carry a key: shown without it, covered
-		// whole by the digest.
-		e.Command, e.Names, e.Content = redactURL(c.RawURL), sortedKeys(c.Headers), sha256Hex([]byte(c.RawURL))
+		// whole by the digest, and so is the "oauth" object (where the
+		// login goes, which client secret goes there).
+		covered := c.RawURL
+		if len(c.RawOAuth) > 0 {
+			covered += "\x00" + string(c.RawOAuth)
+		}
+		e.Command, e.Names, e.Content = redactURL(c.RawURL), sortedKeys(c.Headers), sha256Hex([]byte(covered))
 	}
 	return e
 }

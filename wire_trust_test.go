@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,5 +77,28 @@ func TestNamedProjectFiles(t *testing.T) {
 	}
 	if want := []string{"a.sh", "conf.json", "sub/b.py"}; !slices.Equal(rel, want) {
 		t.Errorf("named files %v, want %v", rel, want)
+	}
+}
+
+// Trust covers an HTTP server's "oauth" object — where the login goes,
+// which secret goes there — and an entry without one keeps the digest it
+// had before OAuth existed, so that no trusted directory asks again.
+func TestTrustCoversAnHTTPServersOAuth(t *testing.T) {
+	t.Parallel()
+	digest := func(entry string) string {
+		c, err := parseMCPEntry("web", json.RawMessage(entry), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mcpTrustEntry(c, "/project").Content
+	}
+	plain := digest(`{"url": "https://mcp.example.com/mcp"}`)
+	if plain != sha256Hex([]byte("https://mcp.example.com/mcp")) {
+		t.Errorf("an entry without oauth changed its digest")
+	}
+	a := digest(`{"url": "https://mcp.example.com/mcp", "oauth": {"authServerMetadataUrl": "https://as.example.com/.well-known/oauth-authorization-server"}}`)
+	b := digest(`{"url": "https://mcp.example.com/mcp", "oauth": {"authServerMetadataUrl": "https://evil.example.com/.well-known/oauth-authorization-server"}}`)
+	if a == plain || a == b {
+		t.Errorf("the oauth object is not covered: %s %s %s", plain, a, b)
 	}
 }
