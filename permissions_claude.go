@@ -477,9 +477,12 @@ func (c *claudeRules) says(tool string) bool {
 	if c == nil {
 		return false
 	}
-	m := c.hostMode.Load()
-	if !c.hostOnly || m == nil {
+	if !c.hostOnly {
 		return true
+	}
+	m := c.hostMode.Load()
+	if m == nil {
+		return false
 	}
 	switch hostFallback(*m) {
 	case "bypassPermissions":

@@ -74,6 +74,7 @@ func chooseMode(flag Mode, cfg userConfig, rules *PermissionRules, def Mode) (m 
 // mode nobody choosing one gives.
 func (s *setup) startModes(cfg userConfig, def Mode, stderr io.Writer) error {
 	src := s.permissionSources(func(l PermissionLoosening) bool { return s.approved(rulesTrustEntry(l, s.cwd)) })
+	src.HostMode = true // a settings file with a defaultMode and no rule counts
 	rules := LoadPermissionRules(src)
 	start, by, notes, err := chooseMode(s.opts.mode, cfg, rules, def)
 	if err != nil {
@@ -121,14 +122,16 @@ func (s *setup) planTool(on bool) {
 // in and neither --mode nor config.json chose it, it is chosen again: the
 // project trusted since (the TUI's dialog) may bring a defaultMode.
 func (s *setup) armModes() {
-	target := s.modes.Current()
-	if target == s.modeStart && s.modeFrom != "--mode" && s.modeFrom != "config.json" {
-		if m, by, _, err := chooseMode("", s.config, s.rules, s.modeDef); err == nil && s.modes.Check(m) == nil {
-			s.modeFrom, s.modeStart, target = by, m, m
+	if s.modes != nil {
+		target := s.modes.Current()
+		if target == s.modeStart && s.modeFrom != "--mode" && s.modeFrom != "config.json" {
+			if m, by, _, err := chooseMode("", s.config, s.rules, s.modeDef); err == nil && s.modes.Check(m) == nil {
+				s.modeFrom, s.modeStart, target = by, m, m
+			}
 		}
-	}
-	if s.modes.Set(target) != nil {
-		s.modes.Set(ModeAsk)
+		if s.modes.Set(target) != nil {
+			s.modes.Set(ModeAsk)
+		}
 	}
 	s.agent.Pipeline.AddToolGate(ModeStage, s.modeGate)
 	s.agent.Pipeline.AddPromptGate(ModeStage, s.modePrompt())
