@@ -640,6 +640,9 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 				Name        string          `json:"name"`
 				Description string          `json:"description"`
 				InputSchema json.RawMessage `json:"inputSchema"`
+				Annotations struct {
+					ReadOnlyHint bool `json:"readOnlyHint"`
+				} `json:"annotations"`
 			} `json:"tools"`
 			NextCursor string `json:"nextCursor"`
 		}
@@ -661,7 +664,7 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 			if desc == "" {
 				desc = fmt.Sprintf("Tool %s of MCP server %s.", t.Name, s.cfg.Name)
 			}
-			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema)})
+			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema), readOnly: t.Annotations.ReadOnlyHint})
 		}
 		if r.NextCursor == "" {
 			return tools, nil
@@ -833,8 +836,12 @@ type mcpTool struct {
 	remote string // the server's name for it
 	desc   string
 	schema json.RawMessage
+	// readOnly: the server marks the tool readOnlyHint, so plan mode runs
+	// it (a hint zot believes: docs/permissions.md#plan-mode).
+	readOnly bool
 }
 
+func (t *mcpTool) ReadOnly() bool          { return t.readOnly }
 func (t *mcpTool) Name() string            { return t.name }
 func (t *mcpTool) Description() string     { return t.desc }
 func (t *mcpTool) Schema() json.RawMessage { return t.schema }

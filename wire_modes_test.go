@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,5 +236,32 @@ func TestACPModesAndAPlanApproved(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(z.cwd, "a.txt")); string(b) != "a\n" {
 		t.Errorf("a.txt = %q: the write after the approval did not run (accept-edits)", b)
+	}
+}
+
+// Plan mode runs an MCP tool its server marks readOnlyHint and refuses one
+// it does not mark.
+func TestPlanModeRunsOnlyReadOnlyMCPTools(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	writeFile(t, filepath.Join(z.cwd, "notes.txt"), "kiwi\n", 0o644)
+	writeFile(t, filepath.Join(z.cwd, "servers.json"), fmt.Sprintf(`{"mcpServers": {"fake": %s}}`, fakeServer(t, "normal", t.TempDir(), "")), 0o644)
+	srv := replayAfter(t, func() bool {
+		log, _ := os.ReadFile(filepath.Join(z.home, "logs", "mcp-fake.log"))
+		return strings.Contains(string(log), "ready,")
+	},
+		toolStep("t1", "mcp__fake__read_file", obj{"path": "notes.txt"}),
+		toolStep("t2", "mcp__fake__echo", obj{"text": "changed"}),
+		textStep("done"))
+	_, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--mode", "plan", "--no-mcp", "--mcp-config", "servers.json", "look")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sent := toolResultTexts(srv)
+	if !strings.Contains(sent, `kiwi\n`) {
+		t.Errorf("the read-only MCP tool did not run:\n%s", sent)
+	}
+	if !strings.Contains(sent, "mcp__fake__echo is not marked read-only by its MCP server (readOnlyHint)") {
+		t.Errorf("the other MCP tool was not refused:\n%s", sent)
 	}
 }
