@@ -91,15 +91,11 @@ func (b *approvalBroker) ask(ctx context.Context, q approvalQuestion) approvalAn
 	}
 }
 
-// answer hands a client's answer to the question waiting for it. An
-// unknown decision still answers it, as a deny; the error says why.
-func (b *approvalBroker) answer(id string, decision ApprovalDecision, message string) error {
-	return b.answerWith(id, approvalAnswer{Decision: decision, Message: message})
-}
-
-// answerWith is answer with all of an approve command: for a plan also
-// the mode to carry it out in and the plan as the client edited it.
-func (b *approvalBroker) answerWith(id string, a approvalAnswer) error {
+// answer hands a client's answer to the question waiting for it (for a
+// plan also the mode to carry it out in and the plan as the client edited
+// it). An unknown decision still answers it, as a deny; the error says
+// why.
+func (b *approvalBroker) answer(id string, a approvalAnswer) error {
 	decision := a.Decision
 	b.mu.Lock()
 	reply, ok := b.pending[id]

@@ -653,7 +653,7 @@ func (s *rpcServer) handle(ctx context.Context, l inputLine) error {
 	case rpcGetCheckpoints, rpcRewind:
 		s.checkpoints(req)
 	case rpcApprove:
-		s.reply(req, nil, s.approvals.answerWith(req.ApprovalID, req.answer()))
+		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.answer()))
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func readApprovalAnswers(in io.Reader, b *approvalBroker, stderr io.Writer, quit
 			case req.Type != rpcApprove:
 				err = fmt.Errorf("only approve commands are read here, not %q", req.Type)
 			default:
-				err = b.answerWith(req.ApprovalID, req.answer())
+				err = b.answer(req.ApprovalID, req.answer())
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "zot: --approvals-stdin: %s\n", sanitize(err.Error()))
