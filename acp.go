@@ -117,6 +117,9 @@ type acpOpenRequest struct {
 	// Files reads and writes through the editor's buffers; nil when the
 	// editor offers neither.
 	Files *EditorFiles
+	// Elicit puts an MCP server's question to the editor, in the modes
+	// it advertised (none: the zero Elicitor).
+	Elicit Elicitor
 }
 
 // acpMCPServer is an MCP server the editor passed: the user's own.
@@ -185,6 +188,12 @@ type acpClientCaps struct {
 	Session  *struct {
 		Notices *json.RawMessage `json:"notices"`
 	} `json:"session"`
+	// Elicitation: {} (or any object) for a mode offers it; absent or
+	// null does not.
+	Elicitation *struct {
+		Form *json.RawMessage `json:"form"`
+		URL  *json.RawMessage `json:"url"`
+	} `json:"elicitation"`
 }
 
 // acpServer is the agent on one connection. The reader (Serve) routes
@@ -538,6 +547,9 @@ func (s *acpServer) open(p sessionParams, path string) (*acpSession, error) {
 	s.mu.Unlock()
 	ss := &acpSession{srv: s, cwd: p.Cwd}
 	req := acpOpenRequest{Cwd: p.Cwd, Path: path, MCP: servers, Ask: ss.ask}
+	if e := caps.Elicitation; e != nil && (e.Form != nil || e.URL != nil) {
+		req.Elicit = Elicitor{Form: e.Form != nil, URL: e.URL != nil, Ask: ss.elicit}
+	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
 		req.Files = &EditorFiles{}
 		if caps.FS.ReadTextFile {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,7 @@ type acpSession struct {
 	titled  bool
 	closed  bool
 	calls   map[string]*acpCallState
+	elicits atomic.Int64 // URL questions asked, for their elicitationId
 }
 
 // acpCallState is what a session knows of a tool call of the prompt in
@@ -854,6 +856,40 @@ func (ss *acpSession) requestPermission(ctx context.Context, u acpToolCall, opti
 		return no(fmt.Sprintf("the editor (an answer zot did not offer, %q, counts as no)", truncate(resp.Outcome.Outcome, 60)))
 	}
 	return resp.Outcome.OptionID, nil
+}
+
+// elicit is the session's Elicitor: an MCP server's question as the
+// editor's elicitation/create (ACP's, in the modes the editor advertised),
+// waited for at most the approval timeout. What the editor answers goes
+// back to the MCP client, which checks content against the form.
+func (ss *acpSession) elicit(ctx context.Context, q Elicitation) ElicitAnswer {
+	p := map[string]any{"sessionId": ss.id, "mode": q.Mode, "message": fmt.Sprintf("MCP server %q asks: %s", q.Server, q.Message)}
+	if q.Mode == ElicitURL {
+		p["url"] = q.URL
+		p["elicitationId"] = fmt.Sprintf("%s-%d", ss.id, ss.elicits.Add(1))
+	} else {
+		p["requestedSchema"] = q.Schema()
+	}
+	wait, cancel := context.WithTimeout(ctx, ss.srv.ApprovalTimeout)
+	defer cancel()
+	var resp struct {
+		Action  ElicitAction   `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	err := ss.srv.call(wait, "elicitation/create", p, &resp)
+	switch {
+	case ctx.Err() != nil:
+		return ElicitAnswer{Action: ElicitCancel, Why: "(the question ended before the editor answered)"}
+	case wait.Err() != nil:
+		return ElicitAnswer{Action: ElicitCancel, Why: fmt.Sprintf("(the editor did not answer within %s)", ss.srv.ApprovalTimeout)}
+	case err != nil:
+		return ElicitAnswer{Action: ElicitCancel, Why: "(the editor: " + err.Error() + ")"}
+	}
+	switch resp.Action {
+	case ElicitAccept, ElicitDecline, ElicitCancel:
+		return ElicitAnswer{Action: resp.Action, Content: resp.Content}
+	}
+	return ElicitAnswer{Action: ElicitCancel, Why: fmt.Sprintf("(the editor answered %q, which is none of accept, decline and cancel)", truncate(string(resp.Action), 40))}
 }
 
 // readTextFile and writeTextFile are the editor's side of the file tools

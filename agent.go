@@ -69,6 +69,9 @@ type Agent struct {
 	// compacts the conversation before the next turn; 0 is
 	// defaultCompactThreshold. A model's own (models.json) wins.
 	CompactThreshold float64
+	// BeforeCompact, when set, runs before each compaction with its
+	// trigger, "manual" (Compact) or "auto" (Claude Code's PreCompact).
+	BeforeCompact func(ctx context.Context, trigger string)
 
 	mu         sync.Mutex
 	busy       bool
@@ -94,6 +97,21 @@ func (a *Agent) Messages() []Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return withoutWire(a.messages)
+}
+
+// lastPrompt is the text the user typed last and when: what a checkpoint
+// is labelled with. It reads the transcript in place, since Messages
+// copies the whole of it, at every tool call of a long session.
+func (a *Agent) lastPrompt() (typed string, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := len(a.messages) - 1; i >= 0; i-- {
+		if m := a.messages[i]; m.isPrompt() {
+			typed, _ = splitPrompt(m)
+			return typed, m.Time
+		}
+	}
+	return "", time.Time{}
 }
 
 // SetMessages replaces the transcript, e.g. with a loaded session.
@@ -426,7 +444,7 @@ func (a *Agent) loop(ctx context.Context, emit Sink) error {
 			if errors.Is(err, ErrContextTooLong) && !retriedTooLong {
 				retriedTooLong = true
 				emit(Event{Type: EventTurnEnd, Stop: StopError, Error: err.Error()})
-				if cerr := a.compact(ctx, emit); errors.Is(cerr, errNothingToCompact) {
+				if cerr := a.compact(ctx, emit, "auto"); errors.Is(cerr, errNothingToCompact) {
 					return fmt.Errorf("%w; nothing earlier to compact: the prompt alone does not fit", err)
 				} else if cerr != nil {
 					return fmt.Errorf("%v; compaction failed too: %w", err, cerr)
@@ -787,7 +805,7 @@ func (a *Agent) Compact(ctx context.Context, sink Sink) error {
 	}
 	defer a.end()
 	emit := serialSink(sink)
-	err := a.compact(ctx, emit)
+	err := a.compact(ctx, emit, "manual")
 	switch {
 	case err != nil && ctx.Err() != nil:
 		emit(Event{Type: EventTurnEnd, Stop: StopAborted})
@@ -817,7 +835,7 @@ var errNothingToCompact = errors.New("nothing to compact yet")
 
 const compactInstruction = `Summarise the conversation above for your own later use: it will replace the conversation. Keep what the user asked for, decisions made, files read or changed (with paths), commands run and their outcome, errors still open, and the next steps. Be concise and concrete; use bullet points. Do not call tools.`
 
-func (a *Agent) compact(ctx context.Context, emit Sink) error {
+func (a *Agent) compact(ctx context.Context, emit Sink, trigger string) error {
 	a.mu.Lock()
 	msgs := append([]Message(nil), a.messages...)
 	model, system := a.Model, a.System
@@ -825,6 +843,9 @@ func (a *Agent) compact(ctx context.Context, emit Sink) error {
 	cut := compactCut(msgs)
 	if cut <= 0 {
 		return errNothingToCompact
+	}
+	if a.BeforeCompact != nil {
+		a.BeforeCompact(ctx, trigger)
 	}
 	// The same system prompt and tools as a normal turn keep the request's
 	// prefix cacheable, and the API wants tools defined when the messages
@@ -925,7 +946,7 @@ func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted b
 	if !must && (used == 0 || float64(used) < threshold*float64(info.ContextWindow)) {
 		return nil
 	}
-	err := a.compact(ctx, emit)
+	err := a.compact(ctx, emit, "auto")
 	if errors.Is(err, errNothingToCompact) {
 		// The prompt alone fills the window: it goes as it is, and the
 		// server has the last word.

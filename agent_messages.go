@@ -304,6 +304,9 @@ const (
 	// EventModeChanged says that the session's mode changed (an rpc
 	// client's set_mode, a plan approved), and what commands run in now.
 	EventModeChanged EventType = "mode_changed"
+	// EventElicitationRequest puts an MCP server's question to a client
+	// that answers them (rpc_elicit.go); only such clients receive it.
+	EventElicitationRequest EventType = "elicitation_request"
 	// EventRetry says that the model call failed in a way worth retrying
 	// (overloaded, rate-limited, cut off before the answer began) and when
 	// the next attempt goes out.

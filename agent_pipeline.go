@@ -235,6 +235,7 @@ type Pipeline struct {
 	message []staged[MessageGate]
 	stop    []staged[StopHook]
 	confirm ConfirmFunc
+	ask     askHooks
 }
 
 // add puts s into list after every stage of its order or lower. A name
@@ -290,6 +291,45 @@ func (p *Pipeline) SetConfirm(c ConfirmFunc) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.confirm = c
+}
+
+// AskDecider settles a call's asks before anyone is asked: GateAllow
+// approves, GateDeny refuses with reason, GateAsk leaves it to the
+// confirm. by names who decided, for the trail.
+type AskDecider func(ctx context.Context, call ToolCall, asks []GateNote) (verdict GateVerdict, by, reason string)
+
+// SetAskHooks sets what runs where a call waits for approval: decide
+// (Claude Code's PermissionRequest hooks) first, and notify (its
+// Notification hooks) beside the confirm when someone is asked. Either
+// may be nil.
+func (p *Pipeline) SetAskHooks(decide AskDecider, notify func(ctx context.Context, call ToolCall)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ask = askHooks{decide: decide, notify: notify}
+}
+
+// askHooks are what a Pipeline runs where a call waits for approval
+// (SetAskHooks).
+type askHooks struct {
+	decide AskDecider
+	notify func(ctx context.Context, call ToolCall)
+}
+
+// notifyBeside runs notify beside confirm, so that a slow Notification
+// hook does not hold the question back, and returns once both are done.
+func (a askHooks) notifyBeside(ctx context.Context, call ToolCall, confirm func()) {
+	if a.notify == nil {
+		confirm()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // ends with the hooks, bounded by their timeout
+		defer wg.Done()
+		a.notify(ctx, call)
+	}()
+	confirm()
+	wg.Wait()
 }
 
 // HasConfirm says whether someone answers asks.
@@ -405,7 +445,7 @@ func (p *Pipeline) Decide(ctx context.Context, call ToolCall) ToolDecision {
 // answers whatever the gates say, unless one denies.
 func (p *Pipeline) decide(ctx context.Context, call ToolCall, extra []GateNote) ToolDecision {
 	p.mu.Lock()
-	gates, confirm := p.tool, p.confirm
+	gates, confirm, ask := p.tool, p.confirm, p.ask
 	p.mu.Unlock()
 	r := judge(ctx, call, gates)
 	if len(extra) > 0 && r.Verdict == GateAllow {
@@ -430,9 +470,20 @@ func (p *Pipeline) decide(ctx context.Context, call ToolCall, extra []GateNote) 
 			asks = append(asks, n)
 		}
 	}
+	if ask.decide != nil {
+		switch v, by, reason := ask.decide(ctx, call, asks); v {
+		case GateAllow:
+			d.Trail = append(d.Trail, GateNote{By: by, Decision: DecisionApprove})
+			return d
+		case GateDeny:
+			d.Trail = append(d.Trail, GateNote{By: by, Decision: DecisionDeny, Reason: reason})
+			d.Block, d.Reason = true, "not run: "+reason
+			return d
+		}
+	}
 	approved, by := false, "nobody could confirm"
 	if confirm != nil {
-		approved, by = confirm(ctx, call, asks)
+		ask.notifyBeside(ctx, call, func() { approved, by = confirm(ctx, call, asks) })
 		by = cmp.Or(by, "the confirm")
 	}
 	if approved {

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -81,16 +77,6 @@ func (o approvalOffer) Describe() string {
 	return strings.Join(parts, ", ")
 }
 
-// ClaudeRules are the Claude Code allow rules that save the offer:
-// Bash(go test:*). Edits are never saved: they last for the session.
-func (o approvalOffer) ClaudeRules() []string {
-	var rules []string
-	for _, p := range o.Prefixes {
-		rules = append(rules, "Bash("+p+":*)")
-	}
-	return rules
-}
-
 // Reason is the asks' reasons, one per line, each after who asked.
 func (q approvalQuestion) Reason() string {
 	var lines []string
@@ -136,10 +122,20 @@ type sessionApprovals struct {
 	// line is, and bash calls are never offered "don't ask again".
 	split func(line, cwd string) ([][]string, bool)
 
+	// savePath is where Save keeps answers for later runs
+	// (approvals_saved.go); "" where nothing is saved.
+	savePath string
+	// guarded names the path (absolute, symlinks resolved) programs
+	// outside zot read or run that covers a file (.git, .zot, .claude,
+	// .mcp.json, the rule files, what validators run), or "": "file edits
+	// in this directory" never covers those. nil: nothing is.
+	guarded func(real string) string
+
 	mu       sync.Mutex
 	prefixes [][]string // each a command prefix, as words
 	edits    bool
 	refused  approvalSet // what "never" answers refuse
+	saved    [][]string  // the prefixes saved for the directory
 }
 
 // approvalSet is what answers cover: command prefixes, as words, and
@@ -153,6 +149,14 @@ func newSessionApprovals(cwd string, preview func(ToolCall) string, split func(l
 	return &sessionApprovals{cwd: cwd, preview: preview, split: split}
 }
 
+// editsCover says whether "file edits in this directory" can cover an
+// edit's or write's path: inside the working directory, and not in what
+// programs outside zot read or run.
+func (s *sessionApprovals) editsCover(call ToolCall) bool {
+	real, ok := s.insideCwd(call)
+	return ok && (s.guarded == nil || s.guarded(real) == "")
+}
+
 // Confirm makes the ConfirmFunc that answers from the session's earlier
 // answers when they cover the call, and else asks.
 func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
@@ -163,8 +167,8 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 		if what, ok := s.matches(call, refused); ok {
 			return false, "refused earlier this session (" + what + ")"
 		}
-		if what, ok := s.covers(call, asks); ok {
-			return true, "approved earlier this session (" + what + ")"
+		if by, ok := s.covers(call, asks); ok {
+			return true, by
 		}
 		q := approvalQuestion{Call: call, Asks: asks, Offer: s.offer(call, asks)}
 		if s.preview != nil && (call.Name == ToolEdit || call.Name == ToolWrite) {
@@ -201,6 +205,18 @@ func (s *sessionApprovals) Confirm(ask approvalAsker) ConfirmFunc {
 	}
 }
 
+// CoverOr makes the ConfirmFunc of a mode where nobody is asked: the
+// session's earlier (and saved) answers where they cover the call, else
+// next.
+func (s *sessionApprovals) CoverOr(next ConfirmFunc) ConfirmFunc {
+	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
+		if by, ok := s.covers(call, asks); ok {
+			return true, by
+		}
+		return next(ctx, call, asks)
+	}
+}
+
 // allowCanEnd says whether an allow ends every ask: each came from a
 // default, not from a rule, validator, hook or extension that asks.
 func allowCanEnd(asks []GateNote) bool {
@@ -232,7 +248,7 @@ func (s *sessionApprovals) offer(call ToolCall, asks []GateNote) approvalOffer {
 		}
 		return o
 	case ToolEdit, ToolWrite:
-		if s.insideCwd(call) {
+		if s.editsCover(call) {
 			return approvalOffer{Edits: true}
 		}
 	}
@@ -259,17 +275,29 @@ func (set *approvalSet) add(o approvalOffer) {
 	}
 }
 
-// covers says whether earlier answers allow call, and which: every ask an
-// allow can end, and for bash every simple command of the line under an
-// allowed prefix.
-func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (string, bool) {
+// covers says whether earlier answers allow call, and which, for the
+// audit trail: every ask an allow can end, and for bash every simple
+// command of the line under an allowed prefix — this session's, or
+// with those saved for the directory too.
+func (s *sessionApprovals) covers(call ToolCall, asks []GateNote) (by string, ok bool) {
 	if !allowCanEnd(asks) {
 		return "", false
 	}
 	s.mu.Lock()
 	set := approvalSet{slices.Clone(s.prefixes), s.edits}
+	saved := slices.Clone(s.saved)
 	s.mu.Unlock()
-	return s.matches(call, set)
+	if what, ok := s.matches(call, set); ok {
+		return "approved earlier this session (" + what + ")", true
+	}
+	if len(saved) == 0 {
+		return "", false
+	}
+	set.prefixes = append(set.prefixes, saved...)
+	if what, ok := s.matches(call, set); ok {
+		return "approved earlier (" + what + "; saved for this directory)", true
+	}
+	return "", false
 }
 
 // matches says whether set covers call, and by what: for bash every
@@ -299,7 +327,7 @@ func (s *sessionApprovals) matches(call ToolCall, set approvalSet) (string, bool
 		}
 		return strings.Join(used, ", "), true
 	case ToolEdit, ToolWrite:
-		if edits && s.insideCwd(call) {
+		if edits && s.editsCover(call) {
 			return "file edits in this directory", true
 		}
 	}
@@ -366,109 +394,42 @@ func plainWord(w string) bool {
 
 // insideCwd says whether an edit's or write's path is inside the working
 // directory, its parent directory resolved through symbolic links, so a
-// link cannot carry a session's "edits here" elsewhere.
-func (s *sessionApprovals) insideCwd(call ToolCall) bool {
+// link cannot carry a session's "edits here" elsewhere; real is the path
+// so resolved.
+func (s *sessionApprovals) insideCwd(call ToolCall) (real string, inside bool) {
 	var path string
 	switch call.Name {
 	case ToolEdit:
 		a, err := ParseEditArgs(call.Args)
 		if err != nil {
-			return false
+			return "", false
 		}
 		path = a.Path
 	case ToolWrite:
 		a, err := ParseWriteArgs(call.Args)
 		if err != nil {
-			return false
+			return "", false
 		}
 		path = a.Path
 	default:
-		return false
+		return "", false
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(s.cwd, path)
 	}
+	path = filepath.Clean(path)
 	root, err := filepath.EvalSymlinks(s.cwd)
 	if err != nil {
-		return false
+		return "", false
 	}
-	dir := filepath.Dir(filepath.Clean(path))
-	for {
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			dir = real
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(dir) == dir {
-			return false
-		}
-		dir = filepath.Dir(dir) // a directory write would create
+	if info, err := os.Lstat(path); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return "", false
 	}
-	if info, err := os.Lstat(filepath.Clean(path)); err == nil && info.Mode()&fs.ModeSymlink != 0 {
-		return false
+	// The deepest directory that exists, resolved; the rest, which the
+	// write would create, as it is.
+	if real, err = followPath(path); err != nil {
+		return "", false
 	}
-	rel, err := filepath.Rel(root, dir)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// claudeLocalSettings is the file "don't ask again" answers are saved to:
-// .claude/settings.local.json of the directory zot reads the project's
-// rules from, the file Claude Code itself writes them to.
-func claudeLocalSettings(cwd string) string {
-	return filepath.Join(cwd, ".claude", "settings.local.json")
-}
-
-// saveClaudeAllowRules adds rules to permissions.allow of the settings
-// file at path, keeping its other keys and rules; the file is replaced
-// whole (temp and rename) or not at all. A file that is not a JSON object
-// is an error, and left as it is.
-func saveClaudeAllowRules(path string, rules []string) error {
-	doc := map[string]json.RawMessage{}
-	mode := fs.FileMode(0o644)
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if info, err := os.Stat(path); err == nil {
-			mode = info.Mode().Perm()
-		}
-		if len(bytes.TrimSpace(data)) > 0 {
-			if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
-				return fmt.Errorf("%s: not a JSON object (%v); not changed", path, err)
-			}
-		}
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return err
-	}
-	perms := map[string]json.RawMessage{}
-	if raw, ok := doc["permissions"]; ok {
-		if err := json.Unmarshal(raw, &perms); err != nil || perms == nil {
-			return fmt.Errorf("%s: \"permissions\" is not an object; not changed", path)
-		}
-	}
-	var allow []json.RawMessage
-	if raw, ok := perms["allow"]; ok {
-		if err := json.Unmarshal(raw, &allow); err != nil {
-			return fmt.Errorf("%s: \"permissions.allow\" is not a list; not changed", path)
-		}
-	}
-	for _, r := range rules {
-		quoted, _ := json.Marshal(r)
-		if !slices.ContainsFunc(allow, func(have json.RawMessage) bool {
-			var s string
-			return json.Unmarshal(have, &s) == nil && s == r
-		}) {
-			allow = append(allow, quoted)
-		}
-	}
-	perms["allow"], _ = json.Marshal(allow)
-	doc["permissions"], _ = json.Marshal(perms)
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(out, '\n'), mode)
+	rel, err := filepath.Rel(root, filepath.Dir(real))
+	return real, err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -235,3 +235,53 @@ func TestJSONApprovalsStdin(t *testing.T) {
 		}
 	})
 }
+
+// TestSavedApprovalInALaterRun (issue 34 §11): a "don't ask again" saved
+// for `rm -rf build/ *` lets a later zot -p run rm -rf build/ and nothing
+// its characters merely start (build/../victim), and saving it changed
+// nothing in the project: the trusted project's own allow rule still
+// applies.
+func TestSavedApprovalInALaterRun(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	writeJSONFile(t, filepath.Join(z.cwd, ".claude", "settings.json"), perms("allow", []string{"Bash(touch:*)"}))
+	if out, stderr, code := z.run("trust", "--yes"); code != 0 {
+		t.Fatalf("zot trust --yes: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, d := range []string{"build", "victim"} {
+		os.MkdirAll(filepath.Join(z.cwd, d), 0o755)
+		os.WriteFile(filepath.Join(z.cwd, d, "keep"), []byte("x"), 0o644)
+	}
+	if err := saveApprovalPrefixes(savedApprovalsPath(z.home), z.cwd, [][]string{{"rm", "-rf", "build/"}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "rm -rf build/../victim"}),
+		toolStep("t2", "bash", obj{"command": "rm -rf build/"}),
+		toolStep("t3", "bash", obj{"command": "touch trusted-rule.txt"}),
+		textStep("done"))
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "clean")...)
+	if code != 0 || stdout != "done\n" {
+		t.Fatalf("exit %d stdout %q\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(z.cwd, "victim", "keep")); err != nil {
+		t.Errorf("build/../victim ran under the saved `rm -rf build/ *`: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(z.cwd, "build")); err == nil {
+		t.Error("rm -rf build/ did not run")
+	}
+	if _, err := os.Stat(filepath.Join(z.cwd, "trusted-rule.txt")); err != nil {
+		t.Errorf("the project's own allow rule no longer applies: %v\n%s", err, stderr)
+	}
+	lines := auditLines(t, z.home)
+	if len(lines) != 3 || lines[0].Outcome != "blocked" || lines[1].Outcome != "ran" {
+		t.Fatalf("audit %+v", lines)
+	}
+	found := false
+	for _, d := range lines[1].Decisions {
+		found = found || strings.Contains(d.By, "approved earlier (`rm -rf build/ *`; saved for this directory)")
+	}
+	if !found {
+		t.Errorf("the audit log does not say the saved answer allowed it: %+v", lines[1].Decisions)
+	}
+}

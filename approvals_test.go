@@ -137,54 +137,127 @@ func TestEditApprovalsLastTheSessionInsideTheDirectory(t *testing.T) {
 	}
 }
 
-// TestSavedRuleIsExactlyThePrefixShown: the rule written is the prefix
-// offered, other keys and rules stay, a second save adds nothing, and a
-// file that is not JSON is left alone.
-func TestSavedRuleIsExactlyThePrefixShown(t *testing.T) {
+// "Don't ask again for file edits in this directory" never covers what
+// programs outside zot read or run (issue 34 §5): git's directory, .zot/,
+// .claude/, .mcp.json, the rule files, what a validator runs — not as an
+// offer, not as an earlier answer.
+func TestEditApprovalsNeverCoverGuardedPaths(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	path := claudeLocalSettings(dir)
-	os.MkdirAll(filepath.Dir(path), 0o755)
-	os.WriteFile(path, []byte(`{"env":{"A":"1"},"permissions":{"allow":["Bash(ls:*)"],"deny":["Read(./.env)"]},"model":"x"}`), 0o600)
-	o := newSessionApprovals(dir, nil, splitForApproval).offer(bashCall("go test -run X ./..."), defaultAsk)
-	if got := o.ClaudeRules(); !slices.Equal(got, []string{"Bash(go test:*)"}) || o.Describe() != "`go test *`" {
-		t.Fatalf("rules %q, shown %q", got, o.Describe())
+	cwd := t.TempDir()
+	os.MkdirAll(filepath.Join(cwd, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(cwd, "guard.sh"), []byte("#!/bin/sh\n"), 0o755)
+	real, _ := filepath.EvalSymlinks(cwd)
+	s := newSessionApprovals(cwd, nil, splitForApproval)
+	s.guarded = guardedBy(projectGuarded(cwd, []trustEntry{{Files: []string{filepath.Join(real, "guard.sh")}}}, nil))
+	call := func(path string) ToolCall {
+		args, _ := json.Marshal(map[string]any{"path": path, "content": "x"})
+		return ToolCall{Name: ToolWrite, Args: args}
+	}
+	s.remember(approvalOffer{Edits: true})
+	for path, want := range map[string]bool{
+		"src/a.go": true, ".gitignore": true,
+		".git/config": false, ".git/hooks/pre-commit": false, ".git/commondir": false,
+		".zot/validators.json": false, ".claude/settings.local.json": false, ".mcp.json": false,
+		"runok.yml": false, "runok.local.yaml": false, "guard.sh": false,
+	} {
+		if _, got := s.covers(call(path), defaultAsk); got != want {
+			t.Errorf("%s: covered %v, want %v", path, got, want)
+		}
+		if o := s.offer(call(path), defaultAsk); o.Edits != want {
+			t.Errorf("%s: offered %+v", path, o)
+		}
+	}
+}
+
+// TestSavedApprovalMatchesExactlyTheWordsShown (issue 34 §11): "don't
+// ask again" for `rm -rf build/ *`, saved, allows in a later run what the
+// dialog showed, word for word — not rm -rf build/../../../home, which a
+// Claude Code rule Bash(rm -rf build/:*) would — and is kept in the
+// user's own file, so the project and its trust do not change.
+func TestSavedApprovalMatchesExactlyTheWordsShown(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	path := savedApprovalsPath(home)
+	first := newSessionApprovals(dir, nil, splitForApproval).withSaved(path, nil)
+	o := first.offer(bashCall("rm -rf build/"), defaultAsk)
+	if o.Describe() != "`rm -rf build/ *`" {
+		t.Fatalf("offered %q", o.Describe())
 	}
 	for range 2 {
-		if err := saveClaudeAllowRules(path, o.ClaudeRules()); err != nil {
-			t.Fatal(err)
+		if where, err := first.Save(o); err != nil || where != path {
+			t.Fatalf("save: %q, %v", where, err)
 		}
 	}
-	var doc struct {
-		Env         map[string]string
-		Model       string
-		Permissions struct{ Allow, Deny []string }
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v, want mode 0600", path, err)
 	}
-	data, _ := os.ReadFile(path)
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the project changed: %v", entries)
 	}
-	if doc.Env["A"] != "1" || doc.Model != "x" || !slices.Equal(doc.Permissions.Allow, []string{"Bash(ls:*)", "Bash(go test:*)"}) || !slices.Equal(doc.Permissions.Deny, []string{"Read(./.env)"}) {
-		t.Errorf("file now:\n%s", data)
+	prefixes, problems := readSavedApprovals(path, dir)
+	if len(problems) > 0 || len(prefixes) != 1 || !slices.Equal(prefixes[0], []string{"rm", "-rf", "build/"}) {
+		t.Fatalf("read back %q, %v", prefixes, problems)
 	}
-	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want the file's own 0600", info.Mode().Perm())
-	}
-	// Read back by the rules as Claude Code's: go test is allowed, go vet
-	// still asks.
-	rules := LoadPermissionRules(PermissionSources{Cwd: dir, Approved: func(PermissionLoosening) bool { return true }})
-	for line, want := range map[string]GateDecision{"go test ./pkg": DecisionAllow, "go vet ./pkg": DecisionAsk} {
-		if r := CheckCommandLineRules(context.Background(), nil, rules, line, dir); r.Decision != want {
-			t.Errorf("%s with the saved rule: %s, want %s (%+v)", line, r.Decision, want, r.Rules)
+	later := newSessionApprovals(dir, nil, splitForApproval).withSaved(path, prefixes)
+	for line, want := range map[string]bool{
+		"rm -rf build/":                true,
+		"rm -rf build/ dist":           true,
+		"rm -rf build/../../../home":   false,
+		"rm -rf build/..":              false,
+		"rm -rf build":                 false,
+		`rm -rf "build/ /home"`:        false,
+		"rm -rf build/$(echo ../..)":   false,
+		"rm -rf build/ && rm -rf /":    false,
+		"rm -r -f build/":              false,
+		"cd .. && rm -rf build/":       false,
+		"sudo rm -rf build/":           false,
+		"HOME=/ rm -rf build/":         false,
+		"rm -rf build/ $(rm -rf /tmp)": false,
+	} {
+		what, got := later.covers(bashCall(line), defaultAsk)
+		if got != want {
+			t.Errorf("%q: covered %v (%s), want %v", line, got, what, want)
+		}
+		if got && what != "approved earlier (`rm -rf build/ *`; saved for this directory)" {
+			t.Errorf("%q: covered by %q", line, what)
 		}
 	}
-	bad := filepath.Join(t.TempDir(), "settings.local.json")
-	os.WriteFile(bad, []byte(`{"permissions": [`), 0o644)
-	if err := saveClaudeAllowRules(bad, o.ClaudeRules()); err == nil {
+	if _, ok := newSessionApprovals(t.TempDir(), nil, splitForApproval).withSaved(path, nil).covers(bashCall("rm -rf build/"), defaultAsk); ok {
+		t.Error("another directory's session is covered")
+	}
+	other, _ := readSavedApprovals(path, t.TempDir())
+	if len(other) != 0 {
+		t.Errorf("another directory reads %q", other)
+	}
+	// A file zot cannot read is left as it is, and nothing of it applies.
+	bad := filepath.Join(t.TempDir(), "approvals.json")
+	os.WriteFile(bad, []byte(`{"projects": [`), 0o600)
+	if _, err := newSessionApprovals(dir, nil, splitForApproval).withSaved(bad, nil).Save(o); err == nil {
 		t.Error("a broken file was overwritten")
 	}
-	if data, _ := os.ReadFile(bad); string(data) != `{"permissions": [` {
+	if data, _ := os.ReadFile(bad); string(data) != `{"projects": [` {
 		t.Errorf("broken file now %q", data)
+	}
+	if got, problems := readSavedApprovals(bad, dir); got != nil || len(problems) != 1 {
+		t.Errorf("a broken file gave %q, %q", got, problems)
+	}
+	os.WriteFile(bad, []byte(`{"projects": {"`+savedApprovalsKey(dir)+`": {"commands": [["go", "test"], ["rm", "$(x)"], []]}}}`), 0o600)
+	if got, problems := readSavedApprovals(bad, dir); len(got) != 1 || len(problems) != 2 {
+		t.Errorf("entries zot would not have offered: kept %q, problems %q", got, problems)
+	}
+}
+
+// Users' own Claude Code rules keep Claude Code's meaning: a prefix of
+// characters after a non-word character.
+func TestClaudeCodePrefixRulesKeepTheirMeaning(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	writeJSONFile(t, filepath.Join(home, ".claude", "settings.json"), perms("allow", []string{"Bash(rm -rf build/:*)"}))
+	rules := LoadPermissionRules(PermissionSources{Cwd: dir, UserHome: home})
+	for line, want := range map[string]GateDecision{"rm -rf build/x": DecisionAllow, "rm -rf build/../x": DecisionAllow, "rm -rf buildx": DecisionAsk} {
+		if r := CheckCommandLineRules(context.Background(), nil, rules, line, dir); r.Decision != want {
+			t.Errorf("%s: %s, want %s", line, r.Decision, want)
+		}
 	}
 }
 

@@ -296,14 +296,7 @@ func (c *Checkpoints) AroundToolRun(agent *Agent, session func() (id, path strin
 		}
 		info := ckStepInfo{Tool: call.Name, CallID: call.ID}
 		info.Session, info.SessionPath = session()
-		msgs := agent.Messages()
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].isPrompt() {
-				info.Prompt, _ = splitPrompt(msgs[i])
-				info.PromptTime = msgs[i].Time
-				break
-			}
-		}
+		info.Prompt, info.PromptTime = agent.lastPrompt()
 		after, notes, err := c.Before(info)
 		for _, n := range notes {
 			if !noted[n] {

@@ -219,21 +219,33 @@ func loadAuth(home string) (authFile, error) {
 // key is empty. The file is replaced whole with mode 0600; other providers'
 // entries and any fields zot does not know are kept.
 func saveAuthKey(home, provider, key string) error {
+	_, err := updateAuthKey(home, provider, key)
+	return err
+}
+
+// removeAuthKey removes provider's entry from auth.json and reports
+// whether there was one: with no file, or no entry, nothing is written.
+func removeAuthKey(home, provider string) (removed bool, err error) {
+	return updateAuthKey(home, provider, "")
+}
+
+// updateAuthKey is saveAuthKey, reporting whether auth.json changed.
+func updateAuthKey(home, provider, key string) (changed bool, err error) {
 	path := filepath.Join(home, "auth.json")
 	entries := map[string]json.RawMessage{}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("save key in %s: %w", path, err)
+		return false, fmt.Errorf("save key in %s: %w", path, err)
 	default:
 		if err := json.Unmarshal(b, &entries); err != nil {
-			return fmt.Errorf("save key in %s: the file is not valid JSON (%v); fix or remove it", path, err)
+			return false, fmt.Errorf("save key in %s: the file is not valid JSON (%v); fix or remove it", path, err)
 		}
 	}
 	if key == "" {
 		if _, ok := entries[provider]; !ok {
-			return nil
+			return false, nil
 		}
 		delete(entries, provider)
 	} else {
@@ -246,15 +258,15 @@ func saveAuthKey(home, provider, key string) error {
 	}
 	out, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("save key in %s: %w", path, err)
+		return false, fmt.Errorf("save key in %s: %w", path, err)
 	}
 	if err := writeFileAtomic(path, append(out, '\n'), 0o600); err != nil {
-		return fmt.Errorf("save key in %s: %w", path, err)
+		return false, fmt.Errorf("save key in %s: %w", path, err)
 	}
-	return nil
+	return true, nil
 }
 
 // resolveKey finds the API key: --api-key, then the environment, then

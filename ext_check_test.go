@@ -68,8 +68,8 @@ func TestExtCheckExamplesAreConformant(t *testing.T) {
 			if text := r.text(); !strings.Contains(text, want) || !strings.Contains(text, "ok    shutdown         acked after") {
 				t.Errorf("report lacks %q:\n%s", want, text)
 			}
-			if name == "clock" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "no ready frame")) {
-				t.Errorf("clock warnings: %v", r.Warnings)
+			if len(r.Warnings) != 0 {
+				t.Errorf("a shipped example draws warnings: %v", r.Warnings) // issue 38: the clock's missing ready
 			}
 		})
 	}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,12 +19,12 @@ import (
 	"time"
 )
 
-// Claude Code–compatible hooks (docs/hooks.md): shell commands that teams
-// wrote for Claude Code's settings files run unmodified at PreToolUse,
-// PostToolUse, UserPromptSubmit, Stop, SessionStart and SessionEnd, with
-// Claude Code's JSON on stdin, its exit codes and its JSON output. They are
-// off unless the user turns them on: a settings file in a repository must
-// not run commands on its own.
+// Claude Code–compatible hooks (docs/hooks.md): shell commands and http
+// endpoints that teams wrote for Claude Code's settings files run
+// unmodified at every event zot has the moment for (hookEventNames), with
+// Claude Code's JSON on stdin (or as the POST body), its exit codes and
+// its JSON output. They are off unless the user turns them on: a settings
+// file in a repository must not run commands on its own.
 
 const (
 	hookDefaultTimeout = 60 * time.Second
@@ -32,11 +35,19 @@ const (
 )
 
 // hookEventNames are the events zot fires. Others in a settings file
-// (Notification, PreCompact…) are reported once and ignored.
+// (SubagentStop, SessionTitle…) are reported once and ignored.
 var hookEventNames = map[string]bool{
-	"PreToolUse": true, "PostToolUse": true, "UserPromptSubmit": true,
-	"Stop": true, "SessionStart": true, "SessionEnd": true,
+	"PreToolUse": true, "PostToolUse": true, "PostToolUseFailure": true,
+	"PermissionRequest": true, "Notification": true, "UserPromptSubmit": true,
+	"Stop": true, "PreCompact": true, "SessionStart": true, "SessionEnd": true,
 }
+
+// hookFailsClosed are the events where an http hook that does not answer
+// (a connection refused, a timeout, a status other than 2xx, a body that is
+// not hook output) blocks what it was asked about: a policy server that is
+// down must not let everything through. Claude Code lets such failures
+// pass; a command hook that fails still does in zot too.
+var hookFailsClosed = map[string]bool{"PreToolUse": true, "PermissionRequest": true, "UserPromptSubmit": true}
 
 // HookConfig is what the hooks need from their host.
 type HookConfig struct {
@@ -76,6 +87,7 @@ type HookConfig struct {
 type Hooks struct {
 	cfg    HookConfig
 	events map[string][]hookGroup
+	client *http.Client // for http hooks
 
 	mu         sync.Mutex          // guards the fields below
 	context    map[string][]string // PreToolUse additionalContext, by tool call id
@@ -97,13 +109,18 @@ type HookPluginFile struct {
 	Path, Root, Origin string
 }
 
-// hookHandler is one command of a settings file.
+// hookHandler is one command or http hook of a settings file.
 type hookHandler struct {
-	Command string
-	Timeout time.Duration
-	env     []string // added to the command's environment
-	origin  string   // the plugin it comes from, "" for a settings file
-	file    string   // the settings file it comes from, "" for a plugin's
+	Command string // "" for an http hook
+	URL     string // an http hook's; "" for a command
+	Headers map[string]string
+	// AllowedEnv are the variables an http hook's headers may name as
+	// $VAR or ${VAR}; others become "".
+	AllowedEnv []string
+	Timeout    time.Duration
+	env        []string // added to the command's environment
+	origin     string   // the plugin it comes from, "" for a settings file
+	file       string   // the settings file it comes from, "" for a plugin's
 }
 
 // hookSettingsFiles are the files hooks come from, in the order their
@@ -133,7 +150,7 @@ func hookSettingsFiles(cwd, userHome string) []string {
 // entry of the wrong shape, an invalid matcher) go to cfg.OnNote naming the
 // file and the entry; the rest still loads.
 func NewHooks(cfg HookConfig) *Hooks {
-	h := &Hooks{cfg: cfg, events: map[string][]hookGroup{}, context: map[string][]string{}}
+	h := &Hooks{cfg: cfg, events: map[string][]hookGroup{}, context: map[string][]string{}, client: hookHTTPClient()}
 	disabled := ""
 	for _, path := range cfg.Files {
 		groups, off := readHookSettings(path, h.note)
@@ -232,9 +249,12 @@ func parseHookGroup(raw json.RawMessage, where string) (hookGroup, []string) {
 	}
 	for j, hraw := range group.Hooks {
 		var hd struct {
-			Type    string   `json:"type"`
-			Command string   `json:"command"`
-			Timeout *float64 `json:"timeout"`
+			Type           string            `json:"type"`
+			Command        string            `json:"command"`
+			URL            string            `json:"url"`
+			Headers        map[string]string `json:"headers"`
+			AllowedEnvVars []string          `json:"allowedEnvVars"`
+			Timeout        *float64          `json:"timeout"`
 		}
 		at := fmt.Sprintf("%s.hooks[%d]", where, j)
 		if err := json.Unmarshal(hraw, &hd); err != nil {
@@ -242,12 +262,20 @@ func parseHookGroup(raw json.RawMessage, where string) (hookGroup, []string) {
 			continue
 		}
 		switch {
+		case hd.Type == "http":
+			if u, err := url.Parse(hd.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				problems = append(problems, fmt.Sprintf("%s: url %q is not an http or https URL; skipped", at, hd.URL))
+				continue
+			}
+			hd.Command = ""
 		case hd.Type != "command":
-			problems = append(problems, fmt.Sprintf("%s: type %q is not supported by zot (only \"command\"); skipped", at, hd.Type))
+			problems = append(problems, fmt.Sprintf("%s: type %q is not supported by zot (only \"command\" and \"http\"); skipped", at, hd.Type))
 			continue
 		case strings.TrimSpace(hd.Command) == "":
 			problems = append(problems, at+": no command; skipped")
 			continue
+		default:
+			hd.URL = ""
 		}
 		timeout := hookDefaultTimeout
 		if hd.Timeout != nil {
@@ -257,14 +285,14 @@ func parseHookGroup(raw json.RawMessage, where string) (hookGroup, []string) {
 				problems = append(problems, fmt.Sprintf("%s: timeout %v is not a positive number of seconds; using %s", at, *hd.Timeout, hookDefaultTimeout))
 			}
 		}
-		g.handlers = append(g.handlers, hookHandler{Command: hd.Command, Timeout: timeout})
+		g.handlers = append(g.handlers, hookHandler{Command: hd.Command, URL: hd.URL, Headers: hd.Headers, AllowedEnv: hd.AllowedEnvVars, Timeout: timeout})
 	}
 	return g, problems
 }
 
 // literalHookMatcher is the shape Claude Code compares by name instead of
 // as a regular expression: "Bash", "Edit|Write", "Edit, Write".
-var literalHookMatcher = regexp.MustCompile(`^[a-zA-Z0-9_|, -]+$`)
+var literalHookMatcher = lazyRegexp(`^[a-zA-Z0-9_|, -]+$`)
 
 // compileHookMatcher follows Claude Code: "" and "*" match everything; a
 // list of names matches exactly those names; anything else is an
@@ -274,7 +302,7 @@ func compileHookMatcher(m string) (func(string) bool, error) {
 	if m == "" || m == "*" {
 		return func(string) bool { return true }, nil
 	}
-	if literalHookMatcher.MatchString(m) {
+	if literalHookMatcher().MatchString(m) {
 		names := map[string]bool{}
 		for _, n := range strings.FieldsFunc(m, func(r rune) bool { return r == '|' || r == ',' }) {
 			names[strings.TrimSpace(n)] = true
@@ -291,8 +319,8 @@ func compileHookMatcher(m string) (func(string) bool, error) {
 // Has reports whether any command is configured for event.
 func (h *Hooks) Has(event string) bool { return h != nil && len(h.events[event]) > 0 }
 
-// handlers lists the commands of event whose matcher takes subject, each
-// command once (Claude Code runs identical commands once).
+// handlers lists the hooks of event whose matcher takes subject, each
+// command or URL once (Claude Code runs identical ones once).
 func (h *Hooks) handlers(event, subject string) []hookHandler {
 	var out []hookHandler
 	seen := map[string]bool{}
@@ -302,8 +330,8 @@ func (h *Hooks) handlers(event, subject string) []hookHandler {
 			continue
 		}
 		for _, hd := range g.handlers {
-			if !seen[hd.Command] {
-				seen[hd.Command] = true
+			if !seen[hd.name()] {
+				seen[hd.name()] = true
 				out = append(out, hd)
 			}
 		}
@@ -327,6 +355,15 @@ type hookInput struct {
 	Source         string          `json:"source,omitempty"`
 	Model          string          `json:"model,omitempty"`
 	Reason         string          `json:"reason,omitempty"`
+	// PostToolUseFailure
+	Error       string `json:"error,omitempty"`
+	IsInterrupt *bool  `json:"is_interrupt,omitempty"`
+	// Notification
+	Message          string `json:"message,omitempty"`
+	NotificationType string `json:"notification_type,omitempty"`
+	// PreCompact
+	Trigger            string  `json:"trigger,omitempty"`
+	CustomInstructions *string `json:"custom_instructions,omitempty"`
 }
 
 // hookOutput is the JSON a hook may print on stdout when it exits 0.
@@ -346,6 +383,11 @@ type hookSpecificOutput struct {
 	PermissionDecisionReason string          `json:"permissionDecisionReason"`
 	UpdatedInput             json.RawMessage `json:"updatedInput"`
 	AdditionalContext        string          `json:"additionalContext"`
+	// Decision is PermissionRequest's answer.
+	Decision *struct {
+		Behavior string `json:"behavior"`
+		Message  string `json:"message"`
+	} `json:"decision"`
 }
 
 // decodeHookOutput reads what a hook printed after exiting 0. Output that
@@ -369,6 +411,9 @@ func decodeHookOutput(stdout []byte) (out hookOutput, isJSON bool, err error) {
 		case "", "allow", "deny", "ask":
 		default:
 			return hookOutput{}, true, fmt.Errorf("its JSON output has \"permissionDecision\": %q (want allow, deny or ask)", sp.PermissionDecision)
+		}
+		if d := sp.Decision; d != nil && d.Behavior != "allow" && d.Behavior != "deny" {
+			return hookOutput{}, true, fmt.Errorf("its JSON output has \"decision\": {\"behavior\": %q} (want allow or deny)", d.Behavior)
 		}
 		if u := bytes.TrimSpace(sp.UpdatedInput); len(u) > 0 && string(u) != "null" && u[0] != '{' {
 			return hookOutput{}, true, errors.New("its JSON output has an \"updatedInput\" that is not an object")
@@ -436,21 +481,35 @@ func (r *hookRun) blocks() bool { return r.err == nil && r.code == 2 }
 // text is trimmed stdout: context for UserPromptSubmit and SessionStart.
 func (r *hookRun) text() string { return strings.TrimSpace(string(r.stdout)) }
 
+// failsClosed is an http hook that did not answer at an event where that
+// blocks (hookFailsClosed).
+func (r *hookRun) failsClosed() bool {
+	return r.h.URL != "" && !r.ok() && hookFailsClosed[r.event]
+}
+
+// closedReason says why a failsClosed run blocks.
+func (r *hookRun) closedReason() string {
+	return fmt.Sprintf("%s http hook %s did not answer (%s); an http hook that cannot answer blocks", r.event, r.h.URL, hookFailure(r))
+}
+
 // reason is exit 2's stderr, or a sentence naming the hook when it said
 // nothing.
 func (r *hookRun) reason() string {
 	if s := strings.TrimSpace(string(r.stderr)); s != "" {
 		return truncate(s, hookReasonLimit)
 	}
-	return fmt.Sprintf("blocked by %s hook %q", r.event, r.h.Command)
+	return fmt.Sprintf("blocked by %s hook %q", r.event, r.h.name())
 }
+
+// name is the command, or the URL of an http hook.
+func (hd hookHandler) name() string { return cmp.Or(hd.Command, hd.URL) }
 
 // by names the hook in the audit trail.
 func (r *hookRun) by() string {
 	if r.h.origin != "" {
-		return r.h.origin + "/hook:" + truncate(r.h.Command, 200)
+		return r.h.origin + "/hook:" + truncate(r.h.name(), 200)
 	}
-	return "hook:" + truncate(r.h.Command, 200)
+	return "hook:" + truncate(r.h.name(), 200)
 }
 
 // run fires event: every command whose matcher takes subject runs, all in
@@ -484,7 +543,11 @@ func (h *Hooks) run(ctx context.Context, event, subject string, in hookInput) []
 					return
 				}
 			}
-			runs[i] = runHookCommand(ctx, h.cfg.Cwd, hd, stdin)
+			if hd.URL != "" {
+				runs[i] = h.runHookHTTP(ctx, hd, stdin)
+			} else {
+				runs[i] = runHookCommand(ctx, h.cfg.Cwd, hd, stdin)
+			}
 			runs[i].event = event
 		}()
 	}
@@ -496,10 +559,12 @@ func (h *Hooks) run(ctx context.Context, event, subject string, in hookInput) []
 		}
 		switch {
 		case r.err != nil && ctx.Err() != nil:
+		case r.failsClosed():
+			h.note("warn", r.closedReason())
 		case r.err != nil:
-			h.note("warn", fmt.Sprintf("%s hook %q: %v; ignored%s", event, r.h.Command, r.err, stderrExcerpt(r.stderr)))
+			h.note("warn", fmt.Sprintf("%s hook %q: %v; ignored%s", event, r.h.name(), r.err, stderrExcerpt(r.stderr)))
 		case r.code != 0 && r.code != 2:
-			h.note("warn", fmt.Sprintf("%s hook %q failed with exit status %d; ignored%s", event, r.h.Command, r.code, stderrExcerpt(r.stderr)))
+			h.note("warn", fmt.Sprintf("%s hook %q failed with exit status %d; ignored%s", event, r.h.name(), r.code, stderrExcerpt(r.stderr)))
 		case r.json && r.out.SystemMessage != "":
 			h.note("warn", fmt.Sprintf("%s hook: %s", event, r.out.SystemMessage))
 		}
@@ -587,6 +652,8 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			note.Decision, note.Reason = DecisionDeny, r.err.Error()
 		case r.blocks():
 			note.Decision, note.Reason = DecisionDeny, r.reason()
+		case r.failsClosed():
+			note.Decision, note.Reason = DecisionDeny, r.closedReason()
 		case !r.ok():
 			note.Reason = "hook failed (" + hookFailure(r) + "); ignored"
 		case r.out.stops():
@@ -602,7 +669,7 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 			case "deny":
 				note.Decision = DecisionDeny
 				if note.Reason == "" {
-					note.Reason = fmt.Sprintf("denied by PreToolUse hook %q", r.h.Command)
+					note.Reason = fmt.Sprintf("denied by PreToolUse hook %q", r.h.name())
 				}
 			case "ask":
 				note.Decision = DecisionAsk
@@ -614,7 +681,7 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 				if rewrite == nil {
 					rewrite = r
 				} else {
-					h.note("warn", fmt.Sprintf("PreToolUse hook %q: updatedInput ignored: hook %q rewrote the call first", r.h.Command, rewrite.h.Command))
+					h.note("warn", fmt.Sprintf("PreToolUse hook %q: updatedInput ignored: hook %q rewrote the call first", r.h.name(), rewrite.h.name()))
 				}
 			}
 		}
@@ -631,7 +698,7 @@ func (h *Hooks) ToolGate(ctx context.Context, call ToolCall) GateResult {
 	if rewrite != nil {
 		args, err := zotToolArgs(call.Name, rewrite.out.updatedInput())
 		if err != nil {
-			reason := fmt.Sprintf("not run: PreToolUse hook %q returned an updatedInput zot cannot use: %v", rewrite.h.Command, err)
+			reason := fmt.Sprintf("not run: PreToolUse hook %q returned an updatedInput zot cannot use: %v", rewrite.h.name(), err)
 			res.Notes = append(res.Notes, GateNote{By: rewrite.by(), Decision: DecisionDeny, Reason: reason})
 			res.Verdict, res.Reason = GateDeny, reason
 			return res
@@ -657,14 +724,15 @@ func stopText(r *hookRun) string {
 	if s := strings.TrimSpace(r.out.StopReason); s != "" {
 		return s
 	}
-	return fmt.Sprintf("stopped by %s hook %q", r.event, r.h.Command)
+	return fmt.Sprintf("stopped by %s hook %q", r.event, r.h.name())
 }
 
-// AfterTool is PostToolUse, the hooks stage after a tool runs: after a call that
-// ran and succeeded, the matching commands run; exit 2's stderr, a
-// "decision": "block" reason and additionalContext are added to the result
-// the model sees, after any additionalContext PreToolUse hooks gave for the
-// call.
+// AfterTool is PostToolUse and PostToolUseFailure, the hooks stage after
+// a tool runs: after a call that ran and succeeded, the PostToolUse hooks
+// run; exit 2's stderr, a "decision": "block" reason and
+// additionalContext are added to the result the model sees, after any
+// additionalContext PreToolUse hooks gave for the call. After one that
+// failed, PostToolUseFailure (afterFailure).
 func (h *Hooks) AfterTool(ctx context.Context, rec *ToolRecord) {
 	if h == nil {
 		return
@@ -696,7 +764,7 @@ func (h *Hooks) AfterTool(ctx context.Context, rec *ToolRecord) {
 				if r.out.Decision == "block" {
 					reason := strings.TrimSpace(r.out.Reason)
 					if reason == "" {
-						reason = fmt.Sprintf("hook %q objects to this result", r.h.Command)
+						reason = fmt.Sprintf("hook %q objects to this result", r.h.name())
 					}
 					extra = append(extra, "PostToolUse hook: "+reason)
 				}
@@ -706,6 +774,7 @@ func (h *Hooks) AfterTool(ctx context.Context, rec *ToolRecord) {
 			}
 		}
 	}
+	extra = append(extra, h.afterFailure(ctx, rec)...)
 	if len(extra) == 0 {
 		return
 	}
@@ -731,13 +800,15 @@ func (h *Hooks) BeforePrompt(ctx context.Context, text string) (block bool, reas
 		switch {
 		case r.blocks():
 			reasons = append(reasons, r.reason())
+		case r.failsClosed():
+			reasons = append(reasons, r.closedReason())
 		case !r.ok():
 		case r.out.stops():
 			reasons = append(reasons, stopText(&r))
 		case r.out.Decision == "block":
 			why := strings.TrimSpace(r.out.Reason)
 			if why == "" {
-				why = fmt.Sprintf("refused by UserPromptSubmit hook %q", r.h.Command)
+				why = fmt.Sprintf("refused by UserPromptSubmit hook %q", r.h.name())
 			}
 			reasons = append(reasons, why)
 		case r.json:
@@ -835,11 +906,15 @@ func (h *Hooks) SessionEnd(ctx context.Context) {
 var HookStage = Stage{Name: "hooks", Order: OrderHooks}
 
 // Attach gives the agent the hooks as stages of its pipeline: PreToolUse
-// (ToolGate), PostToolUse (AfterTool), UserPromptSubmit (BeforePrompt),
-// Stop (OnStop), and a turn gate that ends the prompt after a hook said
-// "continue": false. A nil or empty Hooks adds stages that let everything
-// pass, so that a host can check that its agent has every stage.
+// (ToolGate), PostToolUse and PostToolUseFailure (AfterTool),
+// UserPromptSubmit (BeforePrompt), Stop (OnStop), and a turn gate that
+// ends the prompt after a hook said "continue": false; PermissionRequest
+// and Notification where a call waits for approval, PreCompact before a
+// compaction. A nil or empty Hooks adds stages that let everything pass,
+// so that a host can check that its agent has every stage.
 func (h *Hooks) Attach(a *Agent) {
+	a.Pipeline.SetAskHooks(h.PermissionRequest, h.NotifyApproval)
+	a.BeforeCompact = h.PreCompact
 	a.Pipeline.AddToolGate(HookStage, h.ToolGate)
 	a.Pipeline.AddAfterTool(HookStage, h.AfterTool)
 	a.Pipeline.AddPromptGate(HookStage, h.BeforePrompt)

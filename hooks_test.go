@@ -188,7 +188,8 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 	os.MkdirAll(filepath.Join(cwd, ".claude"), 0o755)
 	os.WriteFile(filepath.Join(cwd, ".claude", "settings.json"), []byte(`{"hooks": [1, 2]}`), 0o644)
 	writeSettings(t, filepath.Join(cwd, ".claude", "settings.local.json"), obj{
-		"Notification": []obj{group("", "notify-send hi")},
+		"SubagentStop": []obj{group("", "notify-send hi")},
+		"PreCompact":   []obj{{"hooks": []obj{{"type": "http", "url": "ftp://example.com/x"}}}},
 		"Stop":         "not a list",
 		"PreToolUse": []any{
 			"not a group",
@@ -207,7 +208,8 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 	text := notes.text()
 	for _, want := range []string{
 		`warn: hooks: ` + filepath.Join(cwd, ".claude", "settings.json") + `: not a settings object`,
-		`info: hooks: ` + filepath.Join(cwd, ".claude", "settings.local.json") + `: zot has no Notification event`,
+		`info: hooks: ` + filepath.Join(cwd, ".claude", "settings.local.json") + `: zot has no SubagentStop event`,
+		`hooks.PreCompact[0].hooks[0]: url "ftp://example.com/x" is not an http or https URL; skipped`,
 		`hooks.Stop must be a list`,
 		`hooks.PreToolUse[0]: want {"matcher"`,
 		`hooks.PreToolUse[1]: matcher "(" is not a regular expression`,

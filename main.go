@@ -64,6 +64,7 @@ type options struct {
 	modeDefault          Mode // what nobody choosing a mode gives: auto, ask in zot acp
 	approveAsks, noAudit bool
 	approvalsStdin       bool          // --json: approve commands on stdin answer the asks
+	elicitationStdin     bool          // --json: elicit commands on stdin answer the MCP servers' questions
 	approvalTimeout      time.Duration // 0: defaultApprovalTimeout
 	claudeHooks          bool
 	trustProject         bool
@@ -155,7 +156,8 @@ var flagTable = []flagSpec{
 	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
 	{"approvals-stdin", "", "", "with --json: send approval_request events and read approve commands on stdin (the prompt then comes from the words; docs/permissions.md)", func(o *options, _ string) error { o.approvalsStdin = true; return nil }},
-	{"approval-timeout", "", "DURATION", "how long --json --approvals-stdin and rpc clients with approvals may take to answer before the call is refused (default 5m)", func(o *options, v string) error {
+	{"elicitation-stdin", "", "", "with --json: send the MCP servers' questions as elicitation_request events and read elicit commands on stdin (docs/mcp.md)", func(o *options, _ string) error { o.elicitationStdin = true; return nil }},
+	{"approval-timeout", "", "DURATION", "how long --json --approvals-stdin and rpc clients with approvals may take to answer before the call is refused, and the time an MCP server's question waits for a client (default 5m)", func(o *options, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("--approval-timeout needs a positive duration such as 30s or 10m, not %q", v)

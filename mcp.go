@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -22,11 +23,9 @@ import (
 // agent's registry as "mcp__<server>__<tool>" when it is ready. The calls go
 // through the agent like any other tool's, so interception, confirmation and
 // the audit log apply. The wire (JSON-RPC, stdio, Streamable HTTP) is in
-// mcp_transport.go, the `zot mcp` command line in mcp_cli.go.
-
-// mcpProtocolVersions are the MCP revisions we speak, newest first; the
-// first is the one we ask for.
-var mcpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// mcp_transport.go and mcp_http.go, the two protocol eras in
+// mcp_protocol.go, the servers' questions to the user in mcp_elicit.go,
+// the `zot mcp` command line in mcp_cli.go.
 
 const (
 	mcpDefaultTimeout = 60 * time.Second
@@ -79,6 +78,13 @@ type MCPConfig struct {
 	// file), servers becoming ready (level "info") and failures ("warning",
 	// "error"), each once. It is called from the manager's goroutines.
 	OnStatus func(server, level, message string)
+	// Elicit answers the servers' questions (elicitation) in the modes it
+	// offers, which are the modes the servers are told zot answers; the
+	// zero Elicitor offers none.
+	Elicit Elicitor
+	// ElicitRefusal is what a server that asks in a mode not offered is
+	// told ("zot -p has nobody to ask").
+	ElicitRefusal string
 }
 
 // MCPServerState is where a configured server stands, as `zot mcp list`
@@ -108,8 +114,10 @@ type MCPServerStatus struct {
 	Target    string         `json:"target"` // command or URL as configured, unexpanded
 	State     MCPServerState `json:"state"`
 	Tools     int            `json:"tools"`
-	Error     string         `json:"error,omitempty"`
-	Source    string         `json:"source"`
+	// Protocol is the MCP revision the server speaks, once known.
+	Protocol string `json:"protocol,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Source   string `json:"source"`
 }
 
 // MCPManager owns the MCP servers of one zot process: it starts them, keeps
@@ -239,6 +247,26 @@ func (m *MCPManager) Status() []MCPServerStatus {
 	return out
 }
 
+// Refresh lists again, in the background, the tools of each 2026-07-28
+// server whose list is no longer fresh (its ttlMs has passed): the host
+// calls it when the tools are about to be offered to the model, and the
+// model sees the new list from the next request on. An older server's
+// list changes when the server says so (list_changed).
+func (m *MCPManager) Refresh() {
+	m.mu.Lock()
+	servers := append([]*mcpServer(nil), m.servers...)
+	m.mu.Unlock()
+	now := time.Now()
+	for _, s := range servers {
+		s.mu.Lock()
+		stale := s.state == MCPReady && s.modern && !now.Before(s.fresh)
+		s.mu.Unlock()
+		if stale {
+			s.relist()
+		}
+	}
+}
+
 // waitSettled waits until every server is ready or has failed.
 func (m *MCPManager) waitSettled(ctx context.Context) {
 	m.mu.Lock()
@@ -315,6 +343,11 @@ type mcpServer struct {
 	tools       []Tool
 	listing     bool // a tools/list is under way
 	relistAgain bool // list_changed arrived during it
+	protocol    string
+	modern      bool         // protocol is 2026-07-28: stateless
+	fresh       time.Time    // modern: the tool list is fresh until then (ttlMs)
+	listChanged bool         // modern: the server announces tool list changes (subscriptions/listen)
+	changes     atomic.Int64 // list_changed notifications heard
 }
 
 func (s *mcpServer) settle() { s.once.Do(func() { close(s.settled) }) }
@@ -323,7 +356,7 @@ func (s *mcpServer) status() MCPServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return MCPServerStatus{Name: s.cfg.Name, Transport: s.cfg.Type, Target: s.cfg.target(), State: s.state,
-		Tools: len(s.tools), Error: s.lastErr, Source: s.cfg.Source}
+		Tools: len(s.tools), Protocol: s.protocol, Error: s.lastErr, Source: s.cfg.Source}
 }
 
 // timeout bounds one tool call; startupTimeout one initialize or
@@ -389,6 +422,7 @@ func (s *mcpServer) connect(ctx context.Context) error {
 		return errors.New("stopped")
 	}
 	s.state, s.lastErr = MCPStarting, ""
+	s.protocol, s.modern, s.listChanged = "", false, false
 	s.gen++
 	s.mu.Unlock()
 
@@ -425,24 +459,39 @@ func (s *mcpServer) connect(ctx context.Context) error {
 	s.listing = true
 	s.mu.Unlock()
 
-	err := s.handshake(ctx, conn)
+	err := s.negotiate(ctx, conn)
 	var tools []Tool
 	if err == nil {
-		tools, err = s.listTools(ctx, conn.request)
+		tools, err = s.listTools(ctx, func(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+			return s.send(ctx, conn, method, params, nil, nil)
+		})
 	}
 	if err != nil {
 		closeNow(conn.t)
 		return s.fail(err)
 	}
 	s.mu.Lock()
+	if s.state == MCPStopped { // Shutdown came while we listed
+		s.mu.Unlock()
+		closeNow(conn.t)
+		return errors.New("stopped")
+	}
 	again := s.relistAgain
 	s.listing, s.relistAgain = false, false
 	s.state = MCPReady
+	listen := s.modern && s.listChanged
+	if listen {
+		// Added under s.mu, as relist's goroutine is.
+		s.m.wg.Add(1)
+	}
 	s.mu.Unlock()
 	s.setTools(tools)
 	s.log.printf("ready, %d tools", len(tools))
 	if again {
 		s.relist()
+	}
+	if listen {
+		s.subscribe(conn)
 	}
 	return nil
 }
@@ -522,70 +571,20 @@ func (s *mcpServer) stop(ctx context.Context) {
 	}
 }
 
-// handshake is initialize, the version check, and initialized.
-func (s *mcpServer) handshake(ctx context.Context, conn *mcpConn) error {
-	tctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
-	defer cancel()
-	params := map[string]any{
-		"protocolVersion": mcpProtocolVersions[0],
-		"capabilities":    map[string]any{"roots": map[string]any{"listChanged": false}},
-		"clientInfo":      map[string]any{"name": "zot", "version": version},
-	}
-	raw, err := conn.request(tctx, "initialize", params, nil)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return fmt.Errorf("no answer to initialize within %s (raise startup_timeout_ms in %s)", s.startupTimeout(), s.cfg.Source)
-		}
-		return fmt.Errorf("initialize: %w", err)
-	}
-	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		ServerInfo      struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
-		Instructions string `json:"instructions"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("initialize: bad result: %v", err)
-	}
-	supported := false
-	for _, v := range mcpProtocolVersions {
-		supported = supported || v == r.ProtocolVersion
-	}
-	if !supported {
-		return fmt.Errorf("the server speaks MCP protocol version %q; zot speaks %s", truncate(r.ProtocolVersion, 40), strings.Join(mcpProtocolVersions, ", "))
-	}
-	s.log.printf("initialized: %s %s, protocol %s", truncate(r.ServerInfo.Name, 80), truncate(r.ServerInfo.Version, 40), r.ProtocolVersion)
-	if r.Instructions != "" {
-		s.log.printf("instructions (not given to the model): %s", truncate(r.Instructions, 2000))
-	}
-	if ht, ok := conn.t.(*httpTransport); ok {
-		ht.setProtocol(r.ProtocolVersion)
-	}
-	if err := conn.notify(tctx, "notifications/initialized", nil); err != nil {
-		return fmt.Errorf("notifications/initialized: %w", err)
-	}
-	if ht, ok := conn.t.(*httpTransport); ok {
-		ht.listen()
-	}
-	return nil
-}
-
 // request sends one request on the current session. An HTTP server that
 // forgot our session (404) gets one new initialize, then the request again.
-func (s *mcpServer) request(ctx context.Context, method string, params any, progress func(string)) (json.RawMessage, error) {
+func (s *mcpServer) request(ctx context.Context, method string, params map[string]any, progress func(string), headers map[string]string) (json.RawMessage, error) {
 	s.mu.Lock()
 	conn, gen := s.conn, s.gen
 	s.mu.Unlock()
-	raw, err := conn.request(ctx, method, params, progress)
+	raw, err := s.send(ctx, conn, method, params, progress, headers)
 	if !errors.Is(err, errSessionExpired) {
 		return raw, err
 	}
 	if err := s.reinit(ctx, gen); err != nil {
 		return nil, fmt.Errorf("session expired and initialize again failed: %w", err)
 	}
-	return conn.request(ctx, method, params, progress)
+	return s.send(ctx, conn, method, params, progress, headers)
 }
 
 // reinit starts a new HTTP session, unless another caller already did.
@@ -611,12 +610,16 @@ func (s *mcpServer) reinit(ctx context.Context, gen int) error {
 }
 
 // listTools follows tools/list pages, sending each with request. A server
-// without tools (method not found) has none.
-func (s *mcpServer) listTools(ctx context.Context, request func(context.Context, string, any, func(string)) (json.RawMessage, error)) ([]Tool, error) {
+// without tools (method not found) has none. A 2026-07-28 list is fresh
+// for the shortest ttlMs of its pages; a tool whose x-mcp-header marks are
+// invalid is left out, as that revision asks.
+func (s *mcpServer) listTools(ctx context.Context, request func(context.Context, string, map[string]any) (json.RawMessage, error)) ([]Tool, error) {
 	var tools []Tool
 	taken := map[string]bool{}
 	cursor := ""
 	seen := map[string]bool{}
+	listed := time.Now()
+	var ttl time.Duration
 	for page := 0; ; page++ {
 		if page == mcpMaxPages {
 			return nil, fmt.Errorf("tools/list: more than %d pages", mcpMaxPages)
@@ -626,7 +629,7 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 			params["cursor"] = cursor
 		}
 		tctx, cancel := context.WithTimeout(ctx, s.startupTimeout())
-		raw, err := request(tctx, "tools/list", params, nil)
+		raw, err := request(tctx, "tools/list", params)
 		cancel()
 		var rerr *jsonrpcError
 		if errors.As(err, &rerr) && rerr.Code == rpcMethodNotFound && page == 0 {
@@ -645,9 +648,20 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 				} `json:"annotations"`
 			} `json:"tools"`
 			NextCursor string `json:"nextCursor"`
+			TTLMS      *int64 `json:"ttlMs"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("tools/list: bad result: %v", err)
+		}
+		if rt := resultType(raw); rt != "complete" {
+			return nil, fmt.Errorf("tools/list: a result of resultType %q", truncate(rt, 40))
+		}
+		pageTTL := time.Duration(0)
+		if r.TTLMS != nil && *r.TTLMS > 0 {
+			pageTTL = time.Duration(min(*r.TTLMS, int64(24*time.Hour/time.Millisecond))) * time.Millisecond
+		}
+		if page == 0 || pageTTL < ttl {
+			ttl = pageTTL
 		}
 		for _, t := range r.Tools {
 			if t.Name == "" {
@@ -659,14 +673,25 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 				s.log.printf("skipped tool %q: its name %s is taken by another of this server's tools", truncate(t.Name, 80), name)
 				continue
 			}
+			var marks []mcpParamHeader
+			if s.cfg.Type == "http" && s.isModern() {
+				var err error
+				if marks, err = paramHeaders(t.InputSchema); err != nil {
+					s.log.printf("skipped tool %q: %v", truncate(t.Name, 80), err)
+					continue
+				}
+			}
 			taken[name] = true
 			desc := t.Description
 			if desc == "" {
 				desc = fmt.Sprintf("Tool %s of MCP server %s.", t.Name, s.cfg.Name)
 			}
-			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema), readOnly: t.Annotations.ReadOnlyHint})
+			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema), headers: marks, readOnly: t.Annotations.ReadOnlyHint})
 		}
 		if r.NextCursor == "" {
+			s.mu.Lock()
+			s.fresh = listed.Add(ttl)
+			s.mu.Unlock()
 			return tools, nil
 		}
 		if seen[r.NextCursor] {
@@ -701,18 +726,22 @@ func (s *mcpServer) relist() {
 		return
 	}
 	s.listing = true
-	s.mu.Unlock()
+	// Added under s.mu: stop takes it to stop the server before Shutdown
+	// waits for the manager's goroutines, so none is added after.
 	s.m.wg.Add(1)
+	s.mu.Unlock()
 	// Owned by the manager; ends when the list is current or Shutdown came.
 	go func() {
 		defer s.m.wg.Done()
 		for {
-			tools, err := s.listTools(s.m.ctx, s.request)
+			tools, err := s.listTools(s.m.ctx, func(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+				return s.request(ctx, method, params, nil, nil)
+			})
 			if err != nil {
 				s.log.printf("re-list tools: %v", err)
 			} else {
 				s.setTools(tools)
-				s.log.printf("tools changed: %d tools", len(tools))
+				s.log.printf("listed the tools again: %d tools", len(tools))
 			}
 			s.mu.Lock()
 			again := s.relistAgain && err == nil && s.state == MCPReady
@@ -727,19 +756,29 @@ func (s *mcpServer) relist() {
 }
 
 // onRequest answers the server's requests: roots/list offers the session
-// cwd; the rest are not supported.
-func (s *mcpServer) onRequest(method string, _ json.RawMessage) (any, *jsonrpcError) {
-	if method != "roots/list" {
-		s.log.printf("refused the server's %s request: not supported", truncate(method, 80))
-		return nil, nil
+// cwd, elicitation/create goes to whoever answers questions in this mode;
+// the rest are not supported.
+func (s *mcpServer) onRequest(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpcError) {
+	switch method {
+	case "roots/list":
+		return s.roots(), nil
+	case "elicitation/create":
+		return s.answerElicitation(ctx, params)
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(s.m.cfg.Cwd)}
-	return map[string]any{"roots": []map[string]string{{"uri": u.String(), "name": filepath.Base(s.m.cfg.Cwd)}}}, nil
+	s.log.printf("refused the server's %s request: not supported", truncate(method, 80))
+	return nil, nil
+}
+
+func (s *mcpServer) isModern() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modern
 }
 
 func (s *mcpServer) onNotify(method string, params json.RawMessage) {
 	switch method {
 	case "notifications/tools/list_changed":
+		s.changes.Add(1)
 		s.relist()
 	case "notifications/message":
 		var p struct {
@@ -806,15 +845,13 @@ func (s *mcpServer) ready(ctx context.Context) error {
 	return nil
 }
 
-// callTool runs tools/call with the server's timeout and turns the answer
-// into a tool result.
-func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMessage, progress func(string)) ToolResult {
+// callTool runs tools/call, each round with the server's timeout, and turns
+// the answer into a tool result.
+func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMessage, progress func(string), headers map[string]string) ToolResult {
 	if err := s.ready(ctx); err != nil {
 		return errorResult("%v", err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, s.timeout())
-	defer cancel()
-	raw, err := s.request(tctx, "tools/call", map[string]any{"name": tool, "arguments": args}, progress)
+	raw, err := s.call(ctx, tool, args, progress, headers)
 	var rerr *jsonrpcError
 	switch {
 	case err == nil:
@@ -831,11 +868,12 @@ func (s *mcpServer) callTool(ctx context.Context, tool string, args json.RawMess
 
 // mcpTool is one tool of a server, under its registry name.
 type mcpTool struct {
-	srv    *mcpServer
-	name   string // mcp__server__tool
-	remote string // the server's name for it
-	desc   string
-	schema json.RawMessage
+	srv     *mcpServer
+	name    string // mcp__server__tool
+	remote  string // the server's name for it
+	desc    string
+	schema  json.RawMessage
+	headers []mcpParamHeader // 2026-07-28 over HTTP: the arguments mirrored into headers
 	// readOnly: the server marks the tool readOnlyHint, so plan mode runs
 	// it (a hint zot believes: docs/permissions.md#plan-mode).
 	readOnly bool
@@ -846,7 +884,7 @@ func (t *mcpTool) Name() string            { return t.name }
 func (t *mcpTool) Description() string     { return t.desc }
 func (t *mcpTool) Schema() json.RawMessage { return t.schema }
 func (t *mcpTool) Run(ctx context.Context, args json.RawMessage, progress func(string)) ToolResult {
-	res := t.srv.callTool(ctx, t.remote, args, progress)
+	res := t.srv.callTool(ctx, t.remote, args, progress, paramValues(t.headers, args))
 	res.Details = "mcp server " + t.srv.cfg.Name
 	return res
 }

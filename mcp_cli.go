@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,9 +20,10 @@ var mcpUsage = commandHelp{
 	name:  "zot mcp",
 	about: "inspect and debug MCP servers",
 	subs: []subcommandHelp{
-		{"list", "[--json]", "servers, transport, state, tool count", ""},
+		{"list", "[--json]", "servers, transport, state, protocol revision, tool count", ""},
 		{"tools", "NAME", "a server's tools with descriptions and input schemas", ""},
-		{"call", "NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n"},
+		{"call", "[--elicit accept|decline|cancel] NAME TOOL ['{json args}']", "call one tool and print the result", "The arguments are one JSON object, e.g. '{\"path\": \"README.md\"}'.\n" +
+			"--elicit answers the server's questions (elicitation) without asking: accept takes each\nform's defaults (a form with a required field without one is declined) and a URL is\nprinted on stderr; without it the server is told zot mcp call answers none.\n"},
 		{"login", "NAME [--scope SCOPES]", "authorize zot at an HTTP server's OAuth server (in a browser)", "The URL is opened with $BROWSER, else the desktop's opener, and printed; zot waits up to 5 minutes.\nThe token is kept in $ZOT_HOME/mcp-oauth.json (mode 0600) for that server's URL only.\n"},
 		{"logout", "NAME", "forget the server's OAuth token and client registration", ""},
 		{"help", "[command]", "this text, or a command's", ""},
@@ -34,14 +36,21 @@ The servers: ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json (docs/mcp.md).
 // runMCPCommand is `zot mcp …`: the way a user inspects and debugs servers.
 // load reads the servers it may start (main.go decides, as for a session).
 func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mcpProblem), stdout, stderr io.Writer) int {
-	var files, cwds, scopes []string
+	var files, cwds, scopes, elicit []string
 	var asJSON, noMCP bool
 	words, err := subcommandArgs(args, map[string]*bool{"--json": &asJSON, "--no-mcp": &noMCP},
-		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds, "--scope": &scopes})
+		map[string]*[]string{"--mcp-config": &files, "--cwd": &cwds, "--scope": &scopes, "--elicit": &elicit})
+	var answer ElicitAction
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "zot mcp: %v\n%s", err, mcpUsage.text(""))
 		return exitUsage
+	case len(elicit) > 0:
+		answer = ElicitAction(lastOr(elicit, ""))
+		if answer != ElicitAccept && answer != ElicitDecline && answer != ElicitCancel {
+			fmt.Fprintf(stderr, "zot mcp: --elicit takes accept, decline or cancel, not %q\n", answer)
+			return exitUsage
+		}
 	}
 	cwd := lastOr(cwds, "")
 	if len(words) == 0 {
@@ -88,7 +97,7 @@ func runMCPCommand(args []string, load func(MCPSources) ([]mcpServerConfig, []mc
 		if server == "" {
 			mcpStderrStatus(stderr)(server, level, msg)
 		}
-	}})
+	}, Elicit: cliElicitor(answer, stderr), ElicitRefusal: "zot mcp call answers no questions unless given --elicit accept, decline or cancel"})
 	defer m.Shutdown(context.Background())
 	reg := NewToolRegistry()
 	switch cmd := words[0]; {
@@ -138,9 +147,9 @@ func mcpList(list []MCPServerStatus, asJSON bool, stdout io.Writer) int {
 		fmt.Fprintln(stdout, "no MCP servers configured (see ./.mcp.json, ./.zot/mcp.json, $ZOT_HOME/mcp.json)")
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "%-20s %-6s %-9s %5s  %s\n", "NAME", "TYPE", "STATE", "TOOLS", "SOURCE")
+	fmt.Fprintf(stdout, "%-20s %-6s %-9s %-10s %5s  %s\n", "NAME", "TYPE", "STATE", "PROTOCOL", "TOOLS", "SOURCE")
 	for _, s := range list {
-		fmt.Fprintf(stdout, "%-20s %-6s %-9s %5d  %s\n", sanitize(s.Name), s.Transport, s.State, s.Tools, s.Source)
+		fmt.Fprintf(stdout, "%-20s %-6s %-9s %-10s %5d  %s\n", sanitize(s.Name), s.Transport, s.State, cmp.Or(s.Protocol, "-"), s.Tools, s.Source)
 		if s.Error != "" {
 			fmt.Fprintf(stdout, "    %s\n", sanitize(s.Error))
 		}
@@ -204,6 +213,33 @@ func mcpCallFromShell(ctx context.Context, tools []Tool, server, name, args stri
 		return exitFailure
 	}
 	return exitOK
+}
+
+// cliElicitor answers every question of `zot mcp call --elicit` with the
+// same action, saying on stderr what was asked: accept takes a form's
+// defaults (a form they do not complete is declined) and shows the URL
+// asked for. Without --elicit it offers nothing.
+func cliElicitor(action ElicitAction, stderr io.Writer) Elicitor {
+	if action == "" {
+		return Elicitor{}
+	}
+	return Elicitor{Form: true, URL: true, Ask: func(_ context.Context, q Elicitation) ElicitAnswer {
+		fmt.Fprintf(stderr, "zot mcp: server %q asks: %s\n", q.Server, sanitize(strings.TrimSpace(q.Message)))
+		if q.Mode == ElicitURL {
+			fmt.Fprintf(stderr, "zot mcp: open %s\n", sanitize(q.URL))
+		}
+		a := ElicitAnswer{Action: action}
+		if action == ElicitAccept && q.Mode == ElicitForm {
+			content, err := q.Complete(nil)
+			if err != nil {
+				fmt.Fprintf(stderr, "zot mcp: declined: the defaults do not complete the form (%s)\n", sanitize(err.Error()))
+				return ElicitAnswer{Action: ElicitDecline}
+			}
+			a.Content = content
+		}
+		fmt.Fprintf(stderr, "zot mcp: answered %s\n", action)
+		return a
+	}}
 }
 
 // mcpPrepareLogin readies a server for `zot mcp login`: an HTTP server

@@ -88,14 +88,14 @@ func (f *fakeHTTPMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"serverInfo": map[string]any{"name": "fake-http", "version": "1"}}, nil)
 		return
 	}
-	f.mu.Lock()
-	f.posts = append(f.posts, r.Header.Clone())
-	f.mu.Unlock()
 	if !known || m.Method == "tools/call" && f.expireCalls {
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != mcpProtocolVersions[0] {
+	f.mu.Lock()
+	f.posts = append(f.posts, r.Header.Clone())
+	f.mu.Unlock()
+	if v := r.Header.Get("MCP-Protocol-Version"); v != mcpLegacyVersions[0] {
 		http.Error(w, "bad MCP-Protocol-Version "+v, http.StatusBadRequest)
 		return
 	}
@@ -185,7 +185,7 @@ func TestMCPHTTPJSONAndSSEResponses(t *testing.T) {
 			h.m.Shutdown(context.Background())
 			f.mu.Lock()
 			for _, hd := range f.posts {
-				if hd.Get("Mcp-Session-Id") != "session-1" || hd.Get("Authorization") != "Bearer tok-123" || hd.Get("MCP-Protocol-Version") != mcpProtocolVersions[0] {
+				if hd.Get("Mcp-Session-Id") != "session-1" || hd.Get("Authorization") != "Bearer tok-123" || hd.Get("MCP-Protocol-Version") != mcpLegacyVersions[0] {
 					t.Errorf("headers after initialize: %v", hd)
 				}
 			}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"syscall"
 )
 
 // The token file, $ZOT_HOME/mcp-oauth.json (mode 0600): the tokens a user
@@ -59,42 +57,33 @@ func (s mcpTokenStore) load(key string) (mcpStoredServer, error) {
 // update runs fn on key's entry under the lock and writes the file when
 // fn succeeds; an entry left empty is removed.
 func (s mcpTokenStore) update(key string, fn func(e *mcpStoredServer) error) error {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	lock, err := os.OpenFile(s.path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("token file: lock %s: %w", lock.Name(), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	d, err := s.read()
-	if err != nil {
-		return err
-	}
-	e := d.Servers[key]
-	if e == nil {
-		e = &mcpStoredServer{}
-	}
-	if err := fn(e); err != nil {
-		return err
-	}
-	if e.Token == nil && e.Client == nil {
-		delete(d.Servers, key)
-	} else {
-		d.Servers[key] = e
-	}
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
-	return nil
+	// A lock that cannot be taken names its file (…json.lock).
+	return underLock(s.path+".lock", func() error {
+		d, err := s.read()
+		if err != nil {
+			return err
+		}
+		e := d.Servers[key]
+		if e == nil {
+			e = &mcpStoredServer{}
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+		if e.Token == nil && e.Client == nil {
+			delete(d.Servers, key)
+		} else {
+			d.Servers[key] = e
+		}
+		b, err := json.MarshalIndent(d, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
+			return fmt.Errorf("token file: %w", err)
+		}
+		return nil
+	})
 }
 
 // read parses the file, refusing one that others can read, as auth.json.

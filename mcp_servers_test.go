@@ -55,9 +55,11 @@ func realMCPServer(t testing.TB, name string) string {
 }
 
 // skipUnlessInstalled fails the test when why says what is missing and
-// requireVar is set (CI installed it), else skips it with a notice on
-// stderr, once per notice, naming the testdata/mcp script that installs
-// it into the directory dirVar names.
+// requireVar is set (CI installed it), else skips it with a notice, once
+// per notice, naming the testdata/mcp script that installs it into the
+// directory dirVar names. The notice goes to the terminal go test was run
+// from as well as to stderr: go test ./... shows a passing package's
+// output to no one.
 func skipUnlessInstalled(t testing.TB, notice *sync.Once, why, requireVar, what, script, dirVar string) {
 	t.Helper()
 	if why == "" {
@@ -67,7 +69,12 @@ func skipUnlessInstalled(t testing.TB, notice *sync.Once, why, requireVar, what,
 		t.Fatalf("%s is set but %s", requireVar, why)
 	}
 	notice.Do(func() {
-		fmt.Fprintf(os.Stderr, "\n!!! SKIPPING %s: %s.\n!!! Install with: sh testdata/mcp/%s [DIR] (and set %s=DIR for another DIR)\n\n", what, why, script, dirVar)
+		msg := fmt.Sprintf("\n!!! SKIPPING %s: %s.\n!!! Install with: sh testdata/mcp/%s [DIR] (and set %s=DIR for another DIR)\n\n", what, why, script, dirVar)
+		fmt.Fprint(os.Stderr, msg)
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			tty.WriteString(strings.ReplaceAll(msg, "\n", "\r\n")) // the terminal may be in raw mode
+			tty.Close()
+		}
 	})
 	t.Skipf("SKIPPED: %s; run sh testdata/mcp/%s", why, script)
 }
@@ -321,13 +328,13 @@ func TestMCPCommandLine(t *testing.T) {
 	}
 	states := map[string]string{}
 	for _, s := range list {
-		states[s.Name] = fmt.Sprintf("%s %s %d", s.Transport, s.State, s.Tools)
+		states[s.Name] = fmt.Sprintf("%s %s %s %d", s.Transport, s.State, s.Protocol, s.Tools)
 	}
-	if states["fake"] != "stdio ready 11" || states["off"] != "stdio disabled 0" || states["bad"] != " invalid 0" {
+	if states["fake"] != "stdio ready 2025-11-25 12" || states["off"] != "stdio disabled  0" || states["bad"] != " invalid  0" {
 		t.Errorf("list --json states = %v", states)
 	}
 	stdout, _, _ = z.run("mcp", "list")
-	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready        11  "+filepath.Join(z.cwd, ".mcp.json")) {
+	if !strings.HasPrefix(stdout, "NAME") || !strings.Contains(stdout, "fake                 stdio  ready     2025-11-25    12  "+filepath.Join(z.cwd, ".mcp.json")) {
 		t.Errorf("list:\n%s", stdout)
 	}
 }

@@ -29,14 +29,15 @@ type mcpHarness struct {
 }
 
 // newMCPHarness writes servers (name → JSON entry) to mcp.json and starts
-// them; Shutdown runs at cleanup.
-func newMCPHarness(t *testing.T, servers map[string]string) *mcpHarness {
+// them, after set (if any) changed the manager's configuration; Shutdown
+// runs at cleanup.
+func newMCPHarness(t *testing.T, servers map[string]string, set ...func(*MCPConfig)) *mcpHarness {
 	t.Helper()
-	return newMCPHarnessIn(t, t.TempDir(), servers)
+	return newMCPHarnessIn(t, t.TempDir(), servers, set...)
 }
 
 // newMCPHarnessIn is newMCPHarness with home as $ZOT_HOME.
-func newMCPHarnessIn(t *testing.T, home string, servers map[string]string) *mcpHarness {
+func newMCPHarnessIn(t *testing.T, home string, servers map[string]string, set ...func(*MCPConfig)) *mcpHarness {
 	t.Helper()
 	h := &mcpHarness{t: t, home: home, cwd: t.TempDir(), reg: NewToolRegistry()}
 	var entries []string
@@ -45,11 +46,15 @@ func newMCPHarnessIn(t *testing.T, home string, servers map[string]string) *mcpH
 	}
 	writeFile(t, filepath.Join(h.home, "mcp.json"), `{"mcpServers": {`+strings.Join(entries, ",")+`}}`, 0o644)
 	configs, problems := loadMCPConfigs(MCPSources{Home: h.home, Cwd: h.cwd})
-	h.m = NewMCPManager(MCPConfig{Home: h.home, Cwd: h.cwd, Servers: configs, Problems: problems, OnStatus: func(server, level, msg string) {
+	cfg := MCPConfig{Home: h.home, Cwd: h.cwd, Servers: configs, Problems: problems, OnStatus: func(server, level, msg string) {
 		h.mu.Lock()
 		h.statuses = append(h.statuses, server+" "+level+": "+msg)
 		h.mu.Unlock()
-	}})
+	}}
+	for _, f := range set {
+		f(&cfg)
+	}
+	h.m = NewMCPManager(cfg)
 	h.m.Start(context.Background(), h.reg)
 	t.Cleanup(func() { h.m.Shutdown(context.Background()) })
 	return h
@@ -160,14 +165,14 @@ func TestMCPToolsJoinTheRegistryAndCallsWork(t *testing.T) {
 		t.Errorf("isError result = %+v", r)
 	}
 	st := h.settle()
-	if len(st) != 1 || st[0].State != "ready" || st[0].Tools != 11 || st[0].Transport != "stdio" {
+	if len(st) != 1 || st[0].State != "ready" || st[0].Tools != 12 || st[0].Transport != "stdio" {
 		t.Errorf("status = %+v", st)
 	}
-	if said := h.said(); len(said) != 1 || said[0] != "fake info: ready, 11 tools" {
+	if said := h.said(); len(said) != 1 || said[0] != "fake info: ready, 12 tools" {
 		t.Errorf("OnStatus = %q", said)
 	}
 	log, _ := os.ReadFile(filepath.Join(h.home, "logs", "mcp-fake.log"))
-	for _, want := range []string{"fake server normal starting", "server log [info] fake: hello from the fake server", "ready, 11 tools"} {
+	for _, want := range []string{"fake server normal starting", "server log [info] fake: hello from the fake server", "ready, 12 tools"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -186,8 +191,8 @@ func TestMCPPaginationFollowsNextCursor(t *testing.T) {
 	t.Parallel()
 	h := newMCPHarness(t, map[string]string{"paged": fakeServer(t, "paged", t.TempDir(), "")})
 	h.tool("mcp__paged__env") // the last page
-	if st := h.settle(); st[0].Tools != 11 {
-		t.Errorf("tools = %d, want all 11 of 6 pages", st[0].Tools)
+	if st := h.settle(); st[0].Tools != 12 {
+		t.Errorf("tools = %d, want all 12 of 6 pages", st[0].Tools)
 	}
 }
 
@@ -343,7 +348,7 @@ func TestMCPUnsupportedProtocolVersionStopsTheServer(t *testing.T) {
 	state := t.TempDir()
 	h := newMCPHarness(t, map[string]string{"old": fakeServer(t, "oldversion", state, "")})
 	st := h.settle()
-	if st[0].State != "failed" || !strings.Contains(st[0].Error, `the server speaks MCP protocol version "1999-01-01"; zot speaks 2025-11-25, 2025-06-18`) {
+	if st[0].State != "failed" || !strings.Contains(st[0].Error, `the server speaks MCP protocol version "1999-01-01"; zot speaks 2026-07-28, 2025-11-25, 2025-06-18`) {
 		t.Errorf("status = %+v", st[0])
 	}
 	waitFor(t, "the process to stop", func() bool { return fakeServerGone(state) })
@@ -494,7 +499,7 @@ func TestMCPToolsFilterGlob(t *testing.T) {
 	for _, tool := range h.reg.List() {
 		names = append(names, tool.Name())
 	}
-	if got := strings.Join(names, ","); got != "mcp__fake__echo,mcp__fake__env,read" {
+	if got := strings.Join(names, ","); got != "mcp__fake__echo,mcp__fake__elicit,mcp__fake__env,read" {
 		t.Errorf("--tools read,mcp__fake__e* gives %s", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"mime"
 	"net/http"
 	"os"
@@ -190,11 +191,25 @@ func ourID(raw json.RawMessage) (int64, bool) {
 // sends come back through the mcpConn the transport was made for, on the
 // transport's own goroutines.
 type mcpTransport interface {
-	// send hands one message over. wantID is the id of a request (0 for
-	// other messages); HTTP uses it to know when a response stream is done.
-	send(ctx context.Context, msg []byte, wantID int64) error
-	// close stops the transport: pending calls fail and its goroutines end.
+	// send hands one message over.
+	send(ctx context.Context, out mcpOut) error
+	// close stops the transport: the answers to the server's requests
+	// stop, pending calls fail and its goroutines end.
 	close(ctx context.Context)
+}
+
+// mcpOut is one message for the server, with what Streamable HTTP mirrors
+// of it into headers.
+type mcpOut struct {
+	body []byte
+	// id is a request's id, 0 for other messages: HTTP reads a response
+	// stream until the response to it.
+	id     int64
+	method string // a request's method: Mcp-Method (2026-07-28)
+	name   string // a tools/call's tool: Mcp-Name
+	// params are a tools/call's Mcp-Param-* headers: the arguments its
+	// tool's schema marks with x-mcp-header.
+	params map[string]string
 }
 
 // mcpConn is one JSON-RPC session: it numbers our requests, routes
@@ -205,20 +220,36 @@ type mcpConn struct {
 	server string
 	t      mcpTransport
 	log    *mcpLog
-	// onRequest answers a server→client request other than ping; nil result
-	// and nil error mean "method not supported".
-	onRequest func(method string, params json.RawMessage) (any, *jsonrpcError)
+	// onRequest answers a server→client request other than ping, on a
+	// goroutine of its own: a question for the user may take minutes, and
+	// the transport's reader must go on. ctx ends when the server cancels
+	// the request, when our call whose stream carried it ends, or with the
+	// session. A nil result and nil error mean "method not supported".
+	onRequest func(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpcError)
 	// onNotify sees every notification but progress and cancelled.
 	onNotify func(method string, params json.RawMessage)
+	// streamCancels: a call whose context ends is cancelled by closing
+	// its stream (2026-07-28 over HTTP), not by notifications/cancelled.
+	streamCancels bool
 
-	mu      sync.Mutex
-	nextID  int64
-	pending map[int64]*mcpCall
-	dead    error // once set, requests fail at once with it
+	ctx     context.Context // ends with the session: stops the answers
+	cancel  context.CancelFunc
+	answers sync.WaitGroup // the goroutines answering the server's requests
+
+	mu        sync.Mutex
+	nextID    int64
+	pending   map[int64]*mcpCall
+	answering map[string]context.CancelCauseFunc // the server's requests being answered, by id
+	dead      error                              // once set, requests fail at once with it
 }
+
+// mcpMaxAnswering bounds the server's requests answered at once; one past
+// it is refused, so a server cannot pile up questions or goroutines.
+const mcpMaxAnswering = 8
 
 // mcpCall is one request waiting for its response.
 type mcpCall struct {
+	ctx   context.Context     // the caller's: a server request its stream carries ends with it
 	reply chan jsonrpcMessage // buffered: deliver never blocks
 	fail  chan error          // buffered
 	// progress is called for the call's progress notifications until the
@@ -230,7 +261,8 @@ type mcpCall struct {
 }
 
 func newMCPConn(server string, log *mcpLog) *mcpConn {
-	return &mcpConn{server: server, log: log, pending: map[int64]*mcpCall{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &mcpConn{server: server, log: log, ctx: ctx, cancel: cancel, pending: map[int64]*mcpCall{}, answering: map[string]context.CancelCauseFunc{}}
 }
 
 // errSessionExpired is an HTTP 404 for our session id: the server forgot
@@ -240,9 +272,10 @@ var errSessionExpired = errors.New("session expired")
 // request sends a request and waits for its response, ctx's end, or the
 // transport's death. When ctx ends first the server is told with
 // notifications/cancelled (never for initialize, which may not be
-// cancelled) and a late response is dropped.
-func (c *mcpConn) request(ctx context.Context, method string, params any, progress func(string)) (json.RawMessage, error) {
-	call := &mcpCall{reply: make(chan jsonrpcMessage, 1), fail: make(chan error, 1), progress: progress}
+// cancelled; over 2026-07-28 HTTP the closed stream tells it) and a late
+// response is dropped. headers are the call's Mcp-Param-* headers.
+func (c *mcpConn) request(ctx context.Context, method string, params map[string]any, progress func(string), headers map[string]string) (json.RawMessage, error) {
+	call := &mcpCall{ctx: ctx, reply: make(chan jsonrpcMessage, 1), fail: make(chan error, 1), progress: progress}
 	c.mu.Lock()
 	if c.dead != nil {
 		err := c.dead
@@ -263,13 +296,18 @@ func (c *mcpConn) request(ctx context.Context, method string, params any, progre
 	}()
 	if progress != nil {
 		// The request id doubles as the progress token: unique while active.
-		params = withProgressToken(params, id)
+		params = withMeta(params, "progressToken", id)
 	}
-	msg, err := json.Marshal(jsonrpcOut{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: params})
+	var p any
+	if params != nil {
+		p = params
+	}
+	msg, err := json.Marshal(jsonrpcOut{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: p})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", method, err)
 	}
-	if err := c.t.send(ctx, msg, id); err != nil {
+	name, _ := params["name"].(string)
+	if err := c.t.send(ctx, mcpOut{body: msg, id: id, method: method, name: name, params: headers}); err != nil {
 		return nil, err
 	}
 	select {
@@ -281,7 +319,7 @@ func (c *mcpConn) request(ctx context.Context, method string, params any, progre
 	case err := <-call.fail:
 		return nil, err
 	case <-ctx.Done():
-		if method != "initialize" {
+		if method != "initialize" && !c.streamCancels {
 			reason := "aborted by the user"
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				reason = "timed out"
@@ -294,17 +332,19 @@ func (c *mcpConn) request(ctx context.Context, method string, params any, progre
 	}
 }
 
-// withProgressToken adds _meta.progressToken to a params object.
-func withProgressToken(params any, token int64) any {
-	m, ok := params.(map[string]any)
-	if !ok {
-		return params
+// withMeta is params with _meta[key] set, params and its _meta copied.
+func withMeta(params map[string]any, key string, v any) map[string]any {
+	out := maps.Clone(params)
+	if out == nil {
+		out = map[string]any{}
 	}
-	out := make(map[string]any, len(m)+1)
-	for k, v := range m {
-		out[k] = v
+	meta, _ := out["_meta"].(map[string]any)
+	meta = maps.Clone(meta)
+	if meta == nil {
+		meta = map[string]any{}
 	}
-	out["_meta"] = map[string]any{"progressToken": token}
+	meta[key] = v
+	out["_meta"] = meta
 	return out
 }
 
@@ -313,12 +353,13 @@ func (c *mcpConn) notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return err
 	}
-	return c.t.send(ctx, msg, 0)
+	return c.t.send(ctx, mcpOut{body: msg, method: method})
 }
 
 // deliver routes one message from the server. It runs on a transport's
 // reader goroutine, so it never waits for another response itself.
-func (c *mcpConn) deliver(m jsonrpcMessage) {
+// related is the id of our request whose stream carried it (0: none).
+func (c *mcpConn) deliver(m jsonrpcMessage, related int64) {
 	switch m.Kind {
 	case jsonrpcResponse:
 		id, ok := ourID(m.ID)
@@ -336,13 +377,21 @@ func (c *mcpConn) deliver(m jsonrpcMessage) {
 		}
 		call.reply <- m
 	case jsonrpcRequest:
-		c.answer(m)
+		c.answer(m, related)
 	case jsonrpcNotification:
 		switch m.Method {
 		case "notifications/progress":
 			c.progress(m.Params)
 		case "notifications/cancelled":
-			// We answer the server's requests at once; nothing to stop.
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			json.Unmarshal(m.Params, &p)
+			c.mu.Lock()
+			if stop := c.answering[string(p.RequestID)]; stop != nil {
+				stop(errServerCancelled)
+			}
+			c.mu.Unlock()
 		default:
 			if c.onNotify != nil {
 				c.onNotify(m.Method, m.Params)
@@ -352,15 +401,71 @@ func (c *mcpConn) deliver(m jsonrpcMessage) {
 }
 
 // answer replies to a server→client request; anything we do not support
-// gets "method not found", never silence.
-func (c *mcpConn) answer(m jsonrpcMessage) {
-	var result any
-	var rerr *jsonrpcError
-	if m.Method == "ping" {
-		result = struct{}{}
-	} else if c.onRequest != nil {
-		result, rerr = c.onRequest(m.Method, m.Params)
+// gets "method not found", never silence. ping is answered at once, the
+// rest on a goroutine each (see onRequest), at most mcpMaxAnswering at a
+// time. A request whose session ended before the answer gets none.
+func (c *mcpConn) answer(m jsonrpcMessage, related int64) {
+	switch {
+	case m.Method == "ping":
+		c.reply(m, struct{}{}, nil)
+		return
+	case c.onRequest == nil:
+		c.reply(m, nil, nil)
+		return
 	}
+	key := string(m.ID)
+	c.mu.Lock()
+	if c.ctx.Err() != nil { // the session is over: nothing more is sent
+		c.mu.Unlock()
+		return
+	}
+	_, twice := c.answering[key]
+	busy := len(c.answering) >= mcpMaxAnswering
+	var call *mcpCall
+	if related != 0 {
+		call = c.pending[related]
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	if !twice && !busy {
+		c.answering[key] = cancel
+		c.answers.Add(1)
+	}
+	c.mu.Unlock()
+	if twice || busy {
+		cancel(nil)
+		why := fmt.Sprintf("zot is answering %d requests of this server already", mcpMaxAnswering)
+		if twice {
+			why = "a request with this id is being answered already"
+		}
+		c.reply(m, nil, &jsonrpcError{Code: -32600, Message: why})
+		return
+	}
+	// Owned by the conn; ends when the request is answered, cancelled, or
+	// the session ends (stopAnswers waits for it).
+	go func() {
+		defer c.answers.Done()
+		defer cancel(nil)
+		if call != nil {
+			defer context.AfterFunc(call.ctx, func() { cancel(nil) })()
+		}
+		result, rerr := c.onRequest(ctx, m.Method, m.Params)
+		c.mu.Lock()
+		delete(c.answering, key)
+		c.mu.Unlock()
+		// A request the server cancelled gets no answer, as the
+		// specification asks; one whose session ended cannot.
+		if c.ctx.Err() == nil && context.Cause(ctx) != errServerCancelled {
+			c.reply(m, result, rerr)
+		}
+	}()
+}
+
+// errServerCancelled is why an answer stopped: the server sent
+// notifications/cancelled for its request.
+var errServerCancelled = errors.New("the server cancelled its request")
+
+// reply sends the answer to a server's request.
+func (c *mcpConn) reply(m jsonrpcMessage, result any, rerr *jsonrpcError) {
 	if result == nil && rerr == nil {
 		rerr = &jsonrpcError{Code: rpcMethodNotFound, Message: "zot does not support " + m.Method}
 	}
@@ -374,11 +479,24 @@ func (c *mcpConn) answer(m jsonrpcMessage) {
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
-	if err := c.t.send(ctx, msg, 0); err != nil {
+	if err := c.t.send(ctx, mcpOut{body: msg}); err != nil {
 		c.log.printf("answer %s: %v", m.Method, err)
 	}
+}
+
+// closed says whether the session is over.
+func (c *mcpConn) closed() bool { return c.ctx.Err() != nil }
+
+// stopAnswers ends the answers to the server's requests under way and
+// waits for their goroutines: the session is over, and nothing more may
+// be sent on it.
+func (c *mcpConn) stopAnswers() {
+	c.mu.Lock()
+	c.cancel() // under mu: answer adds no goroutine after it
+	c.mu.Unlock()
+	c.answers.Wait()
 }
 
 func (c *mcpConn) progress(params json.RawMessage) {
@@ -413,7 +531,7 @@ func (c *mcpConn) progress(params json.RawMessage) {
 }
 
 // failAll ends the session: every waiting call and every later request
-// fails with err.
+// fails with err, and the answers to the server's requests stop.
 func (c *mcpConn) failAll(err error) {
 	c.mu.Lock()
 	if c.dead == nil {
@@ -421,6 +539,7 @@ func (c *mcpConn) failAll(err error) {
 	}
 	calls := c.pending
 	c.pending = map[int64]*mcpCall{}
+	c.cancel()
 	c.mu.Unlock()
 	for _, call := range calls {
 		call.fail <- err
@@ -439,8 +558,8 @@ func (c *mcpConn) failCall(id int64, err error) {
 }
 
 // deliverData decodes a line or body and delivers its messages; a bad one
-// is logged with where it came from and skipped.
-func (c *mcpConn) deliverData(data []byte, from string) []jsonrpcMessage {
+// is logged with where it came from and skipped. related is as deliver's.
+func (c *mcpConn) deliverData(data []byte, from string, related int64) []jsonrpcMessage {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
@@ -450,7 +569,7 @@ func (c *mcpConn) deliverData(data []byte, from string) []jsonrpcMessage {
 		return nil
 	}
 	for _, m := range msgs {
-		c.deliver(m)
+		c.deliver(m, related)
 	}
 	return msgs
 }
@@ -519,6 +638,7 @@ func (l *mcpLog) close() {
 type stdioTransport struct {
 	child *lineChild
 	proc  *proc
+	conn  *mcpConn
 	log   *mcpLog
 	wmu   sync.Mutex // held for a whole send: torn is decided under it
 	// torn is set, under wmu, when a write stopped part-way: the server's
@@ -570,7 +690,7 @@ func startStdioMax(command, rawCommand string, args []string, env []string, dir 
 		}
 		return nil, fmt.Errorf("start %s in %s: %w", rawCommand, dir, err)
 	}
-	t := &stdioTransport{child: child, proc: child.proc, log: conn.log, exited: make(chan struct{}), done: child.gone}
+	t := &stdioTransport{child: child, proc: child.proc, conn: conn, log: conn.log, exited: make(chan struct{}), done: child.gone}
 	conn.t = t
 	child.serve(lineChildIO{maxLine: maxLine, overLong: overLongSkip,
 		line: func(line []byte, err error) {
@@ -578,7 +698,7 @@ func startStdioMax(command, rawCommand string, args []string, env []string, dir 
 				conn.log.printf("dropped a stdout line longer than %d bytes", maxLine)
 				return
 			}
-			conn.deliverData(line, "stdout")
+			conn.deliverData(line, "stdout", 0)
 		},
 		ended: func(err error) { t.stdoutEnded(conn, err) },
 		drain: mcpDrainGrace,
@@ -625,7 +745,7 @@ func (t *stdioTransport) stdoutEnded(conn *mcpConn, err error) {
 	}
 }
 
-func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
+func (t *stdioTransport) send(ctx context.Context, out mcpOut) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	select {
@@ -641,7 +761,7 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte, _ int64) error {
 	deadline, _ := ctx.Deadline()
 	stop := context.AfterFunc(ctx, func() { t.child.stdin.SetWriteDeadline(time.Now()) })
 	defer stop()
-	n, err := t.child.write(append(msg, '\n'), deadline)
+	n, err := t.child.write(append(out.body, '\n'), deadline)
 	if err != nil && n > 0 {
 		// Closing stdin ends the server (or the group is stopped), and the
 		// crash path restarts it for the next call.
@@ -669,6 +789,7 @@ func (t *stdioTransport) close(ctx context.Context) {
 }
 
 func (t *stdioTransport) stop(ctx context.Context) {
+	t.conn.stopAnswers()
 	t.child.closeStdin()
 	t.child.stop(ctx, killGrace, killGrace, func() {
 		if ctx.Err() == nil {
@@ -679,8 +800,10 @@ func (t *stdioTransport) stop(ctx context.Context) {
 
 // httpTransport speaks Streamable HTTP: each message is a POST; a request's
 // answer comes back as one JSON body or as an SSE stream that may carry the
-// server's requests and notifications first. A session id the server gives
-// at initialization goes on every later request; close DELETEs it.
+// server's requests and notifications first. Up to 2025-11-25, a session id
+// the server gives at initialization goes on every later request, close
+// DELETEs it, and event streams resume (mcp_http.go); 2026-07-28 has none
+// of these.
 type httpTransport struct {
 	url     string // expanded: may hold a secret; never in messages
 	rawURL  string // as configured, for messages
@@ -694,13 +817,18 @@ type httpTransport struct {
 	ctx    context.Context // ends at close: stops streams
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // stream readers and the listener
+	// sending counts the requests going out; close waits for them before
+	// its DELETE, and after closing is set none starts.
+	sending sync.WaitGroup
 
 	closed sync.Once
 
 	mu        sync.Mutex
 	sessionID string
 	protocol  string
+	stateless bool // 2026-07-28: no session, no GET stream, no resumption
 	listening bool
+	closing   bool
 }
 
 func newHTTPTransport(url, rawURL string, headers map[string]string, conn *mcpConn) *httpTransport {
@@ -738,9 +866,11 @@ func (t *httpTransport) resetSession() {
 	t.mu.Unlock()
 }
 
-func (t *httpTransport) setProtocol(v string) {
+// setProtocol is the revision every later request names; stateless is
+// 2026-07-28's: no session is kept.
+func (t *httpTransport) setProtocol(v string, stateless bool) {
 	t.mu.Lock()
-	t.protocol = v
+	t.protocol, t.stateless = v, stateless
 	t.mu.Unlock()
 }
 
@@ -783,13 +913,17 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	return req, sid, nil
 }
 
-// do sends one request. A 401 or 403 goes to the authorizer, which may
-// get a new token for the request to go again, up to three times.
-func (t *httpTransport) do(ctx context.Context, method string, body []byte) (*http.Response, string, error) {
+// do sends one request, set's headers added to it. A 401 or 403 goes to
+// the authorizer, which may get a new token for the request to go again,
+// up to three times.
+func (t *httpTransport) do(ctx context.Context, method string, body []byte, set func(*http.Request)) (*http.Response, string, error) {
 	for attempt := 0; ; attempt++ {
 		req, sid, err := t.newRequest(ctx, method, body)
 		if err != nil {
 			return nil, "", err
+		}
+		if set != nil {
+			set(req)
 		}
 		resp, err := t.client.Do(req)
 		if err != nil || t.auth == nil || attempt == 3 || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
@@ -807,12 +941,16 @@ func (t *httpTransport) do(ctx context.Context, method string, body []byte) (*ht
 	}
 }
 
-func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) error {
+func (t *httpTransport) send(ctx context.Context, out mcpOut) error {
+	if !t.begin() {
+		return errMCPClosed
+	}
+	defer t.sending.Done()
 	// The request lives until its stream is read, which may be after send
 	// returns: it ends with ctx or with the transport.
 	rctx, cancel := context.WithCancel(t.ctx)
 	stop := context.AfterFunc(ctx, cancel)
-	resp, sid, err := t.do(rctx, http.MethodPost, msg)
+	resp, sid, err := t.do(rctx, http.MethodPost, out.body, func(req *http.Request) { t.mirror(req, out) })
 	if err != nil {
 		stop()
 		cancel()
@@ -821,7 +959,7 @@ func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) erro
 		}
 		return fmt.Errorf("POST %s: %w", t.rawURL, scrubURLError(err))
 	}
-	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sid == "" {
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sid == "" && !t.isStateless() {
 		if !visibleASCII(s) {
 			resp.Body.Close()
 			stop()
@@ -842,19 +980,14 @@ func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) erro
 		defer resp.Body.Close()
 		defer stop()
 		defer cancel()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		msg := strings.TrimSpace(string(body))
-		if msgs, err := decodeRPC(body); err == nil && msgs[0].Error != nil {
-			msg = msgs[0].Error.Message
-		}
-		return fmt.Errorf("POST %s: HTTP %d: %s", t.rawURL, resp.StatusCode, truncate(msg, 300))
+		return t.statusError("POST", resp)
 	}
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if ctype != "text/event-stream" {
 		defer resp.Body.Close()
 		defer stop()
 		defer cancel()
-		if wantID == 0 {
+		if out.id == 0 {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			return nil
 		}
@@ -868,36 +1001,87 @@ func (t *httpTransport) send(ctx context.Context, msg []byte, wantID int64) erro
 		if len(body) > maxMCPMessage {
 			return fmt.Errorf("POST %s: response larger than %d bytes", t.rawURL, maxMCPMessage)
 		}
-		if t.conn.deliverData(body, "an HTTP response") == nil {
+		if t.conn.deliverData(body, "an HTTP response", out.id) == nil {
 			return fmt.Errorf("POST %s: the response is not a JSON-RPC message (Content-Type %q)", t.rawURL, resp.Header.Get("Content-Type"))
 		}
 		return nil
 	}
 	t.wg.Add(1)
-	// Owned by the transport; ends when the stream ends, when the response
-	// to wantID has arrived, or when ctx or the transport ends.
+	// Owned by the transport; ends when the response to out.id has
+	// arrived (on this stream or on the ones resuming it), when it cannot,
+	// or when ctx or the transport ends.
 	go func() {
 		defer t.wg.Done()
 		defer stop()
 		defer cancel()
-		defer resp.Body.Close()
-		got := t.readStream(resp.Body, wantID)
-		if wantID != 0 && !got {
-			t.conn.failCall(wantID, fmt.Errorf("POST %s: the event stream ended before the response", t.rawURL))
-		}
+		t.follow(rctx, resp.Body, out.id)
 	}()
 	return nil
 }
 
-// readStream delivers the messages of an SSE stream and reports whether the
-// response to wantID was among them.
-func (t *httpTransport) readStream(body io.Reader, wantID int64) (got bool) {
-	readSSE(body, func(ev sseEvent) error {
+// mcpHTTPError is an HTTP error status. Unwrap gives the JSON-RPC error
+// its body held, if any: a 2026-07-28 server's answers to what it cannot
+// serve (an unsupported version, a missing capability, an unknown method)
+// come that way.
+type mcpHTTPError struct {
+	msg    string
+	status int
+	rpc    *jsonrpcError
+}
+
+func (e *mcpHTTPError) Error() string { return e.msg }
+func (e *mcpHTTPError) Unwrap() error {
+	if e.rpc == nil {
+		return nil
+	}
+	return e.rpc
+}
+
+// statusError reads what an error status says: the JSON-RPC error of its
+// body, else the body's first bytes.
+func (t *httpTransport) statusError(method string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	msg := strings.TrimSpace(string(body))
+	e := &mcpHTTPError{status: resp.StatusCode}
+	if msgs, err := decodeRPC(body); err == nil && msgs[0].Error != nil {
+		e.rpc = msgs[0].Error
+		msg = e.rpc.Message
+	}
+	e.msg = fmt.Sprintf("%s %s: HTTP %d: %s", method, t.rawURL, resp.StatusCode, truncate(msg, 300))
+	return e
+}
+
+// errMCPClosed is a message for a server whose connection zot closed.
+var errMCPClosed = errors.New("server connection closed")
+
+// begin counts a request going out, unless the transport is closing.
+func (t *httpTransport) begin() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return false
+	}
+	t.sending.Add(1)
+	return true
+}
+
+func (t *httpTransport) isStateless() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stateless
+}
+
+// readStream delivers the messages of an SSE stream, keeping cur, and
+// reports whether the response to wantID was among them and how many
+// messages came.
+func (t *httpTransport) readStream(body io.Reader, wantID int64, cur *sseCursor) (got bool, n int) {
+	readSSEFrom(body, cur, func(ev sseEvent) error {
 		if len(ev.Data) > maxMCPMessage {
 			t.conn.log.printf("dropped an event larger than %d bytes", maxMCPMessage)
 			return nil
 		}
-		for _, m := range t.conn.deliverData(ev.Data, "the event stream") {
+		for _, m := range t.conn.deliverData(ev.Data, "the event stream", wantID) {
+			n++
 			if id, ok := ourID(m.ID); ok && m.Kind == jsonrpcResponse && wantID != 0 && id == wantID {
 				got = true
 			}
@@ -907,59 +1091,26 @@ func (t *httpTransport) readStream(body io.Reader, wantID int64) (got bool) {
 		}
 		return nil
 	})
-	return got
+	return got, n
 }
 
-// listen opens the optional GET stream on which a server sends messages not
-// tied to a request (list_changed, logs). Once per session; it ends when the
-// server refuses it, the session ends, or the transport closes.
-func (t *httpTransport) listen() {
-	t.mu.Lock()
-	if t.listening || t.protocol == "" {
-		t.mu.Unlock()
-		return
-	}
-	t.listening = true
-	t.mu.Unlock()
-	t.wg.Add(1)
-	// Owned by the transport; exits as said above.
-	go func() {
-		defer t.wg.Done()
-		defer func() {
-			t.mu.Lock()
-			t.listening = false
-			t.mu.Unlock()
-		}()
-		for t.ctx.Err() == nil {
-			resp, _, err := t.do(t.ctx, http.MethodGet, nil)
-			if err != nil {
-				return
-			}
-			ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-			if resp.StatusCode != http.StatusOK || ctype != "text/event-stream" {
-				resp.Body.Close()
-				return // 405: the server offers no such stream
-			}
-			t.readStream(resp.Body, 0)
-			resp.Body.Close()
-			select {
-			case <-t.ctx.Done():
-			case <-time.After(2 * time.Second):
-			}
-		}
-	}()
-}
-
-// close DELETEs the session (a server may answer 405; either way we are
-// done) and stops every stream.
+// close stops the session: no message goes out after it begins; the
+// answers to the server's requests, the streams and the listener stop;
+// then the session is DELETEd (a server may answer 405; either way we are
+// done).
 func (t *httpTransport) close(ctx context.Context) {
 	t.closed.Do(func() { t.stop(ctx) })
 }
 
 func (t *httpTransport) stop(ctx context.Context) {
 	t.mu.Lock()
+	t.closing = true
 	sid := t.sessionID
 	t.mu.Unlock()
+	t.cancel()
+	t.conn.stopAnswers()
+	t.sending.Wait()
+	t.wg.Wait()
 	if sid != "" {
 		dctx, cancel := context.WithTimeout(ctx, killGrace)
 		if req, _, err := t.newRequest(dctx, http.MethodDelete, nil); err == nil {
@@ -969,10 +1120,8 @@ func (t *httpTransport) stop(ctx context.Context) {
 		}
 		cancel()
 	}
-	t.cancel()
-	t.wg.Wait()
 	t.client.CloseIdleConnections()
-	t.conn.failAll(errors.New("server connection closed"))
+	t.conn.failAll(errMCPClosed)
 }
 
 func visibleASCII(s string) bool {

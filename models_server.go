@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 )
@@ -101,23 +100,12 @@ type modelsCache struct {
 // its own entries, and replaces the file whole (temp file and rename). A
 // cache that cannot be locked or written is only not kept.
 func updateModelsCache(home string, change func(*modelsCache)) error {
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(modelsCachePath(home)+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	// Held for a read and a write of a small file; the process dying
-	// releases it.
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	c := readModelsCache(home)
-	change(&c)
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return writeFileAtomic(modelsCachePath(home), append(b, '\n'), 0o600)
+	return underLock(modelsCachePath(home)+".lock", func() error {
+		c := readModelsCache(home)
+		change(&c)
+		b, _ := json.MarshalIndent(c, "", "  ")
+		return writeFileAtomic(modelsCachePath(home), append(b, '\n'), 0o600)
+	})
 }
 
 type cachedModelList struct {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +68,7 @@ func (o serverOptions) over(m serverOptions) serverOptions {
 // check says what is wrong with o, for a note naming where it is.
 func (o serverOptions) check() error {
 	for name, v := range o.Headers {
-		if !headerName.MatchString(name) {
+		if !headerName().MatchString(name) {
 			return fmt.Errorf("header name %q is not one HTTP allows", name)
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
@@ -87,7 +86,7 @@ func (o serverOptions) check() error {
 	return nil
 }
 
-var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+var headerName = lazyRegexp("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // parsePositiveDuration reads "15m"; "" is 0.
 func parsePositiveDuration(v string) (time.Duration, error) {

@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -50,12 +52,35 @@ func (p PermissionProblem) String() string {
 	return where + ": " + p.Msg
 }
 
-// PermissionLoosening is what one project file would loosen: the part the
-// user trusts (wire.go makes it a trust entry).
+// PermissionLoosening is one project rules file as trust covers it
+// (wire.go makes it a trust entry): what it would loosen, which applies
+// only once the user trusted it, and the digest of its whole content (with
+// what it extends), so that any change — a deny removed too — is a change
+// of what the user trusted.
 type PermissionLoosening struct {
 	File    string
 	Summary string
 	Digest  string
+	// Loosens says the file holds something trust withholds: an allow
+	// rule, a mode or default less strict than the user's own, a
+	// definition. A file without it only tightens, and needs no trust
+	// until the directory was trusted for something.
+	Loosens bool
+}
+
+// ruleFilesDigest is the SHA-256 of the content of files, in order; a
+// file that cannot be read counts by why.
+func ruleFilesDigest(files []string) string {
+	h := sha256.New()
+	for _, f := range files {
+		b, err := readUntrustedFile(f, 4<<20)
+		if err != nil {
+			b = []byte("unreadable: " + err.Error())
+		}
+		fmt.Fprintf(h, "%d\n", len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // PermissionSources says where the rules are read from; wire.go fills it.
@@ -70,6 +95,10 @@ type PermissionSources struct {
 	// Approved says the user trusted a project file's loosening rules as
 	// they are now; nil: none is.
 	Approved func(PermissionLoosening) bool
+	// Guarded names, for a path (absolute, symlinks resolved), the path
+	// programs outside zot read or run that covers it (.git, .zot, the
+	// rule files …): acceptEdits never allows an edit there. nil: none.
+	Guarded func(real string) string
 	// HostMode: the host sets the zot mode for calls no rule decides
 	// (SetMode), so the Claude Code source is there with no settings file
 	// too; it has a say only where the mode asks or refuses something.
@@ -196,6 +225,9 @@ type ruleCommand struct {
 	// lineVars, when set, says why no rule may allow it: its words use
 	// variables the line itself assigns.
 	lineVars string
+	// shape marks the words known only at run time
+	// (permissions_unknown.go).
+	shape shaped
 }
 
 // splitForRules is where the gate reads a line: the splitter's simple
@@ -210,7 +242,7 @@ func splitForRules(line string, sc ShellContext) (ShellSplit, []ruleCommand) {
 }
 
 func ruleCommandOf(c ShellCommand, line string) ruleCommand {
-	rc := ruleCommand{words: c.Words, cwd: c.Cwd}
+	rc := ruleCommand{words: c.Words, cwd: c.Cwd, shape: shaped{name: c.Name, words: c.Words, shapes: c.Shapes, open: c.Open}}
 	if c.Via == "" {
 		rc.raw = c.Raw
 	}
@@ -347,6 +379,17 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 		for _, o := range rc.others {
 			call.texts = append(call.texts, strings.Join(o, " "))
 		}
+		if c := rc.shape; c.unknown() {
+			// An allow must hold for every value; a deny or ask rule
+			// that some value could match asks.
+			call.allowTexts, call.allowEvery = c.sentinels(), true
+			call.unknown = c.unknownWhat()
+			call.templates = c.templates()
+			if c.name != c.words[0] {
+				c.words = append([]string{c.name}, c.words[1:]...)
+				call.templates = append(call.templates, c.templates()...)
+			}
+		}
 		out = append(out, claudeAnswer(p.claude.decide(call), i))
 	}
 	if p.runok != nil && len(rc.words) > 0 {
@@ -362,6 +405,20 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 			if w := p.runok.verdict(o, cwd, split, sourcing, budget); w.rule != nil && (w.action == "deny" || w.action == "ask") {
 				v = stricter(v, w)
 			}
+		}
+		if c := rc.shape; c.unknown() {
+			eval := func(words []string) runokVerdict {
+				w := p.runok.verdict(words, cwd, split, sourcing, budget)
+				if c.name != words[0] {
+					// The base name is a reading deny and ask rules see.
+					o := p.runok.verdict(append([]string{c.name}, words[1:]...), cwd, split, sourcing, budget)
+					if o.rule != nil && (o.action == "deny" || o.action == "ask") {
+						w = stricter(w, o)
+					}
+				}
+				return w
+			}
+			v = p.runok.verdictShaped(c, v, eval)
 		}
 		if v.action == "allow" && rc.lineVars != "" {
 			v.action, v.byZot = "ask", rc.lineVars
@@ -396,9 +453,9 @@ func runokAnswer(v runokVerdict, i int) RuleAnswer {
 }
 
 // toolAnswer asks the rules about a call of a tool other than bash: Read
-// rules for read, Edit (and bare Write) rules for write and edit, MCP
-// rules for MCP tools, Skill rules for skill. ok is false when no rule
-// source has a say.
+// rules for read, grep, find and ls, Edit (and bare Write) rules for write
+// and edit, MCP rules for MCP tools, Skill rules for skill. ok is false
+// when no rule source has a say.
 func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, bool) {
 	if p == nil || p.claude == nil {
 		return RuleAnswer{}, false
@@ -427,6 +484,19 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 			return claudeAnswer(claudeVerdict{action: "ask", why: fmt.Sprintf("zot cannot tell which file %s is (%v), so which Claude Code rules cover it is unknown", pth, err)}, -1), true
 		}
 		cc = claudeCall{tool: map[string]string{ToolRead: "Read", ToolWrite: "Write", ToolEdit: "Edit"}[call.Name], paths: []string{abs, real}, realPath: real, editsFile: call.Name != ToolRead}
+	case call.Name == ToolGrep || call.Name == ToolFind || call.Name == ToolLs:
+		// A search reads where it starts: Read rules judge that path here,
+		// and each path beneath it as the walk meets it (ReadVerdict).
+		root, ok := searchRoot(call)
+		if !ok {
+			return RuleAnswer{}, false // the tool refuses these arguments itself
+		}
+		abs := filepath.Clean(absPath(cwd, root))
+		real, err := followPath(abs)
+		if err != nil {
+			return claudeAnswer(claudeVerdict{action: "ask", why: fmt.Sprintf("zot cannot tell which directory %s is (%v), so which Claude Code rules cover it is unknown", root, err)}, -1), true
+		}
+		cc = claudeCall{tool: "Read", paths: []string{abs, real}, realPath: real}
 	case call.Name == ToolSkill:
 		a, _ := ParseSkillArgs(call.Args)
 		cc = claudeCall{tool: "Skill", skill: a.Name}
@@ -440,6 +510,22 @@ func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, boo
 		return RuleAnswer{}, false
 	}
 	return claudeAnswer(v, -1), true
+}
+
+// ReadVerdict is what the rules say of reading one path a search tool
+// (grep, find, ls) meets beneath where it started: named as the model
+// would reach it, real with symlinks resolved (ToolEnv.ReadRule).
+func (p *PermissionRules) ReadVerdict(named, real string) PathVerdict {
+	if p == nil || p.claude == nil {
+		return PathAllowed
+	}
+	switch p.claude.decide(claudeCall{tool: "Read", paths: []string{named, real}, realPath: real}).action {
+	case "deny":
+		return PathDenied
+	case "ask":
+		return PathAsk
+	}
+	return PathAllowed
 }
 
 // explainRule is a rule answer as a person or the model reads it.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,6 +75,9 @@ type claudeRules struct {
 	// missing names the settings files that could not be read: their
 	// rules are unknown, so nothing is allowed while they are.
 	missing []string
+	// guarded (PermissionSources.Guarded) keeps acceptEdits from what
+	// programs outside zot read or run.
+	guarded func(real string) string
 }
 
 // claudeSettingsFile is one settings file and where it stands.
@@ -131,9 +132,23 @@ type claudePermissionSettings struct {
 // claudeModes are the permission modes, from the strictest.
 var claudeModes = []string{"dontAsk", "default", "plan", "acceptEdits", "bypassPermissions"}
 
+// looserMode says whether mode m asks less than base: dontAsk, then
+// default and plan (taken as equally strict), then acceptEdits, then
+// bypassPermissions. A mode that is not Claude Code's is not looser: it
+// is reported and ignored.
+func looserMode(m, base string) bool {
+	rank := func(m string) int {
+		if m == "plan" {
+			m = "default"
+		}
+		return slices.Index(claudeModes, m)
+	}
+	return rank(m) > rank(base) && rank(base) >= 0
+}
+
 // loadClaudeRules reads the settings files; nil when none holds a rule.
 func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, []PermissionLoosening, []string) {
-	c := &claudeRules{cwd: src.Cwd, home: src.UserHome}
+	c := &claudeRules{cwd: src.Cwd, home: src.UserHome, guarded: src.Guarded}
 	var problems []PermissionProblem
 	var loosening []PermissionLoosening
 	var files []string
@@ -193,21 +208,31 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 				c.rules = append(c.rules, r)
 			}
 		}
-		if f.project && (p.DefaultMode == "acceptEdits" || p.DefaultMode == "bypassPermissions") {
+		if !f.project {
+			continue
+		}
+		// A project's mode may only be stricter than the user's own (the
+		// managed files' or ~/.claude's): dontAsk, then default and plan,
+		// then acceptEdits, then bypassPermissions.
+		base := "default"
+		for _, m := range modes {
+			if m.file != f.path && m.scope != "local" && m.scope != "project" && slices.Contains(claudeModes, m.mode) {
+				base = m.mode
+				break
+			}
+		}
+		if looserMode(p.DefaultMode, base) {
 			loose = append(loose, "defaultMode "+p.DefaultMode)
 		}
-		if len(loose) > 0 {
-			h := sha256.Sum256([]byte(strings.Join(loose, "\n")))
-			digest := hex.EncodeToString(h[:])
-			l := PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: digest}
-			loosening = append(loosening, l)
-			if src.Approved == nil || !src.Approved(l) {
-				c.rules = slices.DeleteFunc(c.rules, func(r *claudeRule) bool { return r.file == f.path && r.action == "allow" })
-				modes = slices.DeleteFunc(modes, func(m modeAt) bool {
-					return m.file == f.path && slices.Index(claudeModes, m.mode) > slices.Index(claudeModes, "default")
-				})
-				problems = append(problems, PermissionProblem{File: f.path, Level: problemNote, Msg: "its allow rules (and a defaultMode that allows more) apply once this directory is trusted (zot trust); its deny and ask rules apply now"})
-			}
+		l := PermissionLoosening{File: f.path, Summary: strings.Join(loose, "; "), Digest: ruleFilesDigest([]string{f.path}), Loosens: len(loose) > 0}
+		if !l.Loosens {
+			l.Summary = "deny and ask rules only (they apply untrusted)"
+		}
+		loosening = append(loosening, l)
+		if l.Loosens && (src.Approved == nil || !src.Approved(l)) {
+			c.rules = slices.DeleteFunc(c.rules, func(r *claudeRule) bool { return r.file == f.path && r.action == "allow" })
+			modes = slices.DeleteFunc(modes, func(m modeAt) bool { return m.file == f.path && looserMode(m.mode, base) })
+			problems = append(problems, PermissionProblem{File: f.path, Level: problemNote, Msg: fmt.Sprintf("its allow rules (and a defaultMode less strict than %s) apply once this directory is trusted (zot trust); its deny and ask rules apply now", base)})
 		}
 	}
 	if !sawRule && !src.HostMode {
@@ -380,6 +405,14 @@ type claudeCall struct {
 	// allowTexts (the command as written), deny and ask rules all of them.
 	texts, allowTexts []string
 	lineVars          string // why an allow cannot stand: words use same-line variables
+	// allowEvery: an allow needs a rule for each of allowTexts (the
+	// readings of a command with words known only at run time), and
+	// none for no text. templates are those words' texts as patterns,
+	// for the deny and ask rules some value could match; unknown names
+	// them.
+	allowEvery bool
+	templates  [][]gtok
+	unknown    string
 	// paths: the path as given and the path the tool touches (symlinks
 	// followed); allow rules see only the latter.
 	paths     []string
@@ -402,6 +435,20 @@ func (c *claudeRules) decide(call claudeCall) claudeVerdict {
 
 func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	for _, action := range []string{"deny", "ask", "allow"} {
+		if action == "ask" && call.templates != nil {
+			if v, ok := c.couldMatch(call); ok {
+				return v
+			}
+		}
+		if action == "allow" && call.allowEvery {
+			if r := c.allowsEvery(call); r != nil {
+				if call.lineVars != "" {
+					return claudeVerdict{action: "ask", rule: r, why: call.lineVars}
+				}
+				return claudeVerdict{action: "allow", rule: r}
+			}
+			break
+		}
 		for _, r := range c.rules {
 			if r.action != action || !c.matches(r, call, action == "allow") {
 				continue
@@ -443,6 +490,9 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	case "dontAsk":
 		return claudeVerdict{action: "deny", why: fmt.Sprintf("no rule allows it, and %s denies what it would ask about", from)}
 	case "acceptEdits":
+		if g := c.guardedAt(call.realPath); call.editsFile && g != "" {
+			return claudeVerdict{action: "ask", why: fmt.Sprintf("%s accepts edits in the working directory, but never of %s, which programs outside zot read or run (git, validators, hooks, the rules themselves)", from, g)}
+		}
 		if call.editsFile && underDir(call.realPath, c.cwd) {
 			return claudeVerdict{action: "allow", why: fmt.Sprintf("no rule matched; %s accepts edits in the working directory", from)}
 		}
@@ -491,6 +541,48 @@ func (c *claudeRules) says(tool string) bool {
 		return strings.HasPrefix(tool, "mcp__")
 	}
 	return true
+}
+
+// couldMatch finds a deny or ask rule that some value of the command's
+// unknown words would match: the command is then an ask.
+func (c *claudeRules) couldMatch(call claudeCall) (claudeVerdict, bool) {
+	for _, action := range []string{"deny", "ask"} {
+		for _, r := range c.rules {
+			if r.action != action {
+				continue
+			}
+			if text, ok := claudeCould(r, call.templates); ok {
+				return claudeVerdict{action: "ask", rule: r, why: fmt.Sprintf("%s, and as `%s` it would match this %s rule", call.unknown, strings.ReplaceAll(text, unknownByte, "…"), action)}, true
+			}
+		}
+	}
+	return claudeVerdict{}, false
+}
+
+// allowsEvery is the allow rule of the first of allowTexts when every one
+// of them has one, else nil.
+func (c *claudeRules) allowsEvery(call claudeCall) *claudeRule {
+	var first *claudeRule
+	for _, t := range call.allowTexts {
+		one := call
+		one.allowTexts = []string{t}
+		i := slices.IndexFunc(c.rules, func(r *claudeRule) bool { return r.action == "allow" && c.matches(r, one, true) })
+		if i < 0 {
+			return nil
+		}
+		if first == nil {
+			first = c.rules[i]
+		}
+	}
+	return first
+}
+
+// guardedAt is the guarded path that covers p, or "".
+func (c *claudeRules) guardedAt(p string) string {
+	if c.guarded == nil {
+		return ""
+	}
+	return c.guarded(p)
 }
 
 func underDir(p, dir string) bool {
@@ -648,34 +740,13 @@ func (c *claudeRules) pathMatch(spec, p string) bool {
 	for n := len(segs); n >= 1; n-- {
 		if anywhere {
 			for start := 0; start < n; start++ {
-				if globSegs(patSegs, segs[start:n]) {
+				if globSegments(patSegs, segs[start:n]) {
 					return true
 				}
 			}
-		} else if globSegs(patSegs, segs[:n]) {
+		} else if globSegments(patSegs, segs[:n]) {
 			return true
 		}
 	}
 	return false
-}
-
-// globSegs matches path segments against pattern segments, ** standing
-// for any number of segments.
-func globSegs(pat, segs []string) bool {
-	if len(pat) == 0 {
-		return len(segs) == 0
-	}
-	if pat[0] == "**" {
-		for i := 0; i <= len(segs); i++ {
-			if globSegs(pat[1:], segs[i:]) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(segs) == 0 {
-		return false
-	}
-	ok, err := path.Match(pat[0], segs[0])
-	return err == nil && ok && globSegs(pat[1:], segs[1:])
 }

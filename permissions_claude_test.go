@@ -220,7 +220,9 @@ func TestClaudeProjectAllowRulesWaitForTrust(t *testing.T) {
 				t.Errorf("trusted %v: %q: %s, want %s", trusted, line, r.Decision, w)
 			}
 		}
-		if len(rules.Loosening) != 1 || !strings.Contains(rules.Loosening[0].Summary, "allow Bash(curl:*)") || !strings.Contains(rules.Loosening[0].Summary, "defaultMode bypassPermissions") {
+		// Both files are trust's (their content is what the user trusts);
+		// only the first withholds anything.
+		if len(rules.Loosening) != 2 || !rules.Loosening[0].Loosens || !strings.Contains(rules.Loosening[0].Summary, "allow Bash(curl:*)") || !strings.Contains(rules.Loosening[0].Summary, "defaultMode bypassPermissions") || rules.Loosening[1].Loosens {
 			t.Errorf("loosening: %+v", rules.Loosening)
 		}
 	}
@@ -380,6 +382,64 @@ func TestClaudeUnresolvablePathAsks(t *testing.T) {
 	for _, tool := range []string{"read", "write"} {
 		if a, ok := f.tool(tool, map[string]any{"path": "loop/x", "content": "x"}); !ok || a.Status != "ask" {
 			t.Errorf("%s of a path through a symlink loop: %+v %v, want ask", tool, a, ok)
+		}
+	}
+}
+
+// The attacker is a repository whose settings set a default mode that
+// asks where the user's denies (issue 34 §4): an untrusted project may
+// only make the mode stricter — dontAsk, then default and plan, then
+// acceptEdits, then bypassPermissions.
+func TestClaudeProjectModeOnlyTightensUntrusted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		user, project string
+		trusted       bool
+		want          string // for a Bash command no rule matches
+	}{
+		{"dontAsk", "default", false, "deny"},
+		{"dontAsk", "plan", false, "deny"},
+		{"dontAsk", "acceptEdits", false, "deny"},
+		{"dontAsk", "bypassPermissions", false, "deny"},
+		{"dontAsk", "default", true, "ask"}, // a trusted project's mode wins, as in Claude Code
+		{"default", "dontAsk", false, "deny"},
+		{"acceptEdits", "default", false, "ask"},
+		{"", "bypassPermissions", false, "ask"},
+	} {
+		f := newClaudeFixture(t)
+		f.user = perms("allow", []string{"Bash(ls)"}, "defaultMode", tc.user)
+		f.local = perms("defaultMode", tc.project)
+		f.approved = tc.trusted
+		f.load()
+		if r := f.bash("curl https://example.com"); string(r.Decision) != tc.want {
+			t.Errorf("user %q, project %q, trusted %v: %s, want %s (%+v)", tc.user, tc.project, tc.trusted, r.Decision, tc.want, r.Rules)
+		}
+	}
+}
+
+// acceptEdits accepts edits in the working directory, but never of what
+// programs outside zot read or run: those ask (issue 34 §5).
+func TestClaudeAcceptEditsNeverCoversGuardedPaths(t *testing.T) {
+	t.Parallel()
+	f := newClaudeFixture(t)
+	f.user = perms("allow", []string{"Bash(git status)"}, "defaultMode", "acceptEdits")
+	writeJSONFile(t, filepath.Join(f.home, ".claude", "settings.json"), f.user)
+	os.MkdirAll(filepath.Join(f.cwd, ".git"), 0o755)
+	real, _ := filepath.EvalSymlinks(f.cwd)
+	guarded := projectGuarded(f.cwd, nil, nil)
+	f.rules = LoadPermissionRules(PermissionSources{Cwd: real, UserHome: f.home, ManagedDir: f.managed, Guarded: guardedBy(guarded)})
+	for path, want := range map[string]string{
+		"src/main.go":                 "allow",
+		".git/config":                 "ask",
+		".git/hooks/pre-commit":       "ask",
+		".zot/validators.json":        "ask",
+		".claude/settings.local.json": "ask",
+		".mcp.json":                   "ask",
+		"runok.yml":                   "ask",
+	} {
+		a, ok := f.tool("write", map[string]any{"path": path, "content": "x"})
+		if !ok || string(a.Status) != want {
+			t.Errorf("write %s: %v %s, want %s (%s)", path, ok, a.Status, want, a.Note)
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -308,4 +310,208 @@ func TestManagedSettingsThroughTheBinary(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &check); err != nil || code != 0 || !check.OK || len(check.RuleFiles) != 3 {
 		t.Errorf("zot validate --check --json: exit %d, %v\n%s", code, err, out)
 	}
+}
+
+// issue34Forms are issue 34's eight ways to run git push past allow
+// git, deny git push: each word a rule would see is not the word that runs.
+var issue34Forms = []string{
+	"git push${NOPE} origin main",
+	"git ${x:-push} origin main",
+	"git pu$(echo)sh origin main",
+	"git $(echo push)",
+	"git `echo push`",
+	"echo push | xargs git",
+	"printf 'push\\n' | xargs -I{} git {}",
+	"bash -c 'git $1' x push",
+}
+
+// issue34Rules writes allow git (and the helpers the forms use), deny git
+// push, as the user's own rules in one dialect.
+func issue34Rules(t *testing.T, z *zotRun, dialect string) {
+	t.Helper()
+	helpers := []string{"git", "echo", "printf", "xargs", "bash"}
+	if dialect == claudeCodeSource {
+		var allow []string
+		for _, h := range helpers {
+			allow = append(allow, "Bash("+h+":*)")
+		}
+		userSettings(t, z, perms("allow", allow, "deny", []string{"Bash(git push:*)"}))
+		return
+	}
+	yml := "rules:\n"
+	for _, h := range helpers {
+		yml += "  - allow: '" + h + " *'\n"
+	}
+	yml += "  - deny: 'git push *'\n"
+	dir := filepath.Join(z.home, ".config", "runok")
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "runok.yml"), []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIssue34FormsAskThroughZotValidate(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{claudeCodeSource, "runok"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			issue34Rules(t, z, dialect)
+			for _, line := range issue34Forms {
+				stdout, stderr, code := z.run("validate", "--json", "--", line)
+				var r ValidationReport
+				if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+					t.Fatalf("%q: %v\n%s%s", line, err, stdout, stderr)
+				}
+				var why []string
+				for _, a := range r.Rules {
+					if a.Status == DecisionAsk {
+						why = append(why, a.Rule+" "+a.Note)
+					}
+				}
+				if code != exitAsk || r.Decision != DecisionAsk || !strings.Contains(strings.Join(why, "\n"), "git push") {
+					t.Errorf("%q: exit %d, decision %s, asks %q; want an ask naming the git push rule\n%s", line, code, r.Decision, why, stdout)
+				}
+			}
+			for line, want := range map[string]int{"git push origin main": exitFailure, "git push $x": exitFailure, `git status "$(echo x)"`: exitOK, "git log $x": exitOK} {
+				if _, _, code := z.run("validate", "--", line); code != want {
+					t.Errorf("%q: exit %d, want %d", line, code, want)
+				}
+			}
+		})
+	}
+}
+
+// TestIssue34FormsDoNotRunThroughTheGate has the model send the eight
+// forms to a real zot -p, with a git on PATH that records what it ran:
+// only the control call, git status, may reach it.
+func TestIssue34FormsDoNotRunThroughTheGate(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{claudeCodeSource, "runok"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			issue34Rules(t, z, dialect)
+			bin, ran := t.TempDir(), filepath.Join(t.TempDir(), "git-ran")
+			shim := "#!/bin/sh\necho \"$*\" >> " + shellQuote(ran) + "\n"
+			if err := os.WriteFile(filepath.Join(bin, "git"), []byte(shim), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			z.env = append(z.env, "PATH="+bin+":"+os.Getenv("PATH"))
+			var steps []replayStep
+			for i, line := range append(slices.Clone(issue34Forms), "git status") {
+				steps = append(steps, toolStep(fmt.Sprintf("t%d", i), "bash", obj{"command": line}))
+			}
+			steps = append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})
+			srv := startReplay(t, steps...)
+			stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "push it")...)
+			if code != 0 || stdout != "done\n" {
+				t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
+			}
+			got, err := os.ReadFile(ran)
+			if err != nil || string(got) != "status\n" {
+				t.Errorf("git ran %q (%v), want only the control call, status", got, err)
+			}
+			lines := auditLines(t, z.home)
+			if len(lines) != len(issue34Forms)+1 {
+				t.Fatalf("%d audit lines for %d calls", len(lines), len(issue34Forms)+1)
+			}
+			for i, line := range issue34Forms {
+				if lines[i].Outcome != "blocked" {
+					t.Errorf("%q: outcome %s, want blocked (%+v)", line, lines[i].Outcome, lines[i].Decisions)
+				}
+			}
+		})
+	}
+}
+
+// The attacker is a repository that sets a default mode or runok default
+// that asks, where the user's own denies (issue 34 §4). In CI, with
+// --approve-asks, an ask runs: the project's setting must not turn the
+// user's deny into one.
+func TestProjectCannotTurnTheUsersDenyIntoAnAsk(t *testing.T) {
+	t.Parallel()
+	for name, setUp := range map[string]func(z *zotRun){
+		"claude defaultMode": func(z *zotRun) {
+			userSettings(t, z, perms("defaultMode", "dontAsk", "allow", []string{"Bash(echo:*)"}))
+			writeJSONFile(t, filepath.Join(z.cwd, ".claude", "settings.local.json"), perms("defaultMode", "default"))
+		},
+		"runok defaults.action": func(z *zotRun) {
+			cfg := t.TempDir()
+			z.env = append(z.env, "XDG_CONFIG_HOME="+cfg)
+			os.MkdirAll(filepath.Join(cfg, "runok"), 0o755)
+			os.WriteFile(filepath.Join(cfg, "runok", "runok.yml"), []byte("defaults:\n  action: deny\nrules:\n  - allow: 'echo *'\n"), 0o644)
+			os.WriteFile(filepath.Join(z.cwd, "runok.yml"), []byte("defaults:\n  action: ask\n"), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			z := newZotRun(t)
+			setUp(z)
+			result, stderr := toolResultSent(t, z, "bash", obj{"command": "touch pwned"}, "--approve-asks")
+			if _, err := os.Stat(filepath.Join(z.cwd, "pwned")); err == nil {
+				t.Fatalf("the command the user's default denies ran:\n%s\n%s", result, stderr)
+			}
+			if !strings.Contains(result, "not run: denied") {
+				t.Errorf("the model was told:\n%s", result)
+			}
+		})
+	}
+}
+
+// The attacker is the model under the user's acceptEdits (issue 34 §5): it
+// writes .git/config with core.fsmonitor, then runs `git status`, which
+// the user's rules allow — and which would run the planted command. The
+// write is no edit acceptEdits accepts: it asks, and with nobody to ask
+// it is refused.
+func TestAcceptEditsDoesNotLetTheModelPlantGitConfig(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	z := newZotRun(t)
+	escaped := filepath.Join(t.TempDir(), "escaped")
+	gitIn(t, z.cwd, "init", "-q")
+	userSettings(t, z, perms("defaultMode", "acceptEdits", "allow", []string{"Bash(git status)"}))
+	srv := startReplay(t,
+		toolStep("w1", "write", obj{"path": ".git/config", "content": "[core]\n\tfsmonitor = touch " + escaped + "; false\n"}),
+		toolStep("w2", "write", obj{"path": "notes.txt", "content": "accepted\n"}),
+		toolStep("b1", "bash", obj{"command": "git status"}),
+		replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "go")...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(escaped); err == nil {
+		t.Fatal("git status ran the command the model planted in .git/config")
+	}
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, ".git", "config")); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf(".git/config was written:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, "notes.txt")); string(b) != "accepted\n" {
+		t.Errorf("acceptEdits no longer accepts an ordinary edit: %q", b)
+	}
+	_, first := lastToolResult(t, srv.Requests()[1])
+	if !strings.Contains(first, "never of") || !strings.Contains(first, ".git") {
+		t.Errorf("the model was told:\n%s", first)
+	}
+}
+
+// needGit skips, loudly, a test that needs git.
+func needGit(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("TEST SKIPPED: git is not installed (.ci/run installs it); the sandbox's guard of what git runs is not tested")
+	}
+}
+
+// gitIn runs git in dir as the user would, outside any sandbox, and
+// returns its output.
+func gitIn(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -191,7 +189,7 @@ func runokProjectDir(cwd, home string) string {
 		if home != "" && dir == filepath.Clean(home) {
 			return ""
 		}
-		for _, n := range []string{"runok.yml", "runok.yaml", "runok.local.yml", "runok.local.yaml"} {
+		for _, n := range runokNames {
 			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 				return dir
 			}
@@ -199,6 +197,32 @@ func runokProjectDir(cwd, home string) string {
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			return ""
+		}
+		dir = parent
+	}
+}
+
+// runokNames are the names of a directory's runok files, in the order
+// runok looks for them.
+var runokNames = []string{"runok.yml", "runok.yaml", "runok.local.yml", "runok.local.yaml"}
+
+// runokFilesFor are the project runok files a session in cwd reads or
+// would read once they exist: every name in every directory from cwd up to
+// the one runokProjectDir finds (to home, or the root, when none) — a new
+// one below that directory shadows it.
+func runokFilesFor(cwd, home string) []string {
+	stop := runokProjectDir(cwd, home)
+	var out []string
+	for dir := filepath.Clean(cwd); ; {
+		if home != "" && dir == filepath.Clean(home) {
+			return out
+		}
+		for _, n := range runokNames {
+			out = append(out, filepath.Join(dir, n))
+		}
+		parent := filepath.Dir(dir)
+		if dir == stop || parent == dir {
+			return out
 		}
 		dir = parent
 	}
@@ -1071,14 +1095,13 @@ func loadRunokRules(src PermissionSources) (*runokRules, []PermissionProblem, []
 			trusted.merge(l.frag)
 			continue
 		}
-		summary, digest := runokLooseningOf(l.frag)
-		if summary == "" {
-			trusted.merge(l.frag)
-			continue
+		summary := runokLooseningOf(l.frag, defaultText(trusted.deflt))
+		pl := PermissionLoosening{File: l.path, Summary: summary, Digest: ruleFilesDigest(l.frag.files), Loosens: summary != ""}
+		if !pl.Loosens {
+			pl.Summary = "deny and ask rules only (they apply untrusted)"
 		}
-		pl := PermissionLoosening{File: l.path, Summary: summary, Digest: digest}
 		loosening = append(loosening, pl)
-		if src.Approved != nil && src.Approved(pl) {
+		if !pl.Loosens || src.Approved != nil && src.Approved(pl) {
 			trusted.merge(l.frag)
 			continue
 		}
@@ -1131,25 +1154,30 @@ func loadRunokRules(src PermissionSources) (*runokRules, []PermissionProblem, []
 	return rr, problems, loosening, slices.Compact(files)
 }
 
-func defaultOf(c *runokConfig) string {
-	if c.deflt != nil {
-		return c.deflt.text
+// defaultOf is the default a configuration gives a command no rule
+// matches: runok's ask when it sets none.
+func defaultOf(c *runokConfig) string { return defaultText(c.deflt) }
+
+func defaultText(d *runokSrc) string {
+	if d != nil {
+		return d.text
 	}
 	return "ask"
 }
 
 // runokLooseningOf is what a project file (with what it extends) would
-// loosen: its allow rules, a default that allows, and its definitions,
-// which widen other rules. The digest covers them, for trust.
-func runokLooseningOf(f *runokFragment) (summary, digest string) {
+// loosen, "" for nothing: its allow rules, a default less strict than
+// base (the default of the layers it merges onto: deny, then ask, then
+// allow), and its definitions, which widen other rules.
+func runokLooseningOf(f *runokFragment, base string) string {
 	var items []string
 	for _, r := range f.rules {
 		if r.action == "allow" {
 			items = append(items, r.String())
 		}
 	}
-	if f.deflt != nil && f.deflt.text == "allow" {
-		items = append(items, "defaults.action: allow")
+	if f.deflt != nil && actionRank[f.deflt.text] < actionRank[base] {
+		items = append(items, "defaults.action: "+f.deflt.text)
 	}
 	for _, w := range f.wrappers {
 		items = append(items, "wrapper "+quoteRule(w.text))
@@ -1173,12 +1201,8 @@ func runokLooseningOf(f *runokFragment) (summary, digest string) {
 	for _, k := range sortedKeys(f.flagGroups) {
 		items = append(items, fmt.Sprintf("flag group %s: %s", k, quoteRule(f.flagGroups[k].text)))
 	}
-	if len(items) == 0 {
-		return "", ""
-	}
 	sort.Strings(items)
-	h := sha256.Sum256([]byte(strings.Join(items, "\n")))
-	return strings.Join(items, "; "), hex.EncodeToString(h[:])
+	return strings.Join(items, "; ")
 }
 
 // verdict evaluates one command of a line for the session: the full

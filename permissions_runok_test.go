@@ -978,3 +978,29 @@ func TestRunokAliasExpansionIsBounded(t *testing.T) {
 		t.Errorf("ls: %s, want ask while a rule cannot be read", r.Decision)
 	}
 }
+
+// The attacker is a repository whose runok.yml sets defaults.action: ask
+// where the user's says deny (issue 34 §4): untrusted, a project's default
+// only tightens — deny, then ask, then allow.
+func TestRunokProjectDefaultOnlyTightensUntrusted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		user, project string
+		trusted       bool
+		want          string
+	}{
+		{"deny", "ask", false, "deny"},
+		{"deny", "allow", false, "deny"},
+		{"deny", "ask", true, "ask"},
+		{"ask", "deny", false, "deny"},
+		{"allow", "ask", false, "ask"},
+	} {
+		rules, cwd := runokLayout(t, tc.trusted, map[string]string{
+			"home/.config/runok/runok.yml": "defaults:\n  action: " + tc.user + "\nrules:\n  - allow: 'ls'\n",
+			"home/proj/runok.yml":          "defaults:\n  action: " + tc.project + "\nrules:\n  - deny: 'rm *'\n",
+		})
+		if r := decide(t, rules, cwd, "curl https://example.com"); string(r.Decision) != tc.want {
+			t.Errorf("user %s, project %s, trusted %v: %s, want %s (%+v)", tc.user, tc.project, tc.trusted, r.Decision, tc.want, r.Rules)
+		}
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -78,7 +77,7 @@ var pluginUnsupportedParts = []struct{ path, what string }{
 }
 
 // validPluginName is what a plugin's name may be: one safe directory name.
-var validPluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var validPluginName = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 const pluginManifestLimit = 1 << 20
 
@@ -102,7 +101,7 @@ func readPlugin(dir string) (Plugin, error) {
 	if err := json.Unmarshal(b, &mf); err != nil {
 		return p, fmt.Errorf("%s: %v (name, version and description are text)", path, err)
 	}
-	if !validPluginName.MatchString(mf.Name) || strings.Contains(mf.Name, "..") {
+	if !validPluginName().MatchString(mf.Name) || strings.Contains(mf.Name, "..") {
 		return p, fmt.Errorf("%s: name %q is not a plugin name (letters, digits, - _ and ., at most 64, not starting with . or -)", path, truncate(mf.Name, 80))
 	}
 	p.Name, p.Version, p.Description = mf.Name, mf.Version, mf.Description
@@ -361,7 +360,7 @@ func pluginList(list []Plugin, asJSON bool, stdout io.Writer) error {
 
 // installedPlugin finds an installed plugin by name.
 func installedPlugin(home, name string) (Plugin, error) {
-	if !validPluginName.MatchString(name) || strings.Contains(name, "..") {
+	if !validPluginName().MatchString(name) || strings.Contains(name, "..") {
 		return Plugin{}, fmt.Errorf("%q is not a plugin name", name)
 	}
 	for _, p := range LoadPlugins(home) {

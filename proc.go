@@ -99,7 +99,14 @@ type procSpec struct {
 	// counts as exited at the report; the leader is reaped in the
 	// background (Gone).
 	reportsEnd bool
+	// bigStdout: a stdout pipe of bigPipe bytes (growPipe), for a command
+	// whose output may be large: a bash call's.
+	bigStdout bool
 }
+
+// bigPipe is the stdout pipe's size with bigStdout, and what one read of
+// it gives at most: a spill file's chunk (spillChunk).
+const bigPipe = 1 << 20
 
 // proc is one started child. Its owner reads Exited or calls waitExit to
 // learn that it ended, may Stop it at any time before Reap, and must Reap
@@ -184,6 +191,9 @@ func startProc(spec procSpec) (*proc, error) {
 	if spec.stdout == streamPipe {
 		if cmd.Stdout, p.stdout, err = pipe(false); err != nil {
 			return fail(err)
+		}
+		if spec.bigStdout {
+			growPipe(p.stdout)
 		}
 	}
 	if spec.reportsEnd {
@@ -479,8 +489,10 @@ func (p *proc) release() {
 	p.released = true
 	children.Lock()
 	delete(children.started, p.pid)
+	askAgain := children.askAgain || !childrenFiles()
+	children.askAgain = false
 	children.Unlock()
-	if subreaper.Load() && !childrenFiles() {
+	if subreaper.Load() && askAgain {
 		reapOrphans() // the kernel may have named this one before an orphan
 	}
 	close(p.gone)
@@ -581,6 +593,7 @@ var children = struct {
 	sync.Mutex
 	started  map[int]bool
 	stopping map[int]int
+	askAgain bool // reapOrphans stopped at a started child: release asks again
 }{started: map[int]bool{}, stopping: map[int]int{}}
 
 // adoptOrphans makes zot the reaper of the orphans of every process it
@@ -692,31 +705,41 @@ func orphans(below bool) finder {
 // session a Stop is looking at (see children). An orphan is looked at
 // with the table locked: a child of zot that is not in the table then is
 // an orphan, since startProc holds the lock until its child is in it, and
-// a child of zot keeps its pid until zot reaps it. Without children files
-// it asks the kernel for an exited child instead of reading every
-// process; as the kernel names the first it finds, it stops at one that
-// is not an orphan's, and release asks again once that one is reaped.
+// a child of zot keeps its pid until zot reaps it. It asks the kernel for
+// an exited child first, which costs one call where reading the children
+// files costs three per thread: when none has exited, which is most
+// SIGCHLDs after the first, there is nothing to read. As the kernel names
+// the first it finds, one that is startProc's own (its exit is usually
+// the SIGCHLD) hides any behind it: release asks again once its owner
+// has reaped it. Another that is not an orphan's (a child other code
+// started and reaps) sends it to the children files, or, without them,
+// leaves the rest to the next call.
 func reapOrphans() {
 	children.Lock()
 	defer children.Unlock()
+	self, session := os.Getpid(), zotSession()
 	reap := func(s procStat) bool {
-		if !s.zombie() || s.ppid != os.Getpid() || children.started[s.pid] || s.sid == zotSession() || children.stopping[s.sid] > 0 {
+		if !s.zombie() || s.ppid != self || children.started[s.pid] || s.sid == session || children.stopping[s.sid] > 0 {
 			return false
 		}
 		var ws syscall.WaitStatus
 		syscall.Wait4(s.pid, &ws, syscall.WNOHANG, nil)
 		return true
 	}
-	if childrenFiles() {
-		for _, s := range orphans(false)(func(procStat) {}) {
-			reap(s)
-		}
-		return
-	}
 	for pid := exitedChild(); pid > 0; pid = exitedChild() {
-		if s, ok := readProcStat(strconv.Itoa(pid)); !ok || !reap(s) {
+		if children.started[pid] {
+			children.askAgain = true
 			return
 		}
+		if s, ok := readProcStat(strconv.Itoa(pid)); ok && reap(s) {
+			continue
+		}
+		if childrenFiles() {
+			for _, s := range orphans(false)(func(procStat) {}) {
+				reap(s)
+			}
+		}
+		return
 	}
 }
 

@@ -24,6 +24,17 @@ func waitUnreaped(pid int) bool {
 	}
 }
 
+// growPipe makes the pipe f reads from hold bigPipe bytes where the
+// kernel allows it (pipe-max-size), so that a command printing much is
+// read in a sixteenth of the reads, and wakes zot's reader as seldom. A
+// pipe the kernel keeps at its size works the same, only slower.
+func growPipe(f *os.File) {
+	const fSetPipeSz = 1031
+	if c, err := f.SyscallConn(); err == nil {
+		c.Control(func(fd uintptr) { syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, bigPipe) })
+	}
+}
+
 // exitedChild returns the pid of a child of zot's that has exited and is
 // not reaped yet, leaving it unreaped, or 0 when there is none: the
 // kernel's pick, the first it finds.

@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -110,7 +109,7 @@ func LoadPrompts(home, cwd string, extra []PromptRoot, log func(string, ...any))
 
 // promptNamePart is what one part of a template's name may hold: what a
 // user can type after / without quoting.
-var promptNamePart = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+var promptNamePart = lazyRegexp(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
 // loadPromptRoot reads every *.md under r.Dir; a subdirectory is a
 // namespace (frontend/component.md is frontend:component). Symbolic links
@@ -156,7 +155,7 @@ func loadPromptRoot(r PromptRoot, home string, log func(string, ...any)) []Promp
 		}
 		parts := strings.Split(filepath.ToSlash(strings.TrimSuffix(rel, ".md")), "/")
 		for _, p := range parts {
-			if !promptNamePart.MatchString(p) {
+			if !promptNamePart().MatchString(p) {
 				log("skipped prompt template %s: %q cannot be typed as a command name (use letters, digits, - _ and .)", shown, p)
 				return nil
 			}
@@ -378,7 +377,7 @@ type PromptExpansion struct {
 // (before its arguments are put in).
 func PromptCommands(t PromptTemplate) []string {
 	var out []string
-	for _, m := range promptCommand.FindAllStringSubmatch(t.Body, -1) {
+	for _, m := range promptCommand().FindAllStringSubmatch(t.Body, -1) {
 		out = append(out, m[1])
 	}
 	return out
@@ -386,8 +385,8 @@ func PromptCommands(t PromptTemplate) []string {
 
 var (
 	// promptCommand is !`command` in a template's body.
-	promptCommand = regexp.MustCompile("!`([^`\n]+)`")
-	promptArgRef  = regexp.MustCompile(`\$[1-9]`)
+	promptCommand = lazyRegexp("!`([^`\n]+)`")
+	promptArgRef  = lazyRegexp(`\$[1-9]`)
 )
 
 // Expand makes a template into a prompt: arguments put in, !`command`
@@ -399,11 +398,11 @@ var (
 func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args string) PromptExpansion {
 	var x PromptExpansion
 	positional := splitPromptArgs(args)
-	uses := strings.Contains(t.Body, "$ARGUMENTS") || promptArgRef.MatchString(t.Body)
+	uses := strings.Contains(t.Body, "$ARGUMENTS") || promptArgRef().MatchString(t.Body)
 	var out, refs []string
 	for i, line := range strings.Split(t.Body, "\n") {
-		refs = append(refs, atPathRefs(substitutePromptArgs(promptCommand.ReplaceAllString(line, ""), args, positional))...)
-		if !promptCommand.MatchString(line) {
+		refs = append(refs, atPathRefs(substitutePromptArgs(promptCommand().ReplaceAllString(line, ""), args, positional))...)
+		if !promptCommand().MatchString(line) {
 			out = append(out, substitutePromptArgs(line, args, positional))
 			continue
 		}
@@ -417,7 +416,7 @@ func (p *Prompts) Expand(ctx context.Context, a *Agent, t PromptTemplate, args s
 		// its place empty: the line's text and arguments stay.
 		var expanded strings.Builder
 		at, leftOut := 0, why != ""
-		for _, m := range promptCommand.FindAllStringSubmatchIndex(line, -1) {
+		for _, m := range promptCommand().FindAllStringSubmatchIndex(line, -1) {
 			expanded.WriteString(substitutePromptArgs(line[at:m[0]], args, positional))
 			at = m[1]
 			if why != "" {
@@ -535,7 +534,7 @@ func substitutePromptArgs(line, args string, positional []string) string {
 		return line
 	}
 	line = strings.ReplaceAll(line, "$ARGUMENTS", args)
-	return promptArgRef.ReplaceAllStringFunc(line, func(m string) string {
+	return promptArgRef().ReplaceAllStringFunc(line, func(m string) string {
 		if n := int(m[1] - '1'); n < len(positional) {
 			return positional[n]
 		}

@@ -520,15 +520,32 @@ type sseEvent struct {
 // broken server cannot make us buffer without end.
 const maxSSELine = 16 << 20
 
+// sseCursor is where a stream stands, for a reconnection: the id of the
+// last event dispatched and the reconnection delay the stream asked for,
+// kept as the SSE standard keeps them (an id: line counts once its event
+// is dispatched, with or without data, and stays until another replaces
+// it; a retry: of ASCII digits counts at once).
+type sseCursor struct {
+	LastID string
+	Retry  time.Duration // 0 until the stream sets one
+}
+
 // readSSE reads a text/event-stream and calls fn for each event. An event
 // still pending at EOF (no blank line after it) is delivered, as the
 // providers' own SDKs do. fn returning errStopSSE ends reading cleanly.
-func readSSE(r io.Reader, fn func(sseEvent) error) error {
+func readSSE(r io.Reader, fn func(sseEvent) error) error { return readSSEFrom(r, nil, fn) }
+
+// readSSEFrom is readSSE keeping cur, when not nil, up to date.
+func readSSEFrom(r io.Reader, cur *sseCursor, fn func(sseEvent) error) error {
 	lr := newLineReader(r, maxSSELine, overLongFail)
 	var ev sseEvent
 	var data []byte
 	hasData := false
+	var idBuf string
 	dispatch := func() error {
+		if cur != nil {
+			cur.LastID = idBuf
+		}
 		if !hasData { // the spec drops an event without data
 			ev = sseEvent{}
 			return nil
@@ -572,6 +589,14 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 			switch string(field) {
 			case "event":
 				ev.Event = string(value)
+			case "id":
+				if bytes.IndexByte(value, 0) < 0 {
+					idBuf = string(value)
+				}
+			case "retry":
+				if ms, ok := sseRetry(value); ok && cur != nil {
+					cur.Retry = ms
+				}
 			case "data":
 				if hasData {
 					data = append(data, '\n')
@@ -584,6 +609,22 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 			}
 		}
 	}
+}
+
+// sseRetry reads a retry: field, ASCII digits only; past 10^12 ms (about
+// 30 years) the number stops growing, so it cannot overflow.
+func sseRetry(v []byte) (time.Duration, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	var ms int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		ms = min(ms*10+int64(c-'0'), 1e12)
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // errStopSSE ends readSSE without an error, at a terminal event.
@@ -769,6 +810,7 @@ func (p *openaiProvider) Name() string { return p.name }
 type oaiMessage struct {
 	Role             string          `json:"role"`
 	Content          json.RawMessage `json:"content"`
+	Reasoning        string          `json:"reasoning,omitempty"`
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	ToolCalls        []oaiToolCall   `json:"tool_calls,omitempty"`
 	ToolCallID       string          `json:"tool_call_id,omitempty"`
@@ -844,8 +886,9 @@ func (p *openaiProvider) buildRequest(req Request) oaiRequest {
 
 // requestBody is the Chat Completions request: the system prompt and the
 // transcript, each message encoded once for the whole session
-// (Message.wireEncoded), spliced into the rest.
-func (p *openaiProvider) requestBody(req Request) (wireBody, error) {
+// (Message.wireEncoded), spliced into the rest. reasoningKey names the
+// field each reply's reasoning goes back in; "" sends none.
+func (p *openaiProvider) requestBody(req Request, reasoningKey string) (wireBody, error) {
 	frame, err := json.Marshal(p.buildRequest(req))
 	if err != nil {
 		return wireBody{}, err
@@ -862,12 +905,12 @@ func (p *openaiProvider) requestBody(req Request) (wireBody, error) {
 		}
 		list.add(system)
 	}
-	format, withReasoning := "openai-chat", isTrue(p.compat.RequiresReasoningContent, false)
-	if withReasoning {
-		format = "openai-chat+reasoning_content"
+	format := "openai-chat"
+	if reasoningKey != "" {
+		format += "+" + reasoningKey
 	}
 	err = p.log.addEach(&list, format, req.Messages, func(_ int, m Message) wireEncoding {
-		data, err := jsonItems(oaiMessages([]Message{m}, withReasoning))
+		data, err := jsonItems(oaiMessages([]Message{m}, reasoningKey))
 		return wireEncoding{data: data, err: err}
 	})
 	if err != nil {
@@ -878,15 +921,19 @@ func (p *openaiProvider) requestBody(req Request) (wireBody, error) {
 
 // oaiMessages converts the transcript. Tool messages cannot carry images,
 // so images a tool returned follow its results in one user message.
-// withReasoning sends each reply's reasoning back as reasoning_content.
-func oaiMessages(msgs []Message, withReasoning bool) []oaiMessage {
+// reasoningKey, reasoning or reasoning_content, sends each reply's
+// reasoning back in that field.
+func oaiMessages(msgs []Message, reasoningKey string) []oaiMessage {
 	var out []oaiMessage
 	for _, m := range msgs {
 		if m.Role == RoleAssistant {
 			// content may be null only beside tool_calls; a reply that was
 			// all reasoning (or cut off) has neither, and goes as "".
 			om := oaiMessage{Role: "assistant", Content: jsonString(m.Text())}
-			if withReasoning {
+			switch reasoningKey {
+			case "reasoning":
+				om.Reasoning = m.thinkingText()
+			case "reasoning_content":
 				om.ReasoningContent = m.thinkingText()
 			}
 			if len(m.ToolCalls()) > 0 && m.Text() == "" {
@@ -961,18 +1008,26 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, on func(Stream
 		return p.streamResponses(ctx, req, on)
 	}
 	if p.local == nil {
-		reply, _, err := p.stream(ctx, req, on)
+		reply, _, err := p.stream(ctx, req, p.compat.reasoningKey(), on)
 		return reply, err
 	}
-	return p.local.converse(ctx, req, on, func(req Request, _ localPlan) (Reply, bool, error) { return p.stream(ctx, req, on) })
+	return p.local.converse(ctx, req, on, func(req Request, plan localPlan, on func(StreamEvent)) (Reply, bool, error) {
+		reply, s, err := p.stream(ctx, req, p.local.reasoningKey(req.Model, plan.info.Kind, p.compat), on)
+		if s == nil {
+			return reply, false, err
+		}
+		p.local.replies.learnReasoningField(req.Model, s.reasoningField)
+		return reply, s.sawUsage, err
+	})
 }
 
-// stream sends one request and reads its stream; sawUsage says whether the
-// server reported usage.
-func (p *openaiProvider) stream(ctx context.Context, req Request, on func(StreamEvent)) (reply Reply, sawUsage bool, err error) {
-	body, err := p.requestBody(req)
+// stream sends one request and reads its stream, which it returns for
+// what the server showed of itself (usage, its reasoning's field); nil
+// when no stream began.
+func (p *openaiProvider) stream(ctx context.Context, req Request, reasoningKey string, on func(StreamEvent)) (reply Reply, s *oaiStream, err error) {
+	body, err := p.requestBody(req, reasoningKey)
 	if err != nil {
-		return Reply{}, false, fmt.Errorf("%s: encode request: %w", p.name, err)
+		return Reply{}, nil, fmt.Errorf("%s: encode request: %w", p.name, err)
 	}
 	header := http.Header{}
 	if p.key != "" {
@@ -980,9 +1035,9 @@ func (p *openaiProvider) stream(ctx context.Context, req Request, on func(Stream
 	}
 	resp, err := p.http.post(ctx, p.url, header, body)
 	if err != nil {
-		return Reply{}, false, err
+		return Reply{}, nil, err
 	}
-	s := &oaiStream{name: p.name, on: on}
+	s = &oaiStream{name: p.name, on: on}
 	maxTokens := cmp.Or(req.MaxTokens, lookupModel(p.name, req.Model).MaxOutput)
 	events, err := streamBody(ctx, p.name, resp.Body, p.http.idle, maxReplyBytes(maxTokens), s)
 	reply = Reply{Stop: s.stop, Usage: s.usage}
@@ -1001,7 +1056,7 @@ func (p *openaiProvider) stream(ctx context.Context, req Request, on func(Stream
 	if err == nil && !s.done && s.stop == "" {
 		err = streamEndedEarly(p.name, events)
 	}
-	return reply, s.sawUsage, err
+	return reply, s, err
 }
 
 // oaiStream is the state of one Chat Completions stream. Only choice 0 is
@@ -1019,6 +1074,10 @@ type oaiStream struct {
 	done     bool
 	size     int64    // for received
 	chunk    oaiChunk // the one being handled
+	// reasoningField is the field the reasoning came in: vLLM 0.17 and
+	// later write "reasoning", llama-server and older vLLM
+	// "reasoning_content".
+	reasoningField string
 }
 
 func (s *oaiStream) received() int64 { return s.size }
@@ -1080,6 +1139,12 @@ func (s *oaiStream) handle(ev sseEvent) error {
 			continue
 		}
 		d := ch.Delta
+		switch {
+		case d.Reasoning != nil && *d.Reasoning != "":
+			s.reasoningField = "reasoning"
+		case d.ReasoningContent != nil && *d.ReasoningContent != "":
+			s.reasoningField = "reasoning_content"
+		}
 		streamPiece(&s.thinking, "thinking", firstNonEmpty(d.ReasoningContent, d.Reasoning), &s.size, s.on)
 		streamPiece(&s.text, "text", firstNonEmpty(d.Content, d.Refusal), &s.size, s.on)
 		for _, tc := range d.ToolCalls {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,17 +103,17 @@ func shownURL(raw string) string {
 // found": its <title>, else its text without tags, whitespace folded.
 func errorPageLine(body []byte) string {
 	s := string(body)
-	if m := htmlTitle.FindStringSubmatch(s); m != nil {
+	if m := htmlTitle().FindStringSubmatch(s); m != nil {
 		s = m[1]
 	} else {
-		s = htmlTag.ReplaceAllString(s, " ")
+		s = htmlTag().ReplaceAllString(s, " ")
 	}
 	return truncate(sanitize(strings.Join(strings.Fields(s), " ")), 160)
 }
 
 var (
-	htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
-	htmlTag   = regexp.MustCompile(`(?s)<[^>]*>`)
+	htmlTitle = lazyRegexp(`(?is)<title[^>]*>(.*?)</title>`)
+	htmlTag   = lazyRegexp(`(?s)<[^>]*>`)
 )
 
 // pageError fills perr for a body that is not a provider's JSON error: the
@@ -141,9 +140,10 @@ type LocalOptions struct {
 	// Headers are sent with every request, over zot's own (a gateway's
 	// tenant or auth header).
 	Headers map[string]string
-	// TextToolCalls, when false, never reads tool calls from the text.
-	// nil reads them from every server but api.openai.com (and never on
-	// the Anthropic path).
+	// TextToolCalls, when false, never reads tool calls from the text;
+	// when true, reads every format from any reply without a native call.
+	// nil reads them as replyFormats says (providers_textreply.go). Never
+	// on OpenAI's own API or the Anthropic path.
 	TextToolCalls *bool
 	// Tools, when false, sends the model no native tools: they are
 	// described in the system prompt and called as text.
@@ -242,6 +242,7 @@ type localServer struct {
 	infos   map[string]ServerInfo // by model, once asked in this run
 	noTools map[string]bool       // models whose server refused tools in this run
 	told    map[string]bool       // notices given
+	replies replyMemory
 }
 
 func newLocalServer(name, base, key string, h *httpStreamer, opts LocalOptions) *localServer {
@@ -467,25 +468,33 @@ type localPlan struct {
 	sent      int  // the prompt's tokens as sent, tools included
 	notice    string
 	tools     map[string]bool // the names of the tools the model has
+	read      replyPlan       // how the reply's text is read
 }
 
 // converse is one request to a local server through send (which reports
 // whether the server gave usage): shaped for the model (prepare), sent
 // again with the tools as text if the server refuses them, a failure
 // explained, a reply finished as the plan says.
-func (l *localServer) converse(ctx context.Context, req Request, on func(StreamEvent), send func(Request, localPlan) (Reply, bool, error)) (Reply, error) {
+//
+// What the server streams passes through a replyReader, which shows the
+// reasoning the reply's text holds as thinking and holds back a tool call
+// being written as text.
+func (l *localServer) converse(ctx context.Context, req Request, on func(StreamEvent), send func(Request, localPlan, func(StreamEvent)) (Reply, bool, error)) (Reply, error) {
 	req, plan := l.prepare(ctx, req)
-	reply, sawUsage, err := send(req, plan)
+	rr := newReplyReader(plan.read, on)
+	reply, sawUsage, err := send(req, plan, rr.event)
 	if again, ok := l.refused(err, req, &plan); ok {
 		req = again
-		reply, sawUsage, err = send(req, plan)
+		rr = newReplyReader(plan.read, on)
+		reply, sawUsage, err = send(req, plan, rr.event)
 	}
 	if err != nil {
+		rr.settle(&reply)
 		l.explain(err, req.Model, plan)
 		reply.Notice = plan.notice
 		return reply, err
 	}
-	l.finish(plan, req.Model, &reply, sawUsage, on)
+	l.finish(plan, req.Model, &reply, sawUsage, rr)
 	return reply, nil
 }
 
@@ -510,6 +519,7 @@ func (l *localServer) prepare(ctx context.Context, req Request) (Request, localP
 		plan.textTools = true
 		plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: the chat template of %s takes no tools: zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model))
 	}
+	plan.read = l.replyPlan(req, plan)
 	if plan.textTools {
 		req = withTextTools(req, plan.readText)
 	}
@@ -530,6 +540,7 @@ func (l *localServer) refused(err error, req Request, plan *localPlan) (Request,
 	l.mu.Unlock()
 	plan.textTools = true
 	plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: %s refused the tools (%s): zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model, truncate(err.Error(), 200)))
+	plan.read = l.replyPlan(req, *plan)
 	req = withTextTools(req, plan.readText)
 	plan.estimate = EstimateTokens(req, false)
 	plan.sent = EstimateTokens(req, true)
@@ -592,19 +603,16 @@ func withTextTools(req Request, describe bool) Request {
 	return req
 }
 
-// finish completes a reply of a local server: the tool calls written as
-// text read into real ones, a call the output limit cut answered as cut,
-// zot's counts where the server gave none, and a prompt the server cut
-// reported.
-func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsage bool, on func(StreamEvent)) {
-	reply.Notice = plan.notice
-	if plan.readText && len(Message{Content: reply.Content}.ToolCalls()) == 0 {
-		var known func(string) bool
-		if plan.textTools {
-			known = func(name string) bool { return plan.tools[name] }
-		}
-		readTextCalls(reply, known, on)
+// finish completes a reply of a local server: its text read (the
+// reasoning it holds, the tool calls written as text, a call the output
+// limit cut), zot's counts where the server gave none, and a prompt the
+// server cut reported.
+func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsage bool, rr *replyReader) {
+	parts := rr.finish(reply)
+	if parts.lone {
+		l.replies.learnThinksFirst(model)
 	}
+	reply.Notice = strings.Join(slices.DeleteFunc([]string{plan.notice, echoNotice(l.name, parts)}, func(s string) bool { return s == "" }), "; ")
 	if !sawUsage {
 		reply.Usage = Usage{Input: plan.sent, Output: EstimateOutputTokens(reply.Content), Estimated: true}
 		return
@@ -613,49 +621,6 @@ func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsag
 		reply.Truncated = truncationMessage(l.name, model, reported, plan.estimate, plan.info)
 		l.forget(model)
 	}
-}
-
-// readTextCalls turns the tool calls that end the reply's text into tool
-// call blocks, streamed as native ones are. The text before them stays.
-// known names the tools a bare JSON reply may call; nil when the tools
-// went natively, where such a reply is an answer.
-func readTextCalls(reply *Reply, known func(string) bool, on func(StreamEvent)) {
-	i := slices.IndexFunc(reply.Content, func(b Block) bool { return b.Type == BlockText })
-	if i < 0 {
-		return
-	}
-	text := reply.Content[i].Text
-	prefix, calls, _, ok := parseTextToolCalls(text, known)
-	var blocks []Block
-	switch {
-	case ok:
-		for _, c := range calls {
-			blocks = append(blocks, Block{Type: BlockToolCall, ID: textCallID(), Name: c.Name, Args: c.Args, FromText: true})
-		}
-		reply.Stop = StopToolUse
-	case reply.Stop == StopLength:
-		name, partial, cut := cutTextToolCall(text)
-		if !cut {
-			return
-		}
-		prefix = strings.TrimSpace(text[:strings.LastIndex(text, partial)])
-		// Not a whole JSON object: the agent answers it as a call the
-		// output limit cut, and runs nothing.
-		blocks = append(blocks, Block{Type: BlockToolCall, ID: textCallID(), Name: name, Args: json.RawMessage(partial), FromText: true})
-	default:
-		return
-	}
-	for _, b := range blocks {
-		on(StreamEvent{Type: "tool_start", ID: b.ID, Name: b.Name})
-		on(StreamEvent{Type: "tool_args", ID: b.ID, Delta: string(b.Args)})
-		on(StreamEvent{Type: "tool_end", ID: b.ID})
-	}
-	content := append([]Block(nil), reply.Content[:i]...)
-	if prefix = strings.TrimRight(prefix, " \t\r\n"); prefix != "" {
-		content = append(content, TextBlock(prefix))
-	}
-	content = append(content, reply.Content[i+1:]...)
-	reply.Content = append(content, blocks...)
 }
 
 // explain adds to an overflow error the server's context and how to

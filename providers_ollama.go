@@ -37,7 +37,9 @@ func (p *ollamaProvider) Stream(ctx context.Context, req Request, on func(Stream
 	if p.openai.usesResponses(req.Model) || p.local.info(ctx, req.Model).Kind != "ollama" {
 		return p.openai.Stream(ctx, req, on)
 	}
-	return p.local.converse(ctx, req, on, func(req Request, plan localPlan) (Reply, bool, error) { return p.chat(ctx, req, plan, on) })
+	return p.local.converse(ctx, req, on, func(req Request, plan localPlan, on func(StreamEvent)) (Reply, bool, error) {
+		return p.chat(ctx, req, plan, on)
+	})
 }
 
 type ollamaRequest struct {

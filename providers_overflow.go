@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // When the conversation does not fit: the servers' words for a prompt
@@ -53,7 +54,7 @@ func isOverflow(message, typ string) bool {
 // "context length of only 4096 tokens" and "n_ctx: 4096", vLLM's "maximum
 // context length is 4096 tokens", TGI's "must be <= 4096".
 func overflowContext(message string) int {
-	for _, re := range overflowContextRes {
+	for _, re := range overflowContextRes() {
 		if m := re.FindStringSubmatch(message); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
 				return n
@@ -63,15 +64,17 @@ func overflowContext(message string) int {
 	return 0
 }
 
-var overflowContextRes = []*regexp.Regexp{
-	regexp.MustCompile(`available context size \((\d+) tokens\)`),
-	regexp.MustCompile(`context length of only (\d+) tokens`),
-	regexp.MustCompile(`n_ctx: ?(\d+)`),
-	regexp.MustCompile(`maximum context length is (\d+)`),
-	regexp.MustCompile(`maximum model length of (\d+)`),
-	regexp.MustCompile(`must be <= (\d+)`),
-	regexp.MustCompile(`must have less than (\d+) tokens`),
-}
+var overflowContextRes = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`available context size \((\d+) tokens\)`),
+		regexp.MustCompile(`context length of only (\d+) tokens`),
+		regexp.MustCompile(`n_ctx: ?(\d+)`),
+		regexp.MustCompile(`maximum context length is (\d+)`),
+		regexp.MustCompile(`maximum model length of (\d+)`),
+		regexp.MustCompile(`must be <= (\d+)`),
+		regexp.MustCompile(`must have less than (\d+) tokens`),
+	}
+})
 
 // raiseContextHint says how to give a kind of server a larger context.
 func raiseContextHint(kind string) string {

@@ -721,6 +721,27 @@ func TestReadSSEFraming(t *testing.T) {
 	}
 }
 
+// TestReadSSECursorKeepsTheLastIDAndRetry: an id counts once its event is
+// dispatched, with or without data (the priming event of a Streamable
+// HTTP stream has none), and stays until another replaces it; a retry: of
+// digits counts at once, any other is ignored.
+func TestReadSSECursorKeepsTheLastIDAndRetry(t *testing.T) {
+	t.Parallel()
+	var cur sseCursor
+	var seen []string
+	in := "id: prime\nretry: 500\ndata: \n\ndata: one\n\nid: e2\nretry: 1x\ndata: two\n\nid: e\x003\ndata: three\n\nretry: 99999999999999999999\nid: cut"
+	readSSEFrom(strings.NewReader(in), &cur, func(ev sseEvent) error {
+		seen = append(seen, cur.LastID+":"+string(ev.Data))
+		return nil
+	})
+	if strings.Join(seen, ",") != "prime:,prime:one,e2:two,e2:three" {
+		t.Errorf("ids at each event = %q", seen)
+	}
+	if cur.LastID != "cut" || cur.Retry != 1e12*time.Millisecond {
+		t.Errorf("cursor at the end = %+v", cur)
+	}
+}
+
 // BenchmarkSSEParse decodes a recorded stream of each API, through the
 // provider's own handler.
 func BenchmarkSSEParse(b *testing.B) {

@@ -88,7 +88,7 @@ func TestRequestBodiesEncodeTheHistoryOnce(t *testing.T) {
 	}
 	switching := &openaiProvider{name: "openai"}
 	switched := map[string]func(Request) ([]byte, error){
-		"chat":      func(r Request) ([]byte, error) { return sent(switching.requestBody(r)) },
+		"chat":      func(r Request) ([]byte, error) { return sent(switching.requestBody(r, "")) },
 		"responses": func(r Request) ([]byte, error) { return sent(switching.responsesBody(r)) },
 	}
 	models := map[string]string{"anthropic": "claude-sonnet-4-6", "chat": "gpt-4o", "responses": "gpt-5.5"}
@@ -125,7 +125,7 @@ var wireBodies = map[string]func() func(Request) ([]byte, error){
 	},
 	"chat": func() func(Request) ([]byte, error) {
 		p := &openaiProvider{name: "openai"}
-		return func(r Request) ([]byte, error) { return sent(p.requestBody(r)) }
+		return func(r Request) ([]byte, error) { return sent(p.requestBody(r, "")) }
 	},
 	"responses": func() func(Request) ([]byte, error) {
 		p := &openaiProvider{name: "openai"}
@@ -234,7 +234,7 @@ func TestRequestBodiesOfLocalServersEncodeTheHistoryOnce(t *testing.T) {
 	for k := 0; k <= len(history); k++ {
 		req := Request{Model: "qwen3", System: "You are a coding agent.", Tools: wireTools}
 		for name, body := range map[string]func(Request) ([]byte, error){
-			"chat+reasoning_content": func(r Request) ([]byte, error) { return sent(chat.requestBody(r)) },
+			"chat+reasoning_content": func(r Request) ([]byte, error) { return sent(chat.requestBody(r, "reasoning_content")) },
 			"ollama":                 func(r Request) ([]byte, error) { return sent(ollama.requestBody(r, localPlan{})) },
 		} {
 			req.Messages = history[:k]
@@ -251,7 +251,7 @@ func TestRequestBodiesOfLocalServersEncodeTheHistoryOnce(t *testing.T) {
 	}
 	changed := history[0]
 	changed.Content = []Block{TextBlock("something else")}
-	body, _ := sent(chat.requestBody(Request{Model: "qwen3", Messages: []Message{changed}}))
+	body, _ := sent(chat.requestBody(Request{Model: "qwen3", Messages: []Message{changed}}, "reasoning_content"))
 	if !bytes.Contains(body, []byte("something else")) {
 		t.Fatalf("a copy given new content was sent as the message it was copied from: %s", body)
 	}

@@ -83,10 +83,11 @@ const (
 	rpcRewind           rpcCommand = "rewind"
 	rpcApprove          rpcCommand = "approve"
 	rpcSetMode          rpcCommand = "set_mode"
+	rpcElicit           rpcCommand = "elicit"
 )
 
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcSetMode, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcSetMode, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove, rpcElicit}
 
 // rpcResponseType is the "type" of every response line; events have
 // their own (EventType).
@@ -111,6 +112,13 @@ type rpcRequest struct {
 	// in) and Plan (approve: the plan as the client edited it).
 	Mode string
 	Plan string
+	// Elicitation (hello) says the client answers elicitation_request
+	// events; ElicitationID, Action and Content (elicit) are such an
+	// answer.
+	Elicitation   bool
+	ElicitationID string
+	Action        ElicitAction
+	Content       json.RawMessage
 	// rewind
 	Checkpoint string
 	Restore    rpcRestore
@@ -156,6 +164,8 @@ type (
 		Model           string `json:"model"`
 		// Approvals echoes a hello's "approvals": true.
 		Approvals bool `json:"approvals,omitempty"`
+		// Elicitation echoes a hello's "elicitation": true.
+		Elicitation bool `json:"elicitation,omitempty"`
 	}
 	rpcPromptData struct {
 		Started  bool `json:"started,omitempty"`
@@ -198,7 +208,7 @@ type (
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // rpcFieldNames are the top-level fields of a request, of every command.
-var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision", "mode", "plan"}
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision", "mode", "plan", "elicitation", "elicitation_id", "action", "content"}
 
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
@@ -239,7 +249,8 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		if err = decodeRPCField("token", raw["token"], &req.Token); err != nil {
 			err = badTokenError{err}
 		} else {
-			err = decodeRPCField("approvals", raw["approvals"], &req.Approvals)
+			err = cmp.Or(decodeRPCField("approvals", raw["approvals"], &req.Approvals),
+				decodeRPCField("elicitation", raw["elicitation"], &req.Elicitation))
 		}
 	case rpcApprove:
 		err = decodeRPCField("approval_id", raw["approval_id"], &req.ApprovalID)
@@ -254,6 +265,13 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		}
 		if err == nil && req.ApprovalID == "" {
 			err = errors.New(`approve needs "approval_id", from the approval_request it answers`)
+		}
+	case rpcElicit:
+		err = cmp.Or(decodeRPCField("elicitation_id", raw["elicitation_id"], &req.ElicitationID),
+			decodeRPCField("action", raw["action"], &req.Action))
+		req.Content = raw["content"]
+		if err == nil && req.ElicitationID == "" {
+			err = errors.New(`elicit needs "elicitation_id", from the elicitation_request it answers`)
 		}
 	case rpcAbort:
 		err = decodeRPCField("all", raw["all"], &req.All)
@@ -485,6 +503,10 @@ type rpcServer struct {
 	// to the client (approvals), else they are refused as before.
 	clientApproves bool
 	approvals      *approvalBroker
+	// clientElicits is set by a hello with "elicitation": true: the MCP
+	// servers' questions go to the client, else they are declined.
+	clientElicits bool
+	elicits       *elicitBroker
 }
 
 // maxHeldNotes bounds the notes kept for a client that has not said hello.
@@ -508,6 +530,7 @@ func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
 	s.cond = sync.NewCond(&s.mu)
 	s.approvals = newApprovalBroker(cfg.ApprovalTimeout, func(e approvalRequestEvent) { s.write(e) })
 	cfg.Modes.Hear(func(m Mode) { s.event(Event{Type: EventModeChanged, Mode: string(m), Sandbox: cfg.Modes.Sandbox(m)}) })
+	s.elicits = newElicitBroker(cfg.ApprovalTimeout, func(e elicitationRequestEvent) { s.write(e) })
 	return s
 }
 
@@ -654,6 +677,8 @@ func (s *rpcServer) handle(ctx context.Context, l inputLine) error {
 		s.checkpoints(req)
 	case rpcApprove:
 		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.answer()))
+	case rpcElicit:
+		s.reply(req, nil, s.elicits.answer(req.ElicitationID, req.Action, req.Content))
 	}
 	return nil
 }
@@ -698,7 +723,11 @@ func (s *rpcServer) hello(req rpcRequest) error {
 	if req.Approvals {
 		s.clientApproves = true
 	}
-	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(), Approvals: s.clientApproves}, nil)
+	if req.Elicitation {
+		s.clientElicits = true
+	}
+	s.reply(req, rpcHelloData{ProtocolVersion: rpcProtocolVersion, Version: version, Provider: s.Provider, Model: s.Agent.CurrentModel(),
+		Approvals: s.clientApproves, Elicitation: s.clientElicits}, nil)
 	for _, e := range s.held {
 		s.write(e)
 	}
@@ -936,6 +965,7 @@ func (s *rpcServer) Asker() approvalAsker {
 // "approvals": true is asked; for any other, refuse answers, as before.
 func (s *rpcServer) Confirm(refuse ConfirmFunc) ConfirmFunc {
 	ask := s.Approvals.Confirm(s.approvals.ask)
+	refuse = s.Approvals.CoverOr(refuse)
 	return func(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
 		s.mu.Lock()
 		approves := s.clientApproves
@@ -945,6 +975,19 @@ func (s *rpcServer) Confirm(refuse ConfirmFunc) ConfirmFunc {
 		}
 		return refuse(ctx, call, asks)
 	}
+}
+
+// Elicit is the Elicitor's Ask of rpc: a client that said hello with
+// "elicitation": true is asked; for any other the question is declined,
+// and the server told why.
+func (s *rpcServer) Elicit(ctx context.Context, q Elicitation) ElicitAnswer {
+	s.mu.Lock()
+	elicits := s.clientElicits
+	s.mu.Unlock()
+	if !elicits {
+		return ElicitAnswer{Action: ElicitDecline, Why: `(the rpc client did not say hello with "elicitation": true)`}
+	}
+	return s.elicits.ask(ctx, q)
 }
 
 // reply answers req with data, or with err when it is not nil.

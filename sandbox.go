@@ -74,11 +74,13 @@ type Sandbox struct {
 	// hidden are $ZOT_HOME as written and as resolved: nothing beneath
 	// them can be read or written from inside, nor can they be replaced.
 	hidden []string
-	// readOnly are the paths of sandboxConfig.ReadOnly that lie in the
-	// writable set (symlinks resolved), whether they exist or not.
-	readOnly []string
-	home     string // $ZOT_HOME as the user knows it, for messages
-	cwd      string
+	// guarded are the paths of sandboxConfig.Guard that lie in the
+	// writable set (symlinks resolved), whether they exist or not; guard
+	// checks them around each command (sandbox_guard.go).
+	guarded []guardedPath
+	guard   *sandboxGuard
+	home    string // $ZOT_HOME as the user knows it, for messages
+	cwd     string
 	// path is how the system enforces the mode ("namespaces",
 	// "landlock-only", "seatbelt"), and why when it is not the first
 	// choice.
@@ -131,10 +133,10 @@ func loadSandboxSettings(home string) (sandboxSettings, error) {
 
 // sandboxFromSettings builds the sandbox the user asked for: --sandbox
 // (flag, "" when not given) wins over "sandbox" in config.json. A mode
-// that cannot be had is an error: a usage error for the flag. readOnly
+// that cannot be had is an error: a usage error for the flag. guarded
 // are the paths programs outside the sandbox read or run
-// (sandboxConfig.ReadOnly).
-func sandboxFromSettings(flag, cwd, home string, readOnly []string) (*Sandbox, []string, error) {
+// (sandboxConfig.Guard).
+func sandboxFromSettings(flag, cwd, home string, guarded []guardedPath) (*Sandbox, []string, error) {
 	settings, cfgErr := loadSandboxSettings(home)
 	if flag == "" && cfgErr != nil {
 		return nil, nil, cfgErr
@@ -154,7 +156,7 @@ func sandboxFromSettings(flag, cwd, home string, readOnly []string) (*Sandbox, [
 	if err != nil {
 		return nil, nil, usageError{err.Error()}
 	}
-	sb, more, err := newSandbox(sandboxConfig{Mode: mode, Cwd: cwd, Home: home, Temp: os.TempDir(), Writable: settings.Writable, ReadOnly: readOnly, Force: os.Getenv(sandboxForceEnv)})
+	sb, more, err := newSandbox(sandboxConfig{Mode: mode, Cwd: cwd, Home: home, Temp: os.TempDir(), Writable: settings.Writable, Guard: guarded, Force: os.Getenv(sandboxForceEnv)})
 	switch {
 	case err != nil && flag != "":
 		return nil, nil, usageError{err.Error()}
@@ -171,12 +173,13 @@ type sandboxConfig struct {
 	Home     string   // $ZOT_HOME: hidden
 	Temp     string   // the temp directory: writable
 	Writable []string // sandbox_writable
-	// ReadOnly are paths that configure or are run by programs outside the
-	// sandbox (the project's .zot/, .claude/, .mcp.json, .git/hooks, the
-	// scripts its programs name): those inside the writable set stay
-	// read-only to commands and to write and edit.
-	ReadOnly []string
-	Force    string // ZOT_SANDBOX_FORCE (see sandboxForceEnv)
+	// Guard are paths that configure or are run by programs outside the
+	// sandbox (the project's .zot/, .claude/, .mcp.json, git's directory,
+	// the rule files, the scripts its programs name): those inside the
+	// writable set stay as they are for commands (sandbox_guard.go) and
+	// are refused to write and edit.
+	Guard []guardedPath
+	Force string // ZOT_SANDBOX_FORCE (see sandboxForceEnv)
 }
 
 // newSandbox resolves a mode: the writable set is the working directory,
@@ -232,11 +235,16 @@ func newSandbox(c sandboxConfig) (sb *Sandbox, notes []string, err error) {
 		}
 		sb.writable = appendUnique(sb.writable, real)
 	}
-	for _, p := range c.ReadOnly {
-		if real, err := followPath(filepath.Clean(p)); err == nil && sb.isWritable(real) {
-			sb.readOnly = appendUnique(sb.readOnly, real)
+	for _, gp := range c.Guard {
+		// The directory resolved, not the path itself: a guarded link
+		// (.git pointing elsewhere) is guarded as the link it is.
+		dir, err := followPath(filepath.Dir(filepath.Clean(gp.Path)))
+		if real := filepath.Join(dir, filepath.Base(gp.Path)); err == nil && sb.isWritable(real) {
+			gp.Path = real
+			sb.guarded = append(sb.guarded, gp)
 		}
 	}
+	sb.guard = newSandboxGuard(sb.guarded, sb.isWritable)
 	if err := sb.choosePath(c.Force); err != nil {
 		return nil, nil, fmt.Errorf("sandbox %s is not available here: %w", mode, err)
 	}
@@ -323,21 +331,16 @@ func (sb *Sandbox) CheckWrite(real string) error {
 	if !sb.isWritable(real) {
 		return fmt.Errorf("%s is outside the directories the sandbox lets zot write (sandbox %s: %s); %s", real, sb.mode, strings.Join(sb.writable, ", "), sb.widenHint())
 	}
-	if p := sb.readOnlyAt(real); p != "" {
-		return fmt.Errorf("%s is read-only in the sandbox (sandbox %s): %s configures or is run by programs that run outside it (validators, hooks, MCP servers, extensions, git); change it yourself, or run zot with --sandbox off", real, sb.mode, p)
+	if p := guardCovers(sb.guarded, real); p != "" {
+		return fmt.Errorf("%s is read-only in the sandbox (sandbox %s): %s configures or is run by programs that run outside it (validators, hooks, MCP servers, extensions, git, the permission rules); change it yourself, or run zot with --sandbox off", real, sb.mode, p)
 	}
 	return nil
 }
 
-// readOnlyAt is the read-only path real lies in, or "".
-func (sb *Sandbox) readOnlyAt(real string) string {
-	for _, p := range sb.readOnly {
-		if within(real, p) {
-			return p
-		}
-	}
-	return ""
-}
+// After checks what the command started as p changed of the guarded
+// paths, puts it back, and returns a note for the command's result ("" when
+// nothing). Call it once nothing of the command runs any more.
+func (sb *Sandbox) After(p *proc) string { return sb.guard.end(p) }
 
 // widenHint names the setting that would let a write through.
 func (sb *Sandbox) widenHint() string {
@@ -680,7 +683,18 @@ func seatbeltProfile(sb *Sandbox) string {
 	for _, dev := range writableDevices {
 		fmt.Fprintf(&b, "    (require-not (literal %s))\n", seatbeltString(dev))
 	}
-	b.WriteString("))\n(deny file-read* file-write*\n")
+	b.WriteString("))\n")
+	// What programs outside the sandbox read or run: Seatbelt matches
+	// paths, so it refuses those that do not exist yet too.
+	for _, gp := range sb.guarded {
+		switch gp.Bind {
+		case bindReadOnly:
+			fmt.Fprintf(&b, "(deny file-write* (subpath %s))\n", seatbeltString(gp.Path))
+		case bindPin:
+			fmt.Fprintf(&b, "(deny file-write* (literal %s))\n", seatbeltString(gp.Path))
+		}
+	}
+	b.WriteString("(deny file-read* file-write*\n")
 	for _, h := range sb.hidden {
 		fmt.Fprintf(&b, "  (subpath %s)\n", seatbeltString(h))
 	}

@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,10 +56,18 @@ type spareLauncher struct{}
 // Start starts spec's program under sandbox-exec.
 func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
 	spec, _ = sb.confine(spec)
-	return startProc(spec)
+	before := sb.guard.begin()
+	p, err := startProc(spec)
+	if err == nil {
+		sb.guard.track(p, before)
+	}
+	return p, err
 }
 
-func (sb *Sandbox) Close() error { return nil }
+func (sb *Sandbox) Close() error {
+	sb.guard.close()
+	return nil
+}
 
 func sandboxSystemReport() string {
 	have := "present"
@@ -72,3 +82,20 @@ func runSandboxLauncher([]string) int {
 	fmt.Fprintln(os.Stderr, "zot: sandbox: "+errors.ErrUnsupported.Error()+" on macOS (sandbox-exec is the launcher)")
 	return exitUsage
 }
+
+// statIDs are a file's device, inode and change time.
+func statIDs(st fs.FileInfo) (dev, ino uint64, ctime int64) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(s.Dev), s.Ino, s.Ctimespec.Nano()
+	}
+	return 0, 0, 0
+}
+
+// openDirHandle opens a directory to know it again by its identity.
+func openDirHandle(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+}
+
+// handlePath: macOS offers no portable way from Go's syscall package to
+// where a renamed directory went; the guard puts an empty one back.
+func handlePath(*os.File) string { return "" }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,9 +110,9 @@ type launchPolicy struct {
 	ABI      int         `json:"abi"`
 	Hidden   []string    `json:"hidden"`
 	Writable []string    `json:"writable"`
-	// ReadOnly (namespaces path) are bound read-only over themselves,
-	// those that exist.
-	ReadOnly []string `json:"read_only,omitempty"`
+	// Binds (namespaces path) are bound over themselves, read-only or
+	// only pinned in place, those that exist, in this order.
+	Binds []launchBind `json:"binds,omitempty"`
 	// Probe: set everything up, then exit 0 without starting anything.
 	Probe bool `json:"probe,omitempty"`
 	// Wait: set everything up, then read the command (a JSON list of
@@ -121,6 +122,14 @@ type launchPolicy struct {
 	// command's exit status there once nothing of it runs
 	// (procSpec.reportsEnd).
 	Report bool `json:"report,omitempty"`
+}
+
+// launchBind is a path bound over itself: read-only with what is beneath
+// it, or writable and only pinned (a mount point is not renamed or
+// removed).
+type launchBind struct {
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"ro,omitempty"`
 }
 
 // reportFd is the launcher's end of the pipe of launchPolicy.Report.
@@ -185,7 +194,13 @@ func forceNote(force string) string {
 func (sb *Sandbox) policy() launchPolicy {
 	pol := launchPolicy{Mode: sb.mode, Path: sb.path, ABI: sb.abi, Hidden: sb.hidden, Writable: sb.writable}
 	if sb.path == pathNamespaces {
-		pol.ReadOnly = sb.readOnly
+		// Sorted: a directory is bound before what lies in it, which its
+		// recursive bind would otherwise cover.
+		for _, gp := range sb.guard.paths {
+			if gp.Bind != bindNone {
+				pol.Binds = append(pol.Binds, launchBind{gp.Path, gp.Bind == bindReadOnly})
+			}
+		}
 	}
 	return pol
 }
@@ -225,6 +240,7 @@ func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
 	}
 	s.calls.Add(1)
 	s.mu.Unlock()
+	before := sb.guard.begin()
 	var p *proc
 	if next != nil {
 		if p = <-next; p != nil {
@@ -241,6 +257,7 @@ func (sb *Sandbox) Start(spec procSpec) (*proc, error) {
 			return nil, err
 		}
 	}
+	sb.guard.track(p, before)
 	// The follower ends once the launcher is reaped, which its caller
 	// (or, after a report, the watcher) sees to, and the next spare is
 	// on its way.
@@ -302,6 +319,7 @@ func (sb *Sandbox) Close() error {
 		}
 	}
 	s.calls.Wait()
+	sb.guard.close()
 	return nil
 }
 
@@ -532,9 +550,9 @@ func setUpNamespaces(pol launchPolicy) error {
 	if err := syscall.Mount("tmpfs", home, "tmpfs", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=4k,mode=000"); err != nil {
 		return fmt.Errorf("hide $ZOT_HOME %s: %w", home, err)
 	}
-	for _, p := range pol.ReadOnly {
-		if err := bindReadOnly(p); err != nil {
-			return fmt.Errorf("keep %s read-only: %w", p, err)
+	for _, b := range pol.Binds {
+		if err := bindOver(b.Path, b.ReadOnly); err != nil {
+			return fmt.Errorf("keep %s in place: %w", b.Path, err)
 		}
 	}
 	// The working directory was entered before the mounts: a mount made
@@ -554,16 +572,16 @@ func setUpNamespaces(pol launchPolicy) error {
 	return nil
 }
 
-// bindReadOnly binds path (a file or a directory, if it exists) over
-// itself and makes that mount read-only: nothing beneath it can be
-// written, and, a mount point, it cannot be renamed or removed. The
-// remount keeps the flags the kernel locks on a mount inherited from
-// another user namespace.
-func bindReadOnly(path string) error {
+// bindOver binds path (a file or a directory, if it exists) over itself:
+// a mount point cannot be renamed or removed. readOnly makes that mount
+// read-only: nothing beneath it can be written. The remount keeps the
+// flags the kernel locks on a mount inherited from another user
+// namespace.
+func bindOver(path string, readOnly bool) error {
 	if _, err := os.Lstat(path); err != nil {
-		return nil // made later: the trust digest is what covers it
+		return nil // made later: the guard after the command covers it
 	}
-	if err := syscall.Mount(path, path, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+	if err := syscall.Mount(path, path, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil || !readOnly {
 		return err
 	}
 	var st syscall.Statfs_t
@@ -891,4 +909,34 @@ func installSeccomp(offline bool) error {
 	}
 	runtime.KeepAlive(prog)
 	return nil
+}
+
+// statIDs are a file's device, inode and change time: what a command
+// cannot set back after writing it.
+func statIDs(st fs.FileInfo) (dev, ino uint64, ctime int64) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(s.Dev), s.Ino, s.Ctim.Nano()
+	}
+	return 0, 0, 0
+}
+
+// openDirHandle opens a handle on a directory (O_PATH: not for reading)
+// that follows it through renames.
+func openDirHandle(path string) (*os.File, error) {
+	const oPath = 0x200000
+	fd, err := syscall.Open(path, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// handlePath is where the directory of a handle is now; "" when it was
+// removed or cannot be told.
+func handlePath(f *os.File) string {
+	p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil || !filepath.IsAbs(p) || strings.HasSuffix(p, " (deleted)") {
+		return ""
+	}
+	return p
 }

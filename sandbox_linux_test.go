@@ -543,21 +543,47 @@ func TestSandboxCheckCommand(t *testing.T) {
 // each mode, with the zot binary as the launcher and the spare launcher
 // ready, as it is when the model takes a moment between calls; ms-median
 // is the median call, the figure the issue asks for (run with
-// -benchtime=200x).
+// -benchtime=200x). The git cases run in a repository with what zot
+// guards there (a .zot, a .claude, a runok.yml): the guard's look before
+// and after each call, and the namespaces path's binds, are in them.
 func BenchmarkSandboxBashCall(b *testing.B) {
 	l := newSandboxLayout(b)
+	var guarded []guardedPath
+	if _, err := exec.LookPath("git"); err == nil {
+		repo := filepath.Join(l.work, "repo")
+		os.Mkdir(repo, 0o755)
+		gitRepo(b, repo, 100)
+		os.MkdirAll(filepath.Join(repo, ".zot"), 0o755)
+		os.MkdirAll(filepath.Join(repo, ".claude"), 0o755)
+		os.WriteFile(filepath.Join(repo, "runok.yml"), []byte("rules: []\n"), 0o644)
+		guarded = projectGuarded(repo, nil, nil)
+	}
 	for _, c := range []struct {
 		mode  sandboxMode
 		force string
-	}{{sandboxOff, ""}, {sandboxWorkspace, ""}, {sandboxWorkspaceOffline, ""}, {sandboxWorkspace, "landlock-only"}, {sandboxWorkspaceOffline, "landlock-only"}} {
+		git   bool
+	}{{sandboxOff, "", false}, {sandboxWorkspace, "", false}, {sandboxWorkspaceOffline, "", false}, {sandboxWorkspace, "landlock-only", false}, {sandboxWorkspaceOffline, "landlock-only", false},
+		{sandboxWorkspace, "", true}, {sandboxWorkspace, "landlock-only", true}} {
 		name := string(c.mode)
 		if c.force != "" {
 			name += "/" + c.force
 		}
+		if c.git {
+			name += "/git"
+		}
 		b.Run(name, func(b *testing.B) {
-			env := NewToolEnv(l.work, false)
+			if c.git && guarded == nil {
+				b.Skip("BENCHMARK SKIPPED: git is not installed")
+			}
+			env, guard := NewToolEnv(l.work, false), []guardedPath(nil)
+			if c.git {
+				env, guard = NewToolEnv(filepath.Join(l.work, "repo"), false), guarded
+			}
 			if c.mode != sandboxOff {
-				sb := l.sandbox(b, c.mode, c.force)
+				sb, _, err := newSandbox(sandboxConfig{Mode: c.mode, Cwd: env.Cwd, Home: l.home, Temp: l.tmp, Force: c.force, Guard: guard})
+				if err != nil {
+					b.Fatal(err)
+				}
 				sb.launcher = zotBin // what a bash call of zot starts
 				env.Sandbox = sb
 			}

@@ -17,7 +17,8 @@ import (
 // sandbox before every bash call. The command rewrites both scripts to
 // escape; at the next bash call neither may run as rewritten: on the
 // namespaces path the rewrite fails (read-only), on the landlock-only
-// path the changed scripts are untrusted before they run.
+// path the guard puts every script back once the command has ended (and
+// were one left changed, it would be untrusted before it ran).
 func TestSandboxedCommandCannotRewriteWhatRunsOutside(t *testing.T) {
 	t.Parallel()
 	for _, path := range sandboxPaths {
@@ -86,9 +87,14 @@ echo '{"jsonrpc":"2.0","id":1,"result":{"status":"allow"}}'
 				if !strings.Contains(first, "Read-only file system") {
 					t.Errorf("no read-only refusal in the first result:\n%.2000s", first)
 				}
-			default: // landlock-only: the rewrite goes through; the scripts are untrusted
-				if !strings.Contains(second, "changed since this directory was trusted") {
-					t.Errorf("the second call does not say the scripts changed:\n%.3000s", second)
+			default: // landlock-only: the rewrite goes through, and is undone
+				if !strings.Contains(first, "zot undid it") || strings.Contains(second, "changed since this directory was trusted") {
+					t.Errorf("the rewrites were not undone after the first call:\n%.3000s\n%.3000s", first, second)
+				}
+			}
+			for rel, want := range map[string]string{".zot/guard.sh": allow, ".git/config": "[core]\n", ".mcp.json": `{"mcpServers": {}}`} {
+				if b, _ := os.ReadFile(filepath.Join(z.cwd, rel)); string(b) != want {
+					t.Errorf("%s is %q after the session", rel, b)
 				}
 			}
 		})
@@ -109,7 +115,7 @@ func TestFileToolsRefuseTheSandboxsReadOnlyPaths(t *testing.T) {
 			os.MkdirAll(filepath.Dir(script), 0o755)
 			os.WriteFile(script, []byte("x"), 0o644)
 			sb, _, err := newSandbox(sandboxConfig{Mode: sandboxWorkspace, Cwd: l.work, Home: l.home, Temp: l.tmp, Force: path.force,
-				ReadOnly: append(projectControlPaths(l.work), script)})
+				Guard: append(projectGuarded(l.work, nil, nil), guardedPath{Path: script, Kind: guardFile})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +130,10 @@ func TestFileToolsRefuseTheSandboxsReadOnlyPaths(t *testing.T) {
 				".git/config":           true,
 				"scripts/server.js":     true,
 				"scripts/other.js":      false,
-				".git/objects/ab/cdef":  false,
+				".git/objects/ab/cdef":  true, // all of git's directory
+				".git/commondir":        true, // does not exist: refused all the same
+				"runok.yml":             true,
+				"runok.local.yaml":      true,
 				"src/main.go":           false,
 			} {
 				args, _ := json.Marshal(obj{"path": rel, "content": "y"})

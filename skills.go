@@ -538,6 +538,5 @@ func runSkillsCommand(args []string, extra []skillRoot, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "zot: no skill named %q (zot skills list shows them)\n", sanitize(words[1]))
 		return exitFailure
 	}
-	fmt.Fprint(stderr, skillsUsage.text(""))
-	return exitUsage
+	return skillsUsage.misuse(words, stderr)
 }

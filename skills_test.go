@@ -618,8 +618,8 @@ func TestSkillsCommand(t *testing.T) {
 	}{
 		{[]string{"skills", "show", "nope"}, 1, `zot: no skill named "nope" (zot skills list shows them)`},
 		{[]string{"skills"}, 2, "Usage:"},
-		{[]string{"skills", "frob"}, 2, "Usage:"},
-		{[]string{"skills", "show"}, 2, "Usage:"},
+		{[]string{"skills", "frob"}, 2, "zot skills: unknown command \"frob\"\nzot skills — "},
+		{[]string{"skills", "show"}, 2, "zot skills show: NAME is missing"},
 		{[]string{"skills", "list", "--frob"}, 2, "zot skills: unknown flag --frob"},
 		{[]string{"skills", "list", "--cwd"}, 2, "--cwd needs a value"},
 		{[]string{"skills", "list", "--cwd", filepath.Join(other, "missing")}, 2, "is not a directory"},

@@ -36,10 +36,11 @@ type Tool interface {
 	Run(ctx context.Context, args json.RawMessage, progress func(line string)) ToolResult
 }
 
-// ReadOnlyTool is a tool that says whether it changes nothing — reads and
-// searches, an MCP tool its server marks readOnlyHint — and so may run in
-// plan mode. A tool without the method is taken to change things.
+// ReadOnlyTool is a tool that says whether it changes nothing — read,
+// grep, find, ls, an MCP tool its server marks readOnlyHint — and so may
+// run in plan mode. A tool without the method is taken to change things.
 type ReadOnlyTool interface {
+	Tool
 	ReadOnly() bool
 }
 
@@ -269,6 +270,15 @@ type ToolEnv struct {
 	// (zot acp: the editor's buffers). Set it before the tools run.
 	Editor *EditorFiles
 
+	// ReadRule, when set, is what the permission rules say of reading a
+	// path a search tool (grep, find, ls) meets beneath where it started:
+	// named as the model would reach it, and real, symlinks resolved.
+	// What is not PathAllowed is neither listed nor read. Private are
+	// directories the search tools never enter, sandbox or not
+	// ($ZOT_HOME). Set both before the tools run.
+	ReadRule func(named, real string) PathVerdict
+	Private  []string
+
 	spillMu sync.Mutex
 	spills  []keptSpill
 }
@@ -319,6 +329,11 @@ type CommandSandbox interface {
 	// outside the sandbox might do what was refused (a write outside the
 	// writable set, the network), which it never says of $ZOT_HOME.
 	Explain(output string) (note string, outside bool)
+	// After checks, once nothing of the command started as p runs any
+	// more, what it changed that programs outside the sandbox read or run
+	// (git, validators, rule files), puts that back, and returns a note
+	// saying so, else "".
+	After(p *proc) string
 }
 
 // Confinement is the sandbox a gate chose for one call, over the
@@ -476,6 +491,11 @@ func BuiltinTools(env *ToolEnv) []Tool {
 	return []Tool{readTool{env}, writeTool{env}, editTool{env}, bashTool{env}}
 }
 
+// SearchTools returns grep, find and ls, in that order.
+func SearchTools(env *ToolEnv) []Tool {
+	return []Tool{grepTool{env}, findTool{env}, lsTool{env}}
+}
+
 // followPath resolves the symlinks of the deepest part of abs that exists
 // and keeps the rest, which a write is about to create, as it is. It is
 // for messages (the sandbox's notes): the tools open paths through
@@ -589,6 +609,26 @@ func (a *toolArgs) number(name string) (float64, bool) {
 	}
 	a.fail("%s must be a number", label)
 	return 0, false
+}
+
+// boolean accepts true and false, or a string holding one.
+func (a *toolArgs) boolean(name string) bool {
+	v, label, ok := a.field(name)
+	if !ok {
+		return false
+	}
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return b
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		if b, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return b
+		}
+	}
+	a.fail("%s must be true or false", label)
+	return false
 }
 
 func (a *toolArgs) integer(name string) (int, bool) {
@@ -1042,7 +1082,7 @@ func shellArgv(command string) []string { return []string{bashToolShell().Path, 
 // result names is registered with env, which removes it at Close.
 func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Duration, progress func(string)) ToolResult {
 	argv := shellArgv(command)
-	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout}
+	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout, bigStdout: true}
 	start := startProc
 	sb := env.sandbox(ctx)
 	if sb != nil {
@@ -1125,6 +1165,11 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 			confined = note
 		}
 	}
+	if sb != nil {
+		if note := sb.After(p); note != "" {
+			b.WriteString("\n" + note)
+		}
+	}
 	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code, Confined: confined}
 }
 
@@ -1167,7 +1212,7 @@ func newShellOutput(budget int, spillLimit int64) *shellOutput {
 // output is read straight into the spill file's chunks, which go to its
 // writer as they are: a gigabyte of output is not copied once more.
 func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
-	own := make([]byte, spillChunk)
+	own := make([]byte, headRead)
 	for {
 		buf, chunk := own, o.spill != nil && o.spillErr == nil
 		if chunk {
@@ -1342,10 +1387,13 @@ type spillFile struct {
 }
 
 // spillBuffers is how many chunks of output may wait for the disk, and
-// spillChunk the size of one: what one read of a pipe gives at most.
+// spillChunk the size of one: what one read of a bash call's pipe gives
+// at most. Until the output outgrows the result, it is read in smaller
+// reads (headRead), so a call that prints little allocates little.
 const (
 	spillBuffers = 2
-	spillChunk   = 64 << 10
+	spillChunk   = bigPipe
+	headRead     = 64 << 10
 )
 
 func newSpillFile(limit int64) (*spillFile, error) {

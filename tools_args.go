@@ -19,6 +19,9 @@ const (
 	ToolEdit  = "edit"
 	ToolBash  = "bash"
 	ToolSkill = "skill"
+	ToolGrep  = "grep"
+	ToolFind  = "find"
+	ToolLs    = "ls"
 	// ToolPresentPlan ends plan mode: the model's plan, for the user to
 	// approve (tools_plan.go).
 	ToolPresentPlan = "present_plan"
@@ -26,7 +29,7 @@ const (
 
 // BuiltinToolNames lists the built-in tools, which no extension or MCP
 // server may take the name of.
-var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill, ToolPresentPlan}
+var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill, ToolGrep, ToolFind, ToolLs, ToolPresentPlan}
 
 // ReadArgs are the read tool's arguments.
 type ReadArgs struct {
@@ -165,6 +168,88 @@ func ParsePlanArgs(raw json.RawMessage) (string, error) {
 		return "", errors.New(`invalid arguments for present_plan: "plan" must not be empty`)
 	}
 	return plan, a.err
+}
+
+// GrepArgs are the grep tool's arguments.
+type GrepArgs struct {
+	Pattern    string // an RE2 regular expression
+	Path       string // a file or a directory; "" is the working directory
+	Glob       string // which files, by name or path (searchGlob); "" is every file
+	IgnoreCase bool
+}
+
+func ParseGrepArgs(raw json.RawMessage) (GrepArgs, error) {
+	a := parseToolArgs(ToolGrep, raw)
+	a.require("pattern")
+	g := GrepArgs{Pattern: a.str("pattern"), Path: a.str("path"), Glob: a.str("glob"), IgnoreCase: a.boolean("ignore_case")}
+	switch {
+	case a.err != nil:
+		return g, a.err
+	case g.Pattern == "":
+		return g, errors.New(`invalid arguments for grep: "pattern" must not be empty`)
+	}
+	return g, nil
+}
+
+// FindArgs are the find tool's arguments.
+type FindArgs struct {
+	Pattern string // a glob (searchGlob)
+	Path    string // the directory to look in; "" is the working directory
+}
+
+func ParseFindArgs(raw json.RawMessage) (FindArgs, error) {
+	a := parseToolArgs(ToolFind, raw)
+	a.require("pattern")
+	f := FindArgs{Pattern: a.str("pattern"), Path: a.str("path")}
+	switch {
+	case a.err != nil:
+		return f, a.err
+	case strings.TrimSpace(f.Pattern) == "":
+		return f, errors.New(`invalid arguments for find: "pattern" must not be empty (use "*" for every name)`)
+	}
+	return f, nil
+}
+
+// LsArgs are the ls tool's arguments.
+type LsArgs struct {
+	Path string // "" is the working directory
+}
+
+func ParseLsArgs(raw json.RawMessage) (LsArgs, error) {
+	a := parseToolArgs(ToolLs, raw)
+	l := LsArgs{Path: a.str("path")}
+	return l, a.err
+}
+
+// searchRoot is the path a grep, find or ls call searches, as its tool
+// reads it ("." when it names none); ok is false for another tool, or
+// for arguments the tool will refuse.
+func searchRoot(call ToolCall) (root string, ok bool) {
+	var p string
+	var err error
+	switch call.Name {
+	case ToolGrep:
+		var a GrepArgs
+		a, err = ParseGrepArgs(call.Args)
+		p = a.Path
+	case ToolFind:
+		var a FindArgs
+		a, err = ParseFindArgs(call.Args)
+		p = a.Path
+	case ToolLs:
+		var a LsArgs
+		a, err = ParseLsArgs(call.Args)
+		p = a.Path
+	default:
+		return "", false
+	}
+	if err != nil {
+		return "", false
+	}
+	if p == "" {
+		p = "."
+	}
+	return p, true
 }
 
 // builtinPath is the path a read, write or edit call names, as its tool

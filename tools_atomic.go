@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -20,6 +21,26 @@ import (
 // so a later run removes it once that process is gone (removeStaleTemp):
 // the next write into the same directory, and the checkpoint walk of the
 // project, which never records one.
+
+// underLock runs fn holding an exclusive lock (flock) on lockPath, made
+// 0600 when missing, in a directory made 0700 when missing: how zots
+// running at once read, change and rewrite one of zot's own files and
+// keep every change. The kernel drops the lock when the holder dies, even
+// by kill -9.
+func underLock(lockPath string, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o700); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lockPath, err)
+	}
+	return fn()
+}
 
 // writeFileAtomic creates or replaces path with data so that a reader, or
 // a crash, sees the old file or the new one, never a mix: the data goes to

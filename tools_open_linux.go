@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -340,4 +341,109 @@ func (s statInfo) Mode() fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
+}
+
+// openedDir is a directory a search tool opened (tools_search.go). What
+// is in it is looked at and opened relative to it, by descriptor, never
+// following a symlink: what a search meets cannot lead it out of the
+// directory the walk to it judged, whatever is swapped meanwhile.
+type openedDir struct {
+	fd     int    // O_RDONLY | O_DIRECTORY
+	path   string // the path walked to it
+	hidden fileIDSet
+}
+
+// openDirectory opens the directory the walk found, for listing; hidden
+// are the directories a search never enters below it.
+func (at *openedParent) openDirectory(hidden []string) (*openedDir, error) {
+	name := at.name
+	if name == "" { // the walk ended at "/", which dir is
+		name = "."
+	}
+	fd, err := syscall.Openat(at.dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: at.real(), Err: err}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Dev != at.st.Dev || st.Ino != at.st.Ino {
+		syscall.Close(fd)
+		return nil, errChanged
+	}
+	return &openedDir{fd: fd, path: at.real(), hidden: fileIDs(hidden)}, nil
+}
+
+func (d *openedDir) close() { syscall.Close(d.fd) }
+
+// names lists the directory, in name order: at most max names, more
+// saying there were others.
+func (d *openedDir) names(max int) (names []string, more bool, err error) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := syscall.ReadDirent(d.fd, buf)
+		if err != nil {
+			return nil, false, &fs.PathError{Op: "readdir", Path: d.path, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+		if len(names) > max {
+			names, more = names[:max], true
+			break
+		}
+	}
+	sort.Strings(names)
+	return names, more, nil
+}
+
+// stat describes what is under name, a symlink as a symlink.
+func (d *openedDir) stat(name string) (fs.FileInfo, error) {
+	fd, err := syscall.Openat(d.fd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: filepath.Join(d.path, name), Err: err}
+	}
+	return statInfo{name, st}, nil
+}
+
+// openDir opens the directory under name, which must be the one stat
+// described; a hidden one is refused (hiddenError).
+func (d *openedDir) openDir(name string, want fs.FileInfo) (*openedDir, error) {
+	at := filepath.Join(d.path, name)
+	fd, err := syscall.Openat(d.fd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: at, Err: err}
+	}
+	var st syscall.Stat_t
+	w, ok := want.Sys().(*syscall.Stat_t)
+	if err := syscall.Fstat(fd, &st); err != nil || !ok || st.Dev != w.Dev || st.Ino != w.Ino {
+		syscall.Close(fd)
+		return nil, errChanged
+	}
+	if d.hidden.has(&st) {
+		syscall.Close(fd)
+		return nil, hiddenError{at}
+	}
+	return &openedDir{fd: fd, path: at, hidden: d.hidden}, nil
+}
+
+// openFile opens the regular file under name, which must be the one stat
+// described, for reading.
+func (d *openedDir) openFile(name string, want fs.FileInfo) (*os.File, error) {
+	at := filepath.Join(d.path, name)
+	fd, err := syscall.Openat(d.fd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: at, Err: err}
+	}
+	var st syscall.Stat_t
+	w, ok := want.Sys().(*syscall.Stat_t)
+	if err := syscall.Fstat(fd, &st); err != nil || !ok || st.Dev != w.Dev || st.Ino != w.Ino {
+		syscall.Close(fd)
+		return nil, errChanged
+	}
+	return os.NewFile(uintptr(fd), at), nil
 }

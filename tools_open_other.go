@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -154,4 +155,90 @@ func (at *openedParent) writeAtomic(data []byte, mode fs.FileMode, owner *fileOw
 		d.Close()
 	}
 	return nil
+}
+
+// openedDir is a directory a search tool opened (tools_search.go), by
+// name; see tools_open_linux.go. Here each step is checked by identity
+// against what the step before saw, and a final open refuses a symlink.
+type openedDir struct {
+	path   string
+	fi     fs.FileInfo
+	hidden []fs.FileInfo
+}
+
+// openDirectory opens the directory the walk found, for listing.
+func (at *openedParent) openDirectory(hidden []string) (*openedDir, error) {
+	d := &openedDir{path: at.real(), fi: at.fi}
+	for _, h := range hidden {
+		if fi, err := os.Stat(h); err == nil {
+			d.hidden = append(d.hidden, fi)
+		}
+	}
+	return d, nil
+}
+
+func (d *openedDir) close() {}
+
+// names lists the directory, in name order: at most max names, more
+// saying there were others.
+func (d *openedDir) names(max int) (names []string, more bool, err error) {
+	f, err := os.OpenFile(d.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, d.fi) {
+		return nil, false, errChanged
+	}
+	for {
+		batch, err := f.Readdirnames(1024)
+		names = append(names, batch...)
+		if len(names) > max {
+			names, more = names[:max], true
+			break
+		}
+		if err != nil || len(batch) == 0 {
+			break
+		}
+	}
+	sort.Strings(names)
+	return names, more, nil
+}
+
+// stat describes what is under name, a symlink as a symlink.
+func (d *openedDir) stat(name string) (fs.FileInfo, error) {
+	return os.Lstat(filepath.Join(d.path, name))
+}
+
+// openDir opens the directory under name, which must be the one stat
+// described; a hidden one is refused (hiddenError).
+func (d *openedDir) openDir(name string, want fs.FileInfo) (*openedDir, error) {
+	at := filepath.Join(d.path, name)
+	fi, err := os.Lstat(at)
+	if err != nil {
+		return nil, err
+	}
+	if !os.SameFile(fi, want) || !fi.IsDir() {
+		return nil, errChanged
+	}
+	for _, h := range d.hidden {
+		if os.SameFile(fi, h) {
+			return nil, hiddenError{at}
+		}
+	}
+	return &openedDir{path: at, fi: fi, hidden: d.hidden}, nil
+}
+
+// openFile opens the regular file under name, which must be the one stat
+// described, for reading.
+func (d *openedDir) openFile(name string, want fs.FileInfo) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(d.path, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, want) {
+		f.Close()
+		return nil, errChanged
+	}
+	return f, nil
 }

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -44,6 +43,10 @@ type trustEntry struct {
 	// symlinks resolved): the sandbox keeps them read-only. Their digests
 	// are in Content.
 	Files []string `json:"-"`
+	// Tightens: a rules file with nothing trust withholds (deny and ask
+	// rules only). It needs no trust in a directory never trusted; once
+	// one is, it is part of what was trusted like any other entry.
+	Tightens bool `json:"-"`
 }
 
 // Kinds of project programs.
@@ -126,14 +129,21 @@ type trustStatus struct {
 	// Declined says the user chose to go on without exactly these
 	// programs (recordDecline): the TUI does not ask again.
 	Declined bool
+	// recorded: trust.json holds a record of the directory.
+	recorded bool
 }
 
-// Pending are the changes that keep the directory untrusted (new and
-// changed entries; a removed program cannot run).
+// Pending are the changes that keep the directory untrusted: new and
+// changed entries, and a removed rules file (its deny rules went with
+// it); a removed program cannot run. A rules file that only tightens is
+// no change in a directory never trusted.
 func (st trustStatus) Pending() []trustChange {
 	var out []trustChange
 	for _, c := range st.Changes {
-		if c.Change != "removed" {
+		switch {
+		case c.Change == "removed" && c.Entry.Kind != trustRules:
+		case c.Change == "new" && c.Entry.Tightens && !st.recorded:
+		default:
 			out = append(out, c)
 		}
 	}
@@ -223,7 +233,7 @@ func checkTrust(home, dir string, entries []trustEntry, kinds []string) trustSta
 	}
 	var trusted []trustEntry
 	if r := tf.Projects[key]; r != nil && err == nil {
-		trusted = r.Entries
+		trusted, st.recorded = r.Entries, true
 	}
 	st.Changes = diffTrust(trusted, entries, kinds)
 	st.Trusted = err == nil && len(st.Pending()) == 0
@@ -331,18 +341,10 @@ func revokeTrust(home, dir string) (trusted, declined bool, err error) {
 // updateTrustFile reads, changes and rewrites trust.json while holding an
 // exclusive lock on trust.json.lock.
 func updateTrustFile(home string, change func(*trustFile)) error {
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", home, err)
-	}
-	lock, err := os.OpenFile(trustLockPath(home), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", trustLockPath(home), err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", trustLockPath(home), err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	return underLock(trustLockPath(home), func() error { return changeTrustFile(home, change) })
+}
+
+func changeTrustFile(home string, change func(*trustFile)) error {
 	path := trustPath(home)
 	tf, err := loadTrustFile(home)
 	if err != nil {
@@ -421,6 +423,11 @@ func runTrustCommand(args []string, collect func(dir string) (entries []trustEnt
 	}
 	if revoke {
 		trusted, declined, err := revokeTrust(home, dir)
+		if key, kerr := trustKey(dir); kerr == nil {
+			dir = key // say which directory ".", or a relative path, was
+		} else if abs, aerr := filepath.Abs(dir); aerr == nil {
+			dir = abs
+		}
 		switch {
 		case err != nil:
 			fmt.Fprintf(stderr, "zot trust: %s\n", sanitize(err.Error()))

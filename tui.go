@@ -187,6 +187,7 @@ type TUI struct {
 	afterStop     []func(t *TUI) // changes waiting for the stopped turn to end (whenIdle)
 	lastBlock     string         // what the scrollback ends with: "text", "tool" or ""
 	folded        []*toolResult  // results shown cut, which ctrl+o shows in full
+	pendingShell  []string       // !commands and their output, for the next prompt
 	expandBack    int            // ctrl+o pressed this many times in a row
 	rule          string         // the line above the editor, for the current width
 
@@ -560,6 +561,16 @@ func (t *TUI) handle(m any) {
 			}
 			t.pushDialog(d)
 		}
+	case msgElicit:
+		if m.req.ctx.Err() == nil {
+			d := newElicitDialog(m.req)
+			if time.Since(t.lastKeyAt) < confirmTypingGap {
+				d.armAt = time.Now().Add(confirmPause) // as for a confirmation
+			}
+			t.pushDialog(d)
+		}
+	case msgElicitGone:
+		t.dialogs.drop(func(x dialog) bool { e, ok := x.(*elicitDialog); return ok && e.req == m.req })
 	case msgNote:
 		t.note(m.n)
 	case msgPanel:
@@ -572,6 +583,8 @@ func (t *TUI) handle(m any) {
 		t.modeChanged(m.mode)
 	case msgLog:
 		t.logf(m.st, "%s", m.text)
+	case msgShellDone:
+		t.shellDone(m)
 	case msgBtwDelta:
 		m.d.delta(m.seq, m.delta)
 	case msgBtwDone:
@@ -642,6 +655,9 @@ func (t *TUI) key(k key) {
 		return
 	case isCtrl('o'):
 		t.expandFolded()
+		return
+	case isCtrl('r'):
+		t.searchHistory()
 		return
 	case isCtrl('l'):
 		t.write(t.scr.forget(t.width))
@@ -730,7 +746,11 @@ func (t *TUI) submitText(display, text string) {
 		t.ed.set(display)
 		return
 	}
-	if strings.HasPrefix(text, "//") {
+	if command, ok := shellCommand(text); ok {
+		t.runShellCommand(command)
+		return
+	}
+	if strings.HasPrefix(text, "//") || strings.HasPrefix(text, "!!") {
 		text, display = text[1:], display[1:]
 	}
 	q := queuedPrompt{display: display, text: text}

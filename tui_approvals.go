@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"slices"
-	"strings"
 )
 
 // The TUI's approvals: the confirmation dialog shows an edit's or write's
@@ -11,8 +10,8 @@ import (
 // its JSON, a command with who asked, and the answers an approval allows:
 // yes; no, or no with a message for the model; and, where an allow ends
 // the question, yes and don't ask again this session for the command's
-// prefix (or for file edits), or the same saved as a Claude Code allow
-// rule to .claude/settings.local.json.
+// prefix (or for file edits), or the same saved for this directory in
+// $ZOT_HOME/approvals.json (approvals_saved.go).
 
 // approvalConfirm is the TUI's ConfirmFunc: the session's approvals,
 // asking through the dialog.
@@ -71,7 +70,7 @@ func approvalOptions(q approvalQuestion) [][2]string {
 	case len(o.Prefixes) > 0:
 		return [][2]string{
 			{"p", "yes, and don't ask again for " + o.Describe() + " this session"},
-			{"s", "yes, and save " + strings.Join(o.ClaudeRules(), ", ") + " to .claude/settings.local.json"},
+			{"s", "yes, and don't ask again for " + o.Describe() + " in this directory (saved)"},
 		}
 	}
 	return nil
@@ -120,12 +119,12 @@ func (d *confirmDialog) chooseApproval(t *TUI, letter string) (ok bool) {
 	switch letter {
 	case "p", "e":
 	case "s":
-		path := claudeLocalSettings(t.cfg.Cwd)
-		rules := d.req.q.Offer.ClaudeRules()
-		if err := saveClaudeAllowRules(path, rules); err != nil {
-			t.logf(fgRed, "✗ could not save %s: %s", strings.Join(rules, ", "), err)
+		what := d.req.q.Offer.Describe()
+		where, err := t.cfg.Approvals.Save(d.req.q.Offer)
+		if err != nil {
+			t.logf(fgRed, "✗ could not save %s: %s", what, err)
 		} else {
-			t.logf(sDim, "saved %s to %s", strings.Join(rules, ", "), path)
+			t.logf(sDim, "saved %s for this directory in %s", what, where)
 		}
 	default:
 		return false

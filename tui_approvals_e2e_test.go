@@ -9,8 +9,9 @@ import (
 )
 
 // The TUI's approvals under tmux: an edit asks with its diff, and "don't
-// ask again for `go test *`" ends the next go test's question — saved to
-// .claude/settings.local.json when that answer is taken.
+// ask again for `go test *`" ends the next go test's question — saved for
+// the directory in $ZOT_HOME/approvals.json when that answer is taken,
+// with nothing written into the project.
 func TestTUIApprovalsShowTheDiffAndRememberAPrefix(t *testing.T) {
 	t.Parallel()
 	needTmux(t)
@@ -41,7 +42,7 @@ func TestTUIApprovalsShowTheDiffAndRememberAPrefix(t *testing.T) {
 			tm.typeText("y")
 			screen = tm.waitFor("go test ./... > first.txt")
 			screen = tm.waitFor("enter, or the letter")
-			for _, want := range []string{"rules:claude-code asks", "don't ask again for `go test *` this session", "save Bash(go test:*) to .claude/settings.local.json"} {
+			for _, want := range []string{"rules:claude-code asks", "don't ask again for `go test *` this session", "don't ask again for `go test *` in this directory (saved)"} {
 				if !strings.Contains(screen, want) {
 					t.Errorf("the command's question lacks %q:\n%s", want, screen)
 				}
@@ -56,12 +57,15 @@ func TestTUIApprovalsShowTheDiffAndRememberAPrefix(t *testing.T) {
 			if data, _ := os.ReadFile(filepath.Join(z.cwd, "notes.txt")); string(data) != "alpha\ngamma\n" {
 				t.Errorf("notes.txt = %q", data)
 			}
-			saved, err := os.ReadFile(filepath.Join(z.cwd, ".claude", "settings.local.json"))
+			if _, err := os.Stat(filepath.Join(z.cwd, ".claude")); err == nil {
+				t.Error("the answer was written into the project")
+			}
+			saved, _ := readSavedApprovals(filepath.Join(z.home, "approvals.json"), z.cwd)
 			switch {
-			case letter == "p" && err == nil:
-				t.Errorf("a session's answer was saved:\n%s", saved)
-			case letter == "s" && !strings.Contains(string(saved), `"allow": [`+"\n"+`      "Bash(go test:*)"`):
-				t.Errorf("settings.local.json: %v\n%s", err, saved)
+			case letter == "p" && saved != nil:
+				t.Errorf("a session's answer was saved: %q", saved)
+			case letter == "s" && (len(saved) != 1 || strings.Join(saved[0], " ") != "go test"):
+				t.Errorf("saved %q, want go test", saved)
 			}
 			tm.exitAndCheck()
 		})

@@ -42,6 +42,8 @@ func builtinCommands() []slashCommand {
 		{"login", "[PROVIDER]", "save an API key to auth.json", true, (*TUI).cmdLogin},
 		{"logout", "[PROVIDER]", "remove a saved API key", true, (*TUI).cmdLogout},
 		{"mode", "[NAME]", "show the modes, or switch to one (shift+tab cycles them)", false, (*TUI).cmdMode},
+		{"status", "", "model, server, session, context, sandbox, jail, approvals", false, (*TUI).cmdStatus},
+		{"cost", "", "tokens and cost of this session so far", false, (*TUI).cmdCost},
 		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
 		{"exit", "", "leave zot", false, func(t *TUI, _ string) { t.exit(exitOK) }},
 	}
@@ -147,6 +149,8 @@ func (t *TUI) cmdHelp(string) {
 		{"ctrl+c", "stop the agent · clear the editor (ctrl+y brings it back) · on an idle, empty editor, twice to exit"},
 		{"ctrl+d", "exit (on an empty editor) · delete forward"},
 		{"ctrl+o", "show the last folded tool result in full (again: the one before)"},
+		{"ctrl+r", "search the prompt history (type to filter, enter puts it in the editor)"},
+		{"!command", "run a shell command yourself (no model turn; the output goes with your next prompt; !! sends a prompt that starts with !)"},
 		{"↑ ↓  ctrl+p ctrl+n", "move between rows · walk the prompt history"},
 		{"← →  ctrl+b ctrl+f", "move by character (alt+b alt+f, ctrl+← →: by word)"},
 		{"home end  ctrl+a ctrl+e", "start or end of the line"},
@@ -813,8 +817,16 @@ func (t *TUI) cmdLogout(args string) {
 // removeKey removes a saved key; the client of the provider in use is
 // rebuilt without it.
 func (t *TUI) removeKey(provider string) {
-	if err := saveAuthKey(t.cfg.Home, provider, ""); err != nil {
+	removed, err := removeAuthKey(t.cfg.Home, provider)
+	if err != nil {
 		t.logf(fgRed, "/logout: %v", err)
+		return
+	}
+	if !removed {
+		t.logf(sDim, "/logout: %s holds no %s key; nothing removed", filepath.Join(t.cfg.Home, "auth.json"), provider)
+		if env := keyEnvVar(provider); env != "" && os.Getenv(env) != "" {
+			t.logf(fgYellow, "the %s key in use comes from %s, which /logout does not change", provider, env)
+		}
 		return
 	}
 	t.logf(fgCyan, "removed the %s key from %s", provider, filepath.Join(t.cfg.Home, "auth.json"))
@@ -827,4 +839,87 @@ func (t *TUI) removeKey(provider string) {
 			t.warnNoKey()
 		}
 	}
+}
+
+// Describing the session.
+
+// cmdCost is /cost: what the session's calls to the model used and cost.
+func (t *TUI) cmdCost(string) {
+	total, last := t.agent.Totals()
+	model := t.agent.CurrentModel()
+	info := lookupModel(t.provider, model)
+	rows := [][2]string{
+		{"input", fmt.Sprintf("%d tokens", total.Input)},
+		{"output", fmt.Sprintf("%d tokens", total.Output)},
+		{"cache read", fmt.Sprintf("%d tokens", total.CacheRead)},
+		{"cache write", fmt.Sprintf("%d tokens", total.CacheWrite)},
+	}
+	cost := fmt.Sprintf("$%.4f", total.CostUSD)
+	if !info.Known {
+		cost += fmt.Sprintf(" (zot knows no prices for %s/%s: calls to it count nothing)", t.provider, model)
+	}
+	rows = append(rows, [2]string{"cost", cost})
+	if total.Estimated {
+		rows = append(rows, [2]string{"", "some counts are zot's estimates: the server reported none"})
+	}
+	rows = append(rows, [2]string{"context", t.contextUse(last, info)})
+	t.commitLine(span{"Cost of this session (since zot started; /sessions shows a saved session's)", sBold})
+	t.commitRows(helpRows(rows, t.width))
+}
+
+// contextUse is how much of the model's context the last call used.
+func (t *TUI) contextUse(last int, info ModelInfo) string {
+	if info.ContextWindow == 0 {
+		return fmt.Sprintf("%d tokens in the last call (window not known)", last)
+	}
+	return fmt.Sprintf("%d of %d tokens (%d%%) in the last call", last, info.ContextWindow, last*100/info.ContextWindow)
+}
+
+// cmdStatus is /status: what this session runs with.
+func (t *TUI) cmdStatus(string) {
+	model := t.agent.CurrentModel()
+	_, last := t.agent.Totals()
+	server := t.endpointFor(t.provider, model)
+	if server == "" {
+		server = "the provider's own"
+	}
+	session := "none (--no-session)"
+	if t.session != nil {
+		session = t.session.Path
+	}
+	sandbox := "off: commands run with your rights, unconfined"
+	if t.cfg.Sandbox != "" && t.cfg.Sandbox != "off" {
+		sandbox = t.cfg.Sandbox + " (docs/sandbox.md)"
+	}
+	jail := "off: read, write and edit reach any path"
+	if t.cfg.ToolEnv.Jailed() {
+		jail = "on: read, write and edit stay inside " + t.cfg.Cwd
+	}
+	t.gateMu.Lock()
+	confirm := "tool calls run without asking, unless a rule or validator asks"
+	if t.cfg.Modes != nil {
+		confirm = "as the mode (below), your rules and validators say"
+	}
+	if t.askTools && !t.approveAll {
+		confirm = "every tool call asks (--no-yolo)"
+	}
+	t.gateMu.Unlock()
+	rows := [][2]string{
+		{"model", t.provider + "/" + model},
+		{"server", server},
+		{"directory", t.cfg.Cwd},
+		{"session", session},
+		{"context", t.contextUse(last, lookupModel(t.provider, model))},
+		{"sandbox", sandbox},
+		{"jail", jail},
+		{"approvals", confirm},
+	}
+	if m := t.cfg.Modes.Current(); m != "" {
+		rows = append(rows, [2]string{"mode", fmt.Sprintf("%s: %s; commands %s (/mode)", m, m.About(), t.cfg.Modes.Confinement(m))})
+	}
+	if t.missingKey != "" {
+		rows = append(rows, [2]string{"key", t.missingKey + " (/login)"})
+	}
+	t.commitLine(span{"Status", sBold})
+	t.commitRows(helpRows(rows, t.width))
 }

@@ -75,12 +75,15 @@ func (s *dialogStack) key(t *TUI, k key) {
 	}
 }
 
-// refuseAll closes every dialog, answering no to the confirmations, whose
-// askers are waiting.
+// refuseAll closes every dialog, answering no to the confirmations and
+// cancel to the MCP servers' questions, whose askers are waiting.
 func (s *dialogStack) refuseAll() {
 	for _, d := range *s {
-		if c, ok := d.(*confirmDialog); ok {
-			c.answer(false)
+		switch d := d.(type) {
+		case *confirmDialog:
+			d.answer(false)
+		case *elicitDialog:
+			d.answer(ElicitAnswer{Action: ElicitCancel})
 		}
 	}
 	*s = nil
@@ -501,6 +504,11 @@ func callRows(call ToolCall, width int) []string {
 			} else {
 				text = string(v)
 			}
+		}
+		var secs float64
+		if call.Name == ToolBash && k == "timeout" && json.Unmarshal(v, &secs) == nil && secs > bashMaxTime.Seconds() {
+			// The model chose it; the user should not think it holds.
+			text += fmt.Sprintf(" (above the maximum: the command is stopped after %gs)", bashMaxTime.Seconds())
 		}
 		rows = append(rows, argRows(k, text, width, limit)...)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -57,8 +58,10 @@ func words(s string) map[string]bool {
 const cKeywords = "auto break case char const continue default do double else enum extern float for goto if inline " +
 	"int long register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
 
-var (
-	langGo = &lexLang{
+// codeLangs maps the names a fence's info string gives to the lexers,
+// built on first use: a run that shows no code does not keep the tables.
+var codeLangs = sync.OnceValue(func() map[string]*lexLang {
+	langGo := &lexLang{
 		keywords: words("break case chan const continue default defer else fallthrough for func go goto if import " +
 			"interface map package range return select struct switch type var"),
 		literals: words("true false nil iota"),
@@ -66,13 +69,13 @@ var (
 			"rune string uint uint8 uint16 uint32 uint64 uintptr"),
 		slashComments: true, quotes: "\"'`", multiline: "`", raw: "`",
 	}
-	langPython = &lexLang{
+	langPython := &lexLang{
 		keywords: words("and as assert async await break class continue def del elif else except finally for from " +
 			"global if import in is lambda match case nonlocal not or pass raise return try while with yield"),
 		literals:     words("True False None"),
 		hashComments: true, quotes: "\"'", triple: true,
 	}
-	langJS = &lexLang{
+	langJS := &lexLang{
 		keywords: words("abstract as async await break case catch class const continue debugger declare default delete do " +
 			"else enum export extends finally for from function get if implements import in instanceof interface keyof let " +
 			"namespace new of private protected public readonly return satisfies set static super switch this throw try " +
@@ -81,27 +84,27 @@ var (
 		types:         words("any bigint boolean never number object string symbol unknown"),
 		slashComments: true, quotes: "\"'`", multiline: "`", dollarWords: true,
 	}
-	langShell = &lexLang{
+	langShell := &lexLang{
 		keywords: words("if then else elif fi for while until do done case esac in function select time return export " +
 			"local readonly declare unset shift exit break continue source alias set eval exec trap"),
 		hashComments: true, hashAfterBlank: true, quotes: "\"'", multiline: "\"'", raw: "'", dollarVars: true,
 	}
-	langJSON = &lexLang{
+	langJSON := &lexLang{
 		literals:      words("true false null"),
 		slashComments: true, quotes: "\"",
 	}
-	langYAML = &lexLang{
+	langYAML := &lexLang{
 		literals:     words("true false null yes no on off True False Null Yes No On Off TRUE FALSE NULL"),
 		hashComments: true, hashAfterBlank: true, quotes: "\"'", wordDash: true, yamlKeys: true,
 	}
-	langC = &lexLang{
+	langC := &lexLang{
 		keywords: words(cKeywords + "alignas alignof asm bool catch class constexpr const_cast decltype delete " +
 			"dynamic_cast explicit export friend mutable namespace new noexcept operator override private protected public " +
 			"reinterpret_cast static_assert static_cast template this throw try typeid typename using virtual"),
 		literals:      words("true false NULL nullptr"),
 		slashComments: true, preprocessor: true, quotes: "\"'", charQuote: true,
 	}
-	langJava = &lexLang{
+	langJava := &lexLang{
 		keywords: words("abstract assert boolean break byte case catch char class const continue default do double else " +
 			"enum extends final finally float for goto if implements import instanceof int interface long native new " +
 			"package permits private protected public record return sealed short static strictfp super switch " +
@@ -109,7 +112,7 @@ var (
 		literals:      words("true false null"),
 		slashComments: true, quotes: "\"'", charQuote: true, triple: true,
 	}
-	langRust = &lexLang{
+	langRust := &lexLang{
 		keywords: words("as async await break const continue crate dyn else enum extern fn for if impl in let loop match " +
 			"mod move mut pub ref return self Self static struct super trait type unsafe use where while"),
 		literals: words("true false None Some Ok Err"),
@@ -117,7 +120,7 @@ var (
 			"Vec Box"),
 		slashComments: true, quotes: "\"'", charQuote: true,
 	}
-	langCSharp = &lexLang{
+	langCSharp := &lexLang{
 		keywords: words("abstract as async await base bool break byte case catch char checked class const continue " +
 			"decimal default delegate do double else enum event explicit extern finally fixed float for foreach get goto " +
 			"if implicit in init int interface internal is lock long namespace new object operator out override params " +
@@ -127,22 +130,20 @@ var (
 		literals:      words("true false null"),
 		slashComments: true, preprocessor: true, quotes: "\"'", charQuote: true, triple: true,
 	}
-	langDiff = &lexLang{diff: true}
-)
-
-// codeLangs maps the names a fence's info string gives to the lexers.
-var codeLangs = map[string]*lexLang{
-	"go": langGo, "golang": langGo,
-	"python": langPython, "py": langPython, "python3": langPython,
-	"javascript": langJS, "js": langJS, "jsx": langJS, "mjs": langJS, "cjs": langJS,
-	"typescript": langJS, "ts": langJS, "tsx": langJS,
-	"sh": langShell, "bash": langShell, "shell": langShell, "zsh": langShell, "ksh": langShell, "console": langShell,
-	"json": langJSON, "jsonc": langJSON, "json5": langJSON,
-	"yaml": langYAML, "yml": langYAML,
-	"c": langC, "h": langC, "cpp": langC, "c++": langC, "cc": langC, "cxx": langC, "hpp": langC,
-	"java": langJava, "rust": langRust, "rs": langRust, "csharp": langCSharp, "cs": langCSharp, "c#": langCSharp,
-	"diff": langDiff, "patch": langDiff,
-}
+	langDiff := &lexLang{diff: true}
+	return map[string]*lexLang{
+		"go": langGo, "golang": langGo,
+		"python": langPython, "py": langPython, "python3": langPython,
+		"javascript": langJS, "js": langJS, "jsx": langJS, "mjs": langJS, "cjs": langJS,
+		"typescript": langJS, "ts": langJS, "tsx": langJS,
+		"sh": langShell, "bash": langShell, "shell": langShell, "zsh": langShell, "ksh": langShell, "console": langShell,
+		"json": langJSON, "jsonc": langJSON, "json5": langJSON,
+		"yaml": langYAML, "yml": langYAML,
+		"c": langC, "h": langC, "cpp": langC, "c++": langC, "cc": langC, "cxx": langC, "hpp": langC,
+		"java": langJava, "rust": langRust, "rs": langRust, "csharp": langCSharp, "cs": langCSharp, "c#": langCSharp,
+		"diff": langDiff, "patch": langDiff,
+	}
+})
 
 // codeLang is the lexer for the info string after a fence's opening
 // ("```go", "~~~ {.python}"): its first word, case aside; nil when the
@@ -151,7 +152,7 @@ func codeLang(info string) *lexLang {
 	info = strings.TrimLeft(info, "`~ ")
 	name, _, _ := strings.Cut(info, " ")
 	name = strings.ToLower(strings.Trim(name, "{}."))
-	return codeLangs[name]
+	return codeLangs()[name]
 }
 
 // lexState is what one line of code leaves open for the next: a block

@@ -52,7 +52,7 @@ func TestHighlightColoursEachFamily(t *testing.T) {
 			t.Errorf("%s: the block did not end: %q", c.lang, tail)
 		}
 	}
-	if codeLang("```Go title=x") != langGo || codeLang("~~~ {.python}") != langPython || codeLang("```brainfuck") != nil {
+	if codeLang("```Go title=x") != codeLangs()["go"] || codeLang("~~~ {.python}") != codeLangs()["python"] || codeLangs()["go"] == nil || codeLang("```brainfuck") != nil {
 		t.Errorf("the language is not read from the info string")
 	}
 }
@@ -89,7 +89,7 @@ func TestHighlightStreamsLikeTheWhole(t *testing.T) {
 	for _, c := range highlightSamples {
 		checkCodeStream(t, c.lang, c.code, rng)
 	}
-	for lang := range codeLangs {
+	for lang := range codeLangs() {
 		checkCodeStream(t, lang, strings.Join(highlightEdges, "\n"), rng)
 	}
 }
@@ -113,7 +113,7 @@ func FuzzHighlightStream(f *testing.F) {
 func TestHighlightedCodeNeverEmitsEscapes(t *testing.T) {
 	t.Parallel()
 	hostile := "x\x1b]0;TITLE\x07 \x1b[2J\"\x1b[31ms\" // \x1b]52;c;cHduZWQ=\x07 \u009b2J\r"
-	for lang := range codeLangs {
+	for lang := range codeLangs() {
 		tui, v := newTestTUI(t, 80, 24)
 		feed(tui, Event{Type: "assistant_start"})
 		for _, piece := range []string{"```" + lang + "\n", hostile[:7], hostile[7:], "\n```\n"} {

@@ -54,6 +54,7 @@ func (t *TUI) startPrompt(q queuedPrompt) {
 	t.notes = nil
 	t.commitPrompt(q.display, attached)
 	t.commitRows(t.pictures(files))
+	files = append(t.takeShellContext(), files...)
 	t.beginRun(func(ctx context.Context, sink Sink) error {
 		return t.agent.Prompt(ctx, q.text, files, sink)
 	})
@@ -450,13 +451,6 @@ func toolSummary(name string, raw json.RawMessage) string {
 		parts = append(parts, k+"="+v)
 	}
 	return oneLine(truncate(strings.Join(parts, " "), 300))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // showTranscript prints a loaded conversation: prompts, answers, tool

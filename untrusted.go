@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -779,4 +780,11 @@ func structJSONNames(t reflect.Type) []string {
 	}
 	walk(t)
 	return slices.Clip(names)
+}
+
+// lazyRegexp compiles expr on first use: zot's patterns are many and most
+// runs use few of them, and compiling them all at start cost a tenth of
+// the memory `zot --version` touched.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

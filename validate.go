@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -583,6 +584,19 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: -1, ValidatorReply: ValidatorReply{
 			Status:  DecisionAsk,
 			Message: validatorText("zot cannot tell everything this line runs, so validators and rules may not have seen all of it: " + strings.Join(unfollowed, "; ")),
+		}})
+	}
+	for i, c := range split.Commands {
+		// A validator judges the words as written; where some are known
+		// only at run time its allow is not about what will run. echo,
+		// printf, test … run nothing they are given.
+		if c.Exact || quietCommands[c.Name] || !slices.ContainsFunc(vs, func(v Validator) bool { return v.appliesTo(c.Name, sc.FoldCase) }) {
+			continue
+		}
+		what := shaped{words: c.Words, shapes: c.Shapes, open: c.Open}.unknownWhat()
+		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: i, ValidatorReply: ValidatorReply{
+			Status:  DecisionAsk,
+			Message: validatorText("validators are asked about the words as written, and " + what + ", so zot asks"),
 		}})
 	}
 	for _, a := range r.Answers {

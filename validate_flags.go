@@ -123,7 +123,7 @@ func flagRule(name string) (cmdFlagRule, bool) {
 	if r, ok := cmdFlagRules[name]; ok {
 		return r, true
 	}
-	if t, ok := optTables[name]; ok {
+	if t, ok := optTables()[name]; ok {
 		return cmdFlagRule{values: t.valueOptions(), stopAtArg: true}, true
 	}
 	return cmdFlagRule{}, false

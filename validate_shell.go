@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,6 +56,54 @@ type ShellCommand struct {
 	// set, else as the expression the line assigned (n=$(ls); cat "$n" is
 	// cat "$(ls)").
 	Vars []string
+	// Shapes, unless Exact, say for each word what of it is known only at
+	// run time (nil for a word known in full), and Open that the program
+	// gets more words at run time (xargs, find -exec … {} +): what the
+	// rules must judge for every value it could take.
+	Shapes []WordShape
+	Open   bool
+}
+
+// WordShape is what of one word zot cannot know: its holes, and whether
+// it is a pattern bash matches against file names (Glob: it becomes
+// several words, each one the pattern matches, or stays as written when
+// none does — or, Empty, with nullglob set, becomes no word).
+type WordShape struct {
+	Holes []WordHole
+	Glob  bool
+	Empty bool
+}
+
+// Vanishes says the word may become no word at all: an unquoted
+// expansion that is all of it, or a glob with nullglob set.
+func (s WordShape) Vanishes(w string) bool {
+	if s.Empty {
+		return true
+	}
+	at := 0
+	for _, h := range s.Holes {
+		if h.Start > at || !h.Split {
+			return false
+		}
+		at = h.End
+	}
+	return len(s.Holes) > 0 && at >= len(w)
+}
+
+// Known says the word is its own value.
+func (s WordShape) Known() bool { return len(s.Holes) == 0 }
+
+// Split says the word may become several words (or none: see Vanishes).
+func (s WordShape) Split() bool {
+	if s.Glob {
+		return true
+	}
+	for _, h := range s.Holes {
+		if h.Split {
+			return true
+		}
+	}
+	return false
 }
 
 // ShellSplit is what the splitter found in a line.
@@ -97,6 +146,16 @@ func SplitCommandLine(line string, sc ShellContext) ShellSplit {
 	p := &shellParser{src: line, bash: sc.Bash, out: out, dir: shellDir{path: filepath.Clean(sc.Cwd)}, vars: newVarScope()}
 	p.list(false, false)
 	out.checkArithmetic()
+	if strings.Contains(line, "nullglob") {
+		// Past a shopt -s nullglob (or bash -O nullglob) a glob that
+		// matches nothing is no word; in a loop it may come before.
+		// Every other way to set it is a construct zot asks about.
+		for _, c := range out.cmds {
+			for i := range c.Shapes {
+				c.Shapes[i].Empty = c.Shapes[i].Glob
+			}
+		}
+	}
 	return ShellSplit{Commands: out.cmds, Unfollowed: out.unfollowed}
 }
 
@@ -199,6 +258,26 @@ type word struct {
 	// no "$@".
 	single bool
 	uses   *wordUses // the variables it uses; nil for none
+	// holes are the parts of val known only at run time; glob says bash
+	// matches the word against file names (or expands its braces), which
+	// makes it several words, each one the pattern matches.
+	holes []WordHole
+	glob  bool
+}
+
+// WordHole is a part of a word whose value zot cannot know before the
+// line runs: Words[i][Start:End] is an expansion as written ($x, $(…),
+// `…`, $((…)), <(…), ~), a glob or a brace list. Split says bash splits
+// its value into words (an unquoted expansion, "$@"), so the word may
+// become several words, or none.
+type WordHole struct {
+	Start, End int
+	Split      bool
+}
+
+// hole marks val[start:end] as known only at run time.
+func (w *word) hole(start, end int, split bool) {
+	w.holes = append(w.holes, WordHole{Start: start, End: end, Split: split})
 }
 
 // wordUses are the variables a word uses: refs as $NAME or ${NAME}, opRefs
@@ -998,7 +1077,9 @@ func (p *shellParser) word() word {
 	run := start
 	flush := func() { b.WriteString(p.src[run:p.pos]) }
 	bracket, braces, braceList := false, 0, false
-	glob := func() { w.literal, w.single = false, false }
+	bracketAt, tilde, braceWord := 0, false, false
+	at := func() int { return b.Len() + p.pos - run } // where in val the byte at pos goes
+	glob := func() { w.literal, w.single, w.glob = false, false, true }
 loop:
 	for p.pos < len(p.src) {
 		switch ch := p.src[p.pos]; ch {
@@ -1013,7 +1094,9 @@ loop:
 			}
 			flush()
 			w.plain, w.literal = false, false
+			from := b.Len()
 			p.nest(func() { p.arrayValue(&b) })
+			w.hole(from, b.Len(), false)
 		case '<', '>':
 			if p.peek(1) != '(' {
 				break loop
@@ -1023,10 +1106,11 @@ loop:
 			}
 			flush()
 			w.plain, w.literal = false, false
-			s := p.pos
+			s, from := p.pos, b.Len()
 			p.pos += 2
 			p.substitution(func() { p.list(true, false) })
 			b.WriteString(p.src[s:p.pos])
+			w.hole(from, b.Len(), false)
 		case '\\', '\'', '"', '`', '$':
 			flush()
 			p.wordPart(&b, &w)
@@ -1034,15 +1118,19 @@ loop:
 			switch ch {
 			case '*', '?':
 				glob()
+				w.hole(at(), at()+1, false)
 			case '[':
-				bracket = true
+				if !bracket {
+					bracket, bracketAt = true, at()
+				}
 			case ']':
 				if bracket {
 					glob()
+					w.hole(bracketAt, at()+1, false)
 				}
 			case '~':
 				if p.pos == start {
-					w.literal = false
+					w.literal, tilde = false, true
 				}
 			case '{':
 				braces++
@@ -1056,6 +1144,7 @@ loop:
 						p.shOnly("brace expansion", start)
 					}
 					glob()
+					braceWord = true
 				}
 				braces = max(braces-1, 0)
 			}
@@ -1071,7 +1160,62 @@ loop:
 		flush()
 		w.val = b.String()
 	}
+	switch {
+	case braceWord:
+		// Each word of a brace list is known, but which of them a rule
+		// sees is not worth modelling: any of them, any number.
+		w.holes = []WordHole{{Start: 0, End: len(w.val)}}
+	case tilde:
+		end := strings.IndexByte(w.val, '/')
+		if end < 0 {
+			end = len(w.val)
+		}
+		w.hole(0, end, false)
+	}
+	if !w.literal && len(w.holes) == 0 {
+		w.hole(0, len(w.val), true) // whatever made it so, all of it is unknown
+	}
+	w.holes = mergeHoles(w.holes)
 	return w
+}
+
+// filledAt is the word with every s in it a hole: a program (find, xargs)
+// puts a value there at run time.
+func (w word) filledAt(s string) word {
+	if s == "" || !strings.Contains(w.val, s) {
+		return w
+	}
+	w.literal = false
+	w.holes = slices.Clone(w.holes)
+	for i := 0; ; {
+		j := strings.Index(w.val[i:], s)
+		if j < 0 {
+			break
+		}
+		w.hole(i+j, i+j+len(s), false)
+		i += j + len(s)
+	}
+	w.holes = mergeHoles(w.holes)
+	return w
+}
+
+// mergeHoles sorts holes and joins those that overlap or touch.
+func mergeHoles(hs []WordHole) []WordHole {
+	if len(hs) < 2 {
+		return hs
+	}
+	slices.SortFunc(hs, func(a, b WordHole) int { return a.Start - b.Start })
+	out := hs[:1]
+	for _, h := range hs[1:] {
+		last := &out[len(out)-1]
+		if h.Start <= last.End {
+			last.End = max(last.End, h.End)
+			last.Split = last.Split || h.Split
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // wordPart reads one piece of a word: an escape, a quoted string, an
@@ -1105,7 +1249,9 @@ func (p *shellParser) wordPart(b *strings.Builder, w *word) {
 		p.dquoted(b, w, true)
 	case '`':
 		w.plain, w.literal, w.single = false, false, false
+		from := b.Len()
 		p.backtick(b)
+		w.hole(from, b.Len(), true)
 	case '$':
 		p.dollar(b, w, false)
 	default:
@@ -1142,7 +1288,9 @@ func (p *shellParser) dquoted(b *strings.Builder, w *word, closing bool) {
 			p.dollar(b, w, true)
 		case '`':
 			w.literal = false
+			from := b.Len()
 			p.backtick(b)
+			w.hole(from, b.Len(), false)
 		default:
 			b.WriteByte(ch)
 			p.pos++
@@ -1153,8 +1301,15 @@ func (p *shellParser) dquoted(b *strings.Builder, w *word, closing bool) {
 // dollar reads what follows a $: $( ), $(( )), $[ ], ${ }, $' ', $" " or a
 // parameter, which stays as written.
 func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
-	start := p.pos
+	start, from := p.pos, b.Len()
+	expanded, split := false, !quoted // "$@" and "${a[@]}" split too
+	defer func() {
+		if expanded {
+			w.hole(from, b.Len(), split)
+		}
+	}()
 	expansion := func() {
+		expanded = true
 		w.plain, w.literal = false, false
 		if !quoted {
 			w.single = false
@@ -1189,13 +1344,13 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		p.nest(func() { p.paramExp(quoted, w) })
 		body := strings.TrimSuffix(p.src[min(start+2, p.pos):p.pos], "}")
 		if quoted && strings.Contains(body, "[@]") || strings.HasPrefix(body, "@") {
-			w.single = false // "${a[@]}" is a word per element
+			w.single, split = false, true // "${a[@]}" is a word per element
 		}
 		b.WriteString(p.src[start:p.pos])
 	case n == '\'' && !quoted:
 		if !p.bash {
 			p.shOnly("$'…' (dash: $ and a quoted string)", start)
-			w.plain, w.literal = false, false
+			w.plain, w.literal, expanded = false, false, true
 			b.WriteByte('$')
 			p.pos++
 			return
@@ -1207,7 +1362,7 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		if !p.bash {
 			p.shOnly(`$"…"`, start)
 		}
-		w.plain, w.literal = false, false // a translation could change it
+		w.plain, w.literal, expanded, split = false, false, true, false // a translation could change it
 		p.pos += 2
 		p.dquoted(b, w, true)
 	default:
@@ -1217,7 +1372,7 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 				w.use(name, false)
 			}
 			if quoted && n == '@' {
-				w.single = false
+				w.single, split = false, true
 			}
 		}
 		if n == '$' {
@@ -1227,6 +1382,18 @@ func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
 		}
 		b.WriteByte('$')
 		p.pos++
+		if expanded && n != '$' {
+			// The parameter's name is part of the expansion: $name, or
+			// one character ($1, $@, $?; $10 is $1 and a 0).
+			end := p.pos + 1
+			if n == '_' || isASCIILetter(n) {
+				for end < len(p.src) && isNameByte(p.src[end]) {
+					end++
+				}
+			}
+			b.WriteString(p.src[p.pos:end])
+			p.pos = end
+		}
 	}
 }
 

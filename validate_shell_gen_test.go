@@ -256,7 +256,7 @@ func FuzzSplitterReportsWhatFollowsAnExpansion(f *testing.F) {
 }
 
 // diffExpansionBudget is the share of a plain go test run this test
-// takes: it starts no new line after it.
+// takes: past it no new line starts, once diffSampleMin lines have.
 const diffExpansionBudget = 2 * time.Second
 
 func TestSplitterMatchesBashOnExpansionLines(t *testing.T) {
@@ -288,9 +288,8 @@ func TestSplitterMatchesBashOnExpansionLines(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
+	// However loaded the machine, diffSampleMin lines are checked: the
+	// deadline only bounds how many more.
 	st := lab.checkLinesUntil(t, lines, deadline, note)
 	t.Logf("%s%s", st, note)
-	if st.checked < 20 {
-		t.Errorf("only %d lines were checked in the time given: the test checks little", st.checked)
-	}
 }

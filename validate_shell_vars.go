@@ -367,6 +367,10 @@ func (p *shellParser) substituteWord(w word) ([]word, bool) {
 	out := make([]word, len(fields))
 	for i, f := range fields {
 		out[i] = word{val: f, raw: w.raw, literal: state == varExact, single: state == varExact}
+		if state != varExact {
+			// The value the line assigned is known only as its expression.
+			out[i].holes = []WordHole{{Start: 0, End: len(f), Split: true}}
+		}
 	}
 	return out, true
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // What a simple command runs, as validators see it: the builtins the
@@ -56,12 +57,19 @@ func (p *shellParser) run(ws []word, r reach) {
 		name = p.commandName(name)
 	}
 	vals := make([]string, len(ws))
-	exact := !r.open
+	var shapes []WordShape
 	for i, w := range ws {
 		vals[i] = w.val
-		exact = exact && w.literal
+		if len(w.holes) > 0 {
+			if shapes == nil {
+				shapes = make([]WordShape, len(ws))
+			}
+			shapes[i] = WordShape{Holes: w.holes, Glob: w.glob}
+		}
 	}
-	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact, Vars: r.vars})
+	exact := !r.open && shapes == nil
+	p.out.cmds = append(p.out.cmds, ShellCommand{Name: name, Words: vals, Env: r.env, Raw: r.raw, Via: r.via, Cwd: r.dir, Exact: exact, Vars: r.vars,
+		Shapes: shapes, Open: r.open})
 	if !known {
 		p.unfollow("a command name known only at run time", r.raw)
 		return
@@ -112,7 +120,7 @@ func (p *shellParser) run(ws []word, r reach) {
 		p.checkTest(args, name+" -v", r.raw)
 	case "command", "builtin":
 		// They run a command, or a builtin, in the shell itself.
-		_, rest, stopped, why := getopt(name, args, optTables[name], false)
+		_, rest, stopped, why := getopt(name, args, optTables()[name], false)
 		if p.optionTrouble(why, rest, r) || stopped {
 			return
 		}
@@ -388,8 +396,9 @@ var wrapperSpecs = map[string]wrapperSpec{
 }
 
 // optTables are the parsed tables of the wrappers and of the programs with
-// custom handling.
-var optTables = func() map[string]optTable {
+// custom handling, parsed on first use: a run that checks no command does
+// not keep them.
+var optTables = sync.OnceValue(func() map[string]optTable {
 	specs := map[string]string{
 		"env":     "-i/--ignore-environment -0/--null -u/--unset= -C/--chdir= -S/--split-string= --block-signal=? --default-signal=? --ignore-signal=? --list-signal-handling -v/--debug --help! --version!",
 		"xargs":   "-0/--null -a/--arg-file= -d/--delimiter= -E= -e/--eof=? -I= -i/--replace=? -L= -l/--max-lines=? -n/--max-args= -o/--open-tty -P/--max-procs= -p/--interactive --process-slot-var= -r/--no-run-if-empty -s/--max-chars= --show-limits -t/--verbose -x/--exit --help! --version!",
@@ -413,7 +422,7 @@ var optTables = func() map[string]optTable {
 		t[name] = parseOptTable(s)
 	}
 	return t
-}()
+})
 
 // unwrappedLaunchers run a command given in their arguments by a grammar
 // zot does not model, or are shells it does not read; the line asks
@@ -431,7 +440,7 @@ var unwrappedLaunchers = map[string]bool{
 // runWrapper unwraps a wrapper of wrapperSpecs.
 func (p *shellParser) runWrapper(name string, args []word, r reach) {
 	spec := wrapperSpecs[name]
-	opts, rest, stopped, why := getopt(name, args, optTables[name], false)
+	opts, rest, stopped, why := getopt(name, args, optTables()[name], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return
@@ -776,10 +785,7 @@ func (p *shellParser) runFind(args []word, r reach) {
 			inner.open = plus
 			cmd := make([]word, j-i-1)
 			for k, a := range args[i+1 : j] {
-				if strings.Contains(a.val, "{}") {
-					a.literal = false // find puts a file name there
-				}
-				cmd[k] = a
+				cmd[k] = a.filledAt("{}") // find puts a file name there
 			}
 			p.run(cmd, inner)
 			i = j + 1
@@ -804,7 +810,7 @@ func (p *shellParser) runFind(args []word, r reach) {
 // runXargs: the command after xargs's options gets the words read from its
 // input appended (or, with -I R, put where R is).
 func (p *shellParser) runXargs(args []word, r reach) {
-	opts, rest, stopped, why := getopt("xargs", args, optTables["xargs"], false)
+	opts, rest, stopped, why := getopt("xargs", args, optTables()["xargs"], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return
@@ -835,10 +841,7 @@ func (p *shellParser) runXargs(args []word, r reach) {
 	if replace != "" {
 		cmd := make([]word, len(rest))
 		for i, a := range rest {
-			if strings.Contains(a.val, replace) {
-				a.literal = false // xargs puts its input there
-			}
-			cmd[i] = a
+			cmd[i] = a.filledAt(replace) // xargs puts its input there
 		}
 		rest = cmd
 	}
@@ -855,7 +858,7 @@ func (p *shellParser) runEnv(args []word, r reach) {
 	}
 	var rest []word
 	for {
-		opts, operands, stopped, why := getopt("env", args, optTables["env"], false)
+		opts, operands, stopped, why := getopt("env", args, optTables()["env"], false)
 		if why != "" {
 			p.unfollow(why, r.raw)
 			return
@@ -942,7 +945,7 @@ func envSplit(w word) ([]word, bool) {
 // runSudo: sudo's options, VAR=value words, then the command; -s and -i
 // hand the command to a shell.
 func (p *shellParser) runSudo(args []word, r reach) {
-	opts, rest, stopped, why := getopt("sudo", args, optTables["sudo"], false)
+	opts, rest, stopped, why := getopt("sudo", args, optTables()["sudo"], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return
@@ -1002,7 +1005,7 @@ func (p *shellParser) runSudo(args []word, r reach) {
 }
 
 func (p *shellParser) runDoas(args []word, r reach) {
-	opts, rest, stopped, why := getopt("doas", args, optTables["doas"], false)
+	opts, rest, stopped, why := getopt("doas", args, optTables()["doas"], false)
 	for _, o := range opts {
 		if o.name == "-s" {
 			p.unfollow("doas -s, which starts a shell reading stdin", r.raw)
@@ -1020,7 +1023,7 @@ func (p *shellParser) runDoas(args []word, r reach) {
 // runSu follows su and runuser: -c hands a string to the user's shell,
 // runuser -u runs a command as it is.
 func (p *shellParser) runSu(name string, args []word, r reach) {
-	opts, operands, stopped, why := getopt(name, args, optTables[name], true)
+	opts, operands, stopped, why := getopt(name, args, optTables()[name], true)
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return
@@ -1098,7 +1101,7 @@ func (p *shellParser) joinedScript(name string, words []word, r reach) {
 }
 
 func (p *shellParser) runScript(args []word, r reach) {
-	opts, _, stopped, why := getopt("script", args, optTables["script"], true)
+	opts, _, stopped, why := getopt("script", args, optTables()["script"], true)
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return
@@ -1117,7 +1120,7 @@ func (p *shellParser) runScript(args []word, r reach) {
 
 // runFlock: flock [options] file command…, or file -c string, or fd.
 func (p *shellParser) runFlock(args []word, r reach) {
-	opts, rest, stopped, why := getopt("flock", args, optTables["flock"], false)
+	opts, rest, stopped, why := getopt("flock", args, optTables()["flock"], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return
@@ -1155,7 +1158,7 @@ func (p *shellParser) runFlock(args []word, r reach) {
 // runWatch: watch joins its command's words with spaces and runs them with
 // sh -c, unless -x makes it exec them as they are.
 func (p *shellParser) runWatch(args []word, r reach) {
-	opts, rest, stopped, why := getopt("watch", args, optTables["watch"], false)
+	opts, rest, stopped, why := getopt("watch", args, optTables()["watch"], false)
 	if p.optionTrouble(why, rest, r) || stopped {
 		return
 	}
@@ -1394,9 +1397,9 @@ func (p *shellParser) assigningBuiltin(name string, args []word, r reach) {
 	var names []word
 	switch name {
 	case "read", "mapfile", "readarray":
-		table := optTables["read"]
+		table := optTables()["read"]
 		if name != "read" {
-			table = optTables["mapfile"]
+			table = optTables()["mapfile"]
 		}
 		opts, rest, _, why := getopt(name, args, table, false)
 		if why != "" {

@@ -31,6 +31,8 @@ var protocolVocabularies = map[string]string{
 	"extFrame":       "extension protocol frames",
 	"extEventName":   "extension protocol events",
 	"MCPServerState": "MCP server states",
+	"ElicitMode":     "MCP elicitation modes",
+	"ElicitAction":   "answers to MCP elicitations",
 	"GateDecision":   "the audit log's decisions",
 }
 

@@ -46,6 +46,10 @@ type setup struct {
 	armed   atomic.Bool
 	toolEnv *ToolEnv
 	sandbox *Sandbox // nil: off
+	// guarded are the paths programs outside the sandbox read or run
+	// (projectGuarded): the sandbox guards them, write and edit refuse
+	// them, and no "accept edits" covers them.
+	guarded []guardedPath
 	session *Session
 	skills  []Skill
 	// templates are the prompt templates found, nil when they are off.
@@ -69,13 +73,15 @@ type setup struct {
 	mcpPrefixes []string
 	mcp         *MCPManager
 	mcpStatus   func(server, level, msg string)
-	mcpLogin    *MCPLogin     // the mode's way to an OAuth login in a browser; nil: none
 	mcpWait     time.Duration // see awaitMCPBeforeFirstTurn
 	// checkpoints record the files around each call that may change them
 	// (nil when they are off); runID names the checkpoints of a run
 	// without a session file.
 	checkpoints *Checkpoints
 	runID       string
+	// savedApprovals are the "don't ask again" answers saved for this
+	// directory (approvals_saved.go).
+	savedApprovals [][]string
 	// editorMCP are MCP servers an editor passed (zot acp): the user's
 	// own, started beside the configured ones. rules are the rules
 	// guardTools loaded.
@@ -122,6 +128,9 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	entries, kinds, _ := projectPrograms(s.home, s.cwd, o, hooksOn)
 	s.trust, s.trustKinds = checkTrust(s.home, s.cwd, entries, kinds), kinds
 	s.projectOK = s.trust.Trusted || o.trustProject
+	var problems []string
+	s.savedApprovals, problems = readSavedApprovals(savedApprovalsPath(s.home), s.cwd)
+	s.notes = append(s.notes, problems...)
 	cfg, err := loadConfig(s.home)
 	s.config = cfg
 	switch {
@@ -179,23 +188,23 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, usageError{err.Error()}
 	}
-	if key == "" && s.provider != "ollama" && baseURL == "" {
-		if !o.interactive {
-			return nil, fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
-		}
+	noKey := key == "" && s.provider != "ollama" && baseURL == ""
+	if noKey && o.interactive {
 		s.missingKey = "no API key for " + s.provider
 	}
 
 	// What a zot that did not get to close left behind a day ago is of no
 	// use to any session still running.
 	sweepStaleSpills(s.home, os.TempDir())
-	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, sandboxProtected(s.cwd, s.trust.Entries))
+	s.guarded = projectGuarded(s.cwd, s.trust.Entries, LoadPermissionRules(s.permissionSources(nil)).Files)
+	sb, notes, err := sandboxFromSettings(o.sandbox, s.cwd, s.home, s.guarded)
 	if err != nil {
 		return nil, err
 	}
 	s.notes = append(s.notes, notes...)
 	s.toolEnv = NewToolEnv(s.cwd, o.jail)
 	s.toolEnv.BashOutput, s.toolEnv.SpillLimit = cfg.bashLimits(stderrLog(stderr))
+	s.toolEnv.Private = []string{s.home}
 	if sb != nil {
 		s.sandbox, s.toolEnv.Sandbox = sb, sb
 	}
@@ -206,6 +215,11 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
 	reg.SetSource("plan", nil) // present_plan, in plan mode (planTool)
+	if on, err := searchToolsOn(o, s.home); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	} else if on {
+		reg.SetSource("search", SearchTools(s.toolEnv))
+	}
 	s.registerSkills(reg, stderr)
 	s.loadTemplates(stderr)
 	switch {
@@ -213,6 +227,15 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		reg.SetFilter(func(string) bool { return false })
 	case o.tools != "":
 		reg.SetFilter(toolFilter(splitList(o.tools)))
+	}
+	if noKey && !o.interactive {
+		err := fmt.Errorf("no API key for %s: set %s, pass --api-key, or save one with /login in the TUI; for a local server use --provider ollama or --base-url", s.provider, keyEnvVar(s.provider))
+		// A usage error comes first, as a bad flag would; no plugin
+		// starts without a key, so only the built-in tools are known.
+		if bad := s.unmatchedToolPatterns(reg.Names()); len(bad) > 0 {
+			return nil, usageError{fmt.Sprintf("--tools: %s matches no built-in tool (the tools are %s); extensions and MCP servers did not start, since there is %v", strings.Join(bad, ", "), strings.Join(reg.Names(), ", "), err)}
+		}
+		return nil, err
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
@@ -236,6 +259,21 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// searchToolsOn says whether grep, find and ls are offered: they are off
+// unless --tools names one of them or config.json's "search_tools" is
+// true, because their definitions cost every request about 210 tokens
+// (docs/tools.md#grep-find-ls-off-by-default). Plan mode offers them
+// beside present_plan whatever this says (setup.planTool).
+func searchToolsOn(o options, home string) (bool, error) {
+	if o.noTools {
+		return false, nil
+	}
+	if o.tools != "" {
+		return slices.ContainsFunc([]string{ToolGrep, ToolFind, ToolLs}, toolFilter(splitList(o.tools))), nil
+	}
+	return configBool(home, "search_tools", false)
 }
 
 // endpoint is the provider zot talks to, the model and where they are
@@ -298,16 +336,8 @@ func chooseProvider(o options, cfg userConfig) string {
 // then, and an MCP server's tools, which join when it is ready, count by
 // their prefix.
 func (s *setup) checkToolPatterns() error {
-	if s.opts.tools == "" || s.opts.noTools {
-		return nil
-	}
 	names := s.agent.Tools.Names()
-	var unmatched []string
-	for _, p := range splitList(s.opts.tools) {
-		if !slices.ContainsFunc(names, toolFilter([]string{p})) && !slices.ContainsFunc(s.mcpPrefixes, func(prefix string) bool { return patternCouldMatchPrefix(p, prefix) }) {
-			unmatched = append(unmatched, p)
-		}
-	}
+	unmatched := s.unmatchedToolPatterns(names)
 	if len(unmatched) == 0 {
 		return nil
 	}
@@ -316,6 +346,21 @@ func (s *setup) checkToolPatterns() error {
 		there = append(there, p+"* (MCP)")
 	}
 	return usageError{fmt.Sprintf("--tools: %s matches no tool; the tools are %s", strings.Join(unmatched, ", "), strings.Join(there, ", "))}
+}
+
+// unmatchedToolPatterns are the --tools patterns that match none of names
+// and no MCP server's prefix.
+func (s *setup) unmatchedToolPatterns(names []string) []string {
+	if s.opts.tools == "" || s.opts.noTools {
+		return nil
+	}
+	var unmatched []string
+	for _, p := range splitList(s.opts.tools) {
+		if !slices.ContainsFunc(names, toolFilter([]string{p})) && !slices.ContainsFunc(s.mcpPrefixes, func(prefix string) bool { return patternCouldMatchPrefix(p, prefix) }) {
+			unmatched = append(unmatched, p)
+		}
+	}
+	return unmatched
 }
 
 // patternCouldMatchPrefix says whether a --tools pattern may match some
@@ -446,8 +491,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.approvalsStdin && (!o.json || len(o.prompt) == 0) {
 		return fail(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
 	}
+	if o.elicitationStdin && (!o.json || len(o.prompt) == 0) {
+		return fail(stderr, usageError{"--elicitation-stdin reads elicit commands on stdin: use it with --json, and give the prompt as words"})
+	}
 	answers := stdin
-	if o.approvalsStdin {
+	if o.approvalsStdin || o.elicitationStdin {
 		stdin = nil // it carries the answers, not the prompt
 	}
 	text, err := promptText(o, stdin)
@@ -478,14 +526,23 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 			events.Write(Event{Type: EventExtNotify, Extension: "trust", Level: "warn", Message: line})
 		}
 	}
-	host := onceHost(o, stderr)
-	if o.approvalsStdin {
-		broker := newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
-		host.confirm = s.sessionApprovals().Confirm(broker.ask)
-		host.askPlan, host.outside = func() approvalAsker { return broker.ask }, func() bool { return true }
+	host, sessionApprovals := onceHost(o, stderr), s.sessionApprovals()
+	host.confirm = sessionApprovals.CoverOr(host.confirm) // the answers saved for this directory
+	if o.approvalsStdin || o.elicitationStdin {
+		var approvals *approvalBroker
+		var elicits *elicitBroker
+		if o.approvalsStdin {
+			approvals = newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
+			host.confirm = sessionApprovals.Confirm(approvals.ask)
+			host.askPlan, host.outside = func() approvalAsker { return approvals.ask }, func() bool { return true }
+		}
+		if o.elicitationStdin {
+			elicits = newElicitBroker(o.approvalTimeout, func(e elicitationRequestEvent) { events.Write(e) })
+			host.elicit = Elicitor{Form: true, URL: true, Ask: elicits.ask}
+		}
 		quit := make(chan struct{})
 		defer close(quit)
-		go readApprovalAnswers(answers, broker, stderr, quit) // ends with stdin or once quit closes
+		go readClientAnswers(answers, approvals, elicits, stderr, quit) // ends with stdin or once quit closes
 	}
 	exts, stopPlugins, err := s.arm(ctx, host)
 	defer stopPlugins()
@@ -811,12 +868,12 @@ func (h tuiExtHost) Reload(ctx context.Context) tuiReloadStats {
 }
 
 // startPlugins starts what runs beside the agent — MCP servers, extensions
-// and hook commands — and adds the extensions' and the hooks' stages to the
-// agent's pipeline. stop shuts everything down.
-func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus func(server, level, msg string), hookNote func(level, msg string)) (exts *ExtManager, stop func()) {
-	mcp := s.startMCP(ctx, mcpStatus)
-	exts = s.startExtensions(ctx, extOut)
-	hooks := s.startHooks(ctx, hookNote)
+// and hook commands — for the mode's host, and adds the extensions' and
+// the hooks' stages to the agent's pipeline. stop shuts everything down.
+func (s *setup) startPlugins(ctx context.Context, h modeHost) (exts *ExtManager, stop func()) {
+	mcp := s.startMCP(ctx, h)
+	exts = s.startExtensions(ctx, h.ext)
+	hooks := s.startHooks(ctx, h.hookNote)
 	hooks.Attach(s.agent) // also when there are none: every mode has the stage
 	return exts, func() {
 		hooks.SessionEnd(context.Background())
@@ -826,8 +883,10 @@ func (s *setup) startPlugins(ctx context.Context, extOut ExtConfig, mcpStatus fu
 }
 
 // startMCP starts the MCP servers the configuration files name; their
-// tools join the agent's registry as each server gets ready.
-func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg string)) *MCPManager {
+// tools join the agent's registry as each server gets ready, and their
+// questions go to whoever answers them in the mode.
+func (s *setup) startMCP(ctx context.Context, h modeHost) *MCPManager {
+	onStatus := h.mcpStatus
 	src := MCPSources{Home: s.home, Cwd: s.cwd, Files: s.opts.mcpConfigs, SkipDefault: s.opts.noMCP, UntrustedProject: !s.projectOK}
 	if !s.opts.noMCP {
 		src.Plugins = pluginMCPFiles(s.plugins)
@@ -859,9 +918,20 @@ func (s *setup) startMCP(ctx context.Context, onStatus func(server, level, msg s
 		}
 		s.mcpPrefixes = append(s.mcpPrefixes, mcpToolPrefix(c.Name))
 	}
-	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus, Login: s.mcpLogin})
+	refusal := h.elicitRefusal
+	if refusal == "" {
+		refusal = fmt.Sprintf("zot runs here as %s, with nobody to answer a question (run zot in its terminal UI, or answer over rpc or --json --elicitation-stdin)", h.name)
+	}
+	m := NewMCPManager(MCPConfig{Home: s.home, Cwd: s.cwd, Servers: servers, Problems: problems, OnStatus: onStatus,
+		Login: h.mcpLogin, Elicit: h.elicit, ElicitRefusal: refusal})
 	m.Start(ctx, s.agent.Tools)
 	s.mcp, s.mcpStatus = m, onStatus
+	if len(s.mcpPrefixes) > 0 { // a server may start: its tool list may go stale
+		s.agent.Pipeline.AddTurnGate(Stage{Name: "mcp-refresh", Order: OrderPrepare}, func(context.Context, int) (bool, string) {
+			m.Refresh()
+			return false, ""
+		})
+	}
 	return m
 }
 
@@ -1007,6 +1077,9 @@ func (s *setup) guardTools() {
 	src.HostMode = true
 	rules := LoadPermissionRules(src)
 	s.rules = rules
+	if s.toolEnv != nil {
+		s.toolEnv.ReadRule = rules.ReadVerdict
+	}
 	for _, p := range rules.StartupProblems() {
 		s.agent.logf("permission rules: %s", validatorText(p.String()))
 	}
@@ -1025,6 +1098,7 @@ func (s *setup) permissionSources(approved func(PermissionLoosening) bool) Permi
 	src := DefaultPermissionSources(s.cwd)
 	src.UserOwns = func(p string) bool { return userOwns(s.home, p) }
 	src.Approved = approved
+	src.Guarded = guardedBy(s.guarded)
 	return src
 }
 

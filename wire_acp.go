@@ -118,9 +118,10 @@ func editorMCPServer(m acpMCPServer) mcpServerConfig {
 
 // acpHost is the host of an ACP session: notes on stderr (the editor
 // shows the agent's stderr in its log), and the editor answers asks.
-func acpHost(s *setup, ask approvalAsker, stderr io.Writer) modeHost {
+func acpHost(s *setup, req acpOpenRequest, stderr io.Writer) modeHost {
 	return modeHost{name: "zot acp", ext: stderrExtHooks(stderr), mcpStatus: mcpStderrStatus(stderr), hookNote: hooksStderrNotes(stderr),
-		confirm: s.sessionApprovals().Confirm(ask), askPlan: func() approvalAsker { return ask }, outside: func() bool { return true }}
+		confirm: s.sessionApprovals().Confirm(req.Ask), askPlan: func() approvalAsker { return req.Ask }, outside: func() bool { return true },
+		elicit: req.Elicit, elicitRefusal: "the editor did not advertise elicitation in that mode (clientCapabilities.elicitation), so zot acp cannot ask its user"}
 }
 
 // openACPSession builds and arms one session's zot.
@@ -133,7 +134,7 @@ func openACPSession(ctx context.Context, o options, req acpOpenRequest, stderr i
 		}
 		return nil, err
 	}
-	exts, stopPlugins, err := s.arm(ctx, acpHost(s, req.Ask, stderr))
+	exts, stopPlugins, err := s.arm(ctx, acpHost(s, req, stderr))
 	closeAll := func() {
 		stopPlugins()
 		s.close()

@@ -31,6 +31,11 @@ type modeHost struct {
 	gates     []modeGate
 	askPlan   func() approvalAsker
 	outside   func() bool
+	// elicit answers the MCP servers' questions; the zero value answers
+	// none, and a server asking anyway is told elicitRefusal (a default
+	// naming the mode when empty).
+	elicit        Elicitor
+	elicitRefusal string
 	// mcpLogin lets an MCP server's OAuth login happen in a browser while
 	// the mode waits: the TUI's. Modes without one fail such a server,
 	// naming `zot mcp login`.
@@ -61,8 +66,7 @@ func (s *setup) armedGate(ctx context.Context, call ToolCall) GateResult {
 // requiredStages. On error the agent stays unarmed: it runs no tool.
 // stop shuts the plugins down, also after an error.
 func (s *setup) arm(ctx context.Context, h modeHost) (exts *ExtManager, stop func(), err error) {
-	s.mcpLogin = h.mcpLogin
-	exts, stop = s.startPlugins(ctx, h.ext, h.mcpStatus, h.hookNote)
+	exts, stop = s.startPlugins(ctx, h)
 	s.guardTools()
 	for _, g := range h.gates {
 		s.agent.Pipeline.AddToolGate(g.stage, g.gate)
@@ -154,6 +158,9 @@ func rpcHost(o options, srv *rpcServer, hostLog func(format string, args ...any)
 		confirm:  srv.Confirm(NonInteractiveConfirm(o.approveAsks)),
 		askPlan:  srv.Asker,
 		outside:  func() bool { return o.approveAsks || srv.Asker() != nil },
+		// Offered in both modes: a client may say hello after the servers
+		// started; until one opts in, the questions are declined.
+		elicit: Elicitor{Form: true, URL: true, Ask: srv.Elicit},
 	}
 }
 
@@ -183,12 +190,16 @@ func tuiHost(t *TUI) modeHost {
 		gates:    []modeGate{{YoloStage, yolo}},
 		askPlan:  func() approvalAsker { return t.ask },
 		outside:  func() bool { return true },
+		elicit:   Elicitor{Form: true, URL: true, Ask: t.Elicit},
 	}
 }
 
 // sessionApprovals are a mode's "don't ask again" answers: in its working
-// directory, with previews through its file tools' path rules and command
-// lines read by the validators' splitter.
+// directory, starting from those saved for it, with previews through its
+// file tools' path rules and command lines read by the validators'
+// splitter; "file edits here" never covers the guarded paths.
 func (s *setup) sessionApprovals() *sessionApprovals {
-	return newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	a := newSessionApprovals(s.cwd, func(call ToolCall) string { return previewFileChange(s.toolEnv, call) }, splitForApproval)
+	a.guarded = guardedBy(s.guarded)
+	return a.withSaved(savedApprovalsPath(s.home), s.savedApprovals)
 }

@@ -75,7 +75,7 @@ var everyMode = []modeUnderTest{
 			t.Fatal(err)
 		}
 		refuse := func(context.Context, approvalQuestion) approvalAnswer { return approvalAnswer{Decision: ApprovalDeny} }
-		return s, acpHost(s, refuse, io.Discard)
+		return s, acpHost(s, acpOpenRequest{Ask: refuse}, io.Discard)
 	}, armMode, ",rules:claude-code=ask"},
 }
 
@@ -185,7 +185,7 @@ func TestTheModeCheckCatchesAModeWithoutGates(t *testing.T) {
 	unarmed := everyMode[0]
 	unarmed.name = "a mode that forgot to arm"
 	unarmed.start = func(ctx context.Context, s *setup, h modeHost) func() {
-		_, stop := s.startPlugins(ctx, h.ext, h.mcpStatus, h.hookNote)
+		_, stop := s.startPlugins(ctx, h)
 		return stop
 	}
 	o := modeTestHome(t)

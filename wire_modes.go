@@ -108,11 +108,14 @@ func (s *setup) applyMode(m Mode) error {
 	return nil
 }
 
-// planTool offers present_plan to the model, or takes it away.
+// planTool offers present_plan to the model, or takes it away; with it go
+// grep, find and ls, off by default for their token cost but what plan
+// mode reads with when bash is confined or asks (--tools still filters
+// them out).
 func (s *setup) planTool(on bool) {
 	var tools []Tool
 	if on {
-		tools = []Tool{PresentPlanTool(s.presentPlan)}
+		tools = append([]Tool{PresentPlanTool(s.presentPlan)}, SearchTools(s.toolEnv)...)
 	}
 	s.agent.Tools.SetSource("plan", tools)
 }
@@ -175,7 +178,7 @@ func (s *setup) modeSandbox(m Mode) (*Sandbox, sandboxMode, error) {
 	}
 	b := s.boxes.boxes[need]
 	if b == nil {
-		sb, _, err := sandboxFromSettings(string(need), s.cwd, s.home, sandboxProtected(s.cwd, s.trust.Entries))
+		sb, _, err := sandboxFromSettings(string(need), s.cwd, s.home, s.guarded)
 		b = &modeBox{sb, err}
 		s.boxes.boxes[need] = b
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,69 +124,49 @@ func fileDigest(path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// projectControlPaths are the project's files and directories that
-// configure programs running outside the sandbox: .zot/, .claude/,
-// .mcp.json, and the hooks and configuration of its git repository (a
-// worktree's .git file, and the directories it points to).
-func projectControlPaths(cwd string) []string {
-	paths := []string{filepath.Join(cwd, ".zot"), filepath.Join(cwd, ".claude"), filepath.Join(cwd, ".mcp.json")}
+// projectGuarded are the paths of a session in cwd that programs outside
+// the sandbox read or run: the sandbox guards them from commands
+// (sandbox_guard.go), write and edit refuse them in every sandbox mode,
+// and no "accept edits" covers them. They are the project's .zot/,
+// .claude/ (and the settings files in them, whether they exist or not),
+// .mcp.json; what git reads to decide what it runs (sandbox_git.go); every
+// rule file zot would read for cwd, those that do not exist yet too
+// (ruleFiles: the ones it reads now, with what they extend); and every
+// project file a program names (entries).
+func projectGuarded(cwd string, entries []trustEntry, ruleFiles []string) []guardedPath {
 	real, err := filepath.EvalSymlinks(cwd)
 	if err != nil {
-		return paths
+		real = filepath.Clean(cwd)
 	}
-	dotGit := filepath.Join(projectRoot(real), ".git")
-	st, err := os.Lstat(dotGit)
-	switch {
-	case err != nil:
-		return paths
-	case st.IsDir():
-		return append(paths, filepath.Join(dotGit, "hooks"), filepath.Join(dotGit, "config"))
+	home, _ := os.UserHomeDir()
+	at := func(rel string) string { return filepath.Join(real, rel) }
+	out := []guardedPath{
+		{Path: at(".zot"), Kind: guardDir, Bind: bindReadOnly},
+		{Path: at(".claude"), Kind: guardDir, Bind: bindReadOnly},
+		{Path: at(".mcp.json"), Kind: guardFile, Bind: bindReadOnly},
 	}
-	// A worktree or a submodule: .git names the git directory, and that
-	// one the common directory whose hooks and config the worktree uses.
-	paths = append(paths, dotGit)
-	gitDir := pointedDir(dotGit, "gitdir: ", filepath.Dir(dotGit))
-	if gitDir == "" {
-		return paths
+	// Inside the two directories above, which the namespaces path binds
+	// read-only whole: guarded on their own where that bind cannot be made
+	// (a directory made during the session) and on the Landlock path.
+	for _, f := range []string{".zot/validators.json", ".zot/mcp.json", ".zot/settings.json", ".claude/settings.json", ".claude/settings.local.json"} {
+		out = append(out, guardedPath{Path: at(f), Kind: guardFile})
 	}
-	paths = append(paths, filepath.Join(gitDir, "hooks"), filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree"))
-	if common := pointedDir(filepath.Join(gitDir, "commondir"), "", gitDir); common != "" {
-		paths = append(paths, filepath.Join(common, "hooks"), filepath.Join(common, "config"))
+	out = append(out, gitGuarded(projectRoot(real), real, home)...)
+	for _, f := range append(runokFilesFor(real, home), ruleFiles...) {
+		out = append(out, guardedPath{Path: f, Kind: guardFile, Bind: bindReadOnly})
 	}
-	return paths
-}
-
-// pointedDir reads the directory a git pointer file names after prefix,
-// relative to base; "" when there is none.
-func pointedDir(path, prefix, base string) string {
-	b, err := readUntrustedFile(path, 4<<10)
-	if err != nil {
-		return ""
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	dir, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
-	if !ok || dir == "" {
-		return ""
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(base, dir)
-	}
-	return filepath.Clean(dir)
-}
-
-// sandboxProtected are the paths the sandbox keeps read-only to commands
-// (those it finds in its writable set): the project's control paths and
-// every project file its programs name.
-func sandboxProtected(cwd string, entries []trustEntry) []string {
-	out := projectControlPaths(cwd)
 	for _, e := range entries {
 		for _, f := range e.Files {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
+			out = append(out, guardedPath{Path: f, Kind: guardFile, Bind: bindReadOnly})
 		}
 	}
 	return out
+}
+
+// guardedBy says, for a path (absolute, symlinks resolved), which of the
+// guarded paths covers it; "" for none.
+func guardedBy(paths []guardedPath) func(real string) string {
+	return func(real string) string { return guardCovers(paths, real) }
 }
 
 // stillTrusted is the check before a project program starts again: the
@@ -223,7 +204,12 @@ func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trust
 	}
 	if !o.noMCP {
 		kinds = append(kinds, trustMCP)
-		files := mcpProjectFiles(dir)
+		// Given as --mcp-config files are, a missing one would be reported:
+		// a project need not have both.
+		files := slices.DeleteFunc(mcpProjectFiles(dir), func(f string) bool {
+			_, err := os.Lstat(f)
+			return errors.Is(err, fs.ErrNotExist)
+		})
 		slices.Reverse(files) // as --mcp-config files, the last given wins
 		servers, bad := loadMCPConfigs(MCPSources{Files: files, SkipDefault: true})
 		for _, p := range bad {
@@ -317,10 +303,10 @@ func validatorTrustEntry(v Validator, dir string) trustEntry {
 	return withNamedFiles(e, dir, namedProjectFiles(dir, []string{filepath.Dir(v.Source), dir}, v.Argv))
 }
 
-// rulesTrustEntry is what a project's rules file would loosen, as trust
-// covers it: the digest of its allow rules, defaults and definitions.
+// rulesTrustEntry is a project's rules file as trust covers it: what it
+// would loosen, shown, and the digest of its whole content.
 func rulesTrustEntry(l PermissionLoosening, dir string) trustEntry {
-	return trustEntry{Kind: trustRules, Source: relTo(dir, l.File), Name: relTo(dir, l.File), Command: truncate(l.Summary, 400), Content: l.Digest}
+	return trustEntry{Kind: trustRules, Source: relTo(dir, l.File), Name: relTo(dir, l.File), Command: truncate(l.Summary, 400), Content: l.Digest, Tightens: !l.Loosens}
 }
 
 // hookTrustEntries are the commands of one hook settings file, each named
@@ -346,6 +332,17 @@ func hookTrustEntries(path, dir string, problem func(msg string)) []trustEntry {
 				name := fmt.Sprintf("%s #%d", ev, n)
 				if g.matcher != "" {
 					name = fmt.Sprintf("%s %s #%d", ev, g.matcher, n)
+				}
+				if h.URL != "" {
+					// What is sent where: a changed header or variable is
+					// trusted anew.
+					cmd := "POST " + h.URL
+					if len(h.Headers) > 0 || len(h.AllowedEnv) > 0 {
+						b, _ := json.Marshal(map[string]any{"headers": h.Headers, "allowedEnvVars": h.AllowedEnv})
+						cmd += " " + string(b)
+					}
+					out = append(out, trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: cmd})
+					continue
 				}
 				e := trustEntry{Kind: trustHook, Source: relTo(dir, path), Name: name, Command: h.Command}
 				out = append(out, withNamedFiles(e, dir, namedProjectFiles(dir, []string{dir}, hookWords(h.Command, dir))))

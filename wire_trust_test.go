@@ -80,6 +80,69 @@ func TestNamedProjectFiles(t *testing.T) {
 	}
 }
 
+// The attacker changes the rule files of a project the user trusted (a
+// command without the sandbox, a pull): the trust covers every rule
+// file's whole content, so removing a deny, or adding a file that
+// shadows the project's, asks again (issue 34 §3). A project that was
+// never trusted is not asked about for a file that only tightens.
+func TestTrustCoversTheWholeOfEveryRuleFile(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	trustNow := func(dir string) {
+		t.Helper()
+		entries, kinds, _ := projectPrograms(home, dir, options{}, false)
+		if err := recordTrust(home, dir, entries, kinds); err != nil {
+			t.Fatal(err)
+		}
+		if !projectTrusted(home, dir) {
+			t.Fatalf("%s: not trusted right after it was", dir)
+		}
+	}
+	write := func(path, text string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	denyOnly := t.TempDir()
+	write(filepath.Join(denyOnly, "runok.yml"), "rules:\n  - deny: 'git push *'\n")
+	write(filepath.Join(denyOnly, ".claude", "settings.json"), `{"permissions": {"deny": ["Bash(rm:*)"]}}`)
+	if !projectTrusted(home, denyOnly) {
+		t.Error("a project whose rule files only deny asks for trust before it was ever trusted")
+	}
+
+	proj := t.TempDir()
+	sub := filepath.Join(proj, "sub")
+	rules := "rules:\n  - allow: 'git *'\n  - deny: 'git push *'\n"
+	write(filepath.Join(proj, "runok.yml"), rules)
+	write(filepath.Join(sub, "notes.txt"), "x\n")
+	for _, dir := range []string{proj, sub} {
+		if projectTrusted(home, dir) {
+			t.Fatalf("%s: trusted before the user trusted its allow rules", dir)
+		}
+		trustNow(dir)
+	}
+	write(filepath.Join(proj, "runok.yml"), "rules:\n  - allow: 'git *'\n")
+	if projectTrusted(home, proj) || projectTrusted(home, sub) {
+		t.Error("the deny rule was removed, and the directory is still trusted")
+	}
+	write(filepath.Join(proj, "runok.yml"), rules)
+	if !projectTrusted(home, proj) || !projectTrusted(home, sub) {
+		t.Error("the file is back as trusted, and the directory is not")
+	}
+	write(filepath.Join(sub, "runok.yml"), "rules: []\n")
+	if projectTrusted(home, sub) {
+		t.Error("a new runok.yml shadows the trusted one, and the directory is still trusted")
+	}
+	os.Remove(filepath.Join(sub, "runok.yml"))
+	write(filepath.Join(proj, ".claude", "settings.local.json"), `{"permissions": {"deny": []}}`)
+	if projectTrusted(home, proj) {
+		t.Error("a new .claude/settings.local.json, and the directory is still trusted")
+	}
+}
+
 // Trust covers an HTTP server's "oauth" object — where the login goes,
 // which secret goes there — and an entry without one keeps the digest it
 // had before OAuth existed, so that no trusted directory asks again.

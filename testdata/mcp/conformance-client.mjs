@@ -50,7 +50,8 @@ if (ctx.idp_token_endpoint) {
 const commands = {
   initialize: ['tools', 'conf'],
   tools_call: ['call', 'conf', 'add_numbers', '{"a": 5, "b": 3}'],
-  'elicitation-sep1034-client-defaults': ['call', 'conf', 'test_client_elicitation_defaults'],
+  // A user who takes whatever the server's form fills in.
+  'elicitation-sep1034-client-defaults': ['call', '--elicit', 'accept', 'conf', 'test_client_elicitation_defaults'],
   'sse-retry': ['call', 'conf', 'test_reconnection'],
 };
 const args = commands[scenario] || (scenario.startsWith('auth/') ? ['call', 'conf', 'test-tool'] : null);

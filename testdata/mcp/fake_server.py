@@ -16,9 +16,12 @@ MODE picks a misbehaviour:
   mute       its crash tool closes stdout and keeps running
 
 STATE_DIR, when given, receives pid (this process's pid), calls (one line
-per tools/call) and cancelled (one line per notifications/cancelled).
+per tools/call), cancelled (one line per notifications/cancelled) and caps
+(the client's capabilities at initialize).
 
-Tools: echo, read_file, crash, big, slow, progress, ask, change, fail, env.
+Tools: echo, read_file, crash, big, slow, progress, ask, elicit, change,
+fail, env. elicit asks the client a form question (elicitation/create),
+whether or not the client offered elicitation, and returns its answer.
 """
 import json
 import time
@@ -43,6 +46,7 @@ TOOLS = [
     {"name": "deaf", "description": "Stop reading stdin for a minute.", "inputSchema": {"type": "object"}},
     {"name": "progress", "description": "Report progress three times.", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "Ask the client roots/list, sampling and ping.", "inputSchema": {"type": "object"}},
+    {"name": "elicit", "description": "Ask the user where to deploy.", "inputSchema": {"type": "object"}},
     {"name": "change", "description": "Add a tool and announce list_changed.", "inputSchema": {"type": "object"}},
     {"name": "fail", "description": "Return an error result.", "inputSchema": {"type": "object"}},
     {"name": "env", "description": "Return the cwd and FAKE_ENV.", "inputSchema": {"type": "object"}},
@@ -86,9 +90,24 @@ def text(s, is_error=False):
     return {"content": [{"type": "text", "text": s}], "isError": is_error}
 
 
-def ask(rid, method):
+DEPLOY_FORM = {
+    "mode": "form",
+    "message": "Where should this deploy go?",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "title": "Target", "enum": ["staging", "production"], "default": "staging"},
+            "replicas": {"type": "integer", "title": "Replicas", "minimum": 1, "maximum": 9, "default": 2},
+            "note": {"type": "string", "title": "Note", "description": "Why now?", "minLength": 1},
+        },
+        "required": ["target", "note"],
+    },
+}
+
+
+def ask(rid, method, params=None):
     """Send a request to the client and wait for its reply."""
-    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": {}})
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
     while True:
         m = read()
         if m.get("id") == rid and "method" not in m:
@@ -145,6 +164,9 @@ def call(msg):
     elif name == "ask":
         replies = [ask("s1", "roots/list"), ask(2, "sampling/createMessage"), ask("s3", "ping")]
         result(msg, text(json.dumps(replies)))
+    elif name == "elicit":
+        reply = ask("e1", "elicitation/create", DEPLOY_FORM)
+        result(msg, text(json.dumps(reply.get("result") or reply.get("error"), sort_keys=True)))
     elif name == "change":
         TOOLS.append({"name": "added", "description": "Appeared later.", "inputSchema": {"type": "object"}})
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -167,6 +189,7 @@ def handle(msg):
         if MODE == "slowinit":
             time.sleep(1)
         version = msg["params"]["protocolVersion"]
+        note("caps", json.dumps(msg["params"].get("capabilities"), sort_keys=True))
         if MODE == "oldversion":
             version = "1999-01-01"
         result(msg, {"protocolVersion": version,

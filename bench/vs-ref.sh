@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# zot against the reference zot (issue 39), in one run, alternating: each
+# benchmark runs this tree's binary and the reference's in turn, A B A B,
+# RUNS times, and reports both medians and their ratio (ours / the
+# reference's): the machine's load then weighs on both alike.
+#
+#   bench/vs-ref.sh                       # against ../shared/anchors/zot-ref
+#   REF=/path/to/zot RUNS=9 bench/vs-ref.sh
+#
+# The figures:
+#   BenchmarkToolLoop             20 bash calls (`echo hi`) in -p, less a run
+#                                 of none, over 20: ms/call and cpu-ms/call
+#                                 (zot's and the commands')
+#   BenchmarkPrintBash1GBOwnCPU   one bash call printing 1 GB: s (wall),
+#                                 own-cpu-s (zot's own process),
+#                                 command-cpu-s (the command's)
+#   BenchmarkStartRSS             peak RSS of --version and of -p answering
+#                                 once (GNU time)
+# Each line starts with the machine's load average, which the figures
+# depend on; quote it with them.
+set -eu
+cd "$(dirname "$0")/.."
+ref=${REF:-../shared/anchors/zot-ref}
+[ -x "$ref" ] || { echo "no reference binary at $ref (set REF)" >&2; exit 2; }
+export ZOT_BENCH_REF=$(cd "$(dirname "$ref")" && pwd)/$(basename "$ref")
+runs=${RUNS:-5}
+echo "reference: $ZOT_BENCH_REF ($("$ZOT_BENCH_REF" --version)), $runs runs each"
+for bench in BenchmarkToolLoop BenchmarkPrintBash1GBOwnCPU BenchmarkStartRSS; do
+	go test -run '^$' -bench "^$bench\$" -benchtime "${runs}x" -count 1 . |
+		awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '/^Benchmark/ { $2 = ""; $3 = ""; $4 = ""; print "load " load ":", $0 }'
+done
