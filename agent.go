@@ -56,6 +56,11 @@ type Agent struct {
 	// it decides nothing, and its two halves pair around the one run
 	// (docs/choices.md).
 	AroundToolRun func(ctx context.Context, call ToolCall) (after func())
+	// OfferOutside says whether someone may be asked to run a command the
+	// sandbox refused (ToolResult.Confined) once outside it; nil: never.
+	// The run outside is decided like a call of its own: every gate
+	// judges it again, and it always asks.
+	OfferOutside func() bool
 
 	Recorder Recorder
 	Log      func(format string, args ...any)
@@ -718,13 +723,47 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 	if a.AroundToolRun != nil {
 		after = a.AroundToolRun(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
 	}
-	rec.Result = tool.Run(ctx, args, func(line string) {
-		emit(Event{Type: EventToolProgress, ID: call.ID, Text: line})
-	})
+	progress := func(line string) { emit(Event{Type: EventToolProgress, ID: call.ID, Text: line}) }
+	ctx = context.WithValue(ctx, toolCallKey{}, call.ID)
+	rec.Result = tool.Run(WithConfinement(ctx, rec.Decision.Confine), args, progress)
+	if c := rec.Decision.Confine; rec.Result.Confined != "" && (c == nil || !c.Fixed) && a.OfferOutside != nil && a.OfferOutside() && ctx.Err() == nil {
+		rec.Result = a.runOutside(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args}, tool, &rec, progress)
+	}
 	if after != nil {
 		after()
 	}
 	return rec.Result
+}
+
+// runOutside asks whether a command the sandbox refused may run once
+// outside it, and runs it there when the answer is yes. The question is
+// a call of its own: every gate judges the command again, a deny ends it,
+// and it always asks (the sandbox's ask, which no "don't ask again"
+// covers). The model is told what happened either way.
+func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *ToolRecord, progress func(string)) ToolResult {
+	first := rec.Result
+	ask := GateNote{By: "sandbox", Decision: DecisionAsk, Reason: strings.TrimSpace(first.Confined) + "\nRun this one command again, outside the sandbox, with your rights?"}
+	d := a.Pipeline.decide(ctx, call, []GateNote{ask})
+	rec.Decision.Trail = append(rec.Decision.Trail, d.Trail...)
+	if d.Block {
+		first.Content = append(slices.Clone(first.Content), TextBlock("[not run outside the sandbox: "+d.Reason+"]"))
+		first.Confined = ""
+		return first
+	}
+	args := call.Args
+	if d.Args != nil {
+		args, rec.Executed = d.Args, d.Args
+	}
+	rec.Decision.Confine = &Confinement{Name: "off"}
+	res := tool.Run(WithConfinement(ctx, rec.Decision.Confine), args, progress)
+	by := "the approver"
+	if n := len(d.Trail); n > 0 {
+		by = d.Trail[n-1].By
+	}
+	note := TextBlock("[the sandbox refused this command, and " + by + " let it run once outside the sandbox; what follows is that run]")
+	res.Content = append([]Block{note}, res.Content...)
+	res.Confined = ""
+	return res
 }
 
 func isJSONObject(raw json.RawMessage) bool {

@@ -43,6 +43,7 @@ func builtinCommands() []slashCommand {
 		{"skills", "[NAME]", "list skills, or show one", false, (*TUI).cmdSkills},
 		{"login", "[PROVIDER]", "save an API key to auth.json", true, (*TUI).cmdLogin},
 		{"logout", "[PROVIDER]", "remove a saved API key", true, (*TUI).cmdLogout},
+		{"mode", "[NAME]", "show the modes, or switch to one (shift+tab cycles them)", false, (*TUI).cmdMode},
 		{"status", "", "model, server, session, context, sandbox, jail, approvals", false, (*TUI).cmdStatus},
 		{"cost", "", "tokens and cost of this session so far", false, (*TUI).cmdCost},
 		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
@@ -933,6 +934,9 @@ func (t *TUI) cmdStatus(string) {
 	}
 	t.gateMu.Lock()
 	confirm := "tool calls run without asking, unless a rule or validator asks"
+	if t.cfg.Modes != nil {
+		confirm = "as the mode (below), your rules and validators say"
+	}
 	if t.askTools && !t.approveAll {
 		confirm = "every tool call asks (--no-yolo)"
 	}
@@ -946,6 +950,9 @@ func (t *TUI) cmdStatus(string) {
 		{"sandbox", sandbox},
 		{"jail", jail},
 		{"approvals", confirm},
+	}
+	if m := t.cfg.Modes.Current(); m != "" {
+		rows = append(rows, [2]string{"mode", fmt.Sprintf("%s: %s; commands %s (/mode)", m, m.About(), t.cfg.Modes.Confinement(m))})
 	}
 	if t.missingKey != "" {
 		rows = append(rows, [2]string{"key", t.missingKey + " (/login)"})
