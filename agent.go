@@ -67,8 +67,16 @@ type Agent struct {
 	// BeforeCompact, when set, runs before each compaction with its
 	// trigger, "manual" (Compact) or "auto" (Claude Code's PreCompact).
 	BeforeCompact func(ctx context.Context, trigger string)
+	// ToolSearchShare is the share of the context window the tools'
+	// definitions may take before MCP and extension tools go as a list
+	// the model loads from with tool_search (agent_toolsearch.go); 0 is
+	// DefaultToolSearchShare.
+	ToolSearchShare float64
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// listed are the tools the last request listed in tool_search, which
+	// its calls load from.
+	listed     []ToolSpec
 	busy       bool
 	messages   []Message
 	cumulative Usage
@@ -502,11 +510,13 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 	// replaces it whole, and the capacity cut to its length keeps an
 	// append by the provider off it.
 	n := len(a.messages)
+	tools := a.toolsFor(a.messages)
+	a.listed = tools.listed
 	req := Request{
 		Model:     a.Model,
 		System:    a.System,
 		Messages:  a.messages[:n:n],
-		Tools:     a.Tools.Specs(),
+		Tools:     tools.send,
 		Reasoning: a.Reasoning,
 	}
 	a.mu.Unlock()
@@ -669,6 +679,13 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		result = rec.Result
 	}()
 	tool, ok := a.Tools.Lookup(call.Name)
+	if !ok && call.Name == toolSearchName {
+		a.mu.Lock()
+		if a.listed != nil {
+			tool, ok = toolSearchTool{a.listed}, true
+		}
+		a.mu.Unlock()
+	}
 	if !ok {
 		var names []string
 		for _, t := range a.Tools.List() {
@@ -875,12 +892,33 @@ func compactCut(msgs []Message) int {
 	return 0
 }
 
+// toolsFor is how the tools go with a request of msgs: whole, or by
+// tool search when they would fill too much of the window. Called with
+// a.mu held.
+func (a *Agent) toolsFor(msgs []Message) toolPlan {
+	return planTools(a.Tools.Specs(), lookupModel(a.Provider.Name(), a.Model).ContextWindow, a.ToolSearchShare, msgs)
+}
+
 // windowProber is a provider that can ask its server for the model's
 // context window before the first request (a local server: see
 // providers_local.go), so the first turn of a resumed conversation is
 // measured against the real window.
 type windowProber interface {
-	ProbeWindow(ctx context.Context, model string)
+	ProbeWindow(ctx context.Context, model string) int
+}
+
+// ServerWindow asks the server of the model in use for the context it
+// gives the model, once, and returns it (0 when the provider has no such
+// question or the server did not say). The host calls it at start, so the
+// status shows the real window before the first request.
+func (a *Agent) ServerWindow(ctx context.Context) int {
+	a.mu.Lock()
+	p, model := a.Provider, a.Model
+	a.mu.Unlock()
+	if p, ok := p.(windowProber); ok {
+		return p.ProbeWindow(ctx, model)
+	}
+	return 0
 }
 
 // maybeAutoCompact compacts before a turn when the conversation fills the
@@ -892,15 +930,13 @@ type windowProber interface {
 func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted bool) error {
 	a.mu.Lock()
 	last, model, must := a.lastInput, a.Model, a.mustCompact
-	req := Request{System: a.System, Messages: a.messages, Tools: a.Tools.Specs()}
+	req := Request{System: a.System, Messages: a.messages, Tools: a.toolsFor(a.messages).send}
 	estimate := EstimateTokens(req, true)
 	a.mu.Unlock()
 	if justCompacted {
 		return nil
 	}
-	if p, ok := a.Provider.(windowProber); ok {
-		p.ProbeWindow(ctx, model)
-	}
+	a.ServerWindow(ctx)
 	info := lookupModel(a.Provider.Name(), model)
 	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)
 	used := max(last, estimate)

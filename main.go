@@ -425,13 +425,20 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
+	defer cancel()
 	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
 		srv.headers = pc.Local.Headers
-		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
-		err := fetchServerModels(ctx, home, srv, time.Now())
-		cancel()
-		if err != nil {
+		if err := fetchServerModels(ctx, home, srv, time.Now()); err != nil {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
+		}
+	}
+	// The model --model names is listed with the context its server
+	// gives it (a router's loaded model says only in /props?model=); a
+	// plain listing asks the server for its list alone.
+	if prov, err := NewProvider(pc); err == nil && o.model != "" {
+		if p, ok := prov.(windowProber); ok {
+			p.ProbeWindow(ctx, ep.model)
 		}
 	}
 	providers := modelProviders

@@ -60,11 +60,14 @@ type ToolResult struct {
 	ExitCode *int
 }
 
-// ToolSpec is a tool as a provider describes it to the model.
+// ToolSpec is a tool as a provider describes it to the model. Source is
+// where it came from (the registry's source: "builtin", "skill", "ext",
+// "mcp:NAME"), which is not sent.
 type ToolSpec struct {
 	Name        string
 	Description string
 	Schema      json.RawMessage
+	Source      string
 }
 
 func errorResult(format string, args ...any) ToolResult {
@@ -148,10 +151,25 @@ func (r *ToolRegistry) Lookup(name string) (Tool, bool) {
 // List returns the visible tools sorted by name: a stable order keeps the
 // provider's prompt cache warm.
 func (r *ToolRegistry) List() []Tool {
+	var out []Tool
+	for _, st := range r.visible() {
+		out = append(out, st.tool)
+	}
+	return out
+}
+
+type sourcedTool struct {
+	tool   Tool
+	source string
+}
+
+// visible are the tools the model sees, with their sources, sorted by
+// name.
+func (r *ToolRegistry) visible() []sourcedTool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	seen := map[string]bool{}
-	var out []Tool
+	var out []sourcedTool
 	for _, s := range r.sources {
 		for _, t := range s.tools {
 			n := t.Name()
@@ -159,10 +177,10 @@ func (r *ToolRegistry) List() []Tool {
 				continue
 			}
 			seen[n] = true
-			out = append(out, t)
+			out = append(out, sourcedTool{t, s.name})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	sort.Slice(out, func(i, j int) bool { return out[i].tool.Name() < out[j].tool.Name() })
 	return out
 }
 
@@ -186,8 +204,9 @@ func (r *ToolRegistry) Names() []string {
 // Specs describes the visible tools for a provider request.
 func (r *ToolRegistry) Specs() []ToolSpec {
 	var specs []ToolSpec
-	for _, t := range r.List() {
-		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
+	for _, st := range r.visible() {
+		t := st.tool
+		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema(), Source: st.source})
 	}
 	return specs
 }

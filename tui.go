@@ -275,6 +275,7 @@ type (
 		text string
 		st   style
 	}
+	msgRedraw struct{}
 )
 
 // newTUI makes the interactive mode for cfg, drawing to out. From here on
@@ -507,6 +508,13 @@ func (t *TUI) start(prompt string, resume bool) {
 		t.commitRule("continuing " + t.sessionName())
 		t.showTranscript(msgs)
 	}
+	// The status's share of the context is of the server's own window
+	// from the start, not of a guess until the first request.
+	t.background(func() {
+		if t.agent.ServerWindow(t.ctx) > 0 {
+			t.post(msgRedraw{})
+		}
+	})
 	if resume {
 		t.cmdSessions("")
 	}
@@ -579,6 +587,7 @@ func (t *TUI) handle(m any) {
 		t.logf(m.st, "%s", m.text)
 	case msgShellDone:
 		t.shellDone(m)
+	case msgRedraw: // what the status shows changed
 	case msgBtwDelta:
 		m.d.delta(m.seq, m.delta)
 	case msgBtwDone:

@@ -226,7 +226,10 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
-	if a.CompactThreshold, err = cfg.fraction("compact_threshold"); err != nil {
+	if a.CompactThreshold, err = cfg.fraction("compact_threshold", "0.85 compacts at 85% of the context window"); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
+	if a.ToolSearchShare, err = cfg.fraction("tool_search_threshold", "0.25 lists MCP and extension tools for tool_search once all tools take a quarter of the context window"); err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
 	if o.maxSteps > 0 {
@@ -285,12 +288,20 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 			return ep, fmt.Errorf("%s: base_url %w; fix it there, or give --base-url", filepath.Join(home, "config.json"), err)
 		}
 	}
+	if ep.provider == "ollama" && ep.configuredBase == "" {
+		base, err := ollamaEnvBase()
+		if err != nil {
+			return ep, usageError{err.Error()}
+		}
+		ep.configuredBase = base
+	}
 	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
 	ep.baseURL = ep.configuredBase
-	// A models.json entry's baseUrl is where that model is served,
-	// unless --base-url says otherwise for this run.
+	// A models.json entry's baseUrl is where that model is served, and
+	// else the server /model took it from, unless --base-url says
+	// otherwise for this run.
 	if o.baseURL == "" && ep.model != "" {
-		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, ep.baseURL)
+		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, cfg.modelServer(ep.provider, ep.model), ep.baseURL)
 	}
 	var err error
 	ep.key, ep.keySource, err = resolveKey(ep.provider, o.apiKey, home)
@@ -557,7 +568,8 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	prompts := s.prompts(func(msg string) { fmt.Fprintf(stderr, "zot: %s\n", msg) })
-	err = prompts.Send(ctx, s.agent, text, nil, TeeSinks(exts.Observe, sink))
+	var answer finalAnswer
+	err = prompts.Send(ctx, s.agent, text, nil, TeeSinks(exts.Observe, sink, answer.watch))
 	if o.print && final != "" {
 		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
 			final = sanitize(final)
@@ -565,6 +577,14 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
 	switch {
+	case err == nil && answer.problem() != "":
+		// The run worked, but what it was for did not come: a script must
+		// not take an empty or cut answer for one.
+		if events != nil {
+			events.Write(Event{Type: EventError, Message: answer.problem()})
+		}
+		fmt.Fprintf(stderr, "zot: %s\n", answer.problem())
+		return exitFailure
 	case err == nil:
 		return exitOK
 	case events != nil && events.Err() != nil:
@@ -575,6 +595,55 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	return exitFailure
+}
+
+// finalAnswer follows a run's events for what -p and --json exit with:
+// the last reply, the reason its turn ended, its output tokens.
+type finalAnswer struct {
+	text     string
+	thinking bool
+	blocked  bool
+	stop     string
+	output   int
+}
+
+func (f *finalAnswer) watch(e Event) {
+	switch e.Type {
+	case EventAssistantStart:
+		*f = finalAnswer{}
+	case EventAssistantMessage:
+		m := Message{Content: e.Content}
+		f.text = strings.TrimSpace(m.Text())
+		f.thinking = m.thinkingText() != ""
+	case EventMessageBlocked:
+		f.blocked = true
+	case EventUsage:
+		f.output = e.Usage.Output
+	case EventTurnEnd:
+		f.stop = e.Stop
+	}
+}
+
+// problem says what is wrong with the final answer, "" when nothing is:
+// it is empty, or the output limit cut it. An answer a message gate hid
+// was the gate's doing, and a turn that ended in tools or an error is no
+// final answer.
+func (f *finalAnswer) problem() string {
+	if f.blocked || (f.stop != StopEndTurn && f.stop != StopLength) {
+		return ""
+	}
+	limit := fmt.Sprintf("(stop: length, %d output tokens)", f.output)
+	switch {
+	case f.text == "" && f.stop == StopLength && f.thinking:
+		return "the model's answer is empty: it spent the output limit reasoning " + limit + "; raise the model's maxTokens in models.json, or lower --reasoning"
+	case f.text == "" && f.stop == StopLength:
+		return "the model's answer is empty: the output limit came before any text " + limit + "; a local model that does this is often looping: give it a smaller maxTokens in models.json, or try another model"
+	case f.text == "":
+		return "the model's answer is empty (stop: " + f.stop + ")"
+	case f.stop == StopLength:
+		return "the model's answer is incomplete: the output limit cut it " + limit + "; raise the model's maxTokens in models.json, or ask for less at once"
+	}
+	return ""
 }
 
 // promptText is the prompt: the words, then what was piped on stdin
