@@ -27,12 +27,11 @@ var (
 
 // reviewBoundary is one "## " section of docs/review.md as written.
 type reviewBoundary struct {
-	name         string
-	rows         []reviewRead
-	tests        [][2]string // name, file
-	total        int
-	statedTotal  int
-	statedInList int // the overview table's figure, -1 when absent
+	name        string
+	rows        []reviewRead
+	tests       [][2]string // name, file
+	total       int
+	statedTotal int
 }
 
 type reviewRead struct {
