@@ -21,7 +21,7 @@ func TestTUIShellCommandAndHistorySearch(t *testing.T) {
 	}
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "noted"})})
 	tm := startTUI(t, z, anthropicFlags(srv)...)
-	tm.waitFor("no jail")
+	tm.waitFor("ctx 0%")
 	tm.typeText("!ls")
 	tm.keys("Enter")
 	tm.waitFor("kumquat.txt")
@@ -61,7 +61,7 @@ func TestTUIRenameThenResumeByName(t *testing.T) {
 	z := newZotRun(t)
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "noted"})})
 	tm := startTUI(t, z, anthropicFlags(srv)...)
-	tm.waitFor("no jail")
+	tm.waitFor("ctx 0%")
 	tm.typeText("remember the quince")
 	tm.keys("Enter")
 	tm.waitFor("noted")
