@@ -50,6 +50,7 @@ type options struct {
 	reasoning            string
 	maxSteps             int
 	continueLast, resume bool
+	resumeName           string // -r NAME: the session of that name or id
 	sessionPath          string
 	noSession            bool
 	noSkills             bool
@@ -76,7 +77,7 @@ type options struct {
 // sets. The table is the single source of parsing and of --help.
 type flagSpec struct {
 	long, short string
-	arg         string // name of the value; "" for switches
+	arg         string // name of the value; "" for switches; "[NAME]" when it may be left out
 	help        string
 	set         func(o *options, v string) error
 }
@@ -131,7 +132,13 @@ var flagTable = []flagSpec{
 		return nil
 	}},
 	{"continue", "c", "", "continue the newest session of this directory", func(o *options, _ string) error { o.continueLast = true; return nil }},
-	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
+	{"resume", "r", "[NAME]", "resume the session of this directory named NAME (by /rename, or its id); without NAME, pick one", func(o *options, v string) error {
+		o.resume, o.resumeName = true, v
+		if v != "" {
+			return checkSessionName(v)
+		}
+		return nil
+	}},
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
@@ -199,11 +206,19 @@ func parseFlags(args []string) (options, error) {
 		if f == nil {
 			return o, usageError{fmt.Sprintf("unknown flag %s (see zot --help)", name)}
 		}
-		if f.arg == "" {
+		switch {
+		case f.arg == "":
 			if hasValue {
 				return o, usageError{fmt.Sprintf("%s takes no value", name)}
 			}
-		} else if !hasValue {
+		case strings.HasPrefix(f.arg, "["):
+			// An optional value is the next word unless that is a flag, as
+			// with Claude Code's -r: `zot -r NAME prompt…`.
+			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				value = args[i]
+			}
+		case !hasValue:
 			if i+1 >= len(args) {
 				return o, usageError{fmt.Sprintf("%s needs a value (%s)", name, f.arg)}
 			}

@@ -1100,5 +1100,8 @@ func (t *TUI) sessionName() string {
 	if t.session == nil {
 		return "conversation"
 	}
+	if name := t.session.Name(); name != "" {
+		return "session " + name + " (" + filepath.Base(t.session.Path) + ")"
+	}
 	return "session " + filepath.Base(t.session.Path)
 }

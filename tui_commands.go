@@ -30,6 +30,7 @@ func builtinCommands() []slashCommand {
 		{"help", "", "keys and commands", false, (*TUI).cmdHelp},
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
+		{"rename", "NAME", "name this session, so that zot -r NAME resumes it", false, (*TUI).cmdRename},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
 		{"undo", "[ID]", "restore the files to before the last prompt's changes (or checkpoint ID)", true, (*TUI).cmdUndo},
 		{"rewind", "", "go back to before a prompt: files, conversation or both", true, (*TUI).cmdRewind},
@@ -614,6 +615,27 @@ func (t *TUI) clear() {
 	}
 	t.notes = nil
 	t.commitRule("conversation cleared")
+}
+
+func (t *TUI) cmdRename(args string) {
+	name := strings.TrimSpace(args)
+	switch {
+	case t.session == nil:
+		t.logf(fgYellow, "nothing is saved (--no-session), so there is no session to name")
+		return
+	case name == "":
+		if cur := t.session.Name(); cur != "" {
+			t.logf(fgCyan, "this session is named %s; /rename NAME renames it", cur)
+		} else {
+			t.logf(fgYellow, "usage: /rename NAME (then zot -r NAME resumes this session)")
+		}
+		return
+	}
+	if err := t.session.SetName(name); err != nil {
+		t.logf(fgRed, "rename: %s", err)
+		return
+	}
+	t.logf(fgCyan, "this session is named %s: zot -r %s resumes it", name, name)
 }
 
 func (t *TUI) cmdJail(string) {

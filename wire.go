@@ -405,7 +405,7 @@ func splitList(v string) []string {
 // (a session of its own unless useSessionByDefault is false) and its notes
 // shown on stderr. The caller closes it.
 func newModeSetup(o options, useSessionByDefault bool, stderr io.Writer) (*setup, error) {
-	pick, err := pickSessionFromTTY(o.resume, stderr)
+	pick, err := pickSessionFromTTY(o.resume && o.resumeName == "", stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -434,6 +434,12 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 		return nil
 	case o.continueLast:
 		p, err := LatestSession(s.home, s.cwd)
+		if err != nil {
+			return err
+		}
+		path = p
+	case o.resumeName != "":
+		p, err := findSession(s.home, s.cwd, o.resumeName)
 		if err != nil {
 			return err
 		}
@@ -794,8 +800,8 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	o.interactive = true
-	resume := o.resume
-	o.resume = false // the TUI shows its own session picker
+	resume := o.resume && o.resumeName == ""
+	o.resume = false // the TUI shows its own session picker; a name opens at once
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return fail(stderr, err)
