@@ -60,6 +60,8 @@ type options struct {
 	ext                  []string
 	noExt                bool
 	noYolo               bool
+	mode                 Mode // --mode; "" leaves it to the settings (wire_modes.go)
+	modeDefault          Mode // what nobody choosing a mode gives: auto, ask in zot acp
 	approveAsks, noAudit bool
 	approvalsStdin       bool          // --json: approve commands on stdin answer the asks
 	elicitationStdin     bool          // --json: elicit commands on stdin answer the MCP servers' questions
@@ -146,6 +148,11 @@ var flagTable = []flagSpec{
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
+	{"mode", "", "NAME", "ask, accept-edits, plan, auto (the default), sandboxed-auto or dont-ask: what runs without asking (docs/permissions.md#modes)", func(o *options, v string) error {
+		m, err := ParseMode(v)
+		o.mode = m
+		return err
+	}},
 	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
 	{"approvals-stdin", "", "", "with --json: send approval_request events and read approve commands on stdin (the prompt then comes from the words; docs/permissions.md)", func(o *options, _ string) error { o.approvalsStdin = true; return nil }},
@@ -425,13 +432,20 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
+	defer cancel()
 	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
 		srv.headers = pc.Local.Headers
-		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
-		err := fetchServerModels(ctx, home, srv, time.Now())
-		cancel()
-		if err != nil {
+		if err := fetchServerModels(ctx, home, srv, time.Now()); err != nil {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
+		}
+	}
+	// The model --model names is listed with the context its server
+	// gives it (a router's loaded model says only in /props?model=); a
+	// plain listing asks the server for its list alone.
+	if prov, err := NewProvider(pc); err == nil && o.model != "" {
+		if p, ok := prov.(windowProber); ok {
+			p.ProbeWindow(ctx, ep.model)
 		}
 	}
 	providers := modelProviders

@@ -125,7 +125,20 @@ type zotRun struct {
 }
 
 func newZotRun(t *testing.T) *zotRun {
-	return &zotRun{t: t, home: t.TempDir(), cwd: t.TempDir()}
+	z := &zotRun{t: t, home: t.TempDir(), cwd: t.TempDir()}
+	// As a user who has seen it: the note naming the mode nobody chose
+	// comes once per $ZOT_HOME (wire_modes_test.go forgets this).
+	os.Mkdir(filepath.Join(z.home, "noted"), 0o700)
+	for _, kind := range []string{"mode-print", "mode-tui"} {
+		os.WriteFile(filepath.Join(z.home, "noted", kind), nil, 0o600)
+	}
+	return z
+}
+
+// unnoted makes z's $ZOT_HOME one that has shown no note yet.
+func (z *zotRun) unnoted() *zotRun {
+	os.RemoveAll(filepath.Join(z.home, "noted"))
+	return z
 }
 
 func (z *zotRun) cmd(args ...string) *exec.Cmd {
