@@ -292,7 +292,7 @@ func strconvQuote(s string) string {
 func TestExtExampleRedact(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("the redact example needs jq (.ci/run installs it)")
+		skipMissing(t, "the redact example needs jq (.ci/run installs it)")
 	}
 	h := newExtHarness(t, nil, exampleExt(t, "redact"))
 	h.start()
