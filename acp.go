@@ -142,11 +142,13 @@ type acpBackend struct {
 	// Notes are what the user should know before the first prompt (an
 	// untrusted project's programs not started, a repaired session).
 	Notes []string
-	// Modes are the session modes; Mode is the current one, SetMode
-	// changes it.
-	Modes   []acpMode
-	Mode    string
-	SetMode func(id string) error
+	// Modes are the session modes; Mode says the current one, SetMode
+	// changes it, and HearMode tells f of each change, however made (a
+	// plan approved too).
+	Modes    []acpMode
+	Mode     func() string
+	SetMode  func(id string) error
+	HearMode func(f func(id string))
 	// Commands are the slash commands besides the built-in ones of
 	// acp_session.go: prompt templates and skills.
 	Commands []acpCommand
@@ -565,6 +567,9 @@ func (s *acpServer) open(p sessionParams, path string) (*acpSession, error) {
 	ss.id = newSessionID() + newSessionID()
 	if b.Session != nil {
 		ss.id = b.Session.Meta.ID
+	}
+	if b.HearMode != nil {
+		b.HearMode(ss.modeChanged)
 	}
 	s.mu.Lock()
 	if s.sessions[ss.id] != nil {

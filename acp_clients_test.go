@@ -31,7 +31,7 @@ func acpClients(t *testing.T) string {
 		if os.Getenv("ZOT_ACP_REQUIRE_CLIENTS") != "" {
 			t.Fatal(msg)
 		}
-		t.Skip(msg)
+		skipMissing(t, "%s", msg)
 	}
 	return dir
 }
@@ -254,7 +254,7 @@ func TestACPEditorClient(t *testing.T) {
 		t.Parallel()
 		python, err := exec.LookPath("python3")
 		if err != nil {
-			t.Skip("SKIPPING: no python3 for the fake MCP server")
+			skipMissing(t, "SKIPPING: no python3 for the fake MCP server")
 		}
 		srv := startReplay(t,
 			toolStep("m1", "mcp__editorfake__echo", obj{"text": "ping from the model"}),
@@ -296,7 +296,7 @@ func TestACPWithACPX(t *testing.T) {
 	dir := acpClients(t)
 	acpx := filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
 	if _, err := os.Stat(acpx); err != nil {
-		t.Skip("SKIPPING: acpx is not installed in " + dir + " (sh testdata/acp/install-clients.sh)")
+		skipMissing(t, "SKIPPING: acpx is not installed in %s (sh testdata/acp/install-clients.sh)", dir)
 	}
 	for _, policy := range []string{"--approve-all", "--deny-all"} {
 		t.Run(policy, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,10 +188,12 @@ func (ss *acpSession) state() sessionState {
 	return sessionState{Modes: acpModeState{CurrentModeID: ss.mode(), AvailableModes: ss.b.Modes}, ConfigOptions: ss.configOptions()}
 }
 
-func (ss *acpSession) mode() string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.b.Mode
+func (ss *acpSession) mode() string { return ss.b.Mode() }
+
+// modeChanged tells the editor of the session's new mode.
+func (ss *acpSession) modeChanged(id string) {
+	ss.update(acpModeUpdate{SessionUpdate: "current_mode_update", CurrentModeID: id})
+	ss.update(acpConfigUpdate{SessionUpdate: "config_option_update", ConfigOptions: ss.configOptions()})
 }
 
 // configOptions are the session's options: the mode, the model and the
@@ -234,6 +237,9 @@ func acpThoughtLevels(m ModelInfo) []string {
 }
 
 func (ss *acpSession) setMode(id string) error {
+	if m, err := ParseMode(id); err == nil {
+		id = string(m) // Claude Code's names too: acceptEdits, default …
+	}
 	if !slices.ContainsFunc(ss.b.Modes, func(m acpMode) bool { return m.ID == id }) {
 		var ids []string
 		for _, m := range ss.b.Modes {
@@ -241,14 +247,10 @@ func (ss *acpSession) setMode(id string) error {
 		}
 		return acpErrorf(acpInvalidParams, "invalid params: no mode %q (zot has %s)", truncate(id, 40), strings.Join(ids, ", "))
 	}
+	// The editor hears of the change through HearMode (modeChanged).
 	if err := ss.b.SetMode(id); err != nil {
 		return acpErrorf(acpInvalidParams, "mode %s: %v", id, err)
 	}
-	ss.mu.Lock()
-	ss.b.Mode = id
-	ss.mu.Unlock()
-	ss.update(acpModeUpdate{SessionUpdate: "current_mode_update", CurrentModeID: id})
-	ss.update(acpConfigUpdate{SessionUpdate: "config_option_update", ConfigOptions: ss.configOptions()})
 	return nil
 }
 
@@ -677,6 +679,8 @@ func acpToolTitle(call ToolCall) string {
 		if a, err := ParseSkillArgs(call.Args); err == nil && a.Name != "" {
 			return "Skill " + truncate(a.Name, 80)
 		}
+	case ToolPresentPlan:
+		return "The plan, for your approval"
 	}
 	if rest, ok := strings.CutPrefix(call.Name, "mcp__"); ok {
 		server, tool, _ := strings.Cut(rest, "__")
@@ -694,6 +698,8 @@ func acpToolKind(name string) string {
 		return "edit"
 	case ToolBash:
 		return "execute"
+	case ToolPresentPlan:
+		return "switch_mode"
 	}
 	return "other"
 }
@@ -718,6 +724,9 @@ type acpPermissionOption struct {
 // diff. Silence past the approval timeout, a cancelled turn and any
 // answer but an allow are a no.
 func (ss *acpSession) ask(ctx context.Context, q approvalQuestion) approvalAnswer {
+	if q.Plan != nil {
+		return ss.askPlan(ctx, q)
+	}
 	u := ss.describe(q.Call)
 	u.Status = "pending"
 	reason := textContent("zot asks first: " + q.Reason())
@@ -735,6 +744,92 @@ func (ss *acpSession) ask(ctx context.Context, q approvalQuestion) approvalAnswe
 	} else {
 		options = append(options, acpRejectOnce)
 	}
+	id, no := ss.requestPermission(ctx, u, options)
+	switch {
+	case no != nil:
+		return *no
+	case id == acpAllowOnce.OptionID:
+		return approvalAnswer{Decision: ApprovalAllow, By: "the editor's user"}
+	case id == acpAllowAlways.OptionID && q.Offer.any():
+		return approvalAnswer{Decision: ApprovalAlways, By: "the editor's user"}
+	case id == acpRejectAlways.OptionID && q.Offer.any():
+		return approvalAnswer{Decision: ApprovalNever, By: "the editor's user"}
+	case id == acpRejectOnce.OptionID:
+		return approvalAnswer{Decision: ApprovalDeny, By: "the editor's user"}
+	}
+	return acpUnoffered(id)
+}
+
+// askPlan puts a plan to the editor: the session's plan update, then a
+// permission request on the present_plan call whose options approve the
+// plan in each mode offered, or keep planning.
+func (ss *acpSession) askPlan(ctx context.Context, q approvalQuestion) approvalAnswer {
+	ss.update(acpPlanUpdate{SessionUpdate: "plan", Entries: acpPlanEntries(q.Plan.Text)})
+	u := ss.describe(q.Call)
+	u.Status = "pending"
+	plan := textContent(q.Plan.Text)
+	u.Content = []acpToolContent{{Type: "content", Content: &plan}}
+	var options []acpPermissionOption
+	for _, m := range q.Plan.Modes {
+		options = append(options, acpPermissionOption{acpApprovePlan + m, "Approve the plan, then " + Mode(m).Name(), "allow_once"})
+	}
+	options = append(options, acpPermissionOption{"keep-planning", "Keep planning", "reject_once"})
+	id, no := ss.requestPermission(ctx, u, options)
+	switch m, ok := strings.CutPrefix(id, acpApprovePlan); {
+	case no != nil:
+		return *no
+	case ok && slices.Contains(q.Plan.Modes, m):
+		return approvalAnswer{Decision: ApprovalAllow, Mode: m, By: "the editor's user"}
+	case id == "keep-planning":
+		return approvalAnswer{Decision: ApprovalDeny, By: "the editor's user"}
+	}
+	return acpUnoffered(id)
+}
+
+// acpApprovePlan starts the option ids that approve a plan: then the mode.
+const acpApprovePlan = "approve-plan:"
+
+// acpPlanUpdate is the plan session update: the plan's steps.
+type acpPlanUpdate struct {
+	SessionUpdate string         `json:"sessionUpdate"`
+	Entries       []acpPlanEntry `json:"entries"`
+}
+
+type acpPlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority"`
+	Status   string `json:"status"`
+}
+
+// acpPlanEntries are a markdown plan's steps: its list items (- , * , 1. ),
+// each with the lines under it; a plan without a list is one entry.
+func acpPlanEntries(plan string) []acpPlanEntry {
+	var out []acpPlanEntry
+	for _, line := range strings.Split(plan, "\n") {
+		if m := acpPlanItem.FindStringSubmatch(line); m != nil {
+			out = append(out, acpPlanEntry{Content: strings.TrimSpace(m[1]), Priority: "medium", Status: "pending"})
+		}
+	}
+	if len(out) == 0 {
+		out = []acpPlanEntry{{Content: strings.TrimSpace(plan), Priority: "medium", Status: "pending"}}
+	}
+	return out
+}
+
+var acpPlanItem = regexp.MustCompile(`^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*)$`)
+
+// acpUnoffered is the answer to an option zot did not offer: a no.
+func acpUnoffered(id string) approvalAnswer {
+	return approvalAnswer{Decision: ApprovalDeny, By: fmt.Sprintf("the editor (an answer zot did not offer, %q, counts as no)", truncate(id, 60))}
+}
+
+// requestPermission asks the editor, and returns the option chosen, or
+// the no that silence past the approval timeout, a cancelled turn, a
+// failed request or a cancelled question is.
+func (ss *acpSession) requestPermission(ctx context.Context, u acpToolCall, options []acpPermissionOption) (string, *approvalAnswer) {
+	no := func(by string) (string, *approvalAnswer) {
+		return "", &approvalAnswer{Decision: ApprovalDeny, By: by}
+	}
 	wait, cancel := context.WithTimeout(ctx, ss.srv.ApprovalTimeout)
 	defer cancel()
 	var resp struct {
@@ -750,26 +845,17 @@ func (ss *acpSession) ask(ctx context.Context, q approvalQuestion) approvalAnswe
 	}{ss.id, u, options}, &resp)
 	switch {
 	case ctx.Err() != nil:
-		return approvalAnswer{Decision: ApprovalDeny, By: "the editor (the turn was cancelled)"}
+		return no("the editor (the turn was cancelled)")
 	case wait.Err() != nil:
-		return approvalAnswer{Decision: ApprovalDeny, By: fmt.Sprintf("the editor, which did not answer within %s", ss.srv.ApprovalTimeout)}
+		return no(fmt.Sprintf("the editor, which did not answer within %s", ss.srv.ApprovalTimeout))
 	case err != nil:
-		return approvalAnswer{Decision: ApprovalDeny, By: "the editor (" + err.Error() + ")"}
+		return no("the editor (" + err.Error() + ")")
 	case resp.Outcome.Outcome == "cancelled":
-		return approvalAnswer{Decision: ApprovalDeny, By: "the editor's user (cancelled)"}
-	}
-	switch id := resp.Outcome.OptionID; {
+		return no("the editor's user (cancelled)")
 	case resp.Outcome.Outcome != "selected":
-	case id == acpAllowOnce.OptionID:
-		return approvalAnswer{Decision: ApprovalAllow, By: "the editor's user"}
-	case id == acpAllowAlways.OptionID && q.Offer.any():
-		return approvalAnswer{Decision: ApprovalAlways, By: "the editor's user"}
-	case id == acpRejectAlways.OptionID && q.Offer.any():
-		return approvalAnswer{Decision: ApprovalNever, By: "the editor's user"}
-	case id == acpRejectOnce.OptionID:
-		return approvalAnswer{Decision: ApprovalDeny, By: "the editor's user"}
+		return no(fmt.Sprintf("the editor (an answer zot did not offer, %q, counts as no)", truncate(resp.Outcome.Outcome, 60)))
 	}
-	return approvalAnswer{Decision: ApprovalDeny, By: fmt.Sprintf("the editor (an answer zot did not offer, %q, counts as no)", truncate(resp.Outcome.Outcome+" "+resp.Outcome.OptionID, 60))}
+	return resp.Outcome.OptionID, nil
 }
 
 // elicit is the session's Elicitor: an MCP server's question as the

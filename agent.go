@@ -56,6 +56,11 @@ type Agent struct {
 	// it decides nothing, and its two halves pair around the one run
 	// (docs/choices.md).
 	AroundToolRun func(ctx context.Context, call ToolCall) (after func())
+	// OfferOutside says whether someone may be asked to run a command the
+	// sandbox refused (ToolResult.Confined) once outside it; nil: never.
+	// The run outside is decided like a call of its own: every gate
+	// judges it again, and it always asks.
+	OfferOutside func() bool
 
 	Recorder Recorder
 	Log      func(format string, args ...any)
@@ -67,8 +72,16 @@ type Agent struct {
 	// BeforeCompact, when set, runs before each compaction with its
 	// trigger, "manual" (Compact) or "auto" (Claude Code's PreCompact).
 	BeforeCompact func(ctx context.Context, trigger string)
+	// ToolSearchShare is the share of the context window the tools'
+	// definitions may take before MCP and extension tools go as a list
+	// the model loads from with tool_search (agent_toolsearch.go); 0 is
+	// DefaultToolSearchShare.
+	ToolSearchShare float64
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// listed are the tools the last request listed in tool_search, which
+	// its calls load from.
+	listed     []ToolSpec
 	busy       bool
 	messages   []Message
 	cumulative Usage
@@ -502,11 +515,13 @@ func (a *Agent) turn(ctx context.Context, holdText bool, emit Sink) (Reply, erro
 	// replaces it whole, and the capacity cut to its length keeps an
 	// append by the provider off it.
 	n := len(a.messages)
+	tools := a.toolsFor(a.messages)
+	a.listed = tools.listed
 	req := Request{
 		Model:     a.Model,
 		System:    a.System,
 		Messages:  a.messages[:n:n],
-		Tools:     a.Tools.Specs(),
+		Tools:     tools.send,
 		Reasoning: a.Reasoning,
 	}
 	a.mu.Unlock()
@@ -669,6 +684,13 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 		result = rec.Result
 	}()
 	tool, ok := a.Tools.Lookup(call.Name)
+	if !ok && call.Name == toolSearchName {
+		a.mu.Lock()
+		if a.listed != nil {
+			tool, ok = toolSearchTool{a.listed}, true
+		}
+		a.mu.Unlock()
+	}
 	if !ok {
 		var names []string
 		for _, t := range a.Tools.List() {
@@ -701,13 +723,47 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 	if a.AroundToolRun != nil {
 		after = a.AroundToolRun(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
 	}
-	rec.Result = tool.Run(ctx, args, func(line string) {
-		emit(Event{Type: EventToolProgress, ID: call.ID, Text: line})
-	})
+	progress := func(line string) { emit(Event{Type: EventToolProgress, ID: call.ID, Text: line}) }
+	ctx = context.WithValue(ctx, toolCallKey{}, call.ID)
+	rec.Result = tool.Run(WithConfinement(ctx, rec.Decision.Confine), args, progress)
+	if c := rec.Decision.Confine; rec.Result.Confined != "" && (c == nil || !c.Fixed) && a.OfferOutside != nil && a.OfferOutside() && ctx.Err() == nil {
+		rec.Result = a.runOutside(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args}, tool, &rec, progress)
+	}
 	if after != nil {
 		after()
 	}
 	return rec.Result
+}
+
+// runOutside asks whether a command the sandbox refused may run once
+// outside it, and runs it there when the answer is yes. The question is
+// a call of its own: every gate judges the command again, a deny ends it,
+// and it always asks (the sandbox's ask, which no "don't ask again"
+// covers). The model is told what happened either way.
+func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *ToolRecord, progress func(string)) ToolResult {
+	first := rec.Result
+	ask := GateNote{By: "sandbox", Decision: DecisionAsk, Reason: strings.TrimSpace(first.Confined) + "\nRun this one command again, outside the sandbox, with your rights?"}
+	d := a.Pipeline.decide(ctx, call, []GateNote{ask})
+	rec.Decision.Trail = append(rec.Decision.Trail, d.Trail...)
+	if d.Block {
+		first.Content = append(slices.Clone(first.Content), TextBlock("[not run outside the sandbox: "+d.Reason+"]"))
+		first.Confined = ""
+		return first
+	}
+	args := call.Args
+	if d.Args != nil {
+		args, rec.Executed = d.Args, d.Args
+	}
+	rec.Decision.Confine = &Confinement{Name: "off"}
+	res := tool.Run(WithConfinement(ctx, rec.Decision.Confine), args, progress)
+	by := "the approver"
+	if n := len(d.Trail); n > 0 {
+		by = d.Trail[n-1].By
+	}
+	note := TextBlock("[the sandbox refused this command, and " + by + " let it run once outside the sandbox; what follows is that run]")
+	res.Content = append([]Block{note}, res.Content...)
+	res.Confined = ""
+	return res
 }
 
 func isJSONObject(raw json.RawMessage) bool {
@@ -875,12 +931,33 @@ func compactCut(msgs []Message) int {
 	return 0
 }
 
+// toolsFor is how the tools go with a request of msgs: whole, or by
+// tool search when they would fill too much of the window. Called with
+// a.mu held.
+func (a *Agent) toolsFor(msgs []Message) toolPlan {
+	return planTools(a.Tools.Specs(), lookupModel(a.Provider.Name(), a.Model).ContextWindow, a.ToolSearchShare, msgs)
+}
+
 // windowProber is a provider that can ask its server for the model's
 // context window before the first request (a local server: see
 // providers_local.go), so the first turn of a resumed conversation is
 // measured against the real window.
 type windowProber interface {
-	ProbeWindow(ctx context.Context, model string)
+	ProbeWindow(ctx context.Context, model string) int
+}
+
+// ServerWindow asks the server of the model in use for the context it
+// gives the model, once, and returns it (0 when the provider has no such
+// question or the server did not say). The host calls it at start, so the
+// status shows the real window before the first request.
+func (a *Agent) ServerWindow(ctx context.Context) int {
+	a.mu.Lock()
+	p, model := a.Provider, a.Model
+	a.mu.Unlock()
+	if p, ok := p.(windowProber); ok {
+		return p.ProbeWindow(ctx, model)
+	}
+	return 0
 }
 
 // maybeAutoCompact compacts before a turn when the conversation fills the
@@ -892,15 +969,13 @@ type windowProber interface {
 func (a *Agent) maybeAutoCompact(ctx context.Context, emit Sink, justCompacted bool) error {
 	a.mu.Lock()
 	last, model, must := a.lastInput, a.Model, a.mustCompact
-	req := Request{System: a.System, Messages: a.messages, Tools: a.Tools.Specs()}
+	req := Request{System: a.System, Messages: a.messages, Tools: a.toolsFor(a.messages).send}
 	estimate := EstimateTokens(req, true)
 	a.mu.Unlock()
 	if justCompacted {
 		return nil
 	}
-	if p, ok := a.Provider.(windowProber); ok {
-		p.ProbeWindow(ctx, model)
-	}
+	a.ServerWindow(ctx)
 	info := lookupModel(a.Provider.Name(), model)
 	threshold := cmp.Or(info.CompactThreshold, a.CompactThreshold, defaultCompactThreshold)
 	used := max(last, estimate)

@@ -301,6 +301,9 @@ const (
 	// EventApprovalRequest asks a client that answers approvals about a
 	// tool call (approvals_client.go); only such clients receive it.
 	EventApprovalRequest EventType = "approval_request"
+	// EventModeChanged says that the session's mode changed (an rpc
+	// client's set_mode, a plan approved), and what commands run in now.
+	EventModeChanged EventType = "mode_changed"
 	// EventElicitationRequest puts an MCP server's question to a client
 	// that answers them (rpc_elicit.go); only such clients receive it.
 	EventElicitationRequest EventType = "elicitation_request"
@@ -334,7 +337,8 @@ type Event struct {
 	Extension  string
 	Level      string
 	Cwd        string // session_start
-	Sandbox    string // session_start
+	Sandbox    string // session_start, mode_changed
+	Mode       string // session_start, mode_changed
 	Reason     string
 	// retry: the attempt about to be made, the most there are, the wait.
 	Attempt, Attempts int
@@ -359,7 +363,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			typ
 			Cwd     string `json:"cwd"`
 			Sandbox string `json:"sandbox"`
-		}{t, e.Cwd, e.Sandbox})
+			Mode    string `json:"mode,omitempty"`
+		}{t, e.Cwd, e.Sandbox, e.Mode})
+	case EventModeChanged:
+		return json.Marshal(struct {
+			typ
+			Mode    string `json:"mode"`
+			Sandbox string `json:"sandbox"`
+		}{t, e.Mode, e.Sandbox})
 	case EventTurnStart:
 		return json.Marshal(struct {
 			typ

@@ -168,6 +168,9 @@ type GateResult struct {
 	Reason  string
 	Args    json.RawMessage
 	Notes   []GateNote
+	// Confine, when set, is the sandbox the call runs in (the mode's);
+	// a later gate's replaces an earlier one's.
+	Confine *Confinement
 }
 
 // ToolGate is one check before a tool runs: the extension interceptor
@@ -184,10 +187,11 @@ type ConfirmFunc func(ctx context.Context, call ToolCall, asks []GateNote) (appr
 // it, the reason becoming the error result the model sees. Trail records
 // each say, for the audit log.
 type ToolDecision struct {
-	Block  bool
-	Reason string
-	Args   json.RawMessage
-	Trail  []GateNote
+	Block   bool
+	Reason  string
+	Args    json.RawMessage
+	Trail   []GateNote
+	Confine *Confinement // the sandbox a gate chose; nil: the ToolEnv's
 }
 
 // The functions of the other hook points.
@@ -434,11 +438,21 @@ func (p *Pipeline) onStop(ctx context.Context, last Message) (cont bool, message
 // Decide runs the tool gates on call and, when one asked and none denied,
 // the confirm: what the agent does before every tool call.
 func (p *Pipeline) Decide(ctx context.Context, call ToolCall) ToolDecision {
+	return p.decide(ctx, call, nil)
+}
+
+// decide is Decide with asks of the caller's own, which the confirm
+// answers whatever the gates say, unless one denies.
+func (p *Pipeline) decide(ctx context.Context, call ToolCall, extra []GateNote) ToolDecision {
 	p.mu.Lock()
 	gates, confirm, ask := p.tool, p.confirm, p.ask
 	p.mu.Unlock()
 	r := judge(ctx, call, gates)
-	d := ToolDecision{Args: r.Args, Trail: r.Notes}
+	if len(extra) > 0 && r.Verdict == GateAllow {
+		r.Verdict = GateAsk
+	}
+	r.Notes = append(r.Notes, extra...)
+	d := ToolDecision{Args: r.Args, Trail: r.Notes, Confine: r.Confine}
 	switch r.Verdict {
 	case GateAllow:
 		return d
@@ -508,6 +522,9 @@ func judge(ctx context.Context, call ToolCall, gates []staged[ToolGate]) GateRes
 		out.Notes = append(out.Notes, r.Notes...)
 		if r.Args != nil {
 			call.Args, out.Args = r.Args, r.Args
+		}
+		if r.Confine != nil {
+			out.Confine = r.Confine
 		}
 		switch r.Verdict {
 		case GateDeny:

@@ -41,6 +41,16 @@ type approvalQuestion struct {
 	// writes its result ("" for other tools, or when it cannot be made).
 	Diff  string
 	Offer approvalOffer
+	// Plan, when set, makes the question a plan to approve (present_plan
+	// in plan mode) rather than a call a gate asked about.
+	Plan *planQuestion
+}
+
+// planQuestion is a plan the model presented, and the modes the user may
+// carry it out in, the first the one offered first.
+type planQuestion struct {
+	Text  string
+	Modes []string
 }
 
 // approvalOffer is what "yes, and don't ask again" would allow; the zero
@@ -93,6 +103,10 @@ type approvalAnswer struct {
 	Decision ApprovalDecision
 	Message  string
 	By       string // who answered, for the audit trail
+	// For a plan: the mode to carry it out in ("": the first offered),
+	// and the plan as the user edited it ("": as presented).
+	Mode string
+	Plan string
 }
 
 // approvalAsker puts a question to whoever answers and waits for the

@@ -32,6 +32,10 @@ type approvalRequestEvent struct {
 	Diff       string          `json:"diff,omitempty"`
 	Always     string          `json:"always,omitempty"`
 	TimeoutMS  int64           `json:"timeout_ms"`
+	// Plan and Modes: a plan to approve (present_plan), and the modes
+	// an approve's "mode" may choose to carry it out in.
+	Plan  string   `json:"plan,omitempty"`
+	Modes []string `json:"modes,omitempty"`
 }
 
 // approvalBroker sends questions to a client and matches its answers.
@@ -69,8 +73,12 @@ func (b *approvalBroker) ask(ctx context.Context, q approvalQuestion) approvalAn
 	if !json.Valid(args) {
 		args, _ = json.Marshal(string(args))
 	}
-	b.emit(approvalRequestEvent{Type: EventApprovalRequest, ApprovalID: id, Tool: q.Call.Name, Args: args,
-		Reason: q.Reason(), Rule: q.Askers(), Diff: q.Diff, Always: q.Offer.Describe(), TimeoutMS: b.timeout.Milliseconds()})
+	e := approvalRequestEvent{Type: EventApprovalRequest, ApprovalID: id, Tool: q.Call.Name, Args: args,
+		Reason: q.Reason(), Rule: q.Askers(), Diff: q.Diff, Always: q.Offer.Describe(), TimeoutMS: b.timeout.Milliseconds()}
+	if q.Plan != nil {
+		e.Plan, e.Modes = q.Plan.Text, q.Plan.Modes
+	}
+	b.emit(e)
 	timer := time.NewTimer(b.timeout)
 	defer timer.Stop()
 	select {
@@ -83,9 +91,12 @@ func (b *approvalBroker) ask(ctx context.Context, q approvalQuestion) approvalAn
 	}
 }
 
-// answer hands a client's answer to the question waiting for it. An
-// unknown decision still answers it, as a deny; the error says why.
-func (b *approvalBroker) answer(id string, decision ApprovalDecision, message string) error {
+// answer hands a client's answer to the question waiting for it (for a
+// plan also the mode to carry it out in and the plan as the client edited
+// it). An unknown decision still answers it, as a deny; the error says
+// why.
+func (b *approvalBroker) answer(id string, a approvalAnswer) error {
+	decision := a.Decision
 	b.mu.Lock()
 	reply, ok := b.pending[id]
 	delete(b.pending, id)
@@ -95,7 +106,8 @@ func (b *approvalBroker) answer(id string, decision ApprovalDecision, message st
 	}
 	switch decision {
 	case ApprovalAllow, ApprovalAlways, ApprovalDeny:
-		reply <- approvalAnswer{Decision: decision, Message: message, By: "the client"}
+		a.By = "the client"
+		reply <- a
 		return nil
 	}
 	reply <- approvalAnswer{Decision: ApprovalDeny, By: fmt.Sprintf("the client (an unknown decision %q counts as no)", decision)}

@@ -54,7 +54,7 @@ func PreviewFileChange(ctx context.Context, env *ToolEnv, call ToolCall) (c File
 	default:
 		return c, false
 	}
-	w, err := env.openWrite(path)
+	w, err := env.openWrite(ctx, path)
 	if err != nil {
 		return c, false
 	}

@@ -289,22 +289,22 @@ func TestApprovalBrokerFailsClosed(t *testing.T) {
 	if e.Type != EventApprovalRequest || e.Tool != ToolBash || e.Rule != "rules:claude-code" || e.Always != "`go test *`" || !strings.Contains(string(e.Args), "go test ./...") {
 		t.Errorf("request %+v", e)
 	}
-	if err := b.answer("approval-999", ApprovalAllow, ""); err == nil {
+	if err := b.answer("approval-999", approvalAnswer{Decision: ApprovalAllow}); err == nil {
 		t.Error("an unknown approval_id was taken")
 	}
-	if err := b.answer(e.ApprovalID, "ALLOW", ""); err == nil || !strings.Contains(err.Error(), "unknown decision") {
+	if err := b.answer(e.ApprovalID, approvalAnswer{Decision: "ALLOW"}); err == nil || !strings.Contains(err.Error(), "unknown decision") {
 		t.Errorf("unknown decision: %v", err)
 	}
 	if r := <-done; r.ok {
 		t.Errorf("an unknown decision allowed the call (%s)", r.by)
 	}
-	if err := b.answer(e.ApprovalID, ApprovalAllow, ""); err == nil {
+	if err := b.answer(e.ApprovalID, approvalAnswer{Decision: ApprovalAllow}); err == nil {
 		t.Error("a second answer was taken")
 	}
 
 	done = run(context.Background(), "go test ./...")
 	e = <-sent
-	b.answer(e.ApprovalID, ApprovalDeny, "use go vet first")
+	b.answer(e.ApprovalID, approvalAnswer{Decision: ApprovalDeny, Message: "use go vet first"})
 	if r := <-done; r.ok || !strings.Contains(r.by, "use go vet first") {
 		t.Errorf("deny with a message: %+v", r)
 	}
@@ -316,7 +316,7 @@ func TestApprovalBrokerFailsClosed(t *testing.T) {
 	if r := <-done; r.ok {
 		t.Error("a run that ended was allowed")
 	}
-	if err := b.answer(e.ApprovalID, ApprovalAllow, ""); err == nil {
+	if err := b.answer(e.ApprovalID, approvalAnswer{Decision: ApprovalAllow}); err == nil {
 		t.Error("an answer after the run ended was taken")
 	}
 
@@ -327,7 +327,7 @@ func TestApprovalBrokerFailsClosed(t *testing.T) {
 
 	// always: this call and the next go test run, a different line asks.
 	done = run(context.Background(), "go test ./...")
-	b.answer((<-sent).ApprovalID, ApprovalAlways, "")
+	b.answer((<-sent).ApprovalID, approvalAnswer{Decision: ApprovalAlways})
 	if r := <-done; !r.ok {
 		t.Fatalf("always refused: %s", r.by)
 	}
@@ -339,6 +339,6 @@ func TestApprovalBrokerFailsClosed(t *testing.T) {
 	if e.Always != "`go test *`, `rm -rf build *`" {
 		t.Errorf("compound line offers %q", e.Always)
 	}
-	b.answer(e.ApprovalID, ApprovalDeny, "")
+	b.answer(e.ApprovalID, approvalAnswer{Decision: ApprovalDeny})
 	<-done
 }

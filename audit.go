@@ -110,6 +110,9 @@ func (l *AuditLog) Record(rec *ToolRecord) error {
 	}
 	if rec.Call.Name == ToolBash {
 		e.Sandbox = l.Sandbox
+		if c := rec.Decision.Confine; c != nil {
+			e.Sandbox = c.Name // the mode's, or "off" for a run outside
+		}
 	}
 	e.Args, e.ArgsCut = auditArgs(rec.Call.Args)
 	if rec.Executed != nil {

@@ -34,7 +34,7 @@ var ignorePaths = []string{
 func TestIgnoreMatchesGit(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+		skipMissing(t, "no git")
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {

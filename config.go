@@ -45,6 +45,10 @@ type userConfig struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
 	BaseURL  string `json:"base_url,omitempty"`
+	// ModelServers are the servers /model took a local model from, by
+	// "provider/model": a later run of that model goes there without
+	// --base-url.
+	ModelServers map[string]string `json:"model_servers,omitempty"`
 	// MCPWait is how long a run without the TUI waits for MCP servers
 	// before its first model request ("5s"; --mcp-wait wins).
 	MCPWait string `json:"mcp_wait,omitempty"`
@@ -150,6 +154,9 @@ func saveConfig(home string, c userConfig) error {
 			settings[key], _ = json.Marshal(v)
 		}
 	}
+	if len(c.ModelServers) > 0 {
+		settings["model_servers"], _ = json.Marshal(c.ModelServers)
+	}
 	b, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return err
@@ -183,6 +190,30 @@ func loadConfig(home string) (userConfig, error) {
 	}
 	json.Unmarshal(b, &c.raw) // an object, since the line above read it
 	return c, nil
+}
+
+// modelServer is the server /model took model of provider from, "" when
+// none is remembered.
+func (c userConfig) modelServer(provider, model string) string {
+	return c.ModelServers[provider+"/"+model]
+}
+
+// ollamaEnvBase is the base URL ollama's own OLLAMA_HOST names, "" when
+// it is not set: where --provider ollama goes when neither --base-url nor
+// config.json says.
+func ollamaEnvBase() (string, error) {
+	host := os.Getenv("OLLAMA_HOST")
+	if strings.TrimSpace(host) == "" {
+		return "", nil
+	}
+	base, err := ollamaHostURL(host)
+	if err == nil {
+		err = checkBaseURL(base)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w; fix it, or give --base-url", err)
+	}
+	return base, nil
 }
 
 // authFile is $ZOT_HOME/auth.json.
@@ -357,13 +388,13 @@ func (c userConfig) str(key string) (string, error) {
 
 // fraction is a share (compact_threshold): 0 when it is not there, an
 // error unless it is a number above 0 and at most 1.
-func (c userConfig) fraction(key string) (float64, error) {
+func (c userConfig) fraction(key, example string) (float64, error) {
 	var v float64
 	if c.raw[key] == nil {
 		return 0, nil
 	}
 	if err := json.Unmarshal(c.raw[key], &v); err != nil || v <= 0 || v > 1 {
-		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (0.85 compacts at 85%% of the context window)", c.path, key)
+		return 0, fmt.Errorf("%s: %q must be a number above 0 and at most 1 (%s)", c.path, key, example)
 	}
 	return v, nil
 }

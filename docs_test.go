@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -209,6 +211,50 @@ func TestUsageDocListsWhatZotKeeps(t *testing.T) {
 		}
 		if inDir && top == "logs" && !slices.ContainsFunc(logPatterns, func(pat string) bool { ok, _ := path.Match(pat, rest); return ok }) {
 			t.Errorf("zot created %s; docs/usage.md lists logs/ as %v", p, logPatterns)
+		}
+	}
+}
+
+// docs/models.md's table of what zot's own prompt costs a model stays
+// within 10% of the bytes this build sends (bench/prompt-size.sh measures
+// the tokens beside them against a live server).
+func TestModelsDocPromptSizes(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("docs/models.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| (default \\(.*\\)|`--tools ([a-z,]+)`) \\| ([0-9,]+) bytes \\| ([0-9,]+) bytes \\| ([0-9,]+) \\|$")
+	rows := row.FindAllStringSubmatch(string(doc), -1)
+	if len(rows) != 3 {
+		t.Fatalf("docs/models.md: %d rows of prompt sizes, want 3", len(rows))
+	}
+	number := func(s string) int { n, _ := strconv.Atoi(strings.ReplaceAll(s, ",", "")); return n }
+	for _, r := range rows {
+		srv := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "ok"})})
+		args := []string{"-p", "--provider", "openai", "--base-url", srv.URL + "/v1", "--model", "local", "--no-session"}
+		if r[2] != "" {
+			args = append(args, "--tools", r[2])
+		}
+		if _, stderr, code := newZotRun(t).run(append(args, "hi")...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", r[1], code, stderr)
+		}
+		var body struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+			Tools []any `json:"tools"`
+		}
+		json.Unmarshal(srv.Requests()[0].Body, &body)
+		var tools bytes.Buffer
+		enc := json.NewEncoder(&tools)
+		enc.SetEscapeHTML(false)
+		enc.Encode(body.Tools)
+		system, defs := len(body.Messages[0].Content), tools.Len()-1
+		within := func(got, want int) bool { return got*10 >= want*9 && got*10 <= want*11 }
+		if !within(system+defs, number(r[3])+number(r[4])) || !within(defs, number(r[4])) {
+			t.Errorf("docs/models.md says %s sends %s + %s bytes; this build sends %d + %d: run bench/prompt-size.sh against a server and update the row", r[1], r[3], r[4], system, defs)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func smallDisk(t *testing.T, z *zotRun, dir string, room int64) string {
 	}
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
-		t.Skip("SKIPPED LOUDLY: no full disk to test with: cannot mount a tmpfs (not root) and prlimit (util-linux) is not installed")
+		skipMissing(t, "SKIPPED LOUDLY: no full disk to test with: cannot mount a tmpfs (not root) and prlimit (util-linux) is not installed")
 	}
 	var size int64
 	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {

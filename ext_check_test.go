@@ -14,10 +14,12 @@ import (
 func checkExt(t *testing.T, dir string, tune func(*extLimits)) checkReport {
 	t.Helper()
 	c := &extChecker{lim: defaultExtLimits, cwd: t.TempDir()}
-	// A loaded machine can pause an extension between two frames for
-	// longer than the idle watchdog (but not the 3 s startup limit); tests
-	// of it set it back.
-	c.lim.idle = time.Second
+	// Every limit only bounds a hang here: a loaded machine can pause an
+	// extension for seconds. A test of a limit sets it back in tune, against
+	// an extension that never does what the limit waits for.
+	const patient = time.Minute
+	l := &c.lim
+	l.hello, l.idle, l.startup, l.command, l.tool, l.intercept, l.grace = patient, patient, patient, patient, patient, patient, patient
 	if tune != nil {
 		tune(&c.lim)
 	}
@@ -89,11 +91,6 @@ func untimedWarnings(r checkReport) []string {
 
 func TestExtCheckReportsEachViolation(t *testing.T) {
 	t.Parallel()
-	// Generous enough for a loaded machine; the cases that need a limit
-	// to pass set it lower.
-	short := func(l *extLimits) {
-		l.command, l.tool, l.intercept, l.grace, l.term = 2*time.Second, 2*time.Second, 1500*time.Millisecond, 3*time.Second, 300*time.Millisecond
-	}
 	broken := scriptedExt(t, "broken", obj{
 		"name": "broken-hello",
 		"frames": []obj{
@@ -119,10 +116,15 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			"req": obj{"raw": `{"type":"tool_result","id":"{id}","content":[{"type":"video","text":"x"}]}`},
 		},
 		"intercept": obj{
-			"tool_call":         []obj{{"reply": obj{"modified_args": "rm -rf /"}}},
-			"turn_start":        []obj{{"raw": `{"type":"event_intercept_response","id":"{id}","block":"yes"}`}},
-			"assistant_message": []obj{{"delay": 2.0}}, // answers after the limit, before shutdown's
+			"tool_call":  []obj{{"reply": obj{"modified_args": "rm -rf /"}}},
+			"turn_start": []obj{{"raw": `{"type":"event_intercept_response","id":"{id}","block":"yes"}`}},
 		},
+	})
+	// Answers the intercept only when the next frame, shutdown, comes in:
+	// after the limit, whatever the machine's speed.
+	late := scriptedExt(t, "late", obj{
+		"frames":    []obj{{"type": "subscribe", "intercept": []string{"assistant_message"}}},
+		"intercept": obj{"assistant_message": []obj{{"late": true}}},
 	})
 	nohello := writeManifest(t, filepath.Join(t.TempDir(), "quitter"), obj{"name": "quitter", "exec": "sh", "args": []string{"-c", "echo giving up >&2; exit 3"}})
 	tests := []struct {
@@ -148,6 +150,10 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 		{"crashes mid-call", scriptExt(t, "crash", "crash.sh"), []string{"command: /boom: it exited (exit status 3) instead of answering"}, nil},
 		{"closes stdout mid-call", scriptExt(t, "hangup", "hangup.sh"), []string{"tool: hangup: it closed its stdout but is still running instead of answering"}, nil},
 		{"ignores shutdown", scriptExt(t, "stubborn", "stubborn.sh"), []string{"shutdown: no shutdown_ack (optional), but still running 500ms after shutdown: zot would send SIGTERM now"}, []string{"registered: nothing"}},
+		{"answers late", late, []string{
+			`intercept: assistant_message: no event_intercept_response within 300ms`,
+			`event_intercept_response: for id "check-`,
+		}, nil},
 		{"broken answers", broken, []string{
 			`register_tool: stringy: refused: schema "type" must be "object", got "string"`,
 			`register_tool: req: schema requires "b", which is not among its properties`,
@@ -163,22 +169,26 @@ func TestExtCheckReportsEachViolation(t *testing.T) {
 			`tool: req: block 0 has unknown type "video"`,
 			`intercept: tool_call: modified_args is not a JSON object: "\"rm -rf /\""`,
 			`intercept: turn_start: a malformed event_intercept_response`,
-			`intercept: assistant_message: no event_intercept_response within 1.5s`,
-			`event_intercept_response: for id "check-`,
 		}, []string{`hello: names "broken-hello" but the manifest says "broken"`, "req: no description", `typeless: schema has no "type": zot adds "type": "object"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			// Each limit under test is short, against an extension that
+			// never does what it waits for.
 			r := checkExt(t, tt.dir, func(l *extLimits) {
-				short(l)
+				l.term = 300 * time.Millisecond
 				switch tt.name {
 				case "silent":
-					l.hello = 500 * time.Millisecond
+					l.hello, l.grace = 500*time.Millisecond, 500*time.Millisecond
+				case "garbage":
+					l.tool = 300 * time.Millisecond // after_garbage is never answered
 				case "ignores shutdown":
 					l.grace = 500 * time.Millisecond
 				case "never answers":
-					l.idle = defaultExtLimits.idle
+					l.idle, l.command = defaultExtLimits.idle, 2*time.Second
+				case "answers late":
+					l.intercept = 300 * time.Millisecond
 				}
 			})
 			if r.Conformant {

@@ -229,12 +229,13 @@ func TestExtExampleHelloPy(t *testing.T) {
 
 func TestExtExampleClock(t *testing.T) {
 	t.Parallel()
-	// The clock sends no ready frame: the idle watchdog counts it ready.
-	h := newExtHarness(t, func(l *extLimits) { l.idle = defaultExtLimits.idle }, exampleExt(t, "clock"))
+	// The clock says it is ready (zot ext check warns of an extension
+	// that does not, issue 38): ready at start, with the watchdog's idle
+	// wait far beyond any test's patience.
+	h := newExtHarness(t, func(l *extLimits) { l.idle = time.Hour }, exampleExt(t, "clock"))
 	if st := h.start(); st.Ready != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	h.waitLog("clock", "no ready frame; counted as ready")
 	resp, err := h.m.InvokeCommand(context.Background(), "clock", "")
 	if err != nil || resp.Action != "display" || !strings.HasPrefix(resp.Display, "It is ") {
 		t.Fatalf("%+v %v", resp, err)
@@ -291,7 +292,7 @@ func strconvQuote(s string) string {
 func TestExtExampleRedact(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("the redact example needs jq (.ci/run installs it)")
+		skipMissing(t, "the redact example needs jq (.ci/run installs it)")
 	}
 	h := newExtHarness(t, nil, exampleExt(t, "redact"))
 	h.start()

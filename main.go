@@ -50,6 +50,7 @@ type options struct {
 	reasoning            string
 	maxSteps             int
 	continueLast, resume bool
+	resumeName           string // -r NAME: the session of that name or id
 	sessionPath          string
 	noSession            bool
 	noSkills             bool
@@ -60,6 +61,8 @@ type options struct {
 	ext                  []string
 	noExt                bool
 	noYolo               bool
+	mode                 Mode // --mode; "" leaves it to the settings (wire_modes.go)
+	modeDefault          Mode // what nobody choosing a mode gives: auto, ask in zot acp
 	approveAsks, noAudit bool
 	approvalsStdin       bool          // --json: approve commands on stdin answer the asks
 	elicitationStdin     bool          // --json: elicit commands on stdin answer the MCP servers' questions
@@ -74,7 +77,7 @@ type options struct {
 // sets. The table is the single source of parsing and of --help.
 type flagSpec struct {
 	long, short string
-	arg         string // name of the value; "" for switches
+	arg         string // name of the value; "" for switches; "[NAME]" when it may be left out
 	help        string
 	set         func(o *options, v string) error
 }
@@ -129,7 +132,13 @@ var flagTable = []flagSpec{
 		return nil
 	}},
 	{"continue", "c", "", "continue the newest session of this directory", func(o *options, _ string) error { o.continueLast = true; return nil }},
-	{"resume", "r", "", "pick a session of this directory to resume", func(o *options, _ string) error { o.resume = true; return nil }},
+	{"resume", "r", "[NAME]", "resume the session of this directory named NAME (by /rename, or its id); without NAME, pick one", func(o *options, v string) error {
+		o.resume, o.resumeName = true, v
+		if v != "" {
+			return checkSessionName(v)
+		}
+		return nil
+	}},
 	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
 	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
 	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
@@ -146,6 +155,11 @@ var flagTable = []flagSpec{
 	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
 	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
 	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
+	{"mode", "", "NAME", "ask, accept-edits, plan, auto (the default), sandboxed-auto or dont-ask: what runs without asking (docs/permissions.md#modes)", func(o *options, v string) error {
+		m, err := ParseMode(v)
+		o.mode = m
+		return err
+	}},
 	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
 	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
 	{"approvals-stdin", "", "", "with --json: send approval_request events and read approve commands on stdin (the prompt then comes from the words; docs/permissions.md)", func(o *options, _ string) error { o.approvalsStdin = true; return nil }},
@@ -192,11 +206,19 @@ func parseFlags(args []string) (options, error) {
 		if f == nil {
 			return o, usageError{fmt.Sprintf("unknown flag %s (see zot --help)", name)}
 		}
-		if f.arg == "" {
+		switch {
+		case f.arg == "":
 			if hasValue {
 				return o, usageError{fmt.Sprintf("%s takes no value", name)}
 			}
-		} else if !hasValue {
+		case strings.HasPrefix(f.arg, "["):
+			// An optional value is the next word unless that is a flag, as
+			// with Claude Code's -r: `zot -r NAME prompt…`.
+			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				value = args[i]
+			}
+		case !hasValue:
 			if i+1 >= len(args) {
 				return o, usageError{fmt.Sprintf("%s needs a value (%s)", name, f.arg)}
 			}
@@ -425,13 +447,20 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
+	defer cancel()
 	if srv, ok := serverFor(ep.provider, ep.baseURL, pc.APIKey); ok && !useCachedServerModels(home, srv, time.Now()) {
 		srv.headers = pc.Local.Headers
-		ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
-		err := fetchServerModels(ctx, home, srv, time.Now())
-		cancel()
-		if err != nil {
+		if err := fetchServerModels(ctx, home, srv, time.Now()); err != nil {
 			fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
+		}
+	}
+	// The model --model names is listed with the context its server
+	// gives it (a router's loaded model says only in /props?model=); a
+	// plain listing asks the server for its list alone.
+	if prov, err := NewProvider(pc); err == nil && o.model != "" {
+		if p, ok := prov.(windowProber); ok {
+			p.ProbeWindow(ctx, ep.model)
 		}
 	}
 	providers := modelProviders

@@ -643,6 +643,9 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 				Name        string          `json:"name"`
 				Description string          `json:"description"`
 				InputSchema json.RawMessage `json:"inputSchema"`
+				Annotations struct {
+					ReadOnlyHint bool `json:"readOnlyHint"`
+				} `json:"annotations"`
 			} `json:"tools"`
 			NextCursor string `json:"nextCursor"`
 			TTLMS      *int64 `json:"ttlMs"`
@@ -683,7 +686,7 @@ func (s *mcpServer) listTools(ctx context.Context, request func(context.Context,
 			if desc == "" {
 				desc = fmt.Sprintf("Tool %s of MCP server %s.", t.Name, s.cfg.Name)
 			}
-			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema), headers: marks})
+			tools = append(tools, &mcpTool{srv: s, name: name, remote: t.Name, desc: desc, schema: mcpSchema(t.InputSchema), headers: marks, readOnly: t.Annotations.ReadOnlyHint})
 		}
 		if r.NextCursor == "" {
 			s.mu.Lock()
@@ -871,8 +874,12 @@ type mcpTool struct {
 	desc    string
 	schema  json.RawMessage
 	headers []mcpParamHeader // 2026-07-28 over HTTP: the arguments mirrored into headers
+	// readOnly: the server marks the tool readOnlyHint, so plan mode runs
+	// it (a hint zot believes: docs/permissions.md#plan-mode).
+	readOnly bool
 }
 
+func (t *mcpTool) ReadOnly() bool          { return t.readOnly }
 func (t *mcpTool) Name() string            { return t.name }
 func (t *mcpTool) Description() string     { return t.desc }
 func (t *mcpTool) Schema() json.RawMessage { return t.schema }

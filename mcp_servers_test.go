@@ -76,7 +76,7 @@ func skipUnlessInstalled(t testing.TB, notice *sync.Once, why, requireVar, what,
 			tty.Close()
 		}
 	})
-	t.Skipf("SKIPPED: %s; run sh testdata/mcp/%s", why, script)
+	skipMissing(t, "SKIPPED: %s; run sh testdata/mcp/%s", why, script)
 }
 
 // startEverythingHTTP runs the reference everything server over

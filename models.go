@@ -236,19 +236,37 @@ func modelSummary(m ModelInfo) string {
 	}
 	switch {
 	case m.Known || m.Source == SourceUser:
-		parts = append(parts, fmt.Sprintf("%dk context · $%g/$%g per Mtok", m.ContextWindow/1000, m.Input, m.Output))
+		parts = append(parts, fmt.Sprintf("%s context · $%g/$%g per Mtok", contextSize(m.ContextWindow), m.Input, m.Output))
 	case m.ContextWindow != defaultContextWindow:
-		parts = append(parts, fmt.Sprintf("%dk context", m.ContextWindow/1000))
+		parts = append(parts, contextSize(m.ContextWindow)+" context")
 	}
 	return strings.Join(append(parts, modelSource(m)), " · ")
 }
 
-// modelSource names where zot knows a model from.
+// contextSize is a context window for the picker: 200k, or 2,048 for
+// the small ones, where a thousand tokens more or less matter.
+func contextSize(n int) string {
+	if n >= 10000 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	if n >= 1000 {
+		return fmt.Sprintf("%d,%03d", n/1000, n%1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// modelStates say a router's load states in words.
+var modelStates = map[string]string{"unloaded": "not loaded", "failed": "failed to load"}
+
+// modelSource names where zot knows a model from, and the load state a
+// server gives it.
 func modelSource(m ModelInfo) string {
-	switch m.Source {
-	case SourceUser:
+	switch {
+	case m.Source == SourceUser:
 		return "user"
-	case SourceServer:
+	case m.Source == SourceServer && m.State != "":
+		return "server, " + cmp.Or(modelStates[m.State], m.State)
+	case m.Source == SourceServer:
 		return "server"
 	}
 	return "catalogue"

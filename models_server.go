@@ -116,6 +116,9 @@ type cachedModelList struct {
 type cachedModelInfo struct {
 	ID            string `json:"id"`
 	ContextWindow int    `json:"context_window,omitempty"`
+	// State is a llama-server router's load state of the model: loaded,
+	// loading, unloaded, failed ("" from other servers).
+	State string `json:"state,omitempty"`
 }
 
 func modelsCachePath(home string) string { return filepath.Join(home, "models-cache.json") }
@@ -206,25 +209,36 @@ func (s modelServer) fetch(ctx context.Context, client *http.Client, u string) (
 			ID            string `json:"id"`
 			MaxModelLen   int    `json:"max_model_len"`  // vLLM
 			ContextLength int    `json:"context_length"` // LM Studio, OpenRouter
+			Meta          struct {
+				NCtx int `json:"n_ctx"` // llama-server
+			} `json:"meta"`
+			Status *routerStatus `json:"status"` // llama-server's router
 		} `json:"data"`
 		Models []struct {
-			Name string `json:"name"`
+			Name    string `json:"name"`
+			Details struct {
+				ContextLength int `json:"context_length"` // ollama: the trained length
+			} `json:"details"`
 		} `json:"models"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || (list.Data == nil && list.Models == nil) {
 		return nil, fmt.Errorf("%s: not a model list", path)
 	}
 	var out []cachedModelInfo
-	add := func(id string, window int) {
-		if len(out) < maxServerModels && validModelID(id) {
-			out = append(out, cachedModelInfo{ID: id, ContextWindow: max(0, window)})
+	seen := map[string]bool{}
+	add := func(m cachedModelInfo) {
+		// llama-server lists its model twice, in "data" and "models".
+		if len(out) < maxServerModels && validModelID(m.ID) && !seen[m.ID] {
+			seen[m.ID] = true
+			m.ContextWindow = max(0, m.ContextWindow)
+			out = append(out, m)
 		}
 	}
 	for _, m := range list.Data {
-		add(m.ID, max(m.MaxModelLen, m.ContextLength))
+		add(cachedModelInfo{ID: m.ID, ContextWindow: max(m.MaxModelLen, m.ContextLength, m.Meta.NCtx, m.Status.ctxSize()), State: m.Status.state()})
 	}
 	for _, m := range list.Models {
-		add(m.Name, 0)
+		add(cachedModelInfo{ID: m.Name, ContextWindow: m.Details.ContextLength})
 	}
 	return out, nil
 }
@@ -242,7 +256,7 @@ func serverModelInfos(provider string, models []cachedModelInfo) []ModelInfo {
 	out := make([]ModelInfo, 0, len(models))
 	for _, m := range models {
 		if validModelID(m.ID) {
-			out = append(out, ModelInfo{ID: m.ID, Provider: provider, ContextWindow: m.ContextWindow, Source: SourceServer})
+			out = append(out, ModelInfo{ID: m.ID, Provider: provider, ContextWindow: m.ContextWindow, Source: SourceServer, State: m.State})
 		}
 	}
 	return out

@@ -324,7 +324,7 @@ func (c serverInfoCache) Store(key string, info ServerInfo) {
 		if cache.Probes == nil {
 			cache.Probes = map[string]ServerInfo{}
 		}
-		if info.Fetched.IsZero() {
+		if info.Fetched.IsZero() && info.Refused == nil {
 			delete(cache.Probes, key)
 		} else {
 			cache.Probes[key] = info

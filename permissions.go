@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -98,10 +99,9 @@ type PermissionSources struct {
 	// programs outside zot read or run that covers it (.git, .zot, the
 	// rule files …): acceptEdits never allows an edit there. nil: none.
 	Guarded func(real string) string
-	// HostMode: the host sets the permission mode for calls no rule
-	// decides (SetMode), so the Claude Code source applies with no
-	// settings file too (zot acp, whose default asks before commands and
-	// edits).
+	// HostMode: the host sets the zot mode for calls no rule decides
+	// (SetMode), so the Claude Code source is there with no settings file
+	// too; it has a say only where the mode asks or refuses something.
 	HostMode bool
 }
 
@@ -141,46 +141,53 @@ func LoadPermissionRules(src PermissionSources) *PermissionRules {
 	return p
 }
 
-// Mode is the permission mode for calls no rule decides: the host's
-// (SetMode), else the settings' defaultMode, else "default"; "" when no
-// Claude Code source applies.
-func (p *PermissionRules) Mode() string {
-	if p == nil || p.claude == nil {
-		return ""
+// SettingsMode is the settings' defaultMode that applies (managed, then
+// local, project, user; a project's only as trust allows) and the file
+// that set it; "" when none does, or no Claude Code source applies.
+func (p *PermissionRules) SettingsMode() (mode, file string) {
+	if p == nil || p.claude == nil || p.claude.modeFrom == "" {
+		return "", ""
 	}
-	if m := p.claude.hostMode.Load(); m != nil {
-		return *m
-	}
-	return p.claude.mode
+	return p.claude.mode, p.claude.modeFrom
 }
 
-// SetMode sets the permission mode for calls no rule decides, for this
-// session, over the settings' defaultMode; the rules themselves still
-// decide first. It needs rules loaded with HostMode, and keeps
-// bypassPermissions refused where the managed settings disable it. It
-// is safe while calls are judged.
-func (p *PermissionRules) SetMode(mode string) error {
+// HasClaudeRules says whether a Claude Code settings file holds a rule
+// (or cannot be read): Claude Code's default mode then asks about
+// commands and edits no rule allows.
+func (p *PermissionRules) HasClaudeRules() bool {
+	return p != nil && p.claude != nil && !p.claude.hostOnly
+}
+
+// SetMode sets the zot mode for calls no rule decides, for this session,
+// over the settings' defaultMode; the rules themselves still decide
+// first. It needs rules loaded with HostMode, and refuses auto where the
+// managed settings disable bypassPermissions. It is safe while calls are
+// judged.
+func (p *PermissionRules) SetMode(mode Mode) error {
 	switch {
 	case p == nil || p.claude == nil:
-		return errors.New("permission modes are not on for this session")
-	case mode == "plan" || !slices.Contains(claudeModes, mode):
-		return fmt.Errorf("%q is not a permission mode zot has (%s)", mode, strings.Join(slices.DeleteFunc(slices.Clone(claudeModes), func(m string) bool { return m == "plan" }), ", "))
-	case mode == "bypassPermissions" && p.claude.noBypass:
-		return errors.New("bypassPermissions is disabled by the managed settings (disableBypassPermissionsMode)")
+		return errors.New("modes are not on for this session")
+	case mode == ModeAuto && p.claude.noBypass:
+		return errors.New("auto is disabled by the managed settings (disableBypassPermissionsMode)")
+	}
+	if _, err := ParseMode(string(mode)); err != nil {
+		return err
 	}
 	p.claude.hostMode.Store(&mode)
 	return nil
 }
 
 // BypassDisabled says whether the managed settings disable
-// bypassPermissions (SetMode refuses it then).
+// bypassPermissions (SetMode refuses auto then).
 func (p *PermissionRules) BypassDisabled() bool {
 	return p != nil && p.claude != nil && p.claude.noBypass
 }
 
-// Active says whether any rule source applies: without one, the gate is
-// exactly the validators'.
-func (p *PermissionRules) Active() bool { return p != nil && (p.claude != nil || p.runok != nil) }
+// Active says whether any rule source has a say about commands: without
+// one, the gate is exactly the validators'.
+func (p *PermissionRules) Active() bool {
+	return p != nil && (p.runok != nil || p.claude.says("Bash"))
+}
 
 // StartupProblems are the problems worth a line when a session starts:
 // files and rules zot cannot use, rules that can never match, and what it
@@ -362,7 +369,7 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 	if cwd == "" {
 		cwd = sc.Cwd
 	}
-	if p.claude != nil && len(rc.words) > 0 {
+	if p.claude.says("Bash") && len(rc.words) > 0 {
 		call := claudeCall{tool: "Bash", lineVars: rc.lineVars}
 		call.allowTexts = []string{strings.Join(rc.words, " ")}
 		if rc.raw != "" && rc.raw != call.allowTexts[0] {
@@ -451,6 +458,9 @@ func runokAnswer(v runokVerdict, i int) RuleAnswer {
 // when no rule source has a say.
 func (p *PermissionRules) toolAnswer(call ToolCall, cwd string) (RuleAnswer, bool) {
 	if p == nil || p.claude == nil {
+		return RuleAnswer{}, false
+	}
+	if tool := map[string]string{ToolRead: "Read", ToolWrite: "Edit", ToolEdit: "Edit", ToolSkill: "Skill"}[call.Name]; !p.claude.says(cmp.Or(tool, call.Name)) {
 		return RuleAnswer{}, false
 	}
 	var cc claudeCall
@@ -549,15 +559,15 @@ func explainRule(a RuleAnswer) string {
 // and the hooks, so it sees the call as they left it.
 func PermissionGate(vs []Validator, rules *PermissionRules, cwd string) ToolGate {
 	return func(ctx context.Context, call ToolCall) GateResult {
-		if len(vs) == 0 && !rules.Active() {
-			return GateResult{}
-		}
 		if call.Name != ToolBash {
 			a, ok := rules.toolAnswer(call, cwd)
 			if !ok {
 				return GateResult{}
 			}
 			return ValidationReport{Rules: []RuleAnswer{a}, Decision: GateDecision(a.Status)}.gateResult()
+		}
+		if len(vs) == 0 && !rules.Active() {
+			return GateResult{}
 		}
 		// Read the command exactly as the bash tool will: duplicate or
 		// differently cased keys must not show the gate another command.

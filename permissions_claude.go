@@ -62,11 +62,14 @@ type claudeRules struct {
 	rules    []*claudeRule // managed, user, project, local; each file's deny, ask, allow
 	mode     string        // the permission mode for calls no rule decides
 	modeFrom string
-	// hostMode, when set, is the mode a host chose for this session (zot
-	// acp's session modes), over mode; noBypass keeps it from being
-	// bypassPermissions where the managed settings disable that.
-	hostMode atomic.Pointer[string]
+	// hostMode, when set, is the zot mode a session is in (modes.go),
+	// over mode; noBypass keeps it from being auto where the managed
+	// settings disable bypassPermissions. hostOnly says that no settings
+	// file holds a rule: the source is there for the host's mode alone,
+	// and has no say where that mode asks nothing.
+	hostMode atomic.Pointer[Mode]
 	noBypass bool
+	hostOnly bool
 	cwd      string
 	home     string
 	// missing names the settings files that could not be read: their
@@ -130,7 +133,7 @@ type claudePermissionSettings struct {
 var claudeModes = []string{"dontAsk", "default", "plan", "acceptEdits", "bypassPermissions"}
 
 // looserMode says whether mode m asks less than base: dontAsk, then
-// default and plan (which zot runs as default), then acceptEdits, then
+// default and plan (taken as equally strict), then acceptEdits, then
 // bypassPermissions. A mode that is not Claude Code's is not looser: it
 // is reported and ignored.
 func looserMode(m, base string) bool {
@@ -235,7 +238,7 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 	if !sawRule && !src.HostMode {
 		return nil, problems, loosening, files
 	}
-	c.noBypass = noBypass
+	c.noBypass, c.hostOnly = noBypass, !sawRule
 	// The mode: managed, then local, project, user — the highest wins.
 	rank := map[string]int{"managed": 0, "local": 1, "project": 2, "user": 3}
 	sort.SliceStable(modes, func(i, j int) bool { return rank[modes[i].scope] < rank[modes[j].scope] })
@@ -248,10 +251,6 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 		if m.mode == "bypassPermissions" && noBypass {
 			problems = append(problems, PermissionProblem{File: m.file, Level: problemNote, Msg: "defaultMode bypassPermissions is disabled by the managed settings"})
 			continue
-		}
-		if m.mode == "plan" {
-			problems = append(problems, PermissionProblem{File: m.file, Level: problemNote, Msg: "defaultMode plan has no counterpart in zot; zot uses default"})
-			break
 		}
 		c.mode, c.modeFrom = m.mode, m.file
 		break
@@ -466,7 +465,7 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 		from = fmt.Sprintf("defaultMode %s in %s", mode, c.modeFrom)
 	}
 	if m := c.hostMode.Load(); m != nil {
-		mode, from = *m, fmt.Sprintf("the session's mode (%s)", *m)
+		mode, from = hostFallback(*m), fmt.Sprintf("the session's mode (%s)", *m)
 	}
 	switch call.tool {
 	case "Read", "Skill":
@@ -484,6 +483,10 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 	switch mode {
 	case "bypassPermissions":
 		return claudeVerdict{action: "allow", why: fmt.Sprintf("no rule matched; %s allows it", from)}
+	case string(ModeSandboxedAuto):
+		if call.tool == "Bash" || call.editsFile {
+			return claudeVerdict{action: "allow", why: fmt.Sprintf("no rule matched; %s runs it in the workspace sandbox", from)}
+		}
 	case "dontAsk":
 		return claudeVerdict{action: "deny", why: fmt.Sprintf("no rule allows it, and %s denies what it would ask about", from)}
 	case "acceptEdits":
@@ -495,6 +498,49 @@ func (c *claudeRules) decideKnown(call claudeCall) claudeVerdict {
 		}
 	}
 	return claudeVerdict{action: "ask", why: fmt.Sprintf("no Claude Code rule allows it, and %s asks about %s", from, what)}
+}
+
+// hostFallback is what a zot mode gives the calls no rule decides, in the
+// words of decideKnown: Claude Code's mode of the same meaning. Plan mode
+// runs what it runs without asking — its mode gate refuses what plan mode
+// does not run and confines commands to the read-only sandbox — and
+// sandboxed-auto runs commands and edits, confined, and asks before MCP
+// tools.
+func hostFallback(m Mode) string {
+	switch m {
+	case ModePlan:
+		return "bypassPermissions"
+	case ModeSandboxedAuto:
+		return string(ModeSandboxedAuto)
+	case "":
+		return "default"
+	}
+	return m.Claude()
+}
+
+// says whether the source has a say about calls of tool ("Bash", "Edit",
+// "mcp__…") now: it holds rules (or a file it cannot read), or the host's
+// mode asks or refuses some of them. A source there for an auto or plan
+// mode alone has none, so a session without rules runs as it would
+// without the source.
+func (c *claudeRules) says(tool string) bool {
+	if c == nil {
+		return false
+	}
+	if !c.hostOnly {
+		return true
+	}
+	m := c.hostMode.Load()
+	if m == nil {
+		return false
+	}
+	switch hostFallback(*m) {
+	case "bypassPermissions":
+		return false
+	case string(ModeSandboxedAuto):
+		return strings.HasPrefix(tool, "mcp__")
+	}
+	return true
 }
 
 // couldMatch finds a deny or ask rule that some value of the command's

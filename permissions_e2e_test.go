@@ -498,7 +498,7 @@ func TestAcceptEditsDoesNotLetTheModelPlantGitConfig(t *testing.T) {
 func needGit(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("TEST SKIPPED: git is not installed (.ci/run installs it); the sandbox's guard of what git runs is not tested")
+		skipMissing(t, "TEST SKIPPED: git is not installed (.ci/run installs it); the sandbox's guard of what git runs is not tested")
 	}
 }
 

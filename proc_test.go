@@ -179,9 +179,20 @@ func TestProcReapStopsWhatTheLeaderLeft(t *testing.T) {
 
 func TestRunToEndBoundsOutputAndKillsAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The deadline comes once the output is written (the marker file says
+	// so), not after a time a loaded machine may not have written it in.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	spec := procSpec{argv: []string{"sh", "-c", "head -c 5000 /dev/zero; echo err >&2; exec sleep 30"}, env: envNoSecrets}
+	marker := filepath.Join(t.TempDir(), "written")
+	spec := procSpec{argv: []string{"sh", "-c", "head -c 5000 /dev/zero; echo err >&2; : >\"$1\"; exec sleep 30", "sh", marker}, env: envNoSecrets}
+	go func() {
+		defer cancel()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil {
+				return
+			}
+		}
+	}()
 	run, err := runToEnd(ctx, spec, nil, 1000, time.Second)
 	if err != nil {
 		t.Fatal(err)

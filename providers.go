@@ -316,6 +316,10 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 				return nil, ctx.Err()
 			}
 			err = fmt.Errorf("%s: %w", h.name, scrubURLError(err))
+			if hint := refusedLocally(h.name, req.URL, err); hint != "" {
+				// Nothing listens there: a second later nothing will.
+				return nil, fmt.Errorf("%w (%s)", err, hint)
+			}
 		case resp.StatusCode == http.StatusOK:
 			if err := notAStream(h.name, resp); err != nil {
 				return nil, err
@@ -323,7 +327,8 @@ func (h *httpStreamer) post(ctx context.Context, url string, header http.Header,
 			return resp, nil
 		default:
 			perr := h.httpError(resp)
-			if !retryableStatus[resp.StatusCode] {
+			if !retryableStatus[resp.StatusCode] || refusesTools(perr) || cannotLoad(perr) {
+				// A refusal that says why is the same the next time.
 				return nil, perr
 			}
 			wait = retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -456,7 +461,19 @@ func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
 		Message string          `json:"message"`
 		Code    json.RawMessage `json:"code"`
 	}
+	// ollama passes on its runner's (llama-server's) error as a string
+	// that holds the JSON — the error itself, or its message on the
+	// OpenAI path: the words are inside.
+	var inner struct {
+		Error json.RawMessage `json:"error"`
+	}
+	nested := func(s string) bool {
+		return strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &inner) == nil && len(inner.Error) > 0 && inner.Error[0] != '"'
+	}
 	if json.Unmarshal(raw, &obj) == nil {
+		if nested(obj.Message) {
+			return decodeErrorValue(inner.Error)
+		}
 		typ = obj.Type
 		if typ == "" && len(obj.Code) > 0 && string(obj.Code) != "null" {
 			typ = strings.Trim(string(obj.Code), `"`)
@@ -465,12 +482,7 @@ func decodeErrorValue(raw json.RawMessage) (typ, msg string) {
 	}
 	var s string
 	json.Unmarshal(raw, &s)
-	// ollama passes on its runner's (llama-server's) error as a string
-	// that holds the JSON: the words are inside.
-	var inner struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &inner) == nil && len(inner.Error) > 0 && inner.Error[0] != '"' {
+	if nested(s) {
 		return decodeErrorValue(inner.Error)
 	}
 	return "", s
@@ -942,7 +954,7 @@ func oaiMessages(msgs []Message, reasoningKey string) []oaiMessage {
 			for _, c := range m.ToolCalls() {
 				var tc oaiToolCall
 				args := string(c.Args)
-				if !json.Valid(c.Args) {
+				if !json.Valid(c.Args) || !isJSONObject(c.Args) {
 					args = "{}"
 				}
 				tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments = c.ID, "function", c.Name, args

@@ -34,6 +34,9 @@ type ModelInfo struct {
 	// conversation (models.json's compactThreshold); 0 leaves it to the
 	// agent.
 	CompactThreshold float64 `json:"-"`
+	// State is the model's load state on a server that says (llama-server's
+	// router: loaded, loading, unloaded, failed).
+	State string `json:"-"`
 	// Thinking is how the model takes --reasoning (ThinkingAdaptive,
 	// ThinkingBudget); "" is the provider's own way: reasoning_effort for
 	// OpenAI's APIs, adaptive thinking for a Claude model the catalogue
@@ -232,7 +235,7 @@ func lookupListedModel(provider, id string) ModelInfo {
 	}
 	for _, m := range learnedModels.server[provider] {
 		if m.ID == id {
-			info.Source = SourceServer
+			info.Source, info.State = SourceServer, m.State
 			if m.ContextWindow > 0 {
 				info.ContextWindow = m.ContextWindow
 			}

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -50,6 +52,18 @@ func endpointURL(base, path string) string {
 	u.Path = strings.TrimRight(u.Path, "/") + path
 	u.RawPath = ""
 	return u.String()
+}
+
+// withQuery is u with key=value added to its query.
+func withQuery(u, key, value string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := p.Query()
+	q.Set(key, value)
+	p.RawQuery = q.Encode()
+	return p.String()
 }
 
 // hasPath says whether a base URL names a path beyond its host. Such a
@@ -210,6 +224,25 @@ type ServerInfo struct {
 	NumCtx      int       `json:"num_ctx,omitempty"` // ollama: the Modelfile's num_ctx parameter
 	Tools       *bool     `json:"tools,omitempty"`
 	Fetched     time.Time `json:"fetched"`
+	// Refused is the server's refusal of the model's native tools
+	// (ollama's "tools param requires --jinja flag"), kept for
+	// serverInfoTTL from when it came whether or not the rest is asked
+	// again: the next run sends the tools as text at once.
+	Refused *toolsRefusal `json:"tools_refused,omitempty"`
+}
+
+type toolsRefusal struct {
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// refusal is the refusal info keeps, nil once it is older than
+// serverInfoTTL.
+func (info ServerInfo) refusal(now time.Time) *toolsRefusal {
+	if r := info.Refused; r != nil && now.Sub(r.At) < serverInfoTTL && !r.At.After(now) {
+		return r
+	}
+	return nil
 }
 
 // ServerCache keeps ServerInfo by a key that names the provider, the
@@ -264,21 +297,23 @@ func (l *localServer) info(ctx context.Context, model string) ServerInfo {
 		return info
 	}
 	now := time.Now()
-	fresh := false
+	var cached ServerInfo
 	if l.opts.Cache != nil {
-		if c, ok := l.opts.Cache.Load(l.cacheKey(model)); ok && now.Sub(c.Fetched) < serverInfoTTL && !c.Fetched.After(now) {
-			info, fresh = c, true
-		}
+		cached, _ = l.opts.Cache.Load(l.cacheKey(model))
 	}
-	if !fresh {
+	if now.Sub(cached.Fetched) < serverInfoTTL && !cached.Fetched.After(now) {
+		info = cached
+	} else {
 		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, l.http.headerTimeout))
 		info = l.probe(pctx, model)
 		cancel()
 		info.Fetched = now.UTC()
-		if l.opts.Cache != nil && (info.Kind != "" || info.Window > 0) {
+		info.Refused = cached.refusal(now)
+		if l.opts.Cache != nil && (info.Kind != "" || info.Window > 0 || info.Refused != nil) {
 			l.opts.Cache.Store(l.cacheKey(model), info)
 		}
 	}
+	info.Refused = info.refusal(now)
 	if info.Kind == "ollama" {
 		info.Window = ollamaNumCtx(l.name, model, info)
 	}
@@ -296,10 +331,12 @@ func (l *localServer) info(ctx context.Context, model string) ServerInfo {
 // be what it was.
 func (l *localServer) forget(model string) {
 	l.mu.Lock()
+	old := l.infos[model]
 	delete(l.infos, model)
 	l.mu.Unlock()
 	if l.opts.Cache != nil {
-		l.opts.Cache.Store(l.cacheKey(model), ServerInfo{})
+		// A refusal of the tools does not change with the context.
+		l.opts.Cache.Store(l.cacheKey(model), ServerInfo{Refused: old.Refused})
 	}
 }
 
@@ -325,24 +362,22 @@ func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
 			return info
 		}
 	}
-	var props struct {
-		Settings struct {
-			NCtx int `json:"n_ctx"`
-		} `json:"default_generation_settings"`
-		Caps struct {
-			SupportsTools *bool `json:"supports_tools"`
-		} `json:"chat_template_caps"`
-	}
-	if l.getJSON(ctx, "GET", endpointURL(root, "/props"), nil, &props) == nil && props.Settings.NCtx > 0 {
-		return ServerInfo{Kind: "llama.cpp", Window: props.Settings.NCtx, Tools: props.Caps.SupportsTools}
+	var props llamaProps
+	router := false
+	if l.getJSON(ctx, "GET", endpointURL(root, "/props"), nil, &props) == nil {
+		if props.Settings.NCtx > 0 {
+			return ServerInfo{Kind: "llama.cpp", Window: props.Settings.NCtx, Tools: props.Caps.SupportsTools}
+		}
+		router = props.Role == "router"
 	}
 	var models struct {
 		Data []struct {
-			ID                  string `json:"id"`
-			OwnedBy             string `json:"owned_by"`
-			MaxModelLen         int    `json:"max_model_len"`
-			ContextLength       int    `json:"context_length"`
-			LoadedContextLength int    `json:"loaded_context_length"`
+			ID                  string        `json:"id"`
+			OwnedBy             string        `json:"owned_by"`
+			MaxModelLen         int           `json:"max_model_len"`
+			ContextLength       int           `json:"context_length"`
+			LoadedContextLength int           `json:"loaded_context_length"`
+			Status              *routerStatus `json:"status"`
 			Meta                struct {
 				NCtx      int `json:"n_ctx"`
 				NCtxTrain int `json:"n_ctx_train"`
@@ -354,11 +389,20 @@ func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
 	}
 	for _, m := range models.Data {
 		// llama-server serves one model under its path, whatever the
-		// request names.
-		if m.ID != model && len(models.Data) != 1 {
+		// request names; its router, the one named.
+		if m.ID != model && (len(models.Data) != 1 || router) {
 			continue
 		}
 		switch {
+		case router && m.Status != nil && m.Status.Value == "loaded":
+			// A router says what a loaded model was given in its /props;
+			// of one not loaded it says nothing (and asking an autoloading
+			// router would load it).
+			props = llamaProps{}
+			l.getJSON(ctx, "GET", withQuery(endpointURL(root, "/props"), "model", model), nil, &props)
+			return ServerInfo{Kind: "llama.cpp", Window: cmp.Or(props.Settings.NCtx, m.Status.ctxSize()), Tools: props.Caps.SupportsTools}
+		case router:
+			return ServerInfo{Kind: "llama.cpp", Window: m.Status.ctxSize()}
 		case m.Meta.NCtx > 0:
 			return ServerInfo{Kind: "llama.cpp", Window: m.Meta.NCtx, TrainWindow: m.Meta.NCtxTrain}
 		case m.MaxModelLen > 0:
@@ -371,7 +415,21 @@ func (l *localServer) probe(ctx context.Context, model string) ServerInfo {
 			return ServerInfo{Kind: "vllm"}
 		}
 	}
+	if router {
+		return ServerInfo{Kind: "llama.cpp"}
+	}
 	return ServerInfo{}
+}
+
+// llamaProps is what zot reads of llama-server's /props.
+type llamaProps struct {
+	Role     string `json:"role"` // "router" for a router
+	Settings struct {
+		NCtx int `json:"n_ctx"`
+	} `json:"default_generation_settings"`
+	Caps struct {
+		SupportsTools *bool `json:"supports_tools"`
+	} `json:"chat_template_caps"`
 }
 
 // maxProbeBytes bounds one answer about a server (ollama's /api/show lists
@@ -480,6 +538,7 @@ type localPlan struct {
 // reasoning the reply's text holds as thinking and holds back a tool call
 // being written as text.
 func (l *localServer) converse(ctx context.Context, req Request, on func(StreamEvent), send func(Request, localPlan, func(StreamEvent)) (Reply, bool, error)) (Reply, error) {
+	asked := req
 	req, plan := l.prepare(ctx, req)
 	rr := newReplyReader(plan.read, on)
 	reply, sawUsage, err := send(req, plan, rr.event)
@@ -490,7 +549,7 @@ func (l *localServer) converse(ctx context.Context, req Request, on func(StreamE
 	}
 	if err != nil {
 		rr.settle(&reply)
-		l.explain(err, req.Model, plan)
+		l.explain(err, asked, plan)
 		reply.Notice = plan.notice
 		return reply, err
 	}
@@ -515,6 +574,9 @@ func (l *localServer) prepare(ctx context.Context, req Request) (Request, localP
 		plan.textTools = true
 	case refused:
 		plan.textTools = true
+	case plan.info.Refused != nil:
+		plan.textTools = true
+		plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: %s refused the tools in an earlier run (%s): zot describes them in the system prompt and reads the calls from the reply's text (remembered in models-cache.json for 6 hours; \"tools\": false in models.json says so for good)", l.name, req.Model, plan.info.Refused.Message))
 	case plan.info.Tools != nil && !*plan.info.Tools:
 		plan.textTools = true
 		plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: the chat template of %s takes no tools: zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model))
@@ -537,7 +599,13 @@ func (l *localServer) refused(err error, req Request, plan *localPlan) (Request,
 	}
 	l.mu.Lock()
 	l.noTools[req.Model] = true
+	info := l.infos[req.Model]
+	info.Refused = &toolsRefusal{Message: truncate(err.Error(), 200), At: time.Now().UTC()}
+	l.infos[req.Model] = info
 	l.mu.Unlock()
+	if l.opts.Cache != nil {
+		l.opts.Cache.Store(l.cacheKey(req.Model), info)
+	}
 	plan.textTools = true
 	plan.notice = l.noticeOnce(req.Model, fmt.Sprintf("%s: %s refused the tools (%s): zot describes them in the system prompt and reads the calls from the reply's text (\"tools\": false in models.json says so up front)", l.name, req.Model, truncate(err.Error(), 200)))
 	plan.read = l.replyPlan(req, *plan)
@@ -623,11 +691,17 @@ func (l *localServer) finish(plan localPlan, model string, reply *Reply, sawUsag
 	}
 }
 
-// explain adds to an overflow error the server's context and how to
-// raise it, and forgets what the server said of model (it was wrong).
-func (l *localServer) explain(err error, model string, plan localPlan) {
+// explain adds to an overflow error the server's context, what filled
+// the request (req as the agent asked for it) and how to make room, and
+// forgets what the server said of the model (it was wrong). An error of a
+// model the server cannot serve gets what to do about that.
+func (l *localServer) explain(err error, req Request, plan localPlan) {
 	var perr *ProviderError
-	if !errors.As(err, &perr) || !errors.Is(err, ErrContextTooLong) || perr.Hint != "" {
+	if !errors.As(err, &perr) || perr.Hint != "" {
+		return
+	}
+	model := req.Model
+	if perr.Hint = l.modelHint(perr.Message, model); perr.Hint != "" || !errors.Is(err, ErrContextTooLong) {
 		return
 	}
 	kind, window := plan.info.Kind, overflowContext(perr.Message)
@@ -639,13 +713,120 @@ func (l *localServer) explain(err error, model string, plan localPlan) {
 	if atTrainedLength(plan.info) && window >= plan.info.TrainWindow {
 		raise = trainedLengthHint
 	}
+	filled := fmt.Sprintf("zot sent about %d tokens: %s", plan.sent, requestParts(req))
 	if window > 0 {
 		SetMeasuredWindow(l.name, model, window)
-		perr.Hint = fmt.Sprintf("the server's context is %d tokens and zot sent about %d; %s", window, plan.sent, raise)
-	} else {
-		perr.Hint = fmt.Sprintf("zot sent about %d tokens; %s", plan.sent, raise)
+		filled = fmt.Sprintf("the server's context is %d tokens and %s", window, filled)
 	}
+	perr.Hint = filled + "; " + raise + shrinkHint(req.Tools)
 	l.forget(model)
+}
+
+// requestParts says what a request's tokens went to, by zot's count: the
+// system prompt, the tools by where they came from, the conversation.
+func requestParts(req Request) string {
+	parts := []string{fmt.Sprintf("system prompt %d", EstimateTokens(Request{System: req.System}, false))}
+	if len(req.Tools) > 0 {
+		var sources []string
+		by := map[string][]ToolSpec{}
+		for _, t := range req.Tools {
+			src := toolSourceName(t.Source)
+			if by[src] == nil {
+				sources = append(sources, src)
+			}
+			by[src] = append(by[src], t)
+		}
+		var each []string
+		for _, src := range sources {
+			each = append(each, fmt.Sprintf("%s %d", src, toolTokens(by[src])))
+		}
+		parts = append(parts, fmt.Sprintf("tools %d (%s)", toolTokens(req.Tools), strings.Join(each, ", ")))
+	}
+	return strings.Join(append(parts, fmt.Sprintf("conversation %d", EstimateTokens(Request{Messages: req.Messages}, false))), ", ")
+}
+
+// toolSourceName names where tools came from for the user.
+func toolSourceName(source string) string {
+	switch {
+	case source == "builtin" || source == "skill" || source == "":
+		return "built-in"
+	case source == "ext":
+		return "extensions"
+	case strings.HasPrefix(source, "mcp:"):
+		return "MCP server " + strings.TrimPrefix(source, "mcp:")
+	}
+	return source
+}
+
+// shrinkHint is how to send fewer tokens of tools: the flags that leave
+// tools out, and tool search when it was not in use.
+func shrinkHint(tools []ToolSpec) string {
+	if len(tools) == 0 {
+		return ""
+	}
+	ways := []string{"--tools with only the tools the task needs (e.g. --tools read,edit,bash)"}
+	mcp, ext, search := false, false, false
+	for _, t := range tools {
+		mcp = mcp || strings.HasPrefix(t.Source, "mcp:")
+		ext = ext || t.Source == "ext"
+		search = search || t.Name == toolSearchName
+	}
+	if mcp {
+		ways = append(ways, "--no-mcp")
+	}
+	if ext {
+		ways = append(ways, "--no-ext")
+	}
+	if (mcp || ext) && !search {
+		ways = append(ways, `a lower "tool_search_threshold" in config.json (MCP and extension tools then go as a list the model loads from)`)
+	}
+	return "; or send less: " + strings.Join(ways, ", ")
+}
+
+// modelHint is what to do about a server that cannot serve model, from
+// its words: llama-server's router has not loaded it and will not, or
+// could not load it; the server has no such model. "" for other errors.
+func (l *localServer) modelHint(message, model string) string {
+	m := strings.ToLower(message)
+	switch {
+	case strings.Contains(m, "model is not loaded"):
+		root := shownURL(serverRoot(cmp.Or(l.base, ollamaDefaultBase)))
+		return fmt.Sprintf(`llama-server's router has not loaded %s, and loads no model on request (--no-models-autoload): load it with curl -X POST %s/models/load -d '{"model": %q}', or start the router without --no-models-autoload`, model, root, model)
+	case strings.Contains(m, "failed to load"):
+		return fmt.Sprintf("the server could not load %s: its log says why; zot --list-models shows each model's state", model)
+	case strings.Contains(m, "not found") && strings.Contains(m, "model"):
+		return fmt.Sprintf("the server has no model %s: zot --list-models lists the ones it has", model)
+	}
+	return ""
+}
+
+// refusedLocally is what to do about err when it is a connection this
+// machine refused — no server listens at the port — and "" for any other
+// error: start the server, or point zot at the one that runs.
+func refusedLocally(provider string, u *url.URL, err error) string {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return ""
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback() && !ip.IsUnspecified()) {
+		return ""
+	}
+	server := "the server"
+	switch {
+	case provider == "ollama":
+		server = "ollama (ollama serve)"
+	case u.Port() == "8080":
+		server = "llama-server"
+	case u.Port() == "8000":
+		server = "vLLM"
+	case u.Port() == "1234":
+		server = "LM Studio's server"
+	}
+	where := u.Scheme + "://" + u.Host
+	if provider == "ollama" {
+		return fmt.Sprintf("nothing listens at %s: start %s, or give its address with --base-url or OLLAMA_HOST", where, server)
+	}
+	return fmt.Sprintf("nothing listens at %s: start %s, or give its address with --base-url", where, server)
 }
 
 // isOpenAIAPI says whether base is OpenAI's own API, which gets none of
@@ -656,11 +837,52 @@ func isOpenAIAPI(base string) bool {
 }
 
 // ProbeWindow asks the server about model (once), so that the window is
-// known before the first request.
-func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) {
-	if p.local != nil {
-		p.local.info(ctx, model)
+// known before the first request, and returns the context the server
+// gives model (0 when it does not say).
+func (p *openaiProvider) ProbeWindow(ctx context.Context, model string) int {
+	if p.local == nil {
+		return 0
 	}
+	return p.local.info(ctx, model).Window
 }
 
-func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) { p.local.info(ctx, model) }
+func (p *ollamaProvider) ProbeWindow(ctx context.Context, model string) int {
+	return p.local.info(ctx, model).Window
+}
+
+// routerStatus is what llama-server's router says of a model it serves:
+// whether it is loaded, and the command line it is (or would be) loaded
+// with.
+type routerStatus struct {
+	Value  string   `json:"value"`
+	Args   []string `json:"args"`
+	Failed bool     `json:"failed"`
+}
+
+// state is the load state to show: loaded, loading, unloaded, or failed
+// (the last load's process exited).
+func (s *routerStatus) state() string {
+	switch {
+	case s == nil:
+		return ""
+	case s.Failed && s.Value != "loaded":
+		return "failed"
+	}
+	return sanitize(truncate(s.Value, 20))
+}
+
+// ctxSize is the context the router gives the model: its --ctx-size (-c),
+// 0 when the command line does not say.
+func (s *routerStatus) ctxSize() int {
+	if s == nil {
+		return 0
+	}
+	for i, a := range s.Args {
+		if (a == "--ctx-size" || a == "-c") && i+1 < len(s.Args) {
+			if n, err := strconv.Atoi(s.Args[i+1]); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}

@@ -183,12 +183,17 @@ func recordedResponse(t testing.TB, stem string) (status int, ctype string, body
 }
 
 // posts are the POST requests the server got to path.
-func (rs *recordedServer) posts(path string) []capturedRequest {
+func (rs *recordedServer) posts(path string) []capturedRequest { return rs.got("POST " + path) }
+
+// gets are the GET requests the server got to path.
+func (rs *recordedServer) gets(path string) []capturedRequest { return rs.got("GET " + path) }
+
+func (rs *recordedServer) got(route string) []capturedRequest {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	var out []capturedRequest
 	for _, r := range rs.requests {
-		if r.Path == "POST "+path {
+		if r.Path == route {
 			out = append(out, r)
 		}
 	}
@@ -396,9 +401,9 @@ func TestOllamaRecordings(t *testing.T) {
 				t.Errorf("notice %q", got.reply.Notice)
 			}
 		}},
-		{"500 tools param requires --jinja: the tools as text", map[string][]string{v1: {"ollama/jinja_tools_stream.sse", "ollama/jinja_tools_stream.sse", "ollama/jinja_tools_stream.sse", "ollama/jinja_tools_stream.sse", "ollama/chat_stream.sse"}}, true, func(t *testing.T, got streamed, rs *recordedServer) {
-			if got.err != nil || !strings.Contains(got.reply.Notice, "tools param requires --jinja") {
-				t.Errorf("err %v, notice %q", got.err, got.reply.Notice)
+		{"500 tools param requires --jinja: not retried, the tools as text", map[string][]string{v1: {"ollama/jinja_tools_stream.sse", "ollama/chat_stream.sse"}}, true, func(t *testing.T, got streamed, rs *recordedServer) {
+			if got.err != nil || !strings.Contains(got.reply.Notice, "tools param requires --jinja") || len(rs.posts("/v1/chat/completions")) != 2 {
+				t.Errorf("err %v, notice %q, %d requests", got.err, got.reply.Notice, len(rs.posts("/v1/chat/completions")))
 			}
 		}},
 		{"silently truncated on the OpenAI path", map[string][]string{v1: {"ollama/overflow_v1_stream.sse"}}, false, func(t *testing.T, got streamed, rs *recordedServer) {

@@ -9,9 +9,48 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 )
+
+// ollamaHostURL is the base URL an OLLAMA_HOST value names, read as
+// ollama's own client reads it: host, host:port or scheme://host:port,
+// maybe with a path, quotes and spaces around it dropped. Without a scheme
+// the port is 11434; with one, the scheme's (80, 443). No host is
+// 127.0.0.1.
+func ollamaHostURL(v string) (string, error) {
+	v = strings.TrimSpace(strings.Trim(strings.TrimSpace(v), `"'`))
+	scheme, hostport, ok := strings.Cut(v, "://")
+	port := "11434"
+	switch {
+	case !ok:
+		scheme, hostport = "http", v
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
+	default:
+		return "", fmt.Errorf("OLLAMA_HOST %q: the scheme must be http or https", v)
+	}
+	hostport, path, _ := strings.Cut(hostport, "/")
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	} else {
+		port = p
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || strings.ContainsAny(host, "?#@ ") {
+		return "", fmt.Errorf("OLLAMA_HOST %q is not host, host:port or http://host:port", v)
+	}
+	base := scheme + "://" + net.JoinHostPort(cmp.Or(host, "127.0.0.1"), port)
+	if path = strings.Trim(path, "/"); path != "" {
+		base += "/" + path
+	}
+	return base + "/v1", nil
+}
 
 // ollamaProvider speaks to ollama through its own /api/chat, the one path
 // that takes num_ctx: its OpenAI path ignores num_ctx (checked against

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -117,13 +118,26 @@ func EstimateTokens(req Request, withTools bool) int {
 		n += perMessageTokens*bytesPerToken + t.bytes
 		images += t.images
 	}
+	tokens := (n+bytesPerToken-1)/bytesPerToken + images*imageTokens
 	if withTools {
-		for _, t := range req.Tools {
-			n += len(t.Name) + len(t.Description) + len(t.Schema)
-		}
+		tokens += toolTokens(req.Tools)
 	}
-	return (n+bytesPerToken-1)/bytesPerToken + images*imageTokens
+	return tokens
 }
+
+// toolTokens is zot's count of the tokens the definitions of tools take,
+// as EstimateTokens counts them.
+func toolTokens(tools []ToolSpec) int {
+	n := 0
+	for _, t := range tools {
+		n += len(t.Name) + len(t.Description) + len(t.Schema)
+	}
+	return (n + bytesPerToken - 1) / bytesPerToken
+}
+
+// toolSearchName is the tool through which the agent lets the model load
+// the definitions of tools it sent only by name (agent_toolsearch.go).
+const toolSearchName = "tool_search"
 
 // messageTally is what requests check and count of a message's content:
 // whether it is blank (checkConversation) and its size (EstimateTokens).
@@ -160,6 +174,11 @@ func blockBytes(b Block, images *int) int {
 		*images++
 		return 0
 	case BlockToolCall:
+		// Arguments that are not a whole JSON object (a call the output
+		// limit cut) go to every server as {}: count what goes.
+		if !json.Valid(b.Args) || !isJSONObject(b.Args) {
+			return len(b.Name) + 2
+		}
 		return len(b.Name) + len(b.Args)
 	case BlockToolResult:
 		n := 0
@@ -171,10 +190,15 @@ func blockBytes(b Block, images *int) int {
 	return len(b.Text)
 }
 
-// EstimateOutputTokens counts a reply as EstimateTokens counts a request.
+// EstimateOutputTokens counts a reply as EstimateTokens counts a request,
+// a cut call's arguments as the model wrote them.
 func EstimateOutputTokens(content []Block) int {
 	n, images := 0, 0
 	for _, b := range content {
+		if b.Type == BlockToolCall {
+			n += len(b.Name) + len(b.Args)
+			continue
+		}
 		n += blockBytes(b, &images)
 	}
 	return (n + bytesPerToken - 1) / bytesPerToken
@@ -225,4 +249,12 @@ func refusesTools(err error) bool {
 	return strings.Contains(m, "does not support tools") || strings.Contains(m, "tools param requires --jinja") ||
 		strings.Contains(m, `"auto" tool choice requires`) || strings.Contains(m, "tool use is not supported") ||
 		strings.Contains(m, "does not support function calling")
+}
+
+// cannotLoad says whether an error is a server that cannot load the model
+// asked for — llama-server's router: "model name=… failed to load" —
+// which no retry changes.
+func cannotLoad(err error) bool {
+	var perr *ProviderError
+	return errors.As(err, &perr) && strings.Contains(perr.Message, "failed to load")
 }

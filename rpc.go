@@ -82,11 +82,12 @@ const (
 	rpcGetCheckpoints   rpcCommand = "get_checkpoints"
 	rpcRewind           rpcCommand = "rewind"
 	rpcApprove          rpcCommand = "approve"
+	rpcSetMode          rpcCommand = "set_mode"
 	rpcElicit           rpcCommand = "elicit"
 )
 
 // rpcCommands are the command types, in the order the docs list them.
-var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove, rpcElicit}
+var rpcCommands = []rpcCommand{rpcHello, rpcPrompt, rpcAbort, rpcCompact, rpcGetState, rpcGetMessages, rpcClear, rpcSetModel, rpcSetMode, rpcGetModels, rpcPing, rpcReloadExtensions, rpcGetCheckpoints, rpcRewind, rpcApprove, rpcElicit}
 
 // rpcResponseType is the "type" of every response line; events have
 // their own (EventType).
@@ -107,6 +108,10 @@ type rpcRequest struct {
 	Approvals  bool
 	ApprovalID string
 	Decision   ApprovalDecision
+	// Mode (set_mode, and approve for a plan: the mode to carry it out
+	// in) and Plan (approve: the plan as the client edited it).
+	Mode string
+	Plan string
 	// Elicitation (hello) says the client answers elicitation_request
 	// events; ElicitationID, Action and Content (elicit) are such an
 	// answer.
@@ -118,6 +123,11 @@ type rpcRequest struct {
 	Checkpoint string
 	Restore    rpcRestore
 	Force      bool
+}
+
+// answer is an approve command's answer.
+func (req rpcRequest) answer() approvalAnswer {
+	return approvalAnswer{Decision: req.Decision, Message: req.Message, Mode: req.Mode, Plan: req.Plan}
 }
 
 // rpcRestore is what a rewind restores.
@@ -175,6 +185,13 @@ type (
 		Queued       int    `json:"queued"`
 		Usage        Usage  `json:"usage"`
 		Sandbox      string `json:"sandbox"`
+		// Mode is the session's mode, Modes those set_mode takes here.
+		Mode  string   `json:"mode,omitempty"`
+		Modes []string `json:"modes,omitempty"`
+	}
+	rpcModeData struct {
+		Mode    string `json:"mode"`
+		Sandbox string `json:"sandbox"`
 	}
 	rpcMessagesData struct {
 		Messages []WireMessage `json:"messages"`
@@ -191,7 +208,7 @@ type (
 var rpcImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // rpcFieldNames are the top-level fields of a request, of every command.
-var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision", "elicitation", "elicitation_id", "action", "content"}
+var rpcFieldNames = []string{"id", "type", "token", "message", "images", "model", "all", "checkpoint", "restore", "force", "approvals", "approval_id", "decision", "mode", "plan", "elicitation", "elicitation_id", "action", "content"}
 
 // decodeRPCRequest parses and checks one request line. Only the fields the
 // command uses are decoded, so a stray field of another command's never
@@ -243,6 +260,9 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 		if err == nil {
 			err = decodeRPCField("message", raw["message"], &req.Message)
 		}
+		if err == nil {
+			err = cmp.Or(decodeRPCField("mode", raw["mode"], &req.Mode), decodeRPCField("plan", raw["plan"], &req.Plan))
+		}
 		if err == nil && req.ApprovalID == "" {
 			err = errors.New(`approve needs "approval_id", from the approval_request it answers`)
 		}
@@ -266,6 +286,11 @@ func decodeRPCRequest(line []byte) (rpcRequest, error) {
 			if ierr := checkRPCImage(req.Images[i]); ierr != nil {
 				err = fmt.Errorf("images[%d]: %v", i, ierr)
 			}
+		}
+	case rpcSetMode:
+		err = decodeRPCField("mode", raw["mode"], &req.Mode)
+		if err == nil && req.Mode == "" {
+			err = errors.New(`set_mode needs "mode", e.g. {"type":"set_mode","mode":"plan"}`)
 		}
 	case rpcSetModel:
 		err = decodeRPCField("model", raw["model"], &req.Model)
@@ -394,6 +419,9 @@ type rpcConfig struct {
 	// defaultApprovalTimeout).
 	Approvals       *sessionApprovals
 	ApprovalTimeout time.Duration
+	// Modes is the session's mode (get_state, set_mode, mode_changed);
+	// nil: the session has none.
+	Modes *Modes
 }
 
 // rpcCheckpoints is what get_checkpoints and rewind use (wire.go's).
@@ -501,6 +529,7 @@ func newRPCServer(cfg rpcConfig, in io.Reader, out io.Writer) *rpcServer {
 	s := &rpcServer{rpcConfig: cfg, in: in, out: newEventWriter(out), broken: make(chan struct{}), authed: cfg.Token == ""}
 	s.cond = sync.NewCond(&s.mu)
 	s.approvals = newApprovalBroker(cfg.ApprovalTimeout, func(e approvalRequestEvent) { s.write(e) })
+	cfg.Modes.Hear(func(m Mode) { s.event(Event{Type: EventModeChanged, Mode: string(m), Sandbox: cfg.Modes.Sandbox(m)}) })
 	s.elicits = newElicitBroker(cfg.ApprovalTimeout, func(e elicitationRequestEvent) { s.write(e) })
 	return s
 }
@@ -621,6 +650,15 @@ func (s *rpcServer) handle(ctx context.Context, l inputLine) error {
 		s.reply(req, rpcMessagesData{Messages: WireMessages(s.Agent.Messages())}, nil)
 	case rpcClear:
 		s.reply(req, nil, s.whenIdle("clear", s.Agent.Clear))
+	case rpcSetMode:
+		m, err := ParseMode(req.Mode)
+		if err == nil {
+			err = s.Modes.Set(m)
+		}
+		if err != nil {
+			err = fmt.Errorf("set_mode: %w", err)
+		}
+		s.reply(req, rpcModeData{Mode: string(m), Sandbox: s.sandboxMode()}, err)
 	case rpcSetModel:
 		model := strings.TrimSpace(req.Model)
 		s.reply(req, nil, s.whenIdle("set_model", func() error { return s.Agent.SetModel(model) }))
@@ -638,7 +676,7 @@ func (s *rpcServer) handle(ctx context.Context, l inputLine) error {
 	case rpcGetCheckpoints, rpcRewind:
 		s.checkpoints(req)
 	case rpcApprove:
-		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.Decision, req.Message))
+		s.reply(req, nil, s.approvals.answer(req.ApprovalID, req.answer()))
 	case rpcElicit:
 		s.reply(req, nil, s.elicits.answer(req.ElicitationID, req.Action, req.Content))
 	}
@@ -751,7 +789,12 @@ func (s *rpcServer) waiting() int {
 	return n
 }
 
+// sandboxMode is what commands run in now: the mode's sandbox, else the
+// run's.
 func (s *rpcServer) sandboxMode() string {
+	if s.Modes != nil {
+		return s.Modes.Sandbox(s.Modes.Current())
+	}
 	if s.Sandbox == "" {
 		return "off"
 	}
@@ -772,7 +815,17 @@ func (s *rpcServer) state() rpcStateData {
 		Queued:       queued,
 		Usage:        cum,
 		Sandbox:      s.sandboxMode(),
+		Mode:         string(s.Modes.Current()),
+		Modes:        modeNames(s.Modes.Available()),
 	}
+}
+
+func modeNames(ms []Mode) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m))
+	}
+	return out
 }
 
 // whenIdle runs change only while no job runs or waits. Holding the lock
@@ -879,7 +932,12 @@ func (s *rpcServer) Notify(n rpcNote) {
 	if n.Clear {
 		return
 	}
-	e := Event{Type: EventExtNotify, Extension: n.Extension, Level: n.Level, Message: n.Message}
+	s.event(Event{Type: EventExtNotify, Extension: n.Extension, Level: n.Level, Message: n.Message})
+}
+
+// event sends an event that belongs to no prompt (a note, a change of
+// mode), held like the notes until a required hello.
+func (s *rpcServer) event(e Event) {
 	s.mu.Lock()
 	if !s.authed {
 		if len(s.held) < maxHeldNotes {
@@ -890,6 +948,17 @@ func (s *rpcServer) Notify(n rpcNote) {
 	}
 	s.mu.Unlock()
 	s.write(e)
+}
+
+// Asker is who answers a question now: the client, when it said hello
+// with "approvals": true; else nil.
+func (s *rpcServer) Asker() approvalAsker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.clientApproves {
+		return nil
+	}
+	return s.approvals.ask
 }
 
 // Confirm is the ConfirmFunc of rpc: a client that said hello with

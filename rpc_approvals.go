@@ -32,7 +32,7 @@ func readClientAnswers(in io.Reader, approvals *approvalBroker, elicits *elicitB
 			switch {
 			case err != nil:
 			case req.Type == rpcApprove && approvals != nil:
-				err = approvals.answer(req.ApprovalID, req.Decision, req.Message)
+				err = approvals.answer(req.ApprovalID, req.answer())
 			case req.Type == rpcElicit && elicits != nil:
 				err = elicits.answer(req.ElicitationID, req.Action, req.Content)
 			default:

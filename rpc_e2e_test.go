@@ -358,7 +358,7 @@ func TestRPCExampleClients(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			if _, err := exec.LookPath(c.need); err != nil {
-				t.Skipf("%s is not installed; .ci/run installs it", c.need)
+				skipMissing(t, "%s is not installed; .ci/run installs it", c.need)
 			}
 			if c.name == "go" {
 				src, _ := filepath.Abs(filepath.Join("examples", "rpc", "go"))

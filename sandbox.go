@@ -362,9 +362,12 @@ var (
 // Explain returns a note for the output of a command that failed: that
 // the sandbox refused a path outside the writable set, or $ZOT_HOME, or
 // (offline modes) the network, and which setting would allow it; "" when
-// the output shows none of these.
-func (sb *Sandbox) Explain(output string) string {
+// the output shows none of these. outside says that a run outside the
+// sandbox might do what was refused: a write outside the writable set or
+// the network, never $ZOT_HOME, which no approval opens.
+func (sb *Sandbox) Explain(output string) (note string, outside bool) {
 	var notes []string
+	hidden := false
 	seen := map[string]bool{}
 	add := func(note string) {
 		if !seen[note] {
@@ -375,6 +378,7 @@ func (sb *Sandbox) Explain(output string) string {
 	for _, line := range strings.Split(output, "\n") {
 		lower := strings.ToLower(line)
 		if sb.mode.offline() && containsAny(lower, netPhrases) {
+			outside = true
 			add(fmt.Sprintf("[sandbox %s: commands have no network, not even the host's loopback services (only a loopback of their own); --sandbox workspace (or \"sandbox\": \"workspace\" in $ZOT_HOME/config.json) gives them the network]", sb.mode))
 			continue
 		}
@@ -392,13 +396,15 @@ func (sb *Sandbox) Explain(output string) string {
 			}
 			switch {
 			case sb.isHidden(real):
+				hidden = true
 				add(fmt.Sprintf("[sandbox %s: %s is in $ZOT_HOME, which holds zot's keys and is hidden from commands in every sandbox mode; only --sandbox off opens it]", sb.mode, p))
 			case !sb.isWritable(real) && !strings.Contains(lower, "no such file"):
+				outside = true
 				add(fmt.Sprintf("[sandbox %s refused this: %s is outside the writable directories (%s); %s]", sb.mode, p, strings.Join(sb.writable, ", "), sb.widenHint()))
 			}
 		}
 	}
-	return strings.Join(notes, "\n")
+	return strings.Join(notes, "\n"), outside && !hidden
 }
 
 func containsAny(s string, phrases []string) bool { return firstIndex(s, phrases) >= 0 }

@@ -474,7 +474,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	first, _, _ := strings.Cut(stdout, "\n")
-	if first != `{"type":"session_start","cwd":"`+z.cwd+`","sandbox":"workspace"}` {
+	if first != `{"type":"session_start","cwd":"`+z.cwd+`","sandbox":"workspace","mode":"auto"}` {
 		t.Errorf("first event %s", first)
 	}
 	if !strings.Contains(stdout, `hi\n`) || !strings.Contains(stdout, "[sandbox workspace refused this") {

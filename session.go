@@ -34,6 +34,7 @@ const sessionVersion = 1
 //	{"type":"usage","usage":{…}}         one provider call, cost included
 //	{"type":"reset","messages":[…]}      the transcript was replaced (compaction, clear)
 //	{"type":"model","model":…}           the user switched model
+//	{"type":"name","name":…}             the user named the session (/rename)
 //
 // The transcript is the messages of the last reset row (or none) followed by
 // the message rows after it.
@@ -48,6 +49,7 @@ type SessionMeta struct {
 	Created  time.Time `json:"created"`
 	Parent   string    `json:"parent,omitempty"`    // path of the session this was forked from
 	ForkedAt int       `json:"forked_at,omitempty"` // messages kept from the parent
+	Name     string    `json:"name,omitempty"`      // set by /rename; a name row changes it
 }
 
 // The rows as written; each is encoded by writeRow.
@@ -72,10 +74,15 @@ type (
 		Type  string `json:"type"`
 		Model string `json:"model"`
 	}
+	nameRow struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
 )
 
 // sessionRow is any row as read: Type selects the fields that matter. A
-// model row's model lands in SessionMeta.Model.
+// model row's model lands in SessionMeta.Model, a name row's name in
+// SessionMeta.Name.
 type sessionRow struct {
 	Type string `json:"type"`
 	SessionMeta
@@ -148,6 +155,7 @@ type SessionInfo struct {
 	FirstPrompt string
 	ForkPrompt  string // a fork's first prompt after the fork point
 	Model       string // the model in use at the end
+	Name        string // the name given last (/rename), "" for none
 	// Newer is set for a session written by a newer zot: listed, so that
 	// it does not silently vanish, but not something this zot can open.
 	Newer *newerSessionError
@@ -267,6 +275,56 @@ func (s *Session) SetModel(model string) error {
 	}
 	if err := s.writeRow(modelRow{"model", model}); err != nil {
 		return fmt.Errorf("set model in session %s: %w", s.Path, err)
+	}
+	return nil
+}
+
+// Name is the session's name, "" before one is given.
+func (s *Session) Name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Meta.Name
+}
+
+// SetName records the name the user gave the session; --resume NAME finds
+// it by that name.
+func (s *Session) SetName(name string) error {
+	if err := checkSessionName(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("name session %s: %w", s.Path, os.ErrClosed)
+	}
+	if name == s.Meta.Name {
+		return nil
+	}
+	s.Meta.Name = name
+	if s.f == nil {
+		return nil // the meta row will carry it
+	}
+	if err := s.writeRow(nameRow{"name", name}); err != nil {
+		return fmt.Errorf("name session %s: %w", s.Path, err)
+	}
+	return s.syncLocked()
+}
+
+// checkSessionName refuses names that `zot -r NAME` could not take back:
+// an empty one, one that reads as a flag, or one with control characters
+// or line breaks (it is shown in lists, one session a line).
+func checkSessionName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return errors.New("a session name cannot be empty")
+	case strings.HasPrefix(name, "-"):
+		return fmt.Errorf("a session name cannot start with '-' (zot -r %s would read it as a flag)", name)
+	case name != strings.TrimSpace(name):
+		return fmt.Errorf("a session name cannot start or end with a space: %q", name)
+	case name != sanitize(name) || strings.ContainsAny(name, "\n\r\t"):
+		return fmt.Errorf("a session name cannot hold control characters: %q", name)
+	case utf8.RuneCountInString(name) > 100:
+		return errors.New("a session name can be at most 100 characters")
 	}
 	return nil
 }
@@ -545,6 +603,7 @@ func OpenSession(path string) (*Session, *LoadedSession, error) {
 	}
 	s := &Session{Path: path, Meta: sc.meta, f: f, size: sc.size}
 	s.Meta.Model = sc.model
+	s.Meta.Name = sc.name
 	loaded := &LoadedSession{Meta: s.Meta, Usage: sc.usage, LastContext: sc.lastContext, Repairs: sc.repairs}
 
 	fail := func(err error) (*Session, *LoadedSession, error) {
@@ -599,6 +658,7 @@ func OpenSession(path string) (*Session, *LoadedSession, error) {
 type sessionScan struct {
 	meta        SessionMeta
 	model       string    // the model in use at the end
+	name        string    // the name given last
 	msgs        []Message // the transcript after every reset
 	lines       []int     // the line each message came from
 	usage       Usage
@@ -686,6 +746,7 @@ func scanSessionMax(path string, r io.Reader, max int) (*sessionScan, error) {
 			sawMeta = true
 			sc.meta = row.SessionMeta
 			sc.model = row.Model
+			sc.name = row.Name
 			continue
 		}
 		if jerr != nil {
@@ -726,6 +787,12 @@ func scanSessionMax(path string, r io.Reader, max int) (*sessionScan, error) {
 				continue
 			}
 			sc.model = row.Model
+		case "name":
+			if checkSessionName(row.Name) != nil {
+				sc.repairs = append(sc.repairs, fmt.Sprintf("line %d: name row without a usable name; skipped it", lineNo))
+				continue
+			}
+			sc.name = row.Name
 		case "meta":
 			sc.repairs = append(sc.repairs, fmt.Sprintf("line %d: a second meta row; skipped it", lineNo))
 		default:
@@ -902,6 +969,7 @@ func readSessionInfo(path string) (SessionInfo, error) {
 		FirstPrompt: sc.firstPrompt,
 		ForkPrompt:  sc.forkPrompt,
 		Model:       sc.model,
+		Name:        sc.name,
 	}, nil
 }
 
@@ -1037,6 +1105,9 @@ func FormatSessionList(list []SessionInfo, now time.Time) string {
 			prompt = fmt.Sprintf("(written by a newer zot, format %d: upgrade zot to open it)", info.Newer.version)
 		case prompt == "":
 			prompt = "(no prompt)"
+		}
+		if info.Name != "" {
+			prompt = "[" + sessionOneLine(info.Name, 40) + "] " + prompt
 		}
 		pad := strings.Repeat(" ", modelW-utf8.RuneCountInString(models[i]))
 		fmt.Fprintf(&b, "%*d) %s  %s%s  %*s  $%.4f  %s\n",

@@ -540,9 +540,12 @@ var sessionsUsage = commandHelp{
 		{"list", "[--json] [--cwd DIR]", "the sessions of this directory, forks under their parent", ""},
 		{"export", "SESSION [-o PATH] [--cwd DIR]", "write SESSION as one portable file (default ./<name>.zotsession; -o - for stdout)", ""},
 		{"import", "FILE [--cwd DIR]", "make FILE a new session of this directory (prints its path)", ""},
+		{"rename", "SESSION NAME [--cwd DIR]", "name SESSION, so that zot -r NAME resumes it", ""},
 		{"help", "[command]", "this text, or a command's", ""},
 	},
-	notes: `SESSION is a session id (or the start of one), "latest", or a session file.
+	notes: `SESSION is a session id (or the start of one), a name given by /rename or
+zot sessions rename (the newest session of that name), "latest", or a
+session file.
 FILE is an export, a session file of zot, or a session file or .zotsession
 of the reference zot, which is converted. Rows that cannot be read are
 skipped and named on stderr; the new session is written whole or not at all.
@@ -566,6 +569,7 @@ type sessionListEntry struct {
 	Messages    int       `json:"messages"`
 	CostUSD     USD       `json:"cost_usd"`
 	FirstPrompt string    `json:"first_prompt"`
+	Name        string    `json:"name,omitempty"`
 	Parent      string    `json:"parent,omitempty"`
 	ForkedAt    int       `json:"forked_at,omitempty"`
 	Depth       int       `json:"depth"`
@@ -597,7 +601,7 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 				i := r.Info
 				entry := sessionListEntry{ID: i.Meta.ID, Path: i.Path, Updated: i.Updated.UTC(), Created: i.Meta.Created,
 					Provider: i.Meta.Provider, Model: cmp.Or(i.Model, i.Meta.Model), Messages: i.Messages, CostUSD: USD(i.CostUSD),
-					FirstPrompt: i.FirstPrompt, ForkedAt: i.Meta.ForkedAt, Depth: r.Depth}
+					FirstPrompt: i.FirstPrompt, Name: i.Name, ForkedAt: i.Meta.ForkedAt, Depth: r.Depth}
 				if i.Meta.Parent != "" {
 					entry.Parent = filepath.Base(i.Meta.Parent)
 				}
@@ -631,6 +635,16 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, dst)
 		return exitOK
+	case len(words) == 3 && words[0] == "rename":
+		path, err := findSession(home, abs, words[1])
+		if err != nil {
+			return failed(err)
+		}
+		if err := renameSession(path, words[2]); err != nil {
+			return failed(err)
+		}
+		fmt.Fprintf(stdout, "%s is now named %s\n", sanitize(path), sanitize(words[2]))
+		return exitOK
 	case len(words) == 2 && words[0] == "import":
 		path, notes, err := ImportSession(words[1], home, abs)
 		for _, n := range notes {
@@ -645,8 +659,26 @@ func runSessionsCommand(args []string, stdout, stderr io.Writer) int {
 	return sessionsUsage.misuse(words, stderr)
 }
 
+// renameSession names the session at path. A session another zot has open
+// is refused (its rows would interleave); /rename in that zot names it.
+func renameSession(path, name string) error {
+	if err := checkSessionName(name); err != nil {
+		return err
+	}
+	sess, _, err := OpenSession(path)
+	if err != nil {
+		return err
+	}
+	if err := sess.SetName(name); err != nil {
+		sess.Close()
+		return err
+	}
+	return sess.Close()
+}
+
 // findSession resolves what a user names a session by: a file, "latest",
-// or an id or the start of one among the sessions of cwd.
+// an id, a name (the newest session of that name), or the start of an id,
+// among the sessions of cwd.
 func findSession(home, cwd, name string) (string, error) {
 	if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
 		return name, nil
@@ -661,18 +693,25 @@ func findSession(home, cwd, name string) (string, error) {
 	if name == "latest" {
 		return LatestSession(home, cwd)
 	}
-	var found []string
 	for _, info := range list {
 		if info.Meta.ID == name {
 			return info.Path, nil
 		}
+	}
+	for _, info := range list { // the newest first
+		if info.Name == name && info.Newer == nil {
+			return info.Path, nil
+		}
+	}
+	var found []string
+	for _, info := range list {
 		if name != "" && strings.HasPrefix(info.Meta.ID, name) {
 			found = append(found, info.Path)
 		}
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("no session %q in %s (zot sessions list shows them)", name, cwd)
+		return "", fmt.Errorf("no session %q (by name or id) in %s (zot sessions list shows them)", name, cwd)
 	case 1:
 		return found[0], nil
 	}

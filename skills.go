@@ -384,6 +384,8 @@ type skillTool struct{ skills []Skill }
 
 func (skillTool) Name() string { return ToolSkill }
 
+func (skillTool) ReadOnly() bool { return true }
+
 func (skillTool) Description() string {
 	return "Load a skill listed in the system prompt: its instructions and files."
 }

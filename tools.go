@@ -36,16 +36,15 @@ type Tool interface {
 	Run(ctx context.Context, args json.RawMessage, progress func(line string)) ToolResult
 }
 
-// ReadOnlyTool is a tool that only reads: it changes no file and runs
-// nothing (read, grep, find, ls). A host that lets the model look but not
-// touch — plan mode — may let it call these; a tool without the method
-// may change things.
+// ReadOnlyTool is a tool that says whether it changes nothing — read,
+// grep, find, ls, an MCP tool its server marks readOnlyHint — and so may
+// run in plan mode. A tool without the method is taken to change things.
 type ReadOnlyTool interface {
 	Tool
 	ReadOnly() bool
 }
 
-// IsReadOnly says whether t is marked read-only.
+// IsReadOnly says whether t says it changes nothing.
 func IsReadOnly(t Tool) bool {
 	r, ok := t.(ReadOnlyTool)
 	return ok && r.ReadOnly()
@@ -58,13 +57,21 @@ type ToolResult struct {
 	IsError  bool
 	Details  string
 	ExitCode *int
+	// Confined, set by bash, says that the sandbox refused what the
+	// command tried (a write outside the writable set, the network
+	// offline) and why: a run outside the sandbox might do it. The agent
+	// may offer that run (Agent.OfferOutside).
+	Confined string
 }
 
-// ToolSpec is a tool as a provider describes it to the model.
+// ToolSpec is a tool as a provider describes it to the model. Source is
+// where it came from (the registry's source: "builtin", "skill", "ext",
+// "mcp:NAME"), which is not sent.
 type ToolSpec struct {
 	Name        string
 	Description string
 	Schema      json.RawMessage
+	Source      string
 }
 
 func errorResult(format string, args ...any) ToolResult {
@@ -148,10 +155,25 @@ func (r *ToolRegistry) Lookup(name string) (Tool, bool) {
 // List returns the visible tools sorted by name: a stable order keeps the
 // provider's prompt cache warm.
 func (r *ToolRegistry) List() []Tool {
+	var out []Tool
+	for _, st := range r.visible() {
+		out = append(out, st.tool)
+	}
+	return out
+}
+
+type sourcedTool struct {
+	tool   Tool
+	source string
+}
+
+// visible are the tools the model sees, with their sources, sorted by
+// name.
+func (r *ToolRegistry) visible() []sourcedTool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	seen := map[string]bool{}
-	var out []Tool
+	var out []sourcedTool
 	for _, s := range r.sources {
 		for _, t := range s.tools {
 			n := t.Name()
@@ -159,10 +181,10 @@ func (r *ToolRegistry) List() []Tool {
 				continue
 			}
 			seen[n] = true
-			out = append(out, t)
+			out = append(out, sourcedTool{t, s.name})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	sort.Slice(out, func(i, j int) bool { return out[i].tool.Name() < out[j].tool.Name() })
 	return out
 }
 
@@ -186,8 +208,9 @@ func (r *ToolRegistry) Names() []string {
 // Specs describes the visible tools for a provider request.
 func (r *ToolRegistry) Specs() []ToolSpec {
 	var specs []ToolSpec
-	for _, t := range r.List() {
-		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
+	for _, st := range r.visible() {
+		t := st.tool
+		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Schema: t.Schema(), Source: st.source})
 	}
 	return specs
 }
@@ -321,13 +344,58 @@ type CommandSandbox interface {
 	// tools never enter them, by whatever name (tools_open.go).
 	Hidden() []string
 	// Explain returns a note on a failed command's output when it shows
-	// the sandbox refused something, else "".
-	Explain(output string) string
+	// the sandbox refused something, else ""; outside says that a run
+	// outside the sandbox might do what was refused (a write outside the
+	// writable set, the network), which it never says of $ZOT_HOME.
+	Explain(output string) (note string, outside bool)
 	// After checks, once nothing of the command started as p runs any
 	// more, what it changed that programs outside the sandbox read or run
 	// (git, validators, rule files), puts that back, and returns a note
 	// saying so, else "".
 	After(p *proc) string
+}
+
+// Confinement is the sandbox a gate chose for one call, over the
+// ToolEnv's own (GateResult.Confine): the mode's read-only sandbox in plan
+// mode, the workspace sandbox in sandboxed-auto, none at all for a
+// command the user let run outside once. Name is what the audit log and
+// messages call it ("read-only", "off").
+type Confinement struct {
+	Sandbox CommandSandbox // nil: not confined
+	Name    string
+	// Fixed: no run outside it is offered (plan mode's read-only
+	// sandbox is the mode's promise).
+	Fixed bool
+}
+
+type (
+	confinementKey struct{}
+	toolCallKey    struct{}
+)
+
+// ToolCallID is the id of the call a tool runs for, "" outside one: a
+// tool that asks someone (present_plan) names the call it asks about.
+func ToolCallID(ctx context.Context) string {
+	id, _ := ctx.Value(toolCallKey{}).(string)
+	return id
+}
+
+// WithConfinement makes the tools run under c: what the agent does with
+// a decision's Confine.
+func WithConfinement(ctx context.Context, c *Confinement) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, confinementKey{}, c)
+}
+
+// sandbox is the sandbox a call runs in: the one its decision chose, else
+// the ToolEnv's.
+func (e *ToolEnv) sandbox(ctx context.Context) CommandSandbox {
+	if c, ok := ctx.Value(confinementKey{}).(*Confinement); ok {
+		return c.Sandbox
+	}
+	return e.Sandbox
 }
 
 // NewToolEnv makes cwd absolute so a later chdir of the process cannot
@@ -649,7 +717,7 @@ func (t readTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	}
 	// openRead opens only a regular file: a FIFO or a device could block
 	// or never end.
-	f, info, err := t.env.openRead(p)
+	f, info, err := t.env.openRead(ctx, p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return errorResult("read %s: no such file (relative paths start at %s)", p, t.env.Cwd)
@@ -871,7 +939,7 @@ func (t writeTool) Run(ctx context.Context, raw json.RawMessage, _ func(string))
 	if ctx.Err() != nil {
 		return errorResult("write %s: aborted before writing", p)
 	}
-	w, err := t.env.openWrite(p)
+	w, err := t.env.openWrite(ctx, p)
 	if err != nil {
 		return errorResult("%v", err)
 	}
@@ -1035,8 +1103,9 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	argv := shellArgv(command)
 	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout, bigStdout: true}
 	start := startProc
-	if env.Sandbox != nil {
-		start = env.Sandbox.Start
+	sb := env.sandbox(ctx)
+	if sb != nil {
+		start = sb.Start
 	}
 	p, err := start(spec)
 	if err != nil {
@@ -1105,17 +1174,22 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	if leftovers {
 		b.WriteString("\n[stopped processes the command left running in the background]")
 	}
-	if code != 0 && env.Sandbox != nil {
-		if note := env.Sandbox.Explain(text); note != "" {
+	confined := ""
+	if code != 0 && sb != nil {
+		note, outside := sb.Explain(text)
+		if note != "" {
+			b.WriteString("\n" + note)
+		}
+		if outside && stopped == "" {
+			confined = note
+		}
+	}
+	if sb != nil {
+		if note := sb.After(p); note != "" {
 			b.WriteString("\n" + note)
 		}
 	}
-	if env.Sandbox != nil {
-		if note := env.Sandbox.After(p); note != "" {
-			b.WriteString("\n" + note)
-		}
-	}
-	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code}
+	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code, Confined: confined}
 }
 
 // shellOutput keeps what a command prints in fixed memory: the head and a

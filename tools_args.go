@@ -22,11 +22,14 @@ const (
 	ToolGrep  = "grep"
 	ToolFind  = "find"
 	ToolLs    = "ls"
+	// ToolPresentPlan ends plan mode: the model's plan, for the user to
+	// approve (tools_plan.go).
+	ToolPresentPlan = "present_plan"
 )
 
 // BuiltinToolNames lists the built-in tools, which no extension or MCP
 // server may take the name of.
-var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill, ToolGrep, ToolFind, ToolLs}
+var BuiltinToolNames = []string{ToolRead, ToolWrite, ToolEdit, ToolBash, ToolSkill, ToolGrep, ToolFind, ToolLs, ToolPresentPlan}
 
 // ReadArgs are the read tool's arguments.
 type ReadArgs struct {
@@ -154,6 +157,17 @@ func ParseSkillArgs(raw json.RawMessage) (SkillArgs, error) {
 	a.require("name")
 	s := SkillArgs{Name: strings.TrimSpace(a.str("name"))}
 	return s, a.err
+}
+
+// ParsePlanArgs reads present_plan's one argument, the plan.
+func ParsePlanArgs(raw json.RawMessage) (string, error) {
+	a := parseToolArgs(ToolPresentPlan, raw)
+	a.require("plan")
+	plan := a.str("plan")
+	if a.err == nil && strings.TrimSpace(plan) == "" {
+		return "", errors.New(`invalid arguments for present_plan: "plan" must not be empty`)
+	}
+	return plan, a.err
 }
 
 // GrepArgs are the grep tool's arguments.

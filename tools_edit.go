@@ -47,7 +47,7 @@ func (t editTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if ctx.Err() != nil {
 		return errorResult("edit %s: aborted before editing", p)
 	}
-	w, err := t.env.openWrite(p)
+	w, err := t.env.openWrite(ctx, p)
 	if err != nil {
 		return errorResult("%v", err)
 	}

@@ -32,7 +32,7 @@ func (t findTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 	if err != nil {
 		return errorResult("find: pattern %v", err)
 	}
-	start, err := t.env.openSearch(ToolFind, args.Path)
+	start, err := t.env.openSearch(ctx, ToolFind, args.Path)
 	if err != nil {
 		return errorResult("%v", err)
 	}

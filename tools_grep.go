@@ -52,7 +52,7 @@ func (t grepTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) 
 			return errorResult("grep: glob %v", err)
 		}
 	}
-	start, err := t.env.openSearch(ToolGrep, args.Path)
+	start, err := t.env.openSearch(ctx, ToolGrep, args.Path)
 	if err != nil {
 		return errorResult("%v", err)
 	}

@@ -29,7 +29,7 @@ func (t lsTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) To
 	if err != nil {
 		return errorResult("%v", err)
 	}
-	start, err := t.env.openSearch(ToolLs, args.Path)
+	start, err := t.env.openSearch(ctx, ToolLs, args.Path)
 	if err != nil {
 		return errorResult("%v", err)
 	}

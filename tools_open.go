@@ -70,9 +70,9 @@ func within(path, dir string) bool {
 // kernel's ELOOP does.
 const maxSymlinkHops = 40
 
-// toolRules are the rules of the jail and the sandbox for a path the
-// model names, read (write false) or written.
-func (e *ToolEnv) toolRules(write bool) pathRules {
+// toolRules are the rules of the jail and the sandbox sb (nil: none) for
+// a path the model names, read (write false) or written.
+func (e *ToolEnv) toolRules(sb CommandSandbox, write bool) pathRules {
 	var r pathRules
 	cwd, err := filepath.EvalSymlinks(e.Cwd)
 	if err != nil {
@@ -88,7 +88,7 @@ func (e *ToolEnv) toolRules(write bool) pathRules {
 			return fmt.Errorf("path %s is outside the working directory (the jail is on%s)", p, hint)
 		}
 	}
-	if sb := e.Sandbox; sb != nil {
+	if sb != nil {
 		r.hidden = sb.Hidden()
 		r.check = sb.CheckRead
 		if write {
@@ -128,8 +128,8 @@ func absPath(cwd, p string) string {
 //
 // The jail lets read reach the session's spill files, which a bash result
 // told the model to read: the file opened must be one of them itself.
-func (e *ToolEnv) openRead(p string) (*os.File, fs.FileInfo, error) {
-	r := e.toolRules(false)
+func (e *ToolEnv) openRead(ctx context.Context, p string) (*os.File, fs.FileInfo, error) {
+	r := e.toolRules(e.sandbox(ctx), false)
 	f, info, err := openChecked(absPath(e.Cwd, p), p, &r)
 	if err == nil || r.root == "" || !filepath.IsAbs(p) {
 		return f, info, err
@@ -172,9 +172,10 @@ type writeTarget struct {
 
 // openWrite resolves a path write or edit is about to change: the jail
 // and the sandbox judge where the walk ended — a missing file's parent
-// directories included, which create makes.
-func (e *ToolEnv) openWrite(p string) (*writeTarget, error) {
-	r := e.toolRules(true)
+// directories included, which create makes. The sandbox is the call's
+// (ctx: its decision's confinement).
+func (e *ToolEnv) openWrite(ctx context.Context, p string) (*writeTarget, error) {
+	r := e.toolRules(e.sandbox(ctx), true)
 	return openForWrite(absPath(e.Cwd, p), p, &r)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -152,7 +153,7 @@ func BenchmarkOpenChecked(b *testing.B) {
 	for _, c := range []struct{ name, path string }{{"direct", "a/b/c/f.go"}, {"through-symlink", "link/b/c/f.go"}} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				f, _, err := env.openRead(c.path)
+				f, _, err := env.openRead(context.Background(), c.path)
 				if err != nil {
 					b.Fatal(err)
 				}

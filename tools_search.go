@@ -75,10 +75,10 @@ func (s *searchStart) close() {
 	}
 }
 
-// searchRules are read's path rules, with the search tools' own hidden
-// directories added.
-func (e *ToolEnv) searchRules() pathRules {
-	r := e.toolRules(false)
+// searchRules are read's path rules in the sandbox the call runs in, with
+// the search tools' own hidden directories added.
+func (e *ToolEnv) searchRules(ctx context.Context) pathRules {
+	r := e.toolRules(e.sandbox(ctx), false)
 	if len(e.Private) > 0 {
 		r.hidden = append(slices.Clone(r.hidden), e.Private...)
 		r.fast = slices.DeleteFunc(r.fast, r.hides)
@@ -88,11 +88,11 @@ func (e *ToolEnv) searchRules() pathRules {
 
 // openSearch opens the directory or file p names ("" is the working
 // directory), by read's rules; tool names the tool in errors.
-func (e *ToolEnv) openSearch(tool, p string) (*searchStart, error) {
+func (e *ToolEnv) openSearch(ctx context.Context, tool, p string) (*searchStart, error) {
 	if p == "" {
 		p = "."
 	}
-	r := e.searchRules()
+	r := e.searchRules(ctx)
 	abs := absPath(e.Cwd, p)
 	for tries := 0; ; tries++ {
 		at, err := walkPath(abs, &r)

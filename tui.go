@@ -47,6 +47,9 @@ type TUIConfig struct {
 	Notes     []string // shown at the start (session repairs)
 	AskTools  bool     // --no-yolo: ask before each tool call
 	Sandbox   string   // the mode bash commands run in (docs/sandbox.md)
+	// Modes is the session's mode: the status bar shows it, shift+tab
+	// and /mode change it; nil: the session has none.
+	Modes *Modes
 	// Approvals keeps the session's "don't ask again" answers; nil: the
 	// TUI's own, which offer none for commands.
 	Approvals *sessionApprovals
@@ -271,10 +274,12 @@ type (
 		err  error
 	}
 	msgReloaded struct{ stats tuiReloadStats }
+	msgMode     struct{ mode Mode }
 	msgLog      struct {
 		text string
 		st   style
 	}
+	msgRedraw struct{}
 )
 
 // newTUI makes the interactive mode for cfg, drawing to out. From here on
@@ -507,6 +512,13 @@ func (t *TUI) start(prompt string, resume bool) {
 		t.commitRule("continuing " + t.sessionName())
 		t.showTranscript(msgs)
 	}
+	// The status's share of the context is of the server's own window
+	// from the start, not of a guess until the first request.
+	t.background(func() {
+		if t.agent.ServerWindow(t.ctx) > 0 {
+			t.post(msgRedraw{})
+		}
+	})
 	if resume {
 		t.cmdSessions("")
 	}
@@ -575,10 +587,13 @@ func (t *TUI) handle(m any) {
 		t.extCommandDone(m.name, m.resp, m.err)
 	case msgReloaded:
 		t.reloaded(m.stats)
+	case msgMode:
+		t.modeChanged(m.mode)
 	case msgLog:
 		t.logf(m.st, "%s", m.text)
 	case msgShellDone:
 		t.shellDone(m)
+	case msgRedraw: // what the status shows changed
 	case msgBtwDelta:
 		m.d.delta(m.seq, m.delta)
 	case msgBtwDone:
@@ -677,6 +692,9 @@ func (t *TUI) key(k key) {
 		}
 	case k.code == keyTab:
 		t.hint = t.pop.complete(&t.ed, t.cfg.Cwd)
+		return
+	case k.code == keyBacktab:
+		t.cycleMode()
 		return
 	case k.code == keyEnter && k.mod == 0:
 		t.enter()
@@ -936,9 +954,10 @@ func (t *TUI) streamRows(w int) []string {
 	return rows
 }
 
-// statusRow is the bottom line: model, directory, context used, tokens,
-// cost, sandbox (or else jail) and confirmation state, and while the agent
-// works a spinner with the time elapsed.
+// statusRow is the bottom line: model, the mode and what commands run in
+// (a sandbox, or not confined, and the jail), directory, context used,
+// tokens, cost and confirmation state, and while the agent works a
+// spinner with the time elapsed.
 func (t *TUI) statusRow(w int) string {
 	model := t.agent.CurrentModel()
 	info := lookupModel(t.provider, model)
@@ -949,19 +968,12 @@ func (t *TUI) statusRow(w int) string {
 	}
 	parts := []span{{" " + t.provider + "/" + model, fgCyan}}
 	add := func(s string, st style) { parts = append(parts, span{" · ", sDim}, span{s, st}) }
+	t.addModeStatus(add)
 	add(shortPath(t.cfg.Cwd, 30), sDim)
 	add(fmt.Sprintf("ctx %d%%", pct), sDim)
 	add(fmt.Sprintf("↑%s ↓%s", tokenCount(total.Input+total.CacheRead+total.CacheWrite), tokenCount(total.Output)), sDim)
 	if info.Known {
 		add(fmt.Sprintf("$%.4f", total.CostUSD), sDim)
-	}
-	switch {
-	case t.cfg.Sandbox != "" && t.cfg.Sandbox != "off":
-		add("sandbox "+t.cfg.Sandbox, fgGreen)
-	case t.cfg.ToolEnv.Jailed():
-		add("jail", fgYellow)
-	default:
-		add("no jail", sDim)
 	}
 	t.gateMu.Lock()
 	asking := t.askTools && !t.approveAll
@@ -1087,6 +1099,9 @@ func (t *TUI) setApproval(tool string, all bool) {
 func (t *TUI) sessionName() string {
 	if t.session == nil {
 		return "conversation"
+	}
+	if name := t.session.Name(); name != "" {
+		return "session " + name + " (" + filepath.Base(t.session.Path) + ")"
 	}
 	return "session " + filepath.Base(t.session.Path)
 }

@@ -1,6 +1,9 @@
 package main
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // The TUI's approvals: the confirmation dialog shows an edit's or write's
 // diff (numbered and coloured, as the edit's result will be) instead of
@@ -40,8 +43,26 @@ func (t *TUI) ask(ctx context.Context, q approvalQuestion) approvalAnswer {
 	}
 }
 
-// approvalOptions are the "don't ask again" answers q offers.
+// planLetters are the answers that approve a plan and the mode each
+// carries it out in.
+var planLetters = [][2]string{{"a", string(ModeAcceptEdits)}, {"k", string(ModeAsk)}, {"u", string(ModeAuto)}, {"s", string(ModeSandboxedAuto)}}
+
+// approvalOptions are the "don't ask again" answers q offers; for a plan,
+// the approvals, one per mode it may be carried out in, and one with
+// changes typed.
 func approvalOptions(q approvalQuestion) [][2]string {
+	if q.Plan != nil {
+		var opts [][2]string
+		for _, l := range planLetters {
+			if slices.Contains(q.Plan.Modes, l[1]) {
+				opts = append(opts, [2]string{l[0], "approve, and carry it out in " + l[1] + " mode (" + Mode(l[1]).About() + ")"})
+			}
+		}
+		if len(q.Plan.Modes) > 0 {
+			opts = append(opts, [2]string{"e", "approve with changes (type them), in " + q.Plan.Modes[0] + " mode"})
+		}
+		return opts
+	}
 	o := q.Offer
 	switch {
 	case o.Edits:
@@ -56,8 +77,12 @@ func approvalOptions(q approvalQuestion) [][2]string {
 }
 
 // approvalBody lays out what the call would do: for an edit or write its
-// diff under the tool and path, else the call's arguments.
+// diff under the tool and path, a plan as markdown, else the call's
+// arguments.
 func approvalBody(req *confirmReq, width int) []string {
+	if p := req.q.Plan; p != nil {
+		return append([]string{fitLine(width, span{"the plan", sBold})}, renderMarkdown(drawText(p.Text), width, 0)...)
+	}
 	if req.q.Diff == "" {
 		return callRows(req.call, width)
 	}
@@ -82,6 +107,15 @@ func argPath(call ToolCall) string {
 // chooseApproval answers the dialog with one of the answers beyond yes and
 // no; ok is false for a letter that is not one of them.
 func (d *confirmDialog) chooseApproval(t *TUI, letter string) (ok bool) {
+	if p := d.req.q.Plan; p != nil {
+		for _, l := range planLetters {
+			if l[0] == letter && slices.Contains(p.Modes, l[1]) {
+				d.answerWith(approvalAnswer{Decision: ApprovalAllow, Mode: l[1]})
+				return true
+			}
+		}
+		return false
+	}
 	switch letter {
 	case "p", "e":
 	case "s":

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,6 +30,7 @@ func builtinCommands() []slashCommand {
 		{"help", "", "keys and commands", false, (*TUI).cmdHelp},
 		{"model", "[provider/]ID", "switch the model (a picker without an ID)", true, (*TUI).cmdModel},
 		{"sessions", "", "resume a saved session of this directory", true, (*TUI).cmdSessions},
+		{"rename", "NAME", "name this session, so that zot -r NAME resumes it", false, (*TUI).cmdRename},
 		{"fork", "", "continue from an earlier prompt in a new session", true, (*TUI).cmdFork},
 		{"undo", "[ID]", "restore the files to before the last prompt's changes (or checkpoint ID)", true, (*TUI).cmdUndo},
 		{"rewind", "", "go back to before a prompt: files, conversation or both", true, (*TUI).cmdRewind},
@@ -41,6 +44,7 @@ func builtinCommands() []slashCommand {
 		{"skills", "[NAME]", "list skills, or show one", false, (*TUI).cmdSkills},
 		{"login", "[PROVIDER]", "save an API key to auth.json", true, (*TUI).cmdLogin},
 		{"logout", "[PROVIDER]", "remove a saved API key", true, (*TUI).cmdLogout},
+		{"mode", "[NAME]", "show the modes, or switch to one (shift+tab cycles them)", false, (*TUI).cmdMode},
 		{"status", "", "model, server, session, context, sandbox, jail, approvals", false, (*TUI).cmdStatus},
 		{"cost", "", "tokens and cost of this session so far", false, (*TUI).cmdCost},
 		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
@@ -240,7 +244,7 @@ func (t *TUI) cmdModel(args string) {
 			choices = append(choices, choice{p, m.ID, modelSummary(m)})
 		}
 	}
-	if !lookupModel(t.provider, t.agent.CurrentModel()).Known {
+	if !slices.ContainsFunc(choices, func(c choice) bool { return c.provider == t.provider && c.id == t.agent.CurrentModel() }) {
 		choices = append(choices, choice{t.provider, t.agent.CurrentModel(), "(current)"})
 	}
 	nameW := 0
@@ -315,7 +319,15 @@ func (t *TUI) applyModel(provider, id string) {
 	t.logf(fgCyan, "model: %s/%s", provider, id)
 	t.saveModelChoice(provider, id)
 	if !lookupModel(provider, id).Known {
-		t.logf(sDim, "zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000)
+		// A local server says what context it gives the model; asking
+		// may take a few seconds, which the UI does not wait for.
+		t.background(func() {
+			if w := t.agent.ServerWindow(t.ctx); w > 0 {
+				t.post(msgLog{fmt.Sprintf("the server gives %s a context of %d tokens", id, w), sDim})
+			} else {
+				t.post(msgLog{fmt.Sprintf("zot does not know %s: assuming a %dk context window, cost not shown", id, defaultContextWindow/1000), sDim})
+			}
+		})
 	}
 	if t.missingKey != "" {
 		t.warnNoKey()
@@ -329,19 +341,35 @@ func (t *TUI) applyModel(provider, id string) {
 func (t *TUI) saveModelChoice(provider, id string) {
 	path := filepath.Join(t.cfg.Home, "config.json")
 	old, _ := loadConfig(t.cfg.Home)
-	cfg := userConfig{Provider: provider, Model: id}
+	cfg := userConfig{Provider: provider, Model: id, ModelServers: old.ModelServers}
 	if old.Provider == provider {
 		cfg.BaseURL = old.BaseURL
+	}
+	// A model no catalogue knows, of the server this run talks to, is
+	// that server's: the choice keeps it, or the next run would look for
+	// the model at the provider's default.
+	info := lookupModel(provider, id)
+	server := ""
+	if provider == t.cfg.Provider && t.cfg.BaseURL != "" && !info.Known && info.BaseURL == "" && t.cfg.BaseURL != cfg.BaseURL {
+		server = t.cfg.BaseURL
+		cfg.ModelServers = maps.Clone(cfg.ModelServers)
+		if cfg.ModelServers == nil {
+			cfg.ModelServers = map[string]string{}
+		}
+		cfg.ModelServers[provider+"/"+id] = server
 	}
 	if err := saveConfig(t.cfg.Home, cfg); err != nil {
 		t.logf(fgYellow, "/model: the choice is not remembered: %v", err)
 		return
 	}
 	saved := fmt.Sprintf("saved %s/%s as the default", provider, id)
-	if cfg.BaseURL != "" {
+	switch {
+	case server != "":
+		saved += " with the server it came from"
+	case cfg.BaseURL != "":
 		saved += " with the base URL saved before"
 	}
-	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL {
+	if t.cfg.BaseURLFlag && provider == t.cfg.Provider && t.cfg.BaseURL != cfg.BaseURL && server == "" {
 		saved += "; --base-url is this run's, not saved"
 	}
 	t.logf(sDim, "%s (%s)", saved, path)
@@ -420,7 +448,11 @@ func (t *TUI) keyFor(provider string) (key, source string, err error) {
 // endpointFor is where a model is served: its models.json baseUrl, else
 // the provider's base URL.
 func (t *TUI) endpointFor(provider, model string) string {
-	return cmp.Or(lookupModel(provider, model).BaseURL, t.baseURLFor(provider))
+	cfg, _ := loadConfig(t.cfg.Home)
+	if provider == t.cfg.Provider && t.cfg.BaseURLFlag {
+		cfg.ModelServers = nil // --base-url wins for this run
+	}
+	return cmp.Or(lookupModel(provider, model).BaseURL, cfg.modelServer(provider, model), t.baseURLFor(provider))
 }
 
 // baseURLFor is the base URL of a provider: the one in use at startup for
@@ -429,8 +461,15 @@ func (t *TUI) baseURLFor(provider string) string {
 	if provider == t.cfg.Provider {
 		return t.cfg.BaseURL
 	}
-	if cfg, err := loadConfig(t.cfg.Home); err == nil && cfg.Provider == provider {
+	if cfg, err := loadConfig(t.cfg.Home); err == nil && cfg.Provider == provider && cfg.BaseURL != "" {
 		return cfg.BaseURL
+	}
+	if provider == "ollama" {
+		base, err := ollamaEnvBase()
+		if err != nil {
+			t.logf(fgYellow, "%v (ollama's default address is used)", err)
+		}
+		return base
 	}
 	return ""
 }
@@ -576,6 +615,27 @@ func (t *TUI) clear() {
 	}
 	t.notes = nil
 	t.commitRule("conversation cleared")
+}
+
+func (t *TUI) cmdRename(args string) {
+	name := strings.TrimSpace(args)
+	switch {
+	case t.session == nil:
+		t.logf(fgYellow, "nothing is saved (--no-session), so there is no session to name")
+		return
+	case name == "":
+		if cur := t.session.Name(); cur != "" {
+			t.logf(fgCyan, "this session is named %s; /rename NAME renames it", cur)
+		} else {
+			t.logf(fgYellow, "usage: /rename NAME (then zot -r NAME resumes this session)")
+		}
+		return
+	}
+	if err := t.session.SetName(name); err != nil {
+		t.logf(fgRed, "rename: %s", err)
+		return
+	}
+	t.logf(fgCyan, "this session is named %s: zot -r %s resumes it", name, name)
 }
 
 func (t *TUI) cmdJail(string) {
@@ -896,6 +956,9 @@ func (t *TUI) cmdStatus(string) {
 	}
 	t.gateMu.Lock()
 	confirm := "tool calls run without asking, unless a rule or validator asks"
+	if t.cfg.Modes != nil {
+		confirm = "as the mode (below), your rules and validators say"
+	}
 	if t.askTools && !t.approveAll {
 		confirm = "every tool call asks (--no-yolo)"
 	}
@@ -909,6 +972,9 @@ func (t *TUI) cmdStatus(string) {
 		{"sandbox", sandbox},
 		{"jail", jail},
 		{"approvals", confirm},
+	}
+	if m := t.cfg.Modes.Current(); m != "" {
+		rows = append(rows, [2]string{"mode", fmt.Sprintf("%s: %s; commands %s (/mode)", m, m.About(), t.cfg.Modes.Confinement(m))})
 	}
 	if t.missingKey != "" {
 		rows = append(rows, [2]string{"key", t.missingKey + " (/login)"})

@@ -309,6 +309,7 @@ type confirmDialog struct {
 
 	typing bool   // a message for the model is being typed (m)
 	msg    []rune // that message
+	yes    bool   // it goes with a yes: a plan's changes (e)
 }
 
 const (
@@ -317,6 +318,9 @@ const (
 )
 
 func (d *confirmDialog) options() [][2]string {
+	if d.req.q.Plan != nil {
+		return append(approvalOptions(d.req.q), [2]string{"n", "no, keep planning"}, [2]string{"m", "no, keep planning, and tell the model why (type it)"})
+	}
 	opts := [][2]string{{"y", "yes, run it"}}
 	if d.yolo {
 		opts = [][2]string{
@@ -370,9 +374,17 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 		}
 		body = append(body, fitLine(boxInner(width), span{where, st}))
 	}
+	title := "allow this tool call?"
+	if d.req.q.Plan != nil {
+		title = "approve this plan?"
+	}
 	if d.typing {
-		body = append(body, fitLine(boxInner(width), span{"message to the model: ", fgCyan | sBold}, span{drawText(string(d.msg)) + "▏", 0}))
-		return box(width, "allow this tool call?", "enter: no, with this message · esc: back", body), 0, -1
+		label, footer := "message to the model: ", "enter: no, with this message · esc: back"
+		if d.yes {
+			label, footer = "changes to the plan: ", "enter: approve, with these changes · esc: back"
+		}
+		body = append(body, fitLine(boxInner(width), span{label, fgCyan | sBold}, span{drawText(string(d.msg)) + "▏", 0}))
+		return box(width, title, footer, body), 0, -1
 	}
 	for i, o := range d.options() {
 		mark, st := "  ", style(0)
@@ -385,7 +397,7 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 	if time.Now().Before(d.armAt) {
 		footer = "a moment: keys typed now do not answer · esc: no"
 	}
-	return box(width, "allow this tool call?", footer, body), 0, -1
+	return box(width, title, footer, body), 0, -1
 }
 
 func (d *confirmDialog) key(t *TUI, k key) bool {
@@ -398,8 +410,8 @@ func (d *confirmDialog) key(t *TUI, k key) bool {
 			return true
 		}
 		switch letter {
-		case "m":
-			d.typing = true
+		case "m", "e":
+			d.typing, d.yes = true, letter == "e"
 			return false
 		case "y":
 		case "t":
@@ -554,10 +566,14 @@ func (d *confirmDialog) answer(ok bool) {
 func (d *confirmDialog) typedKey(k key) bool {
 	switch k.code {
 	case keyEnter:
-		d.answerWith(approvalAnswer{Decision: ApprovalDeny, Message: strings.TrimSpace(string(d.msg))})
+		a := approvalAnswer{Decision: ApprovalDeny, Message: strings.TrimSpace(string(d.msg))}
+		if d.yes {
+			a.Decision, a.Mode = ApprovalAllow, d.req.q.Plan.Modes[0]
+		}
+		d.answerWith(a)
 		return true
 	case keyEsc:
-		d.typing, d.msg = false, nil
+		d.typing, d.msg, d.yes = false, nil, false
 	case keyBackspace:
 		if len(d.msg) > 0 {
 			d.msg = d.msg[:len(d.msg)-1]

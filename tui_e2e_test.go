@@ -30,7 +30,7 @@ type tmuxTerm struct {
 func needTmux(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("SKIPPED: tmux is not installed, so the TUI end-to-end tests did NOT run (.ci/run installs it)")
+		skipMissing(t, "SKIPPED: tmux is not installed, so the TUI end-to-end tests did NOT run (.ci/run installs it)")
 	}
 }
 

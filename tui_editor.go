@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -654,7 +655,7 @@ const attachLimit = 256 << 10
 // does: the jail and the sandbox judge it, and what is read is what was
 // judged.
 func attachFile(ref string, env *ToolEnv) (Block, string, error) {
-	f, st, err := env.openRead(ref)
+	f, st, err := env.openRead(context.Background(), ref)
 	if err != nil {
 		return Block{}, "", err
 	}

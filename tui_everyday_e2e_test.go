@@ -21,7 +21,7 @@ func TestTUIShellCommandAndHistorySearch(t *testing.T) {
 	}
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "noted"})})
 	tm := startTUI(t, z, anthropicFlags(srv)...)
-	tm.waitFor("no jail")
+	tm.waitFor("ctx 0%")
 	tm.typeText("!ls")
 	tm.keys("Enter")
 	tm.waitFor("kumquat.txt")
@@ -50,4 +50,50 @@ func TestTUIShellCommandAndHistorySearch(t *testing.T) {
 		return !strings.Contains(s, "search the prompt history") && strings.Contains(s, "› what about the papaya")
 	})
 	tm.exitAndCheck()
+}
+
+// TestTUIRenameThenResumeByName: /rename x names the session; zot -r x
+// resumes it in the TUI, in -p (the conversation reaches the model), and
+// zot sessions rename renames it by its old name. The name survives in the
+// session file: every step is a new process.
+func TestTUIRenameThenResumeByName(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "noted"})})
+	tm := startTUI(t, z, anthropicFlags(srv)...)
+	tm.waitFor("ctx 0%")
+	tm.typeText("remember the quince")
+	tm.keys("Enter")
+	tm.waitFor("noted")
+	tm.typeText("/rename x")
+	tm.keys("Enter")
+	tm.waitFor("this session is named x")
+	tm.exitAndCheck()
+
+	tm = startTUI(t, z, append(anthropicFlags(srv), "-r", "x")...)
+	tm.waitFor("continuing session x (")
+	tm.waitFor("remember the quince")
+	tm.exitAndCheck()
+
+	out, errOut, code := z.run(append(anthropicFlags(srv), "-p", "-r", "x", "what fruit")...)
+	if code != 0 || !strings.Contains(out, "noted") {
+		t.Fatalf("zot -p -r x: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	reqs := srv.Requests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "remember the quince") || !strings.Contains(last, "what fruit") {
+		t.Fatalf("-p -r x did not carry the named conversation:\n%s", last)
+	}
+
+	if out, errOut, code := z.run("sessions", "rename", "x", "quince talk"); code != 0 || !strings.Contains(out, "is now named quince talk") {
+		t.Fatalf("zot sessions rename: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, _ := z.run("sessions", "list"); !strings.Contains(out, "[quince talk] remember the quince") {
+		t.Errorf("zot sessions list does not show the name:\n%s", out)
+	}
+	if _, errOut, code := z.run(append(anthropicFlags(srv), "-p", "-r", "x", "again")...); code != 1 || !strings.Contains(errOut, `no session "x" (by name or id)`) {
+		t.Errorf("-r with the old name: exit %d, stderr %s", code, errOut)
+	}
+	if _, errOut, code := z.run("sessions", "rename", "quince talk", " "); code != 1 || !strings.Contains(errOut, "cannot be empty") {
+		t.Errorf("an empty name: exit %d, stderr %s", code, errOut)
+	}
 }

@@ -23,11 +23,12 @@ func (tm *tmuxTerm) waitIdle() string {
 	})
 }
 
-// A user mashing ctrl+c as an answer ends keeps the session: presses that
-// come just after the run ended are taken as meant to stop it. Leaving
-// takes a ctrl+c that says "press ctrl+c again to exit", and the next
-// within the window; once the window passed, the hint goes and a ctrl+c
-// asks again.
+// After an answer, ctrl+c on the idle, empty editor says "press ctrl+c
+// again to exit" and leaves nothing; once the window passed the hint goes
+// and a ctrl+c asks again. How long the windows last (and that ctrl+c
+// mashed as the answer ends does not leave) is TestCtrlCDuringARunOnlyStops',
+// on a clock it sets: here a loaded machine may take seconds between two
+// keys, so no assertion rests on a key's timing.
 func TestTUICtrlCAsTheAnswerEndsDoesNotExit(t *testing.T) {
 	t.Parallel()
 	needTmux(t)
@@ -39,11 +40,11 @@ func TestTUICtrlCAsTheAnswerEndsDoesNotExit(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("A quick answer.")
 	tm.waitIdle()
-	tm.keys("C-c", "C-c")
+	tm.keys("C-c") // in the grace it is dropped, after it it arms: neither leaves
 	tm.typeText("still here")
 	screen := tm.waitFor("› still here")
 	if strings.Contains(screen, "[zot exited]") || strings.Contains(screen, ctrlCExitHint) {
-		t.Fatalf("ctrl+c pressed as the answer ended armed the exit or left:\n%s", screen)
+		t.Fatalf("ctrl+c as the answer ended left or kept the exit armed:\n%s", screen)
 	}
 	tm.keys("C-u", "C-c")
 	tm.waitFor(ctrlCExitHint)
@@ -53,7 +54,9 @@ func TestTUICtrlCAsTheAnswerEndsDoesNotExit(t *testing.T) {
 	if s := tm.screen(); strings.Contains(s, "[zot exited]") {
 		t.Fatalf("a ctrl+c after the window left zot:\n%s", s)
 	}
-	tm.keys("C-c")
+	// One write: the second press is in the window, or (the machine slow)
+	// the first re-arms and the second leaves; either way zot exits.
+	tm.keys("C-c", "C-c")
 	tm.checkExit(0)
 }
 
@@ -81,11 +84,14 @@ func TestTUIPromptSentRightAfterAStopRuns(t *testing.T) {
 }
 
 // While the provider retries an overloaded model, the live region says
-// so, counting down, with the attempt and the reason; then the answer.
+// so, counting down, with the attempt and the reason; ctrl+c stops the
+// wait and the line goes with it. The server asks for a long wait (zot
+// caps it at 30 s), so the countdown stays on screen on a slow machine;
+// a retry that completes is TestRetriesAreEventsAndStderrLines'.
 func TestTUIShowsRetries(t *testing.T) {
 	t.Parallel()
 	needTmux(t)
-	srv := startReplay(t, overloaded529("2"), replayStep{Events: anthropicEvents(gen{Text: "Answered after a retry."})})
+	srv := startReplay(t, overloaded529("600"), replayStep{Events: anthropicEvents(gen{Text: "Answered the next prompt."})})
 	z := newZotRun(t)
 	tm := startTUI(t, z, anthropicFlags(srv)...)
 	tm.waitFor("/help for keys")
@@ -94,10 +100,14 @@ func TestTUIShowsRetries(t *testing.T) {
 	tm.waitScreen("the retry's countdown", func(s string) bool {
 		return strings.Contains(s, "s (attempt 2 of 4): "+overloadedReason) && strings.Contains(s, "retrying in ")
 	})
-	screen := tm.waitFor("Answered after a retry.")
+	tm.keys("C-c")
+	screen := tm.waitFor("■ aborted")
 	if strings.Contains(screen, "retrying in") {
-		t.Errorf("the retry line outlived the retry:\n%s", screen)
+		t.Errorf("the retry line outlived the stopped retry:\n%s", screen)
 	}
+	tm.typeText("again")
+	tm.keys("Enter")
+	tm.waitFor("Answered the next prompt.")
 	tm.exitAndCheck()
 }
 

@@ -395,11 +395,11 @@ func TestRuleDifferentialAgainstBash(t *testing.T) {
 	t.Parallel()
 	strace, err := exec.LookPath("strace")
 	if err != nil {
-		t.Skip("SKIPPED LOUDLY: the rule differential needs strace (apt-get install strace; .ci/run installs it)")
+		skipMissing(t, "SKIPPED LOUDLY: the rule differential needs strace (apt-get install strace; .ci/run installs it)")
 	}
 	lab := newShellLab(t)
 	if out, err := exec.Command(strace, "-qq", "-e", "trace=execve", "-o", "/dev/null", "/bin/true").CombinedOutput(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: strace cannot trace here (%v: %s)", err, out)
+		skipMissing(t, "SKIPPED LOUDLY: strace cannot trace here (%v: %s)", err, out)
 	}
 	seed := *rulesSeed
 	if seed == 0 {

@@ -83,12 +83,23 @@ type setup struct {
 	// directory (approvals_saved.go).
 	savedApprovals [][]string
 	// editorMCP are MCP servers an editor passed (zot acp): the user's
-	// own, started beside the configured ones. hostModes makes the
-	// permission rules take the mode a host sets (rules.SetMode), and
-	// rules are the rules guardTools loaded.
+	// own, started beside the configured ones. rules are the rules
+	// guardTools loaded.
 	editorMCP []mcpServerConfig
-	hostModes bool
 	rules     *PermissionRules
+	config    userConfig // config.json as newSetup read it
+	// modes is the session's mode (wire_modes.go): the one it began in,
+	// who chose that ("" nobody), and what nobody choosing gives; boxes
+	// the sandboxes modes need beyond the run's own. planAsk says who
+	// approves plans now (nil: nobody), lastPlan the plan present_plan
+	// got where nobody does (-p prints it).
+	modes     *Modes
+	modeStart Mode
+	modeFrom  string
+	modeDef   Mode
+	boxes     modeBoxes
+	planAsk   func() approvalAsker
+	lastPlan  atomic.Pointer[string]
 }
 
 // defaultMCPWait bounds the wait for MCP servers before a run's first
@@ -121,6 +132,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.savedApprovals, problems = readSavedApprovals(savedApprovalsPath(s.home), s.cwd)
 	s.notes = append(s.notes, problems...)
 	cfg, err := loadConfig(s.home)
+	s.config = cfg
 	switch {
 	case err != nil && o.sandbox == "":
 		// It may ask for a sandbox, which is never given up for a file
@@ -202,6 +214,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	s.toolEnv.JailHint = "zot was started with --jail: run it without --jail, or with --cwd set to a directory that holds the path"
 	reg := NewToolRegistry()
 	reg.SetSource("builtin", BuiltinTools(s.toolEnv))
+	reg.SetSource("plan", nil) // present_plan, in plan mode (planTool)
 	if on, err := searchToolsOn(o, s.home); err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	} else if on {
@@ -226,7 +239,10 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	}
 	a := NewAgent(prov, s.model, reg)
 	a.Reasoning = o.reasoning
-	if a.CompactThreshold, err = cfg.fraction("compact_threshold"); err != nil {
+	if a.CompactThreshold, err = cfg.fraction("compact_threshold", "0.85 compacts at 85% of the context window"); err != nil {
+		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
+	}
+	if a.ToolSearchShare, err = cfg.fraction("tool_search_threshold", "0.25 lists MCP and extension tools for tool_search once all tools take a quarter of the context window"); err != nil {
 		fmt.Fprintf(stderr, "zot: %v (ignored)\n", err)
 	}
 	if o.maxSteps > 0 {
@@ -241,14 +257,18 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 	a.Pipeline.AddToolGate(armedStage, s.armedGate)
 	s.agent = a
 	s.armCheckpoints()
+	if err := s.startModes(cfg, cmp.Or(o.modeDefault, ModeAuto), stderr); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // searchToolsOn says whether grep, find and ls are offered: they are off
 // unless --tools names one of them or config.json's "search_tools" is
 // true, because their definitions cost every request about 210 tokens
-// (docs/tools.md#grep-find-ls-off-by-default). A host that wants them later (plan mode)
-// adds the source itself: reg.SetSource("search", SearchTools(env)).
+// (docs/tools.md#grep-find-ls-off-by-default). Plan mode offers them
+// beside present_plan whatever this says (setup.planTool).
 func searchToolsOn(o options, home string) (bool, error) {
 	if o.noTools {
 		return false, nil
@@ -285,12 +305,20 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 			return ep, fmt.Errorf("%s: base_url %w; fix it there, or give --base-url", filepath.Join(home, "config.json"), err)
 		}
 	}
+	if ep.provider == "ollama" && ep.configuredBase == "" {
+		base, err := ollamaEnvBase()
+		if err != nil {
+			return ep, usageError{err.Error()}
+		}
+		ep.configuredBase = base
+	}
 	ep.model = cmp.Or(ep.model, defaultModels[ep.provider])
 	ep.baseURL = ep.configuredBase
-	// A models.json entry's baseUrl is where that model is served,
-	// unless --base-url says otherwise for this run.
+	// A models.json entry's baseUrl is where that model is served, and
+	// else the server /model took it from, unless --base-url says
+	// otherwise for this run.
 	if o.baseURL == "" && ep.model != "" {
-		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, ep.baseURL)
+		ep.baseURL = cmp.Or(lookupModel(ep.provider, ep.model).BaseURL, cfg.modelServer(ep.provider, ep.model), ep.baseURL)
 	}
 	var err error
 	ep.key, ep.keySource, err = resolveKey(ep.provider, o.apiKey, home)
@@ -377,7 +405,7 @@ func splitList(v string) []string {
 // (a session of its own unless useSessionByDefault is false) and its notes
 // shown on stderr. The caller closes it.
 func newModeSetup(o options, useSessionByDefault bool, stderr io.Writer) (*setup, error) {
-	pick, err := pickSessionFromTTY(o.resume, stderr)
+	pick, err := pickSessionFromTTY(o.resume && o.resumeName == "", stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -406,6 +434,12 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 		return nil
 	case o.continueLast:
 		p, err := LatestSession(s.home, s.cwd)
+		if err != nil {
+			return err
+		}
+		path = p
+	case o.resumeName != "":
+		p, err := findSession(s.home, s.cwd, o.resumeName)
 		if err != nil {
 			return err
 		}
@@ -466,6 +500,7 @@ func (s *setup) close() {
 	if s.toolEnv != nil {
 		s.toolEnv.Close()
 	}
+	s.closeBoxes()
 }
 
 // runOnce is -p and --json: one prompt, then exit.
@@ -497,7 +532,10 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	var events *eventWriter
 	if o.json {
 		events = newEventWriter(stdout)
-		events.Write(Event{Type: EventSessionStart, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode())})
+		events.Write(Event{Type: EventSessionStart, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Mode: string(s.modes.Current())})
+		s.modes.Hear(func(m Mode) {
+			events.Write(Event{Type: EventModeChanged, Mode: string(m), Sandbox: s.modes.Sandbox(m)})
+		})
 	}
 	for _, line := range s.trustNotes() {
 		fmt.Fprintf(stderr, "zot: %s\n", line)
@@ -513,6 +551,7 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		if o.approvalsStdin {
 			approvals = newApprovalBroker(o.approvalTimeout, func(e approvalRequestEvent) { events.Write(e) })
 			host.confirm = sessionApprovals.Confirm(approvals.ask)
+			host.askPlan, host.outside = func() approvalAsker { return approvals.ask }, func() bool { return true }
 		}
 		if o.elicitationStdin {
 			elicits = newElicitBroker(o.approvalTimeout, func(e elicitationRequestEvent) { events.Write(e) })
@@ -529,6 +568,9 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := s.checkToolPatterns(); err != nil {
 		return fail(stderr, err)
+	}
+	if note := s.modeNote(); note != "" && noteOnce(s.home, "mode-print") {
+		fmt.Fprintf(stderr, "zot: %s\n", note)
 	}
 	s.awaitMCPBeforeFirstTurn()
 
@@ -557,7 +599,12 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	prompts := s.prompts(func(msg string) { fmt.Fprintf(stderr, "zot: %s\n", msg) })
-	err = prompts.Send(ctx, s.agent, text, nil, TeeSinks(exts.Observe, sink))
+	var answer finalAnswer
+	err = prompts.Send(ctx, s.agent, text, nil, TeeSinks(exts.Observe, sink, answer.watch))
+	if plan := s.lastPlan.Load(); plan != nil {
+		final = *plan // plan mode: the plan is the answer, and nothing of it ran
+		answer = finalAnswer{text: final, stop: StopEndTurn}
+	}
 	if o.print && final != "" {
 		if f, ok := stdout.(*os.File); ok && isTerminal(int(f.Fd())) {
 			final = sanitize(final)
@@ -565,6 +612,14 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, strings.TrimRight(final, "\n"))
 	}
 	switch {
+	case err == nil && answer.problem() != "":
+		// The run worked, but what it was for did not come: a script must
+		// not take an empty or cut answer for one.
+		if events != nil {
+			events.Write(Event{Type: EventError, Message: answer.problem()})
+		}
+		fmt.Fprintf(stderr, "zot: %s\n", answer.problem())
+		return exitFailure
 	case err == nil:
 		return exitOK
 	case events != nil && events.Err() != nil:
@@ -575,6 +630,55 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	return exitFailure
+}
+
+// finalAnswer follows a run's events for what -p and --json exit with:
+// the last reply, the reason its turn ended, its output tokens.
+type finalAnswer struct {
+	text     string
+	thinking bool
+	blocked  bool
+	stop     string
+	output   int
+}
+
+func (f *finalAnswer) watch(e Event) {
+	switch e.Type {
+	case EventAssistantStart:
+		*f = finalAnswer{}
+	case EventAssistantMessage:
+		m := Message{Content: e.Content}
+		f.text = strings.TrimSpace(m.Text())
+		f.thinking = m.thinkingText() != ""
+	case EventMessageBlocked:
+		f.blocked = true
+	case EventUsage:
+		f.output = e.Usage.Output
+	case EventTurnEnd:
+		f.stop = e.Stop
+	}
+}
+
+// problem says what is wrong with the final answer, "" when nothing is:
+// it is empty, or the output limit cut it. An answer a message gate hid
+// was the gate's doing, and a turn that ended in tools or an error is no
+// final answer.
+func (f *finalAnswer) problem() string {
+	if f.blocked || (f.stop != StopEndTurn && f.stop != StopLength) {
+		return ""
+	}
+	limit := fmt.Sprintf("(stop: length, %d output tokens)", f.output)
+	switch {
+	case f.text == "" && f.stop == StopLength && f.thinking:
+		return "the model's answer is empty: it spent the output limit reasoning " + limit + "; raise the model's maxTokens in models.json, or lower --reasoning"
+	case f.text == "" && f.stop == StopLength:
+		return "the model's answer is empty: the output limit came before any text " + limit + "; a local model that does this is often looping: give it a smaller maxTokens in models.json, or try another model"
+	case f.text == "":
+		return "the model's answer is empty (stop: " + f.stop + ")"
+	case f.stop == StopLength:
+		return "the model's answer is incomplete: the output limit cut it " + limit + "; raise the model's maxTokens in models.json, or ask for less at once"
+	}
+	return ""
 }
 
 // promptText is the prompt: the words, then what was piped on stdin
@@ -646,7 +750,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer release()
 
 	srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd, Sandbox: string(s.sandbox.Mode()), Token: token, Log: s.agent.Log, Checkpoints: s.rpcCheckpoints(),
-		Approvals: s.sessionApprovals(), ApprovalTimeout: o.approvalTimeout}, stdin, out)
+		Approvals: s.sessionApprovals(), ApprovalTimeout: o.approvalTimeout, Modes: s.modes}, stdin, out)
 	for _, line := range s.trustNotes() {
 		fmt.Fprintf(stderr, "zot: %s\n", line)
 		srv.Notify(rpcNote{Extension: "trust", Level: "warn", Message: line})
@@ -696,8 +800,8 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	o.interactive = true
-	resume := o.resume
-	o.resume = false // the TUI shows its own session picker
+	resume := o.resume && o.resumeName == ""
+	o.resume = false // the TUI shows its own session picker; a name opens at once
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return fail(stderr, err)
@@ -707,6 +811,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	t := newTUI(s.tuiConfig(), out)
+	s.modes.Hear(t.ModeChanged)
 	stop := func() {}
 	defer func() { stop() }()
 	if s.projectOK || s.trust.Declined {
@@ -756,7 +861,7 @@ func (s *setup) tuiConfig() TUIConfig {
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
 		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
-		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()),
+		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()), Modes: s.modes,
 		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(),
 	}
 }
@@ -768,6 +873,9 @@ func (s *setup) plugTUI(t *TUI) (stop func()) {
 	if err != nil {
 		t.Logf("zot: %s", err)
 		return stop
+	}
+	if note := s.modeNote(); note != "" && noteOnce(s.home, "mode-tui") {
+		t.Logf("zot: %s", note)
 	}
 	t.Ext, t.Observe = tuiExtHost{exts}, exts.Observe
 	if len(s.templates) > 0 {
@@ -1042,7 +1150,7 @@ func (s *setup) guardTools() {
 	src := s.permissionSources(func(l PermissionLoosening) bool {
 		return s.approved(rulesTrustEntry(l, s.cwd))
 	})
-	src.HostMode = s.hostModes
+	src.HostMode = true
 	rules := LoadPermissionRules(src)
 	s.rules = rules
 	if s.toolEnv != nil {
@@ -1054,6 +1162,7 @@ func (s *setup) guardTools() {
 	// The stage is there with nothing to check too: every mode's pipeline
 	// holds it (requiredStages), and it passes every call.
 	s.agent.Pipeline.AddToolGate(ValidatorStage, PermissionGate(vs, rules, s.cwd))
+	s.armModes()
 	if !s.opts.noAudit {
 		s.agent.Pipeline.AddAfterTool(AuditStage, s.auditHook())
 	}

@@ -93,6 +93,7 @@ func acpMissingKey(o options, home string) (provider, envVar string, missing boo
 // servers, and the permission mode the editor sets.
 func newACPSetup(o options, req acpOpenRequest, stderr io.Writer) (*setup, error) {
 	o.cwd, o.sessionPath = req.Cwd, req.Path
+	o.modeDefault = ModeAsk // as the Claude Code and Codex adapters: ask before commands and edits
 	s, err := newSetup(o, stderr)
 	if err != nil {
 		return nil, err
@@ -101,7 +102,6 @@ func newACPSetup(o options, req acpOpenRequest, stderr io.Writer) (*setup, error
 		s.close()
 		return nil, err
 	}
-	s.hostModes = true
 	for _, m := range req.MCP {
 		s.editorMCP = append(s.editorMCP, editorMCPServer(m))
 	}
@@ -120,8 +120,8 @@ func editorMCPServer(m acpMCPServer) mcpServerConfig {
 // shows the agent's stderr in its log), and the editor answers asks.
 func acpHost(s *setup, req acpOpenRequest, stderr io.Writer) modeHost {
 	return modeHost{name: "zot acp", ext: stderrExtHooks(stderr), mcpStatus: mcpStderrStatus(stderr), hookNote: hooksStderrNotes(stderr),
-		confirm: s.sessionApprovals().Confirm(req.Ask),
-		elicit:  req.Elicit, elicitRefusal: "the editor did not advertise elicitation in that mode (clientCapabilities.elicitation), so zot acp cannot ask its user"}
+		confirm: s.sessionApprovals().Confirm(req.Ask), askPlan: func() approvalAsker { return req.Ask }, outside: func() bool { return true },
+		elicit: req.Elicit, elicitRefusal: "the editor did not advertise elicitation in that mode (clientCapabilities.elicitation), so zot acp cannot ask its user"}
 }
 
 // openACPSession builds and arms one session's zot.
@@ -149,12 +149,10 @@ func openACPSession(ctx context.Context, o options, req acpOpenRequest, stderr i
 	s.awaitMCPBeforeFirstTurn()
 	b := &acpBackend{Agent: s.agent, Env: s.toolEnv, Session: s.session, Provider: s.provider, Close: closeAll,
 		Notes: append(s.trustNotes(), s.notes...)}
-	b.Modes, b.Mode = acpSessionModes(s)
-	b.SetMode = func(id string) error { return s.rules.SetMode(acpPermissionMode(id)) }
-	if err := b.SetMode(b.Mode); err != nil {
-		closeAll()
-		return nil, err
-	}
+	b.Modes = acpSessionModes(s)
+	b.Mode = func() string { return string(s.modes.Current()) }
+	b.SetMode = func(id string) error { return s.modes.Set(Mode(id)) }
+	b.HearMode = func(f func(string)) { s.modes.Hear(func(m Mode) { f(string(m)) }) }
 	prompts := s.prompts(func(msg string) { fmt.Fprintf(stderr, "zot: %s\n", sanitize(msg)) })
 	for _, t := range prompts.List() {
 		c := acpCommand{Name: t.Name, Description: cmp.Or(t.Description, "prompt template ("+t.Source+")")}
@@ -181,51 +179,20 @@ func openACPSession(ctx context.Context, o options, req acpOpenRequest, stderr i
 	return b, nil
 }
 
-// acpModes are the session modes zot acp offers, each the permission
-// mode (permissions_claude.go) that decides the calls no rule of the
-// user's does. It is the one place that maps them: the --mode of issue
-// 38 replaces it.
-var acpModes = []struct {
-	mode       acpMode
-	permission string
-}{
-	{acpMode{ID: "default", Name: "Ask", Description: "ask before commands, file changes and MCP tools"}, "default"},
-	{acpMode{ID: "acceptEdits", Name: "Accept edits", Description: "change files in the project without asking; ask before commands and MCP tools"}, "acceptEdits"},
-	{acpMode{ID: "bypassPermissions", Name: "Bypass", Description: "run what no rule of yours denies or asks about, without asking"}, "bypassPermissions"},
-	{acpMode{ID: "dontAsk", Name: "Don't ask", Description: "refuse, without asking, what would be asked about"}, "dontAsk"},
-}
-
-// acpPermissionMode is the permission mode of a session mode.
-func acpPermissionMode(id string) string {
-	for _, m := range acpModes {
-		if m.mode.ID == id {
-			return m.permission
+// acpSessionModes are zot's modes (modes.go) that the session can be in,
+// as session modes: sandboxed-auto only where the kernel gives its
+// sandbox, auto only where the managed settings allow it. Each says
+// what its commands run in.
+func acpSessionModes(s *setup) []acpMode {
+	var modes []acpMode
+	for _, m := range s.modes.Available() {
+		desc := m.About()
+		if c := s.modes.Confinement(m); c != "not confined" {
+			desc += "; commands: " + c
 		}
+		modes = append(modes, acpMode{ID: string(m), Name: m.Name(), Description: desc})
 	}
-	return id
-}
-
-// acpSessionModes are the modes a session offers, and the one it starts
-// in: the user's settings' defaultMode, else default (ask). A mode the
-// managed settings forbid is not offered; with a sandbox, each says so.
-func acpSessionModes(s *setup) (modes []acpMode, current string) {
-	current = "default"
-	for _, m := range acpModes {
-		if m.permission == s.rules.Mode() {
-			current = m.mode.ID
-		}
-	}
-	for _, m := range acpModes {
-		if m.permission == "bypassPermissions" && s.rules.BypassDisabled() {
-			continue
-		}
-		mode := m.mode
-		if sb := s.sandbox.Mode(); sb != "" && sb != "off" {
-			mode.Description += "; commands run in the " + string(sb) + " sandbox"
-		}
-		modes = append(modes, mode)
-	}
-	return modes, current
+	return modes
 }
 
 // acpRewind undoes the last n prompts of the session: their files and

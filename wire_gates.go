@@ -19,7 +19,9 @@ import (
 
 // modeHost is what a mode gives the wiring: where the plugins' notes and
 // failures go, who answers the gates' questions, and the mode's own tool
-// gates.
+// gates. askPlan says who approves a plan now (nil, or a nil asker:
+// nobody); outside whether a command the sandbox refused may be offered a
+// run outside it (nil: never).
 type modeHost struct {
 	name      string // for messages: "-p", "rpc", "the TUI"
 	ext       ExtConfig
@@ -27,6 +29,8 @@ type modeHost struct {
 	hookNote  func(level, msg string)
 	confirm   ConfirmFunc
 	gates     []modeGate
+	askPlan   func() approvalAsker
+	outside   func() bool
 	// elicit answers the MCP servers' questions; the zero value answers
 	// none, and a server asking anyway is told elicitRefusal (a default
 	// naming the mode when empty).
@@ -68,6 +72,7 @@ func (s *setup) arm(ctx context.Context, h modeHost) (exts *ExtManager, stop fun
 		s.agent.Pipeline.AddToolGate(g.stage, g.gate)
 	}
 	s.agent.Pipeline.SetConfirm(h.confirm)
+	s.planAsk, s.agent.OfferOutside = h.askPlan, h.outside
 	if problems := s.armProblems(h.gates); len(problems) > 0 {
 		return exts, stop, fmt.Errorf("%s: the agent's gates are incomplete, so no tool will run: %s (a bug in zot; please report it)", h.name, strings.Join(problems, "; "))
 	}
@@ -77,13 +82,14 @@ func (s *setup) arm(ctx context.Context, h modeHost) (exts *ExtManager, stop fun
 
 // requiredStages are the stages no mode may run tools without, per hook
 // point, in the order they must run: the extensions' interceptors, the
-// hooks, the command validators, and the audit log last (unless
+// hooks, the command validators, the session's mode (plan mode's
+// refusals, the sandbox of each call), and the audit log last (unless
 // --no-audit).
 func (s *setup) requiredStages() map[HookPoint][]Stage {
 	req := map[HookPoint][]Stage{
-		HookBeforePrompt:           {HookStage},
+		HookBeforePrompt:           {HookStage, ModeStage},
 		HookBeforeTurn:             {ExtStage, HookStage},
-		HookBeforeToolExecute:      {armedStage, ExtStage, HookStage, ValidatorStage},
+		HookBeforeToolExecute:      {armedStage, ExtStage, HookStage, ValidatorStage, ModeStage},
 		HookAfterToolExecute:       {HookStage},
 		HookBeforeAssistantMessage: {ExtStage},
 		HookOnStop:                 {HookStage},
@@ -127,14 +133,15 @@ func (s *setup) armProblems(own []modeGate) []string {
 }
 
 // onceHost is the host of -p and --json: notes on stderr, and nobody to
-// ask (--approve-asks says yes).
+// ask (--approve-asks says yes, also to a run outside the sandbox). Nobody
+// approves a plan: it is the run's answer.
 func onceHost(o options, stderr io.Writer) modeHost {
 	name := "-p"
 	if o.json {
 		name = "--json"
 	}
 	return modeHost{name: name, ext: stderrExtHooks(stderr), mcpStatus: mcpStderrStatus(stderr), hookNote: hooksStderrNotes(stderr),
-		confirm: NonInteractiveConfirm(o.approveAsks)}
+		confirm: NonInteractiveConfirm(o.approveAsks), outside: func() bool { return o.approveAsks }}
 }
 
 // rpcHost is the host of rpc: notes and failures of the plugins reach the
@@ -149,6 +156,8 @@ func rpcHost(o options, srv *rpcServer, hostLog func(format string, args ...any)
 		},
 		hookNote: func(level, msg string) { srv.Notify(rpcNote{Extension: "hooks", Level: level, Message: msg}) },
 		confirm:  srv.Confirm(NonInteractiveConfirm(o.approveAsks)),
+		askPlan:  srv.Asker,
+		outside:  func() bool { return o.approveAsks || srv.Asker() != nil },
 		// Offered in both modes: a client may say hello after the servers
 		// started; until one opts in, the questions are declined.
 		elicit: Elicitor{Form: true, URL: true, Ask: srv.Elicit},
@@ -179,6 +188,8 @@ func tuiHost(t *TUI) modeHost {
 		hookNote: func(level, msg string) { t.Note(tuiNote{Extension: "hooks", Level: level, Message: msg}) },
 		confirm:  confirm,
 		gates:    []modeGate{{YoloStage, yolo}},
+		askPlan:  func() approvalAsker { return t.ask },
+		outside:  func() bool { return true },
 		elicit:   Elicitor{Form: true, URL: true, Ask: t.Elicit},
 	}
 }

@@ -157,9 +157,9 @@ func TestEveryModeRunsToolsThroughTheWholeChain(t *testing.T) {
 			t.Fatal(err)
 		}
 		for point, want := range map[HookPoint]string{
-			HookBeforePrompt:           "hooks",
+			HookBeforePrompt:           "hooks zot:mode",
 			HookBeforeTurn:             "extensions hooks",
-			HookBeforeToolExecute:      "zot:armed extensions hooks validators",
+			HookBeforeToolExecute:      "zot:armed extensions hooks validators zot:mode",
 			HookAfterToolExecute:       "hooks audit",
 			HookBeforeAssistantMessage: "extensions",
 			HookOnStop:                 "hooks",

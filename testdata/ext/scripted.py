@@ -17,6 +17,8 @@ Spec keys (all optional):
                   exit_after n  answer, then exit at once
                   raw "..."   answer with this line ({id} is the request's id)
                   silent      do not answer
+                  late        answer only when the next frame comes in
+                              (after the host gave up waiting for it)
   tools         {name: {text, echo, image, is_error, exit, delay, raw}}
   commands      {name: {reply fields; "{args}" in strings is replaced}}
   panels        answer panel_key with panel_render, close on the key q (rune "q")
@@ -68,7 +70,13 @@ def subst(v, args):
     return v
 
 
+late = []
+
+
 def act(rule, answer):
+    if rule.get("late"):
+        late.append(answer)
+        return
     if "delay" in rule:
         time.sleep(rule["delay"])
     if "exit" in rule:
@@ -89,6 +97,9 @@ for line in sys.stdin:
     except ValueError:
         continue
     rec(msg)
+    for answer in late:
+        emit(answer)
+    late.clear()
     t = msg.get("type")
     if t == "event_intercept":
         text = json.dumps(msg)
