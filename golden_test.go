@@ -11,16 +11,17 @@ import (
 	"testing"
 )
 
-// update rewrites the golden files instead of comparing with them:
-// go test -run TestGolden -update, then read the diff before committing it.
-var update = flag.Bool("update", false, "rewrite testdata/*.golden with what the tests produce")
+// updateGolden, -update, rewrites the golden files instead of comparing
+// with them: go test -run TestGolden -update ., then read the diff before
+// committing it.
+var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden with what the tests produce")
 
 // checkGolden compares got with testdata/name.golden, the output a user or
 // a program reads and relies on; with -update it writes got there instead.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if *updateGolden {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
