@@ -318,16 +318,11 @@ func TestACPClientGoneLeavesNothingRunning(t *testing.T) {
 	p.mustCall("session/set_mode", map[string]any{"sessionId": session, "modeId": "bypassPermissions"})
 	p.request("session/prompt", promptParams(session, "sleep"))
 	var pid int
-	for i := 0; i < 1000 && pid == 0; i++ {
+	waitFor(t, "the command to start", func() bool {
 		b, _ := os.ReadFile(filepath.Join(z.cwd, "pid.txt"))
 		fmt.Sscan(string(b), &pid)
-		if pid == 0 {
-			time.Sleep(20 * time.Millisecond) // polling a file the command writes, no timing asserted
-		}
-	}
-	if pid == 0 {
-		t.Fatal("the command never started")
-	}
+		return pid != 0
+	})
 	p.stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
