@@ -338,6 +338,9 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 	case ctx.Err() != nil:
 		return "cancelled", nil
 	case errors.Is(err, ErrBlocked):
+		// The stop reason alone does not say who refused or why; the TUI
+		// shows the same line.
+		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent("zot: " + err.Error())})
 		return "refusal", nil
 	case errors.As(err, &steps):
 		return "max_turn_requests", nil
