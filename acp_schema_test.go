@@ -132,8 +132,13 @@ func (s *acpSchema) checkMessage(l acpLine, asked string) error {
 	return s.check(msg, envelope, "message")
 }
 
-// schemaError is a value the schema does not allow, and where it is.
-type schemaError struct{ at, why string }
+// schemaError is a value the schema does not allow, and where it is;
+// otherVariant when it is a constant, which names another variant of a
+// union than the value's.
+type schemaError struct {
+	at, why      string
+	otherVariant bool
+}
 
 func (e *schemaError) Error() string { return e.at + ": " + e.why }
 
@@ -152,7 +157,7 @@ func (s *acpSchema) check(v, schema any, at string) error {
 		sort.Strings(keys)
 		for _, k := range keys {
 			if !named.fields[k] {
-				return &schemaError{at + "." + k, "a field the schema does not name"}
+				return &schemaError{at: at + "." + k, why: "a field the schema does not name"}
 			}
 		}
 	}
@@ -188,7 +193,7 @@ func (s *acpSchema) eval(v, schema any, at string) (*schemaFields, error) {
 		return nil, nil // true: anything
 	}
 	fail := func(format string, args ...any) (*schemaFields, error) {
-		return nil, &schemaError{at, fmt.Sprintf(format, args...)}
+		return nil, &schemaError{at: at, why: fmt.Sprintf(format, args...)}
 	}
 	var named *schemaFields
 	if ref, ok := sch["$ref"].(string); ok {
@@ -206,7 +211,7 @@ func (s *acpSchema) eval(v, schema any, at string) (*schemaFields, error) {
 		return fail("%s is not %v", schemaValue(v), typ)
 	}
 	if c, ok := sch["const"]; ok && !reflect.DeepEqual(v, c) {
-		return fail("%s is not %s", schemaValue(v), schemaValue(c))
+		return nil, &schemaError{at, fmt.Sprintf("%s is not %s", schemaValue(v), schemaValue(c)), true}
 	}
 	if e, ok := sch["enum"].([]any); ok && !containsValue(e, v) {
 		return fail("%s is none of %s", schemaValue(v), schemaValue(e))
@@ -311,12 +316,22 @@ func (s *acpSchema) eval(v, schema any, at string) (*schemaFields, error) {
 	return named, nil
 }
 
-// deeperError is of two failed alternatives the one that got further into
-// the value: the variant the value meant to be.
+// deeperError is of two failed alternatives the one of the variant the
+// value meant to be: not a constant of another, and further into it.
 func deeperError(a, b error) error {
 	ea, _ := a.(*schemaError)
 	eb, _ := b.(*schemaError)
-	if ea == nil || (eb != nil && len(eb.at) > len(ea.at)) {
+	switch {
+	case ea == nil:
+		return b
+	case eb == nil:
+		return a
+	case ea.otherVariant != eb.otherVariant:
+		if ea.otherVariant {
+			return b
+		}
+		return a
+	case len(eb.at) > len(ea.at):
 		return b
 	}
 	return a
