@@ -194,6 +194,17 @@ type ToolDecision struct {
 	Confine *Confinement // the sandbox a gate chose; nil: the ToolEnv's
 }
 
+// ToolRecord is one finished tool call, given to the after-tool stages of
+// the pipeline. What they leave in Result (feedback appended, say) is what
+// the model and the tool_result event get.
+type ToolRecord struct {
+	Call     ToolCall
+	Executed json.RawMessage // arguments after a gate rewrote them: what ran, or what a later gate blocked
+	Decision ToolDecision
+	Ran      bool
+	Result   ToolResult
+}
+
 // The functions of the other hook points.
 type (
 	// PromptGate may refuse a prompt (the reason is the user's to read) or

@@ -48,38 +48,6 @@ func IsReadOnly(t Tool) bool {
 	return ok && r.ReadOnly()
 }
 
-// ToolResult is what a tool gives back to the model. Details is shown to the
-// user and recorded but never sent to the model (e.g. which extension ran it).
-type ToolResult struct {
-	Content  []Block
-	IsError  bool
-	Details  string
-	ExitCode *int
-	// Confined, set by bash, says that the sandbox refused what the
-	// command tried (a write outside the writable set, the network
-	// offline) and why: a run outside the sandbox might do it. The agent
-	// may offer that run (Agent.OfferOutside).
-	Confined string
-}
-
-// ToolSpec is a tool as a provider describes it to the model. Source is
-// where it came from (the registry's source: "builtin", "skill", "ext",
-// "mcp:NAME"), which is not sent.
-type ToolSpec struct {
-	Name        string
-	Description string
-	Schema      json.RawMessage
-	Source      string
-}
-
-func errorResult(format string, args ...any) ToolResult {
-	return ToolResult{Content: []Block{TextBlock(fmt.Sprintf(format, args...))}, IsError: true}
-}
-
-func textResult(text string) ToolResult {
-	return ToolResult{Content: []Block{TextBlock(text)}}
-}
-
 // ToolRegistry holds the tools the model may call, grouped by where they came
 // from ("builtin", "ext", "mcp:fs"…). A source registered earlier wins a name
 // conflict with one registered later, so built-ins always win. It is safe for
