@@ -326,6 +326,18 @@ func utf8Prefix[T ~string | ~[]byte](s T, n int) T {
 	return s
 }
 
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // untrustedReadTime bounds the reading of one file from outside: a
 // regular file on a slow or hostile file system must not hold zot's
 // start-up.
