@@ -144,6 +144,16 @@ func (a *Agent) SetLastContext(tokens int) {
 	a.lastInput = tokens
 }
 
+// Restore gives the agent a loaded session's conversation: its messages,
+// its usage and how full its context was, as if it had never stopped.
+func (a *Agent) Restore(l *LoadedSession) error {
+	if err := a.SetMessages(l.Messages, l.Usage); err != nil {
+		return err
+	}
+	a.SetLastContext(l.LastContext)
+	return nil
+}
+
 // Clear drops the transcript; it refuses while a prompt runs.
 func (a *Agent) Clear() error {
 	a.mu.Lock()
@@ -766,11 +776,6 @@ func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *T
 	return res
 }
 
-func isJSONObject(raw json.RawMessage) bool {
-	s := strings.TrimLeft(string(raw), " \t\r\n")
-	return strings.HasPrefix(s, "{")
-}
-
 // finishAborted keeps what the model said before the abort and answers its
 // tool calls, so the transcript stays one a provider accepts. A failure to
 // save it is only logged: the abort is what the run reports.
@@ -1161,13 +1166,4 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// joinNames joins protocol names for a message.
-func joinNames[S ~string](names []S, sep string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = string(n)
-	}
-	return strings.Join(out, sep)
 }

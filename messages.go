@@ -561,6 +561,15 @@ func argsJSON(raw json.RawMessage) json.RawMessage {
 	return quoted
 }
 
+// joinNames joins protocol names for a message.
+func joinNames[S ~string](names []S, sep string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return strings.Join(out, sep)
+}
+
 // ToolCall is one call the model asked for.
 type ToolCall struct {
 	ID   string

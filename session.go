@@ -135,16 +135,6 @@ type LoadedSession struct {
 	Repairs     []string
 }
 
-// Restore gives the agent the loaded conversation: its messages, its usage
-// and how full its context was, as if it had never stopped.
-func (l *LoadedSession) Restore(a *Agent) error {
-	if err := a.SetMessages(l.Messages, l.Usage); err != nil {
-		return err
-	}
-	a.SetLastContext(l.LastContext)
-	return nil
-}
-
 // SessionInfo describes one session for a resume list.
 type SessionInfo struct {
 	Path        string

@@ -794,6 +794,11 @@ func structJSONNames(t reflect.Type) []string {
 	return slices.Clip(names)
 }
 
+func isJSONObject(raw json.RawMessage) bool {
+	s := strings.TrimLeft(string(raw), " \t\r\n")
+	return strings.HasPrefix(s, "{")
+}
+
 // lazyRegexp compiles expr on first use: zot's patterns are many and most
 // runs use few of them, and compiling them all at start cost a tenth of
 // the memory `zot --version` touched.

@@ -479,7 +479,7 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 	for _, r := range loaded.Repairs {
 		s.notes = append(s.notes, "session repaired: "+r)
 	}
-	if err := loaded.Restore(s.agent); err != nil {
+	if err := s.agent.Restore(loaded); err != nil {
 		return err
 	}
 	// A resumed conversation goes on with its own model unless --model
