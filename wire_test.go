@@ -225,22 +225,22 @@ func fileOwners(t *testing.T, rows []architecturePart, kind string) map[string]s
 }
 
 // readCoreLayers reads the layers of "Inside the core" in dir's
-// docs/architecture.md and holds them to an order: a layer may use only
-// layers above it in the table, so no two layers use each other.
+// docs/architecture.md and holds them to an order: the table lists them
+// from the bottom up, and a layer may use only layers listed before it.
 func readCoreLayers(t *testing.T, dir string) []architecturePart {
 	t.Helper()
 	layers := readArchitectureTable(t, dir, "Inside the core")
-	above := map[string]bool{}
+	below := map[string]bool{}
 	for _, l := range layers {
 		if l.wiring {
 			t.Errorf("docs/architecture.md: layer %s of the core may use everything; a layer names the layers below it", l.name)
 		}
 		for _, u := range l.mayUse {
-			if !above[u] {
-				t.Errorf("docs/architecture.md: layer %s of the core may use %s, which is not above it in the table", l.name, u)
+			if !below[u] {
+				t.Errorf("docs/architecture.md: layer %s of the core may use %s, which is not listed before it", l.name, u)
 			}
 		}
-		above[l.name] = true
+		below[l.name] = true
 	}
 	return layers
 }
