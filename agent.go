@@ -15,6 +15,16 @@ import (
 	"time"
 )
 
+// The agent loop, where providers, tools and sessions meet (see "Inside
+// the core" in docs/architecture.md). An Agent holds one conversation and
+// runs it: a prompt, a reply streamed from its Provider, the reply's tool
+// calls run through the gate pipeline (agent_pipeline.go), each message
+// recorded, again until the model stops calling tools. Here too: the
+// transcript's edits (Clear, Rewind, Restore from a loaded session), model
+// and reasoning switches, compaction near the context window, and the
+// system prompt with the project's context files. Tool search is
+// agent_toolsearch.go's; the approvals a confirm asks for, approvals*.go's.
+
 // ErrBusy is returned when a prompt, compaction or transcript change is asked
 // for while another prompt runs.
 var ErrBusy = errors.New("agent is busy with another prompt")

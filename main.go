@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// zot's entry: main, and before anything else what must run first (the
+// sandbox launcher, the non-dumpable process, the adoption of orphans);
+// the flags and their help; the table of subcommands and the dispatch to
+// them or to a mode (runZot, runMode), whose setup is wire*.go's.
+
 func main() {
 	// zot started as its own sandbox launcher, or as the self-test program
 	// inside a sandbox: nothing of zot's start-up runs there.

@@ -12,6 +12,15 @@ import (
 	"time"
 )
 
+// What the agent sees of a model: the Provider interface, a request and
+// the reply its stream events assemble, the errors every client reports
+// alike (ProviderError, ErrContextTooLong, Unavailable), and NewProvider,
+// which builds the client a ProviderConfig names. The HTTP/SSE streamer
+// and its retries are providers_stream.go's; each API has its client
+// (providers_anthropic.go, providers_openai.go, providers_responses.go,
+// with providers_local.go and providers_ollama.go for servers other than
+// the vendors'); the models zot knows are providers_catalogue.go's.
+
 // Provider streams one model reply. Stream calls on for each piece as it
 // arrives and returns the assembled reply. On failure it still returns what
 // arrived before the failure, so an abort keeps the partial text.

@@ -21,6 +21,13 @@ import (
 	"unicode/utf8"
 )
 
+// Sessions: the JSONL file a conversation is recorded in as it happens
+// (Session, a Recorder), read back whole and repaired for a resume
+// (OpenSession, LoadedSession, which Agent.Restore takes), locked against
+// a second writer, listed for a picker, forked at a message. It knows the
+// data model and the one door only; export, import and the tree of forks
+// are session_port.go's.
+
 // sessionVersion is the format this zot writes and the newest it reads.
 // Within a version, readers ignore unknown fields and skip unknown row types,
 // so adding either is compatible; anything else needs a new version.

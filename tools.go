@@ -16,6 +16,16 @@ import (
 	"time"
 )
 
+// The tools' frame: the Tool interface; the ToolRegistry the agent finds
+// tools in (built-in, skill, extension and MCP tools, each set under its
+// source, one filter over them all); and the ToolEnv the built-in tools
+// share (the working directory, the jail, the sandbox a command runs in,
+// the spill files kept) with their limits. Each tool is a file of its own
+// (tools_read.go, tools_write.go, tools_edit.go, tools_bash.go,
+// tools_grep.go, tools_find.go, tools_ls.go, tools_plan.go); their
+// arguments are tools_args.go's, and how they open what was checked
+// tools_open*.go's.
+
 // Tool is something the model can call. Run must honour ctx: when it is
 // cancelled the tool stops, cleans up whatever it started and returns.
 // Bad arguments are the model's mistake, not a failure of the program:
