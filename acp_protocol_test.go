@@ -114,6 +114,9 @@ func TestACPSessionsListResumeAndClose(t *testing.T) {
 			t.Errorf("sessionCapabilities.%s is %s, want {}", c, init.AgentCapabilities.SessionCapabilities[c])
 		}
 	}
+	if !init.AgentCapabilities.LoadSession {
+		t.Error("loadSession is not advertised")
+	}
 
 	here := p.open(z.cwd)
 	if stop := p.prompt(here, textBlock("Fix the  parser\nplease")); stop != "end_turn" {
@@ -216,6 +219,45 @@ func TestACPSessionsListResumeAndClose(t *testing.T) {
 	closed, _ := p.waitFor(from, "the close's answer", func(l acpLine) bool { return l.Method == "" && string(l.ID) == closing })
 	if string(closed.Result) != "{}" {
 		t.Errorf("session/close of a running session answered %s", closed.Raw)
+	}
+}
+
+// TestACPWithoutSessionsOffersNoList: with --no-session nothing is saved,
+// so session/list, resume and load are neither advertised nor answered;
+// close still is.
+func TestACPWithoutSessionsOffersNoList(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, textStep("Not kept."))
+	z := newZotRun(t)
+	p := startACPProc(t, z, append(anthropicFlags(srv), "--no-session")...)
+	var init struct {
+		AgentCapabilities struct {
+			LoadSession         bool                       `json:"loadSession"`
+			SessionCapabilities map[string]json.RawMessage `json:"sessionCapabilities"`
+		} `json:"agentCapabilities"`
+	}
+	json.Unmarshal(p.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}}), &init)
+	caps := init.AgentCapabilities.SessionCapabilities
+	if init.AgentCapabilities.LoadSession || caps["list"] != nil || caps["resume"] != nil || string(caps["close"]) != "{}" {
+		t.Errorf("with --no-session: loadSession %v, sessionCapabilities %s", init.AgentCapabilities.LoadSession, jsonText(caps))
+	}
+	session := p.open(z.cwd)
+	if stop := p.prompt(session, textBlock("hello")); stop != "end_turn" {
+		t.Fatalf("the prompt stopped %q", stop)
+	}
+	if code := p.errorCode("session/list", obj{}); code != acpMethodNotFound {
+		t.Errorf("session/list with --no-session: code %d, want %d", code, acpMethodNotFound)
+	}
+	for _, method := range []string{"session/resume", "session/load"} {
+		if code := p.errorCode(method, obj{"sessionId": session, "cwd": z.cwd, "mcpServers": []any{}}); code != acpNotFound {
+			t.Errorf("%s with --no-session: code %d, want %d", method, code, acpNotFound)
+		}
+	}
+	if r := string(p.mustCall("session/close", obj{"sessionId": session})); r != "{}" {
+		t.Errorf("session/close answered %s", r)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(z.home, "sessions")); len(entries) != 0 {
+		t.Errorf("--no-session saved %d session directories", len(entries))
 	}
 }
 
