@@ -857,13 +857,29 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 // tuiConfig is what the TUI gets of the setup. The session it switches to
 // is the one close closes, and the one the audit log names.
 func (s *setup) tuiConfig() TUIConfig {
+	notify := s.notifyKind()
 	return TUIConfig{
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
 		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
 		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()), Modes: s.modes,
-		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(),
+		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(), Notify: notify,
 	}
+}
+
+// notifyKind is config.json's "notify", checked: a bad value is a note,
+// and the default stands.
+func (s *setup) notifyKind() string {
+	v, err := s.config.str("notify")
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("%v (the default, %s, is used)", err, notifyDefault))
+		return notifyDefault
+	}
+	kind, err := ParseNotify(v)
+	if err != nil {
+		s.notes = append(s.notes, err.Error())
+	}
+	return kind
 }
 
 // plugTUI starts the plugins for the TUI, makes it the one that answers
