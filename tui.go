@@ -58,6 +58,9 @@ type TUIConfig struct {
 	// Notify is how a run's end or a waiting dialog is told to a user
 	// whose terminal is not focused (ParseNotify; "" rings nothing).
 	Notify string
+	// Inspect is what /permissions, /mcp and /status read of the rules,
+	// the MCP servers and trust (tui_inspect.go); nil: nothing.
+	Inspect tuiInspect
 }
 
 // tuiExtensions is what the TUI uses of the extension host. wire.go passes
@@ -599,6 +602,8 @@ func (t *TUI) handle(m any) {
 		t.logf(m.st, "%s", m.text)
 	case msgShellDone:
 		t.shellDone(m)
+	case msgDiff:
+		t.showDiff(m)
 	case msgRedraw: // what the status shows changed
 	case msgBtwDelta:
 		m.d.delta(m.seq, m.delta)
