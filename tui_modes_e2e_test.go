@@ -173,3 +173,47 @@ func TestTUISandboxRefusalOffersOneRunOutside(t *testing.T) {
 		})
 	}
 }
+
+// A plan the user sends back with a reason keeps plan mode, and the model
+// reads the reason; the next plan, approved with changes typed, switches
+// to the first mode offered (accept-edits), and the model reads the
+// changes with the approval.
+func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t,
+		toolStep("p1", "present_plan", obj{"plan": "1. Delete notes.txt"}),
+		toolStep("p2", "present_plan", obj{"plan": "1. Change beta to gamma in notes.txt"}),
+		textStep("Done."))
+	z := newZotRun(t)
+	tm := startTUI(t, z, append(anthropicFlags(srv), "--mode", "plan")...)
+	tm.waitFor("/help for keys")
+	tm.typeText("tidy the notes")
+	tm.keys("Enter")
+	tm.waitFor("Delete notes.txt")
+	tm.waitFor("enter, or the letter")
+	tm.typeText("m")
+	tm.waitFor("message to the model:")
+	tm.typeText("keep the file")
+	tm.keys("Enter")
+
+	screen := tm.waitFor("Change beta to gamma")
+	if st := statusLine(screen); !strings.Contains(st, "· plan ·") {
+		t.Errorf("status bar after sending the plan back: %q", st)
+	}
+	if sent := toolResultTexts(srv); !strings.Contains(sent, "The plan was not approved (user), who said: keep the file") || !strings.Contains(sent, "zot stays in plan mode") {
+		t.Errorf("the model was not told why:\n%s", sent)
+	}
+	tm.waitFor("enter, or the letter")
+	tm.typeText("e")
+	tm.waitFor("changes to the plan:")
+	tm.typeText("also check the spelling")
+	tm.keys("Enter")
+	screen = tm.waitFor("Done.")
+	if st := statusLine(screen); !strings.Contains(st, "· accept-edits ·") {
+		t.Errorf("status bar after the approval with changes: %q", st)
+	}
+	if sent := toolResultTexts(srv); !strings.Contains(sent, "They add: also check the spelling") || !strings.Contains(sent, "now in accept-edits mode") {
+		t.Errorf("the model was not told the changes:\n%s", sent)
+	}
+	tm.exitAndCheck()
+}
