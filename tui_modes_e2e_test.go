@@ -217,3 +217,29 @@ func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
 	}
 	tm.exitAndCheck()
 }
+
+// A !command is the user's: no rule or question stands in its way, but
+// --sandbox confines it as it confines the model's commands.
+func TestTUIShellCommandRunsInTheSandbox(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	z.env = append(z.env, "TMPDIR="+t.TempDir()) // so that outside is outside
+	target := filepath.Join(t.TempDir(), "f")
+	userSettings(t, z, perms("deny", []string{"Bash(touch:*)"}))
+	srv := startReplay(t, textStep("unused"))
+	tm := startTUI(t, z, append(anthropicFlags(srv), "--sandbox", "workspace")...)
+	tm.waitFor("/help for keys")
+	tm.typeText("!touch inside.txt " + target)
+	tm.keys("Enter")
+	tm.waitFor("sandbox workspace refused this")
+	if !fileExists(filepath.Join(z.cwd, "inside.txt")) {
+		t.Error("the user's command, denied only by a rule for the model, did not run")
+	}
+	if fileExists(target) {
+		t.Error("the user's command wrote outside the sandbox")
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("a !command called the model (%d requests)", n)
+	}
+	tm.exitAndCheck()
+}
