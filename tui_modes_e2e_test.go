@@ -177,7 +177,7 @@ func TestTUISandboxRefusalOffersOneRunOutside(t *testing.T) {
 // A plan the user sends back with a reason keeps plan mode, and the model
 // reads the reason; the next plan, approved with changes typed, switches
 // to the first mode offered (accept-edits), and the model reads the
-// changes with the approval.
+// changes with the approval and the plan in its conversation.
 func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
 	t.Parallel()
 	srv := startReplay(t,
@@ -214,6 +214,11 @@ func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
 	}
 	if sent := toolResultTexts(srv); !strings.Contains(sent, "They add: also check the spelling") || !strings.Contains(sent, "now in accept-edits mode") {
 		t.Errorf("the model was not told the changes:\n%s", sent)
+	}
+	// The plan stays in the conversation the model carries it out from.
+	reqs := srv.Requests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "Change beta to gamma in notes.txt") {
+		t.Errorf("the approved plan is not in the conversation:\n%s", last)
 	}
 	tm.exitAndCheck()
 }
