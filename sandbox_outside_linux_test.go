@@ -109,3 +109,21 @@ func TestACPEditorIsOfferedARunOutsideTheSandbox(t *testing.T) {
 		t.Errorf("the model was not told of the run outside:\n%s", sent)
 	}
 }
+
+// The run outside is a question like any other: a PermissionRequest hook
+// that denies it stops it, though --approve-asks would have said yes and
+// the hook was never asked about the run inside.
+func TestRunOutsideTheSandboxPassesTheGatesAgain(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	target := outsideTarget(t, z)
+	deny := obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PermissionRequest", "decision": obj{"behavior": "deny", "message": "never outside"}}}}
+	claudeSettings(t, z, obj{"PermissionRequest": []obj{group("Bash", pyHook(t, deny))}})
+	result, stderr := toolResultSent(t, z, "bash", obj{"command": "touch " + target}, "--mode", "sandboxed-auto", "--approve-asks", "--claude-hooks")
+	if fileExists(target) {
+		t.Error("the hook denied the run outside, and it happened")
+	}
+	if !strings.Contains(result, "[sandbox workspace refused this") || !strings.Contains(result, "[not run outside the sandbox: not run: never outside]") {
+		t.Errorf("the model was told:\n%s\nstderr: %s", result, stderr)
+	}
+}
