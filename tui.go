@@ -631,7 +631,7 @@ func (t *TUI) input(b []byte, flush bool) {
 
 // key routes one key: to the top dialog if there is one, else to the
 // editor after the keys that mean something to the TUI itself.
-func (t *TUI) key(k key) {
+func (t *TUI) key(k tuiKey) {
 	switch k.code {
 	case keyUnknown:
 		return
