@@ -229,6 +229,7 @@ func TestOpenAIParsesRecordedStreams(t *testing.T) {
 			toolCall("get_stock_price", `{"ticker": "AAPL", "exchange": "NASDAQ"}`)}, usage: Usage{Input: 149, Output: 60}}},
 		{"openai_chat_finish_length.sse", wantReply{text: `{"`, stop: StopLength, usage: Usage{Input: 79, Output: 1}}},
 		{"openai_chat_refusal.sse", wantReply{text: "I'm sorry, I can't assist with that request.", stop: StopRefusal, usage: Usage{Input: 79, Output: 11}}},
+		{"openai_chat_handwritten_content_filter.sse", wantReply{text: "Sure, the story goes on:", stop: StopRefusal, usage: Usage{Input: 21, Output: 4}}},
 		{"openai_chat_logprobs.sse", wantReply{text: "Foo!", stop: StopEndTurn, usage: Usage{Input: 9, Output: 2}}},
 		{"openai_chat_n3_choices.sse", wantReply{text: `{"city":"San Francisco","temperature":65,"units":"f"}`, stop: StopEndTurn, usage: Usage{Input: 79, Output: 42}}},
 		{"openai_compat_deepseek_reasoning_tool_call.sse", wantReply{stop: StopToolUse, tools: []ToolCall{toolCall("weather", `{"location": "San Francisco"}`)}, usage: Usage{Input: 19, Output: 83, CacheRead: 320}}},
