@@ -1095,7 +1095,7 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 	if err != nil {
 		onNote("warn", "hooks: "+err.Error())
 	}
-	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote, Modes: s.modes}
 	project := map[string]bool{}
 	cfg.Verify = func(file string) error {
 		if !project[file] {
