@@ -392,7 +392,7 @@ func (ss *acpSession) forgetRefused(prompted time.Time) string {
 	case at < 0:
 		return ""
 	case slices.ContainsFunc(msgs[at:], func(m Message) bool { return len(m.ToolCalls()) > 0 }):
-		return " Tools ran for this prompt, so it stays in the conversation."
+		return " The model called tools for this prompt, so it stays in the conversation."
 	}
 	if err := a.Rewind(at); err != nil {
 		ss.srv.Log("acp: session %s: could not take the refused prompt out of the conversation: %v", ss.id, err)
