@@ -427,8 +427,8 @@ func init() {
 	}
 }
 
-// params decodes a request's params into v; a bad one is -32602.
-func params(raw json.RawMessage, v any) error {
+// acpParams decodes a request's params into v; a bad one is -32602.
+func acpParams(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
@@ -443,7 +443,7 @@ func (s *acpServer) initialize(raw json.RawMessage) (any, error) {
 		ProtocolVersion *int          `json:"protocolVersion"`
 		Caps            acpClientCaps `json:"clientCapabilities"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.ProtocolVersion == nil {
@@ -508,7 +508,7 @@ func (s *acpServer) authenticate(raw json.RawMessage) (any, error) {
 	var p struct {
 		MethodID string `json:"methodId"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.MethodID != acpAuthMethod {
@@ -595,7 +595,7 @@ type acpModeState struct {
 
 func (s *acpServer) newSession(raw json.RawMessage) (any, error) {
 	var p sessionParams
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	ss, err := s.open(p, "")
@@ -640,7 +640,7 @@ func (s *acpServer) resumeSession(raw json.RawMessage) (any, error) { return s.r
 // conversation first, and session/resume, which does not.
 func (s *acpServer) reopen(raw json.RawMessage, replay bool) (any, error) {
 	var p sessionParams
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	path, err := s.findSaved(p)
@@ -663,7 +663,7 @@ func (s *acpServer) listSessions(raw json.RawMessage) (any, error) {
 		Cwd    string `json:"cwd"`
 		Cursor string `json:"cursor"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if !s.Persist {
@@ -775,7 +775,7 @@ func (s *acpServer) sessionOf(raw json.RawMessage) (*acpSession, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	ss := s.session(p.SessionID)
@@ -793,7 +793,7 @@ func (s *acpServer) prompt(raw json.RawMessage) (any, error) {
 	var p struct {
 		Prompt []acpContent `json:"prompt"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	stop, err := ss.prompt(p.Prompt)
@@ -813,7 +813,7 @@ func (s *acpServer) setMode(raw json.RawMessage) (any, error) {
 	var p struct {
 		ModeID string `json:"modeId"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if err := ss.setMode(p.ModeID); err != nil {
@@ -831,7 +831,7 @@ func (s *acpServer) setConfigOption(raw json.RawMessage) (any, error) {
 		ConfigID string          `json:"configId"`
 		Value    json.RawMessage `json:"value"`
 	}
-	if err := params(raw, &p); err != nil {
+	if err := acpParams(raw, &p); err != nil {
 		return nil, err
 	}
 	var value string

@@ -15,6 +15,16 @@ import (
 	"time"
 )
 
+// The agent loop, where providers, tools and sessions meet (see "Inside
+// the core" in docs/architecture.md). An Agent holds one conversation and
+// runs it: a prompt, a reply streamed from its Provider, the reply's tool
+// calls run through the gate pipeline (agent_pipeline.go), each message
+// recorded, again until the model stops calling tools. Here too: the
+// transcript's edits (Clear, Rewind, Restore from a loaded session), model
+// and reasoning switches, compaction near the context window, and the
+// system prompt with the project's context files. Tool search is
+// agent_toolsearch.go's; the approvals a confirm asks for, approvals*.go's.
+
 // ErrBusy is returned when a prompt, compaction or transcript change is asked
 // for while another prompt runs.
 var ErrBusy = errors.New("agent is busy with another prompt")
@@ -142,6 +152,16 @@ func (a *Agent) SetLastContext(tokens int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lastInput = tokens
+}
+
+// Restore gives the agent a loaded session's conversation: its messages,
+// its usage and how full its context was, as if it had never stopped.
+func (a *Agent) Restore(l *LoadedSession) error {
+	if err := a.SetMessages(l.Messages, l.Usage); err != nil {
+		return err
+	}
+	a.SetLastContext(l.LastContext)
+	return nil
 }
 
 // Clear drops the transcript; it refuses while a prompt runs.
@@ -766,11 +786,6 @@ func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *T
 	return res
 }
 
-func isJSONObject(raw json.RawMessage) bool {
-	s := strings.TrimLeft(string(raw), " \t\r\n")
-	return strings.HasPrefix(s, "{")
-}
-
 // finishAborted keeps what the model said before the abort and answers its
 // tool calls, so the transcript stays one a provider accepts. A failure to
 // save it is only logged: the abort is what the run reports.
@@ -1161,13 +1176,4 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// joinNames joins protocol names for a message.
-func joinNames[S ~string](names []S, sep string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = string(n)
-	}
-	return strings.Join(out, sep)
 }

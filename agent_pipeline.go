@@ -194,6 +194,17 @@ type ToolDecision struct {
 	Confine *Confinement // the sandbox a gate chose; nil: the ToolEnv's
 }
 
+// ToolRecord is one finished tool call, given to the after-tool stages of
+// the pipeline. What they leave in Result (feedback appended, say) is what
+// the model and the tool_result event get.
+type ToolRecord struct {
+	Call     ToolCall
+	Executed json.RawMessage // arguments after a gate rewrote them: what ran, or what a later gate blocked
+	Decision ToolDecision
+	Ran      bool
+	Result   ToolResult
+}
+
 // The functions of the other hook points.
 type (
 	// PromptGate may refuse a prompt (the reason is the user's to read) or
@@ -213,8 +224,8 @@ type (
 	StopHook func(ctx context.Context, last Message) (cont bool, message string)
 )
 
-// staged is one stage and its function.
-type staged[F any] struct {
+// stageFunc is one stage and its function.
+type stageFunc[F any] struct {
 	Stage
 	run F
 	// hold, for a message gate, says whether this turn's text waits for
@@ -228,26 +239,26 @@ type staged[F any] struct {
 // keeps the ones it started with.
 type Pipeline struct {
 	mu      sync.Mutex
-	prompt  []staged[PromptGate]
-	turn    []staged[TurnGate]
-	tool    []staged[ToolGate]
-	after   []staged[AfterToolHook]
-	message []staged[MessageGate]
-	stop    []staged[StopHook]
+	prompt  []stageFunc[PromptGate]
+	turn    []stageFunc[TurnGate]
+	tool    []stageFunc[ToolGate]
+	after   []stageFunc[AfterToolHook]
+	message []stageFunc[MessageGate]
+	stop    []stageFunc[StopHook]
 	confirm ConfirmFunc
 	ask     askHooks
 }
 
-// add puts s into list after every stage of its order or lower. A name
+// addStage puts s into list after every stage of its order or lower. A name
 // twice at one hook point is a wiring mistake: it panics.
-func add[F any](mu *sync.Mutex, list *[]staged[F], point HookPoint, s staged[F]) {
+func addStage[F any](mu *sync.Mutex, list *[]stageFunc[F], point HookPoint, s stageFunc[F]) {
 	if s.Name == "" {
 		panic(fmt.Sprintf("zot: a %s stage without a name", point))
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	old := *list
-	if slices.ContainsFunc(old, func(o staged[F]) bool { return o.Name == s.Name }) {
+	if slices.ContainsFunc(old, func(o stageFunc[F]) bool { return o.Name == s.Name }) {
 		panic(fmt.Sprintf("zot: stage %q added twice to %s", s.Name, point))
 	}
 	i := len(old)
@@ -258,19 +269,19 @@ func add[F any](mu *sync.Mutex, list *[]staged[F], point HookPoint, s staged[F])
 }
 
 func (p *Pipeline) AddPromptGate(s Stage, g PromptGate) {
-	add(&p.mu, &p.prompt, HookBeforePrompt, staged[PromptGate]{Stage: s, run: g})
+	addStage(&p.mu, &p.prompt, HookBeforePrompt, stageFunc[PromptGate]{Stage: s, run: g})
 }
 
 func (p *Pipeline) AddTurnGate(s Stage, g TurnGate) {
-	add(&p.mu, &p.turn, HookBeforeTurn, staged[TurnGate]{Stage: s, run: g})
+	addStage(&p.mu, &p.turn, HookBeforeTurn, stageFunc[TurnGate]{Stage: s, run: g})
 }
 
 func (p *Pipeline) AddToolGate(s Stage, g ToolGate) {
-	add(&p.mu, &p.tool, HookBeforeToolExecute, staged[ToolGate]{Stage: s, run: g})
+	addStage(&p.mu, &p.tool, HookBeforeToolExecute, stageFunc[ToolGate]{Stage: s, run: g})
 }
 
 func (p *Pipeline) AddAfterTool(s Stage, h AfterToolHook) {
-	add(&p.mu, &p.after, HookAfterToolExecute, staged[AfterToolHook]{Stage: s, run: h})
+	addStage(&p.mu, &p.after, HookAfterToolExecute, stageFunc[AfterToolHook]{Stage: s, run: h})
 }
 
 // AddMessageGate adds a gate on the assistant's messages. While one is
@@ -278,11 +289,11 @@ func (p *Pipeline) AddAfterTool(s Stage, h AfterToolHook) {
 // have seen the whole message — when hold says so (nil: always), so that a
 // gate that intercepts only sometimes does not cost streaming always.
 func (p *Pipeline) AddMessageGate(s Stage, g MessageGate, hold func() bool) {
-	add(&p.mu, &p.message, HookBeforeAssistantMessage, staged[MessageGate]{Stage: s, run: g, hold: hold})
+	addStage(&p.mu, &p.message, HookBeforeAssistantMessage, stageFunc[MessageGate]{Stage: s, run: g, hold: hold})
 }
 
 func (p *Pipeline) AddStopHook(s Stage, h StopHook) {
-	add(&p.mu, &p.stop, HookOnStop, staged[StopHook]{Stage: s, run: h})
+	addStage(&p.mu, &p.stop, HookOnStop, stageFunc[StopHook]{Stage: s, run: h})
 }
 
 // SetConfirm sets who answers the tool gates' asks. Without one, an ask is
@@ -360,7 +371,7 @@ func (p *Pipeline) Stages(point HookPoint) []Stage {
 	return nil
 }
 
-func stagesOf[F any](list []staged[F]) []Stage {
+func stagesOf[F any](list []stageFunc[F]) []Stage {
 	out := make([]Stage, len(list))
 	for i, s := range list {
 		out[i] = s.Stage
@@ -370,7 +381,7 @@ func stagesOf[F any](list []staged[F]) []Stage {
 
 // snapshot reads a list under the lock; the list itself is never changed
 // in place.
-func snapshot[F any](mu *sync.Mutex, list *[]staged[F]) []staged[F] {
+func snapshot[F any](mu *sync.Mutex, list *[]stageFunc[F]) []stageFunc[F] {
 	mu.Lock()
 	defer mu.Unlock()
 	return *list
@@ -447,7 +458,7 @@ func (p *Pipeline) decide(ctx context.Context, call ToolCall, extra []GateNote) 
 	p.mu.Lock()
 	gates, confirm, ask := p.tool, p.confirm, p.ask
 	p.mu.Unlock()
-	r := judge(ctx, call, gates)
+	r := judgeToolGates(ctx, call, gates)
 	if len(extra) > 0 && r.Verdict == GateAllow {
 		r.Verdict = GateAsk
 	}
@@ -505,20 +516,21 @@ func (p *Pipeline) decide(ctx context.Context, call ToolCall, extra []GateNote) 
 // first deny ends the chain; asks are passed on, for the confirm. An
 // embedder with gates of its own adds the chain as one stage.
 func ChainGates(gates ...ToolGate) ToolGate {
-	list := make([]staged[ToolGate], len(gates))
+	list := make([]stageFunc[ToolGate], len(gates))
 	for i, g := range gates {
-		list[i] = staged[ToolGate]{Stage: Stage{Name: fmt.Sprintf("gate %d of a chain", i+1)}, run: g}
+		list[i] = stageFunc[ToolGate]{Stage: Stage{Name: fmt.Sprintf("gate %d of a chain", i+1)}, run: g}
 	}
-	return func(ctx context.Context, call ToolCall) GateResult { return judge(ctx, call, list) }
+	return func(ctx context.Context, call ToolCall) GateResult { return judgeToolGates(ctx, call, list) }
 }
 
-// judge runs gates by the rule of the tool hook point. The answer denies
-// with the first deny's reason, else asks when one asked (the asks among
-// the notes), else allows; Args is the call as the last rewrite left it.
-func judge(ctx context.Context, call ToolCall, gates []staged[ToolGate]) GateResult {
+// judgeToolGates runs gates by the rule of the tool hook point. The answer
+// denies with the first deny's reason, else asks when one asked (the asks
+// among the notes), else allows; Args is the call as the last rewrite left
+// it.
+func judgeToolGates(ctx context.Context, call ToolCall, gates []stageFunc[ToolGate]) GateResult {
 	var out GateResult
 	for _, g := range gates {
-		r := read(g.Stage, g.run(ctx, call))
+		r := readGateResult(g.Stage, g.run(ctx, call))
 		out.Notes = append(out.Notes, r.Notes...)
 		if r.Args != nil {
 			call.Args, out.Args = r.Args, r.Args
@@ -537,11 +549,11 @@ func judge(ctx context.Context, call ToolCall, gates []staged[ToolGate]) GateRes
 	return out
 }
 
-// read checks one gate's answer and says it plainly: Verdict is the worst
-// of what the gate said anywhere (an unknown verdict or decision denies),
-// an ask always has its note, a deny always its reason, and a rewrite is a
-// JSON object or a deny.
-func read(s Stage, r GateResult) GateResult {
+// readGateResult checks one gate's answer and says it plainly: Verdict is
+// the worst of what the gate said anywhere (an unknown verdict or decision
+// denies), an ask always has its note, a deny always its reason, and a
+// rewrite is a JSON object or a deny.
+func readGateResult(s Stage, r GateResult) GateResult {
 	deny := func(why string) GateResult {
 		r.Notes = append(r.Notes, GateNote{By: s.Name, Decision: DecisionDeny, Reason: why})
 		r.Verdict, r.Reason = GateDeny, "not run: "+why

@@ -104,7 +104,7 @@ func TestEventsDocMatchesRealEvents(t *testing.T) {
 	}
 
 	// The table of types against the EventType constants.
-	source, err := os.ReadFile("agent_messages.go")
+	source, err := os.ReadFile("messages.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestEventsDocMatchesRealEvents(t *testing.T) {
 	slices.Sort(constants)
 	slices.Sort(table)
 	if len(constants) < 15 || !slices.Equal(constants, table) {
-		t.Errorf("docs/events.md's table lists %v; agent_messages.go has %v", table, constants)
+		t.Errorf("docs/events.md's table lists %v; messages.go has %v", table, constants)
 	}
 }
 

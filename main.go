@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// zot's entry: main, and before anything else what must run first (the
+// sandbox launcher, the non-dumpable process, the adoption of orphans);
+// the flags and their help; the table of subcommands and the dispatch to
+// them or to a mode (runZot, runMode), whose setup is wire*.go's.
+
 func main() {
 	// zot started as its own sandbox launcher, or as the self-test program
 	// inside a sandbox: nothing of zot's start-up runs there.
@@ -28,13 +33,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "zot: warning: could not make the process non-dumpable (%v): other processes of your user can read its environment\n", err)
 	}
 	release := adoptOrphans(killGrace)
-	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := runZot(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	release() // what the processes zot started left running stops with zot
 	os.Exit(code)
 }
 
-// options are the parsed command line.
-type options struct {
+// zotOptions are the parsed command line.
+type zotOptions struct {
 	print, json, rpc     bool
 	help, version        bool
 	listModels           bool
@@ -79,24 +84,24 @@ type flagSpec struct {
 	long, short string
 	arg         string // name of the value; "" for switches; "[NAME]" when it may be left out
 	help        string
-	set         func(o *options, v string) error
+	set         func(o *zotOptions, v string) error
 }
 
 var flagTable = []flagSpec{
-	{"print", "p", "", "print only the final assistant text (prompt from the words or stdin)", func(o *options, _ string) error { o.print = true; return nil }},
-	{"json", "", "", "print one JSON event per line", func(o *options, _ string) error { o.json = true; return nil }},
-	{"rpc", "", "", "serve the RPC protocol on stdin/stdout (same as `zot rpc`)", func(o *options, _ string) error { o.rpc = true; return nil }},
-	{"provider", "", "NAME", "anthropic, openai or ollama", func(o *options, v string) error { o.provider = v; return nil }},
-	{"model", "m", "ID", "model id (see --list-models)", func(o *options, v string) error { o.model = v; return nil }},
-	{"base-url", "", "URL", "provider base URL (an OpenAI-compatible server: llama.cpp, vLLM…)", func(o *options, v string) error {
+	{"print", "p", "", "print only the final assistant text (prompt from the words or stdin)", func(o *zotOptions, _ string) error { o.print = true; return nil }},
+	{"json", "", "", "print one JSON event per line", func(o *zotOptions, _ string) error { o.json = true; return nil }},
+	{"rpc", "", "", "serve the RPC protocol on stdin/stdout (same as `zot rpc`)", func(o *zotOptions, _ string) error { o.rpc = true; return nil }},
+	{"provider", "", "NAME", "anthropic, openai or ollama", func(o *zotOptions, v string) error { o.provider = v; return nil }},
+	{"model", "m", "ID", "model id (see --list-models)", func(o *zotOptions, v string) error { o.model = v; return nil }},
+	{"base-url", "", "URL", "provider base URL (an OpenAI-compatible server: llama.cpp, vLLM…)", func(o *zotOptions, v string) error {
 		if err := checkBaseURL(v); err != nil {
 			return fmt.Errorf("--base-url %w", err)
 		}
 		o.baseURL = v
 		return nil
 	}},
-	{"api-key", "", "KEY", "API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json)", func(o *options, v string) error { o.apiKey = v; return nil }},
-	{"response-timeout", "", "DURATION", "how long the server may take to start answering a request (default 5m; e.g. 15m for a local server that loads a big model)", func(o *options, v string) error {
+	{"api-key", "", "KEY", "API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json)", func(o *zotOptions, v string) error { o.apiKey = v; return nil }},
+	{"response-timeout", "", "DURATION", "how long the server may take to start answering a request (default 5m; e.g. 15m for a local server that loads a big model)", func(o *zotOptions, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("--response-timeout needs a positive duration such as 90s or 15m, not %q", v)
@@ -104,26 +109,26 @@ var flagTable = []flagSpec{
 		o.responseTimeout = d
 		return nil
 	}},
-	{"list-models", "", "", "list known models and exit", func(o *options, _ string) error { o.listModels = true; return nil }},
-	{"reasoning", "", "LEVEL", "thinking effort: off, low, medium, high, xhigh or max (docs/usage.md#thinking)", func(o *options, v string) error {
+	{"list-models", "", "", "list known models and exit", func(o *zotOptions, _ string) error { o.listModels = true; return nil }},
+	{"reasoning", "", "LEVEL", "thinking effort: off, low, medium, high, xhigh or max (docs/usage.md#thinking)", func(o *zotOptions, v string) error {
 		if v == ReasoningOff || slices.Contains(reasoningLevels, v) {
 			o.reasoning = v
 			return nil
 		}
 		return fmt.Errorf("--reasoning must be off, low, medium, high, xhigh or max, not %q", v)
 	}},
-	{"cwd", "", "DIR", "working directory for the tools (default: the current one)", func(o *options, v string) error { o.cwd = v; return nil }},
-	{"tools", "", "LIST", "comma-separated tools to enable (globs allowed, e.g. read,bash,mcp__fs__*)", func(o *options, v string) error { o.tools = v; return nil }},
-	{"no-tools", "", "", "give the model no tools", func(o *options, _ string) error { o.noTools = true; return nil }},
-	{"jail", "", "", "confine read/write/edit to paths inside the working directory", func(o *options, _ string) error { o.jail = true; return nil }},
-	{"sandbox", "", "MODE", "run commands in a kernel sandbox: off, workspace, workspace-offline or read-only (docs/sandbox.md)", func(o *options, v string) error {
+	{"cwd", "", "DIR", "working directory for the tools (default: the current one)", func(o *zotOptions, v string) error { o.cwd = v; return nil }},
+	{"tools", "", "LIST", "comma-separated tools to enable (globs allowed, e.g. read,bash,mcp__fs__*)", func(o *zotOptions, v string) error { o.tools = v; return nil }},
+	{"no-tools", "", "", "give the model no tools", func(o *zotOptions, _ string) error { o.noTools = true; return nil }},
+	{"jail", "", "", "confine read/write/edit to paths inside the working directory", func(o *zotOptions, _ string) error { o.jail = true; return nil }},
+	{"sandbox", "", "MODE", "run commands in a kernel sandbox: off, workspace, workspace-offline or read-only (docs/sandbox.md)", func(o *zotOptions, v string) error {
 		m, err := parseSandboxMode(v)
 		o.sandbox = string(m)
 		return err
 	}},
-	{"system-prompt", "", "TEXT", "replace the system prompt", func(o *options, v string) error { o.systemPrompt = v; return nil }},
-	{"append-system-prompt", "", "TEXT", "append to the system prompt (repeatable)", func(o *options, v string) error { o.appendSystem = append(o.appendSystem, v); return nil }},
-	{"max-steps", "", "N", "most model turns per prompt (default 100)", func(o *options, v string) error {
+	{"system-prompt", "", "TEXT", "replace the system prompt", func(o *zotOptions, v string) error { o.systemPrompt = v; return nil }},
+	{"append-system-prompt", "", "TEXT", "append to the system prompt (repeatable)", func(o *zotOptions, v string) error { o.appendSystem = append(o.appendSystem, v); return nil }},
+	{"max-steps", "", "N", "most model turns per prompt (default 100)", func(o *zotOptions, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return fmt.Errorf("--max-steps needs a positive number, not %q", v)
@@ -131,20 +136,20 @@ var flagTable = []flagSpec{
 		o.maxSteps = n
 		return nil
 	}},
-	{"continue", "c", "", "continue the newest session of this directory", func(o *options, _ string) error { o.continueLast = true; return nil }},
-	{"resume", "r", "[NAME]", "resume the session of this directory named NAME (by /rename, or its id); without NAME, pick one", func(o *options, v string) error {
+	{"continue", "c", "", "continue the newest session of this directory", func(o *zotOptions, _ string) error { o.continueLast = true; return nil }},
+	{"resume", "r", "[NAME]", "resume the session of this directory named NAME (by /rename, or its id); without NAME, pick one", func(o *zotOptions, v string) error {
 		o.resume, o.resumeName = true, v
 		if v != "" {
 			return checkSessionName(v)
 		}
 		return nil
 	}},
-	{"session", "", "PATH", "use this session file", func(o *options, v string) error { o.sessionPath = v; return nil }},
-	{"no-session", "", "", "do not save this conversation", func(o *options, _ string) error { o.noSession = true; return nil }},
-	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *options, _ string) error { o.noSkills = true; return nil }},
-	{"no-prompts", "", "", "load no prompt templates (see zot prompts list)", func(o *options, _ string) error { o.noPrompts = true; return nil }},
-	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *options, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
-	{"mcp-wait", "", "DURATION", "how long -p, --json, rpc and a prompt given on the command line wait for MCP servers still starting before the first model request (default 5s; 0 does not wait)", func(o *options, v string) error {
+	{"session", "", "PATH", "use this session file", func(o *zotOptions, v string) error { o.sessionPath = v; return nil }},
+	{"no-session", "", "", "do not save this conversation", func(o *zotOptions, _ string) error { o.noSession = true; return nil }},
+	{"no-skills", "", "", "load no skills (see zot skills list)", func(o *zotOptions, _ string) error { o.noSkills = true; return nil }},
+	{"no-prompts", "", "", "load no prompt templates (see zot prompts list)", func(o *zotOptions, _ string) error { o.noPrompts = true; return nil }},
+	{"mcp-config", "", "FILE", "load MCP servers from this file too (repeatable)", func(o *zotOptions, v string) error { o.mcpConfigs = append(o.mcpConfigs, v); return nil }},
+	{"mcp-wait", "", "DURATION", "how long -p, --json, rpc and a prompt given on the command line wait for MCP servers still starting before the first model request (default 5s; 0 does not wait)", func(o *zotOptions, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return fmt.Errorf("--mcp-wait needs a duration such as 5s, 30s or 0, not %q", v)
@@ -152,19 +157,19 @@ var flagTable = []flagSpec{
 		o.mcpWait = &d
 		return nil
 	}},
-	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *options, _ string) error { o.noMCP = true; return nil }},
-	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *options, v string) error { o.ext = append(o.ext, v); return nil }},
-	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *options, _ string) error { o.noExt = true; return nil }},
-	{"mode", "", "NAME", "ask, accept-edits, plan, auto (the default), sandboxed-auto or dont-ask: what runs without asking (docs/permissions.md#modes)", func(o *options, v string) error {
+	{"no-mcp", "", "", "ignore ./.mcp.json, ./.zot/mcp.json and $ZOT_HOME/mcp.json", func(o *zotOptions, _ string) error { o.noMCP = true; return nil }},
+	{"ext", "e", "PATH", "load the extension in this directory (repeatable)", func(o *zotOptions, v string) error { o.ext = append(o.ext, v); return nil }},
+	{"no-ext", "", "", "do not load installed extensions (--ext still loads)", func(o *zotOptions, _ string) error { o.noExt = true; return nil }},
+	{"mode", "", "NAME", "ask, accept-edits, plan, auto (the default), sandboxed-auto or dont-ask: what runs without asking (docs/permissions.md#modes)", func(o *zotOptions, v string) error {
 		m, err := ParseMode(v)
 		o.mode = m
 		return err
 	}},
-	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *options, _ string) error { o.noYolo = true; return nil }},
-	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *options, _ string) error { o.approveAsks = true; return nil }},
-	{"approvals-stdin", "", "", "with --json: send approval_request events and read approve commands on stdin (the prompt then comes from the words; docs/permissions.md)", func(o *options, _ string) error { o.approvalsStdin = true; return nil }},
-	{"elicitation-stdin", "", "", "with --json: send the MCP servers' questions as elicitation_request events and read elicit commands on stdin (docs/mcp.md)", func(o *options, _ string) error { o.elicitationStdin = true; return nil }},
-	{"approval-timeout", "", "DURATION", "how long --json --approvals-stdin and rpc clients with approvals may take to answer before the call is refused, and the time an MCP server's question waits for a client (default 5m)", func(o *options, v string) error {
+	{"no-yolo", "", "", "ask before each tool call (interactive mode)", func(o *zotOptions, _ string) error { o.noYolo = true; return nil }},
+	{"approve-asks", "", "", "without a terminal (-p, --json, rpc), run commands a validator asks about instead of refusing them", func(o *zotOptions, _ string) error { o.approveAsks = true; return nil }},
+	{"approvals-stdin", "", "", "with --json: send approval_request events and read approve commands on stdin (the prompt then comes from the words; docs/permissions.md)", func(o *zotOptions, _ string) error { o.approvalsStdin = true; return nil }},
+	{"elicitation-stdin", "", "", "with --json: send the MCP servers' questions as elicitation_request events and read elicit commands on stdin (docs/mcp.md)", func(o *zotOptions, _ string) error { o.elicitationStdin = true; return nil }},
+	{"approval-timeout", "", "DURATION", "how long --json --approvals-stdin and rpc clients with approvals may take to answer before the call is refused, and the time an MCP server's question waits for a client (default 5m)", func(o *zotOptions, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("--approval-timeout needs a positive duration such as 30s or 10m, not %q", v)
@@ -172,17 +177,17 @@ var flagTable = []flagSpec{
 		o.approvalTimeout = d
 		return nil
 	}},
-	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *options, _ string) error { o.noAudit = true; return nil }},
-	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *options, _ string) error { o.claudeHooks = true; return nil }},
-	{"trust-project", "", "", "run this directory's own MCP servers, extensions, validators and hooks for this run only (see zot trust)", func(o *options, _ string) error { o.trustProject = true; return nil }},
-	{"help", "h", "", "show this help", func(o *options, _ string) error { o.help = true; return nil }},
-	{"version", "", "", "print the version", func(o *options, _ string) error { o.version = true; return nil }},
+	{"no-audit", "", "", "do not record tool calls in $ZOT_HOME/logs/audit.jsonl", func(o *zotOptions, _ string) error { o.noAudit = true; return nil }},
+	{"claude-hooks", "", "", "run the hook commands of .claude/settings.json and the like (docs/hooks.md)", func(o *zotOptions, _ string) error { o.claudeHooks = true; return nil }},
+	{"trust-project", "", "", "run this directory's own MCP servers, extensions, validators and hooks for this run only (see zot trust)", func(o *zotOptions, _ string) error { o.trustProject = true; return nil }},
+	{"help", "h", "", "show this help", func(o *zotOptions, _ string) error { o.help = true; return nil }},
+	{"version", "", "", "print the version", func(o *zotOptions, _ string) error { o.version = true; return nil }},
 }
 
 // parseFlags reads flags anywhere among the prompt words: `--flag value`,
 // `--flag=value`, `-x value`; `--` ends the flags.
-func parseFlags(args []string) (options, error) {
-	var o options
+func parseFlags(args []string) (zotOptions, error) {
+	var o zotOptions
 	byName := map[string]*flagSpec{}
 	for i := range flagTable {
 		f := &flagTable[i]
@@ -277,17 +282,17 @@ Exit status: 0 success, 1 model or loop error, 2 usage error, 130 interrupted.
 	return b.String()
 }
 
-// command is one of zot's commands: its usage and what runs it. A
+// zotCommand is one of zot's commands: its usage and what runs it. A
 // command is recognised only as the first argument, so prompt words such
 // as "fix the rpc tests" stay a prompt.
-type command struct {
+type zotCommand struct {
 	help *commandHelp
 	run  func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 // commands are zot's commands besides the modes; run answers -h/--help
 // for each of them (see commandHelp).
-var commands = map[string]command{
+var commands = map[string]zotCommand{
 	"ext": {&extUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runExtCommand(args, tuiCommandNames(), func(cwd string) bool { return projectTrusted(zotHome(), cwd) }, stdin, stdout, stderr)
 	}},
@@ -318,7 +323,7 @@ var commands = map[string]command{
 	}},
 	"trust": {&trustUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTrustCommand(args, func(dir string) ([]trustEntry, []string, []string) {
-			return projectPrograms(zotHome(), dir, options{}, true)
+			return projectPrograms(zotHome(), dir, zotOptions{}, true)
 		}, stdin, stdout, stderr)
 	}},
 	"validate": {&validateUsage, func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -344,9 +349,9 @@ Exit status: 0 when stdin ends, 1 on a failure, 2 usage error, 130 interrupted.
 `,
 }
 
-// run is zot: a command, help or the version asked for by name, or a mode
+// runZot is zot: a command, help or the version asked for by name, or a mode
 // for the options. It returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runZot(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return runMode(args, stdin, stdout, stderr)
 	}
@@ -361,10 +366,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, c.help.text(lastOr(rest[1:], "")))
 			return exitOK
 		}
-		return fail(stderr, usageError{fmt.Sprintf("help takes a command name (%s); to send a prompt that starts with %q, quote it: zot %q", strings.Join(commandNames(), ", "), "help", strings.Join(args, " "))})
+		return failExit(stderr, usageError{fmt.Sprintf("help takes a command name (%s); to send a prompt that starts with %q, quote it: zot %q", strings.Join(commandNames(), ", "), "help", strings.Join(args, " "))})
 	case "version":
 		if len(rest) > 0 {
-			return fail(stderr, usageError{fmt.Sprintf("version takes no arguments; to send a prompt that starts with %q, quote it: zot %q", "version", strings.Join(args, " "))})
+			return failExit(stderr, usageError{fmt.Sprintf("version takes no arguments; to send a prompt that starts with %q, quote it: zot %q", "version", strings.Join(args, " "))})
 		}
 		fmt.Fprintf(stdout, "zot %s\n", version)
 		return exitOK
@@ -431,7 +436,7 @@ const listModelsTimeout = 10 * time.Second
 // listModels prints the models of the provider in use (--provider) or of
 // every provider: the catalogue, the user's models.json and what the
 // configured server serves (models_server.go).
-func listModels(o options, stdout, stderr io.Writer) int {
+func listModels(o zotOptions, stdout, stderr io.Writer) int {
 	home := zotHome()
 	for _, n := range useUserModels(home) {
 		fmt.Fprintf(stderr, "zot: %s\n", sanitize(n))
@@ -439,13 +444,13 @@ func listModels(o options, stdout, stderr io.Writer) int {
 	cfg, _ := loadConfig(home)
 	ep, err := chooseEndpoint(o, cfg, home)
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	// The user asked for the list: a stale one is fetched now, within a
 	// bound, and a server that does not answer leaves the rest listed.
 	pc, err := endpointConfig(home, ProviderConfig{Name: ep.provider, BaseURL: ep.baseURL, APIKey: ep.key, KeySource: ep.keySource}, ep.model)
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), listModelsTimeout)
 	defer cancel()

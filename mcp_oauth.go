@@ -406,11 +406,11 @@ func (o *mcpOAuth) grant(ctx context.Context, scope, metadataHint string, stepUp
 	if err != nil {
 		return nil, err
 	}
-	o.log.printf("oauth: authorized by %s (%s) for %s, scope %q%s", redactURL(d.meta.TokenEndpoint), o.cfg.Grant, tok.Resource, tok.Scope, expiry(tok))
+	o.log.printf("oauth: authorized by %s (%s) for %s, scope %q%s", redactURL(d.meta.TokenEndpoint), o.cfg.Grant, tok.Resource, tok.Scope, tokenExpiry(tok))
 	return tok, nil
 }
 
-func expiry(t *mcpToken) string {
+func tokenExpiry(t *mcpToken) string {
 	if t.ExpiresAt.IsZero() {
 		return ""
 	}
@@ -1011,7 +1011,7 @@ func (o *mcpOAuth) refresh(ctx context.Context, tok *mcpToken) error {
 		o.mu.Unlock()
 		return err
 	}
-	o.log.printf("oauth: token refreshed%s", expiry(fresh))
+	o.log.printf("oauth: token refreshed%s", tokenExpiry(fresh))
 	o.setToken(fresh)
 	return nil
 }

@@ -16,8 +16,8 @@ import (
 // The models zot learns beyond its catalogue: the user's own, described in
 // $ZOT_HOME/models.json in the reference zot's format, and (models_server.go)
 // those the configured server lists. Both are handed to the catalogue in
-// providers.go, which every lookup of a window, an output limit or a price
-// goes through.
+// providers_catalogue.go, which every lookup of a window, an output limit
+// or a price goes through.
 
 // userModelsFile is models.json:
 //

@@ -227,7 +227,7 @@ type ruleCommand struct {
 	lineVars string
 	// shape marks the words known only at run time
 	// (permissions_unknown.go).
-	shape shaped
+	shape shapedCommand
 }
 
 // splitForRules is where the gate reads a line: the splitter's simple
@@ -242,7 +242,7 @@ func splitForRules(line string, sc ShellContext) (ShellSplit, []ruleCommand) {
 }
 
 func ruleCommandOf(c ShellCommand, line string) ruleCommand {
-	rc := ruleCommand{words: c.Words, cwd: c.Cwd, shape: shaped{name: c.Name, words: c.Words, shapes: c.Shapes, open: c.Open}}
+	rc := ruleCommand{words: c.Words, cwd: c.Cwd, shape: shapedCommand{name: c.Name, words: c.Words, shapes: c.Shapes, open: c.Open}}
 	if c.Via == "" {
 		rc.raw = c.Raw
 	}

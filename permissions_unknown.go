@@ -17,9 +17,9 @@ import (
 // for every value.
 //
 // Claude Code's Bash rules match text, so that is exact: the command's
-// text becomes a pattern whose unknown parts match anything (meet), and
-// each rule's text a pattern too; a rule some value could match is one
-// whose pattern meets the command's. An allow holds for every value when
+// text becomes a pattern whose unknown parts match anything
+// (patternsMeet), and each rule's text a pattern too; a rule some value
+// could match is one whose pattern meets the command's. An allow holds for every value when
 // it matches the text with each unknown part replaced by a byte no rule
 // holds (unknownByte): only a * of the rule can have matched that byte,
 // and a * matches any other value as well.
@@ -47,9 +47,9 @@ const (
 	// maxVanishing bounds the words that may vanish whose readings are
 	// tried each way (2^n texts); past it no allow holds.
 	maxVanishing = 4
-	// maxMeetStates bounds the pairs of positions meet walks (a 1 MiB
-	// line against a rule): past it, it answers that the patterns meet,
-	// which asks.
+	// maxMeetStates bounds the pairs of positions patternsMeet walks (a
+	// 1 MiB line against a rule): past it, it answers that the patterns
+	// meet, which asks.
 	maxMeetStates = 1 << 20
 )
 
@@ -78,11 +78,11 @@ func textToks(s string) []gtok {
 
 func isBlankByte(b byte) bool { return unicode.IsSpace(rune(b)) }
 
-// meet finds a text both patterns match, the shortest; ok is false when
+// patternsMeet finds a text both patterns match, the shortest; ok is false when
 // there is none. It walks the pairs of positions in the two patterns, as
 // the product of two automata; past maxMeetStates it says they meet,
 // with no text.
-func meet(a, b []gtok) (text string, ok bool) {
+func patternsMeet(a, b []gtok) (text string, ok bool) {
 	if (len(a)+1)*(len(b)+1) > maxMeetStates {
 		return "", true
 	}
@@ -262,18 +262,18 @@ func allHoles(w string, sh WordShape) bool {
 	return at >= len(w)
 }
 
-// shaped is a command with words known only at run time, as the rules
+// shapedCommand is a command with words known only at run time, as the rules
 // judge it.
-type shaped struct {
+type shapedCommand struct {
 	name   string // the command's base name (git for /usr/bin/git)
 	words  []string
 	shapes []WordShape // one per word; nil: every word known
 	open   bool        // more words at run time
 }
 
-func (c shaped) unknown() bool { return c.shapes != nil || c.open }
+func (c shapedCommand) unknown() bool { return c.shapes != nil || c.open }
 
-func (c shaped) shape(i int) WordShape {
+func (c shapedCommand) shape(i int) WordShape {
 	if c.shapes == nil {
 		return WordShape{}
 	}
@@ -283,7 +283,7 @@ func (c shaped) shape(i int) WordShape {
 // vanishing are the words that may become no word at all: those with
 // known parts (*.txt with nullglob set) when partial, the others (an
 // unquoted $x) when not, whose pattern is anything.
-func (c shaped) vanishing(partial bool) []int {
+func (c shapedCommand) vanishing(partial bool) []int {
 	var out []int
 	for i, w := range c.words {
 		if sh := c.shape(i); i > 0 && sh.Vanishes(w) && allHoles(w, sh) != partial {
@@ -298,7 +298,7 @@ func (c shaped) vanishing(partial bool) []int {
 // unknownByte (sentinels: where an allow must hold). A word that may
 // vanish is tried both ways; past maxVanishing such words, sentinels is
 // empty: no allow holds.
-func (c shaped) templates() [][]gtok {
+func (c shapedCommand) templates() [][]gtok {
 	vanish := c.vanishing(true)
 	loose := len(vanish) > maxVanishing // too many to try each way
 	if loose {
@@ -335,7 +335,7 @@ func (c shaped) templates() [][]gtok {
 	return out
 }
 
-func (c shaped) sentinels() []string {
+func (c shapedCommand) sentinels() []string {
 	vanish := append(c.vanishing(true), c.vanishing(false)...)
 	tails := []string{""}
 	if c.open {
@@ -351,7 +351,7 @@ func (c shaped) sentinels() []string {
 			if k := slices.Index(vanish, i); k >= 0 && mask&(1<<k) != 0 {
 				continue
 			}
-			parts = append(parts, filled(w, c.shape(i), unknownByte))
+			parts = append(parts, filledWord(w, c.shape(i), unknownByte))
 		}
 		for _, tail := range tails {
 			out = append(out, strings.Join(parts, " ")+tail)
@@ -360,8 +360,8 @@ func (c shaped) sentinels() []string {
 	return out
 }
 
-// filled is the word with each unknown part replaced by v.
-func filled(w string, sh WordShape, v string) string {
+// filledWord is the word with each unknown part replaced by v.
+func filledWord(w string, sh WordShape, v string) string {
 	if sh.Known() {
 		return w
 	}
@@ -378,7 +378,7 @@ func filled(w string, sh WordShape, v string) string {
 
 // unknownWhat names the unknown parts for a message: "push${NOPE}",
 // "the words xargs adds".
-func (c shaped) unknownWhat() string {
+func (c shapedCommand) unknownWhat() string {
 	var parts []string
 	for i, w := range c.words {
 		if !c.shape(i).Known() {
@@ -406,7 +406,7 @@ func claudeCould(r *claudeRule, templates [][]gtok) (string, bool) {
 	}
 	for _, p := range claudeSpecPatterns(r.spec) {
 		for _, t := range templates {
-			if text, ok := meet(p, t); ok {
+			if text, ok := patternsMeet(p, t); ok {
 				return text, true
 			}
 		}
@@ -418,7 +418,7 @@ func claudeCould(r *claudeRule, templates [][]gtok) (string, bool) {
 // configurations' rules can tell apart (see the top of this file); complete
 // is false when a word that may split could need more words than a reading
 // gives it, or there are more than runokMaxReadings.
-func runokReadings(c shaped, cfgs []*runokConfig, yield func(argv []string) bool) (complete bool) {
+func runokReadings(c shapedCommand, cfgs []*runokConfig, yield func(argv []string) bool) (complete bool) {
 	vocab, longest := runokVocabulary(cfgs, c.name)
 	// A word that may split needs as many words as a rule names after the
 	// command's name to make the rule match.
@@ -490,7 +490,7 @@ func wordCandidates(t []gtok, vocab [][]gtok) []string {
 		}
 	}
 	for _, v := range vocab {
-		add(meet(t, v))
+		add(patternsMeet(t, v))
 	}
 	var empty, neutral strings.Builder
 	for _, tk := range t {
@@ -503,9 +503,9 @@ func wordCandidates(t []gtok, vocab [][]gtok) []string {
 	}
 	add(empty.String(), empty.Len() > 0)
 	add(neutral.String(), true)
-	add(meet(t, textToks("-"+unknownByte)))
-	add(meet(t, textToks("--")))
-	add(meet(t, []gtok{{kind: gAny}, {kind: gByte, b: '='}, {kind: gAny}}))
+	add(patternsMeet(t, textToks("-"+unknownByte)))
+	add(patternsMeet(t, textToks("--")))
+	add(patternsMeet(t, []gtok{{kind: gAny}, {kind: gByte, b: '='}, {kind: gAny}}))
 	return out
 }
 
@@ -674,7 +674,7 @@ func runokVocabulary(cfgs []*runokConfig, name string) (vocab [][]gtok, longest 
 // at run time, given literal, its answer about the words as written: that
 // answer when it denies, else the strictest over the readings, where a
 // reading that would be denied or asked makes the command an ask.
-func (rr *runokRules) verdictShaped(c shaped, literal runokVerdict, eval func(words []string) runokVerdict) runokVerdict {
+func (rr *runokRules) verdictShaped(c shapedCommand, literal runokVerdict, eval func(words []string) runokVerdict) runokVerdict {
 	if literal.action == "deny" {
 		return literal
 	}

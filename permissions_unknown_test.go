@@ -32,7 +32,7 @@ func TestClaudeRulePatternsMatchAsTheRuleDoes(t *testing.T) {
 		want := claudeBashMatch(spec, text)
 		got := false
 		for _, p := range claudeSpecPatterns(spec) {
-			if m, ok := meet(p, textToks(text)); ok {
+			if m, ok := patternsMeet(p, textToks(text)); ok {
 				got = true
 				if m != text {
 					t.Fatalf("spec %q, text %q: the meeting is %q", spec, text, m)
@@ -70,7 +70,7 @@ func TestMeetFindsATextBothPatternsMatch(t *testing.T) {
 		words := strings.Fields(tc.words)
 		shapes := make([]WordShape, len(words))
 		shapes[len(shapes)-1] = tc.last
-		c := shaped{name: words[0], words: words, shapes: shapes}
+		c := shapedCommand{name: words[0], words: words, shapes: shapes}
 		text, got := claudeCould(&claudeRule{tool: "Bash", spec: tc.spec, hasSpec: true}, c.templates())
 		if got != tc.want {
 			t.Errorf("%q against %q: could match %v (%q), want %v", tc.words, tc.spec, got, text, tc.want)

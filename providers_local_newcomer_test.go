@@ -240,6 +240,9 @@ func TestTUIUsesTheServersContextFromTheStart(t *testing.T) {
 		return regexp.MustCompile(`openai/tiny-notools +2,048 context · server, not loaded`).MatchString(s) && !strings.Contains(s, "(current)")
 	})
 	tm.keys("Escape")
+	// Keys sent before the picker closed would arrive with the ESC as one
+	// alt+key chord, and the picker would stay open.
+	tm.waitScreen("the picker closed", func(s string) bool { return !strings.Contains(s, "choose a model") })
 	tm.exitAndCheck()
 	if len(rs.posts("/v1/chat/completions")) != 0 {
 		t.Errorf("a model request was sent")

@@ -139,14 +139,6 @@ func toolTokens(tools []ToolSpec) int {
 // the definitions of tools it sent only by name (agent_toolsearch.go).
 const toolSearchName = "tool_search"
 
-// messageTally is what requests check and count of a message's content:
-// whether it is blank (checkConversation) and its size (EstimateTokens).
-type messageTally struct {
-	content       []Block // what was tallied
-	blank         bool    // no block but text of white space
-	bytes, images int
-}
-
 // tallied is m's tally, made once for a message of the agent's transcript
 // rather than at every request.
 func (m Message) tallied() messageTally {

@@ -20,6 +20,13 @@ import (
 	"time"
 )
 
+// zot rpc and --json: the one encoder of the event schema (eventWriter);
+// the commands a client sends, each line read through one strict decoder
+// (decodeRPCRequest); and the server that runs them against one Agent,
+// one prompt at a time, queueing the rest. The approve and elicit
+// command lines are rpc_approvals.go's, an MCP server's questions
+// rpc_elicit.go's; wire.go builds the server's rpcConfig (runRPC).
+
 // eventWriter writes JSON lines — events and RPC responses — through one
 // lock with one Write per line, so lines from concurrent writers never
 // interleave. It is the one encoder of the --json / rpc schema.

@@ -229,7 +229,7 @@ func newSandbox(c sandboxConfig) (sb *Sandbox, notes []string, err error) {
 			continue
 		}
 		for _, h := range sb.hidden {
-			if within(real, h) {
+			if withinDir(real, h) {
 				return nil, nil, fmt.Errorf("sandbox %s: writable directory %s is inside $ZOT_HOME (%s), which the sandbox hides from commands; run zot elsewhere or set ZOT_HOME to another directory", mode, d, home)
 			}
 		}
@@ -250,7 +250,7 @@ func newSandbox(c sandboxConfig) (sb *Sandbox, notes []string, err error) {
 	}
 	if sb.path == "landlock-only" {
 		for _, w := range sb.writable {
-			if w != realHome && within(realHome, w) {
+			if w != realHome && withinDir(realHome, w) {
 				notes = append(notes, fmt.Sprintf("sandbox: $ZOT_HOME (%s) lies inside the writable directory %s, and without user namespaces commands cannot create or remove entries directly in the directories leading to it; set ZOT_HOME elsewhere to avoid this", home, w))
 			}
 		}
@@ -289,7 +289,7 @@ func (sb *Sandbox) WritableDirs() []string {
 
 func (sb *Sandbox) isHidden(real string) bool {
 	for _, h := range sb.hidden {
-		if within(real, h) {
+		if withinDir(real, h) {
 			return true
 		}
 	}
@@ -301,7 +301,7 @@ func (sb *Sandbox) isWritable(real string) bool {
 		return false
 	}
 	for _, w := range sb.writable {
-		if within(real, w) {
+		if withinDir(real, w) {
 			return true
 		}
 	}
@@ -592,7 +592,7 @@ func outsideDir(home string, extra []string) (string, error) {
 		}
 		inside := false
 		for _, w := range append([]string{os.TempDir()}, extra...) {
-			if wr, err := filepath.EvalSymlinks(w); err == nil && within(real, wr) {
+			if wr, err := filepath.EvalSymlinks(w); err == nil && withinDir(real, wr) {
 				inside = true
 			}
 		}

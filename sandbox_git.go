@@ -27,7 +27,7 @@ const gitMaxDepth = 4
 // user's home directory, for `~/` in config values; "" when unknown.
 func gitGuarded(root, cwd, home string) []guardedPath {
 	var out []guardedPath
-	for d := cwd; within(d, root) && d != root; d = filepath.Dir(d) {
+	for d := cwd; withinDir(d, root) && d != root; d = filepath.Dir(d) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err != nil {
 			out = append(out, guardedPath{Path: filepath.Join(d, ".git"), Kind: guardDir})
 		}
@@ -199,7 +199,7 @@ func gitConfigGuarded(path, root, home string) []guardedPath {
 				continue
 			}
 			p := resolve(w, root)
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && within(p, root) {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && withinDir(p, root) {
 				out = append(out, guardedPath{Path: p, Kind: guardFile, Bind: bindReadOnly})
 			}
 		}

@@ -620,7 +620,7 @@ func (g *sandboxGuard) undoTree(root string, was, now map[string]guardEntry) []s
 	var notes []string
 	var aside []string
 	for _, r := range sortedKeys(now) {
-		if w, ok := was[r]; ok && w.same(now[r]) || slices.ContainsFunc(aside, func(a string) bool { return within(r, a) }) {
+		if w, ok := was[r]; ok && w.same(now[r]) || slices.ContainsFunc(aside, func(a string) bool { return withinDir(r, a) }) {
 			continue
 		}
 		p := filepath.Join(root, r)
@@ -633,7 +633,7 @@ func (g *sandboxGuard) undoTree(root string, was, now map[string]guardEntry) []s
 		notes = append(notes, fmt.Sprintf("%s is new or changed: moved aside to %s", p, filepath.Base(to)))
 	}
 	for _, r := range sortedKeys(was) {
-		if n, ok := now[r]; ok && n.same(was[r]) && !slices.ContainsFunc(aside, func(a string) bool { return within(r, a) }) {
+		if n, ok := now[r]; ok && n.same(was[r]) && !slices.ContainsFunc(aside, func(a string) bool { return withinDir(r, a) }) {
 			continue
 		}
 		p := filepath.Join(root, r)
@@ -749,7 +749,7 @@ func readDirNames(dir string) ([]string, error) {
 // guarded path: write and edit refuse it.
 func guardCovers(paths []guardedPath, real string) string {
 	for _, gp := range paths {
-		if within(real, gp.Path) {
+		if withinDir(real, gp.Path) {
 			return gp.Path
 		}
 	}

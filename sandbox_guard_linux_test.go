@@ -192,7 +192,7 @@ func BenchmarkSandboxGuard(b *testing.B) {
 		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 		os.WriteFile(filepath.Join(dir, "runok.yml"), []byte("rules: []\n"), 0o644)
 		real, _ := filepath.EvalSymlinks(dir)
-		g := newSandboxGuard(projectGuarded(real, nil, nil), func(p string) bool { return within(p, real) })
+		g := newSandboxGuard(projectGuarded(real, nil, nil), func(p string) bool { return withinDir(p, real) })
 		index := filepath.Join(real, ".git", "index")
 		for _, changed := range []bool{false, true} {
 			name := "unchanged"
@@ -314,7 +314,7 @@ func TestGuardPutsBackWhatACommandChanged(t *testing.T) {
 				return out
 			}
 			want := snapshot()
-			g := newSandboxGuard(projectGuarded(filepath.Join(work, "sub"), nil, nil), func(p string) bool { return within(p, work) })
+			g := newSandboxGuard(projectGuarded(filepath.Join(work, "sub"), nil, nil), func(p string) bool { return withinDir(p, work) })
 			p := &proc{}
 			g.track(p, g.begin())
 			attack(work, outside)

@@ -609,7 +609,7 @@ func pathsBetween(dirs []string, target string) []string {
 	var out []string
 	for dir := filepath.Dir(target); dir != target && dir != "/"; dir, target = filepath.Dir(dir), dir {
 		for _, d := range dirs {
-			if dir != d && within(dir, d) {
+			if dir != d && withinDir(dir, d) {
 				out = append([]string{dir}, out...)
 				break
 			}
@@ -784,7 +784,7 @@ func allowAround(root string, hidden []string, access uint64, add func(string, u
 		if h == root {
 			return nil
 		}
-		if within(h, root) {
+		if withinDir(h, root) {
 			leadsToHidden = true
 		}
 	}

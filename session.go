@@ -21,6 +21,13 @@ import (
 	"unicode/utf8"
 )
 
+// Sessions: the JSONL file a conversation is recorded in as it happens
+// (Session, a Recorder), read back whole and repaired for a resume
+// (OpenSession, LoadedSession, which Agent.Restore takes), locked against
+// a second writer, listed for a picker, forked at a message. It knows the
+// data model and the one door only; export, import and the tree of forks
+// are session_port.go's.
+
 // sessionVersion is the format this zot writes and the newest it reads.
 // Within a version, readers ignore unknown fields and skip unknown row types,
 // so adding either is compatible; anything else needs a new version.
@@ -133,16 +140,6 @@ type LoadedSession struct {
 	Usage       Usage
 	LastContext int
 	Repairs     []string
-}
-
-// Restore gives the agent the loaded conversation: its messages, its usage
-// and how full its context was, as if it had never stopped.
-func (l *LoadedSession) Restore(a *Agent) error {
-	if err := a.SetMessages(l.Messages, l.Usage); err != nil {
-		return err
-	}
-	a.SetLastContext(l.LastContext)
-	return nil
 }
 
 // SessionInfo describes one session for a resume list.

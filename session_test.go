@@ -612,7 +612,7 @@ func TestOpenSessionRestoresTheLastContextSize(t *testing.T) {
 		t.Errorf("LastContext = %d, want 60000", loaded.LastContext)
 	}
 	a := NewAgent(nil, "claude-sonnet-4-5", nil)
-	if err := loaded.Restore(a); err != nil {
+	if err := a.Restore(loaded); err != nil {
 		t.Fatal(err)
 	}
 	if total, last := a.Totals(); last != 60000 || total.Input != 51000 || len(a.Messages()) != len(sampleTranscript()) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -268,4 +269,131 @@ func builtinPath(call ToolCall) string {
 		return a.Path
 	}
 	return ""
+}
+
+// toolArgs reads a tool call's JSON object field by field, so a wrong type
+// is reported by field name, which the model can act on, instead of as a
+// json error about Go types. The first problem wins; later reads are no-ops.
+type toolArgs struct {
+	tool   string
+	prefix string // "edits[2]." inside an array element
+	fields map[string]json.RawMessage
+	err    error
+}
+
+func parseToolArgs(tool string, raw json.RawMessage) *toolArgs {
+	a := &toolArgs{tool: tool}
+	if err := json.Unmarshal(raw, &a.fields); err != nil || a.fields == nil {
+		a.err = fmt.Errorf("invalid arguments for %s: want a JSON object with the fields of the tool's schema", tool)
+	}
+	return a
+}
+
+func (a *toolArgs) fail(format string, args ...any) {
+	if a.err == nil {
+		a.err = fmt.Errorf("invalid arguments for %s: %s", a.tool, fmt.Sprintf(format, args...))
+	}
+}
+
+// field returns a present, non-null field and its name as the model sees it.
+func (a *toolArgs) field(name string) (json.RawMessage, string, bool) {
+	v, ok := a.fields[name]
+	if a.err != nil || !ok || string(v) == "null" {
+		return nil, "", false
+	}
+	return v, strconv.Quote(a.prefix + name), true
+}
+
+func (a *toolArgs) require(name string) {
+	if _, _, ok := a.field(name); !ok && a.err == nil {
+		a.fail("%q is required", a.prefix+name)
+	}
+}
+
+func (a *toolArgs) str(name string) string {
+	v, label, ok := a.field(name)
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		a.fail("%s must be a string", label)
+	}
+	return s
+}
+
+// number accepts a JSON number or a string holding one: models quote
+// numbers often enough that refusing "30" would only cost a round trip.
+func (a *toolArgs) number(name string) (float64, bool) {
+	v, label, ok := a.field(name)
+	if !ok {
+		return 0, false
+	}
+	var f float64
+	if json.Unmarshal(v, &f) == nil {
+		return f, true
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return f, true
+		}
+	}
+	a.fail("%s must be a number", label)
+	return 0, false
+}
+
+// boolean accepts true and false, or a string holding one.
+func (a *toolArgs) boolean(name string) bool {
+	v, label, ok := a.field(name)
+	if !ok {
+		return false
+	}
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return b
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		if b, err := strconv.ParseBool(strings.TrimSpace(s)); err == nil {
+			return b
+		}
+	}
+	a.fail("%s must be true or false", label)
+	return false
+}
+
+func (a *toolArgs) integer(name string) (int, bool) {
+	f, ok := a.number(name)
+	if !ok {
+		return 0, false
+	}
+	if f != float64(int64(f)) || f < -1e15 || f > 1e15 {
+		a.fail("%q must be a whole number", a.prefix+name)
+		return 0, false
+	}
+	return int(f), true
+}
+
+// objects reads an array of objects, each to be read with its own toolArgs.
+func (a *toolArgs) objects(name string) []*toolArgs {
+	v, label, ok := a.field(name)
+	if !ok {
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(v, &items) != nil {
+		a.fail("%s must be an array of objects", label)
+		return nil
+	}
+	out := make([]*toolArgs, len(items))
+	for i, item := range items {
+		sub := &toolArgs{tool: a.tool, prefix: fmt.Sprintf("%s%s[%d].", a.prefix, name, i+1)}
+		if json.Unmarshal(item, &sub.fields) != nil || sub.fields == nil {
+			a.fail("%q must be an object", fmt.Sprintf("%s%s[%d]", a.prefix, name, i+1))
+			return nil
+		}
+		out[i] = sub
+	}
+	return out
 }

@@ -106,6 +106,59 @@ func placeTemp(f *os.File, fill func(io.Writer) error, mode fs.FileMode, owner *
 	return err
 }
 
+// replacement is the owner and mode a file replacing old keeps, or why
+// old must not be replaced (replaceFileAt).
+func replacement(old fs.FileInfo) (*fileOwner, fs.FileMode, error) {
+	st, ok := old.Sys().(*syscall.Stat_t)
+	if !ok { // the owner is unknown, so it cannot be kept
+		return nil, keptMode(old) &^ (fs.ModeSetuid | fs.ModeSetgid), nil
+	}
+	if links := uint64(st.Nlink); links > 1 {
+		return nil, 0, fmt.Errorf("it has %d hard links, and replacing it would give only this name the new text; "+
+			"to change every name, write in place with bash (cat > FILE); to change only this one, copy it first "+
+			"with bash (cp -p FILE FILE.new && mv FILE.new FILE) and retry", links)
+	}
+	return &fileOwner{uid: int(st.Uid), gid: int(st.Gid)}, keptMode(old), nil
+}
+
+// keptMode is the part of a file's mode that a replacement keeps.
+func keptMode(info fs.FileInfo) fs.FileMode {
+	return info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
+
+// fileOwner is the owner and group a replacement file should keep.
+type fileOwner struct{ uid, gid int }
+
+// keepOwner gives f the owner and group of want where the writer may,
+// and returns mode without the set-id bits whose owner or group was not
+// kept. It runs before the mode is set: chown clears set-id bits.
+func keepOwner(f *os.File, mode fs.FileMode, want fileOwner) (fs.FileMode, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return mode &^ (fs.ModeSetuid | fs.ModeSetgid), nil
+	}
+	uid, gid := int(st.Uid), int(st.Gid)
+	if uid != want.uid || gid != want.gid {
+		// EPERM is expected for anyone but root: the next best is the group.
+		if f.Chown(want.uid, want.gid) == nil {
+			uid, gid = want.uid, want.gid
+		} else if gid != want.gid && f.Chown(-1, want.gid) == nil {
+			gid = want.gid
+		}
+	}
+	if uid != want.uid {
+		mode &^= fs.ModeSetuid
+	}
+	if gid != want.gid {
+		mode &^= fs.ModeSetgid
+	}
+	return mode, nil
+}
+
 // writeAll is a fill for placeTemp that writes data.
 func writeAll(data []byte) func(io.Writer) error {
 	return func(w io.Writer) error {

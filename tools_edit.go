@@ -236,7 +236,7 @@ func closestLines(old, find string) string {
 		score := 2.0 // above any similarity: equal but for whitespace
 		if s := squeezeSpace(l); s != key {
 			grams = bigrams(s, grams[:0])
-			score = dice(keyGrams, grams)
+			score = diceSimilarity(keyGrams, grams)
 		}
 		if score < bestScore {
 			continue
@@ -305,8 +305,8 @@ func bigrams(s string, buf []uint16) []uint16 {
 	return buf
 }
 
-// dice is the Sørensen–Dice similarity of two sorted bigram lists.
-func dice(a, b []uint16) float64 {
+// diceSimilarity is the Sørensen–Dice similarity of two sorted bigram lists.
+func diceSimilarity(a, b []uint16) float64 {
 	if len(a)+len(b) == 0 {
 		return 0
 	}

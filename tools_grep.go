@@ -175,15 +175,15 @@ func (g *grepRun) result(where string, w *searchWalk) ToolResult {
 		notes = append(notes, fmt.Sprintf("[stopped: %s; %s]", g.stop, narrow))
 	}
 	if g.binary > 0 {
-		notes = append(notes, fmt.Sprintf("[%d binary %s skipped]", g.binary, plural(g.binary, "file", "files")))
+		notes = append(notes, fmt.Sprintf("[%d binary %s skipped]", g.binary, pluralNoun(g.binary, "file", "files")))
 	}
 	if g.unreadable > 0 {
-		notes = append(notes, fmt.Sprintf("[%d %s could not be read]", g.unreadable, plural(g.unreadable, "file", "files")))
+		notes = append(notes, fmt.Sprintf("[%d %s could not be read]", g.unreadable, pluralNoun(g.unreadable, "file", "files")))
 	}
 	if g.matches == 0 {
 		searched := ""
 		if w != nil {
-			searched = fmt.Sprintf(" (%d %s searched)", min(g.files, grepMaxFiles), plural(g.files, "file", "files"))
+			searched = fmt.Sprintf(" (%d %s searched)", min(g.files, grepMaxFiles), pluralNoun(g.files, "file", "files"))
 		}
 		g.out.add(fmt.Sprintf("No lines match %s in %s%s.", g.re, where, searched))
 	}

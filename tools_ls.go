@@ -47,7 +47,7 @@ func (t lsTool) Run(ctx context.Context, raw json.RawMessage, _ func(string)) To
 	})
 	var notes []string
 	if more > 0 {
-		notes = append(notes, fmt.Sprintf("[%d more %s not shown; find with a pattern narrows]", more, plural(more, "entry", "entries")))
+		notes = append(notes, fmt.Sprintf("[%d more %s not shown; find with a pattern narrows]", more, pluralNoun(more, "entry", "entries")))
 	}
 	notes = append(notes, w.notes("list a subdirectory")...)
 	if shown == 0 && more == 0 {

@@ -46,7 +46,7 @@ type pathRules struct {
 // allows says whether the walk may end at real (absolute, the path it
 // took), naming p, the path as given, in the refusal.
 func (r *pathRules) allows(p, real string) error {
-	if r.root != "" && !within(real, r.root) {
+	if r.root != "" && !withinDir(real, r.root) {
 		if r.outside != nil {
 			return r.outside(p)
 		}
@@ -60,9 +60,9 @@ func (r *pathRules) allows(p, real string) error {
 	return nil
 }
 
-// within reports whether path is dir or lies beneath it; both are clean
+// withinDir reports whether path is dir or lies beneath it; both are clean
 // and absolute.
-func within(path, dir string) bool {
+func withinDir(path, dir string) bool {
 	return path == dir || dir == "/" || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
@@ -104,7 +104,7 @@ func (e *ToolEnv) toolRules(sb CommandSandbox, write bool) pathRules {
 // hides says whether a hidden directory lies beneath dir (or is it).
 func (r *pathRules) hides(dir string) bool {
 	for _, h := range r.hidden {
-		if within(h, dir) {
+		if withinDir(h, dir) {
 			return true
 		}
 	}

@@ -172,7 +172,7 @@ func walkPath(abs string, r *pathRules) (*openedParent, error) {
 func walkStart(abs string, r *pathRules) (dir int, dirPath string, comps []string, err error) {
 	if parent := filepath.Dir(abs); parent != abs && !hasDots(splitPath(abs)) {
 		for _, root := range r.fast {
-			if !within(parent, root) {
+			if !withinDir(parent, root) {
 				continue
 			}
 			rootFd, err := openat2(atFdcwd, root, oPath|syscall.O_DIRECTORY, resolveNoSymlinks|resolveNoMagicLinks)

@@ -242,10 +242,10 @@ func (w *searchWalk) notes(narrow string) []string {
 		out = append(out, fmt.Sprintf("[stopped: %s; %s]", w.cut, narrow))
 	}
 	if w.asked > 0 {
-		out = append(out, fmt.Sprintf("[%d %s left out: the permission rules ask before reading them; read one with read to be asked]", w.asked, plural(w.asked, "path", "paths")))
+		out = append(out, fmt.Sprintf("[%d %s left out: the permission rules ask before reading them; read one with read to be asked]", w.asked, pluralNoun(w.asked, "path", "paths")))
 	}
 	if w.skipped > 0 {
-		out = append(out, fmt.Sprintf("[%d %s could not be looked into (unreadable, or over %d levels deep)]", w.skipped, plural(w.skipped, "directory", "directories"), searchMaxDepth))
+		out = append(out, fmt.Sprintf("[%d %s could not be looked into (unreadable, or over %d levels deep)]", w.skipped, pluralNoun(w.skipped, "directory", "directories"), searchMaxDepth))
 	}
 	return out
 }
@@ -431,8 +431,8 @@ func expandBraces(p string) ([]string, error) {
 	return []string{p}, nil
 }
 
-// plural is one or many, by n.
-func plural(n int, one, many string) string {
+// pluralNoun is one or many, by n.
+func pluralNoun(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

@@ -122,7 +122,7 @@ func TestReloadDoesNotLoadAnExtensionAddedAfterTrust(t *testing.T) {
 		os.WriteFile(filepath.Join(d, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
 	}
 	writeExt("good")
-	entries, kinds, _ := projectPrograms(home, dir, options{}, false)
+	entries, kinds, _ := projectPrograms(home, dir, zotOptions{}, false)
 	if len(entries) != 1 {
 		t.Fatalf("entries %+v", entries)
 	}
@@ -151,7 +151,7 @@ func TestProjectDisableAllHooksNeedsTrust(t *testing.T) {
 	home, dir := t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"disableAllHooks": true}`), 0o644)
-	entries, kinds, _ := projectPrograms(home, dir, options{}, true)
+	entries, kinds, _ := projectPrograms(home, dir, zotOptions{}, true)
 	if len(entries) != 1 || entries[0].Name != "disableAllHooks" || !strings.Contains(entries[0].String(), "turns off every hook") {
 		t.Fatalf("entries: %+v", entries)
 	}

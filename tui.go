@@ -620,7 +620,7 @@ func (t *TUI) input(b []byte, flush bool) {
 
 // key routes one key: to the top dialog if there is one, else to the
 // editor after the keys that mean something to the TUI itself.
-func (t *TUI) key(k key) {
+func (t *TUI) key(k tuiKey) {
 	if k.code == keyUnknown {
 		return
 	}

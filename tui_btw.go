@@ -163,7 +163,7 @@ func (d *btwDialog) done(t *TUI, seq int, reply Reply, err error) {
 	d.answer.Reset()
 }
 
-func (d *btwDialog) key(t *TUI, k key) bool {
+func (d *btwDialog) key(t *TUI, k tuiKey) bool {
 	switch {
 	case k.code == keyEsc:
 		if d.asking {
@@ -245,7 +245,7 @@ func (d *btwDialog) view(t *TUI, width int) ([]string, int, int) {
 			footer += fmt.Sprintf(" $%.4f", d.cost)
 		}
 	}
-	out := box(width, "btw: a side question (not added to the conversation)", footer, body)
+	out := dialogBox(width, "btw: a side question (not added to the conversation)", footer, body)
 	placeholder := "a question about the conversation"
 	if d.asking {
 		placeholder = "type the next question · esc cancels this one"

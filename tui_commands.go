@@ -514,7 +514,7 @@ func (t *TUI) applyResume(path string) {
 		t.logf(fgRed, "/sessions: %v", err)
 		return
 	}
-	if err := loaded.Restore(t.agent); err != nil {
+	if err := t.agent.Restore(loaded); err != nil {
 		sess.Close()
 		t.logf(fgRed, "/sessions: %v", err)
 		return

@@ -242,7 +242,7 @@ func TestExtensionsCannotTakeTheTUIsCommands(t *testing.T) {
 		frames = append(frames, obj{"type": "register_command", "name": name})
 	}
 	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", agent: tui.agent,
-		opts: options{ext: []string{scriptedExt(t, "grabby", obj{"frames": frames})}, noExt: true, noMCP: true}}
+		opts: zotOptions{ext: []string{scriptedExt(t, "grabby", obj{"frames": frames})}, noExt: true, noMCP: true}}
 	tui.agent.Pipeline.AddToolGate(armedStage, s.armedGate) // as newSetup does
 	stop := s.plugTUI(tui)
 	defer stop()
@@ -270,7 +270,7 @@ func TestResumedSessionShowsItsContextInTheStatusBar(t *testing.T) {
 	}
 	tui.session.Close() // one open at a time: the file is locked while open
 
-	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", opts: options{continueLast: true},
+	s := &setup{home: tui.cfg.Home, cwd: tui.cfg.Cwd, provider: "anthropic", opts: zotOptions{continueLast: true},
 		agent: NewAgent(nil, "claude-sonnet-4-5", nil)}
 	if err := s.openSession(true, nil); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // until key reports it is done.
 type dialog interface {
 	view(t *TUI, width int) (rows []string, crow, ccol int)
-	key(t *TUI, k key) (done bool)
+	key(t *TUI, k tuiKey) (done bool)
 }
 
 // dialogStack is the open dialogs, the last on top. Only the top one is
@@ -61,13 +61,13 @@ func (s *dialogStack) drop(drop func(dialog) bool) {
 
 // key gives k to the top dialog. ctrl+c closes any dialog as esc does;
 // at a confirmation it also stops the prompt.
-func (s *dialogStack) key(t *TUI, k key) {
+func (s *dialogStack) key(t *TUI, k tuiKey) {
 	d := s.top()
 	if k.mod == modCtrl && k.code == keyRune && k.r == 'c' {
 		if _, ok := d.(*confirmDialog); ok {
 			t.abort()
 		}
-		k = key{code: keyEsc}
+		k = tuiKey{code: keyEsc}
 	}
 	// A dialog may close itself (and open another) as it answers.
 	if d.key(t, k) {
@@ -104,9 +104,9 @@ func (s dialogStack) panel(id string) *panelDialog {
 // column of padding inside each take four.
 func boxInner(width int) int { return max(width-4, 1) }
 
-// box frames rows, each at most boxInner(width) wide, with both edges at
+// dialogBox frames rows, each at most boxInner(width) wide, with both edges at
 // any width: a title bar, the rows between bars, a footer.
-func box(width int, title, footer string, body []string) []string {
+func dialogBox(width int, title, footer string, body []string) []string {
 	inner := boxInner(width)
 	rows := []string{boxEdge(width, "┌", "┐", title, sBold)}
 	left, right := dimText("│ "), dimText(" │")
@@ -197,10 +197,10 @@ func (d *pickerDialog) view(t *TUI, width int) ([]string, int, int) {
 	if len(d.shown) > show {
 		footer = fmt.Sprintf("%d/%d · %s", d.sel+1, len(d.shown), footer)
 	}
-	return box(width, oneLine(d.title), footer, body), 1 + d.sel - top, -1
+	return dialogBox(width, oneLine(d.title), footer, body), 1 + d.sel - top, -1
 }
 
-func (d *pickerDialog) key(t *TUI, k key) bool {
+func (d *pickerDialog) key(t *TUI, k tuiKey) bool {
 	d.ensureShown()
 	n := max(len(d.shown), 1)
 	switch k.code {
@@ -236,7 +236,7 @@ func (d *pickerDialog) key(t *TUI, k key) bool {
 		}
 	case keyRune:
 		if k.mod == modCtrl && (k.r == 'p' || k.r == 'n') {
-			return d.key(t, key{code: map[rune]keyCode{'p': keyUp, 'n': keyDown}[k.r]})
+			return d.key(t, tuiKey{code: map[rune]keyCode{'p': keyUp, 'n': keyDown}[k.r]})
 		}
 		if k.mod == 0 {
 			d.filter = append(d.filter, k.r)
@@ -260,10 +260,10 @@ type secretDialog struct {
 
 func (d *secretDialog) view(t *TUI, width int) ([]string, int, int) {
 	line := fitLine(boxInner(width), span{"key: ", sBold}, span{fmt.Sprintf("(%d characters, hidden)", len(d.buf)), sDim})
-	return box(width, d.title, "enter save · esc cancel", []string{line}), 1, 2 + len("key: ")
+	return dialogBox(width, d.title, "enter save · esc cancel", []string{line}), 1, 2 + len("key: ")
 }
 
-func (d *secretDialog) key(t *TUI, k key) bool {
+func (d *secretDialog) key(t *TUI, k tuiKey) bool {
 	switch {
 	case k.code == keyEsc:
 		d.buf = nil
@@ -384,7 +384,7 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 			label, footer = "changes to the plan: ", "enter: approve, with these changes · esc: back"
 		}
 		body = append(body, fitLine(boxInner(width), span{label, fgCyan | sBold}, span{drawText(string(d.msg)) + "▏", 0}))
-		return box(width, title, footer, body), 0, -1
+		return dialogBox(width, title, footer, body), 0, -1
 	}
 	for i, o := range d.options() {
 		mark, st := "  ", style(0)
@@ -397,10 +397,10 @@ func (d *confirmDialog) view(t *TUI, width int) ([]string, int, int) {
 	if time.Now().Before(d.armAt) {
 		footer = "a moment: keys typed now do not answer · esc: no"
 	}
-	return box(width, title, footer, body), 0, -1
+	return dialogBox(width, title, footer, body), 0, -1
 }
 
-func (d *confirmDialog) key(t *TUI, k key) bool {
+func (d *confirmDialog) key(t *TUI, k tuiKey) bool {
 	opts := d.options()
 	choose := func(letter string) bool {
 		if letter != "n" && letter != "m" && !d.seenAll {
@@ -539,9 +539,9 @@ func argRows(key, value string, width, limit int) []string {
 		}
 		rows = append(rows, wrapped[:room]...)
 		more := len(lines) - i - 1
-		note := fmt.Sprintf("… %d more %s not shown", more+1, plural(more+1, "line", "lines"))
+		note := fmt.Sprintf("… %d more %s not shown", more+1, pluralNoun(more+1, "line", "lines"))
 		if room > 0 {
-			note = fmt.Sprintf("… the rest of line %d and %d more %s not shown", i+1, more, plural(more, "line", "lines"))
+			note = fmt.Sprintf("… the rest of line %d and %d more %s not shown", i+1, more, pluralNoun(more, "line", "lines"))
 			if more == 0 {
 				note = fmt.Sprintf("… the rest of line %d not shown", i+1)
 			}
@@ -563,7 +563,7 @@ func (d *confirmDialog) answer(ok bool) {
 // typedKey edits the message for the model while one is being typed:
 // enter sends the no with it, esc goes back to the choices. It returns
 // whether the dialog is done.
-func (d *confirmDialog) typedKey(k key) bool {
+func (d *confirmDialog) typedKey(k tuiKey) bool {
 	switch k.code {
 	case keyEnter:
 		a := approvalAnswer{Decision: ApprovalDeny, Message: strings.TrimSpace(string(d.msg))}
@@ -627,10 +627,10 @@ func (d *panelDialog) view(t *TUI, width int) ([]string, int, int) {
 	if d.p.Extension != "" {
 		title += "  [" + oneLine(d.p.Extension) + "]"
 	}
-	return box(width, title, footer, body), 0, -1
+	return dialogBox(width, title, footer, body), 0, -1
 }
 
-func (d *panelDialog) key(t *TUI, k key) bool {
+func (d *panelDialog) key(t *TUI, k tuiKey) bool {
 	if k.code == keyEsc {
 		t.sendPanel(panelMsg{close: true, id: d.p.ID})
 		return true
@@ -643,7 +643,7 @@ func (d *panelDialog) key(t *TUI, k key) bool {
 // character typed alone is "rune" with the character in text, as the
 // extension SDKs and examples read it; a paste is "paste" with the text;
 // any other key goes by its name, modifiers first ("ctrl+a", "up").
-func panelKeyMsg(panelID string, k key) panelMsg {
+func panelKeyMsg(panelID string, k tuiKey) panelMsg {
 	switch {
 	case k.code == keyPaste:
 		return panelMsg{id: panelID, key: "paste", text: k.text}

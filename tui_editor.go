@@ -130,7 +130,7 @@ func editorClean(s string) string {
 
 // key applies an editing key for an editor width columns wide (up and down
 // move by screen rows). It reports whether the key was one of its own.
-func (e *editor) key(k key, width int) bool {
+func (e *editor) key(k tuiKey, width int) bool {
 	ctrl, alt := k.mod&modCtrl != 0, k.mod&modAlt != 0
 	switch k.code {
 	case keyRune:

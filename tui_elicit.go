@@ -207,7 +207,7 @@ func (d *elicitDialog) view(t *TUI, width int) ([]string, int, int) {
 		footer = "a moment: keys typed now do not answer · esc cancel"
 	}
 	title := "mcp server " + oneLine(q.Server) + " asks"
-	return box(width, title, footer, body), crow, ccol
+	return dialogBox(width, title, footer, body), crow, ccol
 }
 
 // urlRows show the URL whole, broken at any column, and its host.
@@ -266,7 +266,7 @@ func optionLabel(o ElicitOption) string {
 	return o.Value
 }
 
-func (d *elicitDialog) key(t *TUI, k key) bool {
+func (d *elicitDialog) key(t *TUI, k tuiKey) bool {
 	n := len(d.req.q.Fields)
 	if k.code != keyEsc && time.Now().Before(d.armAt) {
 		return false
@@ -302,7 +302,7 @@ func (d *elicitDialog) leave() {
 	}
 }
 
-func (d *elicitDialog) buttonKey(k key) bool {
+func (d *elicitDialog) buttonKey(k tuiKey) bool {
 	switch k.code {
 	case keyLeft:
 		d.btn = (d.btn - 1 + len(elicitButtons)) % len(elicitButtons)
@@ -342,7 +342,7 @@ func (d *elicitDialog) choose(action ElicitAction) bool {
 	return d.answer(ElicitAnswer{Action: ElicitAccept, Content: content})
 }
 
-func (d *elicitDialog) fieldKey(i int, k key) {
+func (d *elicitDialog) fieldKey(i int, k tuiKey) {
 	f := d.req.q.Fields[i]
 	switch {
 	case f.Type == "boolean":

@@ -32,7 +32,7 @@ func TestElicitDialogShowsTheWholeURLAndItsHost(t *testing.T) {
 	if strings.Contains(screen, "\x1b") {
 		t.Errorf("an escape reached the screen")
 	}
-	if done := d.key(nil, key{code: keyRune, r: 'd'}); !done {
+	if done := d.key(nil, tuiKey{code: keyRune, r: 'd'}); !done {
 		t.Fatal("d did not answer")
 	}
 	if a := <-reply; a.Action != ElicitDecline {
@@ -47,20 +47,20 @@ func TestElicitDialogKeysFillTheForm(t *testing.T) {
 		{Name: "ok", Type: "boolean", Default: false},
 		{Name: "tags", Type: "string", Multiple: true, Options: []ElicitOption{{Value: "a"}, {Value: "b", Title: "Bee"}}},
 	}})
-	press := func(keys ...key) {
+	press := func(keys ...tuiKey) {
 		for _, k := range keys {
 			if d.key(nil, k) {
 				return
 			}
 		}
 	}
-	rn := func(r rune) key { return key{code: keyRune, r: r} }
+	rn := func(r rune) tuiKey { return tuiKey{code: keyRune, r: r} }
 	// Submit at once: the required name is refused and the form stays.
-	press(key{code: keyUp}, key{code: keyEnter})
+	press(tuiKey{code: keyUp}, tuiKey{code: keyEnter})
 	if d.sel != 0 || d.errs[0] != "required" {
 		t.Fatalf("an empty required field was let through: sel %d errs %q", d.sel, d.errs)
 	}
-	press(rn('A'), rn('d'), rn('a'), key{code: keyTab}, rn(' '), key{code: keyTab}, key{code: keyRight}, rn(' '), key{code: keyEnter}, key{code: keyEnter})
+	press(rn('A'), rn('d'), rn('a'), tuiKey{code: keyTab}, rn(' '), tuiKey{code: keyTab}, tuiKey{code: keyRight}, rn(' '), tuiKey{code: keyEnter}, tuiKey{code: keyEnter})
 	a := <-reply
 	if a.Action != ElicitAccept || a.Content["name"] != "Ada" || a.Content["ok"] != true || strings.Join(a.Content["tags"].([]string), ",") != "b" {
 		t.Errorf("answer = %+v", a)

@@ -47,7 +47,7 @@ const (
 	hlVar     = fgCyan
 )
 
-func words(s string) map[string]bool {
+func hlWords(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {
 		m[w] = true
@@ -62,72 +62,72 @@ const cKeywords = "auto break case char const continue default do double else en
 // built on first use: a run that shows no code does not keep the tables.
 var codeLangs = sync.OnceValue(func() map[string]*lexLang {
 	langGo := &lexLang{
-		keywords: words("break case chan const continue default defer else fallthrough for func go goto if import " +
+		keywords: hlWords("break case chan const continue default defer else fallthrough for func go goto if import " +
 			"interface map package range return select struct switch type var"),
-		literals: words("true false nil iota"),
-		types: words("any bool byte comparable complex64 complex128 error float32 float64 int int8 int16 int32 int64 " +
+		literals: hlWords("true false nil iota"),
+		types: hlWords("any bool byte comparable complex64 complex128 error float32 float64 int int8 int16 int32 int64 " +
 			"rune string uint uint8 uint16 uint32 uint64 uintptr"),
 		slashComments: true, quotes: "\"'`", multiline: "`", raw: "`",
 	}
 	langPython := &lexLang{
-		keywords: words("and as assert async await break class continue def del elif else except finally for from " +
+		keywords: hlWords("and as assert async await break class continue def del elif else except finally for from " +
 			"global if import in is lambda match case nonlocal not or pass raise return try while with yield"),
-		literals:     words("True False None"),
+		literals:     hlWords("True False None"),
 		hashComments: true, quotes: "\"'", triple: true,
 	}
 	langJS := &lexLang{
-		keywords: words("abstract as async await break case catch class const continue debugger declare default delete do " +
+		keywords: hlWords("abstract as async await break case catch class const continue debugger declare default delete do " +
 			"else enum export extends finally for from function get if implements import in instanceof interface keyof let " +
 			"namespace new of private protected public readonly return satisfies set static super switch this throw try " +
 			"type typeof var void while with yield"),
-		literals:      words("true false null undefined NaN Infinity"),
-		types:         words("any bigint boolean never number object string symbol unknown"),
+		literals:      hlWords("true false null undefined NaN Infinity"),
+		types:         hlWords("any bigint boolean never number object string symbol unknown"),
 		slashComments: true, quotes: "\"'`", multiline: "`", dollarWords: true,
 	}
 	langShell := &lexLang{
-		keywords: words("if then else elif fi for while until do done case esac in function select time return export " +
+		keywords: hlWords("if then else elif fi for while until do done case esac in function select time return export " +
 			"local readonly declare unset shift exit break continue source alias set eval exec trap"),
 		hashComments: true, hashAfterBlank: true, quotes: "\"'", multiline: "\"'", raw: "'", dollarVars: true,
 	}
 	langJSON := &lexLang{
-		literals:      words("true false null"),
+		literals:      hlWords("true false null"),
 		slashComments: true, quotes: "\"",
 	}
 	langYAML := &lexLang{
-		literals:     words("true false null yes no on off True False Null Yes No On Off TRUE FALSE NULL"),
+		literals:     hlWords("true false null yes no on off True False Null Yes No On Off TRUE FALSE NULL"),
 		hashComments: true, hashAfterBlank: true, quotes: "\"'", wordDash: true, yamlKeys: true,
 	}
 	langC := &lexLang{
-		keywords: words(cKeywords + "alignas alignof asm bool catch class constexpr const_cast decltype delete " +
+		keywords: hlWords(cKeywords + "alignas alignof asm bool catch class constexpr const_cast decltype delete " +
 			"dynamic_cast explicit export friend mutable namespace new noexcept operator override private protected public " +
 			"reinterpret_cast static_assert static_cast template this throw try typeid typename using virtual"),
-		literals:      words("true false NULL nullptr"),
+		literals:      hlWords("true false NULL nullptr"),
 		slashComments: true, preprocessor: true, quotes: "\"'", charQuote: true,
 	}
 	langJava := &lexLang{
-		keywords: words("abstract assert boolean break byte case catch char class const continue default do double else " +
+		keywords: hlWords("abstract assert boolean break byte case catch char class const continue default do double else " +
 			"enum extends final finally float for goto if implements import instanceof int interface long native new " +
 			"package permits private protected public record return sealed short static strictfp super switch " +
 			"synchronized this throw throws transient try var void volatile while yield"),
-		literals:      words("true false null"),
+		literals:      hlWords("true false null"),
 		slashComments: true, quotes: "\"'", charQuote: true, triple: true,
 	}
 	langRust := &lexLang{
-		keywords: words("as async await break const continue crate dyn else enum extern fn for if impl in let loop match " +
+		keywords: hlWords("as async await break const continue crate dyn else enum extern fn for if impl in let loop match " +
 			"mod move mut pub ref return self Self static struct super trait type unsafe use where while"),
-		literals: words("true false None Some Ok Err"),
-		types: words("bool char str String i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 Option Result " +
+		literals: hlWords("true false None Some Ok Err"),
+		types: hlWords("bool char str String i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 Option Result " +
 			"Vec Box"),
 		slashComments: true, quotes: "\"'", charQuote: true,
 	}
 	langCSharp := &lexLang{
-		keywords: words("abstract as async await base bool break byte case catch char checked class const continue " +
+		keywords: hlWords("abstract as async await base bool break byte case catch char checked class const continue " +
 			"decimal default delegate do double else enum event explicit extern finally fixed float for foreach get goto " +
 			"if implicit in init int interface internal is lock long namespace new object operator out override params " +
 			"private protected public readonly record ref return sbyte sealed set short sizeof stackalloc static string " +
 			"struct switch this throw try typeof uint ulong unchecked unsafe ushort using var virtual void volatile when " +
 			"where while yield"),
-		literals:      words("true false null"),
+		literals:      hlWords("true false null"),
 		slashComments: true, preprocessor: true, quotes: "\"'", charQuote: true, triple: true,
 	}
 	langDiff := &lexLang{diff: true}

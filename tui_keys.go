@@ -44,8 +44,8 @@ const (
 	modCtrl
 )
 
-// key is one key press (or one bracketed paste).
-type key struct {
+// tuiKey is one key press (or one bracketed paste).
+type tuiKey struct {
 	code keyCode
 	r    rune
 	mod  keyMod
@@ -62,7 +62,7 @@ var keyNames = [...]string{
 
 // String names the key as the docs and panel_key frames do: "a", "ctrl+a",
 // "alt+b", "enter", "alt+enter", "up".
-func (k key) String() string {
+func (k tuiKey) String() string {
 	var b []byte
 	if k.mod&modCtrl != 0 {
 		b = append(b, "ctrl+"...)
@@ -82,7 +82,7 @@ func (k key) String() string {
 	return string(append(b, keyNames[k.code]...))
 }
 
-func ctrlKey(r rune) key { return key{code: keyRune, r: r, mod: modCtrl} }
+func ctrlKey(r rune) tuiKey { return tuiKey{code: keyRune, r: r, mod: modCtrl} }
 
 const (
 	pasteStart = "\x1b[200~"
@@ -98,7 +98,7 @@ const (
 // number of bytes consumed; the rest is an incomplete sequence to offer
 // again with more bytes. With flush, nothing is left incomplete except an
 // unfinished bracketed paste: a lone esc is the esc key.
-func decodeKeys(buf []byte, flush bool) (keys []key, n int) {
+func decodeKeys(buf []byte, flush bool) (keys []tuiKey, n int) {
 	for n < len(buf) {
 		k, size := decodeKey(buf[n:], flush)
 		if size == 0 {
@@ -111,17 +111,17 @@ func decodeKeys(buf []byte, flush bool) (keys []key, n int) {
 }
 
 // decodeKey decodes one key; size 0 means buf holds only its beginning.
-func decodeKey(buf []byte, flush bool) (key, int) {
+func decodeKey(buf []byte, flush bool) (tuiKey, int) {
 	c := buf[0]
 	switch {
 	case c == 0x1b:
 		return decodeEscape(buf, flush)
 	case c == '\r':
-		return key{code: keyEnter}, 1
+		return tuiKey{code: keyEnter}, 1
 	case c == '\t':
-		return key{code: keyTab}, 1
+		return tuiKey{code: keyTab}, 1
 	case c == 0x7f || c == 0x08:
-		return key{code: keyBackspace}, 1
+		return tuiKey{code: keyBackspace}, 1
 	case c == 0:
 		return ctrlKey(' '), 1
 	case c < 0x1b:
@@ -129,24 +129,24 @@ func decodeKey(buf []byte, flush bool) (key, int) {
 	case c < 0x20:
 		return ctrlKey(rune("\\]^_"[c-0x1c])), 1
 	case c < 0x80:
-		return key{code: keyRune, r: rune(c)}, 1
+		return tuiKey{code: keyRune, r: rune(c)}, 1
 	}
 	if !utf8.FullRune(buf) && !flush {
-		return key{}, 0
+		return tuiKey{}, 0
 	}
 	r, size := utf8.DecodeRune(buf)
 	if r == utf8.RuneError || r < 0xa0 {
-		return key{code: keyUnknown}, size // invalid UTF-8 or a C1 control
+		return tuiKey{code: keyUnknown}, size // invalid UTF-8 or a C1 control
 	}
-	return key{code: keyRune, r: r}, size
+	return tuiKey{code: keyRune, r: r}, size
 }
 
-func decodeEscape(buf []byte, flush bool) (key, int) {
+func decodeEscape(buf []byte, flush bool) (tuiKey, int) {
 	if len(buf) == 1 {
 		if flush {
-			return key{code: keyEsc}, 1
+			return tuiKey{code: keyEsc}, 1
 		}
-		return key{}, 0
+		return tuiKey{}, 0
 	}
 	switch buf[1] {
 	case '[':
@@ -154,25 +154,25 @@ func decodeEscape(buf []byte, flush bool) (key, int) {
 	case 'O':
 		if len(buf) == 2 {
 			if flush {
-				return key{code: keyRune, r: 'O', mod: modAlt}, 2
+				return tuiKey{code: keyRune, r: 'O', mod: modAlt}, 2
 			}
-			return key{}, 0
+			return tuiKey{}, 0
 		}
 		code, ok := ss3Keys[buf[2]]
 		if !ok {
-			return key{code: keyUnknown}, 3
+			return tuiKey{code: keyUnknown}, 3
 		}
-		return key{code: code}, 3
+		return tuiKey{code: code}, 3
 	case 0x1b:
 		// esc esc: the first is a key of its own.
-		return key{code: keyEsc}, 1
+		return tuiKey{code: keyEsc}, 1
 	}
 	k, size := decodeKey(buf[1:], flush)
 	if size == 0 {
-		return key{}, 0
+		return tuiKey{}, 0
 	}
 	if k.code == keyPaste || k.code == keyUnknown {
-		return key{code: keyEsc}, 1
+		return tuiKey{code: keyEsc}, 1
 	}
 	k.mod |= modAlt
 	return k, 1 + size
@@ -192,7 +192,7 @@ var csiTildeKeys = map[int]keyCode{
 }
 
 // decodeCSI decodes ESC [ params intermediates final.
-func decodeCSI(buf []byte, flush bool) (key, int) {
+func decodeCSI(buf []byte, flush bool) (tuiKey, int) {
 	i := 2
 	for i < len(buf) && buf[i] >= 0x30 && buf[i] <= 0x3f {
 		i++
@@ -203,19 +203,19 @@ func decodeCSI(buf []byte, flush bool) (key, int) {
 	if i >= len(buf) || i >= maxSeq {
 		switch {
 		case i >= maxSeq:
-			return key{code: keyUnknown}, i
+			return tuiKey{code: keyUnknown}, i
 		case !flush:
-			return key{}, 0
+			return tuiKey{}, 0
 		case i == 2:
-			return key{code: keyRune, r: '[', mod: modAlt}, 2
+			return tuiKey{code: keyRune, r: '[', mod: modAlt}, 2
 		}
-		return key{code: keyUnknown}, i
+		return tuiKey{code: keyUnknown}, i
 	}
 	final := buf[i]
 	size := i + 1
 	if final < 0x40 || final > 0x7e {
 		// Not a CSI byte: drop the introducer and decode the rest anew.
-		return key{code: keyUnknown}, 2
+		return tuiKey{code: keyUnknown}, 2
 	}
 	params := buf[2:i]
 	nums := csiParams(params)
@@ -226,7 +226,7 @@ func decodeCSI(buf []byte, flush bool) (key, int) {
 	switch final {
 	case '~':
 		if len(nums) == 0 {
-			return key{code: keyUnknown}, size
+			return tuiKey{code: keyUnknown}, size
 		}
 		switch nums[0] {
 		case 200:
@@ -237,10 +237,10 @@ func decodeCSI(buf []byte, flush bool) (key, int) {
 				k.mod |= keyMod(max(nums[1]-1, 0)) & (modShift | modAlt | modCtrl)
 				return k, size
 			}
-			return key{code: keyUnknown}, size
+			return tuiKey{code: keyUnknown}, size
 		}
 		if code, ok := csiTildeKeys[nums[0]]; ok {
-			return key{code: code, mod: mod}, size
+			return tuiKey{code: code, mod: mod}, size
 		}
 	case 'u': // the kitty keyboard protocol: code;mod u
 		if len(nums) >= 1 && len(params) > 0 && params[0] != '?' {
@@ -253,29 +253,29 @@ func decodeCSI(buf []byte, flush bool) (key, int) {
 			if code == keyBacktab {
 				mod |= modShift
 			}
-			return key{code: code, mod: mod}, size
+			return tuiKey{code: code, mod: mod}, size
 		}
 	}
-	return key{code: keyUnknown}, size
+	return tuiKey{code: keyUnknown}, size
 }
 
 // codepointKey is the key for a Unicode code point reported by a keyboard
 // protocol.
-func codepointKey(cp int) key {
+func codepointKey(cp int) tuiKey {
 	switch cp {
 	case 13:
-		return key{code: keyEnter}
+		return tuiKey{code: keyEnter}
 	case 9:
-		return key{code: keyTab}
+		return tuiKey{code: keyTab}
 	case 127, 8:
-		return key{code: keyBackspace}
+		return tuiKey{code: keyBackspace}
 	case 27:
-		return key{code: keyEsc}
+		return tuiKey{code: keyEsc}
 	}
 	if cp < 0x20 || cp > utf8.MaxRune || (cp >= 0x7f && cp < 0xa0) {
-		return key{code: keyUnknown}
+		return tuiKey{code: keyUnknown}
 	}
-	return key{code: keyRune, r: rune(cp)}
+	return tuiKey{code: keyRune, r: rune(cp)}
 }
 
 // csiParams parses "1;5" into [1 5]; empty or odd fields count as 0.
@@ -298,13 +298,13 @@ func csiParams(p []byte) []int {
 }
 
 // decodePaste reads a bracketed paste whose start marker ends at from.
-func decodePaste(buf []byte, from int) (key, int) {
+func decodePaste(buf []byte, from int) (tuiKey, int) {
 	end := bytes.Index(buf[from:], []byte(pasteEnd))
 	if end < 0 {
 		if len(buf) < maxPaste {
-			return key{}, 0
+			return tuiKey{}, 0
 		}
-		return key{code: keyPaste, text: string(buf[from:])}, len(buf)
+		return tuiKey{code: keyPaste, text: string(buf[from:])}, len(buf)
 	}
-	return key{code: keyPaste, text: string(buf[from : from+end])}, from + end + len(pasteEnd)
+	return tuiKey{code: keyPaste, text: string(buf[from : from+end])}, from + end + len(pasteEnd)
 }

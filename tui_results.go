@@ -164,7 +164,7 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 		// A command's last lines say how it went (a test run's summary,
 		// the error it stopped on): the preview is its tail.
 		n := len(lines) - show
-		rows = append(rows, fitLine(width, span{fmt.Sprintf("  … %d earlier %s (ctrl+o shows all)", n, plural(n, "line", "lines")), sDim}))
+		rows = append(rows, fitLine(width, span{fmt.Sprintf("  … %d earlier %s (ctrl+o shows all)", n, pluralNoun(n, "line", "lines")), sDim}))
 		for _, line := range lines[n:] {
 			row(line)
 		}
@@ -173,7 +173,7 @@ func (r *toolResult) rows(width, limit int, full bool) []string {
 	for i, line := range lines {
 		if i == show {
 			n := len(lines) - i
-			more := fmt.Sprintf("  … %d more %s", n, plural(n, "line", "lines"))
+			more := fmt.Sprintf("  … %d more %s", n, pluralNoun(n, "line", "lines"))
 			if !full {
 				more += " (ctrl+o shows all)"
 			}
@@ -321,7 +321,7 @@ func (d diffView) rows(width, limit int, full bool) []string {
 		for i, l := range g {
 			if i == shares[gi] {
 				n := len(g) - i
-				rows = append(rows, fitLine(width, span{fmt.Sprintf("  │ %*s … %d more %s (ctrl+o shows all)", numW, "", n, plural(n, "line", "lines")), sDim}))
+				rows = append(rows, fitLine(width, span{fmt.Sprintf("  │ %*s … %d more %s (ctrl+o shows all)", numW, "", n, pluralNoun(n, "line", "lines")), sDim}))
 				break
 			}
 			st := style(0)

@@ -56,7 +56,7 @@ func feed(t *TUI, events ...Event) {
 
 // Key decoder.
 
-func keysString(keys []key) string {
+func keysString(keys []tuiKey) string {
 	var out []string
 	for _, k := range keys {
 		if k.code == keyPaste {
@@ -142,7 +142,7 @@ func TestDecodeKeysSplitAnywhere(t *testing.T) {
 	in := "a\x1b[1;5C日\x1b[200~p\x1b[201~\x1bb\x1b[3~é\r"
 	want := "a ctrl+right 日 paste(p) alt+b delete é enter"
 	for cut := 0; cut <= len(in); cut++ {
-		var keys []key
+		var keys []tuiKey
 		buf := []byte(in[:cut])
 		ks, n := decodeKeys(buf, false)
 		keys = append(keys, ks...)
@@ -195,62 +195,62 @@ func edFrom(s string) *editor {
 	return &editor{buf: []rune(text), cur: utf8.RuneCountInString(s[:i]), histAt: -1}
 }
 
-func kr(r rune) key              { return key{code: keyRune, r: r} }
-func kc(r rune) key              { return key{code: keyRune, r: r, mod: modCtrl} }
-func ka(r rune) key              { return key{code: keyRune, r: r, mod: modAlt} }
-func kk(c keyCode) key           { return key{code: c} }
-func km(c keyCode, m keyMod) key { return key{code: c, mod: m} }
+func kr(r rune) tuiKey              { return tuiKey{code: keyRune, r: r} }
+func kc(r rune) tuiKey              { return tuiKey{code: keyRune, r: r, mod: modCtrl} }
+func ka(r rune) tuiKey              { return tuiKey{code: keyRune, r: r, mod: modAlt} }
+func kk(c keyCode) tuiKey           { return tuiKey{code: c} }
+func km(c keyCode, m keyMod) tuiKey { return tuiKey{code: c, mod: m} }
 
 func TestEditorKeyBindings(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name   string
 		before string
-		keys   []key
+		keys   []tuiKey
 		after  string
 		kill   string
 	}{
-		{"type", "ab|c", []key{kr('x'), kr('日')}, "abx日|c", ""},
-		{"backspace", "abc|", []key{kk(keyBackspace)}, "ab|", ""},
-		{"ctrl+h", "abc|", []key{kc('h')}, "ab|", ""},
-		{"delete", "a|bc", []key{kk(keyDelete)}, "a|c", ""},
-		{"ctrl+d deletes forward", "a|bc", []key{kc('d')}, "a|c", ""},
-		{"left right", "ab|c", []key{kk(keyLeft), kk(keyLeft), kk(keyRight)}, "a|bc", ""},
-		{"ctrl+b ctrl+f", "abc|", []key{kc('b'), kc('b'), kc('f')}, "ab|c", ""},
-		{"left at start", "|ab", []key{kk(keyLeft), kc('b')}, "|ab", ""},
-		{"right at end", "ab|", []key{kk(keyRight), kc('f')}, "ab|", ""},
-		{"ctrl+a", "one two|", []key{kc('a')}, "|one two", ""},
-		{"ctrl+e", "|one two", []key{kc('e')}, "one two|", ""},
-		{"home end", "one| two", []key{kk(keyHome), kr('>'), kk(keyEnd)}, ">one two|", ""},
-		{"ctrl+a on the second line", "l1\nl2|", []key{kc('a')}, "l1\n|l2", ""},
-		{"ctrl+e on the first line", "|l1\nl2", []key{kc('e')}, "l1|\nl2", ""},
-		{"alt+b", "one two three|", []key{ka('b')}, "one two |three", ""},
-		{"alt+b twice over punctuation", "one, two|", []key{ka('b'), ka('b')}, "|one, two", ""},
-		{"alt+f", "|one two", []key{ka('f')}, "one| two", ""},
-		{"ctrl+right ctrl+left", "|one two", []key{km(keyRight, modCtrl), km(keyRight, modCtrl), km(keyLeft, modCtrl)}, "one |two", ""},
-		{"alt+right alt+left", "one two|", []key{km(keyLeft, modAlt), km(keyRight, modAlt)}, "one two|", ""},
-		{"ctrl+w deletes to whitespace", "foo.bar baz|", []key{kc('w')}, "foo.bar |", "baz"},
-		{"ctrl+w over trailing space", "foo.bar |", []key{kc('w')}, "|", "foo.bar "},
-		{"alt+backspace deletes a word", "foo.bar|", []key{km(keyBackspace, modAlt)}, "foo.|", "bar"},
-		{"ctrl+backspace deletes a word", "foo bar|", []key{km(keyBackspace, modCtrl)}, "foo |", "bar"},
-		{"alt+d", "one |two three", []key{ka('d')}, "one | three", "two"},
-		{"ctrl+k", "ab|cd\nef", []key{kc('k')}, "ab|\nef", "cd"},
-		{"ctrl+k at line end joins", "ab|\ncd", []key{kc('k')}, "ab|cd", "\n"},
-		{"ctrl+u", "ab|cd", []key{kc('u')}, "|cd", "ab"},
-		{"ctrl+u on the second line", "ab\ncd|ef", []key{kc('u')}, "ab\n|ef", "cd"},
-		{"ctrl+k then ctrl+y", "ab|cd", []key{kc('k'), kc('y'), kc('y')}, "abcdcd|", "cd"},
-		{"alt+enter", "ab|", []key{km(keyEnter, modAlt)}, "ab\n|", ""},
-		{"shift+enter", "ab|", []key{km(keyEnter, modShift)}, "ab\n|", ""},
-		{"ctrl+j", "ab|cd", []key{kc('j')}, "ab\n|cd", ""},
-		{"up keeps the column", "abc\nd|e", []key{kk(keyUp)}, "a|bc\nde", ""},
-		{"down keeps the column", "a|bc\nde", []key{kk(keyDown)}, "abc\nd|e", ""},
-		{"up to a shorter line", "a\nbcd|", []key{kk(keyUp)}, "a|\nbcd", ""},
-		{"ctrl+p ctrl+n", "ab\ncd|", []key{kc('p'), kc('n')}, "ab\ncd|", ""},
-		{"wide characters", "日本|語", []key{kk(keyLeft), kk(keyBackspace)}, "|本語", ""},
-		{"combining marks move with their letter", "xe\u0301|", []key{kk(keyLeft)}, "x|e\u0301", ""},
-		{"backspace removes a letter and its mark", "xe\u0301|", []key{kk(keyBackspace)}, "x|", ""},
-		{"delete removes a letter and its mark", "x|e\u0301y", []key{kk(keyDelete)}, "x|y", ""},
-		{"paste short", "a|b", []key{{code: keyPaste, text: "x\ty\r\nz\x1b[31m"}}, "ax\ty\nz[31m|b", ""},
+		{"type", "ab|c", []tuiKey{kr('x'), kr('日')}, "abx日|c", ""},
+		{"backspace", "abc|", []tuiKey{kk(keyBackspace)}, "ab|", ""},
+		{"ctrl+h", "abc|", []tuiKey{kc('h')}, "ab|", ""},
+		{"delete", "a|bc", []tuiKey{kk(keyDelete)}, "a|c", ""},
+		{"ctrl+d deletes forward", "a|bc", []tuiKey{kc('d')}, "a|c", ""},
+		{"left right", "ab|c", []tuiKey{kk(keyLeft), kk(keyLeft), kk(keyRight)}, "a|bc", ""},
+		{"ctrl+b ctrl+f", "abc|", []tuiKey{kc('b'), kc('b'), kc('f')}, "ab|c", ""},
+		{"left at start", "|ab", []tuiKey{kk(keyLeft), kc('b')}, "|ab", ""},
+		{"right at end", "ab|", []tuiKey{kk(keyRight), kc('f')}, "ab|", ""},
+		{"ctrl+a", "one two|", []tuiKey{kc('a')}, "|one two", ""},
+		{"ctrl+e", "|one two", []tuiKey{kc('e')}, "one two|", ""},
+		{"home end", "one| two", []tuiKey{kk(keyHome), kr('>'), kk(keyEnd)}, ">one two|", ""},
+		{"ctrl+a on the second line", "l1\nl2|", []tuiKey{kc('a')}, "l1\n|l2", ""},
+		{"ctrl+e on the first line", "|l1\nl2", []tuiKey{kc('e')}, "l1|\nl2", ""},
+		{"alt+b", "one two three|", []tuiKey{ka('b')}, "one two |three", ""},
+		{"alt+b twice over punctuation", "one, two|", []tuiKey{ka('b'), ka('b')}, "|one, two", ""},
+		{"alt+f", "|one two", []tuiKey{ka('f')}, "one| two", ""},
+		{"ctrl+right ctrl+left", "|one two", []tuiKey{km(keyRight, modCtrl), km(keyRight, modCtrl), km(keyLeft, modCtrl)}, "one |two", ""},
+		{"alt+right alt+left", "one two|", []tuiKey{km(keyLeft, modAlt), km(keyRight, modAlt)}, "one two|", ""},
+		{"ctrl+w deletes to whitespace", "foo.bar baz|", []tuiKey{kc('w')}, "foo.bar |", "baz"},
+		{"ctrl+w over trailing space", "foo.bar |", []tuiKey{kc('w')}, "|", "foo.bar "},
+		{"alt+backspace deletes a word", "foo.bar|", []tuiKey{km(keyBackspace, modAlt)}, "foo.|", "bar"},
+		{"ctrl+backspace deletes a word", "foo bar|", []tuiKey{km(keyBackspace, modCtrl)}, "foo |", "bar"},
+		{"alt+d", "one |two three", []tuiKey{ka('d')}, "one | three", "two"},
+		{"ctrl+k", "ab|cd\nef", []tuiKey{kc('k')}, "ab|\nef", "cd"},
+		{"ctrl+k at line end joins", "ab|\ncd", []tuiKey{kc('k')}, "ab|cd", "\n"},
+		{"ctrl+u", "ab|cd", []tuiKey{kc('u')}, "|cd", "ab"},
+		{"ctrl+u on the second line", "ab\ncd|ef", []tuiKey{kc('u')}, "ab\n|ef", "cd"},
+		{"ctrl+k then ctrl+y", "ab|cd", []tuiKey{kc('k'), kc('y'), kc('y')}, "abcdcd|", "cd"},
+		{"alt+enter", "ab|", []tuiKey{km(keyEnter, modAlt)}, "ab\n|", ""},
+		{"shift+enter", "ab|", []tuiKey{km(keyEnter, modShift)}, "ab\n|", ""},
+		{"ctrl+j", "ab|cd", []tuiKey{kc('j')}, "ab\n|cd", ""},
+		{"up keeps the column", "abc\nd|e", []tuiKey{kk(keyUp)}, "a|bc\nde", ""},
+		{"down keeps the column", "a|bc\nde", []tuiKey{kk(keyDown)}, "abc\nd|e", ""},
+		{"up to a shorter line", "a\nbcd|", []tuiKey{kk(keyUp)}, "a|\nbcd", ""},
+		{"ctrl+p ctrl+n", "ab\ncd|", []tuiKey{kc('p'), kc('n')}, "ab\ncd|", ""},
+		{"wide characters", "日本|語", []tuiKey{kk(keyLeft), kk(keyBackspace)}, "|本語", ""},
+		{"combining marks move with their letter", "xe\u0301|", []tuiKey{kk(keyLeft)}, "x|e\u0301", ""},
+		{"backspace removes a letter and its mark", "xe\u0301|", []tuiKey{kk(keyBackspace)}, "x|", ""},
+		{"delete removes a letter and its mark", "x|e\u0301y", []tuiKey{kk(keyDelete)}, "x|y", ""},
+		{"paste short", "a|b", []tuiKey{{code: keyPaste, text: "x\ty\r\nz\x1b[31m"}}, "ax\ty\nz[31m|b", ""},
 	}
 	for _, c := range cases {
 		e := edFrom(c.before)
@@ -283,7 +283,7 @@ func TestEditorHistoryWalksAndKeepsTheDraft(t *testing.T) {
 	e := edFrom("draft|")
 	e.hist = []string{"newest", "older"}
 	steps := []struct {
-		k    key
+		k    tuiKey
 		want string
 	}{
 		{kk(keyUp), "newest|"}, {kk(keyUp), "older|"}, {kk(keyUp), "older|"},
@@ -301,8 +301,8 @@ func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
 	t.Parallel()
 	e := edFrom("see |")
 	text := strings.Repeat("line\twith tab\n", 11) + "last"
-	e.key(key{code: keyPaste, text: text}, 80)
-	e.key(key{code: keyPaste, text: text}, 80)
+	e.key(tuiKey{code: keyPaste, text: text}, 80)
+	e.key(tuiKey{code: keyPaste, text: text}, 80)
 	if got := e.text(); got != "see [pasted 12 lines][pasted 12 lines #2]" {
 		t.Fatalf("text = %q", got)
 	}
@@ -311,7 +311,7 @@ func TestEditorLongPasteShowsAPlaceholderAndIsSentWhole(t *testing.T) {
 	}
 	short := "one\ntwo"
 	e = edFrom("|")
-	e.key(key{code: keyPaste, text: short}, 80)
+	e.key(tuiKey{code: keyPaste, text: short}, 80)
 	if e.text() != short || len(e.pastes) != 0 {
 		t.Errorf("short paste = %q", e.text())
 	}
@@ -334,7 +334,7 @@ func TestEditorPasteCountsLinesNotNewlines(t *testing.T) {
 	}
 	for _, c := range cases {
 		e := edFrom("|")
-		e.key(key{code: keyPaste, text: c.text}, 80)
+		e.key(tuiKey{code: keyPaste, text: c.text}, 80)
 		want := c.folded
 		if want == "" {
 			want = strings.ReplaceAll(c.text, "\r\n", "\n")

@@ -434,7 +434,7 @@ func toolSummary(name string, raw json.RawMessage) string {
 		}
 	case ToolEdit:
 		if a, err := ParseEditArgs(raw); err == nil {
-			return oneLine(fmt.Sprintf("%s (%d %s)", a.Path, len(a.Edits), plural(len(a.Edits), "edit", "edits")))
+			return oneLine(fmt.Sprintf("%s (%d %s)", a.Path, len(a.Edits), pluralNoun(len(a.Edits), "edit", "edits")))
 		}
 	}
 	var args map[string]json.RawMessage

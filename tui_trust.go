@@ -80,10 +80,10 @@ func (d *trustDialog) view(t *TUI, width int) ([]string, int, int) {
 		}
 		rows = append(rows, fitLine(boxInner(width), span{mark, st}, span{o[1], st}))
 	}
-	return box(width, "trust "+oneLine(d.ask.Dir)+"?", "↑↓ enter · esc: continue without them", rows), 0, -1
+	return dialogBox(width, "trust "+oneLine(d.ask.Dir)+"?", "↑↓ enter · esc: continue without them", rows), 0, -1
 }
 
-func (d *trustDialog) key(t *TUI, k key) bool {
+func (d *trustDialog) key(t *TUI, k tuiKey) bool {
 	choose := func(option string) bool {
 		if d.answered {
 			return true

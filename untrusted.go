@@ -326,6 +326,18 @@ func utf8Prefix[T ~string | ~[]byte](s T, n int) T {
 	return s
 }
 
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // untrustedReadTime bounds the reading of one file from outside: a
 // regular file on a slow or hostile file system must not hold zot's
 // start-up.
@@ -780,6 +792,11 @@ func structJSONNames(t reflect.Type) []string {
 	}
 	walk(t)
 	return slices.Clip(names)
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	s := strings.TrimLeft(string(raw), " \t\r\n")
+	return strings.HasPrefix(s, "{")
 }
 
 // lazyRegexp compiles expr on first use: zot's patterns are many and most

@@ -593,7 +593,7 @@ func checkCommandLine(ctx context.Context, vs []Validator, rules *PermissionRule
 		if c.Exact || quietCommands[c.Name] || !slices.ContainsFunc(vs, func(v Validator) bool { return v.appliesTo(c.Name, sc.FoldCase) }) {
 			continue
 		}
-		what := shaped{words: c.Words, shapes: c.Shapes, open: c.Open}.unknownWhat()
+		what := shapedCommand{words: c.Words, shapes: c.Shapes, open: c.Open}.unknownWhat()
 		r.Answers = append(r.Answers, ValidatorAnswer{Validator: splitterAnswer, Command: i, ValidatorReply: ValidatorReply{
 			Status:  DecisionAsk,
 			Message: validatorText("validators are asked about the words as written, and " + what + ", so zot asks"),

@@ -233,19 +233,19 @@ const (
 	andOrAfterOr
 )
 
-// stop is why a list of commands ended.
-type stop int
+// listStop is why a list of commands ended.
+type listStop int
 
 const (
-	stopNone     stop = iota
-	stopEOF           // end of input
-	stopParen         // the ) closing a subshell or $( )
-	stopCaseItem      // ;; ;& ;;& ending a case item
-	stopEsac          // esac
+	stopNone     listStop = iota
+	stopEOF               // end of input
+	stopParen             // the ) closing a subshell or $( )
+	stopCaseItem          // ;; ;& ;;& ending a case item
+	stopEsac              // esac
 )
 
-// word is one shell word as read.
-type word struct {
+// shellWord is one shell word as read.
+type shellWord struct {
 	val   string // quotes removed, expansions as written
 	raw   string // source text
 	plain bool   // no quotes, escapes or expansions: a keyword candidate
@@ -274,7 +274,7 @@ type WordHole struct {
 }
 
 // hole marks val[start:end] as known only at run time.
-func (w *word) hole(start, end int, split bool) {
+func (w *shellWord) hole(start, end int, split bool) {
 	w.holes = append(w.holes, WordHole{Start: start, End: end, Split: split})
 }
 
@@ -282,7 +282,7 @@ func (w *word) hole(start, end int, split bool) {
 // any other way (${NAME:-…}, ${#NAME}, $((NAME+1)) …).
 type wordUses struct{ refs, opRefs []string }
 
-func (w *word) use(name string, op bool) {
+func (w *shellWord) use(name string, op bool) {
 	if w.uses == nil {
 		w.uses = &wordUses{}
 	}
@@ -293,27 +293,27 @@ func (w *word) use(name string, op bool) {
 	}
 }
 
-func (w word) refs() []string {
+func (w shellWord) refs() []string {
 	if w.uses == nil {
 		return nil
 	}
 	return w.uses.refs
 }
 
-func (w word) opRefs() []string {
+func (w shellWord) opRefs() []string {
 	if w.uses == nil {
 		return nil
 	}
 	return w.uses.opRefs
 }
 
-func literalWord(s string) word {
-	return word{val: s, raw: s, plain: true, literal: true, single: true}
+func literalWord(s string) shellWord {
+	return shellWord{val: s, raw: s, plain: true, literal: true, single: true}
 }
 
 // cmdBuilder collects the words of the simple command being read.
 type cmdBuilder struct {
-	words      []word
+	words      []shellWord
 	started    bool
 	start, end int
 	header     bool // a for/select header: words that are not a command
@@ -398,7 +398,7 @@ func (p *shellParser) peek(off int) byte {
 
 // list reads commands until the end of input or, inside parentheses, the
 // closing ); in a case body also until ;; or esac.
-func (p *shellParser) list(inParens, inCase bool) stop {
+func (p *shellParser) list(inParens, inCase bool) listStop {
 	for {
 		if s := p.command(inParens, inCase); s != stopNone {
 			return s
@@ -425,7 +425,7 @@ func (p *shellParser) operator(op string) {
 }
 
 // command reads one simple command and the operator after it.
-func (p *shellParser) command(inParens, inCase bool) stop {
+func (p *shellParser) command(inParens, inCase bool) listStop {
 	var c cmdBuilder
 	for {
 		p.blanks()
@@ -506,7 +506,7 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 				continue
 			}
 			p.pos++
-			var s stop
+			var s listStop
 			p.subshell(func() { s = p.list(true, false) })
 			if s == stopEOF || p.pos >= len(p.src) {
 				p.finish(&c)
@@ -568,7 +568,7 @@ func (p *shellParser) command(inParens, inCase bool) stop {
 
 // fdVariable reads bash's {name}>file, which stores a new descriptor in
 // name: a redirection, not a word.
-func (p *shellParser) fdVariable(w word) bool {
+func (p *shellParser) fdVariable(w shellWord) bool {
 	if len(w.raw) < 3 || w.raw[0] != '{' || w.raw[len(w.raw)-1] != '}' || (p.peek(0) != '<' && p.peek(0) != '>') {
 		return false
 	}
@@ -588,7 +588,7 @@ var bashKeywords = map[string]bool{"select": true, "time": true, "coproc": true,
 
 // keyword acts on a reserved word at command position. handled is false for
 // an ordinary word.
-func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (s stop, handled bool) {
+func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (s listStop, handled bool) {
 	if bashKeywords[kw] && !p.bash {
 		// dash has no such keyword: it is a command name.
 		p.shOnly("the keyword "+kw, c.start)
@@ -649,7 +649,7 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 	case "[[":
 		p.condition(c.start)
 	case "case":
-		var s stop
+		var s listStop
 		p.compound++
 		p.nest(func() { s = p.caseCommand(inParens) })
 		p.compound--
@@ -731,7 +731,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 			}
 		}
 	}
-	p.run(cmdWords, reach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars})
+	p.run(cmdWords, cmdReach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars})
 	if cmdWords[0].literal && cmdWords[0].val == "export" {
 		for _, w := range cmdWords[1:] {
 			if name, val, ok := assignment(w); ok {
@@ -743,7 +743,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 
 // loopHeader reads the NAME in WORDS of for and select: NAME is assigned
 // each word.
-func (p *shellParser) loopHeader(words []word, raw string, selects bool) {
+func (p *shellParser) loopHeader(words []shellWord, raw string, selects bool) {
 	name := words[0]
 	if !name.literal {
 		return // bash refuses it
@@ -753,7 +753,7 @@ func (p *shellParser) loopHeader(words []word, raw string, selects bool) {
 		isInt = isInt && isIntegerWord(w)
 	}
 	p.assign(name.val, isInt, raw)
-	var list []word
+	var list []shellWord
 	if len(words) > 2 && words[1].val == "in" {
 		list = words[2:]
 	}
@@ -815,7 +815,7 @@ func (p *shellParser) newline() {
 			if k := p.child(p.src[start:end], p.bash); k != nil {
 				k.vars = d.vars // as they were when the command with the here-document ran
 				var discard strings.Builder
-				k.dquoted(&discard, &word{}, false)
+				k.dquoted(&discard, &shellWord{}, false)
 			}
 		}
 	}
@@ -878,13 +878,13 @@ func (p *shellParser) redirect() {
 	p.target()
 }
 
-func (p *shellParser) target() word {
+func (p *shellParser) target() shellWord {
 	p.blanks()
 	if p.pos >= len(p.src) {
-		return word{}
+		return shellWord{}
 	}
 	if ch := p.src[p.pos]; isShellOperator(ch) && !((ch == '<' || ch == '>') && p.peek(1) == '(') {
-		return word{}
+		return shellWord{}
 	}
 	return p.word()
 }
@@ -923,7 +923,7 @@ func (p *shellParser) arithExpr() bool {
 	p.pos += 2
 	depth := 0
 	var discard strings.Builder
-	var w word
+	var w shellWord
 	for p.pos < len(p.src) {
 		switch p.src[p.pos] {
 		case '(':
@@ -957,7 +957,7 @@ func (p *shellParser) arithExpr() bool {
 // commands, and whose < > && || are operators of the test. Operands of
 // -eq, -lt … are arithmetic, and -v evaluates a subscript.
 func (p *shellParser) condition(start int) {
-	var words []word
+	var words []shellWord
 	defer func() {
 		p.checkTest(words, "[[ -v", p.src[start:p.pos])
 		for _, w := range words {
@@ -989,7 +989,7 @@ func (p *shellParser) condition(start int) {
 }
 
 // caseCommand reads case WORD in PATTERN) LIST ;; … esac after the case.
-func (p *shellParser) caseCommand(inParens bool) stop {
+func (p *shellParser) caseCommand(inParens bool) listStop {
 	for {
 		p.blanks()
 		if p.pos >= len(p.src) {

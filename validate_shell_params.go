@@ -21,10 +21,10 @@ import "strings"
 // paramExp reads ${ … } after the ${, following the commands inside it,
 // and notes the variables it uses in outer, the word it is part of. quoted
 // says the ${ is inside double quotes or a here-document body.
-func (p *shellParser) paramExp(quoted bool, outer *word) {
+func (p *shellParser) paramExp(quoted bool, outer *shellWord) {
 	open := p.pos - 2
 	var discard strings.Builder
-	var w word
+	var w shellWord
 	defer func() {
 		for _, r := range append(w.refs(), w.opRefs()...) {
 			outer.use(r, true)
@@ -191,7 +191,7 @@ func paramForm(body string) (name, op string, ok bool) {
 // and )) balances on its own, and runs it as a command substitution of a
 // subshell otherwise. It reports false, moving nothing, when the
 // parentheses never balance.
-func (p *shellParser) dollarDparen(start int, w *word) bool {
+func (p *shellParser) dollarDparen(start int, w *shellWord) bool {
 	end := matchParens(p.src, start+1)
 	if end < 0 {
 		return false

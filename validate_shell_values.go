@@ -64,19 +64,19 @@ func (p *shellParser) assign(name string, isInt bool, where string) {
 }
 
 // assignWord records NAME=value or NAME[i]=value.
-func (p *shellParser) assignWord(name string, w word, raw string) {
+func (p *shellParser) assignWord(name string, w shellWord, raw string) {
 	_, n := assignmentName(w.raw)
 	if i := strings.IndexByte(w.raw[:n], '['); i >= 0 {
 		p.arithUse(w.raw[i+1:strings.LastIndexByte(w.raw[:n], ']')], w.raw)
 	}
 	_, val, _ := assignment(w)
 	value := w.raw[n:]
-	p.assign(name, !strings.HasPrefix(value, "(") && isIntegerWord(word{raw: value, val: val, literal: w.literal}), raw)
+	p.assign(name, !strings.HasPrefix(value, "(") && isIntegerWord(shellWord{raw: value, val: val, literal: w.literal}), raw)
 }
 
 // isIntegerWord reports whether a word is sure to be an integer or an
 // expression of constants — $((…)) is one — so arithmetic may read it.
-func isIntegerWord(w word) bool {
+func isIntegerWord(w shellWord) bool {
 	raw := strings.Trim(w.raw, `"`)
 	if strings.HasPrefix(raw, "$((") && strings.HasSuffix(raw, "))") && strings.Count(raw, "$((") == 1 {
 		return true
@@ -234,7 +234,7 @@ func isCompoundAssign(s string) bool {
 // checkTest checks the operands of a test ([[ ]], test, [) that bash
 // evaluates: those of the arithmetic comparisons in [[ ]], and the
 // variable of -v.
-func (p *shellParser) checkTest(words []word, what, where string) {
+func (p *shellParser) checkTest(words []shellWord, what, where string) {
 	arith := strings.HasPrefix(what, "[[")
 	for i, w := range words {
 		if !w.literal {
@@ -259,7 +259,7 @@ func (p *shellParser) checkTest(words []word, what, where string) {
 }
 
 // arithOperand checks a word bash evaluates as an arithmetic expression.
-func (p *shellParser) arithOperand(w word, where string) {
+func (p *shellParser) arithOperand(w shellWord, where string) {
 	if w.literal {
 		p.arithUse(w.val, where)
 		return
@@ -277,7 +277,7 @@ func (p *shellParser) arithOperand(w word, where string) {
 // checkVarName checks a word a builtin uses as a variable name (read,
 // printf -v, declare, -v): a subscript in it is arithmetic, and a name
 // known only at run time could hold one.
-func (p *shellParser) checkVarName(w word, what, where string) (string, bool) {
+func (p *shellParser) checkVarName(w shellWord, what, where string) (string, bool) {
 	if !w.literal {
 		p.unfollow(what+" of a variable name known only at run time", where)
 		return "", false

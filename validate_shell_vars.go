@@ -195,7 +195,7 @@ func (p *shellParser) freezeVar(name, where string) {
 
 // loopVar records the NAME of for NAME in WORDS, or of select, for the
 // body: a for loop over one word gives it that word's value.
-func (p *shellParser) loopVar(name string, words []word, isSelect bool, where string) {
+func (p *shellParser) loopVar(name string, words []shellWord, isSelect bool, where string) {
 	s := p.vars
 	p.checkLoopUse(name, where)
 	v := varValue{state: varUnknown}
@@ -256,7 +256,7 @@ func (p *shellParser) used(name string) {
 }
 
 // assignedValue is what NAME=word stores, as far as zot knows it.
-func (p *shellParser) assignedValue(w word) varValue {
+func (p *shellParser) assignedValue(w shellWord) varValue {
 	_, n := assignmentName(w.raw)
 	_, val, _ := assignment(w)
 	if strings.HasPrefix(w.raw[n:], "(") {
@@ -299,7 +299,7 @@ var quietCommands = map[string]bool{"echo": true, "printf": true, "test": true, 
 // substitute puts into the words of a command the values of the variables
 // the line assigned, and records what it cannot tell; vars names those put
 // in.
-func (p *shellParser) substitute(ws []word, raw string) (out []word, vars []string) {
+func (p *shellParser) substitute(ws []shellWord, raw string) (out []shellWord, vars []string) {
 	quiet := len(ws) > 0 && ws[0].literal && quietCommands[ws[0].val]
 	if quiet && p.inLoop() {
 		return ws, nil // a later pass may see other values; these commands need none
@@ -318,7 +318,7 @@ func (p *shellParser) substitute(ws []word, raw string) (out []word, vars []stri
 	if !touched {
 		return ws, nil
 	}
-	out = make([]word, 0, len(ws))
+	out = make([]shellWord, 0, len(ws))
 	for i, w := range ws {
 		sub, ok := p.substituteWord(w)
 		for _, r := range w.refs() {
@@ -343,7 +343,7 @@ func (p *shellParser) substitute(ws []word, raw string) (out []word, vars []stri
 
 // substituteWord expands the variables of one word, or reports that it
 // cannot say what the word becomes.
-func (p *shellParser) substituteWord(w word) ([]word, bool) {
+func (p *shellParser) substituteWord(w shellWord) ([]shellWord, bool) {
 	touched := false
 	for _, r := range w.refs() {
 		touched = touched || p.vars.get(r).state != varUnset
@@ -354,7 +354,7 @@ func (p *shellParser) substituteWord(w word) ([]word, bool) {
 		}
 	}
 	if !touched {
-		return []word{w}, true
+		return []shellWord{w}, true
 	}
 	parts, ok := wordParts(w.raw, false)
 	if !ok {
@@ -364,9 +364,9 @@ func (p *shellParser) substituteWord(w word) ([]word, bool) {
 	if state == varUnknown {
 		return nil, false
 	}
-	out := make([]word, len(fields))
+	out := make([]shellWord, len(fields))
 	for i, f := range fields {
-		out[i] = word{val: f, raw: w.raw, literal: state == varExact, single: state == varExact}
+		out[i] = shellWord{val: f, raw: w.raw, literal: state == varExact, single: state == varExact}
 		if state != varExact {
 			// The value the line assigned is known only as its expression.
 			out[i].holes = []WordHole{{Start: 0, End: len(f), Split: true}}
@@ -563,7 +563,7 @@ func (p *shellParser) expandParts(parts []wordPart, split bool) (fields []string
 
 // unsetVars follows unset: what it names is no longer what the line
 // assigned; a name known only at run time could be any of them.
-func (p *shellParser) unsetVars(args []word, where string) {
+func (p *shellParser) unsetVars(args []shellWord, where string) {
 	for _, a := range args {
 		switch {
 		case !a.literal:

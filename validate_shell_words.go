@@ -12,10 +12,10 @@ import (
 
 // word reads one word: quotes removed, expansions kept as written, and
 // the commands in them ($( ), ` `, <( )) split on the way.
-func (p *shellParser) word() word {
+func (p *shellParser) word() shellWord {
 	start := p.pos
 	var b strings.Builder
-	w := word{plain: true, literal: true, single: true}
+	w := shellWord{plain: true, literal: true, single: true}
 	// Plain bytes are copied in runs; a word that is all plain bytes is a
 	// substring of the line and copies nothing.
 	run := start
@@ -125,7 +125,7 @@ loop:
 
 // filledAt is the word with every s in it a hole: a program (find, xargs)
 // puts a value there at run time.
-func (w word) filledAt(s string) word {
+func (w shellWord) filledAt(s string) shellWord {
 	if s == "" || !strings.Contains(w.val, s) {
 		return w
 	}
@@ -164,7 +164,7 @@ func mergeHoles(hs []WordHole) []WordHole {
 
 // wordPart reads one piece of a word: an escape, a quoted string, an
 // expansion or a plain byte.
-func (p *shellParser) wordPart(b *strings.Builder, w *word) {
+func (p *shellParser) wordPart(b *strings.Builder, w *shellWord) {
 	switch ch := p.src[p.pos]; ch {
 	case '\\':
 		w.plain = false
@@ -206,7 +206,7 @@ func (p *shellParser) wordPart(b *strings.Builder, w *word) {
 
 // dquoted reads double-quoted text after the opening quote up to the
 // closing one, or — closing false, for a here-document body — to the end.
-func (p *shellParser) dquoted(b *strings.Builder, w *word, closing bool) {
+func (p *shellParser) dquoted(b *strings.Builder, w *shellWord, closing bool) {
 	for p.pos < len(p.src) {
 		switch ch := p.src[p.pos]; ch {
 		case '"':
@@ -244,7 +244,7 @@ func (p *shellParser) dquoted(b *strings.Builder, w *word, closing bool) {
 
 // dollar reads what follows a $: $( ), $(( )), $[ ], ${ }, $' ', $" " or a
 // parameter, which stays as written.
-func (p *shellParser) dollar(b *strings.Builder, w *word, quoted bool) {
+func (p *shellParser) dollar(b *strings.Builder, w *shellWord, quoted bool) {
 	start, from := p.pos, b.Len()
 	expanded, split := false, !quoted // "$@" and "${a[@]}" split too
 	defer func() {
@@ -506,7 +506,7 @@ func assignmentName(raw string) (name string, n int) {
 }
 
 // assignment reports whether w is VAR=value (the name unquoted).
-func assignment(w word) (name, val string, ok bool) {
+func assignment(w shellWord) (name, val string, ok bool) {
 	name, n := assignmentName(w.raw)
 	k := strings.IndexByte(w.val, '=')
 	if n == 0 || k < 0 {

@@ -15,8 +15,8 @@ import (
 // table does not know, or a wrapper argument known only at run time, is
 // not guessed at: it is Unfollowed.
 
-// reach is how a simple command was reached.
-type reach struct {
+// cmdReach is how a simple command was reached.
+type cmdReach struct {
 	env    map[string]string
 	via    string
 	raw    string // the text validators are shown for it
@@ -32,7 +32,7 @@ type reach struct {
 }
 
 // through is the reach of the command a wrapper runs.
-func (r reach) through(wrapper string) reach {
+func (r cmdReach) through(wrapper string) cmdReach {
 	r.via, r.level, r.shell, r.subshell, r.open = joinVia(r.via, wrapper), r.level+1, false, false, false
 	return r
 }
@@ -45,7 +45,7 @@ func joinVia(outer, inner string) string {
 }
 
 // run records a simple command and follows what it runs.
-func (p *shellParser) run(ws []word, r reach) {
+func (p *shellParser) run(ws []shellWord, r cmdReach) {
 	if p.depth+r.level >= maxShellDepth {
 		p.markTooDeep()
 		return
@@ -186,13 +186,13 @@ func (p *shellParser) commandName(w string) string {
 
 // tildePath reports a ~/dir/name word: only its directory is known at run
 // time, its base name is.
-func tildePath(w word) bool {
+func tildePath(w shellWord) bool {
 	return w.single && strings.HasPrefix(w.raw, "~/") && !strings.ContainsAny(w.raw[1:], "$`\\'\"*?[{~")
 }
 
 // startsAsOperand reports whether a word known only at run time still
 // cannot be an option: its first character is a plain one, not -.
-func startsAsOperand(w word) bool {
+func startsAsOperand(w shellWord) bool {
 	return w.raw != "" && strings.IndexByte("-$`\"'\\~{*?[<>(+", w.raw[0]) < 0
 }
 
@@ -247,10 +247,10 @@ func (t optTable) long(k string) (optDef, bool) {
 	return found, n == 1
 }
 
-// opt is an option as read: its canonical name and value.
-type opt struct {
+// parsedOpt is an option as read: its canonical name and value.
+type parsedOpt struct {
 	name string
-	val  word
+	val  shellWord
 	has  bool
 	next int // index in args after it
 }
@@ -260,7 +260,7 @@ type opt struct {
 // operands), after --, or at an option that ends the program's work
 // (stopped). why, when set, says what it could not read: an option t does
 // not know, a value missing, an option word known only at run time.
-func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, operands []word, stopped bool, why string) {
+func getopt(prog string, args []shellWord, t optTable, permute bool) (opts []parsedOpt, operands []shellWord, stopped bool, why string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.literal {
@@ -291,7 +291,7 @@ func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, ope
 			if !ok {
 				return opts, operands, false, fmt.Sprintf("%s option %s, which zot does not know", prog, k)
 			}
-			o := opt{name: d.name}
+			o := parsedOpt{name: d.name}
 			switch {
 			case d.arg != 0 && eq:
 				o.val, o.has = literalWord(val), true
@@ -317,7 +317,7 @@ func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, ope
 				if !ok {
 					return opts, operands, false, fmt.Sprintf("%s option -%s, which zot does not know", prog, v[j:j+1])
 				}
-				o := opt{name: d.name}
+				o := parsedOpt{name: d.name}
 				if d.arg != 0 {
 					switch {
 					case j+1 < len(v):
@@ -346,7 +346,7 @@ func getopt(prog string, args []word, t optTable, permute bool) (opts []opt, ope
 
 // optionTrouble reports why getopt failed; with no command left it is
 // trouble only when the command would come from xargs input.
-func (p *shellParser) optionTrouble(why string, rest []word, r reach) bool {
+func (p *shellParser) optionTrouble(why string, rest []shellWord, r cmdReach) bool {
 	if why != "" {
 		p.unfollow(why, r.raw)
 		return true
@@ -438,7 +438,7 @@ var unwrappedLaunchers = map[string]bool{
 }
 
 // runWrapper unwraps a wrapper of wrapperSpecs.
-func (p *shellParser) runWrapper(name string, args []word, r reach) {
+func (p *shellParser) runWrapper(name string, args []shellWord, r cmdReach) {
 	spec := wrapperSpecs[name]
 	opts, rest, stopped, why := getopt(name, args, optTables()[name], false)
 	if why != "" {
@@ -485,7 +485,7 @@ func (p *shellParser) runWrapper(name string, args []word, r reach) {
 
 // allSingle reports whether none of ws can split into several words, which
 // would shift a wrapper's grammar (find . -name $x, x='a -exec rm {} ;').
-func allSingle(ws []word) bool {
+func allSingle(ws []shellWord) bool {
 	for _, w := range ws {
 		if !w.single {
 			return false
@@ -528,7 +528,7 @@ func hasWord(list, w string) bool {
 }
 
 // joinDir is the directory a wrapper option (env -C, sudo -D) gives.
-func (p *shellParser) joinDir(r reach, w word, what string) (dir, why string) {
+func (p *shellParser) joinDir(r cmdReach, w shellWord, what string) (dir, why string) {
 	switch {
 	case !w.literal:
 		return "", what + " to a directory known only at run time"
@@ -542,7 +542,7 @@ func (p *shellParser) joinDir(r reach, w word, what string) (dir, why string) {
 
 // script splits a command string a wrapper runs with a shell (bash -c,
 // su -c, watch), in that wrapper's directory and environment.
-func (p *shellParser) script(src string, bash bool, r reach) {
+func (p *shellParser) script(src string, bash bool, r cmdReach) {
 	k := p.child(src, bash)
 	if k == nil {
 		return
@@ -555,7 +555,7 @@ func (p *shellParser) script(src string, bash bool, r reach) {
 
 // scriptBySHELL splits a string a wrapper runs with $SHELL -c (flock -c,
 // script -c), when $SHELL is a shell zot reads.
-func (p *shellParser) scriptBySHELL(w word, r reach, via string) {
+func (p *shellParser) scriptBySHELL(w shellWord, r cmdReach, via string) {
 	shell := filepath.Base(p.out.sc.Getenv("SHELL"))
 	switch {
 	case !hasWord("bash sh dash ash .", shell):
@@ -582,7 +582,7 @@ var safeShoptOptions = "nullglob failglob globstar dotglob nocaseglob nocasematc
 // runShell follows sh, dash, ash or bash: the string of -c is split as a
 // script of its own; a shell reading stdin, or a startup file, runs what
 // zot cannot see.
-func (p *shellParser) runShell(name string, args []word, r reach) {
+func (p *shellParser) runShell(name string, args []shellWord, r cmdReach) {
 	bash := name == "bash"
 	cmdMode, stdin := false, false
 	i := 0
@@ -679,7 +679,7 @@ var interpreterPrograms = map[string]string{
 
 // interpreter asks about an interpreter that reads its program from stdin
 // (python3 <<EOF, … | perl): zot cannot see that program.
-func (p *shellParser) interpreter(name string, args []word, r reach) {
+func (p *shellParser) interpreter(name string, args []shellWord, r cmdReach) {
 	base := strings.TrimRight(name, "0123456789.")
 	progOpts, ok := interpreterPrograms[base]
 	if !ok {
@@ -729,7 +729,7 @@ var findArity = func() map[string]int {
 	return m
 }()
 
-func (p *shellParser) runFind(args []word, r reach) {
+func (p *shellParser) runFind(args []shellWord, r cmdReach) {
 	i := 0
 	for i < len(args) && args[i].literal {
 		v := args[i].val
@@ -783,7 +783,7 @@ func (p *shellParser) runFind(args []word, r reach) {
 				inner.dir, inner.dirWhy = "", "find "+v+" runs it in each file's directory"
 			}
 			inner.open = plus
-			cmd := make([]word, j-i-1)
+			cmd := make([]shellWord, j-i-1)
 			for k, a := range args[i+1 : j] {
 				cmd[k] = a.filledAt("{}") // find puts a file name there
 			}
@@ -809,7 +809,7 @@ func (p *shellParser) runFind(args []word, r reach) {
 
 // runXargs: the command after xargs's options gets the words read from its
 // input appended (or, with -I R, put where R is).
-func (p *shellParser) runXargs(args []word, r reach) {
+func (p *shellParser) runXargs(args []shellWord, r cmdReach) {
 	opts, rest, stopped, why := getopt("xargs", args, optTables()["xargs"], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
@@ -834,12 +834,12 @@ func (p *shellParser) runXargs(args []word, r reach) {
 		}
 	}
 	if len(rest) == 0 {
-		rest = []word{literalWord("echo")}
+		rest = []shellWord{literalWord("echo")}
 	}
 	inner := r.through("xargs")
 	inner.open = replace == ""
 	if replace != "" {
-		cmd := make([]word, len(rest))
+		cmd := make([]shellWord, len(rest))
 		for i, a := range rest {
 			cmd[i] = a.filledAt(replace) // xargs puts its input there
 		}
@@ -850,13 +850,13 @@ func (p *shellParser) runXargs(args []word, r reach) {
 
 // runEnv: options (-S splits its string into more of them), NAME=value
 // words, then the command.
-func (p *shellParser) runEnv(args []word, r reach) {
+func (p *shellParser) runEnv(args []shellWord, r cmdReach) {
 	inner := r.through("env")
 	env := map[string]string{}
 	for k, v := range r.env {
 		env[k] = v
 	}
-	var rest []word
+	var rest []shellWord
 	for {
 		opts, operands, stopped, why := getopt("env", args, optTables()["env"], false)
 		if why != "" {
@@ -912,7 +912,7 @@ func (p *shellParser) runEnv(args []word, r reach) {
 // envAssignments reads the NAME=value words before a wrapper's command
 // (env, sudo) into env: any word with an = is one, as the wrappers take it
 // ("=x" too).
-func (p *shellParser) envAssignments(prog string, rest []word, env map[string]string, r reach) ([]word, bool) {
+func (p *shellParser) envAssignments(prog string, rest []shellWord, env map[string]string, r cmdReach) ([]shellWord, bool) {
 	for len(rest) > 0 {
 		w := rest[0]
 		name, val, isAssign := strings.Cut(w.val, "=")
@@ -923,7 +923,7 @@ func (p *shellParser) envAssignments(prog string, rest []word, env map[string]st
 		if !isAssign {
 			break
 		}
-		p.assign(name, isIntegerWord(word{raw: val, val: val, literal: w.literal}), r.raw)
+		p.assign(name, isIntegerWord(shellWord{raw: val, val: val, literal: w.literal}), r.raw)
 		env[name], rest = val, rest[1:]
 	}
 	return rest, true
@@ -931,11 +931,11 @@ func (p *shellParser) envAssignments(prog string, rest []word, env map[string]st
 
 // envSplit splits env -S's string the way GNU env does, for strings
 // without quotes, escapes, ${…} or comments; ok is false for those.
-func envSplit(w word) ([]word, bool) {
+func envSplit(w shellWord) ([]shellWord, bool) {
 	if !w.literal || strings.ContainsAny(w.val, "\\'\"$#") {
 		return nil, false
 	}
-	var words []word
+	var words []shellWord
 	for _, f := range strings.Fields(w.val) {
 		words = append(words, literalWord(f))
 	}
@@ -944,7 +944,7 @@ func envSplit(w word) ([]word, bool) {
 
 // runSudo: sudo's options, VAR=value words, then the command; -s and -i
 // hand the command to a shell.
-func (p *shellParser) runSudo(args []word, r reach) {
+func (p *shellParser) runSudo(args []shellWord, r cmdReach) {
 	opts, rest, stopped, why := getopt("sudo", args, optTables()["sudo"], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
@@ -1004,7 +1004,7 @@ func (p *shellParser) runSudo(args []word, r reach) {
 	p.run(rest, inner)
 }
 
-func (p *shellParser) runDoas(args []word, r reach) {
+func (p *shellParser) runDoas(args []shellWord, r cmdReach) {
 	opts, rest, stopped, why := getopt("doas", args, optTables()["doas"], false)
 	for _, o := range opts {
 		if o.name == "-s" {
@@ -1022,7 +1022,7 @@ func (p *shellParser) runDoas(args []word, r reach) {
 
 // runSu follows su and runuser: -c hands a string to the user's shell,
 // runuser -u runs a command as it is.
-func (p *shellParser) runSu(name string, args []word, r reach) {
+func (p *shellParser) runSu(name string, args []shellWord, r cmdReach) {
 	opts, operands, stopped, why := getopt(name, args, optTables()[name], true)
 	if why != "" {
 		p.unfollow(why, r.raw)
@@ -1032,7 +1032,7 @@ func (p *shellParser) runSu(name string, args []word, r reach) {
 		return
 	}
 	inner := r.through(name)
-	var command, shellPath *word
+	var command, shellPath *shellWord
 	user, login := false, false
 	for _, o := range opts {
 		switch o.name {
@@ -1072,7 +1072,7 @@ func (p *shellParser) runSu(name string, args []word, r reach) {
 }
 
 // runSg: sg [-] group [-c] command… runs the words, joined, with /bin/sh -c.
-func (p *shellParser) runSg(args []word, r reach) {
+func (p *shellParser) runSg(args []shellWord, r cmdReach) {
 	if len(args) > 0 && args[0].literal && args[0].val == "-" {
 		args = args[1:]
 	}
@@ -1088,7 +1088,7 @@ func (p *shellParser) runSg(args []word, r reach) {
 
 // joinedScript splits the words a wrapper joins with spaces and runs with
 // /bin/sh -c (watch, sg).
-func (p *shellParser) joinedScript(name string, words []word, r reach) {
+func (p *shellParser) joinedScript(name string, words []shellWord, r cmdReach) {
 	vals := make([]string, len(words))
 	for i, w := range words {
 		if !w.literal {
@@ -1100,7 +1100,7 @@ func (p *shellParser) joinedScript(name string, words []word, r reach) {
 	p.script(strings.Join(vals, " "), false, r.through(name))
 }
 
-func (p *shellParser) runScript(args []word, r reach) {
+func (p *shellParser) runScript(args []shellWord, r cmdReach) {
 	opts, _, stopped, why := getopt("script", args, optTables()["script"], true)
 	if why != "" {
 		p.unfollow(why, r.raw)
@@ -1119,7 +1119,7 @@ func (p *shellParser) runScript(args []word, r reach) {
 }
 
 // runFlock: flock [options] file command…, or file -c string, or fd.
-func (p *shellParser) runFlock(args []word, r reach) {
+func (p *shellParser) runFlock(args []shellWord, r cmdReach) {
 	opts, rest, stopped, why := getopt("flock", args, optTables()["flock"], false)
 	if why != "" {
 		p.unfollow(why, r.raw)
@@ -1157,7 +1157,7 @@ func (p *shellParser) runFlock(args []word, r reach) {
 
 // runWatch: watch joins its command's words with spaces and runs them with
 // sh -c, unless -x makes it exec them as they are.
-func (p *shellParser) runWatch(args []word, r reach) {
+func (p *shellParser) runWatch(args []shellWord, r cmdReach) {
 	opts, rest, stopped, why := getopt("watch", args, optTables()["watch"], false)
 	if p.optionTrouble(why, rest, r) || stopped {
 		return
@@ -1174,7 +1174,7 @@ func (p *shellParser) runWatch(args []word, r reach) {
 // Builtins.
 
 // changeDir follows cd, pushd, popd and dirs -c in the shell's directory.
-func (p *shellParser) changeDir(name string, args []word, r reach) {
+func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 	if !r.shell || r.subshell {
 		return // behind a wrapper, in a pipeline stage or a background job: it moves nothing after it
 	}
@@ -1309,7 +1309,7 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 	}
 }
 
-func (p *shellParser) trap(args []word, r reach) {
+func (p *shellParser) trap(args []shellWord, r cmdReach) {
 	if len(args) > 0 && args[0].literal && args[0].val == "--" {
 		args = args[1:]
 	}
@@ -1325,7 +1325,7 @@ func (p *shellParser) trap(args []word, r reach) {
 // builtinOptions asks about the options of enable (loads or hides
 // builtins), hash -p (binds a name to a file), compgen/complete -C and -F
 // and bind -x (run commands).
-func (p *shellParser) builtinOptions(name string, args []word, r reach) {
+func (p *shellParser) builtinOptions(name string, args []shellWord, r cmdReach) {
 	risky := map[string]string{"hash": "p", "compgen": "CF", "complete": "CF", "bind": "x"}[name]
 	for _, a := range args {
 		switch {
@@ -1344,7 +1344,7 @@ func (p *shellParser) builtinOptions(name string, args []word, r reach) {
 
 // setOptions checks set's options: those that change how bash reads or
 // runs commands (-k, -P, -o posix) are not followed.
-func (p *shellParser) setOptions(args []word, r reach) {
+func (p *shellParser) setOptions(args []shellWord, r cmdReach) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.literal {
@@ -1372,7 +1372,7 @@ func (p *shellParser) setOptions(args []word, r reach) {
 }
 
 // shoptOptions checks the shell options shopt -s turns on.
-func (p *shellParser) shoptOptions(args []word, r reach) {
+func (p *shellParser) shoptOptions(args []shellWord, r cmdReach) {
 	on, setNames := false, false
 	for _, a := range args {
 		switch {
@@ -1392,9 +1392,9 @@ func (p *shellParser) shoptOptions(args []word, r reach) {
 // assigningBuiltin checks builtins that assign to variables they are given
 // the names of: bash evaluates a subscript in such a name as arithmetic,
 // so a name known only at run time could run commands.
-func (p *shellParser) assigningBuiltin(name string, args []word, r reach) {
+func (p *shellParser) assigningBuiltin(name string, args []shellWord, r cmdReach) {
 	where := r.raw
-	var names []word
+	var names []shellWord
 	switch name {
 	case "read", "mapfile", "readarray":
 		table := optTables()["read"]

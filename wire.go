@@ -31,7 +31,7 @@ import (
 // agent, tools and session made from them. The mode starts the plugins and
 // gives the agent its gates with arm, and calls close at its end.
 type setup struct {
-	opts     options
+	opts     zotOptions
 	home     string
 	cwd      string
 	provider string
@@ -109,7 +109,7 @@ const defaultMCPWait = 5 * time.Second
 
 // newSetup builds the provider, the tools and the agent the options ask
 // for; problems that are not fatal go to stderr.
-func newSetup(o options, stderr io.Writer) (*setup, error) {
+func newSetup(o zotOptions, stderr io.Writer) (*setup, error) {
 	s := &setup{opts: o, home: zotHome()}
 	cwd := o.cwd
 	if cwd == "" {
@@ -269,7 +269,7 @@ func newSetup(o options, stderr io.Writer) (*setup, error) {
 // true, because their definitions cost every request about 210 tokens
 // (docs/tools.md#grep-find-ls-off-by-default). Plan mode offers them
 // beside present_plan whatever this says (setup.planTool).
-func searchToolsOn(o options, home string) (bool, error) {
+func searchToolsOn(o zotOptions, home string) (bool, error) {
 	if o.noTools {
 		return false, nil
 	}
@@ -291,7 +291,7 @@ type endpoint struct {
 
 // chooseEndpoint reads the options over config.json and models.json. The
 // model is "" for a local server without --model.
-func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
+func chooseEndpoint(o zotOptions, cfg userConfig, home string) (endpoint, error) {
 	ep := endpoint{provider: chooseProvider(o, cfg), model: o.model, configuredBase: o.baseURL}
 	if ep.provider != "anthropic" && ep.provider != "openai" && ep.provider != "ollama" {
 		return ep, usageError{fmt.Sprintf("unknown provider %q (want anthropic, openai or ollama)", ep.provider)}
@@ -327,7 +327,7 @@ func chooseEndpoint(o options, cfg userConfig, home string) (endpoint, error) {
 
 // chooseProvider picks the provider when --provider is not given: the last
 // one chosen, else the one whose key is in the environment.
-func chooseProvider(o options, cfg userConfig) string {
+func chooseProvider(o zotOptions, cfg userConfig) string {
 	switch {
 	case o.provider != "":
 		return o.provider
@@ -404,7 +404,7 @@ func splitList(v string) []string {
 // newModeSetup is the setup of -p, --json and rpc, with its session open
 // (a session of its own unless useSessionByDefault is false) and its notes
 // shown on stderr. The caller closes it.
-func newModeSetup(o options, useSessionByDefault bool, stderr io.Writer) (*setup, error) {
+func newModeSetup(o zotOptions, useSessionByDefault bool, stderr io.Writer) (*setup, error) {
 	pick, err := pickSessionFromTTY(o.resume && o.resumeName == "", stderr)
 	if err != nil {
 		return nil, err
@@ -479,7 +479,7 @@ func (s *setup) openSession(useByDefault bool, pick func([]SessionInfo) (int, er
 	for _, r := range loaded.Repairs {
 		s.notes = append(s.notes, "session repaired: "+r)
 	}
-	if err := loaded.Restore(s.agent); err != nil {
+	if err := s.agent.Restore(loaded); err != nil {
 		return err
 	}
 	// A resumed conversation goes on with its own model unless --model
@@ -504,12 +504,12 @@ func (s *setup) close() {
 }
 
 // runOnce is -p and --json: one prompt, then exit.
-func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
+func runOnce(o zotOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.approvalsStdin && (!o.json || len(o.prompt) == 0) {
-		return fail(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
+		return failExit(stderr, usageError{"--approvals-stdin reads approve commands on stdin: use it with --json, and give the prompt as words"})
 	}
 	if o.elicitationStdin && (!o.json || len(o.prompt) == 0) {
-		return fail(stderr, usageError{"--elicitation-stdin reads elicit commands on stdin: use it with --json, and give the prompt as words"})
+		return failExit(stderr, usageError{"--elicitation-stdin reads elicit commands on stdin: use it with --json, and give the prompt as words"})
 	}
 	answers := stdin
 	if o.approvalsStdin || o.elicitationStdin {
@@ -517,11 +517,11 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	text, err := promptText(o, stdin)
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	s, err := newModeSetup(o, true, stderr)
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	defer s.close()
 	ctx, stop := signalContext()
@@ -564,10 +564,10 @@ func runOnce(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	exts, stopPlugins, err := s.arm(ctx, host)
 	defer stopPlugins()
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	if err := s.checkToolPatterns(); err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	if note := s.modeNote(); note != "" && noteOnce(s.home, "mode-print") {
 		fmt.Fprintf(stderr, "zot: %s\n", note)
@@ -683,7 +683,7 @@ func (f *finalAnswer) problem() string {
 
 // promptText is the prompt: the words, then what was piped on stdin
 // (`git diff | zot -p "review this"` sends both).
-func promptText(o options, stdin io.Reader) (string, error) {
+func promptText(o zotOptions, stdin io.Reader) (string, error) {
 	words := strings.Join(o.prompt, " ")
 	piped := ""
 	if carriesPrompt(stdin, words != "") {
@@ -725,20 +725,20 @@ func carriesPrompt(stdin io.Reader, haveWords bool) bool {
 // until stdin ends (exit 0, after the work is done) or SIGINT/SIGTERM
 // (abort, exit 130). Notes and failures of the plugins reach the client as
 // ext_notify events.
-func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
+func runRPC(o zotOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case o.print || o.json:
-		return fail(stderr, usageError{"rpc serves its own protocol: drop -p/--print and --json"})
+		return failExit(stderr, usageError{"rpc serves its own protocol: drop -p/--print and --json"})
 	case len(o.prompt) > 0:
-		return fail(stderr, usageError{fmt.Sprintf(`zot rpc takes no prompt words (got %q): send {"type":"prompt","message":…} lines on stdin`, strings.Join(o.prompt, " "))})
+		return failExit(stderr, usageError{fmt.Sprintf(`zot rpc takes no prompt words (got %q): send {"type":"prompt","message":…} lines on stdin`, strings.Join(o.prompt, " "))})
 	}
 	token, err := rpcTokenFromEnv()
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	s, err := newModeSetup(o, false, stderr)
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	defer s.close()
 	defer catchSIGPIPE()()
@@ -764,10 +764,10 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	exts, stopPlugins, err := s.arm(ctx, rpcHost(o, srv, hostLog))
 	defer stopPlugins()
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	if err := s.checkToolPatterns(); err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	s.awaitMCPBeforeFirstTurn()
 	srv.ReloadExtensions = func(ctx context.Context) (rpcReloadStats, error) { return rpcReloadStats(exts.Reload(ctx)), nil }
@@ -792,7 +792,7 @@ func runRPC(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // runTUI is the interactive mode.
-func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
+func runTUI(o zotOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	in, inOK := stdin.(*os.File)
 	out, outOK := stdout.(*os.File)
 	if !inOK || !outOK || !isTerminal(int(in.Fd())) || !isTerminal(int(out.Fd())) {
@@ -804,11 +804,11 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.resume = false // the TUI shows its own session picker; a name opens at once
 	s, err := newSetup(o, stderr)
 	if err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	defer s.close()
 	if err := s.openSession(true, nil); err != nil {
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	}
 	t := newTUI(s.tuiConfig(), out)
 	s.modes.Hear(t.ModeChanged)
@@ -820,7 +820,7 @@ func runTUI(o options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		stop = s.plugTUI(t)
 		if err := s.checkToolPatterns(); err != nil {
-			return fail(stderr, err)
+			return failExit(stderr, err)
 		}
 		if len(o.prompt) > 0 {
 			s.awaitMCPBeforeFirstTurn()
@@ -1293,8 +1293,8 @@ func extLevel(level string) string {
 	return level
 }
 
-// fail reports err and returns its exit status: 2 for a usage error.
-func fail(stderr io.Writer, err error) int {
+// failExit reports err and returns its exit status: 2 for a usage error.
+func failExit(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "zot: %s\n", sanitize(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {

@@ -35,18 +35,18 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args)
 	switch {
 	case err != nil:
-		return fail(stderr, err)
+		return failExit(stderr, err)
 	case o.print || o.json || o.rpc:
-		return fail(stderr, usageError{"zot acp speaks its own protocol: drop -p/--print, --json and --rpc"})
+		return failExit(stderr, usageError{"zot acp speaks its own protocol: drop -p/--print, --json and --rpc"})
 	case len(o.prompt) > 0:
-		return fail(stderr, usageError{fmt.Sprintf("zot acp takes no prompt words (got %q): the editor sends the prompts", strings.Join(o.prompt, " "))})
+		return failExit(stderr, usageError{fmt.Sprintf("zot acp takes no prompt words (got %q): the editor sends the prompts", strings.Join(o.prompt, " "))})
 	case o.continueLast || o.resume || o.sessionPath != "":
-		return fail(stderr, usageError{"zot acp: the editor opens sessions (session/load); drop -c, -r and --session"})
+		return failExit(stderr, usageError{"zot acp: the editor opens sessions (session/load); drop -c, -r and --session"})
 	case o.noYolo || o.approvalsStdin || o.approveAsks:
-		return fail(stderr, usageError{"zot acp: the editor answers the questions; drop --no-yolo, --approve-asks and --approvals-stdin"})
+		return failExit(stderr, usageError{"zot acp: the editor answers the questions; drop --no-yolo, --approve-asks and --approvals-stdin"})
 	}
 	if o.cwd != "" {
-		return fail(stderr, usageError{"zot acp: each session's directory is the editor's (session/new's cwd); drop --cwd"})
+		return failExit(stderr, usageError{"zot acp: each session's directory is the editor's (session/new's cwd); drop --cwd"})
 	}
 	home := zotHome()
 	ctx, stop := signalContext()
@@ -79,7 +79,7 @@ func runACP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // acpMissingKey says whether the provider has no key, as newSetup would
 // find it: the provider and the variable that would hold one.
-func acpMissingKey(o options, home string) (provider, envVar string, missing bool) {
+func acpMissingKey(o zotOptions, home string) (provider, envVar string, missing bool) {
 	cfg, _ := loadConfig(home)
 	ep, err := chooseEndpoint(o, cfg, home)
 	if err != nil || ep.key != "" || ep.provider == "ollama" || ep.baseURL != "" {
@@ -91,7 +91,7 @@ func acpMissingKey(o options, home string) (provider, envVar string, missing boo
 // newACPSetup is a session's setup: zot's options in the session's
 // directory, its session file (a new one, or req.Path), the editor's MCP
 // servers, and the permission mode the editor sets.
-func newACPSetup(o options, req acpOpenRequest, stderr io.Writer) (*setup, error) {
+func newACPSetup(o zotOptions, req acpOpenRequest, stderr io.Writer) (*setup, error) {
 	o.cwd, o.sessionPath = req.Cwd, req.Path
 	o.modeDefault = ModeAsk // as the Claude Code and Codex adapters: ask before commands and edits
 	s, err := newSetup(o, stderr)
@@ -125,7 +125,7 @@ func acpHost(s *setup, req acpOpenRequest, stderr io.Writer) modeHost {
 }
 
 // openACPSession builds and arms one session's zot.
-func openACPSession(ctx context.Context, o options, req acpOpenRequest, stderr io.Writer) (*acpBackend, error) {
+func openACPSession(ctx context.Context, o zotOptions, req acpOpenRequest, stderr io.Writer) (*acpBackend, error) {
 	s, err := newACPSetup(o, req, stderr)
 	if err != nil {
 		var ue usageError

@@ -135,7 +135,7 @@ func (s *setup) armProblems(own []modeGate) []string {
 // onceHost is the host of -p and --json: notes on stderr, and nobody to
 // ask (--approve-asks says yes, also to a run outside the sandbox). Nobody
 // approves a plan: it is the run's answer.
-func onceHost(o options, stderr io.Writer) modeHost {
+func onceHost(o zotOptions, stderr io.Writer) modeHost {
 	name := "-p"
 	if o.json {
 		name = "--json"
@@ -147,7 +147,7 @@ func onceHost(o options, stderr io.Writer) modeHost {
 // rpcHost is the host of rpc: notes and failures of the plugins reach the
 // client as ext_notify events; a client that said hello with "approvals":
 // true answers asks, for any other they are refused (or --approve-asks).
-func rpcHost(o options, srv *rpcServer, hostLog func(format string, args ...any)) modeHost {
+func rpcHost(o zotOptions, srv *rpcServer, hostLog func(format string, args ...any)) modeHost {
 	return modeHost{
 		name: "rpc",
 		ext:  ExtConfig{OnNote: func(n ExtNote) { srv.Notify(rpcNote(n)) }, Log: hostLog},

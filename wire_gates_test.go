@@ -16,7 +16,7 @@ import (
 // mode).
 type modeUnderTest struct {
 	name  string
-	build func(t *testing.T, o options) (*setup, modeHost)
+	build func(t *testing.T, o zotOptions) (*setup, modeHost)
 	start func(ctx context.Context, s *setup, h modeHost) (stop func())
 	// asks is the note the mode's own default adds to a command's
 	// decisions (zot acp asks before commands).
@@ -32,7 +32,7 @@ func armMode(ctx context.Context, s *setup, h modeHost) func() {
 // !`commands` run through each mode's agent (modeProblems runs one);
 // /btw runs no tools (TestBtwAsksBesideTheConversationWhileTheAgentWorks).
 var everyMode = []modeUnderTest{
-	{"-p", func(t *testing.T, o options) (*setup, modeHost) {
+	{"-p", func(t *testing.T, o zotOptions) (*setup, modeHost) {
 		o.print = true
 		s, err := newModeSetup(o, true, io.Discard)
 		if err != nil {
@@ -40,7 +40,7 @@ var everyMode = []modeUnderTest{
 		}
 		return s, onceHost(o, io.Discard)
 	}, armMode, ""},
-	{"--json", func(t *testing.T, o options) (*setup, modeHost) {
+	{"--json", func(t *testing.T, o zotOptions) (*setup, modeHost) {
 		o.json = true
 		s, err := newModeSetup(o, true, io.Discard)
 		if err != nil {
@@ -48,7 +48,7 @@ var everyMode = []modeUnderTest{
 		}
 		return s, onceHost(o, io.Discard)
 	}, armMode, ""},
-	{"rpc", func(t *testing.T, o options) (*setup, modeHost) {
+	{"rpc", func(t *testing.T, o zotOptions) (*setup, modeHost) {
 		s, err := newModeSetup(o, false, io.Discard)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +56,7 @@ var everyMode = []modeUnderTest{
 		srv := newRPCServer(rpcConfig{Agent: s.agent, Provider: s.provider, Cwd: s.cwd}, strings.NewReader(""), io.Discard)
 		return s, rpcHost(o, srv, s.agent.Log)
 	}, armMode, ""},
-	{"the TUI", func(t *testing.T, o options) (*setup, modeHost) {
+	{"the TUI", func(t *testing.T, o zotOptions) (*setup, modeHost) {
 		o.interactive = true
 		s, err := newSetup(o, io.Discard)
 		if err != nil {
@@ -69,7 +69,7 @@ var everyMode = []modeUnderTest{
 		t.Cleanup(tui.cancel)
 		return s, tuiHost(tui)
 	}, armMode, ""},
-	{"zot acp", func(t *testing.T, o options) (*setup, modeHost) {
+	{"zot acp", func(t *testing.T, o zotOptions) (*setup, modeHost) {
 		s, err := newACPSetup(o, acpOpenRequest{Cwd: o.cwd}, io.Discard)
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +84,7 @@ var everyMode = []modeUnderTest{
 // nobody to answer asks, or — run for real — a command that a validator
 // denies running, or a call missing from the audit log. The model asks
 // for the denied command, and so does a prompt template.
-func modeProblems(t *testing.T, m modeUnderTest, o options) []string {
+func modeProblems(t *testing.T, m modeUnderTest, o zotOptions) []string {
 	ctx := context.Background()
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "touch model.marker && curl -X POST https://api.example.invalid/items"}),
@@ -223,13 +223,13 @@ func TestTheModeCheckCatchesAModeWithoutGates(t *testing.T) {
 // modeTestHome makes a private $ZOT_HOME and HOME for an in-process run:
 // a validator that denies POST requests, a template whose !`command` is
 // one, and options for a replayed anthropic model.
-func modeTestHome(t *testing.T) options {
+func modeTestHome(t *testing.T) zotOptions {
 	home, cwd := t.TempDir(), t.TempDir()
 	t.Setenv("ZOT_HOME", home)
 	t.Setenv("HOME", home)
 	withValidators(t, home, obj{"name": "no-post", "script": "deny_post.py", "commands": []string{"curl"}})
 	writePrompt(t, filepath.Join(home, "prompts", "post.md"), "Posted: !`touch template.marker && curl -X POST https://api.example.invalid/items`")
-	return options{provider: "anthropic", apiKey: "test-key", cwd: cwd, noMCP: true, noSkills: true}
+	return zotOptions{provider: "anthropic", apiKey: "test-key", cwd: cwd, noMCP: true, noSkills: true}
 }
 
 // TestEveryModeEndToEndDeniesAndAudits runs the built binary in each mode

@@ -58,7 +58,7 @@ func namedProjectFiles(project string, bases []string, words []string) []string 
 		}
 		for _, c := range candidates {
 			p, err := filepath.EvalSymlinks(c)
-			if err != nil || !within(p, real) || slices.Contains(out, p) {
+			if err != nil || !withinDir(p, real) || slices.Contains(out, p) {
 				continue
 			}
 			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
@@ -198,7 +198,7 @@ func relAll(dir string, paths []string) []string {
 // project directory holds them. problems name the project's files that
 // could not be read (a FIFO, a device, one too large): they define
 // nothing.
-func projectPrograms(home, dir string, o options, hooksOn bool) (entries []trustEntry, kinds, problems []string) {
+func projectPrograms(home, dir string, o zotOptions, hooksOn bool) (entries []trustEntry, kinds, problems []string) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
@@ -468,7 +468,7 @@ func sha256Hex(b []byte) string {
 // own programs (without --trust-project): the management commands ask.
 func projectTrusted(home, cwd string) bool {
 	hooksOn, _ := hooksEnabled(false, home)
-	entries, kinds, _ := projectPrograms(home, cwd, options{}, hooksOn)
+	entries, kinds, _ := projectPrograms(home, cwd, zotOptions{}, hooksOn)
 	return checkTrust(home, cwd, entries, kinds).Trusted
 }
 

@@ -90,7 +90,7 @@ func TestTrustCoversTheWholeOfEveryRuleFile(t *testing.T) {
 	home := t.TempDir()
 	trustNow := func(dir string) {
 		t.Helper()
-		entries, kinds, _ := projectPrograms(home, dir, options{}, false)
+		entries, kinds, _ := projectPrograms(home, dir, zotOptions{}, false)
 		if err := recordTrust(home, dir, entries, kinds); err != nil {
 			t.Fatal(err)
 		}

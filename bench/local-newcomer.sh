@@ -46,8 +46,8 @@ run() { # zot's arguments; sets code, secs; stdout in $tmp/out, stderr in $tmp/e
 }
 first() { head -c "${2:-240}" "$1" | tr '\n' ' '; }
 pane() { tmux -L "$sock" capture-pane -p -t t -S -5000; }
-idle() { # the status row shows no running turn
-	pane | grep ' · ctx ' | tail -1 | grep -qE 'jail *$|sandbox [a-z-]+ *$|confirm tools *$'
+idle() { # the status row shows no spinner: no turn is running
+	pane | grep ' · ctx ' | tail -1 | grep -qvE '[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]'
 }
 wait_for() { # text, seconds
 	local i

@@ -11,9 +11,12 @@ import (
 	"time"
 )
 
-// The agent's vocabulary: messages and their blocks as the transcript and
-// session files hold them (each with its encoding for the provider, kept
-// once made), usage and cost, and the events of the event schema.
+// The core's data model, the lowest layer with untrusted.go (see "Inside
+// the core" in docs/architecture.md): messages and their blocks as the
+// transcript and session files hold them (each with its encoding for the
+// provider, kept once made); tool calls, their results and the tools as a
+// provider describes them (ToolSpec); usage and cost; the events of the
+// event schema; and the Recorder that keeps the transcript.
 
 // Role says who wrote a message.
 type Role string
@@ -44,6 +47,14 @@ type Message struct {
 type messageWire struct {
 	cached atomic.Pointer[wireEncoding]
 	tally  atomic.Pointer[messageTally]
+}
+
+// messageTally is what requests check and count of a message's content:
+// whether it is blank (checkConversation) and its size (EstimateTokens).
+type messageTally struct {
+	content       []Block // what was tallied
+	blank         bool    // no block but text of white space
+	bytes, images int
 }
 
 // wireEncoding is one message as a provider's wire format has it: data is
@@ -550,6 +561,15 @@ func argsJSON(raw json.RawMessage) json.RawMessage {
 	return quoted
 }
 
+// joinNames joins protocol names for a message.
+func joinNames[S ~string](names []S, sep string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return strings.Join(out, sep)
+}
+
 // ToolCall is one call the model asked for.
 type ToolCall struct {
 	ID   string
@@ -559,15 +579,36 @@ type ToolCall struct {
 	FromText bool
 }
 
-// ToolRecord is one finished tool call, given to the after-tool stages of
-// the pipeline. What they leave in Result (feedback appended, say) is what
-// the model and the tool_result event get.
-type ToolRecord struct {
-	Call     ToolCall
-	Executed json.RawMessage // arguments after a gate rewrote them: what ran, or what a later gate blocked
-	Decision ToolDecision
-	Ran      bool
-	Result   ToolResult
+// ToolResult is what a tool gives back to the model. Details is shown to the
+// user and recorded but never sent to the model (e.g. which extension ran it).
+type ToolResult struct {
+	Content  []Block
+	IsError  bool
+	Details  string
+	ExitCode *int
+	// Confined, set by bash, says that the sandbox refused what the
+	// command tried (a write outside the writable set, the network
+	// offline) and why: a run outside the sandbox might do it. The agent
+	// may offer that run (Agent.OfferOutside).
+	Confined string
+}
+
+// ToolSpec is a tool as a provider describes it to the model. Source is
+// where it came from (the registry's source: "builtin", "skill", "ext",
+// "mcp:NAME"), which is not sent.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Source      string
+}
+
+func errorResult(format string, args ...any) ToolResult {
+	return ToolResult{Content: []Block{TextBlock(fmt.Sprintf(format, args...))}, IsError: true}
+}
+
+func textResult(text string) ToolResult {
+	return ToolResult{Content: []Block{TextBlock(text)}}
 }
 
 // Recorder persists the transcript as it grows (a session file). Append and
