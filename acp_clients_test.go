@@ -16,14 +16,19 @@ import (
 // zot sends), and acpx. .ci/run installs both (testdata/acp/
 // install-clients.sh); without them these tests skip, loudly.
 
+// acpClientsDir is where install-clients.sh puts the ACP clients.
+func acpClientsDir() string {
+	if dir := os.Getenv("ZOT_ACP_CLIENTS"); dir != "" {
+		return dir
+	}
+	cache, _ := os.UserCacheDir()
+	return filepath.Join(cache, "zot-acp-clients")
+}
+
 // acpClients is where the ACP clients are installed.
 func acpClients(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("ZOT_ACP_CLIENTS")
-	if dir == "" {
-		cache, _ := os.UserCacheDir()
-		dir = filepath.Join(cache, "zot-acp-clients")
-	}
+	dir := acpClientsDir()
 	_, sdkErr := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk", "package.json"))
 	_, nodeErr := exec.LookPath("node")
 	if sdkErr != nil || nodeErr != nil {

@@ -338,6 +338,9 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 	case ctx.Err() != nil:
 		return "cancelled", nil
 	case errors.Is(err, ErrBlocked):
+		// The stop reason alone does not say who refused or why; the TUI
+		// shows the same line.
+		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent("zot: " + err.Error())})
 		return "refusal", nil
 	case errors.As(err, &steps):
 		return "max_turn_requests", nil
@@ -434,7 +437,8 @@ func (ss *acpSession) promptContent(blocks []acpContent) (text string, extra []B
 			case r == nil:
 				return "", nil, acpErrorf(acpInvalidParams, "invalid params: prompt[%d]: a resource without its contents", i)
 			case r.Text != nil:
-				extra = append(extra, TextBlock(fmt.Sprintf("Contents of %s, as the user's editor has it:\n\n```\n%s\n```", acpURIPath(r.URI), *r.Text)))
+				// Fenced so that the file's own fences (a README's) cannot end it early.
+				extra = append(extra, TextBlock(fmt.Sprintf("Contents of %s, as the user's editor has it:\n\n%s", acpURIPath(r.URI), acpFence(*r.Text, ""))))
 			case r.Blob != nil && slices.Contains(acpImageTypes, r.MimeType):
 				extra = append(extra, Block{Type: BlockImage, MimeType: r.MimeType, Data: *r.Blob})
 			default:

@@ -30,6 +30,7 @@ type acpProc struct {
 	lines     []acpLine
 	done      bool
 	nextID    int
+	sent      map[string]string // the method of each request id sent
 	onRequest func(method string, params json.RawMessage) (any, *acpError)
 }
 
@@ -80,8 +81,9 @@ func startACPProc(t *testing.T, z *zotRun, args ...string) *acpProc {
 
 // newACPClient is the test's client on an agent's stdin and stdout.
 func newACPClient(t *testing.T, stdin io.WriteCloser, stdout io.Reader) *acpProc {
-	p := &acpProc{t: t, stdin: stdin, stderr: &strings.Builder{}}
+	p := &acpProc{t: t, stdin: stdin, stderr: &strings.Builder{}, sent: map[string]string{}}
 	p.cond = sync.NewCond(&p.mu)
+	t.Cleanup(p.checkSchema)
 	// Owned by the test; ends when the agent closes its stdout.
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -160,6 +162,7 @@ func (p *acpProc) request(method string, params any) string {
 	p.mu.Lock()
 	p.nextID++
 	id := fmt.Sprint(p.nextID)
+	p.sent[id] = method
 	p.mu.Unlock()
 	p.sendJSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
 	return id

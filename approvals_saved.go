@@ -147,3 +147,29 @@ func (s *sessionApprovals) Save(o approvalOffer) (where string, err error) {
 	}
 	return s.savePath, nil
 }
+
+// Answers lists what the answers cover now, one line each: what runs
+// without asking this session, what is saved for the directory (and
+// where), and what is refused without asking.
+func (s *sessionApprovals) Answers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	quote := func(p []string) string { return "`" + strings.Join(p, " ") + " *`" }
+	var out []string
+	for _, p := range s.saved {
+		out = append(out, "allow "+quote(p)+" (saved for this directory in "+s.savePath+")")
+	}
+	for _, p := range s.prefixes {
+		out = append(out, "allow "+quote(p)+" (this session)")
+	}
+	if s.edits {
+		out = append(out, "allow file edits in this directory (this session)")
+	}
+	for _, p := range s.refused.prefixes {
+		out = append(out, "deny "+quote(p)+" (this session)")
+	}
+	if s.refused.edits {
+		out = append(out, "deny file edits in this directory (this session)")
+	}
+	return out
+}

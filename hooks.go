@@ -69,6 +69,9 @@ type HookConfig struct {
 	// Source is how the session started, for SessionStart: "startup" or
 	// "resume".
 	Source string
+	// Modes is the session's mode, told to every hook as Claude Code's
+	// permission_mode; nil reads as "default".
+	Modes *Modes
 	// OnNote shows the user one line (level info, warn or error): a
 	// hook's systemMessage, a hook that failed, a problem with a settings
 	// file. The text is already safe for a terminal. It is called from
@@ -512,6 +515,16 @@ func (r *hookRun) by() string {
 	return "hook:" + truncate(r.h.name(), 200)
 }
 
+// hookPermissionMode is Claude Code's name for mode. sandboxed-auto, which
+// Claude Code lacks, asks nothing, as bypassPermissions does; a session
+// without modes (an embedder's) is "default".
+func hookPermissionMode(mode Mode) string {
+	if mode == ModeSandboxedAuto {
+		return ModeAuto.Claude()
+	}
+	return cmp.Or(mode.Claude(), "default")
+}
+
 // run fires event: every command whose matcher takes subject runs, all in
 // parallel, with in on stdin. Results come back in configuration order;
 // failures and systemMessages have been shown to the user.
@@ -524,7 +537,7 @@ func (h *Hooks) run(ctx context.Context, event, subject string, in hookInput) []
 		return nil
 	}
 	in.SessionID, in.TranscriptPath, in.Cwd = h.cfg.SessionID, h.cfg.TranscriptPath, h.cfg.Cwd
-	in.PermissionMode, in.HookEventName = "default", event
+	in.PermissionMode, in.HookEventName = hookPermissionMode(h.cfg.Modes.Current()), event
 	stdin, err := json.Marshal(in)
 	if err != nil { // only a RawMessage that is not JSON gets here
 		h.note("error", fmt.Sprintf("hooks: encode %s input: %v", event, err))

@@ -81,3 +81,31 @@ func TestHooksHTTPAnswersAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// At UserPromptSubmit, too, an http hook that cannot answer refuses the
+// prompt; one that answers lets it through with its context.
+func TestHooksHTTPUserPromptSubmitFailsClosed(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/down":
+			http.Error(w, "policy server down", http.StatusServiceUnavailable)
+		case "/context":
+			w.Write([]byte(`{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"ticket ZOT-9"}}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]struct {
+		block         bool
+		reason, extra string
+	}{
+		"/down":    {true, "UserPromptSubmit http hook " + srv.URL + "/down did not answer (it answered 503 Service Unavailable); an http hook that cannot answer blocks", ""},
+		"/context": {false, "", "ticket ZOT-9"},
+	} {
+		h, _, _ := newTestHooks(t, obj{"UserPromptSubmit": []obj{{"hooks": []obj{{"type": "http", "url": srv.URL + path}}}}})
+		block, reason, extra := h.BeforePrompt(context.Background(), "fix the bug")
+		if block != want.block || reason != want.reason || extra != want.extra {
+			t.Errorf("%s: got %v %q %q; want %v %q %q", path, block, reason, extra, want.block, want.reason, want.extra)
+		}
+	}
+}

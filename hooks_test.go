@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -779,5 +780,35 @@ func TestHooksKillWhatAHookLeftInItsSession(t *testing.T) {
 	}
 	if pid := readPid(t, pidFile); !processGone(pid) {
 		t.Errorf("process %d outlived the hook", pid)
+	}
+}
+
+// A hook is told the mode the call is judged in, by Claude Code's name,
+// and hears a switch at the next event; sandboxed-auto, which Claude Code
+// lacks, asks nothing as bypassPermissions does.
+func TestHooksPermissionModeFollowsTheMode(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "in.jsonl")
+	cwd := t.TempDir()
+	writeSettings(t, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("", pyHook(t, obj{"record": rec}))}})
+	modes, err := NewModes(ModesConfig{Start: ModePlan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHooks(HookConfig{Files: hookSettingsFiles(cwd, ""), Cwd: cwd, Modes: modes})
+	want := []string{}
+	for _, m := range []Mode{ModePlan, ModeAsk, ModeAcceptEdits, ModeAuto, ModeSandboxedAuto, ModeDontAsk} {
+		if err := modes.Set(m); err != nil {
+			t.Fatal(err)
+		}
+		h.ToolGate(context.Background(), ToolCall{ID: "toolu_" + string(m), Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)})
+		want = append(want, map[Mode]string{ModePlan: "plan", ModeAsk: "default", ModeAcceptEdits: "acceptEdits", ModeAuto: "bypassPermissions", ModeSandboxedAuto: "bypassPermissions", ModeDontAsk: "dontAsk"}[m])
+	}
+	var got []string
+	for _, in := range readRecords(t, rec) {
+		got = append(got, fmt.Sprint(in["permission_mode"]))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("permission_mode %v, want %v", got, want)
 	}
 }

@@ -332,14 +332,14 @@ func TestPromptArgumentsInACommandAreWordsNotSyntax(t *testing.T) {
 func TestTemplateOfOnlyACommandKeepsItsArgumentsOrIsRefused(t *testing.T) {
 	t.Parallel()
 	z := newZotRun(t)
-	writePrompt(t, filepath.Join(z.cwd, ".claude", "commands", "diff.md"), "!`git diff` $ARGUMENTS")
+	writePrompt(t, filepath.Join(z.cwd, ".claude", "commands", "changes.md"), "!`git diff` $ARGUMENTS")
 	writePrompt(t, filepath.Join(z.cwd, ".claude", "commands", "log.md"), "!`git log -1`")
 	anth := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
-	if _, stderr, code := z.run(append(anthropicFlags(anth), "-p", "/diff focus on the tests")...); code != 0 {
+	if _, stderr, code := z.run(append(anthropicFlags(anth), "-p", "/changes focus on the tests")...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	oai := startReplay(t, replayStep{Events: openaiEvents(gen{Text: "ok"})})
-	if _, stderr, code := z.run("-p", "--provider", "openai", "--model", "m", "--base-url", oai.URL, "--api-key", "k", "/diff focus on the tests"); code != 0 {
+	if _, stderr, code := z.run("-p", "--provider", "openai", "--model", "m", "--base-url", oai.URL, "--api-key", "k", "/changes focus on the tests"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, req := range []capturedRequest{anth.Requests()[0], oai.Requests()[0]} {

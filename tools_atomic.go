@@ -94,6 +94,11 @@ func placeTemp(f *os.File, fill func(io.Writer) error, mode fs.FileMode, owner *
 	if err == nil {
 		err = f.Sync()
 	}
+	// Unlock before closing: a child another goroutine forks at this
+	// moment holds a copy of the descriptor until its exec closes it, and
+	// with it the lock, which would then sit on the placed file (a
+	// session's, whose opener takes that lock) after this returns.
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,5 +128,36 @@ func TestStaleTempSweepSparesWhatIsNotADeadZots(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(z.cwd, n)); err != nil {
 			t.Errorf("%s was removed: %v", n, err)
 		}
+	}
+}
+
+// A child forked while a file is being placed holds a copy of its
+// descriptor until its exec; the placed file must not stay locked by that
+// copy, or a session imported at that moment cannot be opened ("in use by
+// another process"). The copy is made here by dup, as the fork would.
+func TestPlacedFileIsNotLockedByAForkedCopy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, tmp := filepath.Join(dir, "session.jsonl"), filepath.Join(dir, tempName("session.jsonl"))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFD := -1
+	fill := func(w io.Writer) error {
+		copyFD, err = syscall.Dup(int(w.(*os.File).Fd()))
+		return err
+	}
+	if err := placeTemp(f, fill, 0o600, nil, func() error { return os.Rename(tmp, path) }, func() error { return os.Remove(tmp) }); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(copyFD)
+	placed, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer placed.Close()
+	if err := syscall.Flock(int(placed.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("the placed file is still locked while a copy of its temp descriptor lives: %v", err)
 	}
 }

@@ -70,12 +70,17 @@ func (e trustEntry) sum() string {
 
 // String is the entry on one line, safe for a terminal.
 func (e trustEntry) String() string {
-	kind := map[string]string{trustMCP: "MCP server", trustExtension: "extension", trustValidator: "validator", trustHook: "hook", trustPrompt: "prompt template", trustRules: "permission rules"}[e.Kind]
-	s := fmt.Sprintf("%s %q (%s): %s", kind, e.Name, e.Source, e.Command)
+	s := fmt.Sprintf("%s: %s", e.Label(), e.Command)
 	if len(e.Names) > 0 {
 		s += " [sets " + strings.Join(e.Names, ", ") + "]"
 	}
 	return oneLineText(s)
+}
+
+// Label names the entry without its command: `MCP server "x" (.mcp.json)`.
+func (e trustEntry) Label() string {
+	kind := map[string]string{trustMCP: "MCP server", trustExtension: "extension", trustValidator: "validator", trustHook: "hook", trustPrompt: "prompt template", trustRules: "permission rules"}[e.Kind]
+	return fmt.Sprintf("%s %q (%s)", kind, e.Name, e.Source)
 }
 
 // oneLineText is s safe for a terminal and on one line: a line break in a

@@ -53,8 +53,14 @@ type TUIConfig struct {
 	// Approvals keeps the session's "don't ask again" answers; nil: the
 	// TUI's own, which offer none for commands.
 	Approvals *sessionApprovals
-	// Checkpoints are /undo's and /rewind's; nil when they are off.
+	// Checkpoints are /undo's, /rewind's and /diff's; nil when they are off.
 	Checkpoints tuiCheckpoints
+	// Notify is how a run's end or a waiting dialog is told to a user
+	// whose terminal is not focused (ParseNotify; "" rings nothing).
+	Notify string
+	// Inspect is what /permissions, /mcp and /status read of the rules,
+	// the MCP servers and trust (tui_inspect.go); nil: nothing.
+	Inspect tuiInspect
 }
 
 // tuiExtensions is what the TUI uses of the extension host. wire.go passes
@@ -195,6 +201,7 @@ type TUI struct {
 	caps      termCaps      // NO_COLOR, a locale that is not UTF-8 (tui_charset.go); set by Run
 	panelKeys chan panelMsg
 	keyBuf    []byte
+	focus     focusState // what the terminal last reported (tui_notify.go)
 	quit      bool
 	exitCode  int
 	spin      int
@@ -334,7 +341,7 @@ func (t *TUI) Logf(format string, args ...any) {
 // session picker.
 func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 	inFd, outFd := int(in.Fd()), int(out.Fd())
-	mode, err := enterRawMode(inFd, outFd, "\x1b[?2004l\x1b[?25h")
+	mode, err := enterRawMode(inFd, outFd, "\x1b[?2004l"+focusReportOff+"\x1b[?25h")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "zot: cannot switch the terminal to raw mode: %v\n", err)
 		return exitFailure
@@ -346,7 +353,7 @@ func (t *TUI) Run(in, out *os.File, prompt string, resume bool) (code int) {
 		t.width, t.height = w, h
 	}
 	t.scr.height = t.height
-	t.write([]byte("\x1b[?2004h"))
+	t.write([]byte("\x1b[?2004h" + focusReportOn))
 	var imagesWarning string
 	t.images, imagesWarning = detectImages(os.Getenv)
 	t.caps = detectTermCaps(os.Getenv)
@@ -568,6 +575,7 @@ func (t *TUI) handle(m any) {
 				d.armAt = time.Now().Add(confirmPause)
 			}
 			t.pushDialog(d)
+			t.notify("zot is waiting for your answer: " + m.req.call.Name)
 		}
 	case msgElicit:
 		if m.req.ctx.Err() == nil {
@@ -576,6 +584,7 @@ func (t *TUI) handle(m any) {
 				d.armAt = time.Now().Add(confirmPause) // as for a confirmation
 			}
 			t.pushDialog(d)
+			t.notify("zot is waiting for your answer: an MCP server asks")
 		}
 	case msgElicitGone:
 		t.dialogs.drop(func(x dialog) bool { e, ok := x.(*elicitDialog); return ok && e.req == m.req })
@@ -593,6 +602,8 @@ func (t *TUI) handle(m any) {
 		t.logf(m.st, "%s", m.text)
 	case msgShellDone:
 		t.shellDone(m)
+	case msgDiff:
+		t.showDiff(m)
 	case msgRedraw: // what the status shows changed
 	case msgBtwDelta:
 		m.d.delta(m.seq, m.delta)
@@ -621,7 +632,14 @@ func (t *TUI) input(b []byte, flush bool) {
 // key routes one key: to the top dialog if there is one, else to the
 // editor after the keys that mean something to the TUI itself.
 func (t *TUI) key(k tuiKey) {
-	if k.code == keyUnknown {
+	switch k.code {
+	case keyUnknown:
+		return
+	case keyFocusIn:
+		t.focus = focusIn
+		return
+	case keyFocusOut:
+		t.focus = focusOut
 		return
 	}
 	isCtrl := func(r rune) bool { return k.code == keyRune && k.mod == modCtrl && k.r == r }

@@ -45,10 +45,13 @@ func builtinCommands() []slashCommand {
 		{"login", "[PROVIDER]", "save an API key to auth.json", true, (*TUI).cmdLogin},
 		{"logout", "[PROVIDER]", "remove a saved API key", true, (*TUI).cmdLogout},
 		{"mode", "[NAME]", "show the modes, or switch to one (shift+tab cycles them)", false, (*TUI).cmdMode},
-		{"status", "", "model, server, session, context, sandbox, jail, approvals", false, (*TUI).cmdStatus},
+		{"status", "", "model, server, session, context, sandbox, jail, approvals, trust, MCP servers", false, (*TUI).cmdStatus},
 		{"cost", "", "tokens and cost of this session so far", false, (*TUI).cmdCost},
 		{"yolo", "[on|off]", "run tool calls without asking (off: ask each time)", false, (*TUI).cmdYolo},
 		{"exit", "", "leave zot", false, func(t *TUI, _ string) { t.exit(exitOK) }},
+		{"permissions", "", "the rules in force, the files they come from, what was skipped", false, (*TUI).cmdPermissions},
+		{"mcp", "", "the MCP servers: transport, state, tools", false, (*TUI).cmdMCP},
+		{"diff", "", "what this session changed in the files (from the checkpoints)", false, (*TUI).cmdDiff},
 	}
 }
 
@@ -975,6 +978,9 @@ func (t *TUI) cmdStatus(string) {
 	}
 	if m := t.cfg.Modes.Current(); m != "" {
 		rows = append(rows, [2]string{"mode", fmt.Sprintf("%s: %s; commands %s (/mode)", m, m.About(), t.cfg.Modes.Confinement(m))})
+	}
+	if in := t.cfg.Inspect; in != nil {
+		rows = append(rows, [2]string{"trust", trustSummary(in.Trust())}, [2]string{"MCP servers", mcpSummary(in.MCPServers())})
 	}
 	if t.missingKey != "" {
 		rows = append(rows, [2]string{"key", t.missingKey + " (/login)"})

@@ -97,3 +97,33 @@ func TestTUIRenameThenResumeByName(t *testing.T) {
 		t.Errorf("an empty name: exit %d, stderr %s", code, errOut)
 	}
 }
+
+// TestResumeByNameInJSONAndRPC: -r NAME in --json and zot rpc carries the
+// named conversation to the model, as in the TUI and -p.
+func TestResumeByNameInJSONAndRPC(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "noted"})})
+	if _, errOut, code := z.run(append(anthropicFlags(srv), "-p", "remember the quince")...); code != 0 {
+		t.Fatalf("zot -p: exit %d: %s", code, errOut)
+	}
+	if out, errOut, code := z.run("sessions", "rename", "latest", "fruit"); code != 0 {
+		t.Fatalf("zot sessions rename: exit %d\n%s%s", code, out, errOut)
+	}
+	carried := func(how, prompt string) {
+		t.Helper()
+		reqs := srv.Requests()
+		if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "remember the quince") || !strings.Contains(last, prompt) {
+			t.Errorf("%s -r fruit did not carry the named conversation:\n%s", how, last)
+		}
+	}
+	if _, errOut, code := z.run(append(anthropicFlags(srv), "--json", "-r", "fruit", "what fruit")...); code != 0 {
+		t.Fatalf("zot --json -r fruit: exit %d: %s", code, errOut)
+	}
+	carried("--json", "what fruit")
+
+	p := startRPCProc(t, z, append([]string{"rpc", "-r", "fruit"}, anthropicFlags(srv)...)...)
+	p.send(`{"type":"prompt","message":"what fruit now"}`)
+	p.until(isType("done"))
+	carried("rpc", "what fruit now")
+}

@@ -32,8 +32,10 @@ const (
 	keyPgUp
 	keyPgDn
 	keyInsert
-	keyPaste   // text holds what was pasted
-	keyUnknown // a sequence zot does not use; ignored
+	keyPaste    // text holds what was pasted
+	keyFocusIn  // the terminal gained the focus (ESC [ I, tui_notify.go)
+	keyFocusOut // the terminal lost it (ESC [ O)
+	keyUnknown  // a sequence zot does not use; ignored
 )
 
 type keyMod uint8
@@ -57,7 +59,7 @@ var keyNames = [...]string{
 	keyBackspace: "backspace", keyDelete: "delete", keyEsc: "esc", keyUp: "up",
 	keyDown: "down", keyRight: "right", keyLeft: "left", keyHome: "home", keyEnd: "end",
 	keyPgUp: "pageup", keyPgDn: "pagedown", keyInsert: "insert", keyPaste: "paste",
-	keyUnknown: "unknown",
+	keyFocusIn: "focus-in", keyFocusOut: "focus-out", keyUnknown: "unknown",
 }
 
 // String names the key as the docs and panel_key frames do: "a", "ctrl+a",
@@ -247,6 +249,14 @@ func decodeCSI(buf []byte, flush bool) (tuiKey, int) {
 			k := codepointKey(nums[0])
 			k.mod |= mod
 			return k, size
+		}
+	case 'I': // focus reports: never keys, never text
+		if len(params) == 0 {
+			return tuiKey{code: keyFocusIn}, size
+		}
+	case 'O':
+		if len(params) == 0 {
+			return tuiKey{code: keyFocusOut}, size
 		}
 	default:
 		if code, ok := csiFinalKeys[final]; ok && (len(params) == 0 || params[0] != '<') {

@@ -173,3 +173,78 @@ func TestTUISandboxRefusalOffersOneRunOutside(t *testing.T) {
 		})
 	}
 }
+
+// A plan the user sends back with a reason keeps plan mode, and the model
+// reads the reason; the next plan, approved with changes typed, switches
+// to the first mode offered (accept-edits), and the model reads the
+// changes with the approval and the plan in its conversation.
+func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t,
+		toolStep("p1", "present_plan", obj{"plan": "1. Delete notes.txt"}),
+		toolStep("p2", "present_plan", obj{"plan": "1. Change beta to gamma in notes.txt"}),
+		textStep("Done."))
+	z := newZotRun(t)
+	tm := startTUI(t, z, append(anthropicFlags(srv), "--mode", "plan")...)
+	tm.waitFor("/help for keys")
+	tm.typeText("tidy the notes")
+	tm.keys("Enter")
+	tm.waitFor("Delete notes.txt")
+	tm.waitFor("enter, or the letter")
+	tm.typeText("m")
+	tm.waitFor("message to the model:")
+	tm.typeText("keep the file")
+	tm.keys("Enter")
+
+	screen := tm.waitFor("Change beta to gamma")
+	if st := statusLine(screen); !strings.Contains(st, "· plan ·") {
+		t.Errorf("status bar after sending the plan back: %q", st)
+	}
+	if sent := toolResultTexts(srv); !strings.Contains(sent, "The plan was not approved (user), who said: keep the file") || !strings.Contains(sent, "zot stays in plan mode") {
+		t.Errorf("the model was not told why:\n%s", sent)
+	}
+	tm.waitFor("enter, or the letter")
+	tm.typeText("e")
+	tm.waitFor("changes to the plan:")
+	tm.typeText("also check the spelling")
+	tm.keys("Enter")
+	screen = tm.waitFor("Done.")
+	if st := statusLine(screen); !strings.Contains(st, "· accept-edits ·") {
+		t.Errorf("status bar after the approval with changes: %q", st)
+	}
+	if sent := toolResultTexts(srv); !strings.Contains(sent, "They add: also check the spelling") || !strings.Contains(sent, "now in accept-edits mode") {
+		t.Errorf("the model was not told the changes:\n%s", sent)
+	}
+	// The plan stays in the conversation the model carries it out from.
+	reqs := srv.Requests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "Change beta to gamma in notes.txt") {
+		t.Errorf("the approved plan is not in the conversation:\n%s", last)
+	}
+	tm.exitAndCheck()
+}
+
+// A !command is the user's: no rule or question stands in its way, but
+// --sandbox confines it as it confines the model's commands.
+func TestTUIShellCommandRunsInTheSandbox(t *testing.T) {
+	t.Parallel()
+	z := newZotRun(t)
+	z.env = append(z.env, "TMPDIR="+t.TempDir()) // so that outside is outside
+	target := filepath.Join(t.TempDir(), "f")
+	userSettings(t, z, perms("deny", []string{"Bash(touch:*)"}))
+	srv := startReplay(t, textStep("unused"))
+	tm := startTUI(t, z, append(anthropicFlags(srv), "--sandbox", "workspace")...)
+	tm.waitFor("/help for keys")
+	tm.typeText("!touch inside.txt " + target)
+	tm.keys("Enter")
+	tm.waitFor("sandbox workspace refused this")
+	if !fileExists(filepath.Join(z.cwd, "inside.txt")) {
+		t.Error("the user's command, denied only by a rule for the model, did not run")
+	}
+	if fileExists(target) {
+		t.Error("the user's command wrote outside the sandbox")
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("a !command called the model (%d requests)", n)
+	}
+	tm.exitAndCheck()
+}

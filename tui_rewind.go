@@ -24,6 +24,9 @@ type tuiCheckpoints interface {
 	// Files someone else changed since are conflicts, and then nothing is
 	// done, unless force; keep are files to leave as they are.
 	Restore(id string, force bool, keep []string) (tuiRestoreResult, error)
+	// Diff is what the session changed in the files, first checkpoint to
+	// last (/diff).
+	Diff() ([]tuiFileDiff, error)
 }
 
 // tuiRewindPoint is a prompt with checkpoints: the first of them, and the

@@ -116,7 +116,7 @@ func TestDecodeKeys(t *testing.T) {
 		{"\xff", false, "unknown", 0},
 		{"\xc2\x9b31m", false, "unknown 3 1 m", 0},
 		{"\x1b[<0;1;2M", false, "unknown", 0},
-		{"\x1b[I\x1b[O", false, "unknown unknown", 0},
+		{"\x1b[I\x1b[O", false, "focus-in focus-out", 0}, // focus reports (tui_notify.go): never text
 		{"\x1b[", false, "", 2},
 		{"\x1b[", true, "alt+[", 0},
 		{"\x1b[1;5", false, "", 5},

@@ -119,6 +119,9 @@ func (t *TUI) runDone(id int, err error) {
 	})
 	aborted, rescuable := t.run.aborted, t.run.rescuable
 	t.run = nil
+	if !aborted { // a user who stopped it is here
+		t.notify(runEndText(err))
+	}
 	t.stopGrace = time.Now().Add(ctrlCStopGrace)
 	if !aborted && rescuable && err != nil && t.offerRescue(err) {
 		return // queued prompts and changes wait for the user's choice

@@ -87,7 +87,11 @@ type setup struct {
 	// guardTools loaded.
 	editorMCP []mcpServerConfig
 	rules     *PermissionRules
-	config    userConfig // config.json as newSetup read it
+	// validators are the command validators in use; skippedGates the
+	// validators and files left out, and why (the TUI's /permissions).
+	validators   []Validator
+	skippedGates []string
+	config       userConfig // config.json as newSetup read it
 	// modes is the session's mode (wire_modes.go): the one it began in,
 	// who chose that ("" nobody), and what nobody choosing gives; boxes
 	// the sandboxes modes need beyond the run's own. planAsk says who
@@ -834,9 +838,12 @@ func runTUI(o zotOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 				if err := recordTrust(s.home, s.cwd, s.trust.Entries, s.trustKinds); err != nil {
 					t.Logf("zot: trusted for this session only: %s", err)
 				}
-			} else if s.trust.Warning == "" { // a trust.json zot cannot read is not rewritten for a "no"
-				if err := recordDecline(s.home, s.cwd, s.trust.Entries); err != nil {
-					t.Logf("zot: not remembered, so the next session asks again: %s", err)
+			} else {
+				s.trust.Declined = true    // what /status says
+				if s.trust.Warning == "" { // a trust.json zot cannot read is not rewritten for a "no"
+					if err := recordDecline(s.home, s.cwd, s.trust.Entries); err != nil {
+						t.Logf("zot: not remembered, so the next session asks again: %s", err)
+					}
 				}
 			}
 			stop = s.plugTUI(t)
@@ -857,13 +864,29 @@ func runTUI(o zotOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 // tuiConfig is what the TUI gets of the setup. The session it switches to
 // is the one close closes, and the one the audit log names.
 func (s *setup) tuiConfig() TUIConfig {
+	notify := s.notifyKind()
 	return TUIConfig{
 		Agent: s.agent, ToolEnv: s.toolEnv, Home: s.home, Cwd: s.cwd,
 		Provider: s.provider, BaseURL: s.baseURL, BaseURLFlag: s.opts.baseURL != "", APIKey: s.opts.apiKey, ResponseTimeout: s.opts.responseTimeout, CacheRetention: s.cacheRetention,
 		MissingKey: s.missingKey, Session: s.session, OnSession: func(sess *Session) { s.session = sess },
 		Notes: s.notes, AskTools: s.opts.noYolo, Sandbox: string(s.sandbox.Mode()), Modes: s.modes,
-		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(),
+		Checkpoints: s.tuiCheckpoints(), Approvals: s.sessionApprovals(), Notify: notify, Inspect: inspectHost{s},
 	}
+}
+
+// notifyKind is config.json's "notify", checked: a bad value is a note,
+// and the default stands.
+func (s *setup) notifyKind() string {
+	v, err := s.config.str("notify")
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("%v (the default, %s, is used)", err, notifyDefault))
+		return notifyDefault
+	}
+	kind, err := ParseNotify(v)
+	if err != nil {
+		s.notes = append(s.notes, err.Error())
+	}
+	return kind
 }
 
 // plugTUI starts the plugins for the TUI, makes it the one that answers
@@ -1069,7 +1092,7 @@ func (s *setup) startHooks(ctx context.Context, onNote func(level, msg string)) 
 	if err != nil {
 		onNote("warn", "hooks: "+err.Error())
 	}
-	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote}
+	cfg := HookConfig{Cwd: s.cwd, Model: s.model, Source: "startup", OnNote: onNote, Modes: s.modes}
 	project := map[string]bool{}
 	cfg.Verify = func(file string) error {
 		if !project[file] {
@@ -1138,8 +1161,10 @@ func (s *setup) guardTools() {
 			return false
 		}
 		s.agent.logf("validator %q (%s) is new or changed since this directory was trusted: not used (zot trust %s)", v.Name, relTo(s.cwd, project), s.cwd)
+		s.skippedGates = append(s.skippedGates, fmt.Sprintf("validator %q (%s): changed since the directory was trusted", v.Name, project))
 		return true
 	})
+	s.skipValidators()
 	for i, v := range vs {
 		if v.Source == project && !userOwns(s.home, project) {
 			vs[i].Check = func() error {
@@ -1152,7 +1177,7 @@ func (s *setup) guardTools() {
 	})
 	src.HostMode = true
 	rules := LoadPermissionRules(src)
-	s.rules = rules
+	s.rules, s.validators = rules, vs
 	if s.toolEnv != nil {
 		s.toolEnv.ReadRule = rules.ReadVerdict
 	}

@@ -108,6 +108,16 @@ func (h checkpointHost) Restore(id string, force bool, keep []string) (tuiRestor
 	return r, err
 }
 
+func (h checkpointHost) Diff() ([]tuiFileDiff, error) {
+	session, _ := h.s.checkpointSession()
+	diffs, err := h.s.checkpoints.SessionDiff(session)
+	out := make([]tuiFileDiff, 0, len(diffs))
+	for _, d := range diffs {
+		out = append(out, tuiFileDiff(d))
+	}
+	return out, err
+}
+
 func (h checkpointHost) List() ([]json.RawMessage, error) {
 	session, _ := h.s.checkpointSession()
 	recs, err := h.s.checkpoints.sessionRecords(session)

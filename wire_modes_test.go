@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -263,5 +264,41 @@ func TestPlanModeRunsOnlyReadOnlyMCPTools(t *testing.T) {
 	}
 	if !strings.Contains(sent, "mcp__fake__echo is not marked read-only by its MCP server (readOnlyHint)") {
 		t.Errorf("the other MCP tool was not refused:\n%s", sent)
+	}
+}
+
+// grep, find and ls are off by default (their token cost), and plan mode
+// offers them: the request a plan-mode run sends holds them and
+// present_plan, an auto run's none of them.
+func TestPlanModeOffersTheSearchTools(t *testing.T) {
+	t.Parallel()
+	sent := func(mode string) []string {
+		srv := startReplay(t, textStep("ok"))
+		z := newZotRun(t)
+		if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--mode", mode, "look")...); code != 0 {
+			t.Fatalf("--mode %s: exit %d: %s", mode, code, stderr)
+		}
+		var body struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range body.Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}
+	auto, plan := sent("auto"), sent("plan")
+	for _, name := range []string{ToolGrep, ToolFind, ToolLs, "present_plan"} {
+		if slices.Contains(auto, name) {
+			t.Errorf("auto offers %s: %v", name, auto)
+		}
+		if !slices.Contains(plan, name) {
+			t.Errorf("plan mode does not offer %s: %v", name, plan)
+		}
 	}
 }
