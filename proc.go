@@ -99,8 +99,9 @@ type procSpec struct {
 	// counts as exited at the report; the leader is reaped in the
 	// background (Gone).
 	reportsEnd bool
-	// bigStdout: a stdout pipe of bigPipe bytes (growPipe), for a command
-	// whose output may be large: a bash call's.
+	// bigStdout: a stdout pipe of bigPipe bytes where the kernel allows it
+	// (growPipe; proc.bigStdout says whether it did), for a command whose
+	// output may be large: a bash call's.
 	bigStdout bool
 }
 
@@ -119,9 +120,11 @@ type proc struct {
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
-	exited chan struct{} // closed when the leader has exited (or reported its end); it stays unreaped until Reap
-	gone   chan struct{} // closed when the leader has been reaped
-	report *os.File      // with reportsEnd: where the leader reports its end
+	// bigStdout: stdout is a pipe that holds bigPipe bytes.
+	bigStdout bool
+	exited    chan struct{} // closed when the leader has exited (or reported its end); it stays unreaped until Reap
+	gone      chan struct{} // closed when the leader has been reaped
+	report    *os.File      // with reportsEnd: where the leader reports its end
 
 	mu       sync.RWMutex // Stop holds it shared and Reap exclusively, so no signal follows the reap
 	released bool         // reaped: its ids may be a stranger's now
@@ -193,7 +196,7 @@ func startProc(spec procSpec) (*proc, error) {
 			return fail(err)
 		}
 		if spec.bigStdout {
-			growPipe(p.stdout)
+			p.bigStdout = growPipe(p.stdout)
 		}
 	}
 	if spec.reportsEnd {

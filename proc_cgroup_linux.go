@@ -186,7 +186,7 @@ func (c *procCgroup) freeze(on bool) error {
 	if on {
 		v = "1"
 	}
-	return os.WriteFile(c.file("cgroup.freeze"), []byte(v), 0)
+	return writeProcFile(c.file("cgroup.freeze"), []byte(v))
 }
 
 // waitFrozen waits up to d for every process in the cgroup to be frozen,
@@ -225,7 +225,7 @@ func (c *procCgroup) waitFrozen(d time.Duration) bool {
 
 // moveOut moves pid to zot's own cgroup.
 func (c *procCgroup) moveOut(pid int) error {
-	return os.WriteFile(filepath.Join(filepath.Dir(c.dir), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+	return writeProcFile(filepath.Join(filepath.Dir(c.dir), "cgroup.procs"), []byte(strconv.Itoa(pid)))
 }
 
 // stopSession sends what esc chooses to the processes of the session sid

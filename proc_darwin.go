@@ -44,4 +44,4 @@ func setSubreaper() error { return errors.ErrUnsupported }
 // exitedChild: there is no subreaper here, so no orphan to reap.
 func exitedChild() int { return 0 }
 
-func growPipe(*os.File) {}
+func growPipe(*os.File) bool { return false }

@@ -27,12 +27,15 @@ func waitUnreaped(pid int) bool {
 // growPipe makes the pipe f reads from hold bigPipe bytes where the
 // kernel allows it (pipe-max-size), so that a command printing much is
 // read in a sixteenth of the reads, and wakes zot's reader as seldom. A
-// pipe the kernel keeps at its size works the same, only slower.
-func growPipe(f *os.File) {
+// pipe the kernel keeps at its size works the same, only slower. It
+// reports whether the pipe holds bigPipe bytes.
+func growPipe(f *os.File) bool {
 	const fSetPipeSz = 1031
+	size := uintptr(0)
 	if c, err := f.SyscallConn(); err == nil {
-		c.Control(func(fd uintptr) { syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, bigPipe) })
+		c.Control(func(fd uintptr) { size, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, bigPipe) })
 	}
+	return size >= bigPipe && size < 1<<31 // an error is -errno
 }
 
 // exitedChild returns the pid of a child of zot's that has exited and is

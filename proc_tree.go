@@ -39,9 +39,75 @@ const procForceEnv = "ZOT_PROC_FORCE"
 // processes zot started, not with those on the machine.
 var procFilesRead atomic.Int64
 
+// readProcFile reads a file of /proc or of a cgroup in three system calls
+// or so: os.ReadFile would also offer the file to the runtime's poller
+// (which refuses it, in four more) and ask its size, which such a file
+// does not know. Stop reads a dozen of them at the end of each call.
 func readProcFile(path string) ([]byte, error) {
 	procFilesRead.Add(1)
-	return os.ReadFile(path)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, cap(b))
+		}
+		n, err := syscall.Read(fd, b[len(b):cap(b)])
+		switch {
+		case err == syscall.EINTR:
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return b, nil
+		default:
+			b = b[:len(b)+n]
+		}
+	}
+}
+
+// writeProcFile writes a cgroup's control file as readProcFile reads.
+func writeProcFile(path string, data []byte) error {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	for {
+		_, err := syscall.Write(fd, data)
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "write", Path: path, Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+// procDirNames lists the names in a directory of /proc, as readProcFile
+// reads a file.
+func procDirNames(path string) ([]string, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	var names []string
+	buf := make([]byte, 4096)
+	for {
+		n, err := syscall.ReadDirent(fd, buf)
+		switch {
+		case err == syscall.EINTR:
+		case err != nil:
+			return nil, &os.PathError{Op: "readdirent", Path: path, Err: err}
+		case n <= 0:
+			return names, nil
+		default:
+			_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+		}
+	}
 }
 
 // subreaper is set once adoptOrphans made zot the reaper of its
@@ -139,13 +205,13 @@ func readProcStat(pid string) (procStat, bool) {
 // the newest first (as readProcs). A process that is gone has none.
 func childrenOf(pid string) []int {
 	procFilesRead.Add(1)
-	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	tasks, err := procDirNames("/proc/" + pid + "/task")
 	if err != nil {
 		return nil
 	}
 	var kids []int
 	for _, t := range tasks {
-		b, err := readProcFile("/proc/" + pid + "/task/" + t.Name() + "/children")
+		b, err := readProcFile("/proc/" + pid + "/task/" + t + "/children")
 		if err != nil {
 			continue // the thread ended
 		}

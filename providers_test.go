@@ -993,8 +993,10 @@ func TestResponseHeadersTimeOut(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	}
-	if n := requests.Load(); n != 2 {
-		t.Errorf("%d requests, want one per provider (no retries)", n)
+	// At most: under load the client may give up before the server's
+	// handler has counted a request it was sent.
+	if n := requests.Load(); n > 2 {
+		t.Errorf("%d requests, want at most one per provider (no retries)", n)
 	}
 	if p, _ := NewProvider(ProviderConfig{Name: "anthropic"}); p.(*anthropicProvider).http.headerTimeout != DefaultResponseTimeout {
 		t.Errorf("the default wait for headers is not DefaultResponseTimeout")

@@ -109,6 +109,7 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	}
 	pr := p.stdout
 	out := newShellOutput(env.BashOutput, env.SpillLimit)
+	out.pace = p.bigStdout
 	readDone := make(chan struct{})
 	// The reader owns out until readDone closes; it stops at EOF or at the
 	// read deadline set below once the shell is gone.
@@ -204,6 +205,9 @@ type shellOutput struct {
 	spill      *spillFile
 	spillErr   error
 	eof        bool // every writer of the pipe has closed it
+	// pace: the pipe holds bigPipe bytes, and a command that prints much
+	// is read in pauses (readFrom).
+	pace bool
 
 	line     []byte // the unfinished last line, for progress
 	lastSent time.Time
@@ -226,6 +230,14 @@ func newShellOutput(budget int, spillLimit int64) *shellOutput {
 // readFrom reads r to its end. Once there is a spill file, the command's
 // output is read straight into the spill file's chunks, which go to its
 // writer as they are: a gigabyte of output is not copied once more.
+//
+// A read of a pipe returns what is in it, so a reader that keeps up with
+// a command writing 4 KiB at a time (stdio's buffer) wakes 250,000 times
+// a gigabyte, and each wake costs zot more than the bytes it brings. Once
+// a command has printed paceFrom bytes, a read that brought less than a
+// quarter of a chunk is followed by a pause of readPause, in which the
+// pipe (bigPipe bytes, pace) fills: the command still never waits, unless
+// it prints faster than bigPipe bytes a readPause.
 func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
 	own := make([]byte, headRead)
 	for {
@@ -246,6 +258,9 @@ func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
 		if err != nil {
 			o.eof = err == io.EOF
 			return
+		}
+		if o.pace && chunk && n < len(buf)/4 && o.total >= paceFrom {
+			time.Sleep(readPause)
 		}
 	}
 }
@@ -405,10 +420,16 @@ type spillFile struct {
 // spillChunk the size of one: what one read of a bash call's pipe gives
 // at most. Until the output outgrows the result, it is read in smaller
 // reads (headRead), so a call that prints little allocates little.
+//
+// paceFrom and readPause pace the reads of a command that prints much
+// (readFrom): the pause adds at most readPause to a call that printed
+// more than paceFrom.
 const (
 	spillBuffers = 2
 	spillChunk   = bigPipe
 	headRead     = 64 << 10
+	paceFrom     = 1 << 20
+	readPause    = time.Millisecond
 )
 
 func newSpillFile(limit int64) (*spillFile, error) {
