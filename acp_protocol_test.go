@@ -630,3 +630,176 @@ func TestACPThoughtChunksStreamTheModelsReasoning(t *testing.T) {
 		t.Errorf("session/load replayed the answer as %q, want %q", got, answer)
 	}
 }
+
+// anthropicConversation is what an Anthropic request carried, a line a
+// message: its role and its text and tool results, in order.
+func anthropicConversation(t *testing.T, r capturedRequest) []string {
+	t.Helper()
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type    string          `json:"type"`
+				Text    string          `json:"text"`
+				Content json.RawMessage `json:"content"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatalf("the model request: %v\n%s", err, r.Body)
+	}
+	var out []string
+	for _, m := range body.Messages {
+		var parts []string
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				parts = append(parts, b.Text)
+			case "tool_use":
+				parts = append(parts, "(a tool call)")
+			case "tool_result":
+				parts = append(parts, "(a tool result "+string(b.Content)+")")
+			}
+		}
+		out = append(out, m.Role+": "+strings.Join(parts, " "))
+	}
+	return out
+}
+
+// TestACPModelRefusalLeavesThePromptOut: a model that refuses (Anthropic's
+// stop_reason refusal, in the stream the SDK authors recorded) answers
+// the prompt refusal; the editor sees what the model said and that it
+// refused, and neither the refused prompt nor the model's reply goes with
+// the next prompt — then, or after session/load in a second process.
+func TestACPModelRefusalLeavesThePromptOut(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, textStep("First answer."), fixtureStep(t, "anthropic_thinking_signature_refusal.sse"), textStep("Tests pass."))
+	z := newZotRun(t)
+	p := startACPProc(t, z, anthropicFlags(srv)...)
+	session := p.newSession(z.cwd, obj{})
+	if stop := p.prompt(session, textBlock("hello")); stop != "end_turn" {
+		t.Fatalf("the first prompt stopped %q", stop)
+	}
+	from := p.mark()
+	if stop := p.prompt(session, textBlock("what is an eclipse, claudius?")); stop != "refusal" {
+		t.Errorf("a prompt the model refused stopped %q", stop)
+	}
+	refused := p.updatesOf(session, from, p.mark())
+	if text := chunkText(refused, "agent_message_chunk"); !strings.HasPrefix(text, "Hi\n\nzot: the model refused to answer.") || !strings.Contains(text, "left out of the conversation") {
+		t.Errorf("the editor was shown %q for the refusal", text)
+	}
+	if chunkText(refused, "agent_thought_chunk") == "" {
+		t.Error("the refused reply's thinking did not stream")
+	}
+	if stop := p.prompt(session, textBlock("run the tests")); stop != "end_turn" {
+		t.Fatalf("the prompt after the refusal stopped %q", stop)
+	}
+	reqs := srv.Requests()
+	want := []string{"user: hello", "assistant: First answer.", "user: run the tests"}
+	if got := anthropicConversation(t, reqs[len(reqs)-1]); !slices.Equal(got, want) {
+		t.Errorf("after the refusal the model received\n%q\nwant\n%q", got, want)
+	}
+	p.stdin.Close()
+	p.cmd.Wait()
+
+	loader := startACPProc(t, z, anthropicFlags(srv)...)
+	loader.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}})
+	loader.mustCall("session/load", obj{"sessionId": session, "cwd": z.cwd, "mcpServers": []any{}})
+	replayed := loader.updatesOf(session, 0, loader.mark())
+	if got := chunkText(replayed, "user_message_chunk"); got != "hello"+"run the tests" {
+		t.Errorf("session/load replayed the prompts %q", got)
+	}
+	if got := chunkText(replayed, "agent_message_chunk"); got != "First answer."+"Tests pass." {
+		t.Errorf("session/load replayed the answers %q", got)
+	}
+}
+
+// TestACPModelRefusalAfterToolsKeepsThePrompt: a refusal after the
+// model's tools ran still answers refusal, but the prompt stays in the
+// conversation: what the tools did happened, and the model must know.
+func TestACPModelRefusalAfterToolsKeepsThePrompt(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, toolStep("r1", "read", obj{"path": "notes.txt"}), fixtureStep(t, "anthropic_thinking_signature_refusal.sse"), textStep("Noted."))
+	z := newZotRun(t)
+	os.WriteFile(filepath.Join(z.cwd, "notes.txt"), []byte("kiwi\n"), 0o644)
+	p := startACPProc(t, z, anthropicFlags(srv)...)
+	session := p.newSession(z.cwd, obj{})
+	from := p.mark()
+	if stop := p.prompt(session, textBlock("read the notes")); stop != "refusal" {
+		t.Errorf("a prompt refused after a tool ran stopped %q", stop)
+	}
+	if text := chunkText(p.updatesOf(session, from, p.mark()), "agent_message_chunk"); !strings.Contains(text, "stays in the conversation") {
+		t.Errorf("the editor was shown %q for the refusal", text)
+	}
+	if stop := p.prompt(session, textBlock("and now?")); stop != "end_turn" {
+		t.Fatalf("the prompt after the refusal stopped %q", stop)
+	}
+	reqs := srv.Requests()
+	got := anthropicConversation(t, reqs[len(reqs)-1])
+	if len(got) != 5 || got[0] != "user: read the notes" || !strings.Contains(got[2], "kiwi") || got[3] != "assistant: Hi" || got[4] != "user: and now?" {
+		t.Errorf("after a refusal that followed a tool, the model received %q", got)
+	}
+}
+
+// TestACPContentFilterIsARefusal: OpenAI's finish_reason content_filter
+// answers refusal too, and leaves the prompt out of the next request.
+func TestACPContentFilterIsARefusal(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, fixtureStep(t, "openai_chat_handwritten_content_filter.sse"), replayStep{Events: openaiEvents(gen{Text: "Fine."})})
+	z := newZotRun(t)
+	p := startACPProc(t, z, "--provider", "openai", "--base-url", srv.URL, "--api-key", "test-key", "--model", "gpt-4o")
+	session := p.newSession(z.cwd, obj{})
+	if stop := p.prompt(session, textBlock("tell me the story")); stop != "refusal" {
+		t.Errorf("a reply the content filter stopped answered %q", stop)
+	}
+	if stop := p.prompt(session, textBlock("something else")); stop != "end_turn" {
+		t.Fatalf("the prompt after the refusal stopped %q", stop)
+	}
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	reqs := srv.Requests()
+	json.Unmarshal(reqs[len(reqs)-1].Body, &body)
+	if sent := jsonText(body.Messages); strings.Contains(sent, "tell me the story") || strings.Contains(sent, "the story goes on") || !strings.Contains(sent, "something else") {
+		t.Errorf("after the content filter the model received %s", sent)
+	}
+}
+
+// TestACPThinkingLevelFollowsTheModel: max, chosen on a model that has
+// it, becomes high on a model whose top is high — the level the editor
+// shows is the level the request carries — and stays high on the way back.
+func TestACPThinkingLevelFollowsTheModel(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, textStep("Thought hard."))
+	z := newZotRun(t)
+	p := startACPProc(t, z, anthropicFlags(srv)...)
+	session := p.newSession(z.cwd, obj{})
+	set := func(id, value string) map[string]configOption {
+		t.Helper()
+		return configOptionsOf(t, p.mustCall("session/set_config_option", obj{"sessionId": session, "configId": id, "value": value}))
+	}
+	if l := set("thought_level", "max")["thought_level"]; l.CurrentValue != "max" {
+		t.Fatalf("max on claude-sonnet-4-6: %+v", l)
+	}
+	if l := set("model", "claude-haiku-4-5")["thought_level"]; l.CurrentValue != "high" || slices.Contains(l.values(), "max") {
+		t.Errorf("max after the switch to claude-haiku-4-5, whose top is high: %+v", l)
+	}
+	if stop := p.prompt(session, textBlock("think")); stop != "end_turn" {
+		t.Fatalf("the prompt stopped %q", stop)
+	}
+	var sent struct {
+		Thinking struct {
+			BudgetTokens int `json:"budget_tokens"`
+		} `json:"thinking"`
+	}
+	json.Unmarshal(srv.Requests()[0].Body, &sent)
+	if sent.Thinking.BudgetTokens != thinkingBudget["high"] {
+		t.Errorf("the request thought with a budget of %d tokens, want high's %d", sent.Thinking.BudgetTokens, thinkingBudget["high"])
+	}
+	if l := set("model", "claude-sonnet-4-6")["thought_level"]; l.CurrentValue != "high" {
+		t.Errorf("back on claude-sonnet-4-6: %+v", l)
+	}
+}

@@ -236,6 +236,18 @@ func acpThoughtLevels(m ModelInfo) []string {
 	return append([]string{ReasoningOff}, reasoningLevels...)
 }
 
+// fitThoughtLevel moves a thinking level the model does not offer (max,
+// chosen on a model that has it, on one whose top is high) to the one
+// its requests carry, so that the level the editor shows is the one used.
+func (ss *acpSession) fitThoughtLevel() error {
+	a := ss.b.Agent
+	level, info := a.CurrentReasoning(), lookupModel(ss.b.Provider, a.CurrentModel())
+	if level == "" || slices.Contains(acpThoughtLevels(info), level) {
+		return nil
+	}
+	return a.SetReasoning(reasoningFor(info, level))
+}
+
 func (ss *acpSession) setMode(id string) error {
 	if m, err := ParseMode(id); err == nil {
 		id = string(m) // Claude Code's names too: acceptEdits, default …
@@ -273,7 +285,9 @@ func (ss *acpSession) setConfig(id, value string) error {
 	case "mode":
 		return ss.setMode(value)
 	case "model":
-		err = ss.b.Agent.SetModel(value)
+		if err = ss.b.Agent.SetModel(value); err == nil {
+			err = ss.fitThoughtLevel()
+		}
 	case "thought_level":
 		if value == "default" {
 			value = ""
@@ -319,8 +333,8 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent("zot: " + n + "\n\n")})
 	}
 
-	stop := StopEndTurn
-	sink := ss.sink(&stop)
+	turn := acpTurn{stop: StopEndTurn}
+	sink := ss.sink(&turn)
 	if name, args, ok := acpCommandCall(text); ok && ss.command(ctx, name, args, sink) {
 		if ctx.Err() != nil {
 			return "cancelled", nil
@@ -340,16 +354,51 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 	case errors.Is(err, ErrBlocked):
 		// The stop reason alone does not say who refused or why; the TUI
 		// shows the same line.
-		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent("zot: " + err.Error())})
+		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent("zot: " + err.Error() + ss.forgetRefused(turn.prompted))})
 		return "refusal", nil
 	case errors.As(err, &steps):
 		return "max_turn_requests", nil
 	case err != nil:
 		return "", acpErrorf(acpInternalError, "%s", err.Error())
-	case stop == StopLength:
+	case turn.stop == StopLength:
 		return "max_tokens", nil
+	case turn.stop == StopRefusal:
+		note := "zot: the model refused to answer." + ss.forgetRefused(turn.prompted)
+		if turn.spoke {
+			note = "\n\n" + note
+		}
+		ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent(note)})
+		return "refusal", nil
 	}
 	return "end_turn", nil
+}
+
+// forgetRefused takes the refused prompt sent at prompted, and all that
+// followed it, out of the conversation, as the refusal tells the editor
+// (the next prompt does not carry it), and says so. A prompt whose model
+// called tools stays: what they did happened, and the model must know of
+// it. A prompt a hook refused before it was recorded has nothing to take.
+func (ss *acpSession) forgetRefused(prompted time.Time) string {
+	if prompted.IsZero() {
+		return ""
+	}
+	a := ss.b.Agent
+	msgs := a.Messages()
+	at := len(msgs) - 1
+	for at >= 0 && !(msgs[at].isPrompt() && msgs[at].Time.Equal(prompted)) {
+		at--
+	}
+	switch {
+	case at < 0:
+		return ""
+	case slices.ContainsFunc(msgs[at:], func(m Message) bool { return len(m.ToolCalls()) > 0 }):
+		return " The model called tools for this prompt, so it stays in the conversation."
+	}
+	if err := a.Rewind(at); err != nil {
+		ss.srv.Log("acp: session %s: could not take the refused prompt out of the conversation: %v", ss.id, err)
+		return " It stays in the conversation: " + err.Error()
+	}
+	return " This prompt is left out of the conversation."
 }
 
 // title names the session after its first prompt.
@@ -462,14 +511,22 @@ func acpURIPath(uri string) string {
 	return uri
 }
 
-// sink turns the agent's events into session updates; stop gets the
-// last turn's stop reason.
-func (ss *acpSession) sink(stop *string) Sink {
+// acpTurn is what a prompt's answer is made of besides its updates.
+type acpTurn struct {
+	stop     string    // the last turn's stop reason
+	prompted time.Time // when the prompt was recorded; zero: it was not
+	spoke    bool      // the model's text reached the editor
+}
+
+// sink turns the agent's events into session updates, and notes in turn
+// what the answer needs.
+func (ss *acpSession) sink(turn *acpTurn) Sink {
 	prompts := 0
 	return func(e Event) {
 		switch e.Type {
 		case EventTextDelta:
 			if e.Delta != "" {
+				turn.spoke = true
 				ss.update(acpChunk{SessionUpdate: "agent_message_chunk", Content: textContent(e.Delta)})
 			}
 		case EventThinkingDelta:
@@ -481,7 +538,9 @@ func (ss *acpSession) sink(stop *string) Sink {
 		case EventUserMessage:
 			// The first is the editor's own prompt; later ones come from
 			// a hook that sent the model on.
-			if prompts++; prompts > 1 {
+			if prompts++; prompts == 1 {
+				turn.prompted = e.Time
+			} else {
 				for _, b := range e.Content {
 					if b.Type == BlockText {
 						ss.update(acpChunk{SessionUpdate: "user_message_chunk", Content: textContent(b.Text)})
@@ -501,7 +560,7 @@ func (ss *acpSession) sink(stop *string) Sink {
 			ss.update(acpUsageUpdate{SessionUpdate: "usage_update", Used: e.Usage.ContextTokens(),
 				Size: lookupModel(ss.b.Provider, a.CurrentModel()).ContextWindow, Cost: &acpCost{Amount: e.Cumulative.CostUSD, Currency: "USD"}})
 		case EventTurnEnd:
-			*stop = e.Stop
+			turn.stop = e.Stop
 		case EventRetry:
 			ss.srv.Log("acp: retrying in %s (attempt %d of %d): %s", e.Wait.Round(100*time.Millisecond), e.Attempt, e.Attempts, e.Error)
 		case EventError:

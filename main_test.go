@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -221,6 +222,42 @@ func TestPrintModeRunsARealToolLoop(t *testing.T) {
 	}
 	if !strings.Contains(results[3], "2") || !strings.Contains(results[3], "exit code 3") {
 		t.Errorf("bash result = %q", results[3])
+	}
+}
+
+// TestPrintAndJSONSayTheModelRefused: a model's refusal (Anthropic's
+// stop_reason refusal, recorded by the SDK authors) is no answer to take
+// for one: -p prints what the model said and fails naming the refusal;
+// --json ends the turn with stop refusal, and the run with the error.
+func TestPrintAndJSONSayTheModelRefused(t *testing.T) {
+	t.Parallel()
+	srv := startReplay(t, fixtureStep(t, "anthropic_thinking_signature_refusal.sse"))
+	z := newZotRun(t)
+	stdout, stderr, code := z.run(append(anthropicFlags(srv), "-p", "what is an eclipse?")...)
+	if code != exitFailure || stdout != "Hi\n" || !strings.Contains(stderr, "zot: the model refused to answer (stop: refusal)") {
+		t.Errorf("-p: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	stdout, _, code = z.run(append(anthropicFlags(srv), "--json", "what is an eclipse?")...)
+	var ends []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var ev struct {
+			Type    string `json:"type"`
+			Stop    string `json:"stop"`
+			Message string `json:"message"`
+		}
+		json.Unmarshal([]byte(line), &ev)
+		switch ev.Type {
+		case "turn_end":
+			ends = append(ends, "turn_end "+ev.Stop)
+		case "error":
+			ends = append(ends, "error "+ev.Message)
+		case "done":
+			ends = append(ends, "done")
+		}
+	}
+	want := []string{"turn_end refusal", "done", "error the model refused to answer (stop: refusal); rephrase the prompt, or try another model"}
+	if code != exitFailure || !slices.Equal(ends, want) {
+		t.Errorf("--json: exit %d, events %q, want %q", code, ends, want)
 	}
 }
 

@@ -273,11 +273,14 @@ func (u Usage) clamped() (Usage, string) {
 // ContextTokens is how much of the context window the request used.
 func (u Usage) ContextTokens() int { return u.Input + u.CacheRead + u.CacheWrite }
 
-// Stop reasons of a turn, as turn_end reports them.
+// Stop reasons of a turn, as turn_end reports them. StopRefusal, the
+// model declining to answer (Anthropic's refusal, OpenAI's content
+// filter or refusal), is one more than seed 004 lists (docs/choices.md).
 const (
 	StopEndTurn = "end_turn"
 	StopToolUse = "tool_use"
 	StopLength  = "length"
+	StopRefusal = "refusal"
 	StopError   = "error"
 	StopAborted = "aborted"
 )

@@ -356,6 +356,8 @@ func anthStopReason(r string) string {
 		return StopToolUse
 	case "max_tokens", "model_context_window_exceeded":
 		return StopLength
+	case "refusal":
+		return StopRefusal
 	}
 	return StopEndTurn
 }

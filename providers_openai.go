@@ -298,6 +298,7 @@ type oaiStream struct {
 	calls    []*partialBlock
 	byIndex  map[int]*partialBlock
 	stop     string
+	refused  bool // a refusal was streamed
 	usage    Usage
 	sawUsage bool
 	done     bool
@@ -376,11 +377,12 @@ func (s *oaiStream) handle(ev sseEvent) error {
 		}
 		streamPiece(&s.thinking, "thinking", firstNonEmpty(d.ReasoningContent, d.Reasoning), &s.size, s.on)
 		streamPiece(&s.text, "text", firstNonEmpty(d.Content, d.Refusal), &s.size, s.on)
+		s.refused = s.refused || (d.Refusal != nil && *d.Refusal != "")
 		for _, tc := range d.ToolCalls {
 			s.toolPiece(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			s.stop = oaiStopReason(*ch.FinishReason)
+			s.stop = oaiStopReason(*ch.FinishReason, s.refused)
 		}
 	}
 	return nil
@@ -437,12 +439,16 @@ func (s *oaiStream) endCall(tc *partialBlock) {
 	}
 }
 
-func oaiStopReason(r string) string {
-	switch r {
-	case "tool_calls", "function_call":
+// oaiStopReason reads a finish_reason; refused says the model streamed a
+// refusal, which ends with "stop" like an answer.
+func oaiStopReason(r string, refused bool) string {
+	switch {
+	case r == "tool_calls" || r == "function_call":
 		return StopToolUse
-	case "length":
+	case r == "length":
 		return StopLength
+	case r == "content_filter" || refused:
+		return StopRefusal
 	}
 	return StopEndTurn
 }

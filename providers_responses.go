@@ -250,6 +250,8 @@ type respStream struct {
 	usage Usage
 	done  bool
 	size  int64 // for received
+	// refused: the model's answer was a refusal, its stop StopRefusal.
+	refused bool
 }
 
 // respOutput is one output item while it streams.
@@ -328,6 +330,7 @@ func (s *respStream) handle(ev sseEvent) error {
 		// A refusal is the model's answer to show, as Chat Completions'
 		// refusal is.
 		if it := s.item(e.OutputIndex, "message"); it != nil && e.Delta != "" {
+			s.refused = s.refused || e.Type == "response.refusal.delta"
 			it.text.WriteString(e.Delta)
 			s.on(StreamEvent{Type: "text", Delta: e.Delta})
 		}
@@ -431,6 +434,7 @@ func (s *respStream) finish(i int, item *respItemEvent) {
 		if it.text.Len() == 0 {
 			for _, c := range item.Content {
 				t := c.Text + c.Refusal
+				s.refused = s.refused || c.Refusal != ""
 				s.size += int64(len(t))
 				it.text.WriteString(t)
 				if t != "" {
@@ -475,6 +479,9 @@ func (s *respStream) takeUsage(r *respResponse) {
 // reply is what the stream built, in output order.
 func (s *respStream) reply() Reply {
 	r := Reply{Usage: s.usage, Stop: StopEndTurn}
+	if s.refused {
+		r.Stop = StopRefusal
+	}
 	for _, it := range s.items {
 		if it == nil {
 			continue

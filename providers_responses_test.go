@@ -177,7 +177,8 @@ func TestResponsesIncompleteNamesItsReason(t *testing.T) {
 	}
 }
 
-// Refusals stream as the text the user sees; cached tokens are read out
+// Refusals stream as the text the user sees, and stop the turn as a
+// refusal; cached tokens are read out
 // of input_tokens; parallel function calls keep their order; a stream
 // that stops before response.completed is cut short.
 func TestResponsesRefusalUsageAndParallelCalls(t *testing.T) {
@@ -202,7 +203,7 @@ func TestResponsesRefusalUsageAndParallelCalls(t *testing.T) {
 			obj{"type": "response.output_text.delta", "output_index": 0, "delta": "half"},
 		)})
 	p, _ := testProvider(t, "openai", srv.URL)
-	checkReply(t, callProvider(t, p, Request{Model: codexModel}), wantReply{text: "I can't help with that.", stop: StopEndTurn, usage: Usage{Input: 200, Output: 7, CacheRead: 800}})
+	checkReply(t, callProvider(t, p, Request{Model: codexModel}), wantReply{text: "I can't help with that.", stop: StopRefusal, usage: Usage{Input: 200, Output: 7, CacheRead: 800}})
 	checkReply(t, callProvider(t, p, Request{Model: codexModel}), wantReply{stop: StopToolUse, usage: Usage{Input: 50, Output: 9},
 		tools: []ToolCall{{ID: "call_1", Name: "read", Args: json.RawMessage(`{"path":"a"}`)}, {ID: "call_2", Name: "read", Args: json.RawMessage(`{"path":"b"}`)}}})
 	if got := callProvider(t, p, Request{Model: codexModel}); got.err == nil || !strings.Contains(got.err.Error(), "ended early") || replyText(got.reply) != "half" {

@@ -157,7 +157,7 @@ func TestAnthropicParsesRecordedStreams(t *testing.T) {
 		{"anthropic_recorded_text_then_tool_use.sse", wantReply{text: "I'll get the current weather in San Francisco for you in Fahrenheit.", stop: StopToolUse,
 			tools: []ToolCall{toolCall("get_weather", `{"city": "San Francisco", "units": "fahrenheit"}`)}, usage: Usage{Input: 397, Output: 89}}},
 		{"anthropic_recorded_final_text_after_tool_result.sse", wantReply{text: "The current weather in San Francisco is 68 degrees Fahrenheit.", stop: StopEndTurn, usage: Usage{Input: 509, Output: 19}}},
-		{"anthropic_server_tool_use_web_search_refusal.sse", wantReply{text: "Here's a summary of this year's solar eclipses and how", stop: StopEndTurn, usage: Usage{Input: 28, Output: 106}}},
+		{"anthropic_server_tool_use_web_search_refusal.sse", wantReply{text: "Here's a summary of this year's solar eclipses and how", stop: StopRefusal, usage: Usage{Input: 28, Output: 106}}},
 		{"anthropic_docs_error_overloaded.sse", wantReply{err: "anthropic: overloaded_error: Overloaded"}},
 	}
 	for _, tt := range tests {
@@ -228,7 +228,8 @@ func TestOpenAIParsesRecordedStreams(t *testing.T) {
 			toolCall("GetWeatherArgs", `{"city": "Edinburgh", "country": "GB", "units": "c"}`),
 			toolCall("get_stock_price", `{"ticker": "AAPL", "exchange": "NASDAQ"}`)}, usage: Usage{Input: 149, Output: 60}}},
 		{"openai_chat_finish_length.sse", wantReply{text: `{"`, stop: StopLength, usage: Usage{Input: 79, Output: 1}}},
-		{"openai_chat_refusal.sse", wantReply{text: "I'm sorry, I can't assist with that request.", stop: StopEndTurn, usage: Usage{Input: 79, Output: 11}}},
+		{"openai_chat_refusal.sse", wantReply{text: "I'm sorry, I can't assist with that request.", stop: StopRefusal, usage: Usage{Input: 79, Output: 11}}},
+		{"openai_chat_handwritten_content_filter.sse", wantReply{text: "Sure, the story goes on:", stop: StopRefusal, usage: Usage{Input: 21, Output: 4}}},
 		{"openai_chat_logprobs.sse", wantReply{text: "Foo!", stop: StopEndTurn, usage: Usage{Input: 9, Output: 2}}},
 		{"openai_chat_n3_choices.sse", wantReply{text: `{"city":"San Francisco","temperature":65,"units":"f"}`, stop: StopEndTurn, usage: Usage{Input: 79, Output: 42}}},
 		{"openai_compat_deepseek_reasoning_tool_call.sse", wantReply{stop: StopToolUse, tools: []ToolCall{toolCall("weather", `{"location": "San Francisco"}`)}, usage: Usage{Input: 19, Output: 83, CacheRead: 320}}},

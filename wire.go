@@ -664,10 +664,13 @@ func (f *finalAnswer) watch(e Event) {
 }
 
 // problem says what is wrong with the final answer, "" when nothing is:
-// it is empty, or the output limit cut it. An answer a message gate hid
-// was the gate's doing, and a turn that ended in tools or an error is no
-// final answer.
+// it is empty, the output limit cut it, or the model refused. An answer a
+// message gate hid was the gate's doing, and a turn that ended in tools
+// or an error is no final answer.
 func (f *finalAnswer) problem() string {
+	if f.stop == StopRefusal && !f.blocked {
+		return "the model refused to answer (stop: refusal); rephrase the prompt, or try another model"
+	}
 	if f.blocked || (f.stop != StopEndTurn && f.stop != StopLength) {
 		return ""
 	}

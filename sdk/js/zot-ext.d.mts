@@ -51,7 +51,7 @@ export interface ZotEvent {
   tool_id?: string;
   tool_name?: string;
   tool_args?: unknown;
-  stop?: "end_turn" | "tool_use" | "length" | "error" | "aborted";
+  stop?: "end_turn" | "tool_use" | "length" | "refusal" | "error" | "aborted";
   error?: string;
   text?: string;
 }
