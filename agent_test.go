@@ -161,6 +161,8 @@ func TestEventJSONMatchesTheSchema(t *testing.T) {
 			`{"type":"usage","input":1,"output":2,"cache_read":3,"cache_write":4,"cost_usd":0.5,"cumulative":{"input":10,"output":0,"cache_read":0,"cache_write":0,"cost_usd":0}}`},
 		{Event{Type: "turn_end", Stop: "end_turn"}, `{"type":"turn_end","stop":"end_turn"}`},
 		{Event{Type: "turn_end", Stop: "error", Error: "boom"}, `{"type":"turn_end","stop":"error","error":"boom"}`},
+		// Seed 004's five stops hold: a refusal is end_turn, flagged.
+		{Event{Type: "turn_end", Stop: StopRefusal}, `{"type":"turn_end","stop":"end_turn","refusal":true}`},
 		{Event{Type: "done"}, `{"type":"done"}`},
 		{Event{Type: "error", Message: "bad"}, `{"type":"error","message":"bad"}`},
 		{Event{Type: "compact_done", Summary: "s"}, `{"type":"compact_done","summary":"s"}`},

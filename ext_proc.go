@@ -207,6 +207,7 @@ func (e extEvent) MarshalJSON() ([]byte, error) {
 		ToolName *string         `json:"tool_name,omitempty"`
 		ToolArgs json.RawMessage `json:"tool_args,omitempty"`
 		Stop     *string         `json:"stop,omitempty"`
+		Refusal  bool            `json:"refusal,omitempty"`
 		Error    string          `json:"error,omitempty"`
 		Text     *string         `json:"text,omitempty"`
 	}
@@ -217,7 +218,8 @@ func (e extEvent) MarshalJSON() ([]byte, error) {
 	case extEventToolCall:
 		w.ToolID, w.ToolName, w.ToolArgs = &e.ToolID, &e.ToolName, argsJSON(e.ToolArgs)
 	case extEventTurnEnd:
-		w.Stop, w.Error = &e.Stop, e.Error
+		stop, refusal := wireStop(e.Stop)
+		w.Stop, w.Refusal, w.Error = &stop, refusal, e.Error
 	case extEventAssistantMessage:
 		w.Text = &e.Text
 	}

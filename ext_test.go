@@ -1230,3 +1230,20 @@ func TestExtStopKillsWhatTheExtensionLeftInItsSession(t *testing.T) {
 		t.Errorf("process %d outlived the extension", pid)
 	}
 }
+
+// An extension written against seed 000 knows five stops: a model's
+// refusal reaches it as end_turn with "refusal": true, the others as they
+// are.
+func TestExtensionTurnEndKeepsTheSeedsStops(t *testing.T) {
+	t.Parallel()
+	for stop, want := range map[string]string{
+		StopRefusal: `{"type":"event","event":"turn_end","stop":"end_turn","refusal":true}`,
+		StopEndTurn: `{"type":"event","event":"turn_end","stop":"end_turn"}`,
+		StopError:   `{"type":"event","event":"turn_end","stop":"error"}`,
+	} {
+		b, err := json.Marshal(extEvent{Frame: frameEvent, Name: extEventTurnEnd, Stop: stop})
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %s %v, want %s", stop, b, err, want)
+		}
+	}
+}

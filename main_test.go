@@ -228,7 +228,8 @@ func TestPrintModeRunsARealToolLoop(t *testing.T) {
 // TestPrintAndJSONSayTheModelRefused: a model's refusal (Anthropic's
 // stop_reason refusal, recorded by the SDK authors) is no answer to take
 // for one: -p prints what the model said and fails naming the refusal;
-// --json ends the turn with stop refusal, and the run with the error.
+// --json ends the turn end_turn marked refusal (the seed's five stops
+// hold), and the run with the error.
 func TestPrintAndJSONSayTheModelRefused(t *testing.T) {
 	t.Parallel()
 	srv := startReplay(t, fixtureStep(t, "anthropic_thinking_signature_refusal.sse"))
@@ -243,19 +244,20 @@ func TestPrintAndJSONSayTheModelRefused(t *testing.T) {
 		var ev struct {
 			Type    string `json:"type"`
 			Stop    string `json:"stop"`
+			Refusal bool   `json:"refusal"`
 			Message string `json:"message"`
 		}
 		json.Unmarshal([]byte(line), &ev)
 		switch ev.Type {
 		case "turn_end":
-			ends = append(ends, "turn_end "+ev.Stop)
+			ends = append(ends, fmt.Sprintf("turn_end %s refusal=%v", ev.Stop, ev.Refusal))
 		case "error":
 			ends = append(ends, "error "+ev.Message)
 		case "done":
 			ends = append(ends, "done")
 		}
 	}
-	want := []string{"turn_end refusal", "done", "error the model refused to answer (stop: refusal); rephrase the prompt, or try another model"}
+	want := []string{"turn_end end_turn refusal=true", "done", "error the model refused to answer (stop: refusal); rephrase the prompt, or try another model"}
 	if code != exitFailure || !slices.Equal(ends, want) {
 		t.Errorf("--json: exit %d, events %q, want %q", code, ends, want)
 	}

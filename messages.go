@@ -273,9 +273,11 @@ func (u Usage) clamped() (Usage, string) {
 // ContextTokens is how much of the context window the request used.
 func (u Usage) ContextTokens() int { return u.Input + u.CacheRead + u.CacheWrite }
 
-// Stop reasons of a turn, as turn_end reports them. StopRefusal, the
-// model declining to answer (Anthropic's refusal, OpenAI's content
-// filter or refusal), is one more than seed 004 lists (docs/choices.md).
+// Stop reasons of a turn. StopRefusal, the model declining to answer
+// (Anthropic's refusal, OpenAI's content filter or refusal), is one more
+// than seed 004 lists: on the wire (turn_end to --json, rpc and
+// extensions) it is end_turn with "refusal": true (wireStop), so that a
+// client written against the seed meets only the stops it knows.
 const (
 	StopEndTurn = "end_turn"
 	StopToolUse = "tool_use"
@@ -284,6 +286,15 @@ const (
 	StopError   = "error"
 	StopAborted = "aborted"
 )
+
+// wireStop is the stop turn_end carries for stop, and whether the model
+// refused (StopRefusal goes out as end_turn).
+func wireStop(stop string) (string, bool) {
+	if stop == StopRefusal {
+		return StopEndTurn, true
+	}
+	return stop, false
+}
 
 // EventType names an event of the --json / rpc schema (seed 004). Every
 // event zot emits is one of these constants.
@@ -447,11 +458,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			Cumulative Usage `json:"cumulative"`
 		}{t, e.Usage, e.Cumulative})
 	case EventTurnEnd:
+		stop, refusal := wireStop(e.Stop)
 		return json.Marshal(struct {
 			typ
-			Stop  string `json:"stop"`
-			Error string `json:"error,omitempty"`
-		}{t, e.Stop, e.Error})
+			Stop    string `json:"stop"`
+			Refusal bool   `json:"refusal,omitempty"`
+			Error   string `json:"error,omitempty"`
+		}{t, stop, refusal, e.Error})
 	case EventError:
 		return json.Marshal(struct {
 			typ

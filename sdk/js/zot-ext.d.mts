@@ -51,7 +51,9 @@ export interface ZotEvent {
   tool_id?: string;
   tool_name?: string;
   tool_args?: unknown;
-  stop?: "end_turn" | "tool_use" | "length" | "refusal" | "error" | "aborted";
+  stop?: "end_turn" | "tool_use" | "length" | "error" | "aborted";
+  /** true (with stop "end_turn") when the model declined to answer */
+  refusal?: boolean;
   error?: string;
   text?: string;
 }
