@@ -179,21 +179,31 @@ func TestProcReapStopsWhatTheLeaderLeft(t *testing.T) {
 
 func TestRunToEndBoundsOutputAndKillsAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	// The deadline comes once the output is written (the marker file says
-	// so), not after a time a loaded machine may not have written it in.
+	// The deadline comes once the output is written, not after a time a
+	// loaded machine may not have written it in: the command then opens a
+	// FIFO, and this test's open of its other end returns.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	marker := filepath.Join(t.TempDir(), "written")
-	spec := procSpec{argv: []string{"sh", "-c", "head -c 5000 /dev/zero; echo err >&2; : >\"$1\"; exec sleep 30", "sh", marker}, env: envNoSecrets}
+	written := filepath.Join(t.TempDir(), "written")
+	if err := syscall.Mkfifo(written, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := procSpec{argv: []string{"sh", "-c", "head -c 5000 /dev/zero; echo err >&2; : >\"$1\"; exec sleep 30", "sh", written}, env: envNoSecrets}
+	opened := make(chan struct{})
 	go func() {
-		defer cancel()
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(marker); err == nil {
-				return
-			}
+		defer close(opened)
+		if f, err := os.Open(written); err == nil {
+			f.Close()
 		}
+		cancel()
 	}()
 	run, err := runToEnd(ctx, spec, nil, 1000, time.Second)
+	// A command that never opened the FIFO leaves the open above waiting:
+	// an open for reading and writing does not wait, and releases it.
+	if w, err := os.OpenFile(written, os.O_RDWR, 0); err == nil {
+		<-opened
+		w.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
