@@ -616,13 +616,7 @@ func TestACPThoughtChunksStreamTheModelsReasoning(t *testing.T) {
 	if lastThought > firstText {
 		t.Errorf("a thought chunk came after the answer began (update %d, the answer's first %d)", lastThought, firstText)
 	}
-	p.stdin.Close()
-	p.cmd.Wait()
-
-	loader := startACPProc(t, z, anthropicFlags(srv)...)
-	loader.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}})
-	loader.mustCall("session/load", obj{"sessionId": session, "cwd": z.cwd, "mcpServers": []any{}})
-	replayed := loader.updatesOf(session, 0, loader.mark())
+	replayed := replayInANewProcess(t, p, z, srv, session)
 	if got := chunkText(replayed, "agent_thought_chunk"); got != thinking {
 		t.Errorf("session/load replayed the thinking as %q, want %q", got, thinking)
 	}
@@ -699,13 +693,7 @@ func TestACPModelRefusalLeavesThePromptOut(t *testing.T) {
 	if got := anthropicConversation(t, reqs[len(reqs)-1]); !slices.Equal(got, want) {
 		t.Errorf("after the refusal the model received\n%q\nwant\n%q", got, want)
 	}
-	p.stdin.Close()
-	p.cmd.Wait()
-
-	loader := startACPProc(t, z, anthropicFlags(srv)...)
-	loader.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}})
-	loader.mustCall("session/load", obj{"sessionId": session, "cwd": z.cwd, "mcpServers": []any{}})
-	replayed := loader.updatesOf(session, 0, loader.mark())
+	replayed := replayInANewProcess(t, p, z, srv, session)
 	if got := chunkText(replayed, "user_message_chunk"); got != "hello"+"run the tests" {
 		t.Errorf("session/load replayed the prompts %q", got)
 	}
@@ -802,4 +790,16 @@ func TestACPThinkingLevelFollowsTheModel(t *testing.T) {
 	if l := set("model", "claude-sonnet-4-6")["thought_level"]; l.CurrentValue != "high" {
 		t.Errorf("back on claude-sonnet-4-6: %+v", l)
 	}
+}
+
+// replayInANewProcess ends p and loads session in a second zot acp, as an
+// editor reopening it would, and returns the updates its load replayed.
+func replayInANewProcess(t *testing.T, p *acpProc, z *zotRun, srv *replayServer, session string) []map[string]any {
+	t.Helper()
+	p.stdin.Close()
+	p.cmd.Wait()
+	loader := startACPProc(t, z, anthropicFlags(srv)...)
+	loader.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}})
+	loader.mustCall("session/load", obj{"sessionId": session, "cwd": z.cwd, "mcpServers": []any{}})
+	return loader.updatesOf(session, 0, loader.mark())
 }
