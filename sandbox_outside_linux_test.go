@@ -67,12 +67,7 @@ func TestRPCClientIsOfferedARunOutsideTheSandbox(t *testing.T) {
 	}
 	p.send(`{"id":"a","type":"approve","approval_id":"` + a.ApprovalID + `","decision":"allow"}`)
 	p.until(isType("done"))
-	if !fileExists(target) {
-		t.Error("allowed, the run outside did not happen")
-	}
-	if sent := toolResultTexts(srv); !strings.Contains(sent, "let it run once outside the sandbox") {
-		t.Errorf("the model was not told of the run outside:\n%s", sent)
-	}
+	ranOutsideOnce(t, target, srv)
 }
 
 func TestACPEditorIsOfferedARunOutsideTheSandbox(t *testing.T) {
@@ -102,12 +97,7 @@ func TestACPEditorIsOfferedARunOutsideTheSandbox(t *testing.T) {
 	if wroteEarly {
 		t.Error("the command wrote outside the sandbox before the editor was asked")
 	}
-	if !fileExists(target) {
-		t.Error("allowed, the run outside did not happen")
-	}
-	if sent := toolResultTexts(srv); !strings.Contains(sent, "let it run once outside the sandbox") {
-		t.Errorf("the model was not told of the run outside:\n%s", sent)
-	}
+	ranOutsideOnce(t, target, srv)
 }
 
 // The run outside is a question like any other: a PermissionRequest hook
@@ -125,5 +115,17 @@ func TestRunOutsideTheSandboxPassesTheGatesAgain(t *testing.T) {
 	}
 	if !strings.Contains(result, "[sandbox workspace refused this") || !strings.Contains(result, "[not run outside the sandbox: not run: never outside]") {
 		t.Errorf("the model was told:\n%s\nstderr: %s", result, stderr)
+	}
+}
+
+// ranOutsideOnce checks that an allowed run outside the sandbox happened
+// and that the model was told so.
+func ranOutsideOnce(t *testing.T, target string, srv *replayServer) {
+	t.Helper()
+	if !fileExists(target) {
+		t.Error("allowed, the run outside did not happen")
+	}
+	if sent := toolResultTexts(srv); !strings.Contains(sent, "let it run once outside the sandbox") {
+		t.Errorf("the model was not told of the run outside:\n%s", sent)
 	}
 }
