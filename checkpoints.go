@@ -349,9 +349,7 @@ func (c *Checkpoints) Before(info ckStepInfo) (after func() error, notes []strin
 
 // finish records the after state of rec and what changed.
 func (c *Checkpoints) finish(rec *ckRecord) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	unlock, err := c.lock()
+	unlock, err := c.lockBoth()
 	if err != nil {
 		return err
 	}
@@ -697,6 +695,21 @@ func newRunID() string {
 // The lock: one snapshot, restore or prune of a project at a time across
 // processes. The gen file changes on every prune, which tells a process
 // holding the index in memory to read it again.
+
+// lockBoth takes the process's mutex and then the project's lock, and
+// returns what releases both.
+func (c *Checkpoints) lockBoth() (unlock func(), err error) {
+	c.mu.Lock()
+	unlockFile, err := c.lock()
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	return func() {
+		unlockFile()
+		c.mu.Unlock()
+	}, nil
+}
 
 func (c *Checkpoints) lock() (unlock func(), err error) {
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {

@@ -25,9 +25,7 @@ const ckDiffMaxFile = 1 << 20
 
 // SessionDiff lists what session changed, in path order per directory.
 func (c *Checkpoints) SessionDiff(session string) ([]ckFileDiff, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	unlock, err := c.lock()
+	unlock, err := c.lockBoth()
 	if err != nil {
 		return nil, err
 	}

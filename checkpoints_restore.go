@@ -58,9 +58,7 @@ var errCheckpointConflict = errors.New("files changed after the checkpoint")
 
 // Restore brings back the state before checkpoint id.
 func (c *Checkpoints) Restore(id string, opt ckRestoreOptions) (*ckRestoreResult, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	unlock, err := c.lock()
+	unlock, err := c.lockBoth()
 	if err != nil {
 		return nil, err
 	}
@@ -556,9 +554,7 @@ type ckRewind struct {
 // transcript back to before the checkpoint's prompt. A conflict or a
 // prompt no longer in the transcript changes nothing.
 func (c *Checkpoints) RewindLive(agent *Agent, session, sessionPath, id string, files, conversation bool, opt ckRestoreOptions) (*ckRewind, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	unlock, err := c.lock()
+	unlock, err := c.lockBoth()
 	if err != nil {
 		return nil, err
 	}
