@@ -24,7 +24,8 @@ var tmuxSeq atomic.Int64
 type tmuxTerm struct {
 	t    *testing.T
 	sock string
-	dir  string // stty snapshots and the exit status
+	dir  string       // stty snapshots and the exit status
+	ctl  *tmuxControl // the test's commands go through it once started
 }
 
 func needTmux(t *testing.T) {
@@ -52,14 +53,34 @@ func startTUI(t *testing.T, z *zotRun, args ...string) *tmuxTerm {
 	}
 	fmt.Fprintf(&cmd, "; echo $? > %s/status; stty -a > %s/after; echo '[zot exited]'; exec sleep 600", shq(tm.dir), shq(tm.dir))
 	tm.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", "sh", "-c", cmd.String())
-	t.Cleanup(func() { exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	ctl, err := startTmuxControl(tm.sock)
+	t.Cleanup(func() {
+		exec.Command("tmux", "-L", tm.sock, "kill-server").Run()
+		if ctl != nil {
+			ctl.close()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.ctl = ctl
 	return tm
 }
 
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// tmux runs a tmux command: through the test's control client once there
+// is one, else (the session's start, a line break in an argument, which
+// ends a control client's command) as a client of its own.
 func (tm *tmuxTerm) tmux(args ...string) string {
 	tm.t.Helper()
+	if tm.ctl != nil && !strings.ContainsAny(strings.Join(args, ""), "\r\n") {
+		out, err := tm.ctl.run(args)
+		if err != nil {
+			tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
 	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
 	if err != nil {
 		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -75,12 +96,13 @@ func (tm *tmuxTerm) typeText(s string) { tm.tmux("send-keys", "-t", "t", "-l", s
 func (tm *tmuxTerm) keys(k ...string)  { tm.tmux(append([]string{"send-keys", "-t", "t"}, k...)...) }
 
 // waitScreen waits until the screen satisfies cond, failing with the
-// screen after 30 s. Each look runs a tmux client, so the looks thin out
-// from every 10 ms to every 100 ms while the wait goes on.
+// screen after 30 s. It looks again when the pane has printed something
+// (the control client's notice), and at least every quarter second for
+// what changes the screen without output.
 func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 	tm.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for pause := 10 * time.Millisecond; ; pause = min(pause*3/2, 100*time.Millisecond) {
+	for {
 		s := tm.screen()
 		if cond(s) {
 			return s
@@ -88,7 +110,10 @@ func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 		if time.Now().After(deadline) {
 			tm.t.Fatalf("timed out waiting for %s; the screen:\n%s", what, s)
 		}
-		time.Sleep(pause)
+		select {
+		case <-tm.ctl.printed:
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 
