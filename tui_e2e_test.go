@@ -96,13 +96,12 @@ func (tm *tmuxTerm) typeText(s string) { tm.tmux("send-keys", "-t", "t", "-l", s
 func (tm *tmuxTerm) keys(k ...string)  { tm.tmux(append([]string{"send-keys", "-t", "t"}, k...)...) }
 
 // waitScreen waits until the screen satisfies cond, failing with the
-// screen after 30 s. It looks again when the pane has printed something
-// (the control client's notice), and at least every quarter second for
-// what changes the screen without output.
+// screen after 30 s. The looks thin out from every 10 ms to every 100 ms
+// while the wait goes on.
 func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 	tm.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for pause := 10 * time.Millisecond; ; pause = min(pause*3/2, 100*time.Millisecond) {
 		s := tm.screen()
 		if cond(s) {
 			return s
@@ -110,10 +109,7 @@ func (tm *tmuxTerm) waitScreen(what string, cond func(string) bool) string {
 		if time.Now().After(deadline) {
 			tm.t.Fatalf("timed out waiting for %s; the screen:\n%s", what, s)
 		}
-		select {
-		case <-tm.ctl.printed:
-		case <-time.After(250 * time.Millisecond):
-		}
+		time.Sleep(pause)
 	}
 }
 

@@ -11,14 +11,12 @@ import (
 
 // tmuxControl is one tmux client in control mode (tmux -C) for a test's
 // whole session: its commands go down one pipe instead of each starting a
-// tmux client (8 ms of CPU each, some 1,500 a suite run), and the pane's
-// output comes back as notices the waits wake on.
+// tmux client (8 ms of CPU each, some 1,500 a suite run).
 type tmuxControl struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	mu      sync.Mutex // one command at a time: replies come in order
 	replies chan tmuxReply
-	printed chan struct{} // the pane printed since the last wait took it
 	done    chan struct{} // the reader ended
 }
 
@@ -28,10 +26,14 @@ type tmuxReply struct {
 }
 
 func startTmuxControl(sock string) (*tmuxControl, error) {
-	c := &tmuxControl{replies: make(chan tmuxReply), printed: make(chan struct{}, 1), done: make(chan struct{})}
-	// A session of its own, grouped with the test's (the same windows):
-	// tmux marks a bell only in a window no attached session shows.
-	c.cmd = exec.Command("tmux", "-L", sock, "-C", "new-session", "-t", "t", "-s", "ctl")
+	c := &tmuxControl{replies: make(chan tmuxReply), done: make(chan struct{})}
+	// Attached to a session of its own, which shares no window with the
+	// test's: a client showing zot's window would make tmux report the
+	// focus to zot (ESC [ I) and keep the window's bell flag down. Its
+	// window is named, since tmux takes "-t t" for a window of the
+	// client's session whose name starts with t ("tmux", before its
+	// command starts) before the session t.
+	c.cmd = exec.Command("tmux", "-L", sock, "-C", "new-session", "-s", "ctl", "-n", "ctl", "exec sleep 600")
 	var err error
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -47,10 +49,10 @@ func startTmuxControl(sock string) (*tmuxControl, error) {
 	return c, nil
 }
 
-// read sorts the client's lines: a command's reply between %begin and the
-// %end or %error with the same time and number, and %output notices. The
-// reply to the session's start (flags 0: not a command of this client's)
-// is dropped.
+// read takes each command's reply from the client's lines: what stands
+// between %begin and the %end or %error with the same time and number.
+// The reply to the session's start (flags 0: not a command of this
+// client's) and the notices between replies are dropped.
 func (c *tmuxControl) read(r *bufio.Reader) {
 	defer close(c.done)
 	var reply strings.Builder
@@ -78,11 +80,6 @@ func (c *tmuxControl) read(r *bufio.Reader) {
 			fields := strings.Fields(end)
 			mine = len(fields) == 3 && fields[2] == "1"
 			reply.Reset()
-		case strings.HasPrefix(line, "%output "):
-			select {
-			case c.printed <- struct{}{}:
-			default:
-			}
 		}
 	}
 }
