@@ -102,19 +102,13 @@ func TestACPSessionsListResumeAndClose(t *testing.T) {
 	}
 	other := t.TempDir()
 	p := startACPProc(t, z, anthropicFlags(srv)...)
-	var init struct {
-		AgentCapabilities struct {
-			LoadSession         bool                       `json:"loadSession"`
-			SessionCapabilities map[string]json.RawMessage `json:"sessionCapabilities"`
-		} `json:"agentCapabilities"`
-	}
-	json.Unmarshal(p.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}}), &init)
+	caps := p.initialize()
 	for _, c := range []string{"list", "resume", "close"} {
-		if string(init.AgentCapabilities.SessionCapabilities[c]) != "{}" {
-			t.Errorf("sessionCapabilities.%s is %s, want {}", c, init.AgentCapabilities.SessionCapabilities[c])
+		if string(caps.SessionCapabilities[c]) != "{}" {
+			t.Errorf("sessionCapabilities.%s is %s, want {}", c, caps.SessionCapabilities[c])
 		}
 	}
-	if !init.AgentCapabilities.LoadSession {
+	if !caps.LoadSession {
 		t.Error("loadSession is not advertised")
 	}
 
@@ -230,16 +224,10 @@ func TestACPWithoutSessionsOffersNoList(t *testing.T) {
 	srv := startReplay(t, textStep("Not kept."))
 	z := newZotRun(t)
 	p := startACPProc(t, z, append(anthropicFlags(srv), "--no-session")...)
-	var init struct {
-		AgentCapabilities struct {
-			LoadSession         bool                       `json:"loadSession"`
-			SessionCapabilities map[string]json.RawMessage `json:"sessionCapabilities"`
-		} `json:"agentCapabilities"`
-	}
-	json.Unmarshal(p.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}}), &init)
-	caps := init.AgentCapabilities.SessionCapabilities
-	if init.AgentCapabilities.LoadSession || caps["list"] != nil || caps["resume"] != nil || string(caps["close"]) != "{}" {
-		t.Errorf("with --no-session: loadSession %v, sessionCapabilities %s", init.AgentCapabilities.LoadSession, jsonText(caps))
+	agent := p.initialize()
+	caps := agent.SessionCapabilities
+	if agent.LoadSession || caps["list"] != nil || caps["resume"] != nil || string(caps["close"]) != "{}" {
+		t.Errorf("with --no-session: loadSession %v, sessionCapabilities %s", agent.LoadSession, jsonText(caps))
 	}
 	session := p.open(z.cwd)
 	if stop := p.prompt(session, textBlock("hello")); stop != "end_turn" {
@@ -293,13 +281,7 @@ func TestACPPromptWithAnImageALinkAndAnEmbeddedFile(t *testing.T) {
 	srv := startReplay(t, textStep("A pixel, a link and a README."))
 	z := newZotRun(t)
 	p := startACPProc(t, z, anthropicFlags(srv)...)
-	var init struct {
-		AgentCapabilities struct {
-			PromptCapabilities map[string]bool `json:"promptCapabilities"`
-		} `json:"agentCapabilities"`
-	}
-	json.Unmarshal(p.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}}), &init)
-	if c := init.AgentCapabilities.PromptCapabilities; !c["image"] || !c["embeddedContext"] || c["audio"] {
+	if c := p.initialize().PromptCapabilities; !c["image"] || !c["embeddedContext"] || c["audio"] {
 		t.Errorf("promptCapabilities %v, want image and embeddedContext, no audio", c)
 	}
 	session := p.open(z.cwd)
@@ -406,7 +388,7 @@ func TestACPConfigOptionsModelAndThinkingLevel(t *testing.T) {
 	srv := startReplay(t, textStep("Thought hard."), textStep("Did not think."))
 	z := newZotRun(t)
 	p := startACPProc(t, z, anthropicFlags(srv)...)
-	p.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}})
+	p.initialize()
 	opened := p.mustCall("session/new", obj{"cwd": z.cwd, "mcpServers": []any{}})
 	var session struct {
 		SessionID string `json:"sessionId"`
@@ -799,7 +781,7 @@ func replayInANewProcess(t *testing.T, p *acpProc, z *zotRun, srv *replayServer,
 	p.stdin.Close()
 	p.cmd.Wait()
 	loader := startACPProc(t, z, anthropicFlags(srv)...)
-	loader.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}})
+	loader.initialize()
 	loader.mustCall("session/load", obj{"sessionId": session, "cwd": z.cwd, "mcpServers": []any{}})
 	return loader.updatesOf(session, 0, loader.mark())
 }

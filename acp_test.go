@@ -53,6 +53,26 @@ func (l acpLine) update() map[string]any {
 	return p.Update
 }
 
+// acpAgentCapabilities is what initialize's answer says zot offers.
+type acpAgentCapabilities struct {
+	LoadSession         bool                       `json:"loadSession"`
+	SessionCapabilities map[string]json.RawMessage `json:"sessionCapabilities"`
+	PromptCapabilities  map[string]bool            `json:"promptCapabilities"`
+}
+
+// initialize opens the connection as an editor that offers nothing, and
+// returns what zot offers.
+func (p *acpProc) initialize() acpAgentCapabilities {
+	p.t.Helper()
+	var init struct {
+		AgentCapabilities acpAgentCapabilities `json:"agentCapabilities"`
+	}
+	if err := json.Unmarshal(p.mustCall("initialize", obj{"protocolVersion": 1, "clientCapabilities": obj{}}), &init); err != nil {
+		p.t.Fatalf("initialize: %v", err)
+	}
+	return init.AgentCapabilities
+}
+
 func startACPProc(t *testing.T, z *zotRun, args ...string) *acpProc {
 	t.Helper()
 	cmd := z.cmd(append([]string{"acp"}, args...)...)
