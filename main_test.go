@@ -71,7 +71,10 @@ func skipInterpreterShims(dir string) {
 	}
 	if found, err := exec.LookPath("python3"); err == nil {
 		best, fewest := found, -1
-		for _, candidate := range []string{found, "/usr/bin/python3", "/usr/local/bin/python3"} {
+		for i, candidate := range []string{found, "/usr/bin/python3", "/usr/local/bin/python3"} {
+			if i > 0 && candidate == found {
+				continue
+			}
 			out, err := exec.Command(candidate, "-c", "import sys; print(len(sys.modules), sys.executable)").Output()
 			count, real, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
 			n, nerr := strconv.Atoi(count)
