@@ -8,7 +8,8 @@
 #   REF=/path/to/zot RUNS=9 bench/vs-ref.sh
 #
 # The figures:
-#   BenchmarkToolLoop             20 bash calls (`echo hi`) in -p, less a run
+#   BenchmarkToolLoop             20 bash calls (`echo hi`) in -p: the whole
+#                                 run (ms/run, cpu-ms/run), and less a run
 #                                 of none, over 20: ms/call and cpu-ms/call
 #                                 (zot's and the commands')
 #   BenchmarkPrintBash1GBOwnCPU   one bash call printing 1 GB: s (wall),
