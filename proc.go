@@ -765,7 +765,21 @@ func stopOrphans(esc *escalation) (running bool) {
 
 // killGrace is how long a child is given to end after it was asked to
 // (stdin closed, a shutdown frame, SIGTERM) before the next, harder step.
-const killGrace = 2 * time.Second
+// killGraceEnv, a test knob read once, shortens it: the tests whose
+// attacker ignores SIGTERM would otherwise watch it run (a fork loop
+// burns a core) for the whole grace.
+var killGrace = graceFromEnv(os.Getenv(killGraceEnv), 2*time.Second)
+
+const killGraceEnv = "ZOT_KILL_GRACE"
+
+// graceFromEnv is the duration v names, or def when v is empty or names
+// none (or one longer than def: the knob only shortens).
+func graceFromEnv(v string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 && d < def {
+		return d
+	}
+	return def
+}
 
 // lineChild is a child that speaks a line protocol on its stdin and
 // stdout — an extension, an MCP server over stdio, the extension `zot ext

@@ -17,6 +17,11 @@ import (
 // every process.
 var procWays = []string{"", "tree", "scan"}
 
+// forkLoopGrace is the kill grace of the zot a fork loop runs under: the
+// loop ignores SIGTERM, so what zot's grace decides is only how long it
+// burns a core before SIGKILL (2 s, a second of the suite's CPU, each).
+const forkLoopGrace = killGraceEnv + "=50ms"
+
 // TestBashForkLoopDoesNotOutliveTheCall is issue 22's finding 2 through
 // the real binary: a command leaves a process that forks and exits in a
 // loop, each child in a process group of its own and deaf to SIGTERM
@@ -39,7 +44,7 @@ func TestBashForkLoopDoesNotOutliveTheCall(t *testing.T) {
 		t.Run(strings.TrimSuffix(c.name, "/"), func(t *testing.T) {
 			t.Parallel()
 			z := newZotRun(t)
-			z.env = append(z.env, sandboxForceEnv+"="+c.sandboxForce, procForceEnv+"="+c.procForce)
+			z.env = append(z.env, sandboxForceEnv+"="+c.sandboxForce, procForceEnv+"="+c.procForce, forkLoopGrace)
 			marker := filepath.Join(z.cwd, "loop.marker")
 			srv := startReplay(t,
 				toolStep("t1", "bash", obj{"command": "python3 " + strconv.Quote(procTestdata(t, "forkloop.py")) + " " + strconv.Quote(marker) + " && echo started"}),
@@ -87,7 +92,7 @@ func TestZotStopsAForkLoopAtExit(t *testing.T) {
 		t.Run("way="+way, func(t *testing.T) {
 			t.Parallel()
 			z := newZotRun(t)
-			z.env = append(z.env, procForceEnv+"="+way)
+			z.env = append(z.env, procForceEnv+"="+way, forkLoopGrace)
 			marker := filepath.Join(z.cwd, "loop.marker")
 			srv := startReplay(t,
 				toolStep("t1", "bash", obj{"command": "python3 " + strconv.Quote(procTestdata(t, "forkloop.py")) + " " + strconv.Quote(marker) + " setsid"}),

@@ -247,3 +247,17 @@ func TestOnlyProcStartsAndSignalsProcesses(t *testing.T) {
 		})
 	}
 }
+
+// The kill grace knob only shortens the grace: an empty, unreadable,
+// negative or longer value leaves the default.
+func TestKillGraceKnobOnlyShortens(t *testing.T) {
+	t.Parallel()
+	def := 2 * time.Second
+	for v, want := range map[string]time.Duration{
+		"": def, "50ms": 50 * time.Millisecond, "0s": 0, "1h": def, "-1s": def, "soon": def,
+	} {
+		if got := graceFromEnv(v, def); got != want {
+			t.Errorf("graceFromEnv(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
