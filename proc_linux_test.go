@@ -166,12 +166,19 @@ func TestProcWorkDoesNotGrowWithTheMachine(t *testing.T) {
 	}
 }
 
-// startIdleProcesses starts n processes that sleep, in a session of
-// their own under one shell, and returns what stops them all.
+// startIdleProcesses starts n processes that wait, in a session of their
+// own under one shell, and returns what stops them all. Each is the shell
+// forked to read a pipe nobody writes (fd 3), not an exec of sleep: a fork
+// costs a third of a fork and exec, and the test starts hundreds.
 func startIdleProcesses(t *testing.T, n int) (stop func()) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt "$1" ]; do sleep 3600 & i=$((i+1)); done; echo ready; wait`, "sh", strconv.Itoa(n))
+	never, open, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt "$1" ]; do read x <&3 & i=$((i+1)); done; echo ready; wait`, "sh", strconv.Itoa(n))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.ExtraFiles = []*os.File{never}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -179,9 +186,28 @@ func startIdleProcesses(t *testing.T, n int) (stop func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	never.Close()
+	stopped := false
 	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		// The count is worth what the processes were: each must still
+		// be waiting on the pipe when the measure is done.
+		procs, _ := readProcs()
+		waiting := 0
+		for _, p := range procs {
+			if p.sid == cmd.Process.Pid && p.pid != p.sid && !p.zombie() && !p.thread {
+				waiting++
+			}
+		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		open.Close()
+		if waiting < n {
+			t.Errorf("%d of the %d idle processes were still waiting", waiting, n)
+		}
 	}
 	t.Cleanup(stop)
 	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
