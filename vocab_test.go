@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -93,23 +94,9 @@ func TestProtocolNamesAreConstants(t *testing.T) {
 // (go list builds them into the build cache).
 func exportData(t *testing.T) func(path string) (io.ReadCloser, error) {
 	t.Helper()
-	// The export data of what zot imports, not of zot itself: compiling
-	// the package again would cost the suite seconds for nothing.
-	imports, err := exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", ".").Output()
+	files, err := exportFiles()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}"}, strings.Fields(string(imports))...)
-	out, err := exec.Command("go", args...).Output()
-	if err != nil {
-		t.Fatalf("go list -export: %v", err)
-	}
-	files := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if path, file, ok := strings.Cut(sc.Text(), " "); ok && file != "" {
-			files[path] = file
-		}
+		t.Fatal(err)
 	}
 	return func(path string) (io.ReadCloser, error) {
 		if files[path] == "" {
@@ -118,3 +105,27 @@ func exportData(t *testing.T) func(path string) (io.ReadCloser, error) {
 		return os.Open(files[path])
 	}
 }
+
+// exportFiles is the export data file of each import, listed once for the
+// type-checking tests: two go list runs cost half a second of CPU. The
+// export data of what zot imports, not of zot itself: compiling the
+// package again would cost the suite seconds for nothing.
+var exportFiles = sync.OnceValues(func() (map[string]string, error) {
+	imports, err := exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", ".").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %v", err)
+	}
+	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}"}, strings.Fields(string(imports))...)
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -export: %v", err)
+	}
+	files := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if path, file, ok := strings.Cut(sc.Text(), " "); ok && file != "" {
+			files[path] = file
+		}
+	}
+	return files, nil
+})
