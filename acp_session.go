@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -869,7 +868,7 @@ type acpPlanEntry struct {
 func acpPlanEntries(plan string) []acpPlanEntry {
 	var out []acpPlanEntry
 	for _, line := range strings.Split(plan, "\n") {
-		if m := acpPlanItem.FindStringSubmatch(line); m != nil {
+		if m := acpPlanItem().FindStringSubmatch(line); m != nil {
 			out = append(out, acpPlanEntry{Content: strings.TrimSpace(m[1]), Priority: "medium", Status: "pending"})
 		}
 	}
@@ -879,7 +878,7 @@ func acpPlanEntries(plan string) []acpPlanEntry {
 	return out
 }
 
-var acpPlanItem = regexp.MustCompile(`^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*)$`)
+var acpPlanItem = lazyRegexp(`^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*)$`)
 
 // acpUnoffered is the answer to an option zot did not offer: a no.
 func acpUnoffered(id string) approvalAnswer {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
 	"time"
 )
@@ -33,7 +32,7 @@ func hookHTTPClient() *http.Client {
 }
 
 // hookHeaderVar is $NAME or ${NAME} in a header's value.
-var hookHeaderVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+var hookHeaderVar = lazyRegexp(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
 
 // runHookHTTP POSTs body to the hook's URL within its timeout and reads
 // at most hookOutputLimit bytes of the answer. A 2xx is code 0 with the
@@ -49,8 +48,8 @@ func (h *Hooks) runHookHTTP(ctx context.Context, hd hookHandler, body []byte) ho
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hd.Headers {
-		req.Header.Set(k, hookHeaderVar.ReplaceAllStringFunc(v, func(m string) string {
-			name := hookHeaderVar.FindStringSubmatch(m)
+		req.Header.Set(k, hookHeaderVar().ReplaceAllStringFunc(v, func(m string) string {
+			name := hookHeaderVar().FindStringSubmatch(m)
 			n := name[1] + name[2]
 			if !slices.Contains(hd.AllowedEnv, n) {
 				return ""
