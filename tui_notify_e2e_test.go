@@ -63,6 +63,10 @@ func TestTUINotifiesWhenUnfocused(t *testing.T) {
 	tm.typeText("two")
 	tm.keys("Enter")
 	tm.waitFor("second answer")
+	// The answer's text is on screen before its run ends; the focus may
+	// change only once the end was handled (and found the terminal
+	// focused), or under load the run ends unfocused.
+	tm.waitIdle()
 	tm.focus(false)
 	tm.typeText("three")
 	tm.keys("Enter")
