@@ -19,7 +19,7 @@ var procWays = []string{"", "tree", "scan"}
 
 // forkLoopGrace is the kill grace of the zot a fork loop runs under: the
 // loop ignores SIGTERM, so what zot's grace decides is only how long it
-// burns a core before SIGKILL (2 s, a second of the suite's CPU, each).
+// burns a core before SIGKILL (by default 2 s, in each of ten runs).
 const forkLoopGrace = killGraceEnv + "=50ms"
 
 // TestBashForkLoopDoesNotOutliveTheCall is issue 22's finding 2 through
