@@ -13,9 +13,12 @@ import (
 
 // The costs of issue 28 through the real binary, with a replayed model.
 // bench/procs.sh runs them with 0, 200 and 1,000 idle processes on the
-// machine. With ZOT_BENCH_REF naming another zot binary (an older build),
-// each benchmark runs that one in turn with this one, A B A B, and
-// reports both: the machine's load then weighs on both alike.
+// machine. With ZOT_BENCH_REF naming another zot binary, each benchmark
+// runs that one in turn with this one, A B A B, and reports both: the
+// machine's load then weighs on both alike. Figures against the
+// reference are taken with its binary (bench/vs-ref.sh:
+// ../shared/anchors/zot-ref); an older build of ours only shows what one
+// change of ours did.
 
 // benchBin is a zot binary a benchmark runs, and its figures.
 type benchBin struct {

@@ -172,13 +172,13 @@ func TestProcWorkDoesNotGrowWithTheMachine(t *testing.T) {
 // costs a third of a fork and exec, and the test starts hundreds.
 func startIdleProcesses(t *testing.T, n int) (stop func()) {
 	t.Helper()
-	never, open, err := os.Pipe()
+	readEnd, writeEnd, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt "$1" ]; do read x <&3 & i=$((i+1)); done; echo ready; wait`, "sh", strconv.Itoa(n))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.ExtraFiles = []*os.File{never}
+	cmd.ExtraFiles = []*os.File{readEnd}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func startIdleProcesses(t *testing.T, n int) (stop func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	never.Close()
+	readEnd.Close() // the children hold it; writeEnd keeps them waiting
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -204,7 +204,7 @@ func startIdleProcesses(t *testing.T, n int) (stop func()) {
 		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
-		open.Close()
+		writeEnd.Close()
 		if waiting < n {
 			t.Errorf("%d of the %d idle processes were still waiting", waiting, n)
 		}

@@ -90,7 +90,7 @@ func (c *tmuxControl) run(args []string) (string, error) {
 	defer c.mu.Unlock()
 	quoted := make([]string, len(args))
 	for i, a := range args {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		quoted[i] = shq(a)
 	}
 	if _, err := io.WriteString(c.stdin, strings.Join(quoted, " ")+"\n"); err != nil {
 		return "", err

@@ -9,6 +9,7 @@
 #
 #   bench/procs.sh                 # this tree
 #   REF=47e3cb5 bench/procs.sh     # and a zot built from that commit, in turn with this one
+#                                  # (what one change did; against the reference: bench/vs-ref.sh)
 #   REF=/path/to/zot bench/procs.sh
 #   RUNS=20 COUNTS="0 1000" bench/procs.sh
 #
