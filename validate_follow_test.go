@@ -166,6 +166,13 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		{"pushd a; x; pushd b; x; popd; x; popd; x", []string{a, ab, a, dir}},
 		{"cd a | x; x", []string{dir, dir}},
 		{"cd a & x", []string{dir}},
+		// & puts the whole && || list in the background, not only its
+		// last command.
+		{"cd a && x & x", []string{a, dir}},
+		{"pushd a >/dev/null || true & x", []string{dir}},
+		{"{ cd a; } & x", []string{dir}},
+		{"pushd a; { pushd b && x & }; popd; x", []string{"", dir}},
+		{"pushd a; case y in y) pushd b;; z) true & ;; esac; popd; x", []string{a}},
 		{"env -C a x; env --chdir=c x; x", []string{a, c, dir}},
 		{"bash -c 'cd a; x'; x", []string{a, dir}},
 		{"cd " + a + "; x; cd; x", []string{a, c}},

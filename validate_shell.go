@@ -142,6 +142,7 @@ func SplitCommandLine(line string, sc ShellContext) ShellSplit {
 	}
 	out := &shellOut{sc: sc, vars: map[string]string{}, ints: map[string]bool{}, seen: map[string]bool{}}
 	p := &shellParser{src: line, bash: sc.Bash, out: out, dir: shellDir{path: filepath.Clean(sc.Cwd)}, vars: newVarScope()}
+	p.beginList()
 	p.list(false, false)
 	out.checkArithmetic()
 	if strings.Contains(line, "nullglob") {
@@ -201,6 +202,31 @@ type shellParser struct {
 	// inSubst is set inside $( ), <( ) and >( ); heredocInSubst once a
 	// here-document opened there: bash 5.2 drops the next ; after it.
 	inSubst, heredocInSubst bool
+	// lists holds the journals of the && || lists open around the
+	// command being read, outermost first.
+	lists []listJournal
+}
+
+// listJournal is what one && || list has changed in the shell so far. A
+// list that ends in & runs in the background, in a subshell: what it
+// changed is taken back, for the commands after it see the shell as it
+// was before it (cd sub && make & rm -r out removes ./out, not sub/out).
+type listJournal struct {
+	depth int      // the if/while/for/case/{ } bodies open around the list
+	dir   shellDir // the directory as the list began
+	// vars holds each variable's state as it was before the list first
+	// changed it.
+	vars map[varKey]varPrior
+}
+
+type varKey struct {
+	scope *varScope
+	name  string
+}
+
+type varPrior struct {
+	val         varValue
+	had, frozen bool
 }
 
 // shellDir is the shell's working directory as far as the splitter can
@@ -355,7 +381,9 @@ func (p *shellParser) child(src string, bash bool) *shellParser {
 		p.markTooDeep()
 		return nil
 	}
-	return &shellParser{src: src, depth: p.depth + 1, bash: bash, via: p.via, env: p.env, out: p.out, dir: p.dir.clone(), vars: p.vars.sub()}
+	c := &shellParser{src: src, depth: p.depth + 1, bash: bash, via: p.via, env: p.env, out: p.out, dir: p.dir.clone(), vars: p.vars.sub()}
+	c.beginList()
+	return c
 }
 
 // nest runs f one level deeper, or records that the line is too deep and
@@ -381,10 +409,53 @@ func (p *shellParser) substitution(f func()) {
 
 // subshell runs f in a subshell's scope: a cd in it moves nothing after it.
 func (p *shellParser) subshell(f func()) {
-	dir, compound, loops, afterPipe, andOr, vars := p.dir.clone(), p.compound, p.loops, p.afterPipe, p.andOr, p.vars
-	p.compound, p.loops, p.afterPipe, p.andOr, p.vars = 0, 0, false, andOrFirst, p.vars.sub()
+	dir, compound, loops, afterPipe, andOr, vars, lists := p.dir.clone(), p.compound, p.loops, p.afterPipe, p.andOr, p.vars, p.lists
+	p.compound, p.loops, p.afterPipe, p.andOr, p.vars, p.lists = 0, 0, false, andOrFirst, p.vars.sub(), nil
+	p.beginList()
 	p.nest(f)
-	p.dir, p.compound, p.loops, p.afterPipe, p.andOr, p.vars = dir, compound, loops, afterPipe, andOr, vars
+	p.dir, p.compound, p.loops, p.afterPipe, p.andOr, p.vars, p.lists = dir, compound, loops, afterPipe, andOr, vars, lists
+}
+
+// beginList opens the journal of an && || list starting at the current
+// depth.
+func (p *shellParser) beginList() {
+	p.lists = append(p.lists, listJournal{depth: p.compound, dir: p.dir.clone()})
+}
+
+// endList closes the lists read at the current depth and inside it, and
+// opens the next; background says the list ended in &, so what it changed
+// is taken back.
+func (p *shellParser) endList(background bool) {
+	for len(p.lists) > 0 && p.lists[len(p.lists)-1].depth >= p.compound {
+		j := p.lists[len(p.lists)-1]
+		p.lists = p.lists[:len(p.lists)-1]
+		if background && j.depth == p.compound {
+			p.dir = j.dir
+			for k, prior := range j.vars {
+				k.scope.restore(k.name, prior)
+			}
+		} else if len(p.lists) > 0 {
+			// The list this one is part of may yet end in &: it takes
+			// back what this one changed too.
+			outer := &p.lists[len(p.lists)-1]
+			for k, prior := range j.vars {
+				if _, ok := outer.vars[k]; !ok {
+					if outer.vars == nil {
+						outer.vars = map[varKey]varPrior{}
+					}
+					outer.vars[k] = prior
+				}
+			}
+		}
+	}
+	p.beginList()
+}
+
+// openBody counts an if/while/for/case/{ } body opened; its lists are
+// journalled apart from the list the compound command is part of.
+func (p *shellParser) openBody() {
+	p.compound++
+	p.beginList()
 }
 
 func (p *shellParser) has(s string) bool { return strings.HasPrefix(p.src[p.pos:], s) }
@@ -411,6 +482,9 @@ func (p *shellParser) list(inParens, inCase bool) listStop {
 func (p *shellParser) operator(op string) {
 	if p.dir.mayFail != "" && op != "&&" {
 		p.dir = shellDir{why: p.dir.mayFail}
+	}
+	if op == ";" || op == "\n" || op == "&" {
+		p.endList(op == "&")
 	}
 	p.afterPipe = op == "|" || op == "|&"
 	switch op {
@@ -467,6 +541,7 @@ func (p *shellParser) command(inParens, inCase bool) listStop {
 				p.operator(";")
 				return stopNone
 			}
+			p.endList(false) // the case item's list ends
 			if inCase {
 				return stopCaseItem
 			}
@@ -602,7 +677,7 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 	switch kw {
 	case "then", "else", "elif", "do", "!":
 	case "if", "while", "until", "{":
-		p.compound++
+		p.openBody()
 		if kw == "while" || kw == "until" {
 			p.loops++
 			p.openLoop("")
@@ -618,7 +693,7 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 			return stopEsac, true
 		}
 	case "for", "select":
-		p.compound++
+		p.openBody()
 		p.loops++
 		p.openLoop("")
 		p.blanks()
@@ -650,7 +725,7 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 		p.condition(c.start)
 	case "case":
 		var s listStop
-		p.compound++
+		p.openBody()
 		p.nest(func() { s = p.caseCommand(inParens) })
 		p.compound--
 		if s != stopNone {

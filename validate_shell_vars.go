@@ -109,6 +109,20 @@ func (s *varScope) isFrozen(name string) bool {
 	return false
 }
 
+// restore puts back name's state as a list's journal kept it.
+func (s *varScope) restore(name string, prior varPrior) {
+	if prior.had {
+		s.set(name, prior.val)
+	} else {
+		delete(s.vals, name)
+	}
+	if prior.frozen {
+		s.frozen[name] = true
+	} else {
+		delete(s.frozen, name)
+	}
+}
+
 func (s *varScope) set(name string, v varValue) {
 	if s.vals == nil {
 		s.vals = map[string]varValue{}
@@ -148,6 +162,7 @@ var dynamicVars = map[string]bool{
 func (p *shellParser) setVar(name string, v varValue, certain bool, where string) {
 	s := p.vars
 	p.checkLoopUse(name, where)
+	p.journalVar(name)
 	if !certain || s.isFrozen(name) || dynamicVars[name] || len(s.loops) > 0 || p.compound > 0 {
 		v = varValue{state: varUnknown}
 	}
@@ -169,6 +184,24 @@ func (p *shellParser) checkLoopUse(name, where string) {
 // shell, in order: not in a body, not after && or ||, not in a subshell.
 func (p *shellParser) certain(subshell bool) bool {
 	return p.compound == 0 && p.andOr == andOrFirst && !subshell
+}
+
+// journalVar keeps name's state in the journal of the list being read,
+// before the list first changes it.
+func (p *shellParser) journalVar(name string) {
+	if len(p.lists) == 0 {
+		return
+	}
+	j := &p.lists[len(p.lists)-1]
+	k := varKey{p.vars, name}
+	if _, ok := j.vars[k]; ok {
+		return
+	}
+	if j.vars == nil {
+		j.vars = map[varKey]varPrior{}
+	}
+	v, had := p.vars.vals[name]
+	j.vars[k] = varPrior{val: v, had: had, frozen: p.vars.frozen[name]}
 }
 
 // forgetVar records an assignment zot cannot follow.
@@ -198,6 +231,7 @@ func (p *shellParser) freezeVar(name, where string) {
 func (p *shellParser) loopVar(name string, words []shellWord, isSelect bool, where string) {
 	s := p.vars
 	p.checkLoopUse(name, where)
+	p.journalVar(name)
 	v := varValue{state: varUnknown}
 	if len(words) == 1 && !isSelect {
 		if sub, ok := p.substituteWord(words[0]); ok && len(sub) == 1 {
@@ -212,6 +246,7 @@ func (p *shellParser) loopVar(name string, words []shellWord, isSelect bool, whe
 	}
 	s.set(name, v)
 	if isSelect {
+		p.journalVar("REPLY")
 		s.set("REPLY", varValue{state: varUnknown})
 	}
 	if len(s.loops) > 0 {
@@ -232,6 +267,7 @@ func (p *shellParser) closeLoop() {
 	l := s.loops[len(s.loops)-1]
 	s.loops = s.loops[:len(s.loops)-1]
 	if l.forName != "" {
+		p.journalVar(l.forName)
 		s.set(l.forName, varValue{state: varUnknown}) // the last word, or unchanged when the list was empty
 	}
 }

@@ -63,6 +63,11 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		{"F=x; readonly F; F=y; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; { F=y; }; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; F=y &\nrm $F", []string{`rm "x"`}, ""},
+		// & puts the whole && || list in the background, not only its
+		// last command.
+		{"F=ok; F=--force && true & git push $F", []string{`true`, `git "push" "ok"`}, ""},
+		{"F=--force || true & git push $F", []string{`true`, `git "push" "$F"`}, ""},
+		{"F=ok; for F in --force; do :; done & git push $F", []string{`:`, `git "push" "ok"`}, ""},
 		{"F=x; exec {F}>out; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=$(echo --force); G=${F:-x}; git push $G", nil, "value zot cannot tell ($G)"},
 	}
