@@ -1004,3 +1004,32 @@ func TestRunokProjectDefaultOnlyTightensUntrusted(t *testing.T) {
 		}
 	}
 }
+
+// The attacker is a model that wants rm to reach a file a <path:> deny
+// rule protects, on a line whose rm the splitter places in another
+// directory than the one bash runs it in: a list put in the background
+// with & does not move the shell, and a cd that fails leaves it where it
+// was. zot must place rm where bash runs it, or where it may run.
+func TestRunokPathRulesFollowTheDirectoryBashRunsIn(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, true, map[string]string{
+		"home/.config/runok/runok.yml": "definitions:\n  paths:\n    secret: [~/proj/sub/secret]\n" +
+			"rules:\n  - allow: 'cd *'\n  - allow: 'rm *'\n  - allow: 'mv *'\n  - allow: 'true'\n  - deny: 'rm <path:secret>'\n",
+	})
+	if err := os.Mkdir(filepath.Join(cwd, "inner"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[string]string{
+		"rm secret":                          "deny",
+		"cd inner && rm ../secret":           "deny",
+		"cd inner && rm secret":              "allow",
+		"cd inner && true & rm secret":       "deny",
+		"F=x && true & rm secret$F":          "ask",
+		"mv inner gone; cd inner; rm secret": "deny",
+		"rm -r inner; cd inner || rm secret": "deny",
+	} {
+		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
+			t.Errorf("%q: %s, want %s (%+v %q)", line, r.Decision, want, r.Rules, r.Unfollowed)
+		}
+	}
+}

@@ -159,11 +159,12 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		line string
 		dirs []string // of the commands named x, in order
 	}{
-		{"x; cd a; x; cd b; x; cd ..; x", []string{dir, a, ab, a}},
+		{"x; cd a && x && cd b && x && cd .. && x", []string{dir, a, ab, a}},
+		{"cd a; x; cd b; x", []string{a, ""}}, // the first x may have removed b
 		{"(cd a; x); x", []string{a, dir}},
 		{"cd a && (cd b && x) && x", []string{ab, a}},
-		{"x $(cd a; x) `cd c; x`; x", []string{a, c, dir, dir}},
-		{"pushd a; x; pushd b; x; popd; x; popd; x", []string{a, ab, a, dir}},
+		{"x $(cd a; x) `cd c && x`; x", []string{a, c, dir, dir}},
+		{"pushd a && x && pushd b && x && popd && x && popd && x", []string{a, ab, a, dir}},
 		{"cd a | x; x", []string{dir, dir}},
 		{"cd a & x", []string{dir}},
 		// & puts the whole && || list in the background, not only its
@@ -171,21 +172,28 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		{"cd a && x & x", []string{a, dir}},
 		{"pushd a >/dev/null || true & x", []string{dir}},
 		{"{ cd a; } & x", []string{dir}},
-		{"pushd a; { pushd b && x & }; popd; x", []string{"", dir}},
+		{"pushd a; { pushd b && true & }; popd; x", []string{dir}},
 		{"pushd a; case y in y) pushd b;; z) true & ;; esac; popd; x", []string{a}},
 		{"env -C a x; env --chdir=c x; x", []string{a, c, dir}},
 		{"bash -c 'cd a; x'; x", []string{a, dir}},
-		{"cd " + a + "; x; cd; x", []string{a, c}},
-		{"cd ~/src && x; cd ~; x", []string{filepath.Join(c, "src"), c}},
+		{"cd " + a + "; x; cd && x", []string{a, c}},
+		{"cd ~/src && x; cd ~ && x", []string{filepath.Join(c, "src"), c}},
 		{"cd missing && x && x; x", []string{filepath.Join(dir, "missing"), filepath.Join(dir, "missing"), ""}},
 		{"true && cd a && x; x", []string{a, ""}},
 		{"cd a || exit; x", []string{a}},
 		{"cd a b; x", []string{dir}},
 		{"if true; then cd a; fi; x", []string{""}},
-		{"cd \"$d\"; x; cd /; x", []string{"", "/"}},
+		{"cd \"$d\"; x; cd / && x", []string{"", "/"}},
 		{"find . -execdir x {} \\;", []string{""}},
 		{"sudo -D c x; sudo -i x", []string{c, ""}},
-		{"command cd a; x; builtin cd b; x", []string{a, ab}},
+		{"command cd a; x && builtin cd b && x", []string{a, ab}},
+		// A cd may fail where the directory was there when zot looked:
+		// bash then runs what follows where it was.
+		{"mv a gone; cd a; x", []string{""}},
+		{"rm -r a; cd a || x", []string{""}},
+		{"command rmdir c; cd c; x", []string{""}},
+		{"chmod 0 a; echo $(cd a; x)", []string{""}},
+		{"echo; pwd; cd a; x", []string{a}},
 	}
 	for _, tc := range cases {
 		var got []string

@@ -172,6 +172,10 @@ type shellOut struct {
 	arith        []arithRead
 	arithRetries int
 	tooDeep      bool
+	// ranBefore names the first command the line has run whole that
+	// could move, remove or lock a directory: a cd after it may fail
+	// where it would not have when zot looked.
+	ranBefore string
 }
 
 type shellParser struct {
@@ -806,7 +810,13 @@ func (p *shellParser) finish(c *cmdBuilder) {
 			}
 		}
 	}
+	mark := len(p.out.cmds)
 	p.run(cmdWords, cmdReach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars})
+	for _, c := range p.out.cmds[mark:] {
+		if p.out.ranBefore == "" && !dirKeepingCommands[c.Name] {
+			p.out.ranBefore = c.Name
+		}
+	}
 	if cmdWords[0].literal && cmdWords[0].val == "export" {
 		for _, w := range cmdWords[1:] {
 			if name, val, ok := assignment(w); ok {

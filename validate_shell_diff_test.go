@@ -673,7 +673,7 @@ func TestLabShimsRecordWhatRuns(t *testing.T) {
 	if !slices.Contains(r.builtins, "cd") || !slices.Contains(r.builtins, "echo") {
 		t.Errorf("builtins %v", r.builtins)
 	}
-	if problems, ran, err := lab.checkLine("rm x; cd sub; rm y"); err != nil || !ran || len(problems) != 0 {
+	if problems, ran, err := lab.checkLine("rm x; cd sub && rm y"); err != nil || !ran || len(problems) != 0 {
 		t.Errorf("a line the splitter follows: ran %v, problems %v, %v", ran, problems, err)
 	}
 }

@@ -1302,11 +1302,22 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 		return
 	}
 	d.path, d.why, d.mayFail = target, "", ""
-	if st, err := os.Stat(target); err != nil || !st.IsDir() {
-		d.mayFail = how + " to " + target + ", which does not exist now, may fail"
+	// Stat of dir/. looks a name up inside it, which needs the search
+	// permission cd needs.
+	if st, err := os.Stat(target + string(filepath.Separator) + "."); err != nil || !st.IsDir() {
+		d.mayFail = how + " to " + target + ", which does not exist or cannot be entered now, may fail"
 	} else if p.andOr == andOrAfterAnd {
 		d.mayFail = how + " to " + target + " after && may not run"
+	} else if p.out.ranBefore != "" {
+		d.mayFail = how + " to " + target + " may fail: " + p.out.ranBefore + " ran before it and may have moved or removed it"
 	}
+}
+
+// dirKeepingCommands cannot change a directory: the builtins that move
+// between them and commands that only print or test.
+var dirKeepingCommands = map[string]bool{
+	"cd": true, "pushd": true, "popd": true, "dirs": true, "command": true, "builtin": true,
+	"pwd": true, "ls": true, "echo": true, "printf": true, "test": true, "[": true, ":": true, "true": true, "false": true,
 }
 
 func (p *shellParser) trap(args []shellWord, r cmdReach) {
