@@ -1014,19 +1014,20 @@ func TestRunokPathRulesFollowTheDirectoryBashRunsIn(t *testing.T) {
 	t.Parallel()
 	rules, cwd := runokLayout(t, true, map[string]string{
 		"home/.config/runok/runok.yml": "definitions:\n  paths:\n    secret: [~/proj/sub/secret]\n" +
-			"rules:\n  - allow: 'cd *'\n  - allow: 'rm *'\n  - allow: 'mv *'\n  - allow: 'true'\n  - deny: 'rm <path:secret>'\n",
+			"rules:\n  - allow: 'cd *'\n  - allow: 'cat'\n  - allow: 'rm *'\n  - allow: 'mv *'\n  - allow: 'true'\n  - deny: 'rm <path:secret>'\n",
 	})
 	if err := os.Mkdir(filepath.Join(cwd, "inner"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for line, want := range map[string]string{
-		"rm secret":                          "deny",
-		"cd inner && rm ../secret":           "deny",
-		"cd inner && rm secret":              "allow",
-		"cd inner && true & rm secret":       "deny",
-		"F=x && true & rm secret$F":          "ask",
-		"mv inner gone; cd inner; rm secret": "deny",
-		"rm -r inner; cd inner || rm secret": "deny",
+		"rm secret":                              "deny",
+		"cd inner && rm ../secret":               "deny",
+		"cd inner && rm secret":                  "allow",
+		"cd inner && true & rm secret":           "deny",
+		"F=x && true & rm secret$F":              "ask",
+		"mv inner gone; cd inner; rm secret":     "deny",
+		"rm -r inner; cd inner || rm secret":     "deny",
+		"cat <<EOF; cd inner\n$(rm secret)\nEOF": "deny",
 	} {
 		if r := decide(t, rules, cwd, line); string(r.Decision) != want {
 			t.Errorf("%q: %s, want %s (%+v %q)", line, r.Decision, want, r.Rules, r.Unfollowed)

@@ -194,6 +194,11 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		{"command rmdir c; cd c; x", []string{""}},
 		{"chmod 0 a; echo $(cd a; x)", []string{""}},
 		{"echo; pwd; cd a; x", []string{a}},
+		// A here-document's $( ) runs when its command does, before what
+		// follows it on the line, though its body is read after.
+		{"cat <<EOF; cd a\n$(x)\nEOF", []string{dir}},
+		{"cd a && cat <<EOF &\n$(x)\nEOF\nx", []string{a, dir}},
+		{"echo <<EOF; cd a; x\n$(rmdir a)\nEOF", []string{""}},
 	}
 	for _, tc := range cases {
 		var got []string

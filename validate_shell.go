@@ -176,6 +176,9 @@ type shellOut struct {
 	// could move, remove or lock a directory: a cd after it may fail
 	// where it would not have when zot looked.
 	ranBefore string
+	// unreadDocs counts the here-documents whose $( ) run when their
+	// command does but whose bodies the parser has not read yet.
+	unreadDocs int
 }
 
 type shellParser struct {
@@ -252,7 +255,11 @@ type heredoc struct {
 	delim  string
 	strip  bool // <<- : leading tabs are ignored
 	expand bool // unquoted delimiter: $( ) and ` ` in the body run
-	vars   *varScope
+	// vars and dir are the shell's when the command with the
+	// here-document runs, which is when its body is expanded: the body is
+	// read after the rest of the line.
+	vars *varScope
+	dir  shellDir
 }
 
 type andOrPos int
@@ -897,8 +904,9 @@ func (p *shellParser) newline() {
 		// The body is data, but with an unquoted delimiter its $( ) and
 		// ` ` run.
 		if d.expand {
+			p.out.unreadDocs--
 			if k := p.child(p.src[start:end], p.bash); k != nil {
-				k.vars = d.vars // as they were when the command with the here-document ran
+				k.vars, k.dir = d.vars, d.dir
 				var discard strings.Builder
 				k.dquoted(&discard, &shellWord{}, false)
 			}
@@ -950,7 +958,10 @@ func (p *shellParser) redirect() {
 		}
 		p.heredocInSubst = p.heredocInSubst || p.inSubst
 		if w := p.target(); w.raw != "" {
-			p.pending = append(p.pending, heredoc{delim: w.val, strip: strip, expand: !strings.ContainsAny(w.raw, `'"\`), vars: p.vars.snapshot()})
+			p.pending = append(p.pending, heredoc{delim: w.val, strip: strip, expand: !strings.ContainsAny(w.raw, `'"\`), vars: p.vars.snapshot(), dir: p.dir.clone()})
+			if expand := p.pending[len(p.pending)-1].expand; expand {
+				p.out.unreadDocs++
+			}
 		}
 		return
 	case p.has("&>>"):

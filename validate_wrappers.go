@@ -1310,6 +1310,8 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 		d.mayFail = how + " to " + target + " after && may not run"
 	} else if p.out.ranBefore != "" {
 		d.mayFail = how + " to " + target + " may fail: " + p.out.ranBefore + " ran before it and may have moved or removed it"
+	} else if p.out.unreadDocs > 0 {
+		d.mayFail = how + " to " + target + " may fail: a here-document before it may run commands that move or remove it"
 	}
 }
 
