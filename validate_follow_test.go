@@ -173,7 +173,7 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		{"pushd a >/dev/null || true & x", []string{dir}},
 		{"{ cd a; } & x", []string{dir}},
 		{"pushd a; { pushd b && true & }; popd; x", []string{dir}},
-		{"pushd a; case y in y) pushd b;; z) true & ;; esac; popd; x", []string{a}},
+		{"pushd a; case y in y) pushd b;; z) true & ;; esac; popd; x", []string{""}}, // not the start directory
 		{"env -C a x; env --chdir=c x; x", []string{a, c, dir}},
 		{"bash -c 'cd a; x'; x", []string{a, dir}},
 		{"cd " + a + "; x; cd && x", []string{a, c}},
@@ -199,6 +199,20 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		{"cat <<EOF; cd a\n$(x)\nEOF", []string{dir}},
 		{"cd a && cat <<EOF &\n$(x)\nEOF\nx", []string{a, dir}},
 		{"echo <<EOF; cd a; x\n$(rmdir a)\nEOF", []string{""}},
+		// A redirection that fails skips its cd; /dev/null and 0–2 do not.
+		{"cd a </nonexist; x", []string{""}},
+		{"pushd a >/nonexist/f; x", []string{""}},
+		{"cd a >/dev/null 2>&1; x", []string{a}},
+		// pushd's options, and changes to its stack that may not run.
+		{"pushd -- a; x", []string{""}},
+		{"pushd -n a >/dev/null; popd >/dev/null; x", []string{""}},
+		{"pushd a >/dev/null; if false; then dirs -c; fi; popd >/dev/null; x", []string{""}},
+		{"pushd a; if false; then pushd b; fi; popd; x", []string{""}},
+		{"pushd a; pushd missing; popd; x", []string{""}},
+		{"pushd a; cd \"$d\"; cd / && popd && x", []string{dir}},
+		// Words that may expand to none, and options bash refuses.
+		{"cd $UNSET a; x", []string{""}},
+		{"cd -@ a; x", []string{dir}},
 	}
 	for _, tc := range cases {
 		var got []string
@@ -250,6 +264,14 @@ func TestSplitterReadsPOSIXShWhereBashIsAbsent(t *testing.T) {
 	}
 	if u := SplitCommandLine("cd sub 2>/dev/null || exit 1; ls -la | grep x > out", sh).Unfollowed; len(u) != 0 {
 		t.Errorf("POSIX line: %q", u)
+	}
+	// dash has no pushd; its cd takes -L and -P only, and more than one
+	// argument its own way.
+	sub := filepath.Join(dir, "sub")
+	for line, want := range map[string]string{"pushd sub; ls": dir, "cd -e sub; ls": dir, "cd sub other; ls": "", "cd -P sub; ls": sub} {
+		if c := SplitCommandLine(line, sh).Commands; c[len(c)-1].Cwd != want {
+			t.Errorf("%q in dash: ls in %q, want %q", line, c[len(c)-1].Cwd, want)
+		}
 	}
 }
 

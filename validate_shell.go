@@ -240,11 +240,22 @@ type varPrior struct {
 // tell: path, or "" and why not.
 type shellDir struct {
 	path, why string
-	stack     []string // pushd's
 	// mayFail, after a cd that may not run or may fail, says why: what
 	// follows in its && chain runs where it went, anything else may not.
 	mayFail string
+	// stack holds the entries known to be on top of pushd's stack;
+	// stackLost says what lies below them is not known (a pushd, popd or
+	// dirs -c that may or may not have run), and stackMayFail that the
+	// last change holds only through its && chain, as mayFail.
+	stack                   []string
+	stackLost, stackMayFail bool
 }
+
+// lose forgets where the shell is, for why; pushd's stack stays.
+func (d *shellDir) lose(why string) { d.path, d.why, d.mayFail = "", why, "" }
+
+// loseStack forgets pushd's stack.
+func (d *shellDir) loseStack() { d.stack, d.stackLost, d.stackMayFail = nil, true, false }
 
 func (d shellDir) clone() shellDir {
 	d.stack = append([]string(nil), d.stack...)
@@ -356,6 +367,7 @@ type cmdBuilder struct {
 	header     bool // a for/select header: words that are not a command
 	selects    bool // the header is select's
 	timeState  int  // after bash's time: 1 -p or -- may follow, 2 -- may follow
+	redirected bool // a redirection that may fail (see redirect)
 }
 
 // unfollow records a construct the splitter does not follow.
@@ -491,8 +503,13 @@ func (p *shellParser) list(inParens, inCase bool) listStop {
 // operator notes the list operator just read: a cd that may fail holds
 // only through its && chain, and after | the next command is in a subshell.
 func (p *shellParser) operator(op string) {
-	if p.dir.mayFail != "" && op != "&&" {
-		p.dir = shellDir{why: p.dir.mayFail}
+	if op != "&&" {
+		if p.dir.mayFail != "" {
+			p.dir.lose(p.dir.mayFail)
+		}
+		if p.dir.stackMayFail {
+			p.dir.loseStack()
+		}
 	}
 	if op == ";" || op == "\n" || op == "&" {
 		p.endList(op == "&")
@@ -558,7 +575,7 @@ func (p *shellParser) command(inParens, inCase bool) listStop {
 			}
 			return stopNone
 		case ch == '&' && p.peek(1) == '>' && p.bash:
-			p.redirect()
+			c.redirected = p.redirect() || c.redirected
 			c.end = p.pos
 			continue
 		case ch == '&' || ch == '|':
@@ -608,11 +625,11 @@ func (p *shellParser) command(inParens, inCase bool) listStop {
 			}
 			return stopNone // a stray ): a typo, or a case pattern we were not in
 		case (ch == '<' || ch == '>') && p.peek(1) != '(':
-			p.redirect()
+			c.redirected = p.redirect() || c.redirected
 			c.end = p.pos
 			continue
 		case ch >= '0' && ch <= '9' && p.fdRedirect():
-			p.redirect()
+			c.redirected = p.redirect() || c.redirected
 			c.end = p.pos
 			continue
 		}
@@ -625,6 +642,7 @@ func (p *shellParser) command(inParens, inCase bool) listStop {
 		}
 		c.end = p.pos
 		if p.bash && p.fdVariable(w) {
+			c.redirected = true
 			continue
 		}
 		if len(c.words) == 0 && !c.header && w.plain {
@@ -751,7 +769,7 @@ func (p *shellParser) keyword(c *cmdBuilder, kw string, inParens, inCase bool) (
 
 // finish hands the collected words on as a simple command.
 func (p *shellParser) finish(c *cmdBuilder) {
-	words, header, selects, start, end := c.words, c.header, c.selects, c.start, c.end
+	words, header, selects, start, end, redirected := c.words, c.header, c.selects, c.start, c.end, c.redirected
 	*c = cmdBuilder{}
 	if len(words) == 0 {
 		return
@@ -787,7 +805,8 @@ func (p *shellParser) finish(c *cmdBuilder) {
 				break // a pipeline stage or background job: its assignments end with it
 			}
 			name, _, _ := assignment(w)
-			p.setVar(name, p.assignedValue(w), p.certain(false) && !strings.Contains(w.raw[:strings.IndexByte(w.raw, '=')], "["), raw)
+			// dash skips the assignments when a redirection fails.
+			p.setVar(name, p.assignedValue(w), p.certain(redirected) && !strings.Contains(w.raw[:strings.IndexByte(w.raw, '=')], "["), raw)
 		}
 		return
 	}
@@ -818,7 +837,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 		}
 	}
 	mark := len(p.out.cmds)
-	p.run(cmdWords, cmdReach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars})
+	p.run(cmdWords, cmdReach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars, redirected: redirected})
 	for _, c := range p.out.cmds[mark:] {
 		if p.out.ranBefore == "" && !dirKeepingCommands[c.Name] {
 			p.out.ranBefore = c.Name
@@ -943,13 +962,18 @@ func (p *shellParser) fdRedirect() bool {
 
 // redirect skips a redirection and its target; a target is not an argument,
 // but the expansions in it still run. << and <<- open a here-document.
-func (p *shellParser) redirect() {
+// redirect reads a redirection; mayFail says it may fail, and then the
+// command it belongs to does not run: anything but a here-document, a
+// here-string, /dev/null, or a copy or close of descriptors 0 to 2.
+func (p *shellParser) redirect() (mayFail bool) {
 	switch {
 	case p.has("<<<"):
 		if !p.bash {
 			p.shOnly("<<<", p.pos)
 		}
 		p.pos += 3
+		p.target()
+		return false
 	case p.has("<<-"), p.has("<<"):
 		strip := p.has("<<-")
 		p.pos += 2
@@ -963,7 +987,7 @@ func (p *shellParser) redirect() {
 				p.out.unreadDocs++
 			}
 		}
-		return
+		return false
 	case p.has("&>>"):
 		p.pos += 3
 	case p.has("&>"), p.has(">>"), p.has(">&"), p.has(">|"), p.has("<&"), p.has("<>"):
@@ -971,7 +995,9 @@ func (p *shellParser) redirect() {
 	default:
 		p.pos++
 	}
-	p.target()
+	dup := p.src[p.pos-1] == '&'
+	w := p.target()
+	return !(w.literal && (w.val == "/dev/null" || dup && hasWord("0 1 2 -", w.val)))
 }
 
 func (p *shellParser) target() shellWord {

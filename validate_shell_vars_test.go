@@ -69,6 +69,10 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		{"F=--force || true & git push $F", []string{`true`, `git "push" "$F"`}, ""},
 		{"F=ok; for F in --force; do :; done & git push $F", []string{`:`, `git "push" "ok"`}, ""},
 		{"F=x; exec {F}>out; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; sleep 0 & wait -n -p F; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; export F=y </nonexist; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; F=y </nonexist; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; F=y 2>/dev/null; rm $F", []string{`rm "y"`}, ""},
 		{"F=$(echo --force); G=${F:-x}; git push $G", nil, "value zot cannot tell ($G)"},
 	}
 	if c := SplitCommandLine("F=--force; git push $F", testShell("/work")).Commands; len(c) != 1 || !slices.Equal(c[0].Vars, []string{"F"}) || !c[0].Exact {

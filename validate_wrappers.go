@@ -28,7 +28,10 @@ type cmdReach struct {
 	// subshell: … in a subshell (a pipeline stage, a background job), so
 	// a cd moves nothing after it.
 	subshell bool
-	vars     []string // the variables whose values the words hold
+	// redirected: a redirection of its own may fail, and then it does not
+	// run.
+	redirected bool
+	vars       []string // the variables whose values the words hold
 }
 
 // through is the reach of the command a wrapper runs.
@@ -114,7 +117,7 @@ func (p *shellParser) run(ws []shellWord, r cmdReach) {
 		p.setOptions(args, r)
 	case "shopt":
 		p.shoptOptions(args, r)
-	case "read", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "export", "readonly":
+	case "read", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "export", "readonly", "wait":
 		p.assigningBuiltin(name, args, r)
 	case "test", "[":
 		p.checkTest(args, name+" -v", r.raw)
@@ -1178,29 +1181,59 @@ func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 	if !r.shell || r.subshell {
 		return // behind a wrapper, in a pipeline stage or a background job: it moves nothing after it
 	}
+	if !p.bash && name != "cd" {
+		return // dash has no pushd, popd or dirs: a program of the name cannot move the shell
+	}
 	if p.loops > 0 && name != "dirs" {
 		p.unfollow(name+" inside a loop, which moves the commands before it on the next pass", r.raw)
 	}
 	d := &p.dir
-	lost := func(why string) { *d = shellDir{why: why} }
+	// A change to the stack that may not happen leaves it unknown; one
+	// that may fail holds through its && chain.
+	runs := p.compound == 0 && p.andOr != andOrAfterOr && !r.redirected
+	changeStack := func(change func()) {
+		if !runs {
+			d.loseStack()
+			return
+		}
+		change()
+		d.stackMayFail = d.stackMayFail || p.andOr == andOrAfterAnd || d.mayFail != ""
+	}
+	defer func() {
+		if r.redirected && d.path != "" && d.mayFail == "" {
+			d.mayFail = name + " with a redirection, which may fail"
+		}
+	}()
 	switch name {
 	case "dirs":
 		for _, a := range args {
-			if a.literal && a.val == "-c" {
-				d.stack = nil
+			if !a.literal || a.val == "-c" {
+				changeStack(func() { d.stack, d.stackLost = nil, false })
 			}
 		}
 		return
 	case "popd":
 		switch {
 		case len(args) > 0:
-			lost("popd " + args[0].raw)
+			d.lose("popd " + args[0].raw)
+			d.loseStack()
 		case len(d.stack) > 0:
 			top := d.stack[len(d.stack)-1]
-			d.stack = d.stack[:len(d.stack)-1]
 			p.moveTo(top, false, name)
+			changeStack(func() { d.stack = d.stack[:len(d.stack)-1] })
+		case d.stackLost:
+			d.lose("popd with a stack zot cannot tell")
 		}
 		return
+	}
+	if name == "pushd" {
+		for _, a := range args {
+			if !a.literal || strings.HasPrefix(a.val, "-") || strings.HasPrefix(a.val, "+") {
+				d.lose("pushd " + a.raw) // -n, --, +N, -N
+				d.loseStack()
+				return
+			}
+		}
 	}
 	physical := false
 	i := 0
@@ -1214,14 +1247,14 @@ func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 			break
 		}
 		for _, ch := range v[1:] {
-			switch ch {
-			case 'P':
+			switch {
+			case ch == 'P':
 				physical = true
-			case 'L':
+			case ch == 'L':
 				physical = false
-			case 'e', '@':
+			case ch == 'e' && p.bash:
 			default:
-				return // cd refuses the option and stays
+				return // cd refuses the option and stays (-@ is Solaris's)
 			}
 		}
 	}
@@ -1229,19 +1262,32 @@ func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 	var target string
 	switch {
 	case len(rest) > 1:
-		return // too many arguments: cd fails and stays
-	case len(rest) == 0 && name == "pushd":
-		if len(d.stack) == 0 {
+		for _, w := range rest {
+			if !w.literal {
+				d.lose(name + " with a word that may expand to no word or to several (" + w.raw + ")")
+				return
+			}
+		}
+		if !p.bash {
+			d.lose(name + " with more than one argument, which dash reads its own way")
 			return
 		}
-		top := d.stack[len(d.stack)-1]
-		d.stack[len(d.stack)-1] = d.path
+		return // too many arguments: bash's cd fails and stays
+	case len(rest) == 0 && name == "pushd":
+		if len(d.stack) == 0 {
+			if d.stackLost {
+				d.lose("pushd with a stack zot cannot tell")
+			}
+			return
+		}
+		top, old := d.stack[len(d.stack)-1], d.path
 		p.moveTo(top, false, name)
+		changeStack(func() { d.stack[len(d.stack)-1] = old })
 		return
 	case len(rest) == 0:
 		target = p.out.sc.Getenv("HOME")
 		if target == "" {
-			lost(name + " with no HOME")
+			d.lose(name + " with no HOME")
 			return
 		}
 	default:
@@ -1250,20 +1296,20 @@ func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 		case t.raw == "~" || tildePath(t):
 			home := p.out.sc.Getenv("HOME")
 			if home == "" {
-				lost(name + " ~ with no HOME")
+				d.lose(name + " ~ with no HOME")
 				return
 			}
 			target = home + strings.TrimPrefix(t.raw, "~")
 		case !t.literal:
-			lost(name + " to a directory known only at run time (" + t.raw + ")")
+			d.lose(name + " to a directory known only at run time (" + t.raw + ")")
 			return
-		case t.val == "-" || t.val == "" || name == "pushd" && (t.val[0] == '+' || t.val[0] == '-'):
-			lost(name + " " + t.raw)
+		case t.val == "-" || t.val == "":
+			d.lose(name + " " + t.raw)
 			return
 		default:
 			target = t.val
 			if p.out.sc.Getenv("CDPATH") != "" && !filepath.IsAbs(target) && !strings.HasPrefix(target, "./") && !strings.HasPrefix(target, "../") && target != "." && target != ".." {
-				lost(name + " with $CDPATH set")
+				d.lose(name + " with $CDPATH set")
 				return
 			}
 		}
@@ -1271,7 +1317,7 @@ func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 	old := d.path
 	p.moveTo(target, physical, name)
 	if name == "pushd" {
-		d.stack = append(d.stack, old)
+		changeStack(func() { d.stack = append(d.stack, old) })
 	}
 }
 
@@ -1279,7 +1325,7 @@ func (p *shellParser) changeDir(name string, args []shellWord, r cmdReach) {
 func (p *shellParser) moveTo(target string, physical bool, how string) {
 	d := &p.dir
 	if target == "" {
-		*d = shellDir{why: how + " to a directory zot could not tell", stack: d.stack}
+		d.lose(how + " to a directory zot could not tell")
 		return
 	}
 	if !filepath.IsAbs(target) {
@@ -1295,10 +1341,10 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 	}
 	switch {
 	case p.compound > 0:
-		*d = shellDir{why: how + " inside if/while/for/case/{ }, which may or may not run", stack: d.stack}
+		d.lose(how + " inside if/while/for/case/{ }, which may or may not run")
 		return
 	case p.andOr == andOrAfterOr:
-		*d = shellDir{why: how + " after ||, which may or may not run", stack: d.stack}
+		d.lose(how + " after ||, which may or may not run")
 		return
 	}
 	d.path, d.why, d.mayFail = target, "", ""
@@ -1445,6 +1491,20 @@ func (p *shellParser) assigningBuiltin(name string, args []shellWord, r cmdReach
 		if len(args) > 1 {
 			names = append(names, args[1])
 		}
+	case "wait":
+		// wait -p NAME (also -np NAME, -pNAME) stores a process id in it;
+		// a word known only at run time may be that -p.
+		for i, a := range args {
+			switch {
+			case !a.literal && i+1 < len(args):
+				names = append(names, args[i+1])
+			case !a.literal || !strings.HasPrefix(a.val, "-") || a.val == "--":
+			case strings.HasSuffix(a.val, "p") && i+1 < len(args):
+				names = append(names, args[i+1])
+			case strings.Contains(a.val, "p"):
+				names = append(names, literalWord(a.val[strings.IndexByte(a.val, 'p')+1:]))
+			}
+		}
 	default: // declare, typeset, local, export, readonly
 		options := false
 		for _, a := range args {
@@ -1453,7 +1513,7 @@ func (p *shellParser) assigningBuiltin(name string, args []shellWord, r cmdReach
 				switch {
 				case !r.shell || r.subshell:
 				case name == "export" && !options && a.raw[k-2] != '+' && a.raw[k-2] != ']':
-					p.setVar(n, p.assignedValue(a), p.certain(false), where)
+					p.setVar(n, p.assignedValue(a), p.certain(r.redirected), where)
 				case name == "export":
 					p.forgetVar(n, where)
 				default:
