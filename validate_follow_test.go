@@ -153,6 +153,10 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
 	a, ab, c := filepath.Join(dir, "a"), filepath.Join(dir, "a", "b"), filepath.Join(dir, "c")
+	if err := os.Symlink(ab, filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
 	sh := testShell(dir)
 	sh.Getenv = func(k string) string { return map[string]string{"HOME": c}[k] }
 	cases := []struct {
@@ -213,6 +217,21 @@ func TestSplitterFollowsTheWorkingDirectory(t *testing.T) {
 		// Words that may expand to none, and options bash refuses.
 		{"cd $UNSET a; x", []string{""}},
 		{"cd -@ a; x", []string{dir}},
+		// .. after a name, and the real path of a link (l is a link to
+		// a/b): bash's cd fails through a missing name or a file, cd -P,
+		// env -C and a new shell whose $PWD is not passed go where the
+		// link leads.
+		{"cd missing/../a; x", []string{""}},
+		{"cd f/../a; x", []string{""}},
+		{"cd l/../b && x", []string{""}},
+		{"cd -P l/..; x", []string{a}},
+		{"cd l; cd -P ..; x", []string{a}},
+		{"ln -sfn c l && cd -P l && x", []string{""}},
+		{"env -C l/.. x", []string{a}},
+		{"env -C l bash -c 'cd ..; x'", []string{a}},
+		{"cd l; env -u PWD bash -c 'cd ..; x'", []string{""}},
+		{"cd l; PWD=/ bash -c 'cd ..; x'", []string{""}},
+		{"cd l; bash -c 'cd ..; x'", []string{dir}},
 	}
 	for _, tc := range cases {
 		var got []string

@@ -530,17 +530,58 @@ func hasWord(list, w string) bool {
 	return false
 }
 
-// joinDir is the directory a wrapper option (env -C, sudo -D) gives.
+// joinDir is the directory a wrapper option (env -C, sudo -D) gives: a
+// chdir, which follows links as it goes (a/.. is where a's link leads,
+// less one), and leaves $PWD as it was.
 func (p *shellParser) joinDir(r cmdReach, w shellWord, what string) (dir, why string) {
 	switch {
 	case !w.literal:
 		return "", what + " to a directory known only at run time"
-	case filepath.IsAbs(w.val):
-		return filepath.Clean(w.val), ""
-	case r.dir == "":
+	case r.dir == "" && !filepath.IsAbs(w.val):
 		return "", r.dirWhy
 	}
-	return filepath.Join(r.dir, w.val), ""
+	plain := filepath.Clean(w.val)
+	if !filepath.IsAbs(plain) {
+		plain = filepath.Join(r.dir, w.val)
+	}
+	real, ok := physicalDir(r.dir, w.val)
+	switch {
+	case !ok && strings.Contains("/"+w.val+"/", "/../"):
+		return "", what + " to " + w.val + ", whose .. zot cannot resolve now"
+	case !ok:
+		return plain, "" // missing now: the wrapper fails, unless a command before makes it
+	case real != plain && (p.out.ranBefore != "" || p.out.unreadDocs > 0):
+		return "", what + " to " + w.val + ", through links a command before it may have changed"
+	}
+	return real, ""
+}
+
+// physicalDir is where chdir(target) from dir goes, each link followed
+// and each .. taken from where the link led, as the file system is now.
+func physicalDir(dir, target string) (string, bool) {
+	if !filepath.IsAbs(target) {
+		target = dir + string(filepath.Separator) + target // not Join: it would take a/.. away before the links are read
+	}
+	real, err := filepath.EvalSymlinks(target)
+	return real, err == nil
+}
+
+// dotDotAfterName reports a .. that follows a name in path (a/..), which
+// a cd resolves by what the name is.
+func dotDotAfterName(path string) bool {
+	named := false
+	for _, part := range strings.Split(path, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if named {
+				return true
+			}
+		default:
+			named = true
+		}
+	}
+	return false
 }
 
 // script splits a command string a wrapper runs with a shell (bash -c,
@@ -552,6 +593,15 @@ func (p *shellParser) script(src string, bash bool, r cmdReach) {
 	}
 	k.via, k.env, k.vars = r.via, r.env, p.vars.shell()
 	k.dir = shellDir{path: r.dir, why: r.dirWhy}
+	// The new shell's cd .. is taken from $PWD when $PWD names where it
+	// starts, else from the directory's real path: behind a wrapper (env
+	// -C or -u PWD, sudo) or with PWD assigned, zot cannot tell which,
+	// and it matters where a link leads there.
+	if _, pwd := r.env["PWD"]; r.dir != "" && (pwd || r.level > 1) {
+		if real, err := filepath.EvalSymlinks(r.dir); err != nil || real != r.dir {
+			k.dir = shellDir{why: "a shell started through a wrapper in a directory reached through a link, whose $PWD may not be the line's"}
+		}
+	}
 	k.depth += r.level
 	k.list(false, false)
 }
@@ -1328,16 +1378,28 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 		d.lose(how + " to a directory zot could not tell")
 		return
 	}
-	if !filepath.IsAbs(target) {
-		if d.path == "" {
-			return // relative to a directory already unknown
-		}
-		target = filepath.Join(d.path, target)
+	if !filepath.IsAbs(target) && d.path == "" {
+		return // relative to a directory already unknown
 	}
-	if physical {
-		if real, err := filepath.EvalSymlinks(target); err == nil {
-			target = real
+	switch {
+	case physical && (p.out.ranBefore != "" || p.out.unreadDocs > 0):
+		d.lose(how + " -P after commands that may have changed the links it resolves")
+		return
+	case physical:
+		real, ok := physicalDir(d.path, target)
+		if !ok {
+			d.lose(how + " -P to " + target + ", which zot cannot resolve now")
+			return
 		}
+		target = real
+	case dotDotAfterName(target):
+		// bash resolves a/.. by what a is: it fails where a is no
+		// directory, and goes where the link leads where chdir to the
+		// cleaned path fails.
+		d.lose(how + " to " + target + ", whose .. bash resolves by what the path names")
+		return
+	case !filepath.IsAbs(target):
+		target = filepath.Join(d.path, target)
 	}
 	switch {
 	case p.compound > 0:
