@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 )
@@ -926,8 +927,16 @@ func (p *shellParser) newline() {
 			p.out.unreadDocs--
 			if k := p.child(p.src[start:end], p.bash); k != nil {
 				k.vars, k.dir = d.vars, d.dir
+				before := maps.Clone(d.vars.vals)
 				var discard strings.Builder
 				k.dquoted(&discard, &shellWord{}, false)
+				// ${x:=…} and $((x=…)) in the body assign in the shell
+				// when a builtin or { } has the here-document.
+				for name, v := range d.vars.vals {
+					if old, ok := before[name]; !ok || old != v {
+						p.forgetVar(name, "<<"+d.delim)
+					}
+				}
 			}
 		}
 	}

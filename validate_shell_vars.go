@@ -303,6 +303,13 @@ func (p *shellParser) assignedValue(w shellWord) varValue {
 			return varValue{state: varUnknown}
 		}
 	}
+	if p.out.unreadDocs > 0 {
+		for _, r := range w.refs() {
+			if p.vars.get(r).state != varUnset {
+				return varValue{state: varUnknown} // see substituteWord
+			}
+		}
+	}
 	parts, ok := wordParts(w.raw[n:], true)
 	if !ok {
 		for _, r := range w.refs() {
@@ -391,6 +398,9 @@ func (p *shellParser) substituteWord(w shellWord) ([]shellWord, bool) {
 	}
 	if !touched {
 		return []shellWord{w}, true
+	}
+	if p.out.unreadDocs > 0 {
+		return nil, false // a here-document's body, read later, may have assigned it before this ran
 	}
 	parts, ok := wordParts(w.raw, false)
 	if !ok {

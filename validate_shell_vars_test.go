@@ -73,6 +73,13 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		{"F=x; export F=y </nonexist; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; F=y </nonexist; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; F=y 2>/dev/null; rm $F", []string{`rm "y"`}, ""},
+		// A here-document's body runs when its command does, though it is
+		// read after the rest of the line; a builtin's runs in the shell.
+		{"F=; : <<EOF\n${F:=--force}\nEOF\ngit push $F", nil, "value zot cannot tell ($F)"},
+		{"F=a; : <<EOF\n$((F=7))\nEOF\nrm $F", nil, "value zot cannot tell ($F)"},
+		{"F=; : <<EOF; git push $F\n${F:=--force}\nEOF", nil, "value zot cannot tell ($F)"},
+		{"F=x; : <<EOF; G=$F\n${F:=y}\nEOF\nrm $G", nil, "value zot cannot tell ($G)"},
+		{"F=ok; cat <<EOF\nline $F\nEOF\ngit push $F", []string{`cat`, `git "push" "ok"`}, ""},
 		{"F=$(echo --force); G=${F:-x}; git push $G", nil, "value zot cannot tell ($G)"},
 	}
 	if c := SplitCommandLine("F=--force; git push $F", testShell("/work")).Commands; len(c) != 1 || !slices.Equal(c[0].Vars, []string{"F"}) || !c[0].Exact {
