@@ -154,6 +154,12 @@ func startProc(spec procSpec) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.dir != "" {
+		// A shell takes its directory's name from $PWD when $PWD names
+		// it, else the real path: where spec.dir is reached through a
+		// link, cd .. goes where the validators' splitter says only so.
+		env = append(env, "PWD="+spec.dir)
+	}
 	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
 	cmd.Dir = spec.dir
 	cmd.Env = append(env, spec.addEnv...)

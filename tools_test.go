@@ -826,6 +826,33 @@ func TestBashExitCodes(t *testing.T) {
 	}
 }
 
+// The shell starts in the tool's directory by the name zot has for it,
+// as the validators' splitter assumes: through a link, cd .. goes to the
+// link's parent, whatever $PWD zot itself was started with.
+func TestBashStartsWhereTheSplitterSaysThroughALink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "l")
+	if err := os.Symlink(filepath.Join(dir, "a", "b"), link); err != nil {
+		t.Fatal(err)
+	}
+	env := NewToolEnv(link, false)
+	var bash Tool
+	for _, tool := range BuiltinTools(env) {
+		if tool.Name() == "bash" {
+			bash = tool
+		}
+	}
+	got := mustOK(t, call(t, bash, map[string]any{"command": "pwd; cd ..; pwd"}))
+	split := SplitCommandLine("pwd; cd ..; pwd", ShellContext{Bash: true, Cwd: link}).Commands
+	if want := link + "\n" + split[2].Cwd + "\n[exit code 0]"; got != want || split[2].Cwd != dir {
+		t.Errorf("bash printed %q, want %q", got, want)
+	}
+}
+
 func TestBashMergesStdoutAndStderrInOrder(t *testing.T) {
 	t.Parallel()
 	dir, _, tools := toolsIn(t, false)
