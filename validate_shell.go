@@ -678,6 +678,11 @@ func (p *shellParser) fdVariable(w shellWord) bool {
 		return false
 	}
 	name := w.raw[1 : len(w.raw)-1]
+	if i := strings.IndexByte(name, '['); i > 0 && strings.HasSuffix(name, "]") && isName(name[:i]) {
+		p.unfollow("a descriptor variable with a subscript, which bash evaluates as arithmetic", w.raw)
+		p.redirect()
+		return true
+	}
 	if !isName(name) {
 		return false
 	}
@@ -791,6 +796,9 @@ func (p *shellParser) finish(c *cmdBuilder) {
 		if !ok {
 			break
 		}
+		if _, n := assignmentName(words[i].raw); !p.bash && words[i].raw[n-2] == '+' {
+			p.shOnly("NAME+=value (dash: a command name)", start)
+		}
 		p.assignWord(name, words[i], raw)
 		if env == nil {
 			env = map[string]string{}
@@ -842,6 +850,13 @@ func (p *shellParser) finish(c *cmdBuilder) {
 	for _, c := range p.out.cmds[mark:] {
 		if p.out.ranBefore == "" && !dirKeepingCommands[c.Name] {
 			p.out.ranBefore = c.Name
+		}
+		if hasWord("export readonly declare typeset local", c.Name) {
+			// F=x export F keeps F=x in the shell.
+			for _, w := range words[:i] {
+				name, _, _ := assignment(w)
+				p.forgetVar(name, raw)
+			}
 		}
 	}
 	if cmdWords[0].literal && cmdWords[0].val == "export" {

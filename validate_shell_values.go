@@ -23,7 +23,8 @@ var shellSensitiveVars = map[string]string{
 	"PS4": "bash expands it, running what it holds", "PROMPT_COMMAND": "bash runs it",
 	"CDPATH": "it decides where cd goes", "HOME": "it decides where cd and ~ go", "OLDPWD": "it decides where cd - goes",
 	"BASH_LOADABLES_PATH": "enable loads code from it",
-	"LD_PRELOAD":          "the loader runs code from it", "LD_AUDIT": "the loader runs code from it", "LD_LIBRARY_PATH": "the loader runs code from it",
+	"BASH_CMDS":           "it is bash's table of the programs command names run", "BASH_ALIASES": "it defines aliases",
+	"LD_PRELOAD": "the loader runs code from it", "LD_AUDIT": "the loader runs code from it", "LD_LIBRARY_PATH": "the loader runs code from it",
 	"DYLD_INSERT_LIBRARIES": "the loader runs code from it", "DYLD_LIBRARY_PATH": "the loader runs code from it",
 }
 

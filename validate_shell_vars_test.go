@@ -80,10 +80,37 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		{"F=; : <<EOF; git push $F\n${F:=--force}\nEOF", nil, "value zot cannot tell ($F)"},
 		{"F=x; : <<EOF; G=$F\n${F:=y}\nEOF\nrm $G", nil, "value zot cannot tell ($G)"},
 		{"F=ok; cat <<EOF\nline $F\nEOF\ngit push $F", []string{`cat`, `git "push" "ok"`}, ""},
+		// Declaration builtins: bash expands every argument before it
+		// assigns, brace-expands them, keeps F=x export F, and keeps an
+		// assignment one word behind command.
+		{"F=--force; export F=ok G=$F; git push $G", []string{`export "F=ok" "G=--force"`, `git -force= "push"`}, ""},
+		{"F=ok; F=--force export F; git push $F", nil, "value zot cannot tell ($F)"},
+		{"F=ok; export F={ok,--force}; git push $F", nil, "value zot cannot tell ($F)"},
+		{"G='--force x'; command export F=$G; git push $F", nil, "value zot cannot tell ($F)"},
+		{"F=--force; getopts -- ab F -a; git push $F", nil, "value zot cannot tell ($F)"},
+		// Subscripts bash evaluates as arithmetic, and what changes what
+		// a name runs or how a line is read.
+		{"F=--force; a=(1 2); unset \"a[F=1]\"; git push $F", nil, "value zot cannot tell ($F)"},
+		{"x='a[$(touch y)]'; b=(1 2); unset \"b[x]\"", nil, "arithmetic on $x"},
+		{"x=1; : {b[x]}>/dev/null", nil, "a descriptor variable with a subscript"},
+		{"git=0; BASH_CMDS[git]=/tmp/evil; git status", nil, "an assignment to BASH_CMDS"},
+		{"set -o history -H\necho rm -rf x\n!:1-3", nil, "set -o history"},
+		{"set -H", nil, "set -H"},
+		{"$'rm\\0x' -rf y", []string{`rm -f= -r= "y"`}, ""}, // bash ends $'…' at a NUL
+		{"git push $'--force\\c@zzz'", []string{`git -force= "push"`}, ""},
 		{"F=$(echo --force); G=${F:-x}; git push $G", nil, "value zot cannot tell ($G)"},
 	}
 	if c := SplitCommandLine("F=--force; git push $F", testShell("/work")).Commands; len(c) != 1 || !slices.Equal(c[0].Vars, []string{"F"}) || !c[0].Exact {
 		t.Errorf("the split does not say which variables its words hold: %+v", c)
+	}
+	// bash expands ~ after = and : in any word shaped as an assignment.
+	for _, line := range []string{"git push X=~/foo", "cp a of=~/b", "X=a:~/b; rm $X"} {
+		if c := SplitCommandLine(line, testShell("/work")).Commands; c[len(c)-1].Exact {
+			t.Errorf("%q: reported as exact: %+v", line, c[len(c)-1])
+		}
+	}
+	if u := SplitCommandLine("F=--force; F+=x; rm $F", ShellContext{Cwd: "/work"}).Unfollowed; !strings.Contains(strings.Join(u, "\n"), "+=") {
+		t.Errorf("dash reads F+=x as a command name; unfollowed %q", u)
 	}
 	for _, tc := range cases {
 		split := SplitCommandLine(tc.line, testShell(t.TempDir()))

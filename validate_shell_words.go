@@ -75,6 +75,11 @@ loop:
 			case '~':
 				if p.pos == start {
 					w.literal, tilde = false, true
+				} else if c := p.src[p.pos-1]; (c == '=' || c == ':') && assignmentShaped(p.src[start:p.pos]) {
+					// bash expands ~ after the = and each : of any word
+					// shaped as an assignment: x=~/a, cp a of=~/b.
+					w.literal = false
+					w.hole(at(), at()+1, false)
 				}
 			case '{':
 				braces++
@@ -370,8 +375,14 @@ func (p *shellParser) backtick(b *strings.Builder) {
 	}
 }
 
-// ansiC decodes $'…' after the opening quote: $'cu\x72l' is curl.
-func (p *shellParser) ansiC(b *strings.Builder) {
+// ansiC decodes $'…' after the opening quote: $'cu\x72l' is curl. bash
+// ends the string at a NUL (\0, \x00, \c@): $'rm\0x' is rm.
+func (p *shellParser) ansiC(out *strings.Builder) {
+	var b strings.Builder
+	defer func() {
+		v, _, _ := strings.Cut(b.String(), "\x00")
+		out.WriteString(v)
+	}()
 	for p.pos < len(p.src) {
 		ch := p.src[p.pos]
 		p.pos++
@@ -518,4 +529,10 @@ func assignment(w shellWord) (name, val string, ok bool) {
 func isArrayAssignment(prefix string) bool {
 	_, n := assignmentName(prefix)
 	return n > 0 && n == len(prefix)
+}
+
+// assignmentShaped reports text that starts as NAME= or NAME+=.
+func assignmentShaped(text string) bool {
+	name, _, ok := strings.Cut(text, "=")
+	return ok && isName(strings.TrimSuffix(name, "+"))
 }

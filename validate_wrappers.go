@@ -89,6 +89,15 @@ func (p *shellParser) run(ws []shellWord, r cmdReach) {
 			p.forgetVar("OLDPWD", r.raw)
 		}
 	case "unset":
+		// bash evaluates a subscript as arithmetic, in a subshell too:
+		// unset "a[x]" runs what $x holds.
+		for _, a := range args {
+			if !a.literal {
+				p.unfollow("unset of a name known only at run time, whose subscript bash would evaluate", r.raw)
+			} else if i := strings.IndexByte(a.val, '['); i > 0 && strings.HasSuffix(a.val, "]") {
+				p.arithUse(a.val[i+1:len(a.val)-1], r.raw)
+			}
+		}
 		if r.shell && !r.subshell {
 			p.unsetVars(args, r.raw)
 		}
@@ -622,12 +631,12 @@ func (p *shellParser) scriptBySHELL(w shellWord, r cmdReach, via string) {
 
 // Shells.
 
-var safeSetOptions = "allexport braceexpand emacs errexit errtrace functrace hashall histexpand history ignoreeof " +
+var safeSetOptions = "allexport braceexpand emacs errexit errtrace functrace hashall ignoreeof " +
 	"interactive-comments monitor noclobber noexec noglob nolog notify nounset onecmd pipefail privileged verbose vi xtrace"
 
 // safeSetLetters are the set options that change nothing about what a
 // line runs or where.
-const safeSetLetters = "abefhmnprtuvxBCEHT"
+const safeSetLetters = "abefhmnprtuvxBCET"
 
 var safeShoptOptions = "nullglob failglob globstar dotglob nocaseglob nocasematch inherit_errexit xpg_echo " +
 	"globasciiranges extquote checkwinsize histappend cmdhist lithist"
@@ -1550,6 +1559,13 @@ func (p *shellParser) assigningBuiltin(name string, args []shellWord, r cmdReach
 			}
 		}
 	case "getopts":
+		if len(args) > 0 && !args[0].literal {
+			names = append(names, args[1:min(3, len(args))]...) // it may be --
+			break
+		}
+		if len(args) > 0 && args[0].val == "--" {
+			args = args[1:]
+		}
 		if len(args) > 1 {
 			names = append(names, args[1])
 		}
@@ -1568,14 +1584,27 @@ func (p *shellParser) assigningBuiltin(name string, args []shellWord, r cmdReach
 			}
 		}
 	default: // declare, typeset, local, export, readonly
+		// bash expands every argument before it assigns any: in export
+		// F=ok G=$F, G gets the F of before. It brace-expands them too,
+		// and behind command or builtin the words zot has were split,
+		// where bash kept each assignment one word.
+		values := make([]varValue, len(args))
+		for i, a := range args {
+			if _, k := assignmentName(a.raw); k > 0 {
+				values[i] = p.assignedValue(a)
+				if a.glob || r.level > 0 {
+					values[i] = varValue{state: varUnknown}
+				}
+			}
+		}
 		options := false
-		for _, a := range args {
+		for i, a := range args {
 			if n, k := assignmentName(a.raw); k > 0 {
 				p.assignWord(n, a, where)
 				switch {
 				case !r.shell || r.subshell:
 				case name == "export" && !options && a.raw[k-2] != '+' && a.raw[k-2] != ']':
-					p.setVar(n, p.assignedValue(a), p.certain(r.redirected), where)
+					p.setVar(n, values[i], p.certain(r.redirected), where)
 				case name == "export":
 					p.forgetVar(n, where)
 				default:
