@@ -70,6 +70,8 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		{"F=ok; for F in --force; do :; done & git push $F", []string{`:`, `git "push" "ok"`}, ""},
 		{"F=x; exec {F}>out; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; sleep 0 & wait -n -p F; rm $F", nil, "value zot cannot tell ($F)"},
+		{"F=x; sleep 0 & p=$!; q=$(echo -p); wait $q $p; rm $F", nil, "value zot cannot tell ($F)"},
+		{"sleep 0 & a=$!; sleep 0 & b=$!; wait $a $b; rm x", []string{`sleep "0"`, `sleep "0"`, `wait "$!" "$!"`, `rm "x"`}, ""},
 		{"F=x; export F=y </nonexist; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; F=y </nonexist; rm $F", nil, "value zot cannot tell ($F)"},
 		{"F=x; F=y 2>/dev/null; rm $F", []string{`rm "y"`}, ""},

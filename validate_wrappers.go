@@ -1571,11 +1571,16 @@ func (p *shellParser) assigningBuiltin(name string, args []shellWord, r cmdReach
 		}
 	case "wait":
 		// wait -p NAME (also -np NAME, -pNAME) stores a process id in it;
-		// a word known only at run time may be that -p.
+		// a word known only at run time may be that -p, and the next the
+		// name.
 		for i, a := range args {
 			switch {
-			case !a.literal && i+1 < len(args):
+			case !a.literal && i+1 < len(args) && args[i+1].literal:
 				names = append(names, args[i+1])
+			case !a.literal && i+1 < len(args):
+				if r.shell && !r.subshell {
+					p.forgetAll(where)
+				}
 			case !a.literal || !strings.HasPrefix(a.val, "-") || a.val == "--":
 			case strings.HasSuffix(a.val, "p") && i+1 < len(args):
 				names = append(names, args[i+1])
