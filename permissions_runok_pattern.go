@@ -629,13 +629,14 @@ func (m *rpMatcher) varPrefix(v runokVarValue, words []string) int {
 func samePath(def, word, cwd string) bool {
 	canon := func(p string) string {
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(cwd, p)
+			p = cwd + string(filepath.Separator) + p
 		}
-		p = filepath.Clean(p)
+		// Links first, as the kernel reads the path: link/.. is the
+		// parent of where link leads, not the directory link is in.
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			return r
 		}
-		return p
+		return filepath.Clean(p)
 	}
 	return canon(def) == canon(word)
 }
@@ -652,25 +653,33 @@ func replaced(toks []rpCmdTok, i int, with rpCmdTok) []rpCmdTok {
 	return out
 }
 
-// firstPositional is the index of the first word that is not a flag (nor
-// the value of a flag some pattern gives a value), or -1.
-func (m *rpMatcher) firstPositional(toks []rpCmdTok) int {
+// positionals are the indexes the first positional word may be at: the
+// first word that is not a flag nor the value of a flag some pattern
+// gives a value. Which flags take a value is learnt from all the rules, so
+// for a deny or an ask rule the value of such a flag may be the
+// positional too (git -p push: some other rule's mkdir -p build makes -p
+// take a value; git's does not).
+func (m *rpMatcher) positionals(toks []rpCmdTok) []int {
 	if m.sequential {
 		if len(toks) == 0 {
-			return -1
+			return nil
 		}
-		return 0
+		return []int{0}
 	}
+	var out []int
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if !t.isFlag() {
-			return i
+			return append(out, i)
 		}
 		if !strings.Contains(t.s, "=") && m.defs.valueFlag(t.s) && i+1 < len(toks) {
 			i++
+			if m.broad && !toks[i].isFlag() {
+				out = append(out, i)
+			}
 		}
 	}
-	return -1
+	return out
 }
 
 // flagSpots are the indexes a flag pattern may be found at.
@@ -779,11 +788,12 @@ func (m *rpMatcher) args(pat []rpTok, toks []rpCmdTok, caps []string, k func([]s
 			}
 			return false
 		}
-		i := m.firstPositional(toks)
-		if i < 0 || !rpAnyMatch(t.alts, toks[i].s) {
-			return false
+		for _, i := range m.positionals(toks) {
+			if rpAnyMatch(t.alts, toks[i].s) && m.args(rest, without(toks, i, 1), caps, k) {
+				return true
+			}
 		}
-		return m.args(rest, without(toks, i, 1), caps, k)
+		return false
 	case rpNeg:
 		if t.allFlags() {
 			// Asserts the flag is absent; consumes nothing.
@@ -797,11 +807,12 @@ func (m *rpMatcher) args(pat []rpTok, toks []rpCmdTok, caps []string, k func([]s
 			}
 			return m.args(rest, toks, caps, k)
 		}
-		i := m.firstPositional(toks)
-		if i < 0 || rpAnyMatch(t.alts, toks[i].s) {
-			return false
+		for _, i := range m.positionals(toks) {
+			if !rpAnyMatch(t.alts, toks[i].s) && m.args(rest, without(toks, i, 1), caps, k) {
+				return true
+			}
 		}
-		return m.args(rest, without(toks, i, 1), caps, k)
+		return false
 	case rpFlagValue:
 		return m.flagValue(t, rest, toks, caps, k)
 	case rpOptional:
@@ -851,15 +862,12 @@ func (m *rpMatcher) args(pat []rpTok, toks []rpCmdTok, caps []string, k func([]s
 		}
 		return m.args(rest, toks[n:], caps, k)
 	case rpPath, rpVar, rpOne:
-		i := m.firstPositional(toks)
-		if i < 0 {
-			return false
+		for _, i := range m.positionals(toks) {
+			if n := m.placeholderWords(t, toks[i:]); n > 0 && m.args(rest, without(toks, i, n), caps, k) {
+				return true
+			}
 		}
-		n := m.placeholderWords(t, toks[i:])
-		if n == 0 {
-			return false
-		}
-		return m.args(rest, without(toks, i, n), caps, k)
+		return false
 	case rpFlagGroup:
 		return m.flagGroup(t, rest, toks, caps, k)
 	}
@@ -882,7 +890,9 @@ func (m *rpMatcher) placeholderWords(t rpTok, toks []rpCmdTok) int {
 			arg = filepath.Join(m.cwd, arg)
 		}
 		for _, p := range paths {
-			if filepath.Clean(p) == filepath.Clean(arg) {
+			// A deny or an ask also holds for the file the word leads to
+			// through links.
+			if filepath.Clean(p) == filepath.Clean(arg) || m.broad && samePath(p, toks[0].s, m.cwd) {
 				return 1
 			}
 		}
@@ -971,8 +981,17 @@ func (m *rpMatcher) flagGroup(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 	if !ok {
 		return false
 	}
+	// An allow rule needs every occurrence of the flag to match; a deny or
+	// an ask rule one (curl -X GET -X POST posts: the last one counts).
 	var keep []rpCmdTok
-	found := 0
+	found, matched := 0, 0
+	occurrence := func(ok bool) bool {
+		found++
+		if ok {
+			matched++
+		}
+		return ok || m.broad
+	}
 	for i := 0; i < len(toks); i++ {
 		tok := toks[i]
 		if tok.afterDD {
@@ -982,11 +1001,11 @@ func (m *rpMatcher) flagGroup(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 		s := tok.s
 		switch {
 		case rpAnyMatch(def.aliases, s):
-			found++
 			if def.value == nil || def.value.kind == rpOptValue {
+				occurrence(true)
 				continue
 			}
-			if i+1 >= len(toks) || !m.valueMatches(def.value, toks[i+1].s) {
+			if !occurrence(i+1 < len(toks) && m.valueMatches(def.value, toks[i+1].s)) {
 				return false
 			}
 			i++
@@ -998,8 +1017,7 @@ func (m *rpMatcher) flagGroup(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 				joined = joined && def.value != nil
 			}
 			if joined {
-				found++
-				if def.value == nil || !m.valueMatches(def.value, v) {
+				if !occurrence(def.value != nil && m.valueMatches(def.value, v)) {
 					return false
 				}
 				continue
@@ -1007,7 +1025,7 @@ func (m *rpMatcher) flagGroup(t rpTok, rest []rpTok, toks []rpCmdTok, caps []str
 		}
 		keep = append(keep, tok)
 	}
-	if found == 0 {
+	if matched == 0 {
 		return false
 	}
 	return m.args(rest, keep, caps, k)

@@ -1034,3 +1034,48 @@ func TestRunokPathRulesFollowTheDirectoryBashRunsIn(t *testing.T) {
 		}
 	}
 }
+
+// The attacker is a model that shapes a command so that a deny rule reads
+// it otherwise than the program does: a flag some other rule gives a
+// value, the same flag given twice (curl takes the last), a path through
+// a link and back (link/..). A deny or an ask rule matches the wider way.
+func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
+	t.Parallel()
+	fs := t.TempDir()
+	secret := filepath.Join(fs, "etc", "shadow")
+	if err := os.MkdirAll(filepath.Join(fs, "etc", "ssl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(secret, []byte("secret\n"), 0o600)
+	os.Mkdir(filepath.Join(fs, "tmp"), 0o755)
+	if err := os.Symlink(filepath.Join(fs, "etc", "ssl"), filepath.Join(fs, "tmp", "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	throughLink := filepath.Join(fs, "tmp", "lnk") + "/../shadow"
+	for name, tc := range map[string]struct {
+		config string
+		lines  map[string]string
+	}{
+		"a value flag learnt from another rule": {
+			"rules:\n  - allow: 'git *'\n  - deny: 'git push *'\n  - allow: 'mkdir -p build'\n",
+			map[string]string{"git -p push origin HEAD:main": "deny", "git -p log": "allow", "git push": "deny"},
+		},
+		"a flag given twice": {
+			"definitions:\n  flag_groups:\n    post: '-X|--request POST'\nrules:\n  - allow: 'curl *'\n  - deny: 'curl <flag:post> *'\n",
+			map[string]string{"curl -X GET -X POST http://h/": "deny", "curl --request GET --request POST http://h/": "deny",
+				"curl -X GET http://h/": "allow", "curl -X POST http://h/": "deny"},
+		},
+		"a path through a link and back": {
+			"definitions:\n  paths:\n    secrets: ['" + secret + "']\n  vars:\n    secret:\n      type: path\n      values: ['" + secret + "']\n" +
+				"rules:\n  - allow: 'cat *'\n  - allow: 'tac *'\n  - deny: 'cat <path:secrets> *'\n  - deny: 'tac <var:secret> *'\n",
+			map[string]string{"cat " + throughLink: "deny", "tac " + throughLink: "deny", "cat " + secret: "deny", "cat /etc/hostname": "allow"},
+		},
+	} {
+		rules, cwd := runokRulesFor(t, name, tc.config)
+		for line, want := range tc.lines {
+			if r := decide(t, rules, cwd, line); string(r.Decision) != want {
+				t.Errorf("%s: %q: %s, want %s (%+v)", name, line, r.Decision, want, r.Rules)
+			}
+		}
+	}
+}
