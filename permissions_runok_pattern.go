@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -570,6 +571,18 @@ func (m *rpMatcher) match(p *runokPattern, words []string, yield func(caps []str
 			found = true
 			return yield == nil || yield(caps)
 		})
+		if i := slices.IndexFunc(toks, func(t rpCmdTok) bool { return t.s == "--" }); !found && m.broad && i >= 0 {
+			// A deny or an ask rule also reads the words as if the --
+			// were not there: rm -rf -- / removes what rm -rf / does.
+			plain := append(slices.Clone(toks[:i]), toks[i+1:]...)
+			for j := range plain {
+				plain[j].afterDD = false
+			}
+			m.args(p.args, plain, nil, func(caps []string) bool {
+				found = true
+				return yield == nil || yield(caps)
+			})
+		}
 		return found
 	}
 	switch {

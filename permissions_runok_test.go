@@ -1038,7 +1038,8 @@ func TestRunokPathRulesFollowTheDirectoryBashRunsIn(t *testing.T) {
 // The attacker is a model that shapes a command so that a deny rule reads
 // it otherwise than the program does: a flag some other rule gives a
 // value, the same flag given twice (curl takes the last), a path through
-// a link and back (link/..). A deny or an ask rule matches the wider way.
+// a link and back (link/..), a -- before the operand. A deny or an ask
+// rule matches the wider way.
 func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
 	t.Parallel()
 	fs := t.TempDir()
@@ -1064,6 +1065,10 @@ func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
 			"definitions:\n  flag_groups:\n    post: '-X|--request POST'\nrules:\n  - allow: 'curl *'\n  - deny: 'curl <flag:post> *'\n",
 			map[string]string{"curl -X GET -X POST http://h/": "deny", "curl --request GET --request POST http://h/": "deny",
 				"curl -X GET http://h/": "allow", "curl -X POST http://h/": "deny"},
+		},
+		"an end of options": {
+			"rules:\n  - allow: 'rm *'\n  - deny: 'rm -rf /'\n",
+			map[string]string{"rm -rf -- /": "deny", "rm -rf /": "deny", "rm -rf -- build": "allow"},
 		},
 		"a path through a link and back": {
 			"definitions:\n  paths:\n    secrets: ['" + secret + "']\n  vars:\n    secret:\n      type: path\n      values: ['" + secret + "']\n" +
