@@ -72,6 +72,7 @@ type claudeRules struct {
 	hostOnly bool
 	cwd      string
 	home     string
+	realBase map[string]string // cwd and home with their links resolved
 	// missing names the settings files that could not be read: their
 	// rules are unknown, so nothing is allowed while they are.
 	missing []string
@@ -148,7 +149,12 @@ func looserMode(m, base string) bool {
 
 // loadClaudeRules reads the settings files; nil when none holds a rule.
 func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, []PermissionLoosening, []string) {
-	c := &claudeRules{cwd: src.Cwd, home: src.UserHome, guarded: src.Guarded}
+	c := &claudeRules{cwd: src.Cwd, home: src.UserHome, guarded: src.Guarded, realBase: map[string]string{}}
+	for _, base := range []string{src.Cwd, src.UserHome} {
+		if real, err := filepath.EvalSymlinks(base); err == nil && base != "" {
+			c.realBase[base] = real
+		}
+	}
 	var problems []PermissionProblem
 	var loosening []PermissionLoosening
 	var files []string
@@ -725,6 +731,17 @@ func (c *claudeRules) pathMatch(spec, p string) bool {
 	default:
 		pat = strings.TrimPrefix(spec, "./")
 	}
+	// The project or home reached through a link is the directory the
+	// link leads to, and a path may name it either way.
+	if real := c.realBase[base]; real != "" && real != base && c.pathMatchUnder(real, pat, spec, p) {
+		return true
+	}
+	return c.pathMatchUnder(base, pat, spec, p)
+}
+
+// pathMatchUnder matches p against pat, a specifier's pattern taken from
+// base.
+func (c *claudeRules) pathMatchUnder(base, pat, spec, p string) bool {
 	rel, err := filepath.Rel(base, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return false

@@ -257,6 +257,40 @@ func TestClaudeReadAndEditRulesGateTheFileTools(t *testing.T) {
 	}
 }
 
+// The attacker is a model that names a file by its real path where the
+// project or the home directory is reached through a link: a deny rule
+// written from ./ or ~/ covers the file under either name.
+func TestClaudePathRulesHoldWhereTheProjectIsALink(t *testing.T) {
+	t.Parallel()
+	f := newClaudeFixture(t)
+	realCwd, realHome := f.cwd+"-real", f.home+"-real"
+	for link, real := range map[string]string{f.cwd: realCwd, f.home: realHome} {
+		if err := os.Rename(link, real); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(real, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.user = perms("deny", []string{"Read(./.env)", "Edit(./.env)", "Read(~/.ssh/**)"}, "allow", []string{"Read", "Edit"})
+	f.load()
+	os.WriteFile(filepath.Join(realCwd, ".env"), []byte("SECRET=1"), 0o600)
+	os.MkdirAll(filepath.Join(realHome, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(realHome, ".ssh", "id_rsa"), []byte("key"), 0o600)
+	for _, tc := range []struct{ tool, path, want string }{
+		{"read", filepath.Join(realCwd, ".env"), "deny"},
+		{"read", filepath.Join(f.cwd, ".env"), "deny"},
+		{"edit", filepath.Join(realCwd, ".env"), "deny"},
+		{"read", filepath.Join(realHome, ".ssh", "id_rsa"), "deny"},
+		{"read", filepath.Join(realCwd, "README.md"), "allow"},
+	} {
+		a, ok := f.tool(tc.tool, map[string]any{"path": tc.path, "oldText": "x", "newText": "y"})
+		if !ok || string(a.Status) != tc.want {
+			t.Errorf("%s %s: %+v (%v), want %s", tc.tool, tc.path, a, ok, tc.want)
+		}
+	}
+}
+
 func TestClaudeMCPAndSkillRules(t *testing.T) {
 	t.Parallel()
 	f := newClaudeFixture(t)
