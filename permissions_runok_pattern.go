@@ -668,10 +668,11 @@ func replaced(toks []rpCmdTok, i int, with rpCmdTok) []rpCmdTok {
 
 // positionals are the indexes the first positional word may be at: the
 // first word that is not a flag nor the value of a flag some pattern
-// gives a value. Which flags take a value is learnt from all the rules, so
-// for a deny or an ask rule the value of such a flag may be the
-// positional too (git -p push: some other rule's mkdir -p build makes -p
-// take a value; git's does not).
+// gives a value. Which flags take a value is learnt from the rules, not
+// from the program, so for a deny or an ask rule any flag may take the
+// word after it or not, and each such word may be the positional (git -C
+// . push, git -p push where another rule's mkdir -p build gave -p a
+// value).
 func (m *rpMatcher) positionals(toks []rpCmdTok) []int {
 	if m.sequential {
 		if len(toks) == 0 {
@@ -682,14 +683,17 @@ func (m *rpMatcher) positionals(toks []rpCmdTok) []int {
 	var out []int
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		if !t.isFlag() {
+		switch {
+		case !t.isFlag():
 			return append(out, i)
-		}
-		if !strings.Contains(t.s, "=") && m.defs.valueFlag(t.s) && i+1 < len(toks) {
-			i++
-			if m.broad && !toks[i].isFlag() {
+		case strings.Contains(t.s, "=") || i+1 >= len(toks):
+		case m.broad:
+			if !toks[i+1].isFlag() {
+				i++
 				out = append(out, i)
 			}
+		case m.defs.valueFlag(t.s):
+			i++
 		}
 	}
 	return out

@@ -1036,8 +1036,8 @@ func TestRunokPathRulesFollowTheDirectoryBashRunsIn(t *testing.T) {
 }
 
 // The attacker is a model that shapes a command so that a deny rule reads
-// it otherwise than the program does: a flag some other rule gives a
-// value, the same flag given twice (curl takes the last), a path through
+// it otherwise than the program does: a flag that takes the next word
+// (git -C . push) or that some other rule gives a value, the same flag given twice (curl takes the last), a path through
 // a link and back (link/..), a -- before the operand. A deny or an ask
 // rule matches the wider way.
 func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
@@ -1057,9 +1057,10 @@ func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
 		config string
 		lines  map[string]string
 	}{
-		"a value flag learnt from another rule": {
+		"a flag that may take the next word": {
 			"rules:\n  - allow: 'git *'\n  - deny: 'git push *'\n  - allow: 'mkdir -p build'\n",
-			map[string]string{"git -p push origin HEAD:main": "deny", "git -p log": "allow", "git push": "deny"},
+			map[string]string{"git -p push origin HEAD:main": "deny", "git -p log": "allow", "git push": "deny",
+				"git -C . push": "deny", "git -c a=b push": "deny", "git --git-dir .git push": "deny", "git -C . log": "allow"},
 		},
 		"a flag given twice": {
 			"definitions:\n  flag_groups:\n    post: '-X|--request POST'\nrules:\n  - allow: 'curl *'\n  - deny: 'curl <flag:post> *'\n",
