@@ -418,7 +418,7 @@ func (p *PermissionRules) commandAnswers(rc ruleCommand, i int, sc ShellContext,
 				}
 				return w
 			}
-			v = p.runok.verdictShaped(c, v, eval)
+			v = p.runok.verdictShaped(c, cwd, v, eval)
 		}
 		if v.action == "allow" && rc.lineVars != "" {
 			v.action, v.byZot = "ask", rc.lineVars

@@ -1037,7 +1037,8 @@ func TestRunokPathRulesFollowTheDirectoryBashRunsIn(t *testing.T) {
 
 // The attacker is a model that shapes a command so that a deny rule reads
 // it otherwise than the program does: a flag that takes the next word
-// (git -C . push) or that some other rule gives a value, the same flag given twice (curl takes the last), a path through
+// (git -C . push) or that some other rule gives a value, a glob written
+// from the working directory (cd /etc && cat sha*), the same flag given twice (curl takes the last), a path through
 // a link and back (link/..), a -- before the operand. A deny or an ask
 // rule matches the wider way.
 func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
@@ -1066,6 +1067,12 @@ func TestRunokDenyRulesMatchTheWiderWay(t *testing.T) {
 			"definitions:\n  flag_groups:\n    post: '-X|--request POST'\nrules:\n  - allow: 'curl *'\n  - deny: 'curl <flag:post> *'\n",
 			map[string]string{"curl -X GET -X POST http://h/": "deny", "curl --request GET --request POST http://h/": "deny",
 				"curl -X GET http://h/": "allow", "curl -X POST http://h/": "deny"},
+		},
+		"a glob or a variable written from the working directory": {
+			"definitions:\n  paths:\n    secrets: ['" + secret + "']\n" +
+				"rules:\n  - allow: 'cat *'\n  - allow: 'cd *'\n  - deny: 'cat <path:secrets> *'\n",
+			map[string]string{"cd " + filepath.Dir(secret) + " && cat sha*": "ask", "cd " + filepath.Dir(secret) + " && cat ./shad?w": "ask",
+				"cd " + filepath.Dir(secret) + ` && cat ./"$f"`: "ask", "cd " + filepath.Dir(secret) + " && cat host*": "allow", "cat " + filepath.Dir(secret) + "/sha*": "ask"},
 		},
 		"an end of options": {
 			"rules:\n  - allow: 'rm *'\n  - deny: 'rm -rf /'\n",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -418,8 +419,8 @@ func claudeCould(r *claudeRule, templates [][]gtok) (string, bool) {
 // configurations' rules can tell apart (see the top of this file); complete
 // is false when a word that may split could need more words than a reading
 // gives it, or there are more than runokMaxReadings.
-func runokReadings(c shapedCommand, cfgs []*runokConfig, yield func(argv []string) bool) (complete bool) {
-	vocab, longest := runokVocabulary(cfgs, c.name)
+func runokReadings(c shapedCommand, cfgs []*runokConfig, cwd string, yield func(argv []string) bool) (complete bool) {
+	vocab, longest := runokVocabulary(cfgs, c.name, cwd)
 	// A word that may split needs as many words as a rule names after the
 	// command's name to make the rule match.
 	words := min(max(longest, 1), runokMaxSplit)
@@ -575,10 +576,11 @@ func appendSequences(out [][]string, first, mid, last []string, most int) [][]st
 
 // runokVocabulary is every word the patterns that could apply to a command
 // named name hold, as patterns (their globs, flag=value joins, defined
-// paths and values), and the most words a deny or ask rule among them
-// names after the command's name. A wrapper that could apply makes every
-// rule one that could, after the wrapper's own words.
-func runokVocabulary(cfgs []*runokConfig, name string) (vocab [][]gtok, longest int) {
+// paths and values — these also as written from cwd, where the command
+// runs: sha* in /etc is /etc/shadow), and the most words a deny or ask
+// rule among them names after the command's name. A wrapper that could
+// apply makes every rule one that could, after the wrapper's own words.
+func runokVocabulary(cfgs []*runokConfig, name, cwd string) (vocab [][]gtok, longest int) {
 	applies := func(p *runokPattern) bool {
 		return p.cmdWild || p.cmdVar != "" || rpAnyMatch(p.cmdAlts, name)
 	}
@@ -654,15 +656,26 @@ func runokVocabulary(cfgs []*runokConfig, name string) (vocab [][]gtok, longest 
 				walk([]rpTok{*g.value})
 			}
 		}
+		addPath := func(p string) {
+			add(textToks(p))
+			if rel, err := filepath.Rel(cwd, p); err == nil && cwd != "" && filepath.IsAbs(p) {
+				add(textToks(rel))
+				add(textToks("./" + rel))
+			}
+		}
 		for _, k := range sortedKeys(c.paths) {
 			for _, p := range c.paths[k] {
-				add(textToks(p))
+				addPath(p)
 			}
 		}
 		for _, k := range sortedKeys(c.vars) {
 			for _, v := range c.vars[k].values {
 				for _, w := range v.words {
-					add(textToks(w))
+					if v.typ == "path" {
+						addPath(w)
+					} else {
+						add(textToks(w))
+					}
 				}
 			}
 		}
@@ -674,7 +687,7 @@ func runokVocabulary(cfgs []*runokConfig, name string) (vocab [][]gtok, longest 
 // at run time, given literal, its answer about the words as written: that
 // answer when it denies, else the strictest over the readings, where a
 // reading that would be denied or asked makes the command an ask.
-func (rr *runokRules) verdictShaped(c shapedCommand, literal runokVerdict, eval func(words []string) runokVerdict) runokVerdict {
+func (rr *runokRules) verdictShaped(c shapedCommand, cwd string, literal runokVerdict, eval func(words []string) runokVerdict) runokVerdict {
 	if literal.action == "deny" {
 		return literal
 	}
@@ -688,7 +701,7 @@ func (rr *runokRules) verdictShaped(c shapedCommand, literal runokVerdict, eval 
 	var first, worst runokVerdict
 	var example []string
 	n := 0
-	complete := runokReadings(c, cfgs, func(argv []string) bool {
+	complete := runokReadings(c, cfgs, cwd, func(argv []string) bool {
 		v := eval(argv)
 		if n++; n == 1 {
 			first = v
