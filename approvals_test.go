@@ -96,6 +96,18 @@ func TestSessionPrefixCoversOnlyWhatItSays(t *testing.T) {
 		"eval go test":               false,
 		"/usr/bin/go test":           false,
 		"go test\nrm x":              false,
+		// A redirection that writes a file or opens a socket is not part
+		// of what was approved; /dev/null and 2>&1 are.
+		"go test > ~/.bashrc":             false,
+		"go test 2>.git/hooks/pre-commit": false,
+		"go test >&/dev/tcp/127.0.0.1/9":  false,
+		"go test </dev/tcp/127.0.0.1/9":   false,
+		"go test >out.txt":                false,
+		"go test ./... 2>&1 >/dev/null":   true,
+		"go test ./... &>/dev/null":       true,
+		"cat <<EOF\nx\nEOF\ngo test":      false, // cat is no go test
+		"go test <<EOF\nx\nEOF":           true,
+		"go test \"$\\\n(rm x)\"":         false,
 	} {
 		if _, got := s.covers(bashCall(line), defaultAsk); got != want {
 			t.Errorf("%q: covered %v, want %v", line, got, want)

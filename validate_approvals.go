@@ -3,14 +3,15 @@ package main
 import "os"
 
 // splitForApproval is the line's simple commands, as words, when each is
-// one an approval can be about: the splitter followed the whole line, and
-// the command was not found inside a wrapper (sudo, bash -c) and is not
-// given variables (GOFLAGS=… go test), either of which would let one
-// prefix allow another program or other behaviour.
+// one an approval can be about: the splitter followed the whole line, no
+// redirection writes a file or opens a socket (an approval of ls is not
+// one of ls > ~/.bashrc), and the command was not found inside a wrapper
+// (sudo, bash -c) and is not given variables (GOFLAGS=… go test), either
+// of which would let one prefix allow another program or other behaviour.
 func splitForApproval(line, cwd string) ([][]string, bool) {
 	sc := ShellContext{Bash: bashToolShell().Bash, Cwd: cwd, Getenv: os.Getenv, FoldCase: foldCommandNames}
 	split := SplitCommandLine(line, sc)
-	if len(split.Unfollowed) > 0 || len(split.Commands) == 0 {
+	if len(split.Unfollowed) > 0 || len(split.Commands) == 0 || len(split.Writes) > 0 {
 		return nil, false
 	}
 	var out [][]string

@@ -14,6 +14,13 @@ func TestSplitterNamesWhatItDoesNotFollow(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ line, want string }{
 		{"$CMD x", "a command name known only at run time"},
+		// bash joins \<newline> before it reads $, ${…} or a
+		// here-document's lines: each of these ran touch unreported.
+		{"git status <<true\ntr\\\nue\ntouch pwn\ntrue\n", "a here-document line that ends in a line continuation"},
+		{"cat <<EOF\n$\\\n(touch pwn)\nEOF\n", "a line continuation after $"},
+		{"ls \"$\\\n(touch pwn)\"", "a line continuation after $"},
+		{"ls <<< \"$\\\n(touch pwn)\"", "a line continuation after $"},
+		{"ls ${x:-\"$\\\n(touch pwn)\"}", "a line continuation inside ${…}"},
 		{"{rm,x}", "a command name known only at run time"},
 		{"/bin/r? x", "a command name known only at run time"},
 		{"$(echo rm) x", "a command name known only at run time"},

@@ -111,6 +111,10 @@ type ShellSplit struct {
 	// Unfollowed names each construct of the line the splitter does not
 	// follow, and where: "eval, which runs a string as commands in \"eval -- rm x\"".
 	Unfollowed []string
+	// Writes are the targets of the line's redirections that write a file
+	// or open a socket (/dev/tcp/…), as written: not /dev/null, not a copy
+	// of a descriptor.
+	Writes []string
 }
 
 // ShellContext is what the splitter knows of the shell that runs a line.
@@ -156,7 +160,7 @@ func SplitCommandLine(line string, sc ShellContext) ShellSplit {
 			}
 		}
 	}
-	return ShellSplit{Commands: out.cmds, Unfollowed: out.unfollowed}
+	return ShellSplit{Commands: out.cmds, Unfollowed: out.unfollowed, Writes: out.writes}
 }
 
 // shellOut is what the parsers of one line (the line's and those of the
@@ -180,6 +184,7 @@ type shellOut struct {
 	// unreadDocs counts the here-documents whose $( ) run when their
 	// command does but whose bodies the parser has not read yet.
 	unreadDocs int
+	writes     []string // see ShellSplit.Writes
 }
 
 type shellParser struct {
@@ -925,6 +930,11 @@ func (p *shellParser) newline() {
 			if d.strip {
 				line = strings.TrimLeft(line, "\t")
 			}
+			if d.expand && (len(line)-len(strings.TrimRight(line, "\\")))%2 == 1 {
+				// bash joins this line with the next before it looks for
+				// the end line or reads the body's $( ).
+				p.unfollow("a here-document line that ends in a line continuation", line)
+			}
 			if line == d.delim {
 				end, found = p.pos, true
 			} else if d.delim != "" && strings.HasPrefix(line, d.delim) {
@@ -990,6 +1000,7 @@ func (p *shellParser) fdRedirect() bool {
 // command it belongs to does not run: anything but a here-document, a
 // here-string, /dev/null, or a copy or close of descriptors 0 to 2.
 func (p *shellParser) redirect() (mayFail bool) {
+	opStart := p.pos
 	switch {
 	case p.has("<<<"):
 		if !p.bash {
@@ -1019,9 +1030,13 @@ func (p *shellParser) redirect() (mayFail bool) {
 	default:
 		p.pos++
 	}
-	dup := p.src[p.pos-1] == '&'
+	op, dup := p.src[opStart:p.pos], p.src[p.pos-1] == '&'
 	w := p.target()
-	return !(w.literal && (w.val == "/dev/null" || dup && hasWord("0 1 2 -", w.val)))
+	harmless := w.literal && (w.val == "/dev/null" || dup && hasWord("0 1 2 -", w.val))
+	if !harmless && (strings.Contains(op, ">") || !w.literal || strings.HasPrefix(w.val, "/dev/tcp/") || strings.HasPrefix(w.val, "/dev/udp/")) {
+		p.out.writes = append(p.out.writes, w.raw)
+	}
+	return !harmless
 }
 
 func (p *shellParser) target() shellWord {

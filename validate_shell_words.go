@@ -264,6 +264,10 @@ func (p *shellParser) dollar(b *strings.Builder, w *shellWord, quoted bool) {
 			w.single = false
 		}
 	}
+	if p.peek(1) == '\\' && p.peek(2) == '\n' {
+		// bash joins the lines first: $\<newline>(…) is $(…).
+		p.unfollow("a line continuation after $, which bash joins before it reads the $", p.src[start:min(len(p.src), start+40)])
+	}
 	switch n := p.peek(1); {
 	case n == '(':
 		expansion()
@@ -292,6 +296,9 @@ func (p *shellParser) dollar(b *strings.Builder, w *shellWord, quoted bool) {
 		p.pos += 2
 		p.nest(func() { p.paramExp(quoted, w) })
 		body := strings.TrimSuffix(p.src[min(start+2, p.pos):p.pos], "}")
+		if strings.Contains(body, "\\\n") {
+			p.unfollow("a line continuation inside ${…}, which bash joins before it reads the expansion", p.src[start:min(len(p.src), start+40)])
+		}
 		if quoted && strings.Contains(body, "[@]") || strings.HasPrefix(body, "@") {
 			w.single, split = false, true // "${a[@]}" is a word per element
 		}
