@@ -107,7 +107,30 @@ func TestSessionPrefixCoversOnlyWhatItSays(t *testing.T) {
 		"go test ./... &>/dev/null":       true,
 		"cat <<EOF\nx\nEOF\ngo test":      false, // cat is no go test
 		"go test <<EOF\nx\nEOF":           true,
+		"cd .. && go test":                false, // not in the directory the approval is for
+		"cd /; go test":                   false,
 		"go test \"$\\\n(rm x)\"":         false,
+	} {
+		if _, got := s.covers(bashCall(line), defaultAsk); got != want {
+			t.Errorf("%q: covered %v, want %v", line, got, want)
+		}
+	}
+}
+
+// The attacker is a model that runs an approved command elsewhere: the
+// approvals are for the working directory, and cd .. leaves it.
+func TestCommandApprovalsHoldInsideTheirDirectory(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
+	s := newSessionApprovals(cwd, nil, splitForApproval)
+	s.remember(approvalOffer{Prefixes: []string{"cd", "rm -rf build/"}})
+	for line, want := range map[string]bool{
+		"rm -rf build/":                   true,
+		"cd sub && rm -rf build/":         true,
+		"cd .. && rm -rf build/":          false,
+		"cd /; rm -rf build/":             false,
+		"cd " + cwd + " && rm -rf build/": true,
 	} {
 		if _, got := s.covers(bashCall(line), defaultAsk); got != want {
 			t.Errorf("%q: covered %v, want %v", line, got, want)
