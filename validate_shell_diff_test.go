@@ -112,6 +112,13 @@ var diffSeedLines = []string{
 	"for f in *; do rm \"$f\"; done", "n=$(ls); cat \"$n\"", "export F=' x '; rm $F; rm \"$F\"", "F=$'a\\tb'; rm $F",
 	"F=a; F=b rm $F", "F=a G=$F; rm $G", "F=-r; env rm $F x", "F=rm; sudo $F x", "F='-exec rm {} ;'; find . $F",
 	"F=x; unset F; rm $F", "F=x; read F <<< y; rm $F", "F=x; declare F=y; rm $F", "F=x; F+=y; rm $F",
+	// found by this round's attacks: & backgrounds the whole list, a
+	// here-document runs before the rest of its line, bash joins a line
+	// continuation before it reads $ or a here-document's end line
+	"cd sub && true & rm x", "pushd sub >/dev/null || true & rm x", "F=ok; F=--force && true & git push $F",
+	"cat <<EOF; cd sub\n$(rm x)\nEOF", "cd sub </none; rm x", "cd sub/../other && rm x", "pushd -n sub >/dev/null; popd; rm x",
+	"F=--force; export F=ok G=$F; git push $G", "$'rm\\0x' -f y", "ls \"$\\\n(rm x)\"", "cat <<EOF\n$\\\n(rm x)\nEOF",
+	"echo <<true\ntr\\\nue\nrm x\ntrue",
 }
 
 // shellLab runs command lines under the real bash in a sandbox of shims.
