@@ -242,32 +242,6 @@ type varPrior struct {
 	had, frozen bool
 }
 
-// shellDir is the shell's working directory as far as the splitter can
-// tell: path, or "" and why not.
-type shellDir struct {
-	path, why string
-	// mayFail, after a cd that may not run or may fail, says why: what
-	// follows in its && chain runs where it went, anything else may not.
-	mayFail string
-	// stack holds the entries known to be on top of pushd's stack;
-	// stackLost says what lies below them is not known (a pushd, popd or
-	// dirs -c that may or may not have run), and stackMayFail that the
-	// last change holds only through its && chain, as mayFail.
-	stack                   []string
-	stackLost, stackMayFail bool
-}
-
-// lose forgets where the shell is, for why; pushd's stack stays.
-func (d *shellDir) lose(why string) { d.path, d.why, d.mayFail = "", why, "" }
-
-// loseStack forgets pushd's stack.
-func (d *shellDir) loseStack() { d.stack, d.stackLost, d.stackMayFail = nil, true, false }
-
-func (d shellDir) clone() shellDir {
-	d.stack = append([]string(nil), d.stack...)
-	return d
-}
-
 type heredoc struct {
 	delim  string
 	strip  bool // <<- : leading tabs are ignored
