@@ -7,16 +7,18 @@
 # then `zot -p` through one bash call printing 1 GB (BenchmarkPrintBash1GB,
 # wall and peak RSS). Each figure is the median of RUNS runs.
 #
-#   bench/procs.sh                 # this tree
-#   REF=47e3cb5 bench/procs.sh     # and a zot built from that commit, in turn with this one
-#                                  # (what one change did; against the reference: bench/vs-ref.sh)
+#   bench/procs.sh                 # this tree, in turn with the reference zot,
+#                                  # ../shared/anchors/zot-ref, when it is there
 #   REF=/path/to/zot bench/procs.sh
+#   REF=47e3cb5 bench/procs.sh     # with a zot built from that commit instead: what
+#                                  # one change did, never a figure against the reference
+#   REF= bench/procs.sh            # this tree alone
 #   RUNS=20 COUNTS="0 1000" bench/procs.sh
 #
-# With REF the figures come in pairs (ms/call, ref-ms/call) and ratio-…
-# is this tree's over the reference's. Each line starts with the machine's
-# load average, which the figures depend on.
-set -eu
+# With a reference the figures come in pairs (ms/call, ref-ms/call) and
+# ratio-… is this tree's over the reference's. Each line starts with the
+# machine's load average, which the figures depend on.
+set -eu -o pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-10}
 counts=${COUNTS:-0 200 1000}
@@ -28,16 +30,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
+anchor=../shared/anchors/zot-ref
+if [ -z "${REF+set}" ] && [ -x "$anchor" ]; then
+	REF=$(cd "$(dirname "$anchor")" && pwd)/$(basename "$anchor")
+fi
 if [ -n "${REF:-}" ]; then
 	if [ -x "$REF" ]; then
 		export ZOT_BENCH_REF=$REF
+		echo "reference: $REF ($("$REF" --version))"
 	else
 		mkdir "$tmp/ref"
 		git archive "$REF" | tar -x -C "$tmp/ref"
 		(cd "$tmp/ref" && CGO_ENABLED=0 go build -o zot-ref .)
 		export ZOT_BENCH_REF=$tmp/ref/zot-ref
+		echo "ref- figures: our own commit $REF, not the reference zot"
 	fi
-	echo "reference: $REF"
 fi
 
 # bench runs one benchmark and prints its figures after the load.
@@ -54,7 +61,8 @@ for n in $counts; do
 		while [ ! -s "$tmp/ready" ]; do sleep 0.1; done
 	fi
 	bench BenchmarkToolLoop "$runs" "$n"
-	bench BenchmarkPrintExit "$runs" "$n"
+	# The reference zot has no --mcp-config: this figure is this tree's alone.
+	ZOT_BENCH_REF= bench BenchmarkPrintExit "$runs" "$n"
 	if [ -n "$idle" ]; then
 		kill -- "-$idle" 2>/dev/null || true
 		wait "$idle" 2>/dev/null || true
