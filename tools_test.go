@@ -26,12 +26,18 @@ import (
 func toolsIn(t *testing.T, jail bool) (dir string, env *ToolEnv, tools map[string]Tool) {
 	t.Helper()
 	dir = t.TempDir()
-	env = NewToolEnv(dir, jail)
-	tools = map[string]Tool{}
+	env, tools = toolsAt(dir, jail)
+	return dir, env, tools
+}
+
+// toolsAt makes a ToolEnv on dir and returns its tools by name.
+func toolsAt(dir string, jail bool) (*ToolEnv, map[string]Tool) {
+	env := NewToolEnv(dir, jail)
+	tools := map[string]Tool{}
 	for _, tool := range BuiltinTools(env) {
 		tools[tool.Name()] = tool
 	}
-	return dir, env, tools
+	return env, tools
 }
 
 // call runs a tool with args given as a JSON string or as a value to encode.
@@ -839,14 +845,8 @@ func TestBashStartsWhereTheSplitterSaysThroughALink(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "a", "b"), link); err != nil {
 		t.Fatal(err)
 	}
-	env := NewToolEnv(link, false)
-	var bash Tool
-	for _, tool := range BuiltinTools(env) {
-		if tool.Name() == "bash" {
-			bash = tool
-		}
-	}
-	got := mustOK(t, call(t, bash, map[string]any{"command": "pwd; cd ..; pwd"}))
+	_, tools := toolsAt(link, false)
+	got := mustOK(t, call(t, tools["bash"], map[string]any{"command": "pwd; cd ..; pwd"}))
 	split := SplitCommandLine("pwd; cd ..; pwd", ShellContext{Bash: true, Cwd: link}).Commands
 	if want := link + "\n" + split[2].Cwd + "\n[exit code 0]"; got != want || split[2].Cwd != dir {
 		t.Errorf("bash printed %q, want %q", got, want)

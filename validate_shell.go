@@ -827,7 +827,7 @@ func (p *shellParser) finish(c *cmdBuilder) {
 	mark := len(p.out.cmds)
 	p.run(cmdWords, cmdReach{env: env, via: p.via, raw: raw, dir: p.dir.path, dirWhy: p.dir.why, shell: true, subshell: subshell, vars: vars, redirected: redirected})
 	for _, c := range p.out.cmds[mark:] {
-		if p.out.ranBefore == "" && !dirKeepingCommands[c.Name] {
+		if p.out.ranBefore == "" && !keepsDirectories(c.Name) {
 			p.out.ranBefore = c.Name
 		}
 		if hasWord("export readonly declare typeset local", c.Name) {

@@ -236,11 +236,10 @@ func (p *shellParser) moveTo(target string, physical bool, how string) {
 	}
 }
 
-// dirKeepingCommands cannot change a directory: the builtins that move
-// between them and commands that only print or test.
-var dirKeepingCommands = map[string]bool{
-	"cd": true, "pushd": true, "popd": true, "dirs": true, "command": true, "builtin": true,
-	"pwd": true, "ls": true, "echo": true, "printf": true, "test": true, "[": true, ":": true, "true": true, "false": true,
+// keepsDirectories reports a command that cannot change a directory: the
+// builtins that move between them, and those that only print or test.
+func keepsDirectories(name string) bool {
+	return quietCommands[name] || hasWord("cd pushd popd dirs command builtin pwd ls", name)
 }
 
 // joinDir is the directory a wrapper option (env -C, sudo -D) gives: a
