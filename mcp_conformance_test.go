@@ -16,7 +16,7 @@ import (
 
 // The MCP conformance suite (@modelcontextprotocol/conformance, from npm)
 // plays each of its client scenarios' servers — authorization servers
-// among them — against zot, through testdata/mcp/conformance-client.mjs,
+// among them — against zot, through testdata/mcp/conformance-client.py,
 // which only turns the suite's arguments into a `zot mcp` command.
 // testdata/mcp/install-conformance.sh installs the suite and the Node 22
 // it needs into $ZOT_MCP_CONFORMANCE, else os.UserCacheDir()/
@@ -81,7 +81,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 	t.Parallel()
 	dir := conformanceSuite(t)
 	bin := filepath.Join(dir, "node_modules", ".bin")
-	adapter, err := filepath.Abs(filepath.Join("testdata", "mcp", "conformance-client.mjs"))
+	adapter, err := filepath.Abs(filepath.Join("testdata", "mcp", "conformance-client.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

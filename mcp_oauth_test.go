@@ -210,7 +210,7 @@ func TestMCPOAuthEndToEndWithARealServer(t *testing.T) {
 	t.Parallel()
 	f := startOAuthFixture(t, startEverythingHTTP(t))
 	z := newZotRun(t)
-	browser, err := filepath.Abs("testdata/mcp/follow-redirects.mjs")
+	browser, err := filepath.Abs("testdata/mcp/follow-redirects.py")
 	if err != nil {
 		t.Fatal(err)
 	}
