@@ -27,9 +27,14 @@ import (
 var zotBin, testBinDir string
 
 func TestMain(m *testing.M) {
+	removeTemp := func() {}
+	if os.Getenv("ZOT_TEST_CHILD") == "" {
+		removeTemp = tmpfsTempDir()
+	}
 	dir, err := os.MkdirTemp("", "zot-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		removeTemp()
 		os.Exit(1)
 	}
 	testBinDir = dir
@@ -43,6 +48,8 @@ func TestMain(m *testing.M) {
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build zot:", err)
+			os.RemoveAll(dir)
+			removeTemp()
 			os.Exit(1)
 		}
 		skipInterpreterShims(filepath.Join(dir, "path"))
@@ -50,6 +57,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	removeTemp()
 	os.Exit(code)
 }
 

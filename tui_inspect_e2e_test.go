@@ -48,6 +48,10 @@ func TestTUIPermissionsMCPAndStatus(t *testing.T) {
 	// in the editor, waits for the servers to settle.
 	tm := startTUI(t, z, append(anthropicFlags(srv), "hello")...)
 	tm.waitFor("continue without them")
+	// Wide enough for /mcp's rows to hold their config files' paths
+	// whole, however long $TMPDIR makes them.
+	tm.tmux("resize-window", "-t", "t", "-x", "220", "-y", "40")
+	tm.waitScreen("the screen redrawn 220 columns wide", func(s string) bool { return strings.Contains(s, strings.Repeat("─", 200)) })
 	tm.keys("Enter")
 	tm.waitScreen("the dialog to close", func(s string) bool { return !strings.Contains(s, "continue without them") })
 	tm.keys("Enter")
