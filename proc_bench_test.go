@@ -15,10 +15,9 @@ import (
 // bench/procs.sh runs them with 0, 200 and 1,000 idle processes on the
 // machine. With ZOT_BENCH_REF naming another zot binary, each benchmark
 // runs that one in turn with this one, A B A B, and reports both: the
-// machine's load then weighs on both alike. Figures against the
-// reference are taken with its binary (bench/vs-ref.sh:
-// ../shared/anchors/zot-ref); an older build of ours only shows what one
-// change of ours did.
+// machine's load then weighs on both alike. The binary to name is the
+// reference's, ../shared/anchors/zot-ref, as bench/vs-ref.sh and
+// bench/procs.sh do: an older build of ours is no reference.
 
 // benchBin is a zot binary a benchmark runs, and its figures.
 type benchBin struct {

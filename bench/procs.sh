@@ -10,8 +10,6 @@
 #   bench/procs.sh                 # this tree, in turn with the reference zot,
 #                                  # ../shared/anchors/zot-ref, when it is there
 #   REF=/path/to/zot bench/procs.sh
-#   REF=47e3cb5 bench/procs.sh     # with a zot built from that commit instead: what
-#                                  # one change did, never a figure against the reference
 #   REF= bench/procs.sh            # this tree alone
 #   RUNS=20 COUNTS="0 1000" bench/procs.sh
 #
@@ -34,17 +32,12 @@ anchor=../shared/anchors/zot-ref
 if [ -z "${REF+set}" ] && [ -x "$anchor" ]; then
 	REF=$(cd "$(dirname "$anchor")" && pwd)/$(basename "$anchor")
 fi
+# Figures against the reference come from its binary, in the same run;
+# a commit of ours is no reference, so REF takes only a binary.
 if [ -n "${REF:-}" ]; then
-	if [ -x "$REF" ]; then
-		export ZOT_BENCH_REF=$REF
-		echo "reference: $REF ($("$REF" --version))"
-	else
-		mkdir "$tmp/ref"
-		git archive "$REF" | tar -x -C "$tmp/ref"
-		(cd "$tmp/ref" && CGO_ENABLED=0 go build -o zot-ref .)
-		export ZOT_BENCH_REF=$tmp/ref/zot-ref
-		echo "ref- figures: our own commit $REF, not the reference zot"
-	fi
+	[ -x "$REF" ] || { echo "REF=$REF is not an executable zot" >&2; exit 2; }
+	export ZOT_BENCH_REF=$REF
+	echo "reference: $REF ($("$REF" --version))"
 fi
 
 # bench runs one benchmark and prints its figures after the load.
