@@ -106,7 +106,7 @@ func TestSplitterSubstitutesTheVariablesTheLineAssigns(t *testing.T) {
 		t.Errorf("the split does not say which variables its words hold: %+v", c)
 	}
 	// bash expands ~ after = and : in any word shaped as an assignment.
-	for _, line := range []string{"git push X=~/foo", "cp a of=~/b", "X=a:~/b; rm $X"} {
+	for _, line := range []string{"git push X=~/foo", "cp a of=~/b", "X=a:~/b; rm $X", "cp a a[1]=~/b", "cp a b+=~/c"} {
 		if c := SplitCommandLine(line, testShell("/work")).Commands; c[len(c)-1].Exact {
 			t.Errorf("%q: reported as exact: %+v", line, c[len(c)-1])
 		}

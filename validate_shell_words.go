@@ -75,7 +75,7 @@ loop:
 			case '~':
 				if p.pos == start {
 					w.literal, tilde = false, true
-				} else if c := p.src[p.pos-1]; (c == '=' || c == ':') && assignmentShaped(p.src[start:p.pos]) {
+				} else if _, n := assignmentName(p.src[start:p.pos]); n > 0 && (p.src[p.pos-1] == '=' || p.src[p.pos-1] == ':') {
 					// bash expands ~ after the = and each : of any word
 					// shaped as an assignment: x=~/a, cp a of=~/b.
 					w.literal = false
@@ -536,10 +536,4 @@ func assignment(w shellWord) (name, val string, ok bool) {
 func isArrayAssignment(prefix string) bool {
 	_, n := assignmentName(prefix)
 	return n > 0 && n == len(prefix)
-}
-
-// assignmentShaped reports text that starts as NAME= or NAME+=.
-func assignmentShaped(text string) bool {
-	name, _, ok := strings.Cut(text, "=")
-	return ok && isName(strings.TrimSuffix(name, "+"))
 }
