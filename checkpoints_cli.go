@@ -215,7 +215,7 @@ func (c *Checkpoints) restoreCommand(id string, filesOnly, convOnly, force bool,
 	// prompt gone leaves the files alone too.
 	var sess *Session
 	var msgs []Message
-	keep := -1
+	var keep int
 	if !filesOnly {
 		sess, msgs, keep, err = c.openConversation(rec)
 		if err != nil {
@@ -247,7 +247,9 @@ func (c *Checkpoints) restoreCommand(id string, filesOnly, convOnly, force bool,
 			return exitFailure
 		}
 	}
-	if sess != nil {
+	if sess != nil && keep < 0 {
+		fmt.Fprintf(stdout, "conversation: nothing from the prompt %s on is in %s (restored before?); left as it is\n", quotedPrompt(rec.Prompt), sess.Path)
+	} else if sess != nil {
 		if err := sess.Reset(msgs[:keep]); err != nil {
 			return failed(err)
 		}
@@ -257,7 +259,7 @@ func (c *Checkpoints) restoreCommand(id string, filesOnly, convOnly, force bool,
 }
 
 // openConversation opens the session of rec and finds where its prompt
-// starts in the transcript.
+// starts in the transcript: -1 when nothing from the prompt on is left.
 func (c *Checkpoints) openConversation(rec *ckRecord) (*Session, []Message, int, error) {
 	path := rec.SessionPath
 	if path == "" {
@@ -268,6 +270,13 @@ func (c *Checkpoints) openConversation(rec *ckRecord) (*Session, []Message, int,
 		return nil, nil, 0, err
 	}
 	at := promptIndex(loaded.Messages, rec)
+	// A conversation that holds nothing from the prompt on is already where
+	// the restore would take it: a restore killed after its rewind is run
+	// again, or the conversation was cleared. A compaction since leaves its
+	// summary, newer than the prompt, and is refused below.
+	if at < 0 && rec.PromptTime != nil && !anyMessageFrom(loaded.Messages, *rec.PromptTime) {
+		return sess, loaded.Messages, -1, nil
+	}
 	if at < 0 {
 		sess.Close()
 		return nil, nil, 0, fmt.Errorf("the prompt of checkpoint %s (%s) is no longer in the conversation of %s (compacted or cleared since)", rec.ID, quotedPrompt(rec.Prompt), path)
@@ -287,6 +296,15 @@ func promptIndex(msgs []Message, rec *ckRecord) int {
 		}
 	}
 	return -1
+}
+
+func anyMessageFrom(msgs []Message, from time.Time) bool {
+	for _, m := range msgs {
+		if !m.Time.Before(from) {
+			return true
+		}
+	}
+	return false
 }
 
 func printRestore(w io.Writer, res *ckRestoreResult) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The checkpoints end to end: the real binary, a scripted model.
@@ -99,10 +101,11 @@ func TestCheckpointsRestoreBringsBackEditBashRmAndChmod(t *testing.T) {
 	if len(list) != 1 {
 		t.Fatalf("sessions %v", list)
 	}
-	_, loaded, err := OpenSession(list[0])
+	sess, loaded, err := OpenSession(list[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	sess.Close()
 	if len(loaded.Messages) != 0 {
 		t.Errorf("the conversation kept %d messages", len(loaded.Messages))
 	}
@@ -117,6 +120,35 @@ func TestCheckpointsRestoreBringsBackEditBashRmAndChmod(t *testing.T) {
 	}
 	if got := treeState(t, z.cwd); !mapsEqual(got, after) {
 		t.Fatalf("after undoing the restore:\n%v\nwant:\n%v", got, after)
+	}
+
+	// The same restore again (as after a kill -9 that landed once the
+	// conversation was rewound): the files come back, the conversation,
+	// which holds nothing from the prompt on, is left as it is.
+	stdout, stderr, code = z.run("checkpoints", "restore", ids[0])
+	if code != 0 || !strings.Contains(stdout, `nothing from the prompt "do the work" on is in`) {
+		t.Fatalf("restore again: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	if got := treeState(t, z.cwd); !mapsEqual(got, before) {
+		t.Fatalf("after restoring again:\n%v\nwant:\n%v", got, before)
+	}
+	// A compaction's summary is newer than the prompt: that conversation
+	// is not taken for one already rewound, and nothing is restored.
+	sess, _, err = OpenSession(list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := Message{Role: RoleUser, Content: []Block{TextBlock("[Summary of the earlier conversation]")}, Time: time.Now().UTC()}
+	if err := errors.Join(sess.Reset([]Message{summary}), sess.Close()); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(z.cwd, "edit.txt"), "mine\n", 0o644)
+	_, stderr, code = z.run("checkpoints", "restore", ids[0])
+	if code != 1 || !strings.Contains(stderr, "is no longer in the conversation") {
+		t.Fatalf("restore after a compaction: exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(z.cwd, "edit.txt")); string(b) != "mine\n" {
+		t.Errorf("a refused restore changed edit.txt: %q", b)
 	}
 }
 

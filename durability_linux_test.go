@@ -22,12 +22,12 @@ import (
 // name matches pattern is created in dir, as inotify tells; it returns
 // that name, or "" when cmd ended without making one.
 func killWhenCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string) string {
-	return killAfterCreated(t, cmd, dir, pattern, 0)
+	return killAfterCreated(t, cmd, dir, pattern, 1, 0)
 }
 
-// killAfterCreated is killWhenCreated with the kill delay after the file
-// was made.
-func killAfterCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string, delay time.Duration) string {
+// killAfterCreated is killWhenCreated with the kill delay after the nth
+// such file was made.
+func killAfterCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string, nth int, delay time.Duration) string {
 	t.Helper()
 	ino, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
 	if err != nil {
@@ -60,6 +60,9 @@ func killAfterCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string, delay ti
 				name := string(bytes.TrimRight(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)], "\x00"))
 				off += syscall.SizeofInotifyEvent + int(ev.Len)
 				if ok, _ := filepath.Match(pattern, name); ok {
+					if nth--; nth > 0 {
+						continue
+					}
 					found <- name // before the kill, so that it is there once cmd ends
 					if delay > 0 {
 						time.Sleep(delay)
@@ -187,7 +190,7 @@ func kill9Write(tool string) func(*testing.T, *rand.Rand, *kill9Tally) {
 		}
 		srv := startReplay(t, step, replayStep{Events: anthropicEvents(gen{Text: "done"})})
 		delay := time.Duration(rng.Int63n(int64(3 * time.Millisecond)))
-		killAfterCreated(t, z.cmd(append(anthropicFlags(srv), "-p", "--no-session", "go")...), z.cwd, ".big.txt.zot-*.tmp", delay)
+		killAfterCreated(t, z.cmd(append(anthropicFlags(srv), "-p", "--no-session", "go")...), z.cwd, ".big.txt.zot-*.tmp", 1, delay)
 		if len(zotTemps(z.cwd)) > 0 {
 			n.hit++
 		}
@@ -208,8 +211,9 @@ func kill9Write(tool string) func(*testing.T, *rand.Rand, *kill9Tally) {
 }
 
 // kill9Restore: a restore of 20 files of 64 KiB, one removed and one made,
-// killed within 40 ms of making its first temp file; the rerun is the
-// same restore, without --force.
+// killed within 2 ms of making its nth temp file (n from 1 to 20, so that
+// the kills spread over the restore however fast the disk is); the rerun
+// is the same restore, without --force.
 func kill9Restore(t *testing.T, rng *rand.Rand, n *kill9Tally) {
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "for f in f*.txt; do echo changed > $f; done; rm f07.txt; echo new > new.txt"}),
@@ -224,8 +228,8 @@ func kill9Restore(t *testing.T, rng *rand.Rand, n *kill9Tally) {
 	}
 	after := treeState(t, z.cwd)
 	id := checkpointIDs(t, z)[0]
-	delay := time.Duration(rng.Int63n(int64(40 * time.Millisecond)))
-	killAfterCreated(t, z.cmd("checkpoints", "restore", id), z.cwd, ".*.zot-*.tmp", delay)
+	nth, delay := 1+rng.Intn(20), time.Duration(rng.Int63n(int64(2*time.Millisecond)))
+	killAfterCreated(t, z.cmd("checkpoints", "restore", id), z.cwd, ".*.zot-*.tmp", nth, delay)
 	if got := treeState(t, z.cwd); !mapsEqual(got, before) && !mapsEqual(got, after) {
 		n.hit++
 	}
