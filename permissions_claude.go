@@ -149,12 +149,7 @@ func looserMode(m, base string) bool {
 
 // loadClaudeRules reads the settings files; nil when none holds a rule.
 func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, []PermissionLoosening, []string) {
-	c := &claudeRules{cwd: src.Cwd, home: src.UserHome, guarded: src.Guarded, realBase: map[string]string{}}
-	for _, base := range []string{src.Cwd, src.UserHome} {
-		if real, err := filepath.EvalSymlinks(base); err == nil && base != "" {
-			c.realBase[base] = real
-		}
-	}
+	c := &claudeRules{cwd: src.Cwd, home: src.UserHome, guarded: src.Guarded}
 	var problems []PermissionProblem
 	var loosening []PermissionLoosening
 	var files []string
@@ -245,6 +240,12 @@ func loadClaudeRules(src PermissionSources) (*claudeRules, []PermissionProblem, 
 		return nil, problems, loosening, files
 	}
 	c.noBypass, c.hostOnly = noBypass, !sawRule
+	c.realBase = map[string]string{}
+	for _, base := range []string{src.Cwd, src.UserHome} {
+		if real, err := filepath.EvalSymlinks(base); base != "" && err == nil {
+			c.realBase[base] = real
+		}
+	}
 	// The mode: managed, then local, project, user — the highest wins.
 	rank := map[string]int{"managed": 0, "local": 1, "project": 2, "user": 3}
 	sort.SliceStable(modes, func(i, j int) bool { return rank[modes[i].scope] < rank[modes[j].scope] })

@@ -567,10 +567,11 @@ func (m *rpMatcher) match(p *runokPattern, words []string, yield func(caps []str
 			dd = dd || w == "--"
 		}
 		found := false
-		m.args(p.args, toks, nil, func(caps []string) bool {
+		collect := func(caps []string) bool {
 			found = true
 			return yield == nil || yield(caps)
-		})
+		}
+		m.args(p.args, toks, nil, collect)
 		if i := slices.IndexFunc(toks, func(t rpCmdTok) bool { return t.s == "--" }); !found && m.broad && i >= 0 {
 			// A deny or an ask rule also reads the words as if the --
 			// were not there: rm -rf -- / removes what rm -rf / does.
@@ -578,10 +579,7 @@ func (m *rpMatcher) match(p *runokPattern, words []string, yield func(caps []str
 			for j := range plain {
 				plain[j].afterDD = false
 			}
-			m.args(p.args, plain, nil, func(caps []string) bool {
-				found = true
-				return yield == nil || yield(caps)
-			})
+			m.args(p.args, plain, nil, collect)
 		}
 		return found
 	}
