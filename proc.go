@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +81,10 @@ const (
 
 // procSpec is what to start.
 type procSpec struct {
-	argv []string  // the program (a bare name is looked up in $PATH) and its arguments
+	argv []string // the program (a bare name is looked up in $PATH) and its arguments
+	// path, when set, is the program's file, and argv[0] only the name it
+	// goes by (as a shell passes the word typed).
+	path string
 	dir  string    // working directory; "" is zot's
 	env  envPolicy // required: which of zot's variables it inherits
 	// addEnv are NAME=value pairs set after the policy's variables; a
@@ -160,7 +164,8 @@ func startProc(spec procSpec) (*proc, error) {
 		// link, cd .. goes where the validators' splitter says only so.
 		env = append(env, "PWD="+spec.dir)
 	}
-	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
+	cmd := exec.Command(cmp.Or(spec.path, spec.argv[0]), spec.argv[1:]...)
+	cmd.Args[0] = spec.argv[0]
 	cmd.Dir = spec.dir
 	cmd.Env = append(env, spec.addEnv...)
 	attr := syscall.SysProcAttr{}

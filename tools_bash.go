@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,12 +99,14 @@ func shellArgv(command string) []string { return []string{bashToolShell().Path, 
 func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Duration, progress func(string)) ToolResult {
 	argv := shellArgv(command)
 	spec := procSpec{argv: argv, dir: env.Cwd, env: envNoSecrets, stdout: streamPipe, stderr: streamStdout, bigStdout: true}
-	start := startProc
+	var p *proc
+	var err error
 	sb := env.sandbox(ctx)
 	if sb != nil {
-		start = sb.Start
+		p, err = sb.Start(spec)
+	} else {
+		p, err = startDirectOrShell(command, spec)
 	}
-	p, err := start(spec)
 	if err != nil {
 		return errorResult("bash: start %s in %s: %v", argv[0], env.Cwd, err)
 	}
@@ -187,6 +190,23 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 		}
 	}
 	return ToolResult{Content: []Block{TextBlock(b.String())}, IsError: stopped != "" || code != 0, ExitCode: &code, Confined: confined}
+}
+
+// startDirectOrShell starts command without the shell where bash would
+// only exec its program (tools_bash_direct.go), else spec, its bash -c. A
+// program that does not start (a script without #!, which bash runs
+// itself) goes to bash too, which gives the reason if there is one.
+func startDirectOrShell(command string, spec procSpec) (*proc, error) {
+	if env, err := spec.env.environ(); err == nil {
+		if run, ok := directCommand(command, spec.dir, env); ok {
+			direct := spec
+			direct.argv, direct.path, direct.addEnv = run.argv, run.path, append(slices.Clone(spec.addEnv), run.addEnv...)
+			if p, err := startProc(direct); err == nil {
+				return p, nil
+			}
+		}
+	}
+	return startProc(spec)
 }
 
 // shellOutput keeps what a command prints in fixed memory: the head and a

@@ -1,0 +1,213 @@
+package main
+
+// A command line that is one program and its literal arguments runs
+// without bash. bash -c would only look the program up and exec it in its
+// own place (it does not fork for the last simple command), so zot does
+// that itself and saves the shell's start: its dynamic linking and locale
+// setup, two to three milliseconds of every such call. GNU make takes the
+// same shortcut for recipe lines without shell syntax. Whatever bash would
+// add sends the line to bash as before: any expansion or quoting this
+// reader does not take exactly as bash does, a keyword or builtin, a
+// redirection, a second command, and anything bash reads at its start
+// (BASH_ENV, SHELLOPTS, exported functions...). What the program gets is
+// what bash 5 would give it: the same argv (argv[0] as typed), the same
+// directory, descriptors and session, and the environment with bash's
+// three changes (PWD, SHLVL and _).
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// directRun is a command line that runs without the shell: argv as bash
+// would pass it, the file to execute, and the variables bash would set.
+type directRun struct {
+	argv   []string
+	path   string
+	addEnv []string
+}
+
+// directCommand says whether line runs without the shell in dir with the
+// environment env (the child's, before startProc adds PWD), and how.
+func directCommand(line, dir string, env []string) (directRun, bool) {
+	if runtime.GOOS != "linux" || !bashToolShell().Bash {
+		return directRun{}, false // bash 5's behaviour is what the equivalence was checked against
+	}
+	words, ok := literalWords(line)
+	if !ok || len(words) == 0 {
+		return directRun{}, false
+	}
+	// A first word with = may be an assignment; without, it is none.
+	name := words[0]
+	if name == "" || strings.Contains(name, "=") || bashReserved[name] && !(name == "echo" && plainEchoArgs(words[1:])) {
+		return directRun{}, false
+	}
+	shlvl, pathList, ok := bashStartEnv(env)
+	if !ok {
+		return directRun{}, false
+	}
+	run := directRun{argv: words}
+	if strings.Contains(name, "/") {
+		file := name
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		if executable(file) != takeIt {
+			return directRun{}, false // bash says why, in its words
+		}
+		// The path as typed, as bash passes it to exec: a script's
+		// interpreter gets it as the script's name ($0).
+		run.path, run.addEnv = name, []string{"SHLVL=" + shlvl, "_=" + name}
+		return run, true
+	}
+	for _, entry := range strings.Split(pathList, ":") {
+		file := filepath.Join(entry, name)
+		switch executable(file) {
+		case takeIt:
+			run.path, run.addEnv = file, []string{"SHLVL=" + shlvl, "_=" + file}
+			return run, true
+		case askBash:
+			return directRun{}, false
+		}
+	}
+	return directRun{}, false // not found: bash's "command not found"
+}
+
+// bashStartEnv reads what of env bash 5 would act on at its start: SHLVL
+// as the exec'd program gets it (bash adds one and takes it back before
+// the exec) and $PATH. ok is false for an environment that makes bash do
+// more than look the program up: a file it reads first (BASH_ENV), shell
+// options (SHELLOPTS, BASHOPTS: xtrace would print the command), POSIX
+// mode, exported functions (a function may shadow the program), names
+// hidden from the search (EXECIGNORE), a $PATH with a relative or unclean
+// entry (searched from the directory, or named otherwise in $_), and a
+// SHLVL bash would rewrite or warn about.
+func bashStartEnv(env []string) (shlvl, pathList string, ok bool) {
+	shlvl, havePath := "0", false
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "BASH_ENV", name == "SHELLOPTS", name == "BASHOPTS", name == "POSIXLY_CORRECT",
+			name == "EXECIGNORE", strings.HasPrefix(name, "BASH_FUNC_"):
+			return "", "", false
+		case name == "SHLVL":
+			if value == "" {
+				shlvl = "0"
+				break
+			}
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 || n > 998 || value[0] == '+' {
+				return "", "", false
+			}
+			shlvl = strconv.Itoa(n)
+		case name == "PATH":
+			pathList, havePath = value, true
+		}
+	}
+	if !havePath || pathList == "" {
+		return "", "", false
+	}
+	for _, entry := range strings.Split(pathList, ":") {
+		if !filepath.IsAbs(entry) || filepath.Clean(entry) != entry {
+			return "", "", false
+		}
+	}
+	return shlvl, pathList, true
+}
+
+// A file's standing in bash's search of $PATH.
+type searchStanding int
+
+const (
+	passOver searchStanding = iota // missing, a directory, or not executable: bash searches on
+	takeIt                         // a regular file zot may execute: bash runs this one
+	askBash                        // executable but no regular file: bash would try it; zot leaves it to bash
+)
+
+func executable(file string) searchStanding {
+	st, err := os.Stat(file)
+	switch {
+	case err != nil || st.IsDir() || syscall.Access(file, 1 /* X_OK */) != nil:
+		return passOver
+	case st.Mode().IsRegular():
+		return takeIt
+	}
+	return askBash
+}
+
+// plainEchoArgs: bash's builtin echo and the echo program print these
+// arguments alike (no option, no backslash escape).
+func plainEchoArgs(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, `\`) {
+			return false
+		}
+	}
+	return true
+}
+
+// literalWords splits line into the words bash reads in it when every word
+// is literal: characters that are no shell syntax, single-quoted text, and
+// double-quoted text without $, ` or \. Anything else is not ok: an
+// expansion, a glob, a comment, an operator, a backslash, a newline
+// outside quotes (but at the end) or a NUL.
+func literalWords(line string) (words []string, ok bool) {
+	line = strings.TrimRight(line, " \t\n")
+	if strings.IndexByte(line, 0) >= 0 {
+		return nil, false
+	}
+	var word strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if inWord {
+				words, inWord = append(words, word.String()), false
+				word.Reset()
+			}
+			continue
+		case c == '\'':
+			end := strings.IndexByte(line[i+1:], '\'')
+			if end < 0 {
+				return nil, false
+			}
+			word.WriteString(line[i+1 : i+1+end])
+			i += end + 1
+		case c == '"':
+			end := strings.IndexByte(line[i+1:], '"')
+			if end < 0 || strings.ContainsAny(line[i+1:i+1+end], "$`\\") {
+				return nil, false
+			}
+			word.WriteString(line[i+1 : i+1+end])
+			i += end + 1
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-_./,:@%+=^", c) >= 0:
+			word.WriteByte(c)
+		default:
+			return nil, false
+		}
+		inWord = true
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words, true
+}
+
+// bashReserved are bash's keywords and builtins (compgen -k, compgen -b):
+// a command word bash runs itself, or reads as syntax.
+var bashReserved = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range strings.Fields(`! [[ ]] { } case coproc do done elif else esac fi for function if in select then time until while
+		. : [ alias bg bind break builtin caller cd command compgen complete compopt continue declare dirs disown echo
+		enable eval exec exit export false fc fg getopts hash help history jobs kill let local logout mapfile popd
+		printf pushd pwd read readarray readonly return set shift shopt source suspend test times trap true type
+		typeset ulimit umask unalias unset wait`) {
+		m[name] = true
+	}
+	return m
+}()

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func needBash5(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" || !bashToolShell().Bash {
+		t.Skip("the bash tool runs without the shell only on Linux with bash")
+	}
+}
+
+// The reader of literal words against bash itself: every line it takes
+// must split into the same words in bash (set -- line), for the chosen
+// lines and for thousands made of shell syntax at random.
+func TestLiteralWordsAreBashsWords(t *testing.T) {
+	t.Parallel()
+	needBash5(t)
+	lines := []string{
+		`echo hi`, `a 'b c' "d e" f'g'"h" '' "" x=y --k=v 'it'"'"'s' "a!b"`,
+		"ls -la\n", "  grep -rn 'func main' .  ", `cat "a'b" 'a"b'`, `x 'line one` + "\n" + `line two'`,
+		`go test -run '^TestA$' ./...`, `a%b@c,d:e+f^g`, `tab	separated	words`,
+	}
+	rng := rand.New(rand.NewSource(39))
+	alphabet := []string{"a", "b", "-", "=", "'", `"`, `\`, "$", "*", "?", "[", "]", "{", "}", "~", "#", "!",
+		"|", "&", ";", "<", ">", "(", ")", " ", "\t", "\n", "/", ".", ",", ":", "@", "%", "+", "^", "`", "é"}
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + rng.Intn(12) {
+			b.WriteString(alphabet[rng.Intn(len(alphabet))])
+		}
+		lines = append(lines, b.String())
+	}
+	var script bytes.Buffer
+	var want [][]string
+	for _, line := range lines {
+		words, ok := literalWords(line)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&script, "set -- %s\nprintf '%%s\\0' \"$#\" \"$@\"; printf '\\1'\n", line)
+		want = append(want, words)
+	}
+	if len(want) < 500 {
+		t.Fatalf("only %d lines were read as literal words; the test needs more", len(want))
+	}
+	out, err := exec.Command(bashToolShell().Path, "-c", script.String()).Output()
+	if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x01"), "\x01")
+	if len(got) != len(want) {
+		t.Fatalf("bash printed %d word lists for %d lines", len(got), len(want))
+	}
+	for i, g := range got {
+		fields := strings.Split(strings.TrimSuffix(g, "\x00"), "\x00")
+		if fields[0] != fmt.Sprint(len(want[i])) || !slices.Equal(fields[1:], want[i]) {
+			t.Errorf("bash reads %q as %q; zot as %q", fields, fields[1:], want[i])
+		}
+	}
+}
+
+// What runs without the shell, and what is left to bash.
+func TestDirectCommandDecides(t *testing.T) {
+	t.Parallel()
+	needBash5(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script"), "#!/bin/sh\necho script\n", 0o755)
+	writeFile(t, filepath.Join(dir, "plain"), "echo plain\n", 0o644)
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=/nowhere"}
+	for _, c := range []struct {
+		line string
+		env  []string
+		ok   bool
+	}{
+		{"echo hi", nil, true},
+		{"ls -la 'a b'", nil, true},
+		{"./script x", nil, true},
+		{dir + "/script", nil, true},
+		{"./plain", nil, false},             // not executable: bash's "Permission denied"
+		{"./nothing", nil, false},           // bash's "No such file"
+		{"no-such-command-zot", nil, false}, // bash's "command not found"
+		{"echo -n hi", nil, false},          // an option: the builtin and the program may differ
+		{`echo 'a\nb'`, nil, false},         // an escape: likewise
+		{"cd /", nil, false},                // a builtin
+		{"printf hi", nil, false},
+		{"time ls", nil, false}, // a keyword
+		{"A=1 env", nil, false}, // an assignment
+		{"ls *", nil, false}, {"ls ~", nil, false}, {"ls $HOME", nil, false}, {"ls | cat", nil, false},
+		{"ls; ls", nil, false}, {"ls > x", nil, false}, {"ls\nls", nil, false}, {"ls {a,b}", nil, false},
+		{"ls # note", nil, false}, {`ls "$x"`, nil, false}, {"ls `x`", nil, false}, {`ls a\ b`, nil, false},
+		{"ls", []string{"BASH_ENV=/etc/profile"}, false},
+		{"ls", []string{"SHELLOPTS=xtrace"}, false},
+		{"ls", []string{"BASHOPTS=xpg_echo"}, false},
+		{"ls", []string{"POSIXLY_CORRECT=1"}, false},
+		{"ls", []string{"EXECIGNORE=*"}, false},
+		{"ls", []string{"BASH_FUNC_ls%%=() { echo no; }"}, false},
+		{"ls", []string{"SHLVL=999"}, false},
+		{"ls", []string{"SHLVL=-1"}, false},
+		{"ls", []string{"SHLVL=7"}, true},
+		{"ls", []string{"PATH=.:/usr/bin:/bin"}, false},
+		{"ls", []string{"PATH=/usr/bin/:/bin"}, false},
+		{"ls", []string{"PATH="}, false},
+	} {
+		env := append(slices.Clone(base), c.env...)
+		if _, ok := directCommand(c.line, dir, env); ok != c.ok {
+			t.Errorf("%q with %q: runs without the shell %v, want %v", c.line, c.env, ok, c.ok)
+		}
+	}
+	if _, ok := directCommand("ls", dir, []string{"HOME=/nowhere"}); ok {
+		t.Error("ls without $PATH runs without the shell; bash would search its own default")
+	}
+}
+
+// A command run without the shell gets what bash -c would give it: the
+// same output, arguments (argv[0] as typed), environment and exit code.
+// Lines bash must run (a script without #!, a file it may not execute, an
+// unknown command) are bash's still.
+func TestDirectRunIsBashs(t *testing.T) {
+	t.Parallel()
+	needBash5(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "args"), "#!/bin/sh\nprintf '[%s]' \"$0\" \"$@\"; echo\nenv | LC_ALL=C sort\nexit 3\n", 0o755)
+	writeFile(t, filepath.Join(dir, "noshebang"), "echo run by bash; exit 4\n", 0o755)
+	writeFile(t, filepath.Join(dir, "plain"), "echo plain\n", 0o644)
+	env := NewToolEnv(dir, false)
+	defer env.Close()
+	childEnv, err := envNoSecrets.environ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := []string{"./args a 'b c' \"d e\" '' x=y", dir + "/args", "env", "echo hi there", "./args\n"}
+	if _, _, ok := bashStartEnv(childEnv); !ok {
+		t.Log("this environment sends every line to bash; only bash's own runs are compared")
+		direct = nil
+	}
+	for _, line := range direct {
+		if _, ok := directCommand(line, dir, childEnv); !ok {
+			t.Errorf("%q does not run without the shell", line)
+		}
+	}
+	for _, line := range append(direct, "echo -e 'a\\tb'", "./noshebang", "./plain", "no-such-command-zot") {
+		bash := exec.Command(bashToolShell().Path, "-c", line)
+		bash.Dir, bash.Env = dir, append(slices.Clone(childEnv), "PWD="+dir)
+		want, _ := bash.CombinedOutput()
+		wantCode := bash.ProcessState.ExitCode()
+		if line == "env" {
+			want = sortedLines(want)
+		}
+		res := bashTool{env}.Run(context.Background(), json.RawMessage(mustJSON(obj{"command": line})), nil)
+		text := res.Content[0].Text
+		got, code, _ := strings.Cut(text, "[exit code ")
+		if line == "env" {
+			got = string(sortedLines([]byte(got)))
+		}
+		if strings.TrimSuffix(got, "\n") != strings.TrimSuffix(string(want), "\n") || code != fmt.Sprintf("%d]", wantCode) {
+			t.Errorf("%q: zot's bash tool gives\n%s\nbash -c gives (exit code %d)\n%s", line, text, wantCode, want)
+		}
+	}
+}
+
+func sortedLines(b []byte) []byte {
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	slices.Sort(lines)
+	return []byte(strings.Join(lines, "\n") + "\n")
+}
