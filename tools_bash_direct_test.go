@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -79,7 +78,7 @@ func TestDirectCommandDecides(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "script"), "#!/bin/sh\necho script\n", 0o755)
 	writeFile(t, filepath.Join(dir, "plain"), "echo plain\n", 0o644)
-	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=/nowhere"}
+	base := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nowhere"}
 	for _, c := range []struct {
 		line string
 		env  []string
