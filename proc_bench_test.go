@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,12 +117,15 @@ func benchPeakRSS(b *testing.B, bin, home, cwd string, steps []replayStep, args 
 // 20 steps that each run `echo hi`, less a run of none, over 20; the
 // median of b.N such pairs, wall and CPU (zot's and the commands'). The
 // whole run of 20 steps, start and exit included, is issue 39's figure
-// (ms/run, cpu-ms/run).
+// (ms/run, cpu-ms/run). ZOT_BENCH_LINE runs another line: one bash must
+// run (echo hi && true) prices the calls that do not take the direct path
+// (tools_bash_direct.go).
 func BenchmarkToolLoop(b *testing.B) {
 	bins := benchBins(b)
+	line := cmp.Or(os.Getenv("ZOT_BENCH_LINE"), "echo hi")
 	var steps []replayStep
 	for i := range 20 {
-		steps = append(steps, toolStep(fmt.Sprint("t", i), "bash", obj{"command": "echo hi"}))
+		steps = append(steps, toolStep(fmt.Sprint("t", i), "bash", obj{"command": line}))
 	}
 	steps = append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})
 	home, cwd := b.TempDir(), b.TempDir()

@@ -11,7 +11,9 @@
 #   BenchmarkToolLoop             20 bash calls (`echo hi`) in -p: the whole
 #                                 run (ms/run, cpu-ms/run), and less a run
 #                                 of none, over 20: ms/call and cpu-ms/call
-#                                 (zot's and the commands')
+#                                 (zot's and the commands'); then the same
+#                                 with `echo hi && true`, a line zot's
+#                                 bash tool runs with bash, not directly
 #   BenchmarkPrintBash1GBOwnCPU   one bash call printing 1 GB: s (wall),
 #                                 own-cpu-s (zot's own process),
 #                                 command-cpu-s (the command's)
@@ -26,7 +28,10 @@ ref=${REF:-../shared/anchors/zot-ref}
 export ZOT_BENCH_REF=$(cd "$(dirname "$ref")" && pwd)/$(basename "$ref")
 runs=${RUNS:-5}
 echo "reference: $ZOT_BENCH_REF ($("$ZOT_BENCH_REF" --version)), $runs runs each"
-for bench in BenchmarkToolLoop BenchmarkPrintBash1GBOwnCPU BenchmarkStartRSS; do
-	go test -run '^$' -bench "^$bench\$" -benchtime "${runs}x" -count 1 . |
-		awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '/^Benchmark/ { $2 = ""; $3 = ""; $4 = ""; print "load " load ":", $0 }'
+for bench in BenchmarkToolLoop BenchmarkToolLoop/bash BenchmarkPrintBash1GBOwnCPU BenchmarkStartRSS; do
+	line=
+	case $bench in */bash) line='echo hi && true' ;; esac
+	ZOT_BENCH_LINE=$line go test -run '^$' -bench "^${bench%/bash}\$" -benchtime "${runs}x" -count 1 . |
+		awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" -v line="${line:+ (\"$line\", through bash)}" \
+			'/^Benchmark/ { $1 = $1 line; $2 = ""; $3 = ""; $4 = ""; print "load " load ":", $0 }'
 done
