@@ -198,7 +198,7 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 // itself) goes to bash too, which gives the reason if there is one.
 func startDirectOrShell(command string, spec procSpec) (*proc, error) {
 	if env, err := spec.env.environ(); err == nil {
-		if run, ok := directCommand(command, spec.dir, env); ok {
+		if run, ok := directCommand(command, spec.dir, append(env, spec.addEnv...)); ok {
 			direct := spec
 			direct.argv, direct.path, direct.addEnv = run.argv, run.path, append(slices.Clone(spec.addEnv), run.addEnv...)
 			if p, err := startProc(direct); err == nil {

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -43,7 +44,7 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 	}
 	// A first word with = may be an assignment; without, it is none.
 	name := words[0]
-	if name == "" || strings.Contains(name, "=") || bashReserved[name] && !(name == "echo" && plainEchoArgs(words[1:])) {
+	if name == "" || strings.Contains(name, "=") || bashReserved()[name] && !(name == "echo" && plainEchoArgs(words[1:])) {
 		return directRun{}, false
 	}
 	shlvl, pathList, ok := bashStartEnv(env)
@@ -200,7 +201,7 @@ func literalWords(line string) (words []string, ok bool) {
 
 // bashReserved are bash's keywords and builtins (compgen -k, compgen -b):
 // a command word bash runs itself, or reads as syntax.
-var bashReserved = func() map[string]bool {
+var bashReserved = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, name := range strings.Fields(`! [[ ]] { } case coproc do done elif else esac fi for function if in select then time until while
 		. : [ alias bg bind break builtin caller cd command compgen complete compopt continue declare dirs disown echo
@@ -210,4 +211,4 @@ var bashReserved = func() map[string]bool {
 		m[name] = true
 	}
 	return m
-}()
+})
