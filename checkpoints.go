@@ -285,13 +285,14 @@ type ckStepInfo struct {
 }
 
 // AroundToolRun is the agent hook that takes a checkpoint around each call
-// of a tool that mayChange files, for the session that session names.
+// of a tool that mayChange files (the call: a bash line may not), for the
+// session that session names.
 // What a checkpoint does not cover, and a checkpoint that fails, are said
 // in the agent's log (once each); the call runs either way.
-func (c *Checkpoints) AroundToolRun(agent *Agent, session func() (id, path string), mayChange func(tool string) bool) func(ctx context.Context, call ToolCall) func() {
+func (c *Checkpoints) AroundToolRun(agent *Agent, session func() (id, path string), mayChange func(call ToolCall) bool) func(ctx context.Context, call ToolCall) func() {
 	noted := map[string]bool{}
 	return func(ctx context.Context, call ToolCall) func() {
-		if !mayChange(call.Name) {
+		if !mayChange(call) {
 			return nil
 		}
 		info := ckStepInfo{Tool: call.Name, CallID: call.ID}

@@ -55,6 +55,29 @@ func checkpointIDs(t *testing.T, z *zotRun, args ...string) []string {
 	return ids
 }
 
+// A bash call that runs a program that only reads (cat, ls) takes no
+// checkpoint, as a read does not; the rm after them takes one.
+func TestCheckpointsSkipBashCallsThatOnlyRead(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" || !bashToolShell().Bash {
+		t.Skip("lines run without the shell only on Linux with bash")
+	}
+	srv := startReplay(t,
+		toolStep("t1", "bash", obj{"command": "cat edit.txt"}),
+		toolStep("t2", "bash", obj{"command": "ls -la"}),
+		toolStep("t3", "bash", obj{"command": "rm doomed.txt"}),
+		replayStep{Events: anthropicEvents(gen{Text: "done"})})
+	z := newZotRun(t)
+	workProject(t, z.cwd)
+	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "look, then remove")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	out, _, _ := z.run("checkpoints", "list")
+	if ids := checkpointIDs(t, z); len(ids) != 1 || !strings.Contains(out, "doomed.txt") {
+		t.Fatalf("want one checkpoint, the rm's:\n%s", out)
+	}
+}
+
 // A session edits a file, creates one with bash, deletes one with rm and
 // chmods one; restoring its first checkpoint brings all four back exactly,
 // bytes and modes, and the conversation back to before the prompt. The

@@ -15,6 +15,7 @@ package main
 // three changes (PWD, SHLVL and _).
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -212,3 +213,41 @@ var bashReserved = sync.OnceValue(func() map[string]bool {
 	}
 	return m
 })
+
+// bashLineOnlyReads says whether a bash call's line runs, directly, a
+// program of the system's that writes no file whatever its arguments
+// (onlyReaders): such a call changes nothing a checkpoint would record,
+// as a read does not. Its line has no redirection, being literal words; a
+// line bash runs is never taken for one.
+func bashLineOnlyReads(raw json.RawMessage) bool {
+	args, err := ParseBashArgs(raw)
+	if err != nil {
+		return false
+	}
+	env, err := envNoSecrets.environ()
+	if err != nil {
+		return false
+	}
+	run, ok := directCommand(args.Command, "/", env)
+	if !ok || !onlyReaders[run.argv[0]] || run.path != "/usr/bin/"+run.argv[0] && run.path != "/bin/"+run.argv[0] {
+		return false
+	}
+	// The system's own file: root's, and no one else may write it.
+	st, err := os.Stat(run.path)
+	if err != nil {
+		return false
+	}
+	sys, isUnix := st.Sys().(*syscall.Stat_t)
+	return isUnix && sys.Uid == 0 && st.Mode().Perm()&0o022 == 0
+}
+
+// onlyReaders are programs (coreutils', grep) that write nothing but their
+// standard output and error, whatever their arguments: none of them has an
+// option that names a file to write (sort -o, uniq's second operand, tee,
+// file -C, tree -o and find -delete are why those are not here).
+var onlyReaders = map[string]bool{
+	"cat": true, "ls": true, "head": true, "tail": true, "wc": true, "grep": true, "echo": true,
+	"stat": true, "du": true, "df": true, "diff": true, "cmp": true, "basename": true, "dirname": true,
+	"realpath": true, "readlink": true, "printenv": true, "uname": true, "id": true, "whoami": true,
+	"nproc": true, "md5sum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "sleep": true,
+}

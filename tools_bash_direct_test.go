@@ -175,3 +175,30 @@ func sortedLines(b []byte) []byte {
 	slices.Sort(lines)
 	return []byte(strings.Join(lines, "\n") + "\n")
 }
+
+// Which bash lines take no checkpoint: one system program that writes
+// nothing, run directly. A redirection, a second command, a program that
+// may write, or one not the system's, takes one.
+func TestBashLineOnlyReads(t *testing.T) {
+	t.Parallel()
+	needBash5(t)
+	env, err := envNoSecrets.environ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := bashStartEnv(env); !ok {
+		t.Skip("this environment sends every line to bash")
+	}
+	for line, want := range map[string]bool{
+		"cat notes.txt": true, "ls -la": true, "echo hi": true, "grep -rn 'func main' .": true, "wc -l a b": true,
+		"echo hi > x": false, "cat a; rm b": false, "rm x": false, "sort -o x y": false, "tee x": false,
+		"./cat x": false, "cat $(rm x)": false, "echo -e hi": false, "cat a | tee b": false,
+	} {
+		if got := bashLineOnlyReads(json.RawMessage(mustJSON(obj{"command": line}))); got != want {
+			t.Errorf("%q only reads: %v, want %v", line, got, want)
+		}
+	}
+	if bashLineOnlyReads(json.RawMessage(`{"command": 3}`)) {
+		t.Error("arguments that are no bash call's only read")
+	}
+}

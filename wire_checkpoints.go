@@ -36,13 +36,16 @@ func (s *setup) armCheckpoints() {
 	ck := OpenCheckpoints(s.home, s.cwd, extra, set)
 	ck.Log = func(format string, args ...any) { s.agent.logf(format, args...) }
 	s.checkpoints, s.runID = ck, newRunID()
-	s.agent.AroundToolRun = ck.AroundToolRun(s.agent, s.checkpointSession, func(name string) bool {
+	s.agent.AroundToolRun = ck.AroundToolRun(s.agent, s.checkpointSession, func(call ToolCall) bool {
 		// Every tool but the built-in read and skill may change files,
-		// whatever an extension's or MCP server's tool claims.
-		t, ok := s.agent.Tools.Lookup(name)
+		// whatever an extension's or MCP server's tool claims; so may
+		// every bash line but one that runs a program that only reads.
+		t, ok := s.agent.Tools.Lookup(call.Name)
 		switch t.(type) {
 		case readTool, skillTool:
 			return false
+		case bashTool:
+			return !bashLineOnlyReads(call.Args)
 		}
 		return ok
 	})
