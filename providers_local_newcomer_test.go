@@ -234,6 +234,13 @@ func TestTUIUsesTheServersContextFromTheStart(t *testing.T) {
 	}
 	tm := startTUI(t, z, "-c", "--provider", "openai", "--base-url", rs.URL+"/v1", "--model", "tiny")
 	tm.waitFor("ctx 50%")
+	// The listing runs in the background, and a picker shows what was
+	// listed when it opened: wait for the list, as a person would see it
+	// in the picker's next opening.
+	waitFor(t, "the router's models listed", func() bool {
+		b, _ := os.ReadFile(modelsCachePath(z.home))
+		return strings.Contains(string(b), "tiny-notools")
+	})
 	tm.typeText("/model")
 	tm.keys("Enter")
 	tm.waitScreen("the router's models with their context and state", func(s string) bool {
