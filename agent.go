@@ -747,7 +747,7 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 	ctx = context.WithValue(ctx, toolCallKey{}, call.ID)
 	rec.Result = tool.Run(WithConfinement(ctx, rec.Decision.Confine), args, progress)
 	if c := rec.Decision.Confine; rec.Result.Confined != "" && (c == nil || !c.Fixed) && a.OfferOutside != nil && a.OfferOutside() && ctx.Err() == nil {
-		rec.Result = a.runOutside(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args}, tool, &rec, progress)
+		rec.Result = a.runOutside(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args}, tool, &rec, after == nil, progress)
 	}
 	if after != nil {
 		after()
@@ -759,8 +759,10 @@ func (a *Agent) runTool(ctx context.Context, call ToolCall, origin *GateNote, em
 // outside it, and runs it there when the answer is yes. The question is
 // a call of its own: every gate judges the command again, a deny ends it,
 // and it always asks (the sandbox's ask, which no "don't ask again"
-// covers). The model is told what happened either way.
-func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *ToolRecord, progress func(string)) ToolResult {
+// covers). The model is told what happened either way. A call that took
+// no checkpoint (its line only read) takes one for the run outside when
+// it needs one: the gates may have changed the line.
+func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *ToolRecord, noCheckpoint bool, progress func(string)) ToolResult {
 	first := rec.Result
 	ask := GateNote{By: "sandbox", Decision: DecisionAsk, Reason: strings.TrimSpace(first.Confined) + "\nRun this one command again, outside the sandbox, with your rights?"}
 	d := a.Pipeline.decide(ctx, call, []GateNote{ask})
@@ -775,7 +777,14 @@ func (a *Agent) runOutside(ctx context.Context, call ToolCall, tool Tool, rec *T
 		args, rec.Executed = d.Args, d.Args
 	}
 	rec.Decision.Confine = &Confinement{Name: "off"}
+	var after func()
+	if noCheckpoint && a.AroundToolRun != nil {
+		after = a.AroundToolRun(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: args})
+	}
 	res := tool.Run(WithConfinement(ctx, rec.Decision.Confine), args, progress)
+	if after != nil {
+		after()
+	}
 	by := "the approver"
 	if n := len(d.Trail); n > 0 {
 		by = d.Trail[n-1].By

@@ -85,8 +85,13 @@ type procSpec struct {
 	// path, when set, is the program's file, and argv[0] only the name it
 	// goes by (as a shell passes the word typed).
 	path string
-	dir  string    // working directory; "" is zot's
-	env  envPolicy // required: which of zot's variables it inherits
+	// execMayFail: the program is any file (the bash tool's direct run),
+	// whose exec may fail on its own (no #!, busy being written); such a
+	// failure says nothing of cgroups, so the start is not tried again
+	// without one.
+	execMayFail bool
+	dir         string    // working directory; "" is zot's
+	env         envPolicy // required: which of zot's variables it inherits
 	// addEnv are NAME=value pairs set after the policy's variables; a
 	// name given twice takes its last value.
 	addEnv                []string
@@ -240,18 +245,20 @@ func startProc(spec procSpec) (*proc, error) {
 	children.Lock()
 	err = cmd.Start()
 	if err != nil && cg != nil {
-		// Once more without the cgroup: if that works, starting a child
-		// in a cgroup does not (a kernel before 5.7, a cgroup of another
-		// type), and zot stops trying.
 		cg.discard()
 		cg = nil
-		again := exec.Command(cmd.Path)
-		again.Args, again.Dir, again.Env, again.SysProcAttr = cmd.Args, cmd.Dir, cmd.Env, &plain
-		again.Stdin, again.Stdout, again.Stderr, again.ExtraFiles = cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles
-		if err = again.Start(); err == nil {
-			cgroupsFailed()
+		if !spec.execMayFail {
+			// Once more without the cgroup: if that works, starting a
+			// child in a cgroup does not (a kernel before 5.7, a cgroup of
+			// another type), and zot stops trying.
+			again := exec.Command(cmd.Path)
+			again.Args, again.Dir, again.Env, again.SysProcAttr = cmd.Args, cmd.Dir, cmd.Env, &plain
+			again.Stdin, again.Stdout, again.Stderr, again.ExtraFiles = cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles
+			if err = again.Start(); err == nil {
+				cgroupsFailed()
+			}
+			cmd, p.cmd = again, again
 		}
-		cmd, p.cmd = again, again
 	}
 	if err == nil {
 		p.pid = cmd.Process.Pid

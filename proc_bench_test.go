@@ -117,9 +117,10 @@ func benchPeakRSS(b *testing.B, bin, home, cwd string, steps []replayStep, args 
 // 20 steps that each run `echo hi`, less a run of none, over 20; the
 // median of b.N such pairs, wall and CPU (zot's and the commands'). The
 // whole run of 20 steps, start and exit included, is issue 39's figure
-// (ms/run, cpu-ms/run). ZOT_BENCH_LINE runs another line: one bash must
-// run (echo hi && true) prices the calls that do not take the direct path
-// (tools_bash_direct.go).
+// (ms/run, cpu-ms/run). `echo hi` runs without bash and takes no
+// checkpoint (tools_bash_direct.go); ZOT_BENCH_LINE runs another line, as
+// bench/vs-ref.sh does to price the calls that take a checkpoint
+// (/usr/bin/echo hi) or bash as well (echo hi && true).
 func BenchmarkToolLoop(b *testing.B) {
 	bins := benchBins(b)
 	line := cmp.Or(os.Getenv("ZOT_BENCH_LINE"), "echo hi")

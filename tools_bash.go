@@ -201,6 +201,7 @@ func startDirectOrShell(command string, spec procSpec) (*proc, error) {
 		if run, ok := directCommand(command, spec.dir, append(env, spec.addEnv...)); ok {
 			direct := spec
 			direct.argv, direct.path, direct.addEnv = run.argv, run.path, append(slices.Clone(spec.addEnv), run.addEnv...)
+			direct.execMayFail = true
 			if p, err := startProc(direct); err == nil {
 				return p, nil
 			}

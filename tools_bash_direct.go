@@ -17,6 +17,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -36,16 +37,17 @@ type directRun struct {
 // directCommand says whether line runs without the shell in dir with the
 // environment env (the child's, before startProc adds PWD), and how.
 func directCommand(line, dir string, env []string) (directRun, bool) {
-	if runtime.GOOS != "linux" || !bashToolShell().Bash {
+	if runtime.GOOS != "linux" || !bashToolShell().Bash || !bashIs5() {
 		return directRun{}, false // bash 5's behaviour is what the equivalence was checked against
 	}
 	words, ok := literalWords(line)
 	if !ok || len(words) == 0 {
 		return directRun{}, false
 	}
-	// A first word with = may be an assignment; without, it is none.
+	// A first word with = may be an assignment; without, it is none. One
+	// that starts with % names a job.
 	name := words[0]
-	if name == "" || strings.Contains(name, "=") || bashReserved()[name] && !(name == "echo" && plainEchoArgs(words[1:])) {
+	if name == "" || strings.Contains(name, "=") || name[0] == '%' || bashReserved()[name] && !(name == "echo" && plainEchoArgs(words[1:])) {
 		return directRun{}, false
 	}
 	shlvl, pathList, ok := bashStartEnv(env)
@@ -70,6 +72,9 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 		file := filepath.Join(entry, name)
 		switch executable(file) {
 		case takeIt:
+			if name == "echo" && file != "/usr/bin/echo" && file != "/bin/echo" {
+				return directRun{}, false // bash's own echo runs, not the first echo on $PATH
+			}
 			run.path, run.addEnv = file, []string{"SHLVL=" + shlvl, "_=" + file}
 			return run, true
 		case askBash:
@@ -79,23 +84,44 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 	return directRun{}, false // not found: bash's "command not found"
 }
 
+// bashIs5 asks the bash tool's bash its version, once, with an empty
+// environment (nothing to read at its start): bash 4 leaves SHLVL one
+// higher in what it execs.
+var bashIs5 = sync.OnceValue(func() bool {
+	probe := exec.Command(bashToolShell().Path, "-c", `echo "${BASH_VERSINFO[0]}"`)
+	probe.Env = []string{}
+	out, err := probe.Output()
+	return err == nil && strings.TrimSpace(string(out)) == "5"
+})
+
 // bashStartEnv reads what of env bash 5 would act on at its start: SHLVL
 // as the exec'd program gets it (bash adds one and takes it back before
 // the exec) and $PATH. ok is false for an environment that makes bash do
-// more than look the program up: a file it reads first (BASH_ENV), shell
-// options (SHELLOPTS, BASHOPTS: xtrace would print the command), POSIX
-// mode, exported functions (a function may shadow the program), names
-// hidden from the search (EXECIGNORE), a $PATH with a relative or unclean
-// entry (searched from the directory, or named otherwise in $_), and a
-// SHLVL bash would rewrite or warn about.
+// more than look the program up: a file it reads first (BASH_ENV; over
+// ssh, ~/.bashrc), shell options (SHELLOPTS, BASHOPTS: xtrace would print
+// the command), POSIX mode, exported functions (a function may shadow the
+// program), names hidden from the search (EXECIGNORE), a variable bash
+// sets, drops or warns about (bashOwnVars, BASH*, an OLDPWD that is no
+// directory, an LC_ALL that may name no installed locale), a $PATH with a
+// relative or unclean entry (searched from the directory, or named
+// otherwise in $_), and a SHLVL bash would rewrite or warn about.
 func bashStartEnv(env []string) (shlvl, pathList string, ok bool) {
-	shlvl, havePath := "0", false
+	shlvl, havePath, overSSH := "0", false, false
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "BASH_ENV", name == "SHELLOPTS", name == "BASHOPTS", name == "POSIXLY_CORRECT",
-			name == "EXECIGNORE", strings.HasPrefix(name, "BASH_FUNC_"):
+		case strings.HasPrefix(name, "BASH"), bashOwnVars[name], name == "SHELLOPTS", name == "POSIXLY_CORRECT", name == "EXECIGNORE":
 			return "", "", false
+		case name == "OLDPWD":
+			if st, err := os.Stat(value); err != nil || !st.IsDir() {
+				return "", "", false
+			}
+		case name == "LC_ALL":
+			if value != "" && value != "C" && value != "POSIX" && value != "C.UTF-8" && value != "C.utf8" {
+				return "", "", false
+			}
+		case name == "SSH_CLIENT", name == "SSH2_CLIENT":
+			overSSH = true
 		case name == "SHLVL":
 			if value == "" {
 				shlvl = "0"
@@ -110,7 +136,9 @@ func bashStartEnv(env []string) (shlvl, pathList string, ok bool) {
 			pathList, havePath = value, true
 		}
 	}
-	if !havePath || pathList == "" {
+	// Debian's bash, started by sshd (SSH_CLIENT, a first shell), reads
+	// ~/.bashrc even for -c.
+	if !havePath || pathList == "" || overSSH && shlvl == "0" {
 		return "", "", false
 	}
 	for _, entry := range strings.Split(pathList, ":") {
@@ -119,6 +147,15 @@ func bashStartEnv(env []string) (shlvl, pathList string, ok bool) {
 		}
 	}
 	return shlvl, pathList, true
+}
+
+// bashOwnVars are the variables a bash 5 -c, given them in its
+// environment, passes on changed or not at all (checked one by one
+// against env run directly and by bash -c).
+var bashOwnVars = map[string]bool{
+	"IFS": true, "LINENO": true, "OPTIND": true, "OPTERR": true, "PS1": true, "PS2": true, "PS4": true,
+	"PPID": true, "RANDOM": true, "SRANDOM": true, "HISTCMD": true, "COMP_WORDBREAKS": true,
+	"EPOCHSECONDS": true, "EPOCHREALTIME": true,
 }
 
 // A file's standing in bash's search of $PATH.
@@ -241,7 +278,7 @@ func bashLineOnlyReads(raw json.RawMessage) bool {
 	return isUnix && sys.Uid == 0 && st.Mode().Perm()&0o022 == 0
 }
 
-// onlyReaders are programs (coreutils', grep) that write nothing but their
+// onlyReaders are programs (coreutils', diffutils', grep) that write nothing but their
 // standard output and error, whatever their arguments: none of them has an
 // option that names a file to write (sort -o, uniq's second operand, tee,
 // file -C, tree -o and find -delete are why those are not here).

@@ -78,6 +78,7 @@ func TestDirectCommandDecides(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "script"), "#!/bin/sh\necho script\n", 0o755)
 	writeFile(t, filepath.Join(dir, "plain"), "echo plain\n", 0o644)
+	writeFile(t, filepath.Join(dir, "echo"), "#!/bin/sh\necho not bash\n", 0o755)
 	base := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nowhere"}
 	for _, c := range []struct {
 		line string
@@ -112,6 +113,17 @@ func TestDirectCommandDecides(t *testing.T) {
 		{"ls", []string{"PATH=.:/usr/bin:/bin"}, false},
 		{"ls", []string{"PATH=/usr/bin/:/bin"}, false},
 		{"ls", []string{"PATH="}, false},
+		{"%1", nil, false}, // a job, to bash
+		{"ls", []string{"IFS=x"}, false},
+		{"ls", []string{"BASH_VERSION=4"}, false},
+		{"ls", []string{"PS1=$ "}, false},
+		{"ls", []string{"OLDPWD=/no/such/dir"}, false},
+		{"ls", []string{"OLDPWD=/"}, true},
+		{"ls", []string{"LC_ALL=xx_YY.UTF-8"}, false}, // bash warns when it names no locale
+		{"ls", []string{"LC_ALL=C.UTF-8", "LANG=xx_YY.UTF-8"}, true},
+		{"ls", []string{"SSH_CLIENT=10.0.0.1 5000 22"}, false}, // bash reads ~/.bashrc
+		{"ls", []string{"SSH_CLIENT=10.0.0.1 5000 22", "SHLVL=1"}, true},
+		{"echo hi", []string{"PATH=" + dir + ":/usr/bin:/bin"}, false}, // bash's echo, not dir's
 	} {
 		env := append(slices.Clone(base), c.env...)
 		if _, ok := directCommand(c.line, dir, env); ok != c.ok {

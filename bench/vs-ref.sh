@@ -11,9 +11,13 @@
 #   BenchmarkToolLoop             20 bash calls (`echo hi`) in -p: the whole
 #                                 run (ms/run, cpu-ms/run), and less a run
 #                                 of none, over 20: ms/call and cpu-ms/call
-#                                 (zot's and the commands'); then the same
-#                                 with `echo hi && true`, a line zot's
-#                                 bash tool runs with bash, not directly
+#                                 (zot's and the commands'). `echo hi` runs
+#                                 without bash and takes no checkpoint (it
+#                                 only reads); then the same with
+#                                 `/usr/bin/echo hi` (without bash, with a
+#                                 checkpoint: a path is not the system's
+#                                 program by name) and `echo hi && true`
+#                                 (with bash and a checkpoint)
 #   BenchmarkPrintBash1GBOwnCPU   one bash call printing 1 GB: s (wall),
 #                                 own-cpu-s (zot's own process),
 #                                 command-cpu-s (the command's)
@@ -28,10 +32,13 @@ ref=${REF:-../shared/anchors/zot-ref}
 export ZOT_BENCH_REF=$(cd "$(dirname "$ref")" && pwd)/$(basename "$ref")
 runs=${RUNS:-5}
 echo "reference: $ZOT_BENCH_REF ($("$ZOT_BENCH_REF" --version)), $runs runs each"
-for bench in BenchmarkToolLoop BenchmarkToolLoop/bash BenchmarkPrintBash1GBOwnCPU BenchmarkStartRSS; do
+for bench in BenchmarkToolLoop BenchmarkToolLoop/checkpointed BenchmarkToolLoop/bash BenchmarkPrintBash1GBOwnCPU BenchmarkStartRSS; do
 	line=
-	case $bench in */bash) line='echo hi && true' ;; esac
-	ZOT_BENCH_LINE=$line go test -run '^$' -bench "^${bench%/bash}\$" -benchtime "${runs}x" -count 1 . |
-		awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" -v line="${line:+ (\"$line\", through bash)}" \
+	case $bench in
+	*/checkpointed) line='/usr/bin/echo hi' ;;
+	*/bash) line='echo hi && true' ;;
+	esac
+	ZOT_BENCH_LINE=$line go test -run '^$' -bench "^${bench%%/*}\$" -benchtime "${runs}x" -count 1 . |
+		awk -v load="$(cut -d' ' -f1-3 /proc/loadavg)" -v line="${line:+ (\"$line\", ${bench#*/})}" \
 			'/^Benchmark/ { $1 = $1 line; $2 = ""; $3 = ""; $4 = ""; print "load " load ":", $0 }'
 done
