@@ -15,15 +15,16 @@ package main
 // three changes (PWD, SHLVL and _).
 
 import (
+	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // directRun is a command line that runs without the shell: argv as bash
@@ -84,15 +85,19 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 	return directRun{}, false // not found: bash's "command not found"
 }
 
-// bashIs5 asks the bash tool's bash its version, once, with an empty
-// environment (nothing to read at its start): bash 4 leaves SHLVL one
-// higher in what it execs.
+// bashIs5 asks the bash tool's bash its version, once, with no file to
+// read at its start (BASH_ENV empty): bash 4 leaves SHLVL one higher in
+// what it execs. A bash that does not answer in bashProbeTime is taken
+// for another.
 var bashIs5 = sync.OnceValue(func() bool {
-	probe := exec.Command(bashToolShell().Path, "-c", `echo "${BASH_VERSINFO[0]}"`)
-	probe.Env = []string{}
-	out, err := probe.Output()
-	return err == nil && strings.TrimSpace(string(out)) == "5"
+	ctx, cancel := context.WithTimeout(context.Background(), bashProbeTime)
+	defer cancel()
+	run, err := runToEnd(ctx, procSpec{argv: []string{bashToolShell().Path, "-c", `echo "${BASH_VERSINFO[0]}"`},
+		env: envNoSecrets, addEnv: []string{"BASH_ENV="}}, nil, 64, time.Second)
+	return err == nil && !run.stopped && strings.TrimSpace(string(run.stdout.Bytes())) == "5"
 })
+
+const bashProbeTime = 10 * time.Second
 
 // bashStartEnv reads what of env bash 5 would act on at its start: SHLVL
 // as the exec'd program gets it (bash adds one and takes it back before
