@@ -38,7 +38,7 @@ type directRun struct {
 // directCommand says whether line runs without the shell in dir with the
 // environment env (the child's, before startProc adds PWD), and how.
 func directCommand(line, dir string, env []string) (directRun, bool) {
-	if runtime.GOOS != "linux" || !bashToolShell().Bash || !bashIs5() {
+	if runtime.GOOS != "linux" || !bashToolShell().Bash {
 		return directRun{}, false // bash 5's behaviour is what the equivalence was checked against
 	}
 	words, ok := literalWords(line)
@@ -52,7 +52,7 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 		return directRun{}, false
 	}
 	shlvl, pathList, ok := bashStartEnv(env)
-	if !ok {
+	if !ok || !bashIs5() {
 		return directRun{}, false
 	}
 	run := directRun{argv: words}
