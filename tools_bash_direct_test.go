@@ -16,8 +16,8 @@ import (
 
 func needBash5(t *testing.T) {
 	t.Helper()
-	if runtime.GOOS != "linux" || !bashToolShell().Bash {
-		t.Skip("the bash tool runs without the shell only on Linux with bash")
+	if runtime.GOOS != "linux" || !bashToolShell().Bash || !bashIs5() {
+		t.Skip("the bash tool runs without the shell only on Linux with bash 5")
 	}
 }
 
