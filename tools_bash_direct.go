@@ -15,7 +15,7 @@ package main
 // three changes (PWD, SHLVL and _).
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // directRun is a command line that runs without the shell: argv as bash
@@ -85,19 +84,33 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 	return directRun{}, false // not found: bash's "command not found"
 }
 
-// bashIs5 asks the bash tool's bash its version, once, with no file to
-// read at its start (BASH_ENV empty): bash 4 leaves SHLVL one higher in
-// what it execs. A bash that does not answer in bashProbeTime is taken
-// for another.
+// bashIs5 reads the bash tool's bash's version, once, from the mark every
+// bash since 2.0 carries in its binary ("@(#)Bash version 5.2.15(1)
+// release GNU"): bash 4 leaves SHLVL one higher in what it execs. Asking
+// a bash to print it would cost a bash start (5 ms here) in every zot; a
+// binary without the mark is taken for another version.
 var bashIs5 = sync.OnceValue(func() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), bashProbeTime)
-	defer cancel()
-	run, err := runToEnd(ctx, procSpec{argv: []string{bashToolShell().Path, "-c", `echo "${BASH_VERSINFO[0]}"`},
-		env: envNoSecrets, addEnv: []string{"BASH_ENV="}}, nil, 64, time.Second)
-	return err == nil && !run.stopped && strings.TrimSpace(string(run.stdout.Bytes())) == "5"
+	f, err := os.Open(bashToolShell().Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	const mark = "@(#)Bash version "
+	buf := make([]byte, 64<<10)
+	kept := 0 // bytes carried over from the last read, where the mark may begin
+	for {
+		n, err := f.Read(buf[kept:])
+		chunk := buf[:kept+n]
+		if i := bytes.Index(chunk, []byte(mark)); i >= 0 && i+len(mark) < len(chunk) {
+			return chunk[i+len(mark)] == '5' && (i+len(mark)+1 == len(chunk) || chunk[i+len(mark)+1] == '.')
+		}
+		if err != nil {
+			return false
+		}
+		kept = min(len(mark)+1, len(chunk))
+		copy(buf, chunk[len(chunk)-kept:])
+	}
 })
-
-const bashProbeTime = 10 * time.Second
 
 // bashStartEnv reads what of env bash 5 would act on at its start: SHLVL
 // as the exec'd program gets it (bash adds one and takes it back before
@@ -265,6 +278,9 @@ func bashLineOnlyReads(raw json.RawMessage) bool {
 	args, err := ParseBashArgs(raw)
 	if err != nil {
 		return false
+	}
+	if first, _, _ := strings.Cut(strings.TrimLeft(args.Command, " \t"), " "); !onlyReaders[strings.Trim(first, `'"`)] {
+		return false // no such program: spare the search of $PATH
 	}
 	env, err := envNoSecrets.environ()
 	if err != nil {

@@ -214,3 +214,18 @@ func TestBashLineOnlyReads(t *testing.T) {
 		t.Error("arguments that are no bash call's only read")
 	}
 }
+
+// The version read from bash's binary is the one bash gives itself.
+func TestBashIs5ReadsTheBinarysVersion(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" || !bashToolShell().Bash {
+		t.Skip("no bash")
+	}
+	out, err := exec.Command(bashToolShell().Path, "-c", `echo "${BASH_VERSINFO[0]}"`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(out)) == "5"; bashIs5() != want {
+		t.Errorf("bashIs5() = %v; bash says its major version is %s", bashIs5(), out)
+	}
+}
