@@ -59,9 +59,7 @@ func checkpointIDs(t *testing.T, z *zotRun, args ...string) []string {
 // checkpoint, as a read does not; the rm after them takes one.
 func TestCheckpointsSkipBashCallsThatOnlyRead(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" || !bashToolShell().Bash || !bashIs5() {
-		t.Skip("lines run without the shell only on Linux with bash 5")
-	}
+	needBash5(t)
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "cat edit.txt"}),
 		toolStep("t2", "bash", obj{"command": "ls -la"}),
