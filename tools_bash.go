@@ -260,7 +260,7 @@ func newShellOutput(budget int, spillLimit int64) *shellOutput {
 // pipe (bigPipe bytes, pace) fills: the command still never waits, unless
 // it prints faster than bigPipe bytes a readPause.
 func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
-	own := make([]byte, headRead)
+	own := make([]byte, firstRead)
 	for {
 		buf, chunk := own, o.spill != nil && o.spillErr == nil
 		if chunk {
@@ -275,6 +275,8 @@ func (o *shellOutput) readFrom(r io.Reader, progress func(string)) {
 		}
 		if chunk {
 			o.spill.give(buf[:n])
+		} else if n == len(own) && len(own) < headRead {
+			own = make([]byte, headRead)
 		}
 		if err != nil {
 			o.eof = err == io.EOF
@@ -440,7 +442,11 @@ type spillFile struct {
 // spillBuffers is how many chunks of output may wait for the disk, and
 // spillChunk the size of one: what one read of a bash call's pipe gives
 // at most. Until the output outgrows the result, it is read in smaller
-// reads (headRead), so a call that prints little allocates little.
+// reads (headRead), so a call that prints little allocates little; the
+// first read is smaller still (firstRead), since most calls print less
+// than a page, and a 64 KiB buffer a call is a large allocation that the
+// runtime zeroes and the GC then collects (a tenth of zot's CPU in a loop
+// of `echo hi` calls).
 //
 // paceFrom and readPause pace the reads of a command that prints much
 // (readFrom): the pause adds at most readPause to a call that printed
@@ -449,6 +455,7 @@ const (
 	spillBuffers = 2
 	spillChunk   = bigPipe
 	headRead     = 64 << 10
+	firstRead    = 4 << 10
 	paceFrom     = 1 << 20
 	readPause    = time.Millisecond
 )
