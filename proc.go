@@ -243,6 +243,7 @@ func startProc(spec procSpec) (*proc, error) {
 		p.mark = readForkMark()
 	}
 	children.Lock()
+	startedAny.Store(true)
 	err = cmd.Start()
 	if err != nil && cg != nil {
 		cg.discard()
@@ -650,12 +651,19 @@ func adoptOrphans(grace time.Duration) (release func()) {
 		close(done)
 		<-reaperDone
 		signal.Stop(sigs)
+		if !startedAny.Load() {
+			return // no child, so no descendant to have left an orphan
+		}
 		esc := newEscalation(grace)
 		for stopOrphans(esc) && !esc.givenUp() {
 			time.Sleep(stopTick)
 		}
 	}
 }
+
+// startedAny is set once startProc starts a process, the only way zot
+// starts one: before that, there is nothing release could have adopted.
+var startedAny atomic.Bool
 
 // zotSession is zot's own session id.
 var zotSession = sync.OnceValue(func() int {
