@@ -27,10 +27,12 @@ import (
 )
 
 // directRun is a command line that runs without the shell: argv as bash
-// would pass it, the file to execute, and the variables bash would set.
+// would pass it, the file to execute (and what stat said of it when the
+// search took it), and the variables bash would set.
 type directRun struct {
 	argv   []string
 	path   string
+	info   os.FileInfo
 	addEnv []string
 }
 
@@ -60,22 +62,23 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
-		if executable(file) != takeIt {
+		standing, info := executable(file)
+		if standing != takeIt {
 			return directRun{}, false // bash says why, in its words
 		}
 		// The path as typed, as bash passes it to exec: a script's
 		// interpreter gets it as the script's name ($0).
-		run.path, run.addEnv = name, []string{"SHLVL=" + shlvl, "_=" + name}
+		run.path, run.info, run.addEnv = name, info, []string{"SHLVL=" + shlvl, "_=" + name}
 		return run, true
 	}
 	for _, entry := range strings.Split(pathList, ":") {
 		file := filepath.Join(entry, name)
-		switch executable(file) {
+		switch standing, info := executable(file); standing {
 		case takeIt:
 			if name == "echo" && file != "/usr/bin/echo" && file != "/bin/echo" {
 				return directRun{}, false // bash's own echo runs, not the first echo on $PATH
 			}
-			run.path, run.addEnv = file, []string{"SHLVL=" + shlvl, "_=" + file}
+			run.path, run.info, run.addEnv = file, info, []string{"SHLVL=" + shlvl, "_=" + file}
 			return run, true
 		case askBash:
 			return directRun{}, false
@@ -185,15 +188,15 @@ const (
 	askBash                        // executable but no regular file: bash would try it; zot leaves it to bash
 )
 
-func executable(file string) searchStanding {
+func executable(file string) (searchStanding, os.FileInfo) {
 	st, err := os.Stat(file)
 	switch {
 	case err != nil || st.IsDir() || syscall.Access(file, 1 /* X_OK */) != nil:
-		return passOver
+		return passOver, nil
 	case st.Mode().IsRegular():
-		return takeIt
+		return takeIt, st
 	}
-	return askBash
+	return askBash, nil
 }
 
 // plainEchoArgs: bash's builtin echo and the echo program print these
@@ -290,13 +293,10 @@ func bashLineOnlyReads(raw json.RawMessage) bool {
 	if !ok || !onlyReaders[run.argv[0]] || run.path != "/usr/bin/"+run.argv[0] && run.path != "/bin/"+run.argv[0] {
 		return false
 	}
-	// The system's own file: root's, and no one else may write it.
-	st, err := os.Stat(run.path)
-	if err != nil {
-		return false
-	}
-	sys, isUnix := st.Sys().(*syscall.Stat_t)
-	return isUnix && sys.Uid == 0 && st.Mode().Perm()&0o022 == 0
+	// The system's own file, as the search found it: root's, and no one
+	// else may write it.
+	sys, isUnix := run.info.Sys().(*syscall.Stat_t)
+	return isUnix && sys.Uid == 0 && run.info.Mode().Perm()&0o022 == 0
 }
 
 // onlyReaders are programs (coreutils', diffutils', grep) that write nothing but their

@@ -21,6 +21,18 @@ func needBash5(t *testing.T) {
 	}
 }
 
+// bashToolEnv is the environment the bash tool's commands get here, and
+// whether it lets a line run without the shell (bashStartEnv).
+func bashToolEnv(t *testing.T) (env []string, direct bool) {
+	t.Helper()
+	env, err := envNoSecrets.environ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, direct = bashStartEnv(env)
+	return env, direct
+}
+
 // The reader of literal words against bash itself: every line it takes
 // must split into the same words in bash (set -- line), for the chosen
 // lines and for thousands made of shell syntax at random.
@@ -148,12 +160,9 @@ func TestDirectRunIsBashs(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "plain"), "echo plain\n", 0o644)
 	env := NewToolEnv(dir, false)
 	defer env.Close()
-	childEnv, err := envNoSecrets.environ()
-	if err != nil {
-		t.Fatal(err)
-	}
+	childEnv, ok := bashToolEnv(t)
 	direct := []string{"./args a 'b c' \"d e\" '' x=y", dir + "/args", "env", "echo hi there", "./args\n"}
-	if _, _, ok := bashStartEnv(childEnv); !ok {
+	if !ok {
 		t.Log("this environment sends every line to bash; only bash's own runs are compared")
 		direct = nil
 	}
@@ -194,11 +203,7 @@ func sortedLines(b []byte) []byte {
 func TestBashLineOnlyReads(t *testing.T) {
 	t.Parallel()
 	needBash5(t)
-	env, err := envNoSecrets.environ()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, ok := bashStartEnv(env); !ok {
+	if _, ok := bashToolEnv(t); !ok {
 		t.Skip("this environment sends every line to bash")
 	}
 	for line, want := range map[string]bool{
