@@ -70,9 +70,9 @@ func TestCheckpointsSkipBashCallsThatOnlyRead(t *testing.T) {
 	if _, stderr, code := z.run(append(anthropicFlags(srv), "-p", "look, then remove")...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	out, _, _ := z.run("checkpoints", "list")
-	if ids := checkpointIDs(t, z); len(ids) != 1 || !strings.Contains(out, "doomed.txt") {
-		t.Fatalf("want one checkpoint, the rm's:\n%s", out)
+	out, stderr, code := z.run("checkpoints", "list")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 1 || !strings.Contains(out, "doomed.txt") {
+		t.Fatalf("want one checkpoint, the rm's (exit %d):\n%s%s", code, out, stderr)
 	}
 }
 
