@@ -126,7 +126,7 @@ func TestAuditLogWholeLinesFromConcurrentWriters(t *testing.T) {
 	for _, z := range []*zotRun{z1, z2} {
 		var steps []replayStep
 		for i := 0; i < perProcess; i++ {
-			steps = append(steps, toolStep(fmt.Sprintf("t%d", i), "bash", obj{"command": "true # " + padding}))
+			steps = append(steps, bigToolStep(fmt.Sprintf("t%d", i), "bash", obj{"command": "true # " + padding}))
 		}
 		srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
 		cmd := z.cmd(append(anthropicFlags(srv), "-p", "--no-session", "go")...)
@@ -295,7 +295,7 @@ func TestAuditLogOnAFullDiskKeepsNoPartialLine(t *testing.T) {
 	logs := filepath.Join(z.home, "logs")
 	how := smallDisk(t, z, logs, 8<<10)
 	big := strings.Repeat("x", 20<<10) // the line is cut at 16 KiB of arguments: about 17 KiB
-	stderr := auditRun(t, z, toolStep("t1", "bash", obj{"command": "true # " + big}))
+	stderr := auditRun(t, z, bigToolStep("t1", "bash", obj{"command": "true # " + big}))
 	if !strings.Contains(stderr, "audit log: append to "+filepath.Join(logs, "audit.jsonl")) {
 		t.Fatalf("%s: no warning: %s", how, stderr)
 	}
@@ -323,7 +323,7 @@ func TestAuditLogSurvivesKill9DuringAppends(t *testing.T) {
 		path := filepath.Join(z.home, "logs", "audit.jsonl")
 		var steps []replayStep
 		for i := 0; i < 40; i++ {
-			steps = append(steps, toolStep(fmt.Sprintf("t%d", i), "nosuch", obj{"pad": big}))
+			steps = append(steps, bigToolStep(fmt.Sprintf("t%d", i), "nosuch", obj{"pad": big}))
 		}
 		srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
 		cmd := z.cmd(append(anthropicFlags(srv), "-p", "--no-session", "go")...)

@@ -138,7 +138,7 @@ func kill9Audit(t *testing.T, rng *rand.Rand, n *kill9Tally) {
 	pad := strings.Repeat("y", 16<<10)
 	var steps []replayStep
 	for i := 0; i < 40; i++ {
-		steps = append(steps, toolStep(fmt.Sprintf("t%d", i), "nosuch", obj{"pad": pad}))
+		steps = append(steps, bigToolStep(fmt.Sprintf("t%d", i), "nosuch", obj{"pad": pad}))
 	}
 	srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
 	cmd := z.cmd(append(anthropicFlags(srv), "-p", "--no-session", "go")...)

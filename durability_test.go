@@ -72,8 +72,10 @@ func noTornLines(t *testing.T, path string) {
 	}
 }
 
-// bigToolStep is toolStep for arguments of megabytes: streamed in pieces
-// of 1 MiB rather than a provider's few bytes.
+// bigToolStep is toolStep for big arguments (a padding of kilobytes, a
+// file of megabytes): streamed in pieces of 1 MiB rather than a provider's
+// few bytes, which for 16 KiB are 2,341 events to encode and parse where
+// a test is about something else.
 func bigToolStep(id, name string, args any) replayStep {
 	b, _ := json.Marshal(args)
 	ev := anthropicEvents(gen{ToolID: id, ToolName: name, ToolArgs: "{}"})
