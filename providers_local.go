@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -461,12 +462,27 @@ func (l *localServer) getJSON(ctx context.Context, method, u string, body []byte
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: HTTP %d", req.URL.Path, resp.StatusCode)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeBytes))
+	// An answer that does not begin as an object is refused at its first
+	// byte, not after the bound: a server that streams something else to
+	// every path (an endless reply) costs one read, not 16 MiB.
+	answer := bufio.NewReader(io.LimitReader(resp.Body, maxProbeBytes))
+	for {
+		c, err := answer.ReadByte()
+		if err == nil && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if err != nil || c != '{' {
+			return fmt.Errorf("%s: not a JSON object", req.URL.Path)
+		}
+		answer.UnreadByte()
+		break
+	}
+	data, err := io.ReadAll(answer)
 	if err != nil {
 		return err
-	}
-	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
-		return fmt.Errorf("%s: not a JSON object", req.URL.Path)
 	}
 	json.Unmarshal(data, v)
 	return nil

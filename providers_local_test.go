@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -506,5 +507,36 @@ func TestOverflowWordingsOfEachServer(t *testing.T) {
 				t.Errorf("err = %v; want it to say how to raise the context", got.err)
 			}
 		})
+	}
+}
+
+// A server that answers every question about itself with a stream that is
+// not JSON and never ends (an SSE endpoint mounted everywhere, a hostile
+// proxy) is refused at the answer's first byte: zot hangs up at once
+// rather than reading 16 MiB of each answer, or waiting for an end.
+func TestProbeRefusesANonJSONAnswerAtItsFirstByte(t *testing.T) {
+	t.Parallel()
+	hungUp := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, " \n data: {\"never\": \"ends\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // zot closed the connection
+		hungUp <- r.URL.Path
+	}))
+	defer srv.Close()
+	p := localProvider(t, "openai", srv.URL+"/v1", LocalOptions{}).(*openaiProvider)
+	for _, path := range []string{"/props", "/v1/models"} {
+		// The probe's own bound: an answer read to its end never comes, so
+		// a regression ends here with the deadline, not the refusal.
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		err := p.local.getJSON(ctx, "GET", srv.URL+path, nil, &struct{}{})
+		cancel()
+		if err == nil || err.Error() != path+": not a JSON object" {
+			t.Errorf("%s: err = %v", path, err)
+		}
+		if got := <-hungUp; got != path {
+			t.Errorf("hung up on %s, asked %s", got, path)
+		}
 	}
 }
