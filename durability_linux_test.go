@@ -18,11 +18,84 @@ import (
 	"unsafe"
 )
 
-// killWhenCreated starts cmd and kills it (-9) the moment a file whose
-// name matches pattern is created in dir, as inotify tells; it returns
-// that name, or "" when cmd ended without making one.
+// killWhenCreated starts cmd and kills it (-9) while it opens the first
+// file it creates in dir whose name matches pattern; it returns that name,
+// or "" when cmd ended without making one. A fanotify permission event
+// holds the open until the kill has landed, so the kill falls between the
+// file's creation and its first byte however loaded the machine is. Where
+// fanotify's permission events are not allowed (they need CAP_SYS_ADMIN)
+// it races the open as killAfterCreated does, which a loaded machine can
+// lose.
 func killWhenCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string) string {
-	return killAfterCreated(t, cmd, dir, pattern, 1, 0)
+	t.Helper()
+	const (
+		fanClassContent, fanCloexec, fanNonblock = 0x04, 0x01, 0x02
+		fanMarkAdd, fanOpenPerm, fanEventOnChild = 0x01, 0x00010000, 0x08000000
+		fanAllow, atFdcwd                        = 0x01, -100
+	)
+	group, _, errno := syscall.Syscall(syscall.SYS_FANOTIFY_INIT, fanClassContent|fanCloexec|fanNonblock, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if errno != 0 {
+		return killAfterCreated(t, cmd, dir, pattern, 1, 0)
+	}
+	events := os.NewFile(group, "fanotify")
+	// Closing the group lets every open it still holds go on.
+	defer events.Close()
+	path, err := syscall.BytePtrFromString(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atCwd := atFdcwd
+	if _, _, errno := syscall.Syscall6(syscall.SYS_FANOTIFY_MARK, group, fanMarkAdd, fanOpenPerm|fanEventOnChild, uintptr(atCwd), uintptr(unsafe.Pointer(path)), 0); errno != 0 {
+		events.Close()
+		return killAfterCreated(t, cmd, dir, pattern, 1, 0)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	found := make(chan string, 1)
+	// Answers every open in dir, anyone's (zot reads files there too),
+	// until events is closed on return.
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := events.Read(buf)
+			if err != nil {
+				return
+			}
+			// struct fanotify_event_metadata: event_len, vers, reserved,
+			// metadata_len, mask, fd, pid.
+			for off := 0; off+24 <= n; {
+				size, fd := int(*(*uint32)(unsafe.Pointer(&buf[off]))), int(*(*int32)(unsafe.Pointer(&buf[off+16])))
+				off += max(size, 24)
+				if fd < 0 {
+					continue
+				}
+				opened, _ := os.Readlink(fmt.Sprint("/proc/self/fd/", fd))
+				if ok, _ := filepath.Match(pattern, filepath.Base(opened)); ok && len(found) == 0 {
+					found <- filepath.Base(opened) // before the kill, so that it is there once cmd ends
+					cmd.Process.Signal(syscall.SIGKILL)
+				}
+				// struct fanotify_response: fd, response.
+				var answer [8]byte
+				*(*int32)(unsafe.Pointer(&answer[0])) = int32(fd)
+				*(*uint32)(unsafe.Pointer(&answer[4])) = fanAllow
+				events.Write(answer[:])
+				syscall.Close(fd)
+			}
+		}
+	}()
+	<-done
+	select {
+	case name := <-found:
+		return name
+	default:
+		return ""
+	}
 }
 
 // killAfterCreated is killWhenCreated with the kill delay after the nth

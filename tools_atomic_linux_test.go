@@ -25,8 +25,8 @@ func zotTemps(dir string) []string {
 	return out
 }
 
-// zot killed (-9) while write or edit fills its temp file — the moment
-// inotify reports the temp file made — leaves the file whole (the old
+// zot killed (-9) once write or edit has made its temp file — held in
+// the temp file's open (killWhenCreated) — leaves the file whole (the old
 // bytes) and the temp file behind, and the next run removes it: a write
 // into the same directory does, with checkpoints off; the checkpoint walk
 // of any next call does.
