@@ -86,7 +86,7 @@ func replyFormats(textToolCalls *bool, textTools bool, kind, model string) textF
 type replyPlan struct {
 	formats     textFormat
 	known       func(name string) bool // the tools a bare JSON reply may call
-	types       toolTypes
+	types       *toolTypes
 	thinksFirst bool // the reply is reasoning until a </think>
 	// system and messages are the request's: what came from outside the
 	// model, which a call read from text must not repeat.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Tool calls written as text. A model whose server does not parse its
@@ -169,7 +170,7 @@ type textScan struct {
 // out, as Kimi's do, is not waited for).
 type scanOptions struct {
 	allow textFormat
-	types toolTypes
+	types *toolTypes
 	known func(name string) bool
 	ended bool
 }
@@ -265,7 +266,7 @@ type callScanner struct {
 	s      string
 	i      int
 	allow  textFormat
-	types  toolTypes
+	types  *toolTypes
 	ended  bool
 	st     scanStatus
 	name   string // the tool of the call being read, once its name is whole
@@ -885,28 +886,50 @@ func stringJSON(s string) json.RawMessage {
 }
 
 // toolTypes are the JSON types each tool's schema gives its parameters,
-// by tool and parameter.
-type toolTypes map[string]map[string][]string
+// read from a tool's schema the first time a call of it is read: a turn
+// offers every tool (an MCP server's dozens among them), and most replies
+// call none of them as text.
+type toolTypes struct {
+	tools []ToolSpec
+	mu    sync.Mutex
+	read  map[string]map[string][]string // by tool, then parameter
+}
 
-// schemaTypes reads the parameters' types from the tools' schemas: "type"
-// (a name or a list), the alternatives of "anyOf" and "oneOf", and the
-// kinds of an "enum"'s values.
-func schemaTypes(tools []ToolSpec) toolTypes {
-	out := toolTypes{}
-	for _, t := range tools {
+func schemaTypes(tools []ToolSpec) *toolTypes { return &toolTypes{tools: tools} }
+
+// params are the types of tool's parameters: "type" (a name or a list),
+// the alternatives of "anyOf" and "oneOf", and the kinds of an "enum"'s
+// values. A schema that is not an object gives none.
+func (tt *toolTypes) params(tool string) map[string][]string {
+	if tt == nil {
+		return nil
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if params, ok := tt.read[tool]; ok {
+		return params
+	}
+	var params map[string][]string
+	for _, t := range tt.tools {
+		if t.Name != tool {
+			continue
+		}
 		var s struct {
 			Properties map[string]json.RawMessage `json:"properties"`
 		}
-		if json.Unmarshal(t.Schema, &s) != nil {
-			continue
+		if json.Unmarshal(t.Schema, &s) == nil {
+			params = map[string][]string{}
+			for k, v := range s.Properties {
+				params[k] = propertyTypes(v, 0)
+			}
 		}
-		params := map[string][]string{}
-		for k, v := range s.Properties {
-			params[k] = propertyTypes(v, 0)
-		}
-		out[t.Name] = params
+		break
 	}
-	return out
+	if tt.read == nil {
+		tt.read = map[string]map[string][]string{}
+	}
+	tt.read[tool] = params
+	return params
 }
 
 func propertyTypes(raw json.RawMessage, depth int) []string {
@@ -959,8 +982,8 @@ func valueKind(v []byte) string {
 // value is an argument written as text, as JSON: the value it spells when
 // the tool's schema allows that kind of value for the parameter (a number
 // for "integer", null for a nullable one, …); else the text, verbatim.
-func (tt toolTypes) value(tool, param, text string) json.RawMessage {
-	types := tt[tool][param]
+func (tt *toolTypes) value(tool, param, text string) json.RawMessage {
+	types := tt.params(tool)[param]
 	t := strings.TrimSpace(text)
 	if t != "" && json.Valid([]byte(t)) {
 		kind := valueKind([]byte(t))
