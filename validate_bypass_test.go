@@ -51,6 +51,7 @@ var issue12Validators = map[string]obj{
 }
 
 func TestIssue12BypassesThroughZotValidate(t *testing.T) {
+	t.Parallel()
 	for name, v := range issue12Validators {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -91,6 +92,7 @@ func TestIssue12BypassesThroughZotValidate(t *testing.T) {
 // a real zot -p, with each validator of the issue: no victim file may be
 // deleted, and the audit log records each call as the decision says.
 func TestIssue12BypassesThroughTheGate(t *testing.T) {
+	t.Parallel()
 	for name, v := range issue12Validators {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -53,6 +53,7 @@ func issue22Lines(form, op string) (scripts []string, rms []int) {
 // validators are asked about, so both deny — never allow. The lines as
 // written are read exactly, with nothing to ask about.
 func TestIssue22ExpansionsThroughZotValidate(t *testing.T) {
+	t.Parallel()
 	for name, v := range issue12Validators {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -158,6 +158,7 @@ func renderCommandsIn(line, dir string) []string {
 // line spells it through a variable, and an allow-list validator sees the
 // program the variable names.
 func TestValidatorsSeeTheValuesTheLineAssigns(t *testing.T) {
+	t.Parallel()
 	for name, v := range issue12Validators {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
