@@ -44,9 +44,8 @@ func killWhenCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	atCwd := atFdcwd
-	if _, _, errno := syscall.Syscall6(syscall.SYS_FANOTIFY_MARK, group, fanMarkAdd, fanOpenPerm|fanEventOnChild, uintptr(atCwd), uintptr(unsafe.Pointer(path)), 0); errno != 0 {
-		events.Close()
+	dirfd := atFdcwd // a variable: the constant -100 does not convert to uintptr
+	if _, _, errno := syscall.Syscall6(syscall.SYS_FANOTIFY_MARK, group, fanMarkAdd, fanOpenPerm|fanEventOnChild, uintptr(dirfd), uintptr(unsafe.Pointer(path)), 0); errno != 0 {
 		return killAfterCreated(t, cmd, dir, pattern, 1, 0)
 	}
 	if err := cmd.Start(); err != nil {
