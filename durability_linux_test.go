@@ -48,18 +48,9 @@ func killWhenCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string) string {
 	if _, _, errno := syscall.Syscall6(syscall.SYS_FANOTIFY_MARK, group, fanMarkAdd, fanOpenPerm|fanEventOnChild, uintptr(dirfd), uintptr(unsafe.Pointer(path)), 0); errno != 0 {
 		return killAfterCreated(t, cmd, dir, pattern, 1, 0)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	found := make(chan string, 1)
 	// Answers every open in dir, anyone's (zot reads files there too),
 	// until events is closed on return.
-	go func() {
+	return runKilledBy(t, cmd, func(found chan<- string) {
 		buf := make([]byte, 4096)
 		for {
 			n, err := events.Read(buf)
@@ -87,8 +78,20 @@ func killWhenCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string) string {
 				syscall.Close(fd)
 			}
 		}
-	}()
-	<-done
+	})
+}
+
+// runKilledBy starts cmd with watch beside it, and returns once cmd has
+// ended the name watch sent (before it killed cmd), or "". watch ends
+// when its events are closed, on its caller's return.
+func runKilledBy(t *testing.T, cmd *exec.Cmd, watch func(found chan<- string)) string {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go watch(found)
+	cmd.Wait()
 	select {
 	case name := <-found:
 		return name
@@ -97,8 +100,9 @@ func killWhenCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string) string {
 	}
 }
 
-// killAfterCreated is killWhenCreated with the kill delay after the nth
-// such file was made.
+// killAfterCreated kills cmd (-9) delay after inotify reports the nth
+// file matching pattern made in dir: a race, which the kill -9 trials
+// run on purpose to land at random moments.
 func killAfterCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string, nth int, delay time.Duration) string {
 	t.Helper()
 	ino, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
@@ -110,17 +114,8 @@ func killAfterCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string, nth int,
 	if _, err := syscall.InotifyAddWatch(ino, dir, syscall.IN_CREATE); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	found := make(chan string, 1)
 	// Ends when it finds the name or when events is closed (on return).
-	go func() {
+	return runKilledBy(t, cmd, func(found chan<- string) {
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := events.Read(buf)
@@ -144,14 +139,7 @@ func killAfterCreated(t *testing.T, cmd *exec.Cmd, dir, pattern string, nth int,
 				}
 			}
 		}
-	}()
-	<-done
-	select {
-	case name := <-found:
-		return name
-	default:
-		return ""
-	}
+	})
 }
 
 var (
