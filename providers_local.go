@@ -465,27 +465,37 @@ func (l *localServer) getJSON(ctx context.Context, method, u string, body []byte
 	// An answer that does not begin as an object is refused at its first
 	// byte, not after the bound: a server that streams something else to
 	// every path (an endless reply) costs one read, not 16 MiB.
-	answer := bufio.NewReader(io.LimitReader(resp.Body, maxProbeBytes))
-	for {
-		c, err := answer.ReadByte()
-		if err == nil && (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-			continue
-		}
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if err != nil || c != '{' {
-			return fmt.Errorf("%s: not a JSON object", req.URL.Path)
-		}
-		answer.UnreadByte()
-		break
-	}
-	data, err := io.ReadAll(answer)
+	answer := bufio.NewReader(resp.Body)
+	object, err := beginsAsObject(answer)
 	if err != nil {
 		return err
 	}
+	if !object {
+		return fmt.Errorf("%s: not a JSON object", req.URL.Path)
+	}
+	data, err := readUntrustedBody(answer, maxProbeBytes)
+	if err != nil {
+		return fmt.Errorf("%s: %w", req.URL.Path, err)
+	}
 	json.Unmarshal(data, v)
 	return nil
+}
+
+// beginsAsObject skips the JSON white space that opens r and says whether
+// what follows opens an object; that byte stays in r.
+func beginsAsObject(r *bufio.Reader) (bool, error) {
+	for {
+		c, err := r.ReadByte()
+		switch {
+		case err == io.EOF:
+			return false, nil
+		case err != nil:
+			return false, err
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			continue
+		}
+		return c == '{', r.UnreadByte()
+	}
 }
 
 // ollamaShow is what zot reads of ollama's /api/show.
