@@ -516,7 +516,7 @@ func TestACPStopReasons(t *testing.T) {
 	t.Run("refusal", func(t *testing.T) {
 		t.Parallel()
 		z := newZotRun(t)
-		claudeSettings(t, z, obj{"UserPromptSubmit": []obj{group("", pyHook(t, obj{"rules": []obj{{"match": "deploy", "stderr": "no deploys on Fridays", "exit": 2}}}))}})
+		claudeSettings(t, z, obj{"UserPromptSubmit": []obj{group("", specHook(t, obj{"rules": []obj{{"match": "deploy", "stderr": "no deploys on Fridays", "exit": 2}}}))}})
 		srv := startReplay(t, textStep("Tests pass."))
 		p := startACPProc(t, z, append(anthropicFlags(srv), "--claude-hooks")...)
 		session := p.newSession(z.cwd, obj{})

@@ -206,8 +206,8 @@ func TestExtNoExtSkipsInstalledButKeepsFlag(t *testing.T) {
 	t.Parallel()
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	z := newZotRun(t)
-	writeManifest(t, filepath.Join(z.home, "extensions", "installed"), obj{"name": "installed", "exec": "python3",
-		"args": []string{testdataPath(t, "scripted.py"), `{"frames":[{"type":"notify","message":"installed ran"}]}`}})
+	writeManifest(t, filepath.Join(z.home, "extensions", "installed"), obj{"name": "installed", "exec": scriptedBin(t),
+		"args": []string{`{"frames":[{"type":"notify","message":"installed ran"}]}`}})
 	flag := scriptedExt(t, "flagged", obj{"frames": []obj{{"type": "notify", "message": "flag ran"}}})
 	_, stderr, _ := z.run(append(anthropicFlags(srv), "-p", "-e", flag, "x")...)
 	if !strings.Contains(stderr, "installed ran") || !strings.Contains(stderr, "flag ran") {

@@ -315,7 +315,7 @@ func TestExtTurnStartBlockEndsThePrompt(t *testing.T) {
 		replayStep{Events: anthropicEvents(gen{Text: "never"})})
 	gate := scriptedExt(t, "hours", obj{
 		"frames":    []obj{{"type": "subscribe", "intercept": []string{"turn_start"}}},
-		"intercept": obj{"turn_start": []obj{{"match": `"step": 2`, "reply": obj{"block": true, "reason": "outside business hours"}}}},
+		"intercept": obj{"turn_start": []obj{{"match": `"step":2`, "reply": obj{"block": true, "reason": "outside business hours"}}}},
 	})
 	h := newExtHarness(t, nil, gate)
 	h.start()

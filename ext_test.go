@@ -198,15 +198,22 @@ func testdataPath(t testing.TB, name string) string {
 	return p
 }
 
-// scriptedExt is a directory holding a manifest that runs scripted.py with
-// spec; extra fields go into the manifest. Python's -S, here and for the
-// other Python fixtures, skips site-packages: the fixtures need only the
+// scriptedBin is testdata/ext/scripted, built: an extension whose
+// behaviour the JSON spec in its argument describes.
+func scriptedBin(t testing.TB) string {
+	t.Helper()
+	return buildGo(t, testdataPath(t, "scripted"))
+}
+
+// scriptedExt is a directory holding a manifest that runs scripted with
+// spec; extra fields go into the manifest. (The Python fixtures that
+// remain run with -S, which skips site-packages: they need only the
 // standard library, a developer's .pth files stay out of the tests, and
-// the interpreter starts several times faster.
+// the interpreter starts several times faster.)
 func scriptedExt(t testing.TB, name string, spec obj, extra ...obj) string {
 	t.Helper()
 	b, _ := json.Marshal(spec)
-	mf := obj{"name": name, "version": "1.0.0", "exec": "python3", "args": []string{"-S", testdataPath(t, "scripted.py"), string(b)}, "language": "python"}
+	mf := obj{"name": name, "version": "1.0.0", "exec": scriptedBin(t), "args": []string{string(b)}, "language": "go"}
 	for _, e := range extra {
 		for k, v := range e {
 			mf[k] = v
@@ -227,7 +234,7 @@ func scriptExt(t testing.TB, name, script string, extra ...obj) string {
 	return writeManifest(t, filepath.Join(t.TempDir(), name), mf)
 }
 
-// recordedFrames reads what scripted.py recorded.
+// recordedFrames reads what scripted recorded.
 func recordedFrames(t *testing.T, path string) []obj {
 	t.Helper()
 	f, err := os.Open(path)
@@ -465,7 +472,7 @@ func TestExtToolCallsAndResults(t *testing.T) {
 		return tool.Run(context.Background(), json.RawMessage(args), func(string) {})
 	}
 	r := run("echo", `{"city":"Berlin"}`)
-	if r.IsError || len(r.Content) != 2 || r.Content[0].Text != `args={"city": "Berlin"}` || r.Content[1].Type != "image" || r.Content[1].MimeType != "image/png" || r.Details != "extension tools" {
+	if r.IsError || len(r.Content) != 2 || r.Content[0].Text != `args={"city":"Berlin"}` || r.Content[1].Type != "image" || r.Content[1].MimeType != "image/png" || r.Details != "extension tools" {
 		t.Errorf("echo = %+v", r)
 	}
 	if tool, _ := a.Tools.Lookup("fails"); string(tool.Schema()) != `{"type":"object","properties":{}}` {
@@ -845,7 +852,7 @@ func TestExtReloadRespawnsAndRebuildsTools(t *testing.T) {
 	}
 	// The author edits the extension; a reload picks the change up.
 	b, _ := json.Marshal(obj{"frames": []obj{{"type": "register_tool", "name": "v2", "schema": obj{"type": "object"}}}})
-	writeManifest(t, dir, obj{"name": "live", "exec": "python3", "args": []string{testdataPath(t, "scripted.py"), string(b)}})
+	writeManifest(t, dir, obj{"name": "live", "exec": scriptedBin(t), "args": []string{string(b)}})
 	st := h.reload()
 	if st.Stopped != 1 || st.Loaded != 1 || st.Ready != 1 || len(st.Errors) != 0 {
 		t.Fatalf("stats = %+v", st)
@@ -874,7 +881,7 @@ func TestExtConflictsFirstInLoadOrderWins(t *testing.T) {
 			frames = append(frames, obj{"type": "register_command", "name": n})
 		}
 		b, _ := json.Marshal(obj{"frames": frames, "tools": obj{"dup": obj{"text": "from " + name}}})
-		writeManifest(t, filepath.Join(home, "extensions", name), obj{"name": name, "exec": "python3", "args": []string{testdataPath(t, "scripted.py"), string(b)}})
+		writeManifest(t, filepath.Join(home, "extensions", name), obj{"name": name, "exec": scriptedBin(t), "args": []string{string(b)}})
 	}
 	reg("alpha", []string{"read", "dup", "mine"}, []string{"help", "dup"})
 	reg("beta", []string{"dup", "skill"}, []string{"dup", "own"})
@@ -1189,7 +1196,7 @@ func TestExtEnvironmentHasNoSecrets(t *testing.T) {
 }
 
 // assertEnvHasNoSecrets reads the environment an extension wrote to path
-// (scripted.py's env_file) and checks that it is zot's without the key.
+// (scripted's env_file) and checks that it is zot's without the key.
 func assertEnvHasNoSecrets(t *testing.T, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -1212,7 +1219,7 @@ func assertEnvHasNoSecrets(t *testing.T, path string) {
 // process group but not its session (setpgid); the pid goes to pidFile.
 func escapingExt(t *testing.T, pidFile string) string {
 	t.Helper()
-	cmd := escapeCommand(t, "setpgid", pidFile) + " && exec python3 " + strconv.Quote(testdataPath(t, "scripted.py")) + " '{}'"
+	cmd := escapeCommand(t, "setpgid", pidFile) + " && exec " + strconv.Quote(scriptedBin(t)) + " '{}'"
 	return writeManifest(t, filepath.Join(t.TempDir(), "escaping"), obj{"name": "escaping", "exec": "/bin/sh", "args": []string{"-c", cmd}})
 }
 

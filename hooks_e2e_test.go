@@ -36,12 +36,12 @@ func TestHooksEndToEndGuardRewriteAndFeedback(t *testing.T) {
 		"UserPromptSubmit": []obj{group("", shHook(t, "context.sh", "ticket ZOT-9 is open"))},
 		"PreToolUse": []obj{
 			group("Bash", shHook(t, "block-rm.sh")),
-			group("Edit", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{
+			group("Edit", specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{
 				"hookEventName": "PreToolUse", "permissionDecision": "allow",
 				"updatedInput": obj{"file_path": notes, "old_string": "beta", "new_string": "BETA"},
 			}}})),
 		},
-		"PostToolUse": []obj{group("Edit|Write", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PostToolUse", "additionalContext": "formatter: notes.txt is clean"}}}))},
+		"PostToolUse": []obj{group("Edit|Write", specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PostToolUse", "additionalContext": "formatter: notes.txt is clean"}}}))},
 	})
 	srv := startReplay(t,
 		toolStep("t1", "bash", obj{"command": "rm -rf precious"}),
@@ -137,7 +137,7 @@ func TestHooksEndToEndStopLoopIsLimited(t *testing.T) {
 func TestHooksEndToEndPromptRefused(t *testing.T) {
 	t.Parallel()
 	z := newZotRun(t)
-	claudeSettings(t, z, obj{"UserPromptSubmit": []obj{group("", pyHook(t, obj{"stderr": "no deploys on Fridays\x1b]0;pwned\x07", "exit": 2}))}})
+	claudeSettings(t, z, obj{"UserPromptSubmit": []obj{group("", specHook(t, obj{"stderr": "no deploys on Fridays\x1b]0;pwned\x07", "exit": 2}))}})
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "deployed"})})
 	stdout, stderr, code := z.run(append(anthropicFlags(srv), "--json", "--claude-hooks", "deploy")...)
 	if code != 1 || !strings.Contains(stderr, "prompt refused: no deploys on Fridays") || strings.ContainsRune(stderr, 0x1b) || len(srv.Requests()) != 0 {
@@ -151,7 +151,7 @@ func TestHooksEndToEndPromptRefused(t *testing.T) {
 func TestHooksEndToEndContinueFalseEndsThePrompt(t *testing.T) {
 	t.Parallel()
 	z := newZotRun(t)
-	claudeSettings(t, z, obj{"PostToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"continue": false, "stopReason": "budget spent for today"}}))}})
+	claudeSettings(t, z, obj{"PostToolUse": []obj{group("Bash", specHook(t, obj{"stdout": obj{"continue": false, "stopReason": "budget spent for today"}}))}})
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "echo hi"}), replayStep{Events: anthropicEvents(gen{Text: "never"})})
 	_, stderr, code := z.run(append(anthropicFlags(srv), "-p", "--claude-hooks", "go")...)
 	if code != 1 || !strings.Contains(stderr, "budget spent for today") || len(srv.Requests()) != 1 {
@@ -165,7 +165,7 @@ func TestHooksEndToEndSessionLifecycle(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "end.jsonl")
 	claudeSettings(t, z, obj{
 		"SessionStart": []obj{group("startup", shHook(t, "context.sh", "house rules: tabs")), group("resume", shHook(t, "context.sh", "welcome back"))},
-		"SessionEnd":   []obj{group("", pyHook(t, obj{"record": rec}))},
+		"SessionEnd":   []obj{group("", specHook(t, obj{"record": rec}))},
 	})
 	srv := startReplay(t, replayStep{Events: anthropicEvents(gen{Text: "hi"})})
 	for _, args := range [][]string{{}, {"-c"}} {
@@ -196,7 +196,7 @@ func TestHooksEndToEndSessionLifecycle(t *testing.T) {
 func TestHooksRPCNotesAreEvents(t *testing.T) {
 	t.Parallel()
 	z := newZotRun(t)
-	claudeSettings(t, z, obj{"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"systemMessage": "bash is watched"}}))}})
+	claudeSettings(t, z, obj{"PreToolUse": []obj{group("Bash", specHook(t, obj{"stdout": obj{"systemMessage": "bash is watched"}}))}})
 	srv := startReplay(t, toolStep("t1", "bash", obj{"command": "true"}), replayStep{Events: anthropicEvents(gen{Text: "ok"})})
 	p := startRPCProc(t, z, append([]string{"rpc", "--claude-hooks"}, anthropicFlags(srv)...)...)
 	p.send(`{"type":"prompt","message":"go"}`)

@@ -76,7 +76,7 @@ func TestHooksEveryEventReachesACommandAndAnHTTPHook(t *testing.T) {
 	web := startHookRecorder(t)
 	// A variable a header names but allowedEnvVars does not is sent as "".
 	z.env = append(z.env, "TEAM=zot-tests", "ZOT_TEST_NOT_ALLOWED=leaked")
-	cmd := pyHook(t, obj{"record": rec})
+	cmd := specHook(t, obj{"record": rec})
 	hooks := obj{}
 	for _, ev := range hookEventsTen {
 		hooks[ev] = []obj{{"matcher": "", "hooks": []obj{

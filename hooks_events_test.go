@@ -43,7 +43,7 @@ func TestHooksPermissionRequestSettlesAsks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h, _, _ := newTestHooks(t, obj{"PermissionRequest": []obj{group(tc.matcher, pyHook(t, tc.spec))}})
+			h, _, _ := newTestHooks(t, obj{"PermissionRequest": []obj{group(tc.matcher, specHook(t, tc.spec))}})
 			asked := false
 			d := askingPipeline(h, &asked).Decide(context.Background(), bashLS)
 			if d.Block != tc.block || d.Reason != tc.reason || asked != tc.asked {

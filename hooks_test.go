@@ -40,9 +40,8 @@ func hooksTestdata(t testing.TB, name string) string {
 	return p
 }
 
-// pyHook is the command running testdata/hooks/hook.py with spec (-S: see
-// scriptedExt).
-func pyHook(t testing.TB, spec obj) string {
+// specHook is the command running testdata/hooks/spechook with spec.
+func specHook(t testing.TB, spec obj) string {
 	t.Helper()
 	f, err := os.CreateTemp(t.TempDir(), "spec-*.json")
 	if err != nil {
@@ -50,7 +49,7 @@ func pyHook(t testing.TB, spec obj) string {
 	}
 	json.NewEncoder(f).Encode(spec)
 	f.Close()
-	return "python3 -S " + strconv.Quote(hooksTestdata(t, "hook.py")) + " " + strconv.Quote(f.Name())
+	return strconv.Quote(buildGo(t, hooksTestdata(t, "spechook"))) + " " + strconv.Quote(f.Name())
 }
 
 // shHook is the command running one of the sh scripts in testdata/hooks.
@@ -245,7 +244,7 @@ func TestHooksSettingsProblemsAreReportedAndSkipped(t *testing.T) {
 func TestHooksToolInputIsClaudeShaped(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "in.jsonl")
-	h, _, cwd := newTestHooks(t, obj{"PreToolUse": []obj{group("", pyHook(t, obj{"record": rec}))}})
+	h, _, cwd := newTestHooks(t, obj{"PreToolUse": []obj{group("", specHook(t, obj{"record": rec}))}})
 	calls := []struct{ tool, args, name, input string }{
 		{"bash", `{"command":"ls -la","timeout":2.5}`, "Bash", `{"command":"ls -la","timeout":2500}`},
 		{"read", `{"path":"notes.txt","offset":3,"limit":10}`, "Read", `{"file_path":` + jsonOf(filepath.Join(cwd, "notes.txt")) + `,"limit":10,"offset":3}`},
@@ -323,41 +322,41 @@ func TestHooksPreToolUseDecisions(t *testing.T) {
 		trail    string // decisions of the notes
 		note     string // substring of what the user was shown
 	}{
-		{"silent exit 0 allows", func(t *testing.T) []string { return []string{pyHook(t, obj{})} }, "git status", GateAllow, "", "", "allow", ""},
+		{"silent exit 0 allows", func(t *testing.T) []string { return []string{specHook(t, obj{})} }, "git status", GateAllow, "", "", "allow", ""},
 		{"exit 2 blocks with stderr", func(t *testing.T) []string { return []string{shHook(t, "block-rm.sh")} }, "rm -rf build", GateDeny, "refused by block-rm.sh: rm -rf is not allowed here", "", "deny", ""},
-		{"exit 2 without stderr names the hook", func(t *testing.T) []string { return []string{pyHook(t, obj{"exit": 2})} }, "ls", GateDeny, "blocked by PreToolUse hook", "", "deny", ""},
+		{"exit 2 without stderr names the hook", func(t *testing.T) []string { return []string{specHook(t, obj{"exit": 2})} }, "ls", GateDeny, "blocked by PreToolUse hook", "", "deny", ""},
 		{"other exit codes do not block", func(t *testing.T) []string { return []string{shHook(t, "fail.sh")} }, "ls", GateAllow, "", "", "allow", "failed with exit status 1; ignored: fail.sh: something is wrong"},
 		{"JSON deny", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no network from here"}}})}
+			return []string{specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no network from here"}}})}
 		}, "curl x", GateDeny, "no network from here", "", "deny", ""},
-		{"JSON ask", func(t *testing.T) []string { return []string{pyHook(t, obj{"stdout": ask})} }, "git push", GateAsk, "", "", "ask", ""},
+		{"JSON ask", func(t *testing.T) []string { return []string{specHook(t, obj{"stdout": ask})} }, "git push", GateAsk, "", "", "ask", ""},
 		{"deprecated decision block", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"decision": "block", "reason": "old style no"}})}
+			return []string{specHook(t, obj{"stdout": obj{"decision": "block", "reason": "old style no"}})}
 		}, "ls", GateDeny, "old style no", "", "deny", ""},
 		{"deprecated decision approve", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"decision": "approve", "reason": "fine"}})}
+			return []string{specHook(t, obj{"stdout": obj{"decision": "approve", "reason": "fine"}})}
 		}, "ls", GateAllow, "", "", "allow", ""},
 		{"updatedInput rewrites in our names", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": obj{"command": "git status --short", "timeout": 5000}}}})}
+			return []string{specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": obj{"command": "git status --short", "timeout": 5000}}}})}
 		}, "git status", GateAllow, "", `{"command":"git status --short","timeout":5}`, "allow rewrite", ""},
 		{"ask with updatedInput", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "ask", "updatedInput": obj{"command": "git push --dry-run"}}}})}
+			return []string{specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "ask", "updatedInput": obj{"command": "git push --dry-run"}}}})}
 		}, "git push", GateAsk, "", `{"command":"git push --dry-run"}`, "ask rewrite", ""},
 		{"unusable updatedInput denies", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "allow", "updatedInput": obj{"cmd": "ls"}}}})}
+			return []string{specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "allow", "updatedInput": obj{"cmd": "ls"}}}})}
 		}, "ls", GateDeny, `returned an updatedInput zot cannot use: Bash needs "command"`, "", "allow deny", ""},
 		{"continue false stops", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"continue": false, "stopReason": "budget spent"}})}
+			return []string{specHook(t, obj{"stdout": obj{"continue": false, "stopReason": "budget spent"}})}
 		}, "ls", GateDeny, "budget spent", "", "deny", ""},
-		{"invalid JSON is a failure, not a block", func(t *testing.T) []string { return []string{pyHook(t, obj{"stdout": "{nope"})} }, "ls", GateAllow, "", "", "allow", "its JSON output is invalid"},
+		{"invalid JSON is a failure, not a block", func(t *testing.T) []string { return []string{specHook(t, obj{"stdout": "{nope"})} }, "ls", GateAllow, "", "", "allow", "its JSON output is invalid"},
 		{"unknown permissionDecision is a failure", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "maybe"}}})}
+			return []string{specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "maybe"}}})}
 		}, "ls", GateAllow, "", "", "allow", `"permissionDecision": "maybe"`},
 		{"systemMessage is shown", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{"stdout": obj{"systemMessage": "careful\x1b[31m now"}})}
+			return []string{specHook(t, obj{"stdout": obj{"systemMessage": "careful\x1b[31m now"}})}
 		}, "ls", GateAllow, "", "", "allow", "PreToolUse hook: careful now"},
 		{"one deny among allows wins", func(t *testing.T) []string {
-			return []string{pyHook(t, obj{}), shHook(t, "block-rm.sh"), pyHook(t, obj{"stdout": ask})}
+			return []string{specHook(t, obj{}), shHook(t, "block-rm.sh"), specHook(t, obj{"stdout": ask})}
 		}, "rm -rf /", GateDeny, "rm -rf is not allowed", "", "allow deny ask", ""},
 		{"plain stdout is ignored", func(t *testing.T) []string { return []string{shHook(t, "context.sh", "hello")} }, "ls", GateAllow, "", "", "allow", ""},
 	}
@@ -390,7 +389,7 @@ func TestHooksPreToolUseDecisions(t *testing.T) {
 // confirm function, with the hook named, in the chain after extensions.
 func TestHooksAskJoinsTheConfirmPath(t *testing.T) {
 	t.Parallel()
-	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "ask", "permissionDecisionReason": "are you sure?"}}}))}})
+	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("Bash", specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"permissionDecision": "ask", "permissionDecisionReason": "are you sure?"}}}))}})
 	var asked []GateNote
 	gate := decideWith(func(_ context.Context, _ ToolCall, asks []GateNote) (bool, string) {
 		asked = asks
@@ -408,7 +407,7 @@ func TestHooksAskJoinsTheConfirmPath(t *testing.T) {
 func TestHooksMatchersChooseTheHooks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	hook := func(name string) string { return pyHook(t, obj{"record": filepath.Join(dir, name)}) }
+	hook := func(name string) string { return specHook(t, obj{"record": filepath.Join(dir, name)}) }
 	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{
 		group("Bash", hook("bash")),
 		group("Edit|Write", hook("files")),
@@ -433,8 +432,8 @@ func TestHooksOfOneEventRunInParallel(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{{"matcher": "", "hooks": []obj{
-		{"type": "command", "command": pyHook(t, obj{"touch": a, "wait_for": b, "stdout": obj{"systemMessage": "a saw b"}}), "timeout": 8},
-		{"type": "command", "command": pyHook(t, obj{"touch": b, "wait_for": a, "stdout": obj{"systemMessage": "b saw a"}}), "timeout": 8},
+		{"type": "command", "command": specHook(t, obj{"touch": a, "wait_for": b, "stdout": obj{"systemMessage": "a saw b"}}), "timeout": 8},
+		{"type": "command", "command": specHook(t, obj{"touch": b, "wait_for": a, "stdout": obj{"systemMessage": "b saw a"}}), "timeout": 8},
 	}}}})
 	r := h.ToolGate(context.Background(), ToolCall{ID: "c", Name: "read", Args: json.RawMessage(`{"path":"x"}`)})
 	if r.Verdict != GateAllow || len(r.Notes) != 2 || notes.text() != "warn: PreToolUse hook: a saw b\nwarn: PreToolUse hook: b saw a" {
@@ -475,8 +474,8 @@ func TestHooksTimeoutAndExitKillTheProcessGroup(t *testing.T) {
 func TestHooksOutputIsBounded(t *testing.T) {
 	t.Parallel()
 	h, notes, _ := newTestHooks(t, obj{"PreToolUse": []obj{
-		group("Bash", pyHook(t, obj{"stdout": strings.Repeat("x", 3<<20)})),
-		group("Read", pyHook(t, obj{"stderr": strings.Repeat("y", 3<<20), "exit": 2})),
+		group("Bash", specHook(t, obj{"stdout": strings.Repeat("x", 3<<20)})),
+		group("Read", specHook(t, obj{"stderr": strings.Repeat("y", 3<<20), "exit": 2})),
 	}})
 	r := h.ToolGate(context.Background(), ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)})
 	if r.Verdict != GateAllow || !strings.Contains(notes.text(), "its output is longer than 1048576 bytes") {
@@ -490,7 +489,7 @@ func TestHooksOutputIsBounded(t *testing.T) {
 
 func TestHooksAbortStopsTheHooks(t *testing.T) {
 	t.Parallel()
-	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("", pyHook(t, obj{"sleep": 30}))}})
+	h, _, _ := newTestHooks(t, obj{"PreToolUse": []obj{group("", specHook(t, obj{"sleep": 30}))}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if r := h.ToolGate(ctx, ToolCall{ID: "c", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)}); r.Verdict != GateDeny || !strings.Contains(r.Reason, "aborted") {
@@ -502,11 +501,11 @@ func TestHooksPostToolUseFeedbackReachesTheResult(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "post.jsonl")
 	h, _, cwd := newTestHooks(t, obj{
-		"PreToolUse": []obj{group("Bash", pyHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "additionalContext": "prod database, careful"}}}))},
+		"PreToolUse": []obj{group("Bash", specHook(t, obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PreToolUse", "additionalContext": "prod database, careful"}}}))},
 		"PostToolUse": []obj{
-			group("Bash", pyHook(t, obj{"record": rec})),
-			group("Bash", pyHook(t, obj{"stderr": "lint failed: 2 problems", "exit": 2})),
-			group("Write", pyHook(t, obj{"stdout": obj{"decision": "block", "reason": "file is not formatted", "hookSpecificOutput": obj{"hookEventName": "PostToolUse", "additionalContext": "run gofmt"}}})),
+			group("Bash", specHook(t, obj{"record": rec})),
+			group("Bash", specHook(t, obj{"stderr": "lint failed: 2 problems", "exit": 2})),
+			group("Write", specHook(t, obj{"stdout": obj{"decision": "block", "reason": "file is not formatted", "hookSpecificOutput": obj{"hookEventName": "PostToolUse", "additionalContext": "run gofmt"}}})),
 			group("Read", shHook(t, "fail.sh")),
 		},
 	})
@@ -583,7 +582,7 @@ func TestHooksUserPromptSubmit(t *testing.T) {
 			for k, v := range tt.spec {
 				spec[k] = v
 			}
-			h, _, _ := newTestHooks(t, obj{"UserPromptSubmit": []obj{group("ignored-matcher", pyHook(t, spec))}})
+			h, _, _ := newTestHooks(t, obj{"UserPromptSubmit": []obj{group("ignored-matcher", specHook(t, spec))}})
 			block, reason, extra := h.BeforePrompt(context.Background(), "fix the token=abc bug")
 			if block != tt.block || reason != tt.reason || extra != tt.context {
 				t.Errorf("got %v %q %q", block, reason, extra)
@@ -615,12 +614,12 @@ func TestHooksStopDecisions(t *testing.T) {
 	}
 
 	h, _, _ = newTestHooks(t, obj{"Stop": []obj{group("",
-		pyHook(t, obj{"stdout": obj{"decision": "block", "reason": "write the changelog"}}),
-		pyHook(t, obj{"stdout": obj{"continue": false}}))}})
+		specHook(t, obj{"stdout": obj{"decision": "block", "reason": "write the changelog"}}),
+		specHook(t, obj{"stdout": obj{"continue": false}}))}})
 	if cont, _ := h.OnStop(context.Background(), Message{}); cont {
 		t.Errorf("continue false must win over block")
 	}
-	h, _, _ = newTestHooks(t, obj{"Stop": []obj{group("", pyHook(t, obj{"stdout": obj{"decision": "block", "reason": "write the changelog"}}))}})
+	h, _, _ = newTestHooks(t, obj{"Stop": []obj{group("", specHook(t, obj{"stdout": obj{"decision": "block", "reason": "write the changelog"}}))}})
 	if cont, msg := h.OnStop(context.Background(), Message{}); !cont || msg != "write the changelog" {
 		t.Errorf("block: %v %q", cont, msg)
 	}
@@ -631,11 +630,11 @@ func TestHooksSessionStartAndEnd(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "s.jsonl")
 	h, notes, _ := newTestHooks(t, obj{
 		"SessionStart": []obj{
-			group("startup", shHook(t, "context.sh", "repo uses tabs"), pyHook(t, obj{"record": rec, "stdout": obj{"hookSpecificOutput": obj{"hookEventName": "SessionStart", "additionalContext": "on call: ada"}}})),
+			group("startup", shHook(t, "context.sh", "repo uses tabs"), specHook(t, obj{"record": rec, "stdout": obj{"hookSpecificOutput": obj{"hookEventName": "SessionStart", "additionalContext": "on call: ada"}}})),
 			group("resume", shHook(t, "context.sh", "resumed")),
-			group("", pyHook(t, obj{"stderr": "cannot block a start", "exit": 2})),
+			group("", specHook(t, obj{"stderr": "cannot block a start", "exit": 2})),
 		},
-		"SessionEnd": []obj{group("other", pyHook(t, obj{"record": rec}))},
+		"SessionEnd": []obj{group("other", specHook(t, obj{"record": rec}))},
 	})
 	if got := h.SessionStart(context.Background()); got != "repo uses tabs\n\non call: ada" {
 		t.Errorf("context %q", got)
@@ -654,7 +653,7 @@ func TestHooksAttachChainsWithTheAgent(t *testing.T) {
 	t.Parallel()
 	h, _, _ := newTestHooks(t, obj{
 		"UserPromptSubmit": []obj{group("", shHook(t, "context.sh", "from hook"))},
-		"PostToolUse":      []obj{group("", pyHook(t, obj{"stdout": obj{"continue": false, "stopReason": "enough for today"}}))},
+		"PostToolUse":      []obj{group("", specHook(t, obj{"stdout": obj{"continue": false, "stopReason": "enough for today"}}))},
 	})
 	a := NewAgent(nil, "m", NewToolRegistry())
 	a.Pipeline.AddPromptGate(Stage{Name: "before", Order: OrderIntercept}, func(context.Context, string) (bool, string, string) { return false, "", "from before" })
@@ -790,7 +789,7 @@ func TestHooksPermissionModeFollowsTheMode(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "in.jsonl")
 	cwd := t.TempDir()
-	writeSettings(t, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("", pyHook(t, obj{"record": rec}))}})
+	writeSettings(t, filepath.Join(cwd, ".claude", "settings.json"), obj{"PreToolUse": []obj{group("", specHook(t, obj{"record": rec}))}})
 	modes, err := NewModes(ModesConfig{Start: ModePlan})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +19,7 @@ type rpcProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	lines  chan rpcOut
+	lines  <-chan rpcOut
 	stderr *bytes.Buffer
 }
 
@@ -37,29 +35,18 @@ func startRPCProc(t *testing.T, z *zotRun, args ...string) *rpcProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &rpcProc{t: t, cmd: cmd, stdin: stdin, lines: make(chan rpcOut, 1<<12), stderr: &bytes.Buffer{}}
+	p := &rpcProc{t: t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Owned by the test; ends when zot closes its stdout.
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var o rpcOut
-			if err := json.Unmarshal(sc.Bytes(), &o); err != nil || o.Type == "" {
-				o.Type = "BAD LINE"
-			}
-			o.Raw = sc.Text()
-			p.lines <- o
-		}
-	}()
+	stop := make(chan struct{})
+	p.lines = queueLines(stdout, stop)
 	t.Cleanup(func() {
 		stdin.Close()
 		cmd.Process.Kill()
 		cmd.Wait()
+		close(stop)
 	})
 	return p
 }

@@ -43,7 +43,7 @@ type rpcPipe struct {
 	outR   *io.PipeReader
 	cancel context.CancelFunc
 	served chan error // Serve's result
-	lines  chan rpcOut
+	lines  <-chan rpcOut
 	nextID int
 }
 
@@ -57,27 +57,14 @@ func startRPC(t *testing.T, agent *Agent, edit func(*rpcConfig)) *rpcPipe {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &rpcPipe{t: t, srv: newRPCServer(cfg, inR, outW), in: inW, outR: outR, cancel: cancel, served: make(chan error, 1), lines: make(chan rpcOut, 1<<16)}
+	stop := make(chan struct{})
+	p := &rpcPipe{t: t, srv: newRPCServer(cfg, inR, outW), in: inW, outR: outR, cancel: cancel, served: make(chan error, 1), lines: queueLines(outR, stop)}
 	// Owned by the test; ends when Serve returns.
 	go func() {
 		err := p.srv.Serve(ctx)
 		outW.Close()
 		inR.Close()
 		p.served <- err
-	}()
-	// Owned by the test; ends when the server's output closes.
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var o rpcOut
-			if err := json.Unmarshal(sc.Bytes(), &o); err != nil || o.Type == "" {
-				o = rpcOut{Type: "BAD LINE", Raw: sc.Text()}
-			}
-			o.Raw = sc.Text()
-			p.lines <- o
-		}
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -87,8 +74,62 @@ func startRPC(t *testing.T, agent *Agent, edit func(*rpcConfig)) *rpcPipe {
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return")
 		}
+		close(stop)
 	})
 	return p
+}
+
+// queueLines passes r's lines on as rpcOut, in order, holding those the
+// test has not read yet however many: the server never waits on the test.
+// (A channel buffered for the longest test held 65,536 of them, 16 MB
+// zeroed for every server started.) The channel closes once r has ended
+// and all is read; closing stop ends both goroutines sooner.
+func queueLines(r io.Reader, stop <-chan struct{}) <-chan rpcOut {
+	read := make(chan rpcOut)
+	// Owned by the caller; ends when r ends or stop closes.
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var o rpcOut
+			if err := json.Unmarshal(sc.Bytes(), &o); err != nil || o.Type == "" {
+				o = rpcOut{Type: "BAD LINE"}
+			}
+			o.Raw = sc.Text()
+			select {
+			case read <- o:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	lines := make(chan rpcOut)
+	// Owned by the caller; ends when all read is passed on, or stop closes.
+	go func() {
+		defer close(lines)
+		var held []rpcOut
+		for in := read; in != nil || len(held) > 0; {
+			var out chan rpcOut
+			var next rpcOut
+			if len(held) > 0 {
+				out, next = lines, held[0]
+			}
+			select {
+			case o, ok := <-in:
+				if !ok {
+					in = nil
+					continue
+				}
+				held = append(held, o)
+			case out <- next:
+				held = held[1:]
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return lines
 }
 
 // send writes one raw line.

@@ -108,7 +108,7 @@ func TestRunOutsideTheSandboxPassesTheGatesAgain(t *testing.T) {
 	z := newZotRun(t)
 	target := outsideTarget(t, z)
 	deny := obj{"stdout": obj{"hookSpecificOutput": obj{"hookEventName": "PermissionRequest", "decision": obj{"behavior": "deny", "message": "never outside"}}}}
-	claudeSettings(t, z, obj{"PermissionRequest": []obj{group("Bash", pyHook(t, deny))}})
+	claudeSettings(t, z, obj{"PermissionRequest": []obj{group("Bash", specHook(t, deny))}})
 	result, stderr := toolResultSent(t, z, "bash", obj{"command": "touch " + target}, "--mode", "sandboxed-auto", "--approve-asks", "--claude-hooks")
 	if fileExists(target) {
 		t.Error("the hook denied the run outside, and it happened")

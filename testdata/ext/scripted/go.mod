@@ -1,0 +1,3 @@
+module scripted
+
+go 1.22

@@ -1,0 +1,3 @@
+module spechook
+
+go 1.22
