@@ -257,10 +257,6 @@ func TestACPEditorClient(t *testing.T) {
 	})
 	t.Run("the editor's MCP server and buffers", func(t *testing.T) {
 		t.Parallel()
-		python, err := exec.LookPath("python3")
-		if err != nil {
-			skipMissing(t, "SKIPPING: no python3 for the fake MCP server")
-		}
 		srv := startReplay(t,
 			toolStep("m1", "mcp__editorfake__echo", obj{"text": "ping from the model"}),
 			toolStep("e1", "edit", obj{"path": "notes.txt", "edits": []any{obj{"oldText": "unsaved", "newText": "saved"}}}),
@@ -268,8 +264,7 @@ func TestACPEditorClient(t *testing.T) {
 		z := newZotRun(t)
 		notes := filepath.Join(z.cwd, "notes.txt")
 		os.WriteFile(notes, []byte("alpha\n"), 0o644)
-		script, _ := filepath.Abs(filepath.Join("testdata", "mcp", "fake_server.py"))
-		mcp, _ := json.Marshal(obj{"name": "editorfake", "command": python, "args": []string{script, "normal"}, "env": []any{}})
+		mcp, _ := json.Marshal(obj{"name": "editorfake", "command": fakeServerBin(t), "args": []string{"normal"}, "env": []any{}})
 		buffer, _ := json.Marshal([]string{notes, "alpha\nunsaved\n"})
 		s := seeACP(t, acpClientRun(t, z, "prompt", []string{"ZOT_ACP_MCP=" + string(mcp), "ZOT_ACP_BUFFER=" + string(buffer)}, anthropicFlags(srv)...))
 		if m1 := s.final(t, "m1"); m1["status"] != "completed" || !strings.Contains(jsonText(m1["content"]), "ping from the model") {

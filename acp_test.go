@@ -374,9 +374,8 @@ func TestACPClientGoneLeavesNothingRunning(t *testing.T) {
 // server process runs beside the session too.
 func writeMCPConfig(t *testing.T, z *zotRun) string {
 	t.Helper()
-	script, _ := filepath.Abs(filepath.Join("testdata", "mcp", "fake_server.py"))
 	path := filepath.Join(z.home, "mcp-test.json")
-	b, _ := json.Marshal(obj{"mcpServers": obj{"fake": obj{"command": "python3", "args": []string{script, "normal", z.home}}}})
+	b, _ := json.Marshal(obj{"mcpServers": obj{"fake": obj{"command": fakeServerBin(t), "args": []string{"normal", z.home}}}})
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -61,10 +61,10 @@ func TestElicitationAnsweredInTheTUI(t *testing.T) {
 	tm.typeText("ship it")
 	tm.keys("Enter", "Enter")
 	tm.waitFor("Deployed.")
-	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\": \"accept\", \"content\": {\"note\": \"ship it\", \"replicas\": 3, \"target\": \"production\"}}`) {
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\":\"accept\",\"content\":{\"note\":\"ship it\",\"replicas\":3,\"target\":\"production\"}}`) {
 		t.Errorf("the server did not get the answer:\n%s", sent)
 	}
-	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation": {"form": {}, "url": {}}`) {
+	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation":{"form":{},"url":{}}`) {
 		t.Errorf("the TUI did not offer elicitation: %s", caps)
 	}
 	tm.exitAndCheck()
@@ -102,10 +102,10 @@ func TestElicitationOverRPC(t *testing.T) {
 		t.Errorf("the answer: %s", r[len(r)-1].Raw)
 	}
 	p.until(isType("done"))
-	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\": \"accept\", \"content\": {\"note\": \"ship it\", \"replicas\": 2, \"target\": \"production\"}}`) {
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\":\"accept\",\"content\":{\"note\":\"ship it\",\"replicas\":2,\"target\":\"production\"}}`) {
 		t.Errorf("the server did not get the answer with the default filled in:\n%s", sent)
 	}
-	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation": {"form": {}, "url": {}}`) {
+	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation":{"form":{},"url":{}}`) {
 		t.Errorf("rpc did not offer elicitation: %s", caps)
 	}
 }
@@ -124,7 +124,7 @@ func TestElicitationWithJSONAndElicitationStdin(t *testing.T) {
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit %d: %s", code, p.stderr)
 	}
-	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\": \"decline\"}`) {
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\":\"decline\"}`) {
 		t.Errorf("the server did not get the decline:\n%s", sent)
 	}
 }
@@ -161,10 +161,10 @@ func TestElicitationThroughACP(t *testing.T) {
 		!strings.Contains(string(schema), `"required":["target","note"]`) {
 		t.Errorf("elicitation/create = %+v\nschema %s", q, schema)
 	}
-	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\": \"accept\", \"content\": {\"note\": \"from the editor\", \"replicas\": 2, \"target\": \"production\"}}`) {
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\":\"accept\",\"content\":{\"note\":\"from the editor\",\"replicas\":2,\"target\":\"production\"}}`) {
 		t.Errorf("the server did not get the editor's answer:\n%s", sent)
 	}
-	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation": {"form": {}}`) {
+	if caps := readState(state, "caps"); !strings.Contains(caps, `"elicitation":{"form":{}}`) {
 		t.Errorf("zot acp offered the server other than form elicitation: %s", caps)
 	}
 }
@@ -178,7 +178,7 @@ func TestElicitationDeclinedInPrint(t *testing.T) {
 	if code != 0 || stdout != "Deployed.\n" {
 		t.Fatalf("exit %d stdout %q stderr %s", code, stdout, stderr)
 	}
-	if sent := toolResultTexts(srv); !strings.Contains(sent, `\"code\": -32602, \"message\": \"zot runs here as -p, with nobody to answer a question`) {
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `\"code\":-32602,\"message\":\"zot runs here as -p, with nobody to answer a question`) {
 		t.Errorf("the server was not told why:\n%s", sent)
 	}
 	if caps := readState(state, "caps"); strings.Contains(caps, "elicitation") {
@@ -197,7 +197,7 @@ func TestElicitationRPCClientThatDidNotOptInDeclines(t *testing.T) {
 			t.Errorf("a client that did not opt in was asked: %s", o.Raw)
 		}
 	}
-	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\": \"decline\"}`) {
+	if sent := toolResultTexts(srv); !strings.Contains(sent, `{\"action\":\"decline\"}`) {
 		t.Errorf("the server was not declined:\n%s", sent)
 	}
 }

@@ -228,7 +228,7 @@ func TestMCPEndToEndModelReadsAFileThroughMCP(t *testing.T) {
 	if bin, why := findRealMCPServer("mcp-server-filesystem"); why == "" {
 		fs = realServerEntry(bin, ".")
 	} else {
-		t.Logf("%s: testdata/mcp/fake_server.py plays fs", why)
+		t.Logf("%s: testdata/mcp/fakeserver plays fs", why)
 	}
 	writeFile(t, filepath.Join(z.cwd, ".mcp.json"), fmt.Sprintf(`{"mcpServers": {"fs": %s, "broken": {"command": "/nonexistent/zot-test"}}}`, fs), 0o644)
 	logs := filepath.Join(z.home, "logs")

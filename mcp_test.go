@@ -84,16 +84,22 @@ func (h *mcpHarness) settle() []MCPServerStatus {
 	return h.m.Status()
 }
 
-// fakeServer is the mcp.json entry of testdata/mcp/fake_server.py in a
-// mode; state is its state directory; extra adds fields to the entry (-S:
-// see scriptedExt).
-func fakeServer(t testing.TB, mode, state, extra string) string {
-	script, err := filepath.Abs("testdata/mcp/fake_server.py")
+// fakeServerBin is testdata/mcp/fakeserver, built.
+func fakeServerBin(t testing.TB) string {
+	t.Helper()
+	src, err := filepath.Abs("testdata/mcp/fakeserver")
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ := json.Marshal([]string{"-S", script, mode, state})
-	e := fmt.Sprintf(`{"command": "python3", "args": %s`, args)
+	return buildGo(t, src)
+}
+
+// fakeServer is the mcp.json entry of testdata/mcp/fakeserver in a mode;
+// state is its state directory; extra adds fields to the entry.
+func fakeServer(t testing.TB, mode, state, extra string) string {
+	command, _ := json.Marshal(fakeServerBin(t))
+	args, _ := json.Marshal([]string{mode, state})
+	e := fmt.Sprintf(`{"command": %s, "args": %s`, command, args)
 	if extra != "" {
 		e += ", " + extra
 	}

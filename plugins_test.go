@@ -20,7 +20,7 @@ func demoPlugin(t *testing.T) string {
 		t.Fatal(err)
 	}
 	os.Mkdir(filepath.Join(dir, "mcp"), 0o755)
-	if err := copyFile("testdata/mcp/fake_server.py", filepath.Join(dir, "mcp", "fake_server.py"), 0o755); err != nil {
+	if err := copyFile(fakeServerBin(t), filepath.Join(dir, "mcp", "fakeserver"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -64,7 +64,7 @@ func TestTUIPermissionsMCPAndStatus(t *testing.T) {
 
 	tm.typeText("/mcp")
 	tm.keys("Enter")
-	tm.waitHistory("MCP servers\n", "good  ready  stdio · 12 tools · python3  "+filepath.Join(z.home, "mcp.json"),
+	tm.waitHistory("MCP servers\n", "good  ready  stdio · 12 tools · "+fakeServerBin(t)+"  "+filepath.Join(z.home, "mcp.json"),
 		"broken  failed  stdio · 0 tools · /nonexistent/zot-mcp-nowhere", "  start /nonexistent/zot-mcp-nowhere in ",
 		"proj  untrusted  stdio · 0 tools · true  .mcp.json\n  untrusted (zot trust)")
 

@@ -1,0 +1,3 @@
+module fakeserver
+
+go 1.22
