@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,22 @@ func statusLine(screen string) string {
 	return lines[len(lines)-1]
 }
 
+// waitWithStatus waits for text on screen with each of status in the
+// status bar. One capture can show a frame half drawn, text there and the
+// status bar not yet, so the two are waited for together.
+func (tm *tmuxTerm) waitWithStatus(text string, status ...string) string {
+	tm.t.Helper()
+	return tm.waitScreen(fmt.Sprintf("%q on screen and %q in the status bar", text, status), func(s string) bool {
+		st := statusLine(s)
+		for _, want := range status {
+			if !strings.Contains(st, want) {
+				return false
+			}
+		}
+		return strings.Contains(s, text)
+	})
+}
+
 // A first start with no configuration names the mode and says commands
 // are not confined (once per $ZOT_HOME); shift+tab then cycles the modes,
 // the status bar showing each and what its commands run in.
@@ -27,12 +44,9 @@ func TestTUIShiftTabCyclesTheModes(t *testing.T) {
 	srv := startReplay(t, textStep("unused"))
 	tm := startTUI(t, z, anthropicFlags(srv)...)
 	screen := tm.waitFor("/help for keys")
-	screen = tm.waitFor("Nobody chose this mode")
+	screen = tm.waitWithStatus("Nobody chose this mode", "· auto ·", "commands not confined")
 	if !strings.Contains(screen, "commands are not confined") || !strings.Contains(screen, "shift+tab") || !strings.Contains(screen, "--mode NAME") {
 		t.Errorf("the first start's note:\n%s", screen)
-	}
-	if st := statusLine(screen); !strings.Contains(st, "· auto ·") || !strings.Contains(st, "commands not confined") {
-		t.Errorf("status bar at the start: %q", st)
 	}
 	for _, want := range []struct{ mode, confined string }{
 		{"sandboxed-auto", "sandbox workspace"},
@@ -78,14 +92,11 @@ func TestTUIPlanModeRefusesChangesUntilThePlanIsApproved(t *testing.T) {
 	z.env = append(z.env, "TMPDIR="+t.TempDir()) // the read-only sandbox's one writable directory, away from the project
 	os.WriteFile(filepath.Join(z.cwd, "notes.txt"), []byte("alpha\nbeta\n"), 0o644)
 	tm := startTUI(t, z, append(anthropicFlags(srv), "--mode", "plan")...)
-	screen := tm.waitFor("/help for keys")
-	if st := statusLine(screen); !strings.Contains(st, "· plan ·") || !strings.Contains(st, "sandbox read-only") {
-		t.Errorf("status bar: %q", st)
-	}
+	tm.waitWithStatus("/help for keys", "· plan ·", "sandbox read-only")
 	tm.typeText("change beta")
 	tm.keys("Enter")
 	tm.waitFor("approve this plan?")
-	screen = tm.waitFor("enter, or the letter")
+	screen := tm.waitFor("enter, or the letter")
 	for _, want := range []string{"Change beta to gamma", "carry it out in accept-edits mode", "no, keep planning"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the plan's dialog lacks %q:\n%s", want, screen)
@@ -109,10 +120,7 @@ func TestTUIPlanModeRefusesChangesUntilThePlanIsApproved(t *testing.T) {
 		}
 	}
 	tm.typeText("a")
-	screen = tm.waitFor("Done.")
-	if st := statusLine(screen); !strings.Contains(st, "· accept-edits ·") {
-		t.Errorf("status bar after the approval: %q", st)
-	}
+	screen = tm.waitWithStatus("Done.", "· accept-edits ·")
 	if strings.Contains(screen, "allow this tool call?") {
 		t.Errorf("the edit asked in accept-edits:\n%s", screen)
 	}
@@ -196,10 +204,7 @@ func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
 	tm.typeText("keep the file")
 	tm.keys("Enter")
 
-	screen := tm.waitFor("Change beta to gamma")
-	if st := statusLine(screen); !strings.Contains(st, "· plan ·") {
-		t.Errorf("status bar after sending the plan back: %q", st)
-	}
+	tm.waitWithStatus("Change beta to gamma", "· plan ·")
 	if sent := toolResultTexts(srv); !strings.Contains(sent, "The plan was not approved (user), who said: keep the file") || !strings.Contains(sent, "zot stays in plan mode") {
 		t.Errorf("the model was not told why:\n%s", sent)
 	}
@@ -208,10 +213,7 @@ func TestTUIPlanSentBackThenApprovedWithChanges(t *testing.T) {
 	tm.waitFor("changes to the plan:")
 	tm.typeText("also check the spelling")
 	tm.keys("Enter")
-	screen = tm.waitFor("Done.")
-	if st := statusLine(screen); !strings.Contains(st, "· accept-edits ·") {
-		t.Errorf("status bar after the approval with changes: %q", st)
-	}
+	tm.waitWithStatus("Done.", "· accept-edits ·")
 	if sent := toolResultTexts(srv); !strings.Contains(sent, "They add: also check the spelling") || !strings.Contains(sent, "now in accept-edits mode") {
 		t.Errorf("the model was not told the changes:\n%s", sent)
 	}
