@@ -16,7 +16,7 @@ import (
 
 // The MCP conformance suite (@modelcontextprotocol/conformance, from npm)
 // plays each of its client scenarios' servers — authorization servers
-// among them — against zot, through testdata/mcp/conformance-client.py,
+// among them — against zot, through testdata/mcp/conformanceclient,
 // which only turns the suite's arguments into a `zot mcp` command.
 // testdata/mcp/install-conformance.sh installs the suite and the Node 22
 // it needs into $ZOT_MCP_CONFORMANCE, else os.UserCacheDir()/
@@ -81,7 +81,12 @@ func TestMCPConformanceSuite(t *testing.T) {
 	t.Parallel()
 	dir := conformanceSuite(t)
 	bin := filepath.Join(dir, "node_modules", ".bin")
-	adapter, err := filepath.Abs(filepath.Join("testdata", "mcp", "conformance-client.py"))
+	src, err := filepath.Abs(filepath.Join("testdata", "mcp", "conformanceclient"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := buildGo(t, src)
+	browser, err := filepath.Abs(filepath.Join("testdata", "mcp", "follow-redirects.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +116,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 	// suite takes seconds.
 	run := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), "client", "--command", "exec "+adapter,
 		"--suite", "all", "--timeout", "120000", "-o", filepath.Join(results, "out"))
-	run.Env = append(env, "ZOT_BIN="+zotBin, "ZOT_CONFORMANCE_RESULTS="+results, "TMPDIR="+t.TempDir())
+	run.Env = append(env, "ZOT_BIN="+zotBin, "ZOT_CONFORMANCE_BROWSER="+browser, "ZOT_CONFORMANCE_RESULTS="+results, "TMPDIR="+t.TempDir())
 	if out, err := run.CombinedOutput(); ctx.Err() != nil {
 		t.Fatalf("the suite did not finish: %v\n%s", err, out)
 	}

@@ -3,7 +3,7 @@
 # (@modelcontextprotocol/conformance) against zot and prints one line per
 # scenario: PASS or FAIL, the suite's check counts, and the seconds it
 # took; then the totals and the wall time. The suite drives zot through
-# testdata/mcp/conformance-client.py, which only translates the suite's
+# testdata/mcp/conformanceclient, which only translates the suite's
 # arguments into `zot mcp` invocations.
 #
 #   bench/mcp-conformance.sh [SCENARIO…]
@@ -29,7 +29,8 @@ if [ -z "${ZOT:-}" ]; then
 	ZOT=$tmp/zot
 	(cd "$root" && CGO_ENABLED=0 go build -o "$ZOT" .)
 fi
-export ZOT_BIN=$ZOT
+export ZOT_BIN=$ZOT ZOT_CONFORMANCE_BROWSER=$root/testdata/mcp/follow-redirects.py
+(cd "$root/testdata/mcp/conformanceclient" && GOWORK=off go build -o "$tmp/conformanceclient" .)
 if [ $# -gt 0 ]; then
 	printf '%s\n' "$@" >"$tmp/scenarios"
 else
@@ -43,7 +44,7 @@ export tmp root
 xargs -P "${JOBS:-4}" -I{} sh -c '
 	f=$tmp/$(echo "$1" | tr / _)
 	t0=$(date +%s.%N)
-	conformance client --command "exec $root/testdata/mcp/conformance-client.py" --scenario "$1" --verbose >"$f.json" 2>"$f.err"
+	conformance client --command "exec $tmp/conformanceclient" --scenario "$1" --verbose >"$f.json" 2>"$f.err"
 	echo $? >"$f.rc"
 	echo "$t0 $(date +%s.%N)" | awk "{printf \"%.1f\", \$2-\$1}" >"$f.time"
 ' sh {} <"$tmp/scenarios"

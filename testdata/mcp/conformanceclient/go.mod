@@ -1,0 +1,3 @@
+module conformanceclient
+
+go 1.22
