@@ -47,8 +47,13 @@ var (
 	mode  = "normal"
 	state string
 	out   = bufio.NewWriter(os.Stdout)
-	lines = make(chan []byte) // the client's lines; closed at stdin's end
-	held  []obj               // messages read while waiting for a reply
+	// The reader reads a line only when asked: a server busy elsewhere
+	// (deaf, slowinit) leaves what the client writes in the pipe, as a
+	// single-threaded server does, and the client's write can fill it.
+	wanted  = make(chan struct{})
+	lines   = make(chan []byte) // the line asked for; closed at stdin's end
+	pending bool                // a line was asked for and has not come
+	held    []obj               // messages read while waiting for a reply
 )
 
 // The tools and the form are written out, not built from maps, to keep
@@ -102,15 +107,13 @@ func main() {
 	// Owned by main; ends at stdin's end (the process ends with main).
 	go func() {
 		in := bufio.NewReader(os.Stdin)
-		for {
+		for range wanted {
 			line, err := in.ReadBytes('\n')
-			if len(line) > 0 {
-				lines <- line
-			}
-			if err != nil {
+			if len(line) == 0 && err != nil {
 				close(lines)
 				return
 			}
+			lines <- line
 		}
 	}()
 	for {
@@ -128,12 +131,17 @@ func read(timeout time.Duration) (obj, bool) {
 		held = held[1:]
 		return m, true
 	}
+	if !pending {
+		wanted <- struct{}{}
+		pending = true
+	}
 	var expired <-chan time.Time
 	if timeout > 0 {
 		expired = time.After(timeout)
 	}
 	select {
 	case line, ok := <-lines:
+		pending = false
 		if !ok {
 			if mode == "stubborn" {
 				select {}
