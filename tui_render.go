@@ -317,13 +317,16 @@ func renderRow(b []byte, prefix []span, cells []cell) []byte {
 // fitLine renders spans as one row of at most width columns, cutting with
 // "…" when they do not fit.
 func fitLine(width int, spans ...span) string {
-	w, safe := 0, true
+	w, n, safe := 0, 0, true
 	for _, s := range spans {
 		w += stringWidth(s.text)
+		n += len(s.text)
 		safe = safe && drawable(s.text)
 	}
+	// The status bar comes through here for every frame drawn: its bytes
+	// and cells are allocated once, not doubled into place a byte at a time.
 	if w <= width && safe {
-		var b []byte
+		b := make([]byte, 0, n+len(spans)*len("\x1b[0;1;2;3;4;7;36m"))
 		cur := style(0)
 		for _, s := range spans {
 			if s.text == "" {
@@ -340,7 +343,7 @@ func fitLine(width int, spans ...span) string {
 		}
 		return string(b)
 	}
-	var cells []cell
+	cells := make([]cell, 0, n) // a cell holds one byte or more
 	for _, s := range spans {
 		cells = appendCells(cells, s.text, s.st)
 	}
