@@ -164,11 +164,7 @@ func send(msg obj) {
 	if err != nil {
 		panic(err)
 	}
-	writeLine(string(b))
-}
-
-func writeLine(s string) {
-	out.WriteString(s + "\n")
+	out.Write(append(b, '\n'))
 	out.Flush()
 }
 
@@ -262,7 +258,7 @@ func call(msg obj) {
 			}
 			if m["method"] == "notifications/cancelled" {
 				cp, _ := m["params"].(obj)
-				note("cancelled", fmt.Sprintf("%s %s", pyStr(cp["requestId"]), pyStr(cp["reason"])))
+				note("cancelled", fmt.Sprintf("%s %s", asText(cp["requestId"]), asText(cp["reason"])))
 				return
 			}
 			handle(m)
@@ -295,7 +291,7 @@ func call(msg obj) {
 		cwd, _ := os.Getwd()
 		result(msg, text(cwd+" "+os.Getenv("FAKE_ENV"), false))
 	default:
-		send(obj{"jsonrpc": "2.0", "id": msg["id"], "error": obj{"code": -32602, "message": "unknown tool " + pyStr(p["name"])}})
+		send(obj{"jsonrpc": "2.0", "id": msg["id"], "error": obj{"code": -32602, "message": "unknown tool " + asText(p["name"])}})
 	}
 }
 
@@ -356,9 +352,10 @@ func handle(msg obj) {
 	}
 }
 
-// pyStr spells a JSON value as the tests expect to read it back: a string
-// as it is, null as None, a whole number without a fraction.
-func pyStr(v any) string {
+// asText spells a JSON value as the tests read it back, as the Python
+// server did: a string as it is, null as None, a whole number without a
+// fraction.
+func asText(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "None"
