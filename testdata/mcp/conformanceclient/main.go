@@ -102,7 +102,6 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer os.RemoveAll(home)
 	config := filepath.Join(home, "mcp.json")
 	b, _ := json.MarshalIndent(obj{"mcpServers": obj{"conf": obj{"type": "http", "url": url, "oauth": oauth}}}, "", "  ")
 	if err := os.WriteFile(config, b, 0o600); err != nil {
