@@ -47,7 +47,7 @@ func acpClientRun(t *testing.T, z *zotRun, scenario string, env []string, args .
 	t.Helper()
 	dir := acpClients(t)
 	script, _ := filepath.Abs(filepath.Join("testdata", "acp", "client.mjs"))
-	argv, _ := json.Marshal(append([]string{zotBin, "acp"}, args...))
+	argv, _ := json.Marshal(append([]string{zotBin(t), "acp"}, args...))
 	cmd := exec.Command("node", script, scenario)
 	cmd.Dir = z.cwd
 	cmd.Env = append([]string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
@@ -303,7 +303,7 @@ func TestACPWithACPX(t *testing.T) {
 			t.Parallel()
 			srv := startReplay(t, toolStep("t1", "bash", obj{"command": "touch approved.marker"}), textStep("Finished."))
 			z := newZotRun(t)
-			agent := strings.Join(append([]string{zotBin, "acp"}, anthropicFlags(srv)...), " ")
+			agent := strings.Join(append([]string{zotBin(t), "acp"}, anthropicFlags(srv)...), " ")
 			cmd := exec.Command("node", acpx, "--agent", agent, policy, "--cwd", z.cwd, "--format", "json", "--timeout", "60", "exec", "touch the marker")
 			cmd.Dir = z.cwd
 			cmd.Env = []string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}

@@ -83,7 +83,7 @@ func runCodingSession(b *testing.B) sessionTokens {
 	}
 	srv := startReplay(b, steps...)
 	home := b.TempDir()
-	cmd := exec.Command(zotBin, "-p", "--no-session", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+	cmd := exec.Command(zotBin(b), "-p", "--no-session", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
 		"--base-url", srv.URL, "--api-key", "k", "The tests fail. Find out why and fix it.")
 	cmd.Dir = project
 	cmd.Env = []string{"ZOT_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}

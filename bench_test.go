@@ -38,7 +38,7 @@ func BenchmarkPrintModeOverhead(b *testing.B) {
 	var peakKiB int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(zotBin, "-p", "--no-session", "--provider", "anthropic", "--base-url", srv.URL, "--api-key", "k", "hi")
+		cmd := exec.Command(zotBin(b), "-p", "--no-session", "--provider", "anthropic", "--base-url", srv.URL, "--api-key", "k", "hi")
 		cmd.Env = []string{"ZOT_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH")}
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {

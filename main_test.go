@@ -22,9 +22,31 @@ import (
 	"time"
 )
 
-// zotBin is the binary under test, built once by TestMain into testBinDir,
-// where buildGo puts the Go fixtures too.
-var zotBin, testBinDir string
+// testBinDir holds the binary under test and the Go fixtures buildGo
+// makes. TestMain builds zot there in the background, while the tests
+// that need no zot run; zotBin waits for it.
+var (
+	testBinDir string
+	zotBuild   struct {
+		done chan struct{} // closed when the build has ended; nil in a child test process
+		path string
+		err  error
+	}
+)
+
+// zotBin returns the binary under test once TestMain's build of it has
+// ended.
+func zotBin(t testing.TB) string {
+	t.Helper()
+	if zotBuild.done == nil {
+		t.Fatal("no zot binary in a child test process (runsAlone): start zot in the parent")
+	}
+	<-zotBuild.done
+	if zotBuild.err != nil {
+		t.Fatalf("zot did not build: %v", zotBuild.err)
+	}
+	return zotBuild.path
+}
 
 func TestMain(m *testing.M) {
 	removeTemp := func() {}
@@ -41,21 +63,25 @@ func TestMain(m *testing.M) {
 	// A test re-ran this binary for one test (see runsAlone); it inherits
 	// the PATH set below and needs no zot build.
 	if os.Getenv("ZOT_TEST_CHILD") == "" {
-		zotBin = filepath.Join(dir, "zot")
-		// As README builds it: static, no libc.
-		build := exec.Command("go", "build", "-o", zotBin, ".")
+		zotBuild.path, zotBuild.done = filepath.Join(dir, "zot"), make(chan struct{})
+		// As README builds it: static, no libc. Even from the cache the
+		// build takes a second or two, and cold (a fresh clone) a quarter
+		// of a minute: the tests that start no zot run meanwhile.
+		build := exec.Command("go", "build", "-o", zotBuild.path, ".")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build zot:", err)
-			os.RemoveAll(dir)
-			removeTemp()
-			os.Exit(1)
-		}
+		go func() {
+			defer close(zotBuild.done)
+			if out, err := build.CombinedOutput(); err != nil {
+				zotBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+			}
+		}()
 		skipInterpreterShims(filepath.Join(dir, "path"))
 		runMoreInParallel()
 	}
 	code := m.Run()
+	if zotBuild.done != nil {
+		<-zotBuild.done // before its directory goes
+	}
 	os.RemoveAll(dir)
 	removeTemp()
 	os.Exit(code)
@@ -120,7 +146,7 @@ func runMoreInParallel() {
 // it runs the test again, alone, in a child test process, and passes or
 // fails with it. It returns true in that child, where the test's body runs,
 // and false in the parent, which has nothing left to do. The child has no
-// zotBin; env is added to its environment.
+// zot binary; env is added to its environment.
 func runsAlone(t *testing.T, env ...string) bool {
 	if os.Getenv("ZOT_TEST_ALONE") == t.Name() {
 		return true
@@ -168,7 +194,7 @@ func (z *zotRun) unnoted() *zotRun {
 }
 
 func (z *zotRun) cmd(args ...string) *exec.Cmd {
-	argv := append(append(append([]string{}, z.wrap...), zotBin), args...)
+	argv := append(append(append([]string{}, z.wrap...), zotBin(z.t)), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = z.cwd
 	env := []string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}

@@ -50,7 +50,7 @@ func BenchmarkMCPStartup(b *testing.B) {
 			var total time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				cmd := exec.Command(zotBin, "-p", "--no-session", "--provider", "anthropic", "--base-url", srv.URL, "--api-key", "k", "hi")
+				cmd := exec.Command(zotBin(b), "-p", "--no-session", "--provider", "anthropic", "--base-url", srv.URL, "--api-key", "k", "hi")
 				cmd.Dir = cwd
 				cmd.Env = []string{"ZOT_HOME=" + home, "HOME=" + home, "PATH=" + os.Getenv("PATH")}
 				start := time.Now()

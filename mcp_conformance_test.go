@@ -116,7 +116,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 	// suite takes seconds.
 	run := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), "client", "--command", "exec "+adapter,
 		"--suite", "all", "--timeout", "120000", "-o", filepath.Join(results, "out"))
-	run.Env = append(env, "ZOT_BIN="+zotBin, "ZOT_CONFORMANCE_BROWSER="+browser, "ZOT_CONFORMANCE_RESULTS="+results, "TMPDIR="+t.TempDir())
+	run.Env = append(env, "ZOT_BIN="+zotBin(t), "ZOT_CONFORMANCE_BROWSER="+browser, "ZOT_CONFORMANCE_RESULTS="+results, "TMPDIR="+t.TempDir())
 	if out, err := run.CombinedOutput(); ctx.Err() != nil {
 		t.Fatalf("the suite did not finish: %v\n%s", err, out)
 	}

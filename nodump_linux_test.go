@@ -26,7 +26,7 @@ func TestModelCannotReadZotsEnvironment(t *testing.T) {
 		bin := filepath.Join(t.TempDir(), "zot")
 		os.Chmod(filepath.Dir(bin), 0o755)
 		os.Chmod(filepath.Dir(filepath.Dir(bin)), 0o755)
-		copyExecutable(t, zotBin, bin)
+		copyExecutable(t, zotBin(t), bin)
 		cmd.Path = bin
 		for _, dir := range []string{z.home, z.cwd} {
 			os.Chmod(filepath.Dir(dir), 0o755)

@@ -27,7 +27,7 @@ type benchBin struct {
 }
 
 func benchBins(b *testing.B) []*benchBin {
-	bins := []*benchBin{{name: "", path: zotBin}}
+	bins := []*benchBin{{name: "", path: zotBin(b)}}
 	if ref := os.Getenv("ZOT_BENCH_REF"); ref != "" {
 		bins = append(bins, &benchBin{name: "ref-", path: ref})
 	}

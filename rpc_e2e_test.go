@@ -356,7 +356,7 @@ func TestRPCExampleClients(t *testing.T) {
 			argv := append(append([]string{}, c.argv...), "run the tool")
 			argv = append(argv, anthropicFlags(srv)...)
 			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = append(os.Environ(), "ZOT_BIN="+zotBin, "ZOT_HOME="+z.home, "ZOTCORE_RPC_TOKEN=example-token", "ANTHROPIC_API_KEY=")
+			cmd.Env = append(os.Environ(), "ZOT_BIN="+zotBin(t), "ZOT_HOME="+z.home, "ZOTCORE_RPC_TOKEN=example-token", "ANTHROPIC_API_KEY=")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {

@@ -583,7 +583,7 @@ func BenchmarkSandboxBashCall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sb.launcher = zotBin // what a bash call of zot starts
+				sb.launcher = zotBin(b) // what a bash call of zot starts
 				env.Sandbox = sb
 			}
 			defer env.Close()

@@ -108,7 +108,7 @@ func TestSessionWriteFailureEndsTheRun(t *testing.T) {
 	cmd := z.cmd(append(anthropicFlags(srv), "-p", "--no-audit", "explain")...)
 	// 16 blocks is 8 or 16 KiB, depending on the shell: room for the meta
 	// row and the prompt, not for the answer.
-	cmd.Args = append([]string{"/bin/sh", "-c", `ulimit -f 16 && exec "$0" "$@"`, zotBin}, cmd.Args[1:]...)
+	cmd.Args = append([]string{"/bin/sh", "-c", `ulimit -f 16 && exec "$0" "$@"`, zotBin(t)}, cmd.Args[1:]...)
 	cmd.Path = "/bin/sh"
 	out, err := cmd.CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "could not save the assistant's message") || !strings.Contains(string(out), "file too large") {

@@ -47,7 +47,7 @@ func startTUI(t *testing.T, z *zotRun, args ...string) *tmuxTerm {
 	for _, e := range z.env {
 		cmd.WriteString(" " + shq(e))
 	}
-	fmt.Fprintf(&cmd, " sh -c 'echo $$ > %s/pid; exec \"$0\" \"$@\"' %s", tm.dir, shq(zotBin))
+	fmt.Fprintf(&cmd, " sh -c 'echo $$ > %s/pid; exec \"$0\" \"$@\"' %s", tm.dir, shq(zotBin(t)))
 	for _, a := range args {
 		cmd.WriteString(" " + shq(a))
 	}
