@@ -86,10 +86,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	adapter := buildGo(t, src)
-	browser, err := filepath.Abs(filepath.Join("testdata", "mcp", "follow-redirects.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	browser := buildGo(t, filepath.Join(filepath.Dir(src), "browser"))
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	list := exec.Command(filepath.Join(bin, "conformance"), "list", "--client")
 	list.Env = env

@@ -29,8 +29,9 @@ if [ -z "${ZOT:-}" ]; then
 	ZOT=$tmp/zot
 	(cd "$root" && CGO_ENABLED=0 go build -o "$ZOT" .)
 fi
-export ZOT_BIN=$ZOT ZOT_CONFORMANCE_BROWSER=$root/testdata/mcp/follow-redirects.py
+export ZOT_BIN=$ZOT ZOT_CONFORMANCE_BROWSER=$tmp/browser
 (cd "$root/testdata/mcp/conformanceclient" && GOWORK=off go build -o "$tmp/conformanceclient" .)
+(cd "$root/testdata/mcp/browser" && GOWORK=off go build -o "$tmp/browser" .)
 if [ $# -gt 0 ]; then
 	printf '%s\n' "$@" >"$tmp/scenarios"
 else

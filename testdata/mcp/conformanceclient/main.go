@@ -10,7 +10,7 @@
 //
 //	ZOT_BIN                  the zot binary (default: zot on PATH)
 //	ZOT_CONFORMANCE_BROWSER  the BROWSER zot opens authorization pages
-//	                         with (testdata/mcp/follow-redirects.py)
+//	                         with (testdata/mcp/browser)
 //	ZOT_CONFORMANCE_RESULTS  a directory where zot's exit status goes, as
 //	                         <scenario, / as _>.exit: the suite's --suite
 //	                         mode keeps only its checks

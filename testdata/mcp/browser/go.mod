@@ -1,0 +1,3 @@
+module browser
+
+go 1.22
