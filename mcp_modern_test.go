@@ -444,22 +444,21 @@ func TestMCPModernAndLegacyServersInOneRun(t *testing.T) {
 		defer f.mu.Unlock()
 		return f.lists
 	}
-	srv := replayAfter(t, func() bool {
+	ready := func() bool {
 		a, _ := os.ReadFile(filepath.Join(logs, "mcp-new.log"))
 		b, _ := os.ReadFile(filepath.Join(logs, "mcp-old.log"))
 		return strings.Contains(string(a), "ready,") && strings.Contains(string(b), "ready,")
-	}, toolStep("t1", "mcp__new__greet", obj{}), toolStep("t2", "mcp__old__echo", obj{"text": "from the old one"}), textStep("both done"))
+	}
 	// The second turn begins with the stale list fetched again: its model
 	// request waits for that, and the test fails below if it never comes.
-	serve := srv.Config.Handler
-	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && len(srv.Requests()) == 1 {
+	refetched := func(r *http.Request, answered int) {
+		if r.Method == http.MethodPost && answered == 1 {
 			for deadline := time.Now().Add(20 * time.Second); lists() < 2 && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
-		serve.ServeHTTP(w, r)
-	})
+	}
+	srv := replayAfterHook(t, ready, refetched, toolStep("t1", "mcp__new__greet", obj{}), toolStep("t2", "mcp__old__echo", obj{"text": "from the old one"}), textStep("both done"))
 	p := startRPCProc(t, z, append(anthropicFlags(srv), "--no-mcp", "--mcp-config", "servers.json", "--json", "--elicitation-stdin", "use", "both")...)
 	got := p.until(isType("elicitation_request"))
 	var q struct {

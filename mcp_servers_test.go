@@ -205,6 +205,14 @@ func TestMCPRealEverythingServerOverHTTP(t *testing.T) {
 // holds: a model's first reply comes after local servers started, and the
 // test must not race them.
 func replayAfter(t *testing.T, ready func() bool, steps ...replayStep) *replayServer {
+	return replayAfterHook(t, ready, nil, steps...)
+}
+
+// replayAfterHook is replayAfter that also calls before, when given, ahead
+// of each request, with the number of requests answered before it. The
+// hook is set before the server starts: a handler changed while it serves
+// races with whatever connects meanwhile.
+func replayAfterHook(t *testing.T, ready func() bool, before func(r *http.Request, answered int), steps ...replayStep) *replayServer {
 	rs := &replayServer{steps: steps}
 	var once sync.Once
 	rs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -214,6 +222,9 @@ func replayAfter(t *testing.T, ready func() bool, steps ...replayStep) *replaySe
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+		if before != nil {
+			before(r, len(rs.Requests()))
+		}
 		rs.serve(w, r)
 	}))
 	t.Cleanup(rs.Close)
