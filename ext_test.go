@@ -206,10 +206,7 @@ func scriptedBin(t testing.TB) string {
 }
 
 // scriptedExt is a directory holding a manifest that runs scripted with
-// spec; extra fields go into the manifest. (The Python fixtures that
-// remain run with -S, which skips site-packages: they need only the
-// standard library, a developer's .pth files stay out of the tests, and
-// the interpreter starts several times faster.)
+// spec; extra fields go into the manifest.
 func scriptedExt(t testing.TB, name string, spec obj, extra ...obj) string {
 	t.Helper()
 	b, _ := json.Marshal(spec)
