@@ -64,10 +64,10 @@ func TestMain(m *testing.M) {
 	// the PATH set below and needs no zot build.
 	if os.Getenv("ZOT_TEST_CHILD") == "" {
 		zotBuild.path, zotBuild.done = filepath.Join(dir, "zot"), make(chan struct{})
-		// As README builds it: static, no libc. Even from the cache the
-		// build takes a second or two, and cold (a fresh clone) a quarter
-		// of a minute: the tests that start no zot run meanwhile.
-		build := exec.Command("go", "build", "-o", zotBuild.path, ".")
+		// As README builds it: static, no libc. Cold (a fresh clone) the
+		// build takes a quarter of a minute: the tests that start no zot
+		// run meanwhile.
+		build := goBuildCached(".", zotBuild.path)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		go func() {
 			defer close(zotBuild.done)
