@@ -109,7 +109,8 @@ type procSpec struct {
 	// background (Gone).
 	reportsEnd bool
 	// bigStdout: a stdout pipe of bigPipe bytes where the kernel allows it
-	// (growPipe; proc.bigStdout says whether it did), for a command whose
+	// (growPipe; proc.bigStdout says whether it did), and one the
+	// runtime's poller does not watch (unwatchedPipe), for a command whose
 	// output may be large: a bash call's.
 	bigStdout bool
 }
@@ -131,6 +132,9 @@ type proc struct {
 	stderr *os.File
 	// bigStdout: stdout is a pipe that holds bigPipe bytes.
 	bigStdout bool
+	// unwatched: stdout is an unwatchedPipe's; read it through
+	// stdoutReader.
+	unwatched bool
 	exited    chan struct{} // closed when the leader has exited (or reported its end); it stays unreaped until Reap
 	gone      chan struct{} // closed when the leader has been reaped
 	report    *os.File      // with reportsEnd: where the leader reports its end
@@ -150,6 +154,22 @@ type proc struct {
 	// which the watcher reaps.
 	reported     bool
 	reportedCode int
+}
+
+// deadlineReader is the read end of a pipe with a read deadline: an
+// *os.File, or an unwatched pipe's reader (stdoutReader).
+type deadlineReader interface {
+	io.ReadCloser
+	SetReadDeadline(time.Time) error
+}
+
+// stdoutReader reads the stdout pipe; its owner closes it instead of
+// p.stdout.
+func (p *proc) stdoutReader() deadlineReader {
+	if p.unwatched {
+		return newPipeReader(p.stdout)
+	}
+	return p.stdout
 }
 
 // startProc starts spec's program in a session of its own. Its errors are
@@ -190,8 +210,8 @@ func startProc(spec procSpec) (*proc, error) {
 		}
 		return nil, err
 	}
-	pipe := func(forChild bool) (child, ours *os.File, err error) {
-		r, w, err := os.Pipe()
+	pipe := func(forChild bool, open func() (r, w *os.File, err error)) (child, ours *os.File, err error) {
+		r, w, err := open()
 		if err != nil {
 			return nil, nil, fmt.Errorf("create a pipe: %w", err)
 		}
@@ -203,12 +223,16 @@ func startProc(spec procSpec) (*proc, error) {
 		return w, r, nil
 	}
 	if spec.stdin == streamPipe {
-		if cmd.Stdin, p.stdin, err = pipe(true); err != nil {
+		if cmd.Stdin, p.stdin, err = pipe(true, os.Pipe); err != nil {
 			return fail(err)
 		}
 	}
 	if spec.stdout == streamPipe {
-		if cmd.Stdout, p.stdout, err = pipe(false); err != nil {
+		open := os.Pipe
+		if spec.bigStdout {
+			open, p.unwatched = unwatchedPipe, true
+		}
+		if cmd.Stdout, p.stdout, err = pipe(false, open); err != nil {
 			return fail(err)
 		}
 		if spec.bigStdout {
@@ -216,7 +240,7 @@ func startProc(spec procSpec) (*proc, error) {
 		}
 	}
 	if spec.reportsEnd {
-		child, ours, err := pipe(false)
+		child, ours, err := pipe(false, os.Pipe)
 		if err != nil {
 			return fail(err)
 		}
@@ -224,7 +248,7 @@ func startProc(spec procSpec) (*proc, error) {
 	}
 	switch spec.stderr {
 	case streamPipe:
-		if cmd.Stderr, p.stderr, err = pipe(false); err != nil {
+		if cmd.Stderr, p.stderr, err = pipe(false, os.Pipe); err != nil {
 			return fail(err)
 		}
 	case streamStdout:

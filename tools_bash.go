@@ -110,7 +110,7 @@ func runShell(ctx context.Context, env *ToolEnv, command string, timeout time.Du
 	if err != nil {
 		return errorResult("bash: start %s in %s: %v", argv[0], env.Cwd, err)
 	}
-	pr := p.stdout
+	pr := p.stdoutReader()
 	out := newShellOutput(env.BashOutput, env.SpillLimit)
 	out.pace = p.bigStdout
 	readDone := make(chan struct{})
