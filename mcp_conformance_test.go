@@ -81,12 +81,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 	t.Parallel()
 	dir := conformanceSuite(t)
 	bin := filepath.Join(dir, "node_modules", ".bin")
-	src, err := filepath.Abs(filepath.Join("testdata", "mcp", "conformanceclient"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	adapter := buildGo(t, src)
-	browser := buildGo(t, filepath.Join(filepath.Dir(src), "browser"))
+	adapter, browser := mcpTestdataBin(t, "conformanceclient"), mcpTestdataBin(t, "browser")
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	list := exec.Command(filepath.Join(bin, "conformance"), "list", "--client")
 	list.Env = env

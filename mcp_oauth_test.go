@@ -210,11 +210,7 @@ func TestMCPOAuthEndToEndWithARealServer(t *testing.T) {
 	t.Parallel()
 	f := startOAuthFixture(t, startEverythingHTTP(t))
 	z := newZotRun(t)
-	src, err := filepath.Abs(filepath.Join("testdata", "mcp", "browser"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	browser := buildGo(t, src)
+	browser := mcpTestdataBin(t, "browser")
 	writeFile(t, filepath.Join(z.cwd, "web.json"), fmt.Sprintf(`{"mcpServers": {"web": {"type": "http", "url": %q}}}`, f.resource), 0o644)
 	web := []string{"--no-mcp", "--mcp-config", "web.json"}
 

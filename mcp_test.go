@@ -85,9 +85,13 @@ func (h *mcpHarness) settle() []MCPServerStatus {
 }
 
 // fakeServerBin is testdata/mcp/fakeserver, built.
-func fakeServerBin(t testing.TB) string {
+func fakeServerBin(t testing.TB) string { return mcpTestdataBin(t, "fakeserver") }
+
+// mcpTestdataBin is the Go program in testdata/mcp/<name>, built once a
+// run (buildGo).
+func mcpTestdataBin(t testing.TB, name string) string {
 	t.Helper()
-	src, err := filepath.Abs("testdata/mcp/fakeserver")
+	src, err := filepath.Abs(filepath.Join("testdata", "mcp", name))
 	if err != nil {
 		t.Fatal(err)
 	}
