@@ -46,6 +46,9 @@ type pipeReader struct {
 	mu       sync.Mutex
 	deadline time.Time
 	wake     int // made at the first wait; -1 before, and once closed
+	// waiting, when a test sets it, is told each time Read is about to
+	// wait: the moment to move the deadline and see the wait end.
+	waiting chan<- struct{}
 }
 
 func newPipeReader(f *os.File) deadlineReader { return &pipeReader{f: f, wake: -1} }
@@ -96,6 +99,9 @@ func (r *pipeReader) wait(fd int) error {
 		}
 		ts := syscall.NsecToTimespec(left.Nanoseconds())
 		timeout = &ts
+	}
+	if r.waiting != nil {
+		r.waiting <- struct{}{}
 	}
 	const pollIn = 0x1
 	fds := [2]struct {
