@@ -1189,13 +1189,6 @@ func (g *interceptGate) broadcast() {
 	}
 }
 
-// waiters is how many chains wait for Reload (tests wait for them).
-func (g *interceptGate) waiters() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.waiting
-}
-
 // Observe passes agent events to the extensions subscribed to them:
 // turn_start, tool_call, turn_end and assistant_message (its text as the
 // user saw it). It never blocks: each extension has a bounded queue, and one

@@ -444,3 +444,10 @@ func TestExtInterceptsWaitWhileExtensionsReload(t *testing.T) {
 		t.Error("holdsText is false after the reload")
 	}
 }
+
+// waiters is how many chains wait for Reload (tests wait for them).
+func (g *interceptGate) waiters() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,19 +311,6 @@ func encodeFrame(v any) ([]byte, error) {
 		return nil, fmt.Errorf("encode frame for extension: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// newFrameReader splits an extension's stdout into frames of at most max
-// bytes: a longer line is skipped (next reports it) and reading goes on.
-// A frame's "\r\n" ending is trimmed by readFrame.
-func newFrameReader(r io.Reader, max int) *lineReader {
-	return newLineReader(r, max, overLongSkip)
-}
-
-// readFrame is the next frame without the "\r" of a "\r\n" ending.
-func readFrame(lr *lineReader) ([]byte, error) {
-	line, err := lr.next()
-	return bytes.TrimRight(line, "\r"), err
 }
 
 // extQueue holds the frames waiting to be written to one extension, in the

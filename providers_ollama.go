@@ -128,17 +128,6 @@ func (p *ollamaProvider) buildRequest(req Request, plan localPlan) ollamaRequest
 	return out
 }
 
-// ollamaMessages converts the transcript: arguments as objects, a tool
-// result with the name of the tool that made it, images as base64 beside
-// the text (a tool's images in a user message after the results).
-func ollamaMessages(msgs []Message) []ollamaMessage {
-	var out []ollamaMessage
-	for i, m := range msgs {
-		out = append(out, ollamaMessagesOf(m, func(id string) string { return callName(msgs[:i], id) })...)
-	}
-	return out
-}
-
 // callName is the name of the tool call id among msgs, the last one of
 // that id (local models reuse ids turn after turn): a tool message names
 // the tool it answers. Its call is nearly always in the message just

@@ -1078,21 +1078,6 @@ type confirmReq struct {
 	detail chan approvalAnswer
 }
 
-// confirm is the ConfirmFunc: it shows a dialog and waits for the answer,
-// or for the prompt to be cancelled (a refusal).
-func (t *TUI) confirm(ctx context.Context, call ToolCall, asks []GateNote) (bool, string) {
-	req := &confirmReq{ctx: ctx, call: call, asks: asks, reply: make(chan bool, 1)}
-	t.post(msgConfirm{req})
-	select {
-	case ok := <-req.reply:
-		return ok, "user"
-	case <-ctx.Done():
-		return false, "user (cancelled)"
-	case <-t.ctx.Done():
-		return false, "user (zot exited)"
-	}
-}
-
 func onlyYoloAsks(asks []GateNote) bool {
 	for _, a := range asks {
 		if a.By != YoloStage.Name {

@@ -587,7 +587,7 @@ func (d *confirmDialog) typedKey(k tuiKey) bool {
 }
 
 // answerWith replies once with a whole answer; a request made outside
-// ask (the tests', an older host's) takes only yes or no.
+// ask (only the tests make one) takes only yes or no.
 func (d *confirmDialog) answerWith(a approvalAnswer) {
 	if d.sent {
 		return
