@@ -542,9 +542,9 @@ func TestProbeRefusesANonJSONAnswerAtItsFirstByte(t *testing.T) {
 }
 
 // ollamaMessages converts a whole transcript as a request does, one
-// message at a time (ollamaProvider.requestBody): arguments as objects, a tool
-// result with the name of the tool that made it, images as base64 beside
-// the text (a tool's images in a user message after the results).
+// message at a time (ollamaProvider.requestBody): arguments as objects,
+// a tool result with the name of the tool that made it, images as base64
+// beside the text (a tool's images in a user message after the results).
 func ollamaMessages(msgs []Message) []ollamaMessage {
 	var out []ollamaMessage
 	for i, m := range msgs {
