@@ -355,6 +355,18 @@ func getopt(prog string, args []shellWord, t optTable, permute bool) (opts []par
 	return opts, operands, false, ""
 }
 
+// wrapperOptions reads a wrapper's options as getopt does; ok is false
+// when nothing more is followed: an option could not be read (unfollowed,
+// saying why) or one ends the program's work (--help, --version).
+func (p *shellParser) wrapperOptions(prog string, args []shellWord, r cmdReach, permute bool) (opts []parsedOpt, operands []shellWord, ok bool) {
+	opts, operands, stopped, why := getopt(prog, args, optTables()[prog], permute)
+	if why != "" {
+		p.unfollow(why, r.raw)
+		return nil, nil, false
+	}
+	return opts, operands, !stopped
+}
+
 // optionTrouble reports why getopt failed; with no command left it is
 // trouble only when the command would come from xargs input.
 func (p *shellParser) optionTrouble(why string, rest []shellWord, r cmdReach) bool {
@@ -817,12 +829,8 @@ func (p *shellParser) runFind(args []shellWord, r cmdReach) {
 // runXargs: the command after xargs's options gets the words read from its
 // input appended (or, with -I R, put where R is).
 func (p *shellParser) runXargs(args []shellWord, r cmdReach) {
-	opts, rest, stopped, why := getopt("xargs", args, optTables()["xargs"], false)
-	if why != "" {
-		p.unfollow(why, r.raw)
-		return
-	}
-	if stopped {
+	opts, rest, ok := p.wrapperOptions("xargs", args, r, false)
+	if !ok {
 		return
 	}
 	replace := ""
@@ -865,12 +873,8 @@ func (p *shellParser) runEnv(args []shellWord, r cmdReach) {
 	}
 	var rest []shellWord
 	for {
-		opts, operands, stopped, why := getopt("env", args, optTables()["env"], false)
-		if why != "" {
-			p.unfollow(why, r.raw)
-			return
-		}
-		if stopped {
+		opts, operands, ok := p.wrapperOptions("env", args, r, false)
+		if !ok {
 			return
 		}
 		rest = operands
@@ -952,12 +956,8 @@ func envSplit(w shellWord) ([]shellWord, bool) {
 // runSudo: sudo's options, VAR=value words, then the command; -s and -i
 // hand the command to a shell.
 func (p *shellParser) runSudo(args []shellWord, r cmdReach) {
-	opts, rest, stopped, why := getopt("sudo", args, optTables()["sudo"], false)
-	if why != "" {
-		p.unfollow(why, r.raw)
-		return
-	}
-	if stopped {
+	opts, rest, ok := p.wrapperOptions("sudo", args, r, false)
+	if !ok {
 		return
 	}
 	inner := r.through("sudo")
@@ -983,7 +983,7 @@ func (p *shellParser) runSudo(args []shellWord, r cmdReach) {
 	for k, v := range r.env {
 		env[k] = v
 	}
-	rest, ok := p.envAssignments("sudo", rest, env, r)
+	rest, ok = p.envAssignments("sudo", rest, env, r)
 	if !ok {
 		return
 	}
@@ -1108,12 +1108,8 @@ func (p *shellParser) joinedScript(name string, words []shellWord, r cmdReach) {
 }
 
 func (p *shellParser) runScript(args []shellWord, r cmdReach) {
-	opts, _, stopped, why := getopt("script", args, optTables()["script"], true)
-	if why != "" {
-		p.unfollow(why, r.raw)
-		return
-	}
-	if stopped {
+	opts, _, ok := p.wrapperOptions("script", args, r, true)
+	if !ok {
 		return
 	}
 	for _, o := range opts {
@@ -1127,12 +1123,8 @@ func (p *shellParser) runScript(args []shellWord, r cmdReach) {
 
 // runFlock: flock [options] file command…, or file -c string, or fd.
 func (p *shellParser) runFlock(args []shellWord, r cmdReach) {
-	opts, rest, stopped, why := getopt("flock", args, optTables()["flock"], false)
-	if why != "" {
-		p.unfollow(why, r.raw)
-		return
-	}
-	if stopped {
+	opts, rest, ok := p.wrapperOptions("flock", args, r, false)
+	if !ok {
 		return
 	}
 	for _, o := range opts {
