@@ -53,12 +53,18 @@ type pipeReader struct {
 
 func newPipeReader(f *os.File) deadlineReader { return &pipeReader{f: f, wake: -1} }
 
+// Read returns os.ErrDeadlineExceeded once the deadline has passed, as
+// an *os.File's does, even with bytes in the pipe: a writer left in the
+// background that never lets the pipe empty cannot hold the read past it.
 func (r *pipeReader) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
 	fd := int(r.f.Fd())
 	for {
+		if r.pastDeadline() {
+			return 0, os.ErrDeadlineExceeded
+		}
 		n, err := syscall.Read(fd, b)
 		switch {
 		case err == syscall.EINTR:
@@ -77,8 +83,7 @@ func (r *pipeReader) Read(b []byte) (int, error) {
 }
 
 // wait blocks until the pipe has something to read or no writer, the
-// deadline is moved, or a signal comes; it returns os.ErrDeadlineExceeded
-// once the deadline has passed.
+// deadline passes or is moved, or a signal comes.
 func (r *pipeReader) wait(fd int) error {
 	r.mu.Lock()
 	if r.wake < 0 {
@@ -93,11 +98,7 @@ func (r *pipeReader) wait(fd int) error {
 	r.mu.Unlock()
 	var timeout *syscall.Timespec
 	if !deadline.IsZero() {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return os.ErrDeadlineExceeded
-		}
-		ts := syscall.NsecToTimespec(left.Nanoseconds())
+		ts := syscall.NsecToTimespec(max(time.Until(deadline), 0).Nanoseconds())
 		timeout = &ts
 	}
 	if r.waiting != nil {
@@ -117,6 +118,12 @@ func (r *pipeReader) wait(fd int) error {
 		syscall.Read(wake, count[:])
 	}
 	return nil
+}
+
+func (r *pipeReader) pastDeadline() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.deadline.IsZero() && !time.Now().Before(r.deadline)
 }
 
 func (r *pipeReader) SetReadDeadline(t time.Time) error {

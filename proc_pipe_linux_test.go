@@ -45,10 +45,18 @@ func TestUnwatchedPipeIsNotInThePollerAndKeepsDeadlines(t *testing.T) {
 	}
 	pr.(*pipeReader).waiting = nil // Read has returned: no one reads the field now
 
+	// A writer left in the background that keeps the pipe from emptying
+	// must not hold the read past its deadline: bytes waiting do not
+	// extend it, as they do not an *os.File's.
+	w.Write([]byte("more"))
+	if _, err := pr.Read(make([]byte, 2)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read of a pipe with bytes, after the deadline passed: %v, want os.ErrDeadlineExceeded", err)
+	}
+
 	pr.SetReadDeadline(time.Time{})
 	go func() {
 		b, err := io.ReadAll(pr)
-		if err == nil && string(b) != "hello" {
+		if err == nil && string(b) != "morehello" {
 			err = errors.New("read " + strconv.Quote(string(b)))
 		}
 		read <- err
