@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What the peak RSS of `zot -p` answering once is made of (issue 39), and
-# the same for the smallest static Go program that does what that answer
-# needs: post one request with net/http and read the event stream back.
+# What the peak RSS of `zot -p` answering once is made of (issue 39), the
+# same for the reference zot's, and for the smallest static Go program that
+# does what that answer needs: post one request with net/http and read the
+# event stream back.
 # Each process is held at its exit (strace delays its exit_group) and its
 # /proc/PID/smaps read there, where the peak is: nothing is unmapped on the
 # way. The mapped pages are split by what they are:
@@ -16,8 +17,9 @@
 # 64 KiB, fault-around), so the binary's figures count every page within
 # reach of one that ran, not only those that ran.
 #
-#   bench/rss.sh                  # zot built from this tree
-#   RUNS=5 bench/rss.sh           # the median of five runs each
+#   bench/rss.sh                  # zot built from this tree, beside
+#                                 # ../shared/anchors/zot-ref
+#   REF=/path/to/zot RUNS=5 bench/rss.sh   # another reference, 5 runs
 #
 # Needs go, python3 (the provider stands in for a server) and strace.
 set -eu
@@ -137,29 +139,38 @@ at_exit() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-report() {
-	local name=$1; shift
-	local rows=$work/rows
-	: >"$rows"
-	for _ in $(seq "$runs"); do
-		at_exit "$@" >>"$rows"
+# The programs measured, in turn, run after run: zot, the reference when
+# there is one (as bench/vs-ref.sh runs it), and net/http alone.
+zot_args=(-p --no-session --provider anthropic --base-url "$url" --api-key k hi)
+names=("zot -p (one answer)") cmds=("$work/zot ${zot_args[*]}")
+ref=${REF:-../shared/anchors/zot-ref}
+if [ -x "$ref" ]; then
+	ref=$(cd "$(dirname "$ref")" && pwd)/$(basename "$ref")
+	names+=("reference -p") cmds+=("$ref ${zot_args[*]}")
+else
+	echo "no reference binary at $ref (set REF): zot and net/http alone only" >&2
+fi
+names+=("net/http alone") cmds+=("$work/bare/bare $url")
+for _ in $(seq "$runs"); do
+	for i in "${!cmds[@]}"; do
+		# shellcheck disable=SC2086 # the words of one command line
+		at_exit ${cmds[$i]} >>"$work/rows.$i"
 	done
-	local col i
-	printf '%-26s' "$name"
-	for i in 1 2 3 4 5; do
-		col=$(cut -d' ' -f"$i" "$rows" | median)
-		printf '%10.2f' "$(echo "$col" | awk '{ print $1 / 1024 }')"
+done
+
+echo "MiB, median of $runs runs each, taken in turn; anonymous includes bss"
+printf '%-26s%10s%10s%10s%10s%10s\n' "" peak code rodata data anon
+for i in "${!cmds[@]}"; do
+	printf '%-26s' "${names[$i]}"
+	for col in 1 2 3 4 5; do
+		printf '%10.2f' "$(cut -d' ' -f"$col" "$work/rows.$i" | median | awk '{ print $1 / 1024 }')"
 	done
 	echo
-}
-
-echo "MiB, median of $runs runs each; anonymous includes bss"
-printf '%-26s%10s%10s%10s%10s%10s\n' "" peak code rodata data anon
-report "zot -p (one answer)" "$work/zot" -p --no-session --provider anthropic --base-url "$url" --api-key k hi
-report "net/http alone" "$work/bare/bare" "$url"
-for bin in "$work/zot" "$work/bare/bare"; do
-	printf '%-26s%10s' "${bin##*/} (its file's segments)" ""
-	readelf -lW "$bin" | awk '$1 == "LOAD" { print $7, $5 }' | while read -r flags size; do
+done
+for bin in "$work/zot" ${ref:+"$ref"} "$work/bare/bare"; do
+	[ -x "$bin" ] || continue
+	printf '%-26s%10s' "${bin##*/}: its file" ""
+	readelf -lW "$bin" | awk '$1 == "LOAD" { print $5 }' | while read -r size; do
 		printf '%10.2f' "$(awk -v b=$((size)) 'BEGIN { print b / 1048576 }')"
 	done
 	echo
