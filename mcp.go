@@ -162,10 +162,6 @@ func (m *MCPManager) start(ctx context.Context, reg *ToolRegistry, only string) 
 	m.reg = reg
 	m.loaded = make(chan struct{})
 	m.stopAfter = context.AfterFunc(ctx, m.cancel)
-	if len(m.cfg.Servers) == 0 && len(m.cfg.Problems) == 0 {
-		close(m.loaded) // what load would do, without a goroutine to start
-		return
-	}
 	m.wg.Add(1)
 	// Owned by the manager; ends when every server's startup has begun.
 	go func() {

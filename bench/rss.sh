@@ -28,6 +28,9 @@ runs=${RUNS:-3}
 for tool in go python3 strace; do
 	command -v "$tool" >/dev/null || { echo "bench/rss.sh needs $tool" >&2; exit 2; }
 done
+ref=${REF:-../shared/anchors/zot-ref}
+[ -x "$ref" ] || { echo "no reference binary at $ref (set REF)" >&2; exit 2; }
+ref=$(cd "$(dirname "$ref")" && pwd)/$(basename "$ref")
 work=$(mktemp -d "${TMPDIR:-/tmp}/zot-rss.XXXXXX")
 server=
 trap '[ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
@@ -70,17 +73,10 @@ func main() {
 EOF
 (cd "$work/bare" && CGO_ENABLED=0 go build -o "$work/bare/bare" .)
 
-# One answer, "hello", as Anthropic's Messages API streams it.
+# One answer, as Anthropic's Messages API streams it (a recorded stream).
 cat >"$work/server.py" <<'EOF'
-import http.server, json, sys
-def ev(name, d): return "event: %s\ndata: %s\n\n" % (name, json.dumps(d))
-body = "".join([
-    ev("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-    ev("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}}),
-    ev("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}),
-    ev("message_stop", {"type": "message_stop"})]).encode()
+import http.server, sys
+body = open(sys.argv[1], "rb").read()
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_POST(self):
@@ -96,7 +92,7 @@ print(srv.server_address[1], flush=True)
 srv.serve_forever()
 EOF
 mkfifo "$work/port"
-python3 "$work/server.py" >"$work/port" &
+python3 "$work/server.py" testdata/sse/anthropic_docs_basic.sse >"$work/port" &
 server=$!
 read -r port <"$work/port"
 url=http://127.0.0.1:$port
@@ -139,18 +135,11 @@ at_exit() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# The programs measured, in turn, run after run: zot, the reference when
-# there is one (as bench/vs-ref.sh runs it), and net/http alone.
+# The programs measured, in turn, run after run: zot, the reference (as
+# bench/vs-ref.sh runs it) and net/http alone.
 zot_args=(-p --no-session --provider anthropic --base-url "$url" --api-key k hi)
-names=("zot -p (one answer)") cmds=("$work/zot ${zot_args[*]}")
-ref=${REF:-../shared/anchors/zot-ref}
-if [ -x "$ref" ]; then
-	ref=$(cd "$(dirname "$ref")" && pwd)/$(basename "$ref")
-	names+=("reference -p") cmds+=("$ref ${zot_args[*]}")
-else
-	echo "no reference binary at $ref (set REF): zot and net/http alone only" >&2
-fi
-names+=("net/http alone") cmds+=("$work/bare/bare $url")
+names=("zot -p (one answer)" "reference -p" "net/http alone")
+cmds=("$work/zot ${zot_args[*]}" "$ref ${zot_args[*]}" "$work/bare/bare $url")
 for _ in $(seq "$runs"); do
 	for i in "${!cmds[@]}"; do
 		# shellcheck disable=SC2086 # the words of one command line
@@ -167,8 +156,7 @@ for i in "${!cmds[@]}"; do
 	done
 	echo
 done
-for bin in "$work/zot" ${ref:+"$ref"} "$work/bare/bare"; do
-	[ -x "$bin" ] || continue
+for bin in "$work/zot" "$ref" "$work/bare/bare"; do
 	printf '%-26s%10s' "${bin##*/}: its file" ""
 	readelf -lW "$bin" | awk '$1 == "LOAD" { print $5 }' | while read -r size; do
 		printf '%10.2f' "$(awk -v b=$((size)) 'BEGIN { print b / 1048576 }')"
