@@ -140,10 +140,10 @@ func (l *AuditLog) Record(rec *ToolRecord) error {
 // append writes one line whole, under the file's lock, after a repair
 // of what a crash left at its end.
 func (l *AuditLog) append(line []byte) error {
-	f, err := os.OpenFile(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openUnpolled(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(l.Path), 0o700); err == nil {
-			f, err = os.OpenFile(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+			f, err = openUnpolled(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 		}
 	}
 	if err != nil {

@@ -226,6 +226,8 @@ func startProc(spec procSpec) (*proc, error) {
 		if cmd.Stdin, p.stdin, err = pipe(true, os.Pipe); err != nil {
 			return fail(err)
 		}
+	} else if null, err := devNull(); err == nil {
+		cmd.Stdin = null // else exec.Cmd opens it
 	}
 	if spec.stdout == streamPipe {
 		open := os.Pipe
@@ -467,6 +469,9 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 // group is seen: kill(2) of a group skips zombies on macOS, so the
 // unreaped leader does not count.
 func (p *proc) signalSession(esc *escalation) (left bool) {
+	if p.nothingStartedAfter() {
+		return false
+	}
 	if p.cg != nil && !p.cgDone.Load() {
 		if left, ok := p.cg.stopSession(p.pid, esc, p.stopTarget); ok {
 			if left {
@@ -483,6 +488,24 @@ func (p *proc) signalSession(esc *escalation) (left bool) {
 		return true
 	}
 	return esc.stopFound(sessionProcs(p.pid, p.mark), p.stopTarget)
+}
+
+// nothingStartedAfter reports whether the system has given out no pid
+// since the leader's, which has exited unreaped (so its pid cannot be
+// given again): every other process of its session was started after it,
+// with a pid of its own, so there is none, in its cgroup or out of it.
+// /proc/loadavg names the last pid given in zot's PID namespace; a
+// process started anywhere on the system since, or a thread, makes it
+// another, and the session is looked for as usual. It spares the look
+// below zot (a /proc file for each of zot's threads) when a command
+// started nothing, as most do.
+func (p *proc) nothingStartedAfter() bool {
+	if p.early || !hasProc() {
+		return false
+	}
+	load, err := readProcFile("/proc/loadavg")
+	f := strings.Fields(string(load))
+	return err == nil && len(f) == 5 && f[4] == strconv.Itoa(p.pid)
 }
 
 // stopTarget is where SIGTERM goes for s: the leader's group, which got
@@ -1001,4 +1024,22 @@ func (c *lineChild) wait() { <-c.gone }
 // not answer ESRCH (a process of another user answers EPERM).
 func pidInUse(pid int) bool {
 	return syscall.Kill(pid, 0) != syscall.ESRCH
+}
+
+// devNull is /dev/null, opened once for reading: the stdin of every child
+// that is given none. exec.Cmd would open it for each start.
+var devNull = sync.OnceValues(func() (*os.File, error) {
+	return openUnpolled(os.DevNull, os.O_RDONLY, 0)
+})
+
+// openUnpolled is os.OpenFile for a file the runtime's poller cannot
+// watch (a regular file, a device like /dev/null): os.OpenFile tries to
+// register every file it opens on Linux, and undoes that, four system
+// calls more than the open.
+func openUnpolled(name string, flag int, perm uint32) (*os.File, error) {
+	fd, err := syscall.Open(name, flag|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }

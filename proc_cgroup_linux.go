@@ -283,7 +283,7 @@ func (c *procCgroup) stopSession(sid int, esc *escalation, target func(procStat)
 // it is moved out to zot's own cgroup first, frozen meanwhile so that it
 // cannot start another inside.
 func (c *procCgroup) remove() {
-	err := os.Remove(c.dir)
+	err := syscall.Rmdir(c.dir)
 	if !errors.Is(err, syscall.EBUSY) || c.freeze(true) != nil {
 		return
 	}
@@ -293,5 +293,5 @@ func (c *procCgroup) remove() {
 		c.moveOut(pid)
 	}
 	c.freeze(false)
-	os.Remove(c.dir)
+	syscall.Rmdir(c.dir)
 }
