@@ -32,7 +32,7 @@ import (
 type directRun struct {
 	argv   []string
 	path   string
-	info   os.FileInfo
+	stat   *syscall.Stat_t // of path
 	addEnv []string
 }
 
@@ -62,23 +62,23 @@ func directCommand(line, dir string, env []string) (directRun, bool) {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
-		standing, info := executable(file)
+		standing, stat := executable(file)
 		if standing != takeIt {
 			return directRun{}, false // bash says why, in its words
 		}
 		// The path as typed, as bash passes it to exec: a script's
 		// interpreter gets it as the script's name ($0).
-		run.path, run.info, run.addEnv = name, info, []string{"SHLVL=" + shlvl, "_=" + name}
+		run.path, run.stat, run.addEnv = name, stat, []string{"SHLVL=" + shlvl, "_=" + name}
 		return run, true
 	}
 	for _, entry := range strings.Split(pathList, ":") {
 		file := filepath.Join(entry, name)
-		switch standing, info := executable(file); standing {
+		switch standing, stat := executable(file); standing {
 		case takeIt:
 			if name == "echo" && file != "/usr/bin/echo" && file != "/bin/echo" {
 				return directRun{}, false // bash's own echo runs, not the first echo on $PATH
 			}
-			run.path, run.info, run.addEnv = file, info, []string{"SHLVL=" + shlvl, "_=" + file}
+			run.path, run.stat, run.addEnv = file, stat, []string{"SHLVL=" + shlvl, "_=" + file}
 			return run, true
 		case askBash:
 			return directRun{}, false
@@ -188,13 +188,20 @@ const (
 	askBash                        // executable but no regular file: bash would try it; zot leaves it to bash
 )
 
-func executable(file string) (searchStanding, os.FileInfo) {
-	st, err := os.Stat(file)
+// executable is file's standing, and its stat when zot may execute it. A
+// search of $PATH calls it for each entry, and most have no such file:
+// the plain system call there makes no FileInfo to throw away.
+func executable(file string) (searchStanding, *syscall.Stat_t) {
+	var st syscall.Stat_t
+	err := syscall.Stat(file, &st)
+	for err == syscall.EINTR {
+		err = syscall.Stat(file, &st)
+	}
 	switch {
-	case err != nil || st.IsDir() || syscall.Access(file, 1 /* X_OK */) != nil:
+	case err != nil || st.Mode&syscall.S_IFMT == syscall.S_IFDIR || syscall.Access(file, 1 /* X_OK */) != nil:
 		return passOver, nil
-	case st.Mode().IsRegular():
-		return takeIt, st
+	case st.Mode&syscall.S_IFMT == syscall.S_IFREG:
+		return takeIt, &st
 	}
 	return askBash, nil
 }
@@ -295,8 +302,7 @@ func bashLineOnlyReads(raw json.RawMessage) bool {
 	}
 	// The system's own file, as the search found it: root's, and no one
 	// else may write it.
-	sys, isUnix := run.info.Sys().(*syscall.Stat_t)
-	return isUnix && sys.Uid == 0 && run.info.Mode().Perm()&0o022 == 0
+	return run.stat.Uid == 0 && run.stat.Mode&0o022 == 0
 }
 
 // onlyReaders are programs (coreutils', diffutils', grep) that write nothing but their
