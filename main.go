@@ -36,6 +36,7 @@ func main() {
 	release := adoptOrphans(killGrace)
 	code := runZot(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	release() // what the processes zot started left running stops with zot
+	removeSpareCgroup()
 	os.Exit(code)
 }
 

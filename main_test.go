@@ -79,6 +79,7 @@ func TestMain(m *testing.M) {
 		runMoreInParallel()
 	}
 	code := m.Run()
+	removeSpareCgroup()
 	if zotBuild.done != nil {
 		<-zotBuild.done // before its directory goes
 	}

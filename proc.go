@@ -145,10 +145,13 @@ type proc struct {
 	mark     forkMark     // pids given out before it started (sessionProcs)
 	cg       *procCgroup  // its cgroup, or nil (proc_cgroup_linux.go)
 	cgDone   atomic.Bool  // nothing of its session is left in cg
-	reapOnce sync.Once
-	state    *os.ProcessState
-	waitErr  error
-	early    bool // reaped when it exited, where the system cannot wait without reaping
+	// onlyLeaderRan: nothing was started after the leader
+	// (nothingStartedAfter), so cg held no other process of zot's.
+	onlyLeaderRan atomic.Bool
+	reapOnce      sync.Once
+	state         *os.ProcessState
+	waitErr       error
+	early         bool // reaped when it exited, where the system cannot wait without reaping
 	// reported: the leader reported its end (reportsEnd) with status
 	// reportedCode; nothing of its session runs but the leader itself,
 	// which the watcher reaps.
@@ -470,6 +473,7 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 // unreaped leader does not count.
 func (p *proc) signalSession(esc *escalation) (left bool) {
 	if p.nothingStartedAfter() {
+		p.onlyLeaderRan.Store(true)
 		return false
 	}
 	if p.cg != nil && !p.cgDone.Load() {
@@ -552,7 +556,9 @@ func (p *proc) release() {
 		p.waitErr = p.cmd.Wait()
 		p.state = p.cmd.ProcessState
 	}
-	if p.cg != nil {
+	if p.cg != nil && p.onlyLeaderRan.Load() {
+		p.cg.keep()
+	} else if p.cg != nil {
 		p.cg.remove()
 	}
 	p.released = true

@@ -65,14 +65,27 @@ var cgroupBase = sync.OnceValue(func() string {
 	if err := os.Mkdir(trial, 0o755); err != nil {
 		return ""
 	}
-	_, err := os.Stat(filepath.Join(trial, "cgroup.freeze")) // Linux 5.2
-	os.Remove(trial)
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(trial, "cgroup.freeze")); err != nil { // Linux 5.2
+		syscall.Rmdir(trial)
 		return ""
 	}
 	removeStaleCgroups(dir)
+	spareCgroup.Lock()
+	spareCgroup.dir = trial // the first command's
+	spareCgroup.Unlock()
 	return dir
 })
+
+// spareCgroup is an empty cgroup kept for the next command: the kernel
+// makes a cgroup's files at mkdir and takes them down at rmdir, a tenth
+// of a millisecond of each tool call here. Only a cgroup that nothing but
+// its command's reaped leader ever ran in is kept (procCgroup.keep), and
+// never one that was frozen. removeSpareCgroup removes it when zot is
+// done; the next zot's start removes a killed one's (removeStaleCgroups).
+var spareCgroup struct {
+	sync.Mutex
+	dir string
+}
 
 // ownCgroupDir finds zot's cgroup in the v2 hierarchy: its path from
 // /proc/self/cgroup, under where the v2 hierarchy is mounted.
@@ -133,13 +146,19 @@ func newProcCgroup(attr *syscall.SysProcAttr) *procCgroup {
 	if base == "" || cgroupsOff.Load() || attr.Cloneflags&syscall.CLONE_NEWPID != 0 {
 		return nil
 	}
-	dir := filepath.Join(base, fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil // cgroup.max.descendants, say: the child goes without
+	spareCgroup.Lock()
+	dir := spareCgroup.dir
+	spareCgroup.dir = ""
+	spareCgroup.Unlock()
+	if dir == "" {
+		dir = filepath.Join(base, fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil // cgroup.max.descendants, say: the child goes without
+		}
 	}
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		os.Remove(dir)
+		(&procCgroup{dir: dir}).remove()
 		return nil
 	}
 	attr.UseCgroupFD, attr.CgroupFD = true, fd
@@ -154,10 +173,35 @@ func (c *procCgroup) started() {
 	c.fd = -1
 }
 
-// discard removes a cgroup no child started in.
+// discard gives up a cgroup no child started in.
 func (c *procCgroup) discard() {
 	c.started()
-	os.Remove(c.dir)
+	c.keep()
+}
+
+// keep keeps the cgroup as the spare, or removes it when there is one.
+// Only a cgroup that nothing but a reaped leader ran in may be kept.
+func (c *procCgroup) keep() {
+	spareCgroup.Lock()
+	if spareCgroup.dir == "" {
+		spareCgroup.dir = c.dir
+		spareCgroup.Unlock()
+		return
+	}
+	spareCgroup.Unlock()
+	c.remove()
+}
+
+// removeSpareCgroup removes the spare cgroup, when zot starts no more
+// commands.
+func removeSpareCgroup() {
+	spareCgroup.Lock()
+	dir := spareCgroup.dir
+	spareCgroup.dir = ""
+	spareCgroup.Unlock()
+	if dir != "" {
+		(&procCgroup{dir: dir}).remove()
+	}
 }
 
 func (c *procCgroup) file(name string) string { return c.dir + "/" + name }

@@ -12,6 +12,8 @@ func cgroupsFailed()                                 {}
 func (*procCgroup) started()                         {}
 func (*procCgroup) discard()                         {}
 func (*procCgroup) remove()                          {}
+func (*procCgroup) keep()                            {}
+func removeSpareCgroup()                             {}
 
 func (*procCgroup) stopSession(int, *escalation, func(procStat) int) (left, ok bool) {
 	return false, false

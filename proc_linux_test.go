@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,4 +215,31 @@ func startIdleProcesses(t *testing.T, n int) (stop func()) {
 		t.Fatalf("the idle processes did not start: %q %v", line, err)
 	}
 	return stop
+}
+
+// TestZotLeavesNoCgroupBehind: the cgroups of zot's commands, the one it
+// keeps for the next command among them, are gone once zot has exited.
+func TestZotLeavesNoCgroupBehind(t *testing.T) {
+	t.Parallel()
+	base := cgroupBase()
+	if base == "" {
+		t.Skip("no cgroup of its own for zot here: nothing to leave")
+	}
+	z := newZotRun(t)
+	var steps []replayStep
+	for i := range 3 {
+		steps = append(steps, toolStep(fmt.Sprint("t", i), "bash", obj{"command": "echo hi"}))
+	}
+	srv := startReplay(t, append(steps, replayStep{Events: anthropicEvents(gen{Text: "done"})})...)
+	cmd := z.cmd(append([]string{"-p", "--no-session"}, append(anthropicFlags(srv), "go")...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("zot: %v\n%s", err, out)
+	}
+	if reqs := srv.Requests(); len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4: the calls did not all run", len(reqs))
+	}
+	left, _ := filepath.Glob(filepath.Join(base, fmt.Sprintf("%s%d-*", cgroupPrefix, cmd.Process.Pid)))
+	if len(left) > 0 {
+		t.Errorf("zot left its cgroups behind: %v", left)
+	}
 }
