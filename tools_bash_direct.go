@@ -17,6 +17,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -98,22 +99,35 @@ var bashIs5 = sync.OnceValue(func() bool {
 		return false
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	return err == nil && versionMarkIs5(f, st.Size())
+})
+
+// versionMarkIs5 says whether the last of bash's version marks in the
+// size bytes of f names version 5. It reads from the end: the mark is in
+// the read-only data, which follows the code, four fifths into Debian's
+// bash, so reading from the start cost a millisecond of each zot that ran
+// a command.
+func versionMarkIs5(f io.ReaderAt, size int64) bool {
 	const mark = "@(#)Bash version "
-	buf := make([]byte, 64<<10)
-	kept := 0 // bytes carried over from the last read, where the mark may begin
-	for {
-		n, err := f.Read(buf[kept:])
-		chunk := buf[:kept+n]
-		if i := bytes.Index(chunk, []byte(mark)); i >= 0 && i+len(mark) < len(chunk) {
-			return chunk[i+len(mark)] == '5' && (i+len(mark)+1 == len(chunk) || chunk[i+len(mark)+1] == '.')
-		}
-		if err != nil {
+	const chunk = 64 << 10
+	// Each read overlaps the next one's start by a mark, its digit and
+	// what follows, so that a mark across the boundary is whole in one.
+	const overlap = len(mark) + 2
+	buf := make([]byte, chunk+overlap)
+	for end := size; end > 0; end -= chunk {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:min(end+int64(overlap), size)-start], start)
+		if err != nil && err != io.EOF {
 			return false
 		}
-		kept = min(len(mark)+1, len(chunk))
-		copy(buf, chunk[len(chunk)-kept:])
+		b := buf[:n]
+		if i := bytes.LastIndex(b, []byte(mark)); i >= 0 && i+len(mark) < len(b) {
+			return b[i+len(mark)] == '5' && (i+len(mark)+1 == len(b) || b[i+len(mark)+1] == '.')
+		}
 	}
-})
+	return false
+}
 
 // bashStartEnv reads what of env bash 5 would act on at its start: SHLVL
 // as the exec'd program gets it (bash adds one and takes it back before

@@ -234,3 +234,34 @@ func TestBashIs5ReadsTheBinarysVersion(t *testing.T) {
 		t.Errorf("bashIs5() = %v; bash says its major version is %s", bashIs5(), out)
 	}
 }
+
+// TestVersionMarkIs5AcrossReads: the mark is found wherever it lies
+// against versionMarkIs5's reads from the end, across their boundaries
+// too, and bash 4's and a mark-less binary's are not 5.
+func TestVersionMarkIs5AcrossReads(t *testing.T) {
+	t.Parallel()
+	const chunk = 64 << 10
+	for _, size := range []int{100, chunk - 5, chunk, chunk + 7, 3*chunk + 11} {
+		for _, at := range []int{0, 1, size/2 - 9, size - chunk - 30, size - chunk - 18, size - chunk - 10, size - chunk, size - 40, size - 19, size - 18} {
+			if at < 0 || at+18 > size {
+				continue
+			}
+			for _, version := range []string{"5.2.15(1)", "4.4.20(1)", "50.1"} {
+				text := "@(#)Bash version " + version
+				if at+len(text) > size {
+					text = text[:size-at] // cut by the end of the file
+				}
+				b := bytes.Repeat([]byte{'x'}, size)
+				copy(b[at:], text)
+				// 5, then a dot or the file's end.
+				want := len(text) > 17 && text[17] == '5' && (len(text) == 18 || text[18] == '.')
+				if got := versionMarkIs5(bytes.NewReader(b), int64(size)); got != want {
+					t.Errorf("size %d, %q at %d: %v, want %v", size, text, at, got, want)
+				}
+			}
+		}
+	}
+	if versionMarkIs5(bytes.NewReader(bytes.Repeat([]byte{'x'}, chunk*2)), chunk*2) {
+		t.Error("a binary without the mark is taken for bash 5")
+	}
+}
