@@ -423,8 +423,7 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 		return nothingLeft
 	}
 	esc := newEscalation(grace)
-	tick := time.NewTicker(stopTick)
-	defer tick.Stop()
+	var tick <-chan time.Time // made at the first wait: most stops end at the first look
 	children.Lock()
 	children.stopping[p.pid]++
 	children.Unlock()
@@ -455,10 +454,15 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 		if esc.givenUp() {
 			return esc.result
 		}
+		if tick == nil {
+			ticker := time.NewTicker(stopTick)
+			defer ticker.Stop()
+			tick = ticker.C
+		}
 		select {
 		case <-exited: // the leader's end is the usual one to wait for
 			exited = nil
-		case <-tick.C:
+		case <-tick:
 		}
 	}
 }
