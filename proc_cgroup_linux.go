@@ -158,7 +158,7 @@ func newProcCgroup(attr *syscall.SysProcAttr) *procCgroup {
 	}
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		(&procCgroup{dir: dir}).remove()
+		(&procCgroup{dir: dir, fd: -1}).remove()
 		return nil
 	}
 	attr.UseCgroupFD, attr.CgroupFD = true, fd
@@ -200,7 +200,7 @@ func removeSpareCgroup() {
 	spareCgroup.dir = ""
 	spareCgroup.Unlock()
 	if dir != "" {
-		(&procCgroup{dir: dir}).remove()
+		(&procCgroup{dir: dir, fd: -1}).remove()
 	}
 }
 
