@@ -1065,6 +1065,14 @@ func (p *extProc) call(ctx context.Context, want extFrame, timeout time.Duration
 	case msg := <-ch:
 		return msg, msg.err
 	case <-p.dead:
+		// A reply read before the end is in ch by now (the reader hands
+		// it over before it sees the end), and select picks at random
+		// when both are ready: a last reply must not be lost to it.
+		select {
+		case msg := <-ch:
+			return msg, msg.err
+		default:
+		}
 		return extMsg{}, p.deadErr()
 	case <-cctx.Done():
 		if ctx.Err() != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,28 +131,18 @@ func runTestAsNobody(t *testing.T, test string, env ...string) string {
 }
 
 // copyExecutable puts the executable from at to, for a run as another
-// user. A hard link first: a copy is written through a descriptor that a
-// parallel test's fork may inherit until its exec, and running to while
-// that child holds it open fails with "text file busy".
+// user: a hard link, or, across file systems, a copy that cp writes. A
+// copy written here would be written through a descriptor that a parallel
+// test's fork may inherit until its exec, and running to while that child
+// holds it open fails with "text file busy" (it did, under load); cp's
+// descriptor is in cp alone.
 func copyExecutable(t *testing.T, from, to string) {
 	t.Helper()
 	if os.Link(from, to) == nil {
 		return
 	}
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command("cp", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v\n%s", from, to, err, out)
 	}
 }
 
