@@ -36,7 +36,9 @@ func main() {
 	release := adoptOrphans(killGrace)
 	code := runZot(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	release() // what the processes zot started left running stops with zot
-	removeSpareCgroup()
+	if startedAny.Load() {
+		removeSpareCgroup() // else there is none, and its code stays unread
+	}
 	os.Exit(code)
 }
 
