@@ -37,7 +37,9 @@ func main() {
 	code := runZot(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	release() // what the processes zot started left running stops with zot
 	if startedAny.Load() {
-		removeSpareCgroup() // else there is none, and its code stays unread
+		// What a subcommand without a ToolEnv (ToolEnv.Close removes it
+		// too) kept; else there is none, and its code stays unread.
+		removeSpareCgroup()
 	}
 	os.Exit(code)
 }

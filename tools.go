@@ -431,6 +431,9 @@ func (e *ToolEnv) Close() error {
 	if e.Sandbox != nil {
 		errs = append(errs, e.Sandbox.Close())
 	}
+	if startedAny.Load() {
+		removeSpareCgroup() // the empty one kept for a next command; one still to come makes another
+	}
 	return errors.Join(errs...)
 }
 
