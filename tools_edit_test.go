@@ -144,6 +144,9 @@ func copyExecutable(t *testing.T, from, to string) {
 	if out, err := exec.Command("cp", from, to).CombinedOutput(); err != nil {
 		t.Fatalf("cp %s %s: %v\n%s", from, to, err, out)
 	}
+	if err := os.Chmod(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The rename of an atomic write would split a hard link (the other name
