@@ -502,13 +502,14 @@ func (p *proc) signalSession(esc *escalation) (left bool) {
 // since the leader's, which has exited unreaped (so its pid cannot be
 // given again): every other process of its session was started after it,
 // with a pid of its own, so there is none, in its cgroup or out of it.
-// /proc/loadavg names the last pid given in zot's PID namespace; a
+// /proc/loadavg names the last pid given in zot's PID namespace (the
+// kernel's own file only: lxcfs's, in a container, can be seconds old); a
 // process started anywhere on the system since, or a thread, makes it
 // another, and the session is looked for as usual. It spares the look
 // below zot (a /proc file for each of zot's threads) when a command
 // started nothing, as most do.
 func (p *proc) nothingStartedAfter() bool {
-	if p.early || !hasProc() {
+	if p.early || !kernelsLoadavg() {
 		return false
 	}
 	load, err := readProcFile("/proc/loadavg")

@@ -51,3 +51,6 @@ func growPipe(*os.File) bool { return false }
 func unwatchedPipe() (r, w *os.File, err error) { return os.Pipe() }
 
 func newPipeReader(f *os.File) deadlineReader { return f }
+
+// kernelsLoadavg: no /proc/loadavg to read here.
+func kernelsLoadavg() bool { return false }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -138,3 +139,12 @@ func runAsInit(program string, argv []string, report int) (int, error) {
 func execInPlace(program string, argv []string) error {
 	return syscall.Exec(program, argv, os.Environ())
 }
+
+// kernelsLoadavg reports whether /proc/loadavg is the kernel's, whose
+// last pid is current (proc.nothingStartedAfter), and not a file mounted
+// over it, as lxcfs does in containers with its own, cached figures.
+var kernelsLoadavg = sync.OnceValue(func() bool {
+	const procSuperMagic = 0x9fa0
+	var st syscall.Statfs_t
+	return syscall.Statfs("/proc/loadavg", &st) == nil && st.Type == procSuperMagic
+})
