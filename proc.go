@@ -148,6 +148,7 @@ type proc struct {
 	// onlyLeaderRan: nothing was started after the leader
 	// (nothingStartedAfter), so cg held no other process of zot's.
 	onlyLeaderRan atomic.Bool
+	startedAfter  atomic.Bool // something was: no need to read again
 	reapOnce      sync.Once
 	state         *os.ProcessState
 	waitErr       error
@@ -476,9 +477,12 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 // group is seen: kill(2) of a group skips zombies on macOS, so the
 // unreaped leader does not count.
 func (p *proc) signalSession(esc *escalation) (left bool) {
-	if p.nothingStartedAfter() {
-		p.onlyLeaderRan.Store(true)
-		return false
+	if !p.startedAfter.Load() {
+		if p.nothingStartedAfter() {
+			p.onlyLeaderRan.Store(true)
+			return false
+		}
+		p.startedAfter.Store(true) // for good: the next look, a tick on, need not read again
 	}
 	if p.cg != nil && !p.cgDone.Load() {
 		if left, ok := p.cg.stopSession(p.pid, esc, p.stopTarget); ok {
@@ -502,19 +506,17 @@ func (p *proc) signalSession(esc *escalation) (left bool) {
 // since the leader's, which has exited unreaped (so its pid cannot be
 // given again): every other process of its session was started after it,
 // with a pid of its own, so there is none, in its cgroup or out of it.
-// /proc/loadavg names the last pid given in zot's PID namespace (the
-// kernel's own file only: lxcfs's, in a container, can be seconds old); a
-// process started anywhere on the system since, or a thread, makes it
-// another, and the session is looked for as usual. It spares the look
-// below zot (a /proc file for each of zot's threads) when a command
-// started nothing, as most do.
+// /proc/loadavg names the last pid given in zot's PID namespace
+// (readLoadavg); a process started anywhere on the system since, or a
+// thread, makes it another, and the session is looked for as usual. It
+// spares the look below zot (a /proc file for each of zot's threads) when
+// a command started nothing, as most do.
 func (p *proc) nothingStartedAfter() bool {
-	if p.early || !kernelsLoadavg() {
+	if p.early {
 		return false
 	}
-	load, err := readProcFile("/proc/loadavg")
-	f := strings.Fields(string(load))
-	return err == nil && len(f) == 5 && f[4] == strconv.Itoa(p.pid)
+	last, _, ok := readLoadavg()
+	return ok && last == p.pid
 }
 
 // stopTarget is where SIGTERM goes for s: the leader's group, which got
@@ -561,9 +563,11 @@ func (p *proc) release() {
 		p.waitErr = p.cmd.Wait()
 		p.state = p.cmd.ProcessState
 	}
-	if p.cg != nil && p.onlyLeaderRan.Load() {
+	switch {
+	case p.cg == nil:
+	case p.onlyLeaderRan.Load():
 		p.cg.keep()
-	} else if p.cg != nil {
+	default:
 		p.cg.remove()
 	}
 	p.released = true

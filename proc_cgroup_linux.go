@@ -146,10 +146,7 @@ func newProcCgroup(attr *syscall.SysProcAttr) *procCgroup {
 	if base == "" || cgroupsOff.Load() || attr.Cloneflags&syscall.CLONE_NEWPID != 0 {
 		return nil
 	}
-	spareCgroup.Lock()
-	dir := spareCgroup.dir
-	spareCgroup.dir = ""
-	spareCgroup.Unlock()
+	dir := takeSpareCgroup()
 	if dir == "" {
 		dir = filepath.Join(base, fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -195,13 +192,18 @@ func (c *procCgroup) keep() {
 // removeSpareCgroup removes the spare cgroup, when zot starts no more
 // commands.
 func removeSpareCgroup() {
-	spareCgroup.Lock()
-	dir := spareCgroup.dir
-	spareCgroup.dir = ""
-	spareCgroup.Unlock()
-	if dir != "" {
+	if dir := takeSpareCgroup(); dir != "" {
 		(&procCgroup{dir: dir, fd: -1}).remove()
 	}
+}
+
+// takeSpareCgroup takes the spare cgroup's directory, "" when there is none.
+func takeSpareCgroup() string {
+	spareCgroup.Lock()
+	defer spareCgroup.Unlock()
+	dir := spareCgroup.dir
+	spareCgroup.dir = ""
+	return dir
 }
 
 func (c *procCgroup) file(name string) string { return c.dir + "/" + name }

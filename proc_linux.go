@@ -141,7 +141,7 @@ func execInPlace(program string, argv []string) error {
 }
 
 // kernelsLoadavg reports whether /proc/loadavg is the kernel's, whose
-// last pid is current (proc.nothingStartedAfter), and not a file mounted
+// last pid is current (readLoadavg), and not a file mounted
 // over it, as lxcfs does in containers with its own, cached figures.
 var kernelsLoadavg = sync.OnceValue(func() bool {
 	const procSuperMagic = 0x9fa0

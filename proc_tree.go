@@ -314,22 +314,36 @@ type forkMark struct {
 // readForkMark reads the mark now (/proc/loadavg, /proc/stat); it is not
 // ok where they cannot be read.
 func readForkMark() forkMark {
-	load, err := readProcFile("/proc/loadavg")
-	f := strings.Fields(string(load))
-	if err != nil || len(f) < 5 {
+	var m forkMark
+	var loadOK bool
+	if m.last, m.running, loadOK = readLoadavg(); !loadOK {
 		return forkMark{}
 	}
-	_, total, _ := strings.Cut(f[3], "/")
-	var m forkMark
-	var err1, err2, err3 error
-	m.last, err1 = strconv.Atoi(f[4])
-	m.running, err2 = strconv.Atoi(total)
 	stat, err := readProcFile("/proc/stat")
 	_, rest, found := bytes.Cut(stat, []byte("\nprocesses "))
 	line, _, _ := bytes.Cut(rest, []byte("\n"))
-	m.forks, err3 = strconv.ParseUint(string(line), 10, 64)
-	m.ok = err == nil && found && errors.Join(err1, err2, err3) == nil
+	forks, err2 := strconv.ParseUint(string(line), 10, 64)
+	m.forks, m.ok = forks, err == nil && found && err2 == nil
 	return m
+}
+
+// readLoadavg reads the last pid given in zot's PID namespace and how many
+// processes and threads there are, from /proc/loadavg. ok is false where
+// it cannot be read, or is not the kernel's own file (kernelsLoadavg):
+// lxcfs mounts one over it in some containers, with figures it caches.
+func readLoadavg() (last, running int, ok bool) {
+	if !kernelsLoadavg() {
+		return 0, 0, false
+	}
+	load, err := readProcFile("/proc/loadavg")
+	f := strings.Fields(string(load))
+	if err != nil || len(f) < 5 {
+		return 0, 0, false
+	}
+	_, total, _ := strings.Cut(f[3], "/")
+	last, err1 := strconv.Atoi(f[4])
+	running, err2 := strconv.Atoi(total)
+	return last, running, err1 == nil && err2 == nil
 }
 
 // pidMax is where pids come round again.

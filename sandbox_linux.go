@@ -924,11 +924,7 @@ func statIDs(st fs.FileInfo) (dev, ino uint64, ctime int64) {
 // that follows it through renames.
 func openDirHandle(path string) (*os.File, error) {
 	const oPath = 0x200000
-	fd, err := syscall.Open(path, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), path), nil
+	return openUnpolled(path, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 }
 
 // handlePath is where the directory of a handle is now; "" when it was
