@@ -213,11 +213,9 @@ func (f ElicitField) Check(v any) (any, error) {
 	if !ok {
 		return nil, errors.New("want text")
 	}
-	if len(f.Options) > 0 {
-		if !slices.ContainsFunc(f.Options, func(o ElicitOption) bool { return o.Value == s }) {
-			return nil, fmt.Errorf("want one of %s", f.optionList())
-		}
-		return s, nil
+	// A choice meets the length and format too: a schema may ask for both.
+	if len(f.Options) > 0 && !slices.ContainsFunc(f.Options, func(o ElicitOption) bool { return o.Value == s }) {
+		return nil, fmt.Errorf("want one of %s", f.optionList())
 	}
 	n := utf8.RuneCountInString(s)
 	switch {

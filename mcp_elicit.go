@@ -215,6 +215,10 @@ func elicitFields(raw json.RawMessage) ([]ElicitField, error) {
 		for _, r := range schema.Required {
 			f.Required = f.Required || r == name
 		}
+		// Both would have to hold, and a form offers one list of choices.
+		if len(p.Enum) > 0 && len(p.OneOf) > 0 || p.Items != nil && len(p.Items.Enum) > 0 && len(p.Items.AnyOf) > 0 {
+			return nil, fmt.Errorf("field %q: choices given twice (enum and oneOf or anyOf)", truncate(name, 40))
+		}
 		switch p.Type {
 		case "string":
 			for i, v := range p.Enum {
@@ -257,6 +261,12 @@ func elicitFields(raw json.RawMessage) ([]ElicitField, error) {
 			}
 		}
 		fields = append(fields, f)
+	}
+	// A required field the form cannot show could never be answered.
+	for _, r := range schema.Required {
+		if _, ok := schema.Properties[r]; !ok {
+			return nil, fmt.Errorf("required field %q is not among the properties", truncate(r, 40))
+		}
 	}
 	return fields, nil
 }

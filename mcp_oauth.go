@@ -1058,7 +1058,7 @@ func (tr mcpTokenResponse) token(d *mcpDiscovery, c mcpClient, scope string) (*m
 	if len(tr.ExpiresIn) > 0 && string(tr.ExpiresIn) != "null" {
 		s := strings.Trim(string(tr.ExpiresIn), `"`)
 		n, err := strconv.ParseFloat(s, 64)
-		if err != nil || n < 0 || n > 10*365*24*3600 {
+		if err != nil || !(n >= 0 && n <= 10*365*24*3600) { // NaN is neither
 			return nil, fmt.Errorf("token endpoint %s: expires_in %q is not a number of seconds", redactURL(d.meta.TokenEndpoint), truncate(s, 40))
 		}
 		t.ExpiresAt = time.Now().Add(time.Duration(n) * time.Second).Truncate(time.Second)

@@ -322,13 +322,21 @@ type sseCursor struct {
 // providers' own SDKs do. fn returning errStopSSE ends reading cleanly.
 func readSSE(r io.Reader, fn func(sseEvent) error) error { return readSSEFrom(r, nil, fn) }
 
-// readSSEFrom is readSSE keeping cur, when not nil, up to date.
+// readSSEFrom is readSSE keeping cur, when not nil, up to date. A stream
+// read with a cursor goes on where the last left off: an event without an
+// id keeps the last one. And once it has an id to resume from, an event
+// the stream did not end (no blank line after it) is dropped, as the SSE
+// standard drops it: the server sends it again after that id, and a cut
+// id: line, "1" of "10", counted would resume from the wrong place.
 func readSSEFrom(r io.Reader, cur *sseCursor, fn func(sseEvent) error) error {
 	lr := newLineReader(r, maxSSELine, overLongFail)
 	var ev sseEvent
 	var data []byte
 	hasData := false
 	var idBuf string
+	if cur != nil {
+		idBuf = cur.LastID
+	}
 	dispatch := func() error {
 		if cur != nil {
 			cur.LastID = idBuf
@@ -348,6 +356,9 @@ func readSSEFrom(r io.Reader, cur *sseCursor, fn func(sseEvent) error) error {
 			return fmt.Errorf("stream line longer than %d bytes", maxSSELine)
 		}
 		if err == io.EOF {
+			if cur != nil && idBuf != "" {
+				return nil
+			}
 			// A pending event ends with the stream; its JSON cut short
 			// means the stream was, unless its last line was whole.
 			derr := dispatch()
