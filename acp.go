@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // zot acp: zot as an Agent Client Protocol agent (protocol version 1, as
@@ -311,7 +312,7 @@ func (s *acpServer) handle(data []byte) {
 	}
 	hasID := len(m.ID) > 0
 	if hasID && !validACPID(m.ID) {
-		s.replyError(json.RawMessage("null"), acpErrorf(acpInvalidRequest, `invalid request: "id" must be a string, a number or null`))
+		s.replyError(json.RawMessage("null"), acpErrorf(acpInvalidRequest, `invalid request: "id" must be a string of UTF-8, a number or null`))
 		return
 	}
 	switch {
@@ -341,8 +342,11 @@ func (s *acpServer) handle(data []byte) {
 	}
 }
 
+// validACPID says whether id may be echoed in a response. An id that is
+// not UTF-8 may not: decoding reads it as U+FFFD, but echoed raw it would
+// make zot's line invalid JSON, which a strict client drops.
 func validACPID(id json.RawMessage) bool {
-	if len(id) == 0 {
+	if len(id) == 0 || !utf8.Valid(id) {
 		return false
 	}
 	var v any
@@ -756,8 +760,6 @@ func (s *acpServer) closeSession(raw json.RawMessage) (any, error) {
 	s.mu.Lock()
 	delete(s.sessions, ss.id)
 	s.mu.Unlock()
-	ss.cancel()
-	ss.waitIdle()
 	ss.close()
 	return struct{}{}, nil
 }

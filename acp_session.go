@@ -357,6 +357,8 @@ func (ss *acpSession) prompt(blocks []acpContent) (string, error) {
 		return "refusal", nil
 	case errors.As(err, &steps):
 		return "max_turn_requests", nil
+	case errors.Is(err, ErrEmptyPrompt):
+		return "", acpErrorf(acpInvalidParams, "%s", err.Error()) // the client's to mend
 	case err != nil:
 		return "", acpErrorf(acpInternalError, "%s", err.Error())
 	case turn.stop == StopLength:
@@ -1035,16 +1037,24 @@ func (ss *acpSession) cancel() {
 	}
 }
 
-func (ss *acpSession) waitIdle() { ss.busy.Wait() }
-
-// close frees what the session holds (its MCP servers, extensions,
-// session file); once.
+// close cancels the prompt running, waits for it to end, and frees what
+// the session holds (its MCP servers, extensions, session file); once.
+// closed is set, under mu, before the wait: a prompt that found the
+// session before it left the table then sees it closed rather than
+// starting on what is being freed.
 func (ss *acpSession) close() {
 	ss.mu.Lock()
 	done := ss.closed
 	ss.closed = true
+	if ss.running != nil {
+		ss.running()
+	}
 	ss.mu.Unlock()
-	if !done && ss.b != nil && ss.b.Close != nil {
+	if done {
+		return
+	}
+	ss.busy.Wait()
+	if ss.b != nil && ss.b.Close != nil {
 		ss.b.Close()
 	}
 }

@@ -306,6 +306,13 @@ func TestACPAnswersBadInputPerJSONRPCAndGoesOn(t *testing.T) {
 	if l := p.call("session/set_mode", map[string]any{"sessionId": session, "modeId": "yolo"}); l.Error == nil || l.Error.Code != acpInvalidParams {
 		t.Errorf("unknown mode: %s", l.Raw)
 	}
+	if l := p.call("session/prompt", map[string]any{"sessionId": session, "prompt": []any{}}); l.Error == nil || l.Error.Code != acpInvalidParams {
+		t.Errorf("an empty prompt: %s", l.Raw)
+	}
+	// Echoed, the id would make zot's line invalid JSON.
+	if e := errorOf("{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"zot/nothing\"}", "string of UTF-8"); e.Code != acpInvalidRequest {
+		t.Errorf("an id that is not UTF-8: %+v", e)
+	}
 
 	first := p.request("session/prompt", promptParams(session, "take your time"))
 	p.waitFor(0, "the first prompt's text", func(l acpLine) bool {
