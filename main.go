@@ -36,11 +36,8 @@ func main() {
 	release := adoptOrphans(killGrace)
 	code := runZot(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	release() // what the processes zot started left running stops with zot
-	if startedAny.Load() {
-		// What a subcommand without a ToolEnv (ToolEnv.Close removes it
-		// too) kept; else there is none, and its code stays unread.
-		removeSpareCgroup()
-	}
+	// What a subcommand without a ToolEnv kept (ToolEnv.Close removes it too).
+	removeSpareCgroup()
 	os.Exit(code)
 }
 

@@ -145,14 +145,13 @@ type proc struct {
 	mark     forkMark     // pids given out before it started (sessionProcs)
 	cg       *procCgroup  // its cgroup, or nil (proc_cgroup_linux.go)
 	cgDone   atomic.Bool  // nothing of its session is left in cg
-	// onlyLeaderRan: nothing was started after the leader
-	// (nothingStartedAfter), so cg held no other process of zot's.
-	onlyLeaderRan atomic.Bool
-	startedAfter  atomic.Bool // something was: no need to read again
-	reapOnce      sync.Once
-	state         *os.ProcessState
-	waitErr       error
-	early         bool // reaped when it exited, where the system cannot wait without reaping
+	// after is what nothingStartedAfter found, read once: afterNothing
+	// (cg held no other process of zot's) or afterSomething.
+	after    atomic.Int32
+	reapOnce sync.Once
+	state    *os.ProcessState
+	waitErr  error
+	early    bool // reaped when it exited, where the system cannot wait without reaping
 	// reported: the leader reported its end (reportsEnd) with status
 	// reportedCode; nothing of its session runs but the leader itself,
 	// which the watcher reaps.
@@ -477,12 +476,17 @@ func (p *proc) Stop(grace time.Duration) stopResult {
 // group is seen: kill(2) of a group skips zombies on macOS, so the
 // unreaped leader does not count.
 func (p *proc) signalSession(esc *escalation) (left bool) {
-	if !p.startedAfter.Load() {
+	// Either answer holds for good: a session found empty with its leader
+	// unreaped gains nobody, and pids given out stay given out.
+	switch p.after.Load() {
+	case afterNothing:
+		return false
+	case afterUnread:
 		if p.nothingStartedAfter() {
-			p.onlyLeaderRan.Store(true)
+			p.after.Store(afterNothing)
 			return false
 		}
-		p.startedAfter.Store(true) // for good: the next look, a tick on, need not read again
+		p.after.Store(afterSomething)
 	}
 	if p.cg != nil && !p.cgDone.Load() {
 		if left, ok := p.cg.stopSession(p.pid, esc, p.stopTarget); ok {
@@ -518,6 +522,13 @@ func (p *proc) nothingStartedAfter() bool {
 	last, _, ok := readLoadavg()
 	return ok && last == p.pid
 }
+
+// What proc.after holds.
+const (
+	afterUnread int32 = iota
+	afterNothing
+	afterSomething
+)
 
 // stopTarget is where SIGTERM goes for s: the leader's group, which got
 // it while the leader ran, or s alone, which left the group.
@@ -565,7 +576,7 @@ func (p *proc) release() {
 	}
 	switch {
 	case p.cg == nil:
-	case p.onlyLeaderRan.Load():
+	case p.after.Load() == afterNothing:
 		p.cg.keep()
 	default:
 		p.cg.remove()

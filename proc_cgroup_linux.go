@@ -190,8 +190,11 @@ func (c *procCgroup) keep() {
 }
 
 // removeSpareCgroup removes the spare cgroup, when zot starts no more
-// commands.
+// commands. There is none before a process was started.
 func removeSpareCgroup() {
+	if !startedAny.Load() {
+		return
+	}
 	if dir := takeSpareCgroup(); dir != "" {
 		(&procCgroup{dir: dir, fd: -1}).remove()
 	}

@@ -431,9 +431,7 @@ func (e *ToolEnv) Close() error {
 	if e.Sandbox != nil {
 		errs = append(errs, e.Sandbox.Close())
 	}
-	if startedAny.Load() {
-		removeSpareCgroup() // the empty one kept for a next command; one still to come makes another
-	}
+	removeSpareCgroup() // the empty one kept for a next command; one still to come makes another
 	return errors.Join(errs...)
 }
 
