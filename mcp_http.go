@@ -218,6 +218,21 @@ func (t *httpTransport) listen(ctx context.Context) {
 	}
 }
 
+// mcpRepeatable are the messages whose POST Go's transport sends once more
+// when the connection it went on, kept from an earlier request, breaks
+// before any answer: the server closed it as zot picked it up. Sending one
+// of these twice does nothing the first did not (a second initialize
+// leaves the first session unused, to expire). A tools/call may act on the
+// world, and the answer to a server's request may be its user's consent:
+// neither goes twice, and such a break is their caller's error.
+var mcpRepeatable = map[string]bool{
+	"initialize":                true,
+	"notifications/initialized": true,
+	"tools/list":                true,
+	"server/discover":           true,
+	"notifications/cancelled":   true,
+}
+
 // mirror sets the headers 2026-07-28 asks of a POST: Mcp-Method, Mcp-Name
 // for tools/call, and the Mcp-Param-* of the tool's x-mcp-header
 // arguments, each value encoded as mcpHeaderValue says.

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -245,5 +248,83 @@ func TestMCPHTTPErrorsNameTheServerNotTheSecret(t *testing.T) {
 	}
 	if said := strings.Join(h.said(), "\n"); strings.Contains(said, "very-secret") {
 		t.Errorf("the secret leaked: %s", said)
+	}
+}
+
+// keptConnBreaker serves an MCP server's POSTs, but for each method in
+// breaks, the first POST that comes on a connection kept from an earlier
+// request gets no answer: its connection is closed. That is a server
+// closing an idle connection just as the client sends on it, made certain.
+type keptConnBreaker struct {
+	next   http.Handler
+	breaks map[string]bool
+
+	mu       sync.Mutex
+	broken   map[string]int
+	received map[string]int // the broken included
+}
+
+// servedOnConn counts the requests a connection has carried.
+type servedOnConn struct{}
+
+func (b *keptConnBreaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	kept := r.Context().Value(servedOnConn{}).(*atomic.Int32).Add(1) > 1
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m fakeHTTPMsg
+		json.Unmarshal(body, &m)
+		b.mu.Lock()
+		b.received[m.Method]++
+		breakIt := kept && b.breaks[m.Method] && b.broken[m.Method] == 0
+		if breakIt {
+			b.broken[m.Method]++
+		}
+		b.mu.Unlock()
+		if breakIt {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+	}
+	b.next.ServeHTTP(w, r)
+}
+
+// TestMCPHTTPBrokenKeptConnectionRepeatsOnlyTheSafe: a tools/list whose
+// kept connection breaks goes once more, on another, and the server's
+// tools arrive; a tools/call does not (it may have acted): its caller gets
+// the error, and the server has seen it once. Not parallel: the entry's
+// header expands $ZOT_TEST_HTTP_TOKEN, which it sets.
+func TestMCPHTTPBrokenKeptConnectionRepeatsOnlyTheSafe(t *testing.T) {
+	t.Setenv("ZOT_TEST_HTTP_TOKEN", "x")
+	b := &keptConnBreaker{
+		next:   &fakeHTTPMCP{sessions: map[string]bool{}, roots: make(chan json.RawMessage, 1)},
+		breaks: map[string]bool{"tools/list": true, "tools/call": true},
+		broken: map[string]int{}, received: map[string]int{},
+	}
+	srv := httptest.NewUnstartedServer(b)
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, servedOnConn{}, new(atomic.Int32))
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	h := newMCPHarness(t, map[string]string{"web": httpEntry(srv.URL)})
+	echo := h.tool("mcp__web__echo")
+	r := mcpRun(t, echo, `{}`)
+	if !r.IsError || !strings.Contains(textOf(r), "EOF") {
+		t.Errorf("a tools/call whose connection broke = %q, want its error", textOf(r))
+	}
+	if r := mcpRun(t, echo, `{}`); r.IsError || textOf(r) != "echo {}" {
+		t.Errorf("the next tools/call = %q", textOf(r))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.broken["tools/list"] != 1 || b.received["tools/list"] != 2 {
+		t.Errorf("tools/list: %d broken, %d received; want the one broken sent once more", b.broken["tools/list"], b.received["tools/list"])
+	}
+	if b.broken["tools/call"] != 1 || b.received["tools/call"] != 2 {
+		t.Errorf("tools/call: %d broken, %d received; want the broken one never repeated, the next one answered", b.broken["tools/call"], b.received["tools/call"])
 	}
 }

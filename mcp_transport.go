@@ -840,8 +840,9 @@ func newHTTPTransport(url, rawURL string, headers map[string]string, conn *mcpCo
 
 // mcpIdleConnTimeout is how long an idle connection may wait for its next
 // request. Servers close theirs (Node after 5 s), and a POST on one they
-// are closing fails rather than goes again (it may not be idempotent):
-// this is shorter, so zot never picks up such a connection.
+// are closing fails unless it is one of mcpRepeatable: this is shorter, so
+// zot seldom picks up such a connection. Seldom, not never: the server's
+// clock starts when it has written its answer, zot's when it has read it.
 const mcpIdleConnTimeout = 3 * time.Second
 
 // mcpHTTPTransport is Go's default transport with mcpIdleConnTimeout.
@@ -950,7 +951,12 @@ func (t *httpTransport) send(ctx context.Context, out mcpOut) error {
 	// returns: it ends with ctx or with the transport.
 	rctx, cancel := context.WithCancel(t.ctx)
 	stop := context.AfterFunc(ctx, cancel)
-	resp, sid, err := t.do(rctx, http.MethodPost, out.body, func(req *http.Request) { t.mirror(req, out) })
+	resp, sid, err := t.do(rctx, http.MethodPost, out.body, func(req *http.Request) {
+		t.mirror(req, out)
+		if mcpRepeatable[out.method] {
+			req.Header["Idempotency-Key"] = nil // idempotent to Go's transport, and not sent
+		}
+	})
 	if err != nil {
 		stop()
 		cancel()
