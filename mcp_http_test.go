@@ -312,19 +312,33 @@ func TestMCPHTTPBrokenKeptConnectionRepeatsOnlyTheSafe(t *testing.T) {
 	t.Cleanup(srv.Close)
 	h := newMCPHarness(t, map[string]string{"web": httpEntry(srv.URL)})
 	echo := h.tool("mcp__web__echo")
-	r := mcpRun(t, echo, `{}`)
-	if !r.IsError || !strings.Contains(textOf(r), "EOF") {
-		t.Errorf("a tools/call whose connection broke = %q, want its error", textOf(r))
-	}
-	if r := mcpRun(t, echo, `{}`); r.IsError || textOf(r) != "echo {}" {
-		t.Errorf("the next tools/call = %q", textOf(r))
-	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.broken["tools/list"] != 1 || b.received["tools/list"] != 2 {
 		t.Errorf("tools/list: %d broken, %d received; want the one broken sent once more", b.broken["tools/list"], b.received["tools/list"])
 	}
-	if b.broken["tools/call"] != 1 || b.received["tools/call"] != 2 {
-		t.Errorf("tools/call: %d broken, %d received; want the broken one never repeated, the next one answered", b.broken["tools/call"], b.received["tools/call"])
+	b.mu.Unlock()
+	// The first call may come on a fresh connection, if the kept one idled
+	// out while the tool was awaited; the one after it comes on a kept one.
+	calls, broke := 0, false
+	for !broke && calls < 3 {
+		r := mcpRun(t, echo, `{}`)
+		calls++
+		b.mu.Lock()
+		broke = b.broken["tools/call"] == 1
+		b.mu.Unlock()
+		if broke && (!r.IsError || !strings.Contains(textOf(r), "EOF")) {
+			t.Errorf("a tools/call whose connection broke = %q, want its error", textOf(r))
+		}
+		if !broke && (r.IsError || textOf(r) != "echo {}") {
+			t.Errorf("tools/call = %q", textOf(r))
+		}
+	}
+	if r := mcpRun(t, echo, `{}`); r.IsError || textOf(r) != "echo {}" {
+		t.Errorf("the call after the broken one = %q", textOf(r))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !broke || b.received["tools/call"] != calls+1 {
+		t.Errorf("tools/call: broken %v, %d received of %d sent; want the broken one never repeated", broke, b.received["tools/call"], calls+1)
 	}
 }
