@@ -4,7 +4,6 @@ package main
 
 import (
 	"errors"
-	"os"
 	"syscall"
 )
 
@@ -37,20 +36,3 @@ func waitUnreaped(pid int) bool {
 		return true
 	}
 }
-
-// setSubreaper: macOS has no subreaper; an orphan is adopted by launchd.
-func setSubreaper() error { return errors.ErrUnsupported }
-
-// exitedChild: there is no subreaper here, so no orphan to reap.
-func exitedChild() int { return 0 }
-
-func growPipe(*os.File) bool { return false }
-
-// unwatchedPipe is os.Pipe here, watched by the poller, and its reader
-// the file itself (proc_pipe_linux.go says why Linux's is not watched).
-func unwatchedPipe() (r, w *os.File, err error) { return os.Pipe() }
-
-func newPipeReader(f *os.File) deadlineReader { return f }
-
-// kernelsLoadavg: no /proc/loadavg to read here.
-func kernelsLoadavg() bool { return false }

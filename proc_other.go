@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux
 
 package main
 
@@ -7,12 +7,8 @@ import (
 	"os"
 )
 
-// waitUnreaped cannot wait for an exit without reaping here, so the
-// watcher reaps the leader as it exits, and a group is signalled after its
-// leader was reaped: an id reused in that moment could be signalled.
-func waitUnreaped(pid int) bool { return false }
-
-// setSubreaper: no subreaper is used here; an orphan is adopted by init.
+// setSubreaper: only Linux has a subreaper; an orphan is adopted by init
+// (launchd on macOS).
 func setSubreaper() error { return errors.ErrUnsupported }
 
 // exitedChild: there is no subreaper here, so no orphan to reap.
