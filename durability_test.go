@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,14 +29,21 @@ func smallDisk(t *testing.T, z *zotRun, dir string, room int64) string {
 		out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir).CombinedOutput()
 		if err == nil {
 			t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-			var st syscall.Statfs_t
-			if err := syscall.Statfs(dir, &st); err != nil {
+			// Filled to the last byte, then given back room: the room
+			// statfs would say, without statfs's fields, which differ on
+			// each system.
+			filler, err := os.OpenFile(filepath.Join(dir, "filler"), os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
 				t.Fatal(err)
 			}
-			fill := int64(st.Bavail)*int64(st.Bsize) - room
-			if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, fill), 0o600); err != nil {
+			n, err := filler.Write(make([]byte, 128<<10)) // twice what it holds
+			if !errors.Is(err, syscall.ENOSPC) || n < int(room) {
+				t.Fatalf("filling the tmpfs: %d bytes, %v; want it full beyond %d", n, err, room)
+			}
+			if err := filler.Truncate(int64(n) - room); err != nil {
 				t.Fatal(err)
 			}
+			filler.Close()
 			return "a 64 KiB tmpfs"
 		}
 		t.Logf("mount tmpfs: %v: %s; trying a file-size limit", err, out)
