@@ -36,6 +36,7 @@ func smallDisk(t *testing.T, z *zotRun, dir string, room int64) string {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer filler.Close()
 			n, err := filler.Write(make([]byte, 128<<10)) // twice what it holds
 			if !errors.Is(err, syscall.ENOSPC) || n < int(room) {
 				t.Fatalf("filling the tmpfs: %d bytes, %v; want it full beyond %d", n, err, room)
@@ -43,7 +44,6 @@ func smallDisk(t *testing.T, z *zotRun, dir string, room int64) string {
 			if err := filler.Truncate(int64(n) - room); err != nil {
 				t.Fatal(err)
 			}
-			filler.Close()
 			return "a 64 KiB tmpfs"
 		}
 		t.Logf("mount tmpfs: %v: %s; trying a file-size limit", err, out)
