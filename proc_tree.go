@@ -314,17 +314,15 @@ type forkMark struct {
 // readForkMark reads the mark now (/proc/loadavg, /proc/stat); it is not
 // ok where they cannot be read.
 func readForkMark() forkMark {
-	var m forkMark
-	var loadOK bool
-	if m.last, m.running, loadOK = readLoadavg(); !loadOK {
+	last, running, ok := readLoadavg()
+	if !ok {
 		return forkMark{}
 	}
 	stat, err := readProcFile("/proc/stat")
 	_, rest, found := bytes.Cut(stat, []byte("\nprocesses "))
 	line, _, _ := bytes.Cut(rest, []byte("\n"))
 	forks, err2 := strconv.ParseUint(string(line), 10, 64)
-	m.forks, m.ok = forks, err == nil && found && err2 == nil
-	return m
+	return forkMark{last: last, running: running, forks: forks, ok: err == nil && found && err2 == nil}
 }
 
 // readLoadavg reads the last pid given in zot's PID namespace and how many
