@@ -264,4 +264,14 @@ func TestVersionMarkIs5AcrossReads(t *testing.T) {
 	if versionMarkIs5(bytes.NewReader(bytes.Repeat([]byte{'x'}, chunk*2)), chunk*2) {
 		t.Error("a binary without the mark is taken for bash 5")
 	}
+	// Two marks in one read: the last one counts.
+	for _, c := range []struct {
+		first, last string
+		want        bool
+	}{{"4.4.20(1)", "5.2.15(1)", true}, {"5.2.15(1)", "4.4.20(1)", false}} {
+		b := []byte("xx@(#)Bash version " + c.first + "xx@(#)Bash version " + c.last + "xx")
+		if got := versionMarkIs5(bytes.NewReader(b), int64(len(b))); got != c.want {
+			t.Errorf("marks %s then %s: %v, want %v", c.first, c.last, got, c.want)
+		}
+	}
 }
