@@ -326,8 +326,10 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error { return readSSEFrom(r,
 // read with a cursor goes on where the last left off: an event without an
 // id keeps the last one. And once it has an id to resume from, an event
 // the stream did not end (no blank line after it) is dropped, as the SSE
-// standard drops it: the server sends it again after that id, and a cut
-// id: line, "1" of "10", counted would resume from the wrong place.
+// standard drops it, and so is a last line it did not end, which the
+// standard does not count as a line: the server sends the event again
+// after that id, and a cut id: line counted would resume from the wrong
+// place ("1" of "10") or from none ("id" of "id: 10").
 func readSSEFrom(r io.Reader, cur *sseCursor, fn func(sseEvent) error) error {
 	lr := newLineReader(r, maxSSELine, overLongFail)
 	var ev sseEvent
@@ -370,6 +372,9 @@ func readSSEFrom(r io.Reader, cur *sseCursor, fn func(sseEvent) error) error {
 		}
 		if err != nil {
 			return err
+		}
+		if !lr.terminated && cur != nil && idBuf != "" {
+			return nil
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) == 0 {
