@@ -353,7 +353,7 @@ func acpReplyID(line []byte) (string, bool) {
 	if _, isCall := m["method"]; isCall || !ok {
 		return "", false
 	}
-	return compactACPJSON(id), true
+	return compactJSON(id), true
 }
 
 // acpPacedInput hands Serve its input a line at a time (see FuzzACPInput).
@@ -469,7 +469,7 @@ func classifyACPLine(line []byte) (c acpInputLine) {
 			return acpInputLine{} // cannot happen: the line is valid JSON
 		}
 		if strings.EqualFold(key, "id") && acpFuzzValidID(v) {
-			c.mayGet = append(c.mayGet, compactACPJSON(v))
+			c.mayGet = append(c.mayGet, compactJSON(v))
 		}
 		idOrMethod = idOrMethod || strings.EqualFold(key, "id") || strings.EqualFold(key, "method")
 		if _, twice := fields[key]; twice {
@@ -491,7 +491,7 @@ func classifyACPLine(line []byte) (c acpInputLine) {
 	// An id that is not UTF-8 cannot be echoed in JSON: a null one may
 	// answer it.
 	if acpFuzzValidID(id) && utf8.Valid(id) && json.Unmarshal(fields["method"], &method) == nil && method != "" {
-		return acpInputLine{owes: true, id: compactACPJSON(id), method: method}
+		return acpInputLine{owes: true, id: compactJSON(id), method: method}
 	}
 	var e *acpError
 	errorRaw, hasError := fields["error"]
@@ -513,14 +513,6 @@ func acpFuzzValidID(raw json.RawMessage) bool {
 		return true
 	}
 	return false
-}
-
-func compactACPJSON(raw []byte) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
 }
 
 // acpExpected is what the whole input entitles the client to.
@@ -659,7 +651,7 @@ func checkACPOutputLine(line []byte, schema *acpSchema, asked map[string][]strin
 	// shared its id, any one's will do. A result to no request the
 	// input plainly made the count checks.
 	var err error
-	for _, method := range asked[compactACPJSON(l.ID)] {
+	for _, method := range asked[compactJSON(l.ID)] {
 		if err = schema.checkMessage(l, method); err == nil {
 			return nil
 		}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 	"unicode/utf8"
 )
@@ -845,7 +846,7 @@ func FuzzMCPStreamResumption(f *testing.F) {
 					end = io.ErrUnexpectedEOF
 				}
 				cut := (int(src.next())<<8 | int(src.next())) % (len(stream) + 1)
-				body = &fuzzCutReader{r: bytes.NewReader(stream[:cut]), end: end}
+				body = io.MultiReader(bytes.NewReader(stream[:cut]), iotest.ErrReader(end))
 			}
 			done, _ = tr.readStream(body, 1, &cur)
 			if d := retryDelay(&cur); d < mcpMinRetry || d > mcpMaxRetry {
@@ -992,19 +993,4 @@ func fuzzWire(events []fuzzEvent) string {
 		b.Write(e.wire)
 	}
 	return b.String()
-}
-
-// fuzzCutReader is a stream cut short: its bytes, then end (io.EOF for a
-// stream that ended cleanly, another error for a dropped connection).
-type fuzzCutReader struct {
-	r   *bytes.Reader
-	end error
-}
-
-func (c *fuzzCutReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if err == io.EOF {
-		err = c.end
-	}
-	return n, err
 }
