@@ -326,7 +326,7 @@ func TestMCPHTTPBrokenKeptConnectionRepeatsOnlyTheSafe(t *testing.T) {
 		b.mu.Lock()
 		broke = b.broken["tools/call"] == 1
 		b.mu.Unlock()
-		if broke && (!r.IsError || !strings.Contains(textOf(r), "EOF")) {
+		if broke && (!r.IsError || !strings.Contains(textOf(r), "closed the connection without an answer; not sent again")) {
 			t.Errorf("a tools/call whose connection broke = %q, want its error", textOf(r))
 		}
 		if !broke && (r.IsError || textOf(r) != "echo {}") {

@@ -963,6 +963,15 @@ func (t *httpTransport) send(ctx context.Context, out mcpOut) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// Go says only "EOF"; what the caller needs is whether the
+			// server may have acted (mcpRepeatable).
+			why := "the server closed the connection without an answer"
+			if !mcpRepeatable[out.method] {
+				why += "; not sent again, since the server may have acted on it"
+			}
+			return fmt.Errorf("POST %s: %s", t.rawURL, why)
+		}
 		return fmt.Errorf("POST %s: %w", t.rawURL, scrubURLError(err))
 	}
 	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sid == "" && !t.isStateless() {
