@@ -501,8 +501,9 @@ func classifyACPLine(line []byte) (c acpInputLine) {
 	return c
 }
 
-// acpFuzzValidID is a JSON-RPC id as validACPID takes one: a string, a
-// number encoding/json can hold, or null.
+// acpFuzzValidID is a JSON-RPC id: a string, a number encoding/json can
+// hold, or null. validACPID also wants it UTF-8, which classifyACPLine
+// checks apart: an id zot cannot echo is owed an error with a null id.
 func acpFuzzValidID(raw json.RawMessage) bool {
 	var v any
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
