@@ -467,6 +467,7 @@ type replyReader struct {
 	native      bool            // the server sent reasoning of its own
 	opened      bool            // the text opened <think>
 	lone        bool            // the text's reasoning ended in a lone </think>
+	loneShown   int             // how much of shown came before that </think>: reasoning, read whole
 	harmony     bool            // what is held is harmony messages
 	hKind       byte            // what a harmony body is: 'r' reasoning, 't' answer
 	hNewText    bool            // a harmony answer message began and showed nothing yet
@@ -617,7 +618,7 @@ func (r *replyReader) advance() {
 			r.pos = at
 			if think {
 				r.pos += len("</think>")
-				r.lone, r.state = true, rsAfterThink
+				r.lone, r.loneShown, r.state = true, r.shown.Len(), rsAfterThink
 			} else {
 				r.hold()
 			}
@@ -776,7 +777,13 @@ func (r *replyReader) finish(reply *Reply) replyParts {
 			r.showThinking(rest)
 		}
 	}
-	if rest, ok := strings.CutPrefix(strings.TrimLeft(parts.text, space), strings.TrimLeft(r.shown.String(), space)); ok && rest != "" {
+	// What the stream showed before a lone </think> the whole text reads
+	// as reasoning, which is not the answer's beginning.
+	shown := r.shown.String()
+	if r.lone && parts.lone {
+		shown = shown[r.loneShown:]
+	}
+	if rest, ok := strings.CutPrefix(strings.TrimLeft(parts.text, space), strings.TrimLeft(shown, space)); ok && rest != "" {
 		r.on(StreamEvent{Type: "text", Delta: rest})
 	}
 	var blocks []Block

@@ -433,6 +433,24 @@ func TestALoneThinkEndIsLearned(t *testing.T) {
 	}
 }
 
+// A reply that stops inside what looks like a call shows it as text,
+// also after a lone </think>: the stream showed the reasoning before it
+// as text, the answer read whole begins after it, and what was held must
+// still be shown, whether it came in one piece or a byte at a time.
+func TestTextHeldAfterALoneThinkEndIsShown(t *testing.T) {
+	t.Parallel()
+	plan := replyPlan{formats: allTextFormats, known: func(string) bool { return true }}
+	unfinished := `<tool_call>{"name": "read", "arguments": {"path": "` + strings.Repeat("a", 100)
+	for name, pieces := range map[string][]string{
+		"whole":       {"Two and two.</think>" + unfinished},
+		"byte a time": strings.SplitAfter("Two and two.</think>"+unfinished, ""),
+	} {
+		if got := streamThrough(plan, pieces); got.text != "Two and two."+unfinished || got.calls != "" {
+			t.Errorf("%s: showed %+v", name, got)
+		}
+	}
+}
+
 // A reply that ends in a call written as text becomes a real call on a
 // server that does not parse the model's format, streamed like a native
 // one; an unknown model's text stays text unless models.json says to read
