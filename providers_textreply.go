@@ -715,27 +715,36 @@ func (r *replyReader) stillACall(s string) bool {
 	if r.harmony || r.plan.formats == 0 {
 		return true // a harmony message to a tool is read at the end
 	}
-	p := callScanner{s: held, allow: r.plan.formats, types: r.plan.types}
+	none, marker := heldIsNoCall(held, r.plan)
+	if none && marker != "" {
+		r.skipTo = r.held + len(marker)
+	}
+	return !none
+}
+
+// heldIsNoCall says whether text held from a call's marker on (or from a
+// bare JSON object) plainly is no call, however it goes on, and the
+// marker it began with ("" for JSON). What may still become a call is
+// held on: one judged none too early would be shown as text and read as
+// a call at the end.
+func heldIsNoCall(held string, plan replyPlan) (none bool, marker string) {
+	p := callScanner{s: held, allow: plan.formats, types: plan.types}
 	if strings.HasPrefix(held, "{") {
 		if _, ok := p.json(); !ok && p.st == scanIncomplete {
-			return true
+			return false, ""
 		}
-		return p.st == scanOK
+		return p.st != scanOK, ""
 	}
 	for i := range envelopes {
 		e := &envelopes[i]
 		for _, m := range e.markers {
-			if e.formats&r.plan.formats != 0 && strings.HasPrefix(held, m) {
+			if e.formats&plan.formats != 0 && strings.HasPrefix(held, m) {
 				e.parse(&p)
-				if p.st == scanInvalid {
-					r.skipTo = r.held + len(m)
-					return false
-				}
-				return true
+				return p.st == scanInvalid, m
 			}
 		}
 	}
-	return true
+	return false, ""
 }
 
 // holdBack is how many bytes at the end of s may be the start of one of

@@ -723,7 +723,10 @@ func parseKimi(p *callScanner) {
 			switch r := p.rest(); {
 			case r == "" && !p.ended:
 				p.fail(scanIncomplete)
-			case r != "" && !strings.HasPrefix(r, kimiCall) && !strings.HasPrefix(r, kimiSectionEnd):
+			case r == "", strings.HasPrefix(r, kimiCall), strings.HasPrefix(r, kimiSectionEnd):
+			case !p.ended && (strings.HasPrefix(kimiCall, r) || strings.HasPrefix(kimiSectionEnd, r)):
+				p.fail(scanIncomplete) // the next marker, not whole yet
+			default:
 				p.fail(scanInvalid)
 			}
 		}

@@ -109,6 +109,32 @@ func TestTextToolCallFormatsOfTheParsersTests(t *testing.T) {
 	}
 }
 
+// A stream holds a call back from its marker on until it plainly is none:
+// no beginning of a call of the parsers' cases may be judged none, or the
+// stream would show the call as text and the reply then run it.
+func TestNoBeginningOfACallIsJudgedNone(t *testing.T) {
+	t.Parallel()
+	cases := loadTextCases(t)
+	specs := cases.specs()
+	for _, c := range cases.Cases {
+		plan := planFor(c, specs)
+		if len(plan.read(c.Text, false, true, true).calls) == 0 {
+			continue
+		}
+		at := firstCallMarker(c.Text, 0, plan.formats)
+		if at < 0 {
+			at = strings.IndexByte(c.Text, '{') // a bare JSON call
+		}
+		held := c.Text[at:]
+		for n := 1; n <= len(held); n++ {
+			if none, _ := heldIsNoCall(held[:n], plan); none {
+				t.Errorf("%s: its first %d bytes from the call on are judged no call: %q", c.Name, n, held[:n])
+				break
+			}
+		}
+	}
+}
+
 // The forms zot read before the parsers' cases: the Llama tag, and the
 // hermes envelope's details.
 func TestTextToolCallFormats(t *testing.T) {
@@ -360,11 +386,19 @@ func FuzzParseTextToolCalls(f *testing.F) {
 		if whole.text != bytewise.text || whole.thinking != bytewise.thinking || whole.calls != bytewise.calls {
 			t.Fatalf("whole: %+v\nrune by rune: %+v", whole, bytewise)
 		}
+		// With no call read, the answer shown is the answer kept.
+		if whole.calls == "" && whole.answer != whole.kept {
+			t.Fatalf("shown %q, kept %q", whole.answer, whole.kept)
+		}
 	})
 }
 
-// streamed sums up what a replyReader showed of a reply and read from it.
-type streamedReply struct{ text, thinking, calls string }
+// streamed sums up what a replyReader showed of a reply and read from it:
+// answer is the text shown less the reasoning it began with when the
+// reply, read whole, ends its reasoning in a lone </think> (what came
+// before that is shown as text: the stream cannot know it for reasoning
+// until then); kept is the answer the reply keeps. White space aside.
+type streamedReply struct{ text, thinking, calls, answer, kept string }
 
 func streamThrough(plan replyPlan, pieces []string) streamedReply {
 	var s streamedReply
@@ -387,6 +421,14 @@ func streamThrough(plan replyPlan, pieces []string) streamedReply {
 		r.event(StreamEvent{Type: "text", Delta: p})
 	}
 	reply := Reply{Content: []Block{TextBlock(raw)}, Stop: StopEndTurn}
-	r.finish(&reply)
+	parts := r.finish(&reply)
+	s.answer, s.kept = strings.TrimSpace(s.text), strings.TrimSpace(parts.text)
+	if parts.lone {
+		n := 0
+		for n < len(s.answer) && n < len(parts.thinking) && s.answer[n] == parts.thinking[n] {
+			n++
+		}
+		s.answer = strings.TrimSpace(s.answer[n:])
+	}
 	return s
 }
