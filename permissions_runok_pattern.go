@@ -291,6 +291,9 @@ func parseRunokPattern(s string, defs rpDefs, wrapper bool) ([]*runokPattern, er
 		}
 		// "npx prettier"|prettier: npx, then prettier as a positional word.
 		ws := globWords(g)
+		if len(ws) == 0 {
+			return nil, errors.New("the command is only white space")
+		}
 		rest := []rpTok{}
 		for _, w := range ws[1:] {
 			rest = append(rest, rpTok{kind: rpLit, alts: []rpGlob{w}})

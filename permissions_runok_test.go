@@ -863,6 +863,32 @@ func TestRunokPathologicalPatternStopsAndAsks(t *testing.T) {
 	}
 }
 
+// FuzzRunokFile: the attacker is a cloned repository, which writes its
+// runok.yml whole. No file panics zot, trusted or not, and every line
+// gets one of the three decisions.
+func FuzzRunokFile(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"rules:\n  - allow: 'git *'\n  - deny: 'git push -f|--force *'\ndefaults:\n  action: ask\n", "git push --force origin"},
+		{"definitions:\n  paths:\n    secrets: [~/.ssh, ./.env]\nrules:\n  - deny: 'cat <path:secrets>'\n", "cat .env"},
+		{"definitions:\n  wrappers:\n    - 'sudo <opts> <cmd>'\n  vars:\n    env:\n      values: [prod, dev]\nrules:\n  - allow: 'deploy <var:env>'\n", "sudo -u x deploy prod"},
+		{"definitions:\n  flag_groups:\n    force: {aliases: [-f, --force]}\n  aliases:\n    g: [git, 'git-x']\nrules:\n  - ask: '<g> <flag:force> *'\n", "git -f x"},
+		{"extends: [./other.yml, 'github:a/b@v1']\nrules:\n  - allow: \"'npx prettier'|prettier *\"\n    when: 'env.CI == \"1\"'\n", "npx prettier --write ."},
+		{"rules:\n  - deny: \"' '\"\n", "ls"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, file, line string) {
+		for _, trusted := range []bool{false, true} {
+			rules, cwd := runokLayout(t, trusted, map[string]string{"home/proj/runok.yml": file})
+			switch r := decide(t, rules, cwd, line); r.Decision {
+			case DecisionAllow, DecisionAsk, DecisionDeny:
+			default:
+				t.Fatalf("%q: decision %q", line, r.Decision)
+			}
+		}
+	})
+}
+
 // FuzzRunokPattern: no pattern and no command line panics or runs away;
 // matching ends within runok's step limit.
 func FuzzRunokPattern(f *testing.F) {
@@ -926,6 +952,22 @@ rules:
 	}
 	if strings.Count(p, "never:") != 4 {
 		t.Errorf("want exactly the four:\n%s", p)
+	}
+}
+
+// The attacker is a cloned repository whose runok.yml names a command of
+// only white space: its deny rules load before the project is trusted.
+// zot reports the rule and asks for what the rules would allow, and goes
+// on; it crashed instead (found by FuzzRunokPattern).
+func TestRunokWhiteSpaceCommandIsReported(t *testing.T) {
+	t.Parallel()
+	rules, cwd := runokLayout(t, false, map[string]string{"home/proj/runok.yml": "rules:\n  - deny: \"' '\"\n  - deny: \"x|'  '\"\n"})
+	p := problemsText(rules)
+	if strings.Count(p, "the command is only white space; until it is fixed, what these rules would allow is asked") != 2 {
+		t.Errorf("problems:\n%s", p)
+	}
+	if r := decide(t, rules, cwd, "ls"); r.Decision != DecisionAsk {
+		t.Errorf("ls: %s", r.Decision)
 	}
 }
 
