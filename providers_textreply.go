@@ -787,10 +787,14 @@ func (r *replyReader) finish(reply *Reply) replyParts {
 		}
 	}
 	// What the stream showed before a lone </think> the whole text reads
-	// as reasoning, which is not the answer's beginning.
+	// as reasoning, which is not the answer's beginning: all it showed,
+	// when that </think> came in what it held.
 	shown := r.shown.String()
-	if r.lone && parts.lone {
+	switch {
+	case parts.lone && r.lone:
 		shown = shown[r.loneShown:]
+	case parts.lone:
+		shown = ""
 	}
 	if rest, ok := strings.CutPrefix(strings.TrimLeft(parts.text, space), strings.TrimLeft(shown, space)); ok && rest != "" {
 		r.on(StreamEvent{Type: "text", Delta: rest})
