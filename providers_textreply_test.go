@@ -433,20 +433,23 @@ func TestALoneThinkEndIsLearned(t *testing.T) {
 	}
 }
 
-// A reply that stops inside what looks like a call shows it as text,
-// also after a lone </think>: the stream showed the reasoning before it
-// as text, the answer read whole begins after it, and what was held must
-// still be shown, whether it came in one piece or a byte at a time.
-func TestTextHeldAfterALoneThinkEndIsShown(t *testing.T) {
+// What a stream held as a possible call is shown when it turns out to be
+// none, also around a lone </think>: the stream showed the reasoning
+// before it as text, the answer read whole begins after it. Whether the
+// </think> came before the held text or inside it, in one piece or a
+// byte at a time, the answer is shown after the reasoning.
+func TestTextHeldAroundALoneThinkEndIsShown(t *testing.T) {
 	t.Parallel()
 	plan := replyPlan{formats: allTextFormats, known: func(string) bool { return true }}
 	unfinished := `<tool_call>{"name": "read", "arguments": {"path": "` + strings.Repeat("a", 100)
-	for name, pieces := range map[string][]string{
-		"whole":       {"Two and two.</think>" + unfinished},
-		"byte a time": strings.SplitAfter("Two and two.</think>"+unfinished, ""),
+	for _, c := range []struct{ text, shown string }{
+		{"Two and two.</think>" + unfinished, "Two and two." + unfinished},
+		{"Two and <tool_call> two.</think>Four.", "Two and Four."},
 	} {
-		if got := streamThrough(plan, pieces); got.text != "Two and two."+unfinished || got.calls != "" {
-			t.Errorf("%s: showed %+v", name, got)
+		for how, pieces := range map[string][]string{"whole": {c.text}, "byte a time": strings.SplitAfter(c.text, "")} {
+			if got := streamThrough(plan, pieces); got.text != c.shown || got.calls != "" {
+				t.Errorf("%q, %s: showed %+v", c.text, how, got)
+			}
 		}
 	}
 }

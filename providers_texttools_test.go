@@ -423,12 +423,8 @@ func streamThrough(plan replyPlan, pieces []string) streamedReply {
 	reply := Reply{Content: []Block{TextBlock(raw)}, Stop: StopEndTurn}
 	parts := r.finish(&reply)
 	s.answer, s.kept = strings.TrimSpace(s.text), strings.TrimSpace(parts.text)
-	if parts.lone {
-		n := 0
-		for n < len(s.answer) && n < len(parts.thinking) && s.answer[n] == parts.thinking[n] {
-			n++
-		}
-		s.answer = strings.TrimSpace(s.answer[n:])
+	if before, ok := strings.CutSuffix(s.answer, s.kept); ok && parts.lone && strings.HasPrefix(parts.thinking, strings.TrimSpace(before)) {
+		s.answer = s.kept
 	}
 	return s
 }
