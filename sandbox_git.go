@@ -331,7 +331,10 @@ func indexGitlinks(data []byte, hashLen int) ([]string, error) {
 		flags := binary.BigEndian.Uint16(data[pos+40+hashLen : pos+fixed])
 		pos += fixed
 		if flags&0x4000 != 0 && version >= 3 {
-			pos += 2
+			pos += 2 // extended flags
+			if pos > len(data) {
+				return out, bad
+			}
 		}
 		var name []byte
 		if version == 4 {

@@ -57,7 +57,10 @@ func TestIndexGitlinksReadsEveryVersion(t *testing.T) {
 			t.Errorf("version %s: %v %v", v, links, err)
 		}
 	}
-	for _, bad := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x09\x00\x00\x00\x01"), []byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x05xxxx")} {
+	// A sandboxed command writes the index the guard reads after it: an
+	// entry whose extended flags would lie past the end crashed zot.
+	cut := []byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01" + strings.Repeat("0", 60) + "\x40\x00")
+	for _, bad := range [][]byte{nil, []byte("DIRC"), []byte("DIRC\x00\x00\x00\x09\x00\x00\x00\x01"), []byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x05xxxx"), cut} {
 		if _, err := indexGitlinks(bad, 20); err == nil {
 			t.Errorf("%q read as an index", bad)
 		}
