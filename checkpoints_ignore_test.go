@@ -120,3 +120,17 @@ func TestIgnoreReadsTheRepositoryAboveTheProject(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIgnoreFile: the attacker is a repository, which writes the ignore
+// files checkpoints read. No file panics, and matching a path ends.
+func FuzzIgnoreFile(f *testing.F) {
+	for _, s := range []string{"*.log\n!keep.log\nbuild/\n/root-only\n**/deep/**\n\\#x\n", "a/**/b\n[a-z]*.tmp\n\\!x \\ \n", "**\n!**/\n*[\n"} {
+		f.Add(s, "src/deep/x.log")
+	}
+	f.Fuzz(func(t *testing.T, text, rel string) {
+		rules := parseIgnore(text, "/repo", "")
+		for _, isDir := range []bool{false, true} {
+			rules.match(rel, filepath.Base(rel), isDir)
+		}
+	})
+}

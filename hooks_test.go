@@ -811,3 +811,24 @@ func TestHooksPermissionModeFollowsTheMode(t *testing.T) {
 		t.Errorf("permission_mode %v, want %v", got, want)
 	}
 }
+
+// FuzzHookGroup: the attacker is a repository, which writes the hooks of
+// its .claude/settings.json. No group panics; every hook kept runs a
+// command or posts to a URL, not both.
+func FuzzHookGroup(f *testing.F) {
+	for _, s := range []string{
+		`{"matcher":"Bash|Edit","hooks":[{"type":"command","command":"./check.sh","timeout":5}]}`,
+		`{"matcher":"*","hooks":[{"type":"prompt","prompt":"x"},{"type":"command"}]}`,
+		`{"hooks":null}`, `[]`, `{"matcher":"(","hooks":[{"type":"command","command":"x","timeout":-1}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		g, _ := parseHookGroup(raw, "settings.json")
+		for _, h := range g.handlers {
+			if (h.Command == "") == (h.URL == "") {
+				t.Fatalf("kept a hook with a command and a URL, or neither: %+v", h)
+			}
+		}
+	})
+}

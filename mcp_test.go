@@ -832,3 +832,23 @@ func TestMCPTornWriteRestartsTheServer(t *testing.T) {
 		return !r.IsError && strings.Contains(textOf(r), "after")
 	})
 }
+
+// FuzzMCPConfigEntry: the attacker is a repository, which writes the
+// entries of its .mcp.json. No entry panics; one accepted runs a command
+// or reaches a URL, as its type says.
+func FuzzMCPConfigEntry(f *testing.F) {
+	for _, s := range []string{
+		`{"command":"npx","args":["-y","@x/server","${HOME}/a"],"env":{"K":"${K:-d}"}}`,
+		`{"type":"http","url":"https://h.example/mcp","headers":{"Authorization":"Bearer ${TOKEN}"},"oauth":{"clientId":"c","scopes":["a"]}}`,
+		`{"type":"sse","url":"http://127.0.0.1:1/sse","timeout":5}`,
+		`{"command":"","args":[1]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := parseMCPEntry("s", raw, map[string]string{"HOME": "/h"})
+		if err == nil && (c.Type == "stdio") == (c.Command == "") {
+			t.Fatalf("accepted %+v", c)
+		}
+	})
+}
