@@ -479,24 +479,11 @@ func TestClaudeAcceptEditsNeverCoversGuardedPaths(t *testing.T) {
 }
 
 // FuzzClaudeSettingsFile: the attacker is a cloned repository, which
-// writes .claude/settings.json whole. No file panics zot, trusted or
-// not, and every line gets one of the three decisions.
+// writes .claude/settings.json whole (fuzzRulesFile says what holds).
 func FuzzClaudeSettingsFile(f *testing.F) {
-	for _, seed := range [][2]string{
+	fuzzRulesFile(f, "home/proj/sub/.claude/settings.json", [][2]string{
 		{`{"permissions":{"allow":["Bash(npm run test:*)","Read(./src/**)"],"deny":["Bash(curl:*)","Read(./.env)"],"ask":["Bash(git push:*)"],"defaultMode":"acceptEdits"}}`, "npm run test -- x"},
 		{`{"permissions":{"deny":["Bash(rm -rf *)","Bash(","WebFetch(domain:example.com)","Edit(//etc/**)"],"additionalDirectories":["../x"]}}`, "rm -rf /"},
 		{`{"permissions":{"allow":["Bash"],"deny":[1,null,""]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"x"}]}]}}`, "ls | wc -l"},
-	} {
-		f.Add(seed[0], seed[1])
-	}
-	f.Fuzz(func(t *testing.T, file, line string) {
-		for _, trusted := range []bool{false, true} {
-			rules, cwd := runokLayout(t, trusted, map[string]string{"home/proj/sub/.claude/settings.json": file})
-			switch r := decide(t, rules, cwd, line); r.Decision {
-			case DecisionAllow, DecisionAsk, DecisionDeny:
-			default:
-				t.Fatalf("%q: decision %q", line, r.Decision)
-			}
-		}
 	})
 }

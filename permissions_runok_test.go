@@ -864,22 +864,29 @@ func TestRunokPathologicalPatternStopsAndAsks(t *testing.T) {
 }
 
 // FuzzRunokFile: the attacker is a cloned repository, which writes its
-// runok.yml whole. No file panics zot, trusted or not, and every line
-// gets one of the three decisions.
+// runok.yml whole.
 func FuzzRunokFile(f *testing.F) {
-	for _, seed := range [][2]string{
+	fuzzRulesFile(f, "home/proj/runok.yml", [][2]string{
 		{"rules:\n  - allow: 'git *'\n  - deny: 'git push -f|--force *'\ndefaults:\n  action: ask\n", "git push --force origin"},
 		{"definitions:\n  paths:\n    secrets: [~/.ssh, ./.env]\nrules:\n  - deny: 'cat <path:secrets>'\n", "cat .env"},
 		{"definitions:\n  wrappers:\n    - 'sudo <opts> <cmd>'\n  vars:\n    env:\n      values: [prod, dev]\nrules:\n  - allow: 'deploy <var:env>'\n", "sudo -u x deploy prod"},
 		{"definitions:\n  flag_groups:\n    force: {aliases: [-f, --force]}\n  aliases:\n    g: [git, 'git-x']\nrules:\n  - ask: '<g> <flag:force> *'\n", "git -f x"},
 		{"extends: [./other.yml, 'github:a/b@v1']\nrules:\n  - allow: \"'npx prettier'|prettier *\"\n    when: 'env.CI == \"1\"'\n", "npx prettier --write ."},
 		{"rules:\n  - deny: \"' '\"\n", "ls"},
-	} {
+	})
+}
+
+// fuzzRulesFile fuzzes one rules file a repository writes, at name
+// (relative to runokLayout's directory), from seeds of a file and a
+// command line: loaded trusted and not, no file panics, and every line
+// gets one of the three decisions.
+func fuzzRulesFile(f *testing.F, name string, seeds [][2]string) {
+	for _, seed := range seeds {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, file, line string) {
 		for _, trusted := range []bool{false, true} {
-			rules, cwd := runokLayout(t, trusted, map[string]string{"home/proj/runok.yml": file})
+			rules, cwd := runokLayout(t, trusted, map[string]string{name: file})
 			switch r := decide(t, rules, cwd, line); r.Decision {
 			case DecisionAllow, DecisionAsk, DecisionDeny:
 			default:
