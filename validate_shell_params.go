@@ -78,7 +78,7 @@ func (p *shellParser) skipSingleQuoted(escapes bool) {
 	for p.pos++; p.pos < len(p.src); p.pos++ {
 		switch p.src[p.pos] {
 		case '\\':
-			if escapes {
+			if escapes && p.pos+1 < len(p.src) {
 				p.pos++
 			}
 		case '\'':

@@ -277,6 +277,19 @@ func TestShellQuoteIsReadBackAsOneWord(t *testing.T) {
 	}
 }
 
+// The attacker is the model, which writes the line: one that ends inside
+// an ANSI-C quote inside a ${…}, on its escaping backslash, crashed the
+// gate (found by FuzzSplitCommandLine). It is reported unfollowed, which
+// the gate asks about.
+func TestLinesEndingOnAnEscapeInsideAParameterAreUnfollowed(t *testing.T) {
+	t.Parallel()
+	for _, line := range []string{"${$'\\", "echo ${x:-$'\\", "\"${x#$'\\"} {
+		if len(SplitCommandLine(line, testShell("/work")).Unfollowed) == 0 {
+			t.Errorf("%q reported complete", line)
+		}
+	}
+}
+
 func FuzzSplitCommandLine(f *testing.F) {
 	for _, tc := range splitterCases {
 		f.Add(tc.line)
