@@ -20,7 +20,7 @@ import (
 var (
 	reviewRow      = regexp.MustCompile("^\\| \\d+ \\| `([^`]+)` \\| `([^`]+)` \\| (\\d+) \\|")
 	reviewTotal    = regexp.MustCompile(`^\| \| \| \*\*total\*\* \| \*\*(\d+)\*\* \|`)
-	reviewTest     = regexp.MustCompile("^- `(Test\\w+)` \\(`([^`]+_test\\.go)`\\)")
+	reviewTest     = regexp.MustCompile("^- `((?:Test|Fuzz)\\w+)` \\(`([^`]+_test\\.go)`\\)")
 	reviewOverview = regexp.MustCompile(`^\| \[([^\]]+)\]\(#[^)]*\) \| (\d+) \|`)
 	reviewAll      = regexp.MustCompile(`^\| \*\*all\*\* \| \*\*(\d+)\*\* \|`)
 )
