@@ -730,10 +730,8 @@ func (r *replyReader) stillACall(s string) bool {
 func heldIsNoCall(held string, plan replyPlan) (none bool, marker string) {
 	p := callScanner{s: held, allow: plan.formats, types: plan.types}
 	if strings.HasPrefix(held, "{") {
-		if _, ok := p.json(); !ok && p.st == scanIncomplete {
-			return false, ""
-		}
-		return p.st != scanOK, ""
+		p.json()
+		return p.st == scanInvalid, ""
 	}
 	for i := range envelopes {
 		e := &envelopes[i]
