@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -172,48 +175,22 @@ const mcpLoginWait = 5 * time.Minute
 func (o *mcpOAuth) browserCode(ctx context.Context, l net.Listener, authURL, state, issuer string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, mcpLoginWait)
 	defer cancel()
-	type result struct {
-		code string
-		err  error
-	}
-	got := make(chan result, 1)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if r.URL.Path != "/callback" || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
-			http.Error(w, "zot: not the answer to this login", http.StatusBadRequest)
-			return
-		}
-		res := result{code: q.Get("code")}
-		switch {
-		case q.Get("error") != "":
-			res.err = fmt.Errorf("the authorization server refused: %s", truncate(sanitize(strings.TrimSpace(q.Get("error")+" "+q.Get("error_description"))), 300))
-		case q.Get("iss") != "" && strings.TrimSuffix(q.Get("iss"), "/") != strings.TrimSuffix(issuer, "/"):
-			// RFC 9207: an answer from another authorization server.
-			res.err = fmt.Errorf("the callback came from issuer %q, not %q", truncate(q.Get("iss"), 200), truncate(issuer, 200))
-		case res.code == "":
-			res.err = errors.New("the callback has no code")
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if res.err != nil {
-			fmt.Fprintf(w, "<!doctype html><title>zot</title><p>zot could not log in to %s: %s</p>", html.EscapeString(o.server), html.EscapeString(res.err.Error()))
-		} else {
-			fmt.Fprintf(w, "<!doctype html><title>zot</title><p>zot is authorized for MCP server %s. You can close this tab.</p>", html.EscapeString(o.server))
+	got := make(chan loginCallback, 1)
+	stopServing := serveCallback(l, func(method, target string) (int, string) {
+		res, ours := readLoginCallback(method, target, state, issuer)
+		if !ours {
+			return http.StatusBadRequest, "<!doctype html><title>zot</title><p>zot: not the answer to this login</p>"
 		}
 		select {
 		case got <- res:
 		default:
 		}
-	})}
-	served := make(chan struct{})
-	// Owned by browserCode; ends at srv.Close below.
-	go func() {
-		defer close(served)
-		srv.Serve(l)
-	}()
-	defer func() {
-		srv.Close()
-		<-served
-	}()
+		if res.err != nil {
+			return http.StatusOK, fmt.Sprintf("<!doctype html><title>zot</title><p>zot could not log in to %s: %s</p>", html.EscapeString(o.server), html.EscapeString(res.err.Error()))
+		}
+		return http.StatusOK, fmt.Sprintf("<!doctype html><title>zot</title><p>zot is authorized for MCP server %s. You can close this tab.</p>", html.EscapeString(o.server))
+	})
+	defer stopServing()
 	o.login.Show(o.server, authURL)
 	stop := openBrowser(authURL, o.log)
 	defer stop()
@@ -223,6 +200,140 @@ func (o *mcpOAuth) browserCode(ctx context.Context, l net.Listener, authURL, sta
 	case <-ctx.Done():
 		return "", fmt.Errorf("no login in the browser (%v): run `zot mcp login %s` to try again", ctx.Err(), o.server)
 	}
+}
+
+// loginCallback is what the authorization server sent back through the
+// browser: the code, or why there is none.
+type loginCallback struct {
+	code string
+	err  error
+}
+
+// readLoginCallback reads one request to the callback listener. It is
+// ours when it is a GET of /callback carrying the state zot sent; any
+// other request, from whatever else can reach the port, is not.
+func readLoginCallback(method, target, state, issuer string) (res loginCallback, ours bool) {
+	u, err := url.ParseRequestURI(target)
+	if method != http.MethodGet || err != nil || u.Path != "/callback" {
+		return res, false
+	}
+	q := u.Query()
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+		return res, false
+	}
+	res.code = q.Get("code")
+	switch {
+	case q.Get("error") != "":
+		res.err = fmt.Errorf("the authorization server refused: %s", truncate(sanitize(strings.TrimSpace(q.Get("error")+" "+q.Get("error_description"))), 300))
+	case q.Get("iss") != "" && strings.TrimSuffix(q.Get("iss"), "/") != strings.TrimSuffix(issuer, "/"):
+		// RFC 9207: an answer from another authorization server.
+		res.err = fmt.Errorf("the callback came from issuer %q, not %q", truncate(q.Get("iss"), 200), truncate(issuer, 200))
+	case res.code == "":
+		res.err = errors.New("the callback has no code")
+	}
+	return res, true
+}
+
+// The callback listener's limits on one request: its head (request line
+// and headers) must arrive whole within callbackReadTimeout and
+// callbackHeadLimit bytes, or the connection is closed unanswered.
+const (
+	callbackReadTimeout = 10 * time.Second
+	callbackHeadLimit   = 64 << 10
+)
+
+// serveCallback answers the requests that reach l, one per connection
+// and each connection on its own, so that a client that connects and says
+// nothing (a browser's speculative connection, or a local process) does
+// not hold up the browser's request. answer gets the request line's
+// method and target and returns the status and the HTML page to send.
+// stop closes l and every connection and returns when nothing started here
+// is left.
+//
+// zot answers HTTP itself here rather than with net/http's server: the
+// callback needs one GET, and net/http's server (with its HTTP/2 half)
+// is 140 KB of code mapped into every run of zot, where it raised the
+// memory of a one-answer `zot -p` by half a MiB, for a path walked once a
+// login; it is also less for an attacker on the loopback to reach.
+func serveCallback(l net.Listener, answer func(method, target string) (status int, page string)) (stop func()) {
+	var (
+		mu      sync.Mutex
+		conns   = map[net.Conn]bool{}
+		stopped bool
+		running sync.WaitGroup
+	)
+	running.Add(1)
+	// Owned by serveCallback's caller: ends when stop closes l.
+	go func() {
+		defer running.Done()
+		for {
+			c, err := l.Accept()
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if err != nil {
+				// Out of descriptors, say: net/http waits and goes on too.
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			conns[c] = true
+			running.Add(1)
+			mu.Unlock()
+			go func() {
+				defer running.Done()
+				answerCallbackRequest(c, answer)
+				mu.Lock()
+				delete(conns, c)
+				mu.Unlock()
+				c.Close()
+			}()
+		}
+	}()
+	return func() {
+		mu.Lock()
+		stopped = true
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		l.Close()
+		running.Wait()
+	}
+}
+
+// answerCallbackRequest reads one request's head from c and writes the
+// answer, closing the connection after it.
+func answerCallbackRequest(c net.Conn, answer func(method, target string) (int, string)) {
+	c.SetDeadline(time.Now().Add(callbackReadTimeout))
+	head := bufio.NewReader(io.LimitReader(c, callbackHeadLimit))
+	requestLine, err := head.ReadString('\n')
+	if err != nil {
+		return
+	}
+	for {
+		// The headers say nothing the callback needs: read to the blank
+		// line that ends them, so the answer follows the whole request.
+		line, err := head.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if line == "\r\n" || line == "\n" {
+			break
+		}
+	}
+	status, page := http.StatusBadRequest, "<!doctype html><title>zot</title><p>zot: not an HTTP/1 request</p>"
+	method, rest, _ := strings.Cut(strings.TrimRight(requestLine, "\r\n"), " ")
+	if target, version, ok := strings.Cut(rest, " "); ok && strings.HasPrefix(version, "HTTP/1.") {
+		status, page = answer(method, target)
+	}
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(page), page)
 }
 
 // openBrowser opens u with $BROWSER when it is set (its first entry;
