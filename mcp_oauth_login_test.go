@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // While zot waits for a login, anything on the machine can reach the
@@ -182,4 +183,71 @@ func TestLoginCallbackBareLineFeeds(t *testing.T) {
 	if res.StatusCode != 200 || string(body) != "GET /callback" {
 		t.Errorf("got %d %q", res.StatusCode, body)
 	}
+}
+
+// scriptedConn is a connection whose peer sent in and then closed its
+// side: what the callback writes back is kept in out.
+type scriptedConn struct {
+	net.Conn
+	in  *strings.Reader
+	out strings.Builder
+}
+
+func (c *scriptedConn) Read(p []byte) (int, error)  { return c.in.Read(p) }
+func (c *scriptedConn) Write(p []byte) (int, error) { return c.out.Write(p) }
+func (c *scriptedConn) SetDeadline(time.Time) error { return nil }
+func (c *scriptedConn) Close() error                { return nil }
+func (c *scriptedConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
+func (c *scriptedConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
+
+// Whatever a local process sends to the callback port: zot answers at
+// most once, with a well-formed response, and only a request carrying the
+// state is taken for the login's answer.
+func FuzzLoginCallbackRequest(f *testing.F) {
+	for _, seed := range []string{
+		"GET /callback?state=s3cret&code=c HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		"GET /callback?state=wrong&code=c HTTP/1.1\r\n\r\n",
+		"GET http://127.0.0.1:1/callback?state=s3cret&code=c HTTP/1.0\n\n",
+		"GET /callback?state=s3cret&error=access_denied HTTP/1.1\r\n\r\n",
+		"POST /callback HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+		"GET /callback?state=s3cret",
+		"\x16\x03\x01\x00\xa5\x01\x00\r\n\r\n",
+		"",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c := &scriptedConn{in: strings.NewReader(raw)}
+		answers := 0
+		taken := false
+		answerCallbackRequest(c, func(method, target string) (int, string) {
+			answers++
+			res, ours := readLoginCallback(method, target, "s3cret", "https://as.example")
+			if !ours {
+				return http.StatusBadRequest, "not ours"
+			}
+			taken = true
+			if res.err == nil && res.code == "" {
+				t.Errorf("taken without a code or an error: %q", raw)
+			}
+			return http.StatusOK, "ours"
+		})
+		if answers > 1 {
+			t.Fatalf("answered %d times: %q", answers, raw)
+		}
+		if taken && !strings.Contains(raw, "state=s3cret") {
+			t.Errorf("taken without the state: %q", raw)
+		}
+		if c.out.Len() == 0 {
+			return
+		}
+		res, err := http.ReadResponse(bufio.NewReader(strings.NewReader(c.out.String())), nil)
+		if err != nil {
+			t.Fatalf("the answer to %q is not HTTP: %v\n%s", raw, err, c.out.String())
+		}
+		body, err := io.ReadAll(res.Body)
+		if err != nil || int64(len(body)) != res.ContentLength || (res.StatusCode == 200) != taken {
+			t.Errorf("the answer to %q: %d, %q (%v)", raw, res.StatusCode, body, err)
+		}
+	})
 }
