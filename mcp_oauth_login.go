@@ -252,7 +252,7 @@ const (
 //
 // zot answers HTTP itself here rather than with net/http's server: the
 // callback needs one GET, and net/http's server (with its HTTP/2 half)
-// is 140 KB of code mapped into every run of zot, where it raised the
+// is 150 KB of code mapped into every run of zot, where it raised the
 // memory of a one-answer `zot -p` by half a MiB, for a path walked once a
 // login; it is also less for an attacker on the loopback to reach.
 func serveCallback(l net.Listener, answer func(method, target string) (status int, page string)) (stop func()) {
