@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"debug/elf"
+	"debug/gosym"
 	"io"
 	"net"
 	"net/http"
@@ -250,4 +252,45 @@ func FuzzLoginCallbackRequest(f *testing.F) {
 			t.Errorf("the answer to %q: %d, %q (%v)", raw, res.StatusCode, body, err)
 		}
 	})
+}
+
+// zot answers the login callback itself so that net/http's server is not
+// linked (docs/choices.md, "The -p peak"): it lay among the client code
+// every answer runs and raised `zot -p`'s peak by half a MiB. This keeps
+// it out of the binary as built (the function table names every function
+// linked, even in a stripped binary).
+func TestBinaryLinksNoHTTPServer(t *testing.T) {
+	t.Parallel()
+	f, err := elf.Open(zotBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text, pcln := f.Section(".text"), f.Section(".gopclntab")
+	if text == nil || pcln == nil {
+		t.Fatal("no .text or .gopclntab in the binary")
+	}
+	data, err := pcln.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server := false, []string{}
+	for _, fn := range table.Funcs {
+		switch {
+		case fn.Name == "net/http.(*Transport).RoundTrip":
+			client = true
+		case strings.HasPrefix(fn.Name, "net/http.(*Server)."), strings.HasPrefix(fn.Name, "net/http.(*http2Server)."):
+			server = append(server, fn.Name)
+		}
+	}
+	if len(server) > 0 {
+		t.Errorf("the binary links %d functions of net/http's server, %s among them: something in zot uses it", len(server), server[0])
+	}
+	if !client {
+		t.Errorf("no net/http.(*Transport).RoundTrip among %d functions: the table was not read", len(table.Funcs))
+	}
 }
