@@ -285,6 +285,7 @@ func serveCallback(l net.Listener, answer func(method, target string) (status in
 			conns[c] = true
 			running.Add(1)
 			mu.Unlock()
+			// One a connection: ends with its answer, its deadline, or stop.
 			go func() {
 				defer running.Done()
 				answerCallbackRequest(c, answer)
