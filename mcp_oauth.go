@@ -714,8 +714,9 @@ func oauthNetError(err error) error {
 // tokens, codes and secrets travel nowhere else (OAuth 2.1 1.5).
 func secureEndpoint(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", truncate(raw, 200))
+	// A host of only a port (https://:443) would dial this machine.
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("%q is not an absolute URL with a host", truncate(raw, 200))
 	}
 	switch {
 	case u.Scheme == "https":

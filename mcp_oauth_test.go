@@ -516,7 +516,7 @@ func TestMCPOAuthResourceMustBeThisServer(t *testing.T) {
 		}
 	}
 	for raw, ok := range map[string]bool{"https://a.example/x": true, "http://127.0.0.1:9/x": true, "http://localhost/x": true, "http://[::1]:8/": true,
-		"http://a.example/x": false, "ftp://a.example/": false, "/relative": false} {
+		"http://a.example/x": false, "ftp://a.example/": false, "/relative": false, "https://:#": false, "https://:443/token": false, "http://:8080/": false} {
 		if err := secureEndpoint(raw); (err == nil) != ok {
 			t.Errorf("secureEndpoint(%q) = %v", raw, err)
 		}
