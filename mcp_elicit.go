@@ -236,6 +236,10 @@ func elicitFields(raw json.RawMessage) ([]ElicitField, error) {
 			if p.Items == nil {
 				return nil, fmt.Errorf("field %q: a list without items", truncate(name, 40))
 			}
+			// Choices are strings; a titled list (anyOf) may leave the type out.
+			if p.Items.Type != "" && p.Items.Type != "string" {
+				return nil, fmt.Errorf("field %q: a list of %q, not of strings", truncate(name, 40), truncate(p.Items.Type, 20))
+			}
 			f.Type, f.Multiple, f.MinItems, f.MaxItems = "string", true, p.MinItems, p.MaxItems
 			for _, v := range p.Items.Enum {
 				f.Options = append(f.Options, ElicitOption{Value: v})

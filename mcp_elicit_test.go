@@ -223,7 +223,8 @@ func TestElicitFieldsFromARequestedSchema(t *testing.T) {
 		t.Errorf("fields = %s\nwant     %s", strings.Join(got, " "), want)
 	}
 	for _, bad := range []string{`{"type":"object","properties":{"o":{"type":"object"}}}`, `{"type":"array"}`, ``,
-		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"number"}}}}`} {
+		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"number"}}}}`,
+		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"0","enum":[""]}}}}`} {
 		if _, err := elicitFields(json.RawMessage(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
