@@ -232,6 +232,12 @@ func decodeCSI(buf []byte, flush bool) (tuiKey, int) {
 		}
 		switch nums[0] {
 		case 200:
+			// Terminals open a paste with exactly these bytes; another
+			// spelling (0200, 200;5) would hold every key after it back
+			// as a paste.
+			if string(params) != "200" {
+				return tuiKey{code: keyUnknown}, size
+			}
 			return decodePaste(buf, size)
 		case 27: // xterm modifyOtherKeys: 27;mod;code~
 			if len(nums) == 3 {

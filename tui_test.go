@@ -110,6 +110,8 @@ func TestDecodeKeys(t *testing.T) {
 		{"\x1b[200~hello\nworld\x1b[201~", false, "paste(hello\nworld)", 0},
 		{"\x1b[200~a\x1b[Ab\x1b[201~x", false, "paste(a\x1b[Ab) x", 0},
 		{"\x1b[200~partial", true, "", 13},
+		{"\x1b[0200~x", true, "unknown x", 0},
+		{"\x1b[200;5~x\x1b[201~", false, "unknown x unknown", 0},
 		{"é日本🎉", false, "é 日 本 🎉", 0},
 		{"\xc3", false, "", 1},
 		{"\xc3", true, "unknown", 0},
