@@ -179,16 +179,16 @@ func (o *mcpOAuth) browserCode(ctx context.Context, l net.Listener, authURL, sta
 	stopServing := serveCallback(l, func(method, target string) (int, string) {
 		res, ours := readLoginCallback(method, target, state, issuer)
 		if !ours {
-			return http.StatusBadRequest, "<!doctype html><title>zot</title><p>zot: not the answer to this login</p>"
+			return http.StatusBadRequest, "zot: not the answer to this login"
 		}
 		select {
 		case got <- res:
 		default:
 		}
 		if res.err != nil {
-			return http.StatusOK, fmt.Sprintf("<!doctype html><title>zot</title><p>zot could not log in to %s: %s</p>", html.EscapeString(o.server), html.EscapeString(res.err.Error()))
+			return http.StatusOK, fmt.Sprintf("zot could not log in to %s: %s", o.server, res.err)
 		}
-		return http.StatusOK, fmt.Sprintf("<!doctype html><title>zot</title><p>zot is authorized for MCP server %s. You can close this tab.</p>", html.EscapeString(o.server))
+		return http.StatusOK, fmt.Sprintf("zot is authorized for MCP server %s. You can close this tab.", o.server)
 	})
 	defer stopServing()
 	o.login.Show(o.server, authURL)
@@ -246,7 +246,8 @@ const (
 // and each connection on its own, so that a client that connects and says
 // nothing (a browser's speculative connection, or a local process) does
 // not hold up the browser's request. answer gets the request line's
-// method and target and returns the status and the HTML page to send.
+// method and target and returns the status and the text of the page to
+// send (answerCallbackRequest escapes it into HTML).
 // stop closes l and every connection and returns when nothing started here
 // is left.
 //
@@ -255,7 +256,7 @@ const (
 // is 150 KB of code mapped into every run of zot, where it raised the
 // memory of a one-answer `zot -p` by half a MiB, for a path walked once a
 // login; it is also less for an attacker on the loopback to reach.
-func serveCallback(l net.Listener, answer func(method, target string) (status int, page string)) (stop func()) {
+func serveCallback(l net.Listener, answer func(method, target string) (status int, message string)) (stop func()) {
 	var (
 		mu      sync.Mutex
 		conns   = map[net.Conn]bool{}
@@ -328,11 +329,12 @@ func answerCallbackRequest(c net.Conn, answer func(method, target string) (int, 
 			break
 		}
 	}
-	status, page := http.StatusBadRequest, "<!doctype html><title>zot</title><p>zot: not an HTTP/1 request</p>"
+	status, message := http.StatusBadRequest, "zot: not an HTTP/1 request"
 	method, rest, _ := strings.Cut(strings.TrimRight(requestLine, "\r\n"), " ")
 	if target, version, ok := strings.Cut(rest, " "); ok && strings.HasPrefix(version, "HTTP/1.") {
-		status, page = answer(method, target)
+		status, message = answer(method, target)
 	}
+	page := "<!doctype html><title>zot</title><p>" + html.EscapeString(message) + "</p>"
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(page), page)
 }
