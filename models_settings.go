@@ -338,7 +338,7 @@ func httpClientFor(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
 		return credentialClient(nil)
 	}
-	return credentialClient(&http.Client{Transport: headerTransport{headers, http.DefaultTransport}})
+	return credentialClient(&http.Client{Transport: headerTransport{headers, providerTransport}})
 }
 
 type headerTransport struct {

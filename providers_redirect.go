@@ -51,7 +51,7 @@ func sameOriginRedirects(req *http.Request, via []*http.Request) error {
 // embedder that set one chose.
 func credentialClient(c *http.Client) *http.Client {
 	if c == nil {
-		return &http.Client{CheckRedirect: sameOriginRedirects}
+		return &http.Client{Transport: providerTransport, CheckRedirect: sameOriginRedirects}
 	}
 	if c.CheckRedirect != nil {
 		return c

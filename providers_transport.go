@@ -1,0 +1,604 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// directTransport is the HTTP/1.1 client provider requests go over when
+// the embedder gives no http.Client of its own: one request at a time on
+// a connection, written and read on the caller's goroutine, with idle
+// connections kept for the next request to the same server.
+//
+// Why not http.Transport: it dials, reads and writes each connection on
+// goroutines of its own, which start with a small stack and grow it as
+// they go, and each growth walks the goroutine's frames through the
+// runtime's function tables; the pages of those tables it reads stay
+// mapped, a MiB of `zot -p`'s peak (bench/rss.sh). A provider request
+// has a known length and an answer the caller reads as it comes: it needs
+// none of that machinery.
+//
+// What it hands to http.DefaultTransport instead: a request that goes
+// through a proxy (HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as
+// http.ProxyFromEnvironment reads them), a body of unknown length, a
+// scheme other than http and https. It speaks HTTP/1.1 only and asks for
+// no compression.
+type directTransport struct {
+	mu   sync.Mutex
+	idle map[string][]*directConn // by scheme://host:port
+	// tlsConfig is copied for each connection; nil verifies servers
+	// against the system's roots.
+	tlsConfig *tls.Config
+	fallback  http.RoundTripper
+}
+
+// providerTransport carries every provider request of the process, so a
+// connection opened for one turn serves the next.
+var providerTransport = &directTransport{fallback: http.DefaultTransport}
+
+const (
+	// maxResponseHead bounds the status line and headers of an answer: a
+	// server that sends headers without end is cut off, not buffered.
+	maxResponseHead = 1 << 20
+	// maxChunkLine bounds a chunk's size line and each trailer line.
+	maxChunkLine = 4 << 10
+	// maxInformational is how many 1xx answers may come before the answer.
+	maxInformational = 5
+	// maxTrailerLines bounds the trailer after the last chunk.
+	maxTrailerLines  = 100
+	maxIdlePerServer = 2
+	// idleConnTimeout is how long an idle connection is kept; a server
+	// closes one it has kept longer, and a request on it would fail.
+	idleConnTimeout = 90 * time.Second
+)
+
+// directConn is one connection and its reader, kept across requests.
+type directConn struct {
+	net.Conn           // what requests are written to: TLS over raw, or raw
+	raw       net.Conn // closed without a TLS goodbye, which could wait on the server
+	head      *headLimit
+	r         *bufio.Reader
+	idleSince time.Time
+}
+
+func (c *directConn) Close() error { return c.raw.Close() }
+
+// headLimit is the connection as the reader sees it: while a response
+// head is read, at most n bytes more come through.
+type headLimit struct {
+	r net.Conn
+	n int64
+}
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+var errHeadTooLarge = fmt.Errorf("the response's status line and headers are longer than %d bytes", maxResponseHead)
+
+// errUnanswered is a request that got not one byte of an answer: on a
+// connection that had been idle, the server most likely closed it
+// meanwhile, and the request is sent again on a new one, as net/http does.
+type errUnanswered struct{ error }
+
+func (e errUnanswered) Unwrap() error { return e.error }
+
+func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.handles(req) {
+		return t.fallback.RoundTrip(req)
+	}
+	body := io.Reader(req.Body)
+	if req.Body == nil || req.Body == http.NoBody {
+		body = nil
+	} else {
+		defer req.Body.Close()
+	}
+	if err := checkRequestHeader(req.Header); err != nil {
+		return nil, err
+	}
+	ctx := req.Context()
+	key := req.URL.Scheme + "://" + directAddr(req.URL)
+	for retried := false; ; retried = true {
+		c, reused, err := t.conn(ctx, req.URL, key)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.exchange(ctx, c, req, body, key)
+		if err == nil {
+			return resp, nil
+		}
+		c.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var none errUnanswered
+		if !reused || retried || !errors.As(err, &none) {
+			return nil, err
+		}
+		if body != nil {
+			if req.GetBody == nil {
+				return nil, err
+			}
+			again, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, err
+			}
+			defer again.Close()
+			body = again
+		}
+	}
+}
+
+// handles says whether req is one directTransport sends itself.
+func (t *directTransport) handles(req *http.Request) bool {
+	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		return false
+	}
+	proxy, err := http.ProxyFromEnvironment(req)
+	return err == nil && proxy == nil
+}
+
+// checkRequestHeader refuses a header net/http would refuse too, rather
+// than send a line break inside a value: a header configured with one
+// would otherwise start a header of its own. The value is not shown: it
+// may be a key.
+func checkRequestHeader(h http.Header) error {
+	for name, values := range h {
+		if name == "" || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
+			return fmt.Errorf("invalid header field name %q", name)
+		}
+		for _, v := range values {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+				return fmt.Errorf("invalid header field value for %q", name)
+			}
+		}
+	}
+	return nil
+}
+
+// directAddr is u's host and port, the scheme's port when u names none.
+func directAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// conn is an idle connection to the server of key, or a new one.
+func (t *directTransport) conn(ctx context.Context, u *url.URL, key string) (c *directConn, reused bool, err error) {
+	if c := t.takeIdle(key); c != nil {
+		return c, true, nil
+	}
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", directAddr(u))
+	if err != nil {
+		return nil, false, err
+	}
+	conn := raw
+	if u.Scheme == "https" {
+		cfg := &tls.Config{}
+		if t.tlsConfig != nil {
+			cfg = t.tlsConfig.Clone()
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, false, err
+		}
+		conn = tc
+	}
+	head := &headLimit{r: conn}
+	return &directConn{Conn: conn, raw: raw, head: head, r: bufio.NewReaderSize(head, 4<<10)}, false, nil
+}
+
+func (t *directTransport) takeIdle(key string) *directConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for list := t.idle[key]; len(list) > 0; {
+		c := list[len(list)-1]
+		list = list[:len(list)-1]
+		t.idle[key] = list
+		if time.Since(c.idleSince) < idleConnTimeout {
+			return c
+		}
+		c.Close()
+	}
+	delete(t.idle, key)
+	return nil
+}
+
+func (t *directTransport) putIdle(key string, c *directConn) {
+	c.idleSince = time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.idle[key]) >= maxIdlePerServer {
+		c.Close()
+		return
+	}
+	if t.idle == nil {
+		t.idle = map[string][]*directConn{}
+	}
+	t.idle[key] = append(t.idle[key], c)
+}
+
+// exchange writes req on c and reads the head of its answer; the body is
+// read as the caller reads resp.Body. Cancelling ctx closes c, which ends
+// whatever waits on it.
+func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http.Request, body io.Reader, key string) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	if err := writeDirectRequest(c, req, body); err != nil {
+		stop()
+		return nil, errUnanswered{err}
+	}
+	resp, framing, keep, err := readDirectResponse(c, req)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	b := &directBody{t: t, key: key, c: c, r: framing, stop: stop, keep: keep}
+	if framing == nil {
+		b.finish()
+		resp.Body = http.NoBody
+	} else {
+		resp.Body = b
+	}
+	return resp, nil
+}
+
+// requestHeaderWrittenApart are the fields writeDirectRequest writes
+// from the request itself, never from its Header (as net/http does).
+var requestHeaderWrittenApart = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
+
+func writeDirectRequest(c *directConn, req *http.Request, body io.Reader) error {
+	w := bufio.NewWriterSize(c.Conn, 4<<10)
+	host := cmp.Or(req.Host, req.URL.Host)
+	fmt.Fprintf(w, "%s %s HTTP/1.1\r\nHost: %s\r\n", cmp.Or(req.Method, "GET"), req.URL.RequestURI(), host)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		w.WriteString("User-Agent: Go-http-client/1.1\r\n")
+	}
+	if body != nil || req.Method == "POST" || req.Method == "PUT" || req.Method == "PATCH" {
+		fmt.Fprintf(w, "Content-Length: %d\r\n", max(req.ContentLength, 0))
+	}
+	if req.Close {
+		w.WriteString("Connection: close\r\n")
+	}
+	if err := req.Header.WriteSubset(w, requestHeaderWrittenApart); err != nil {
+		return err
+	}
+	w.WriteString("\r\n")
+	if body != nil {
+		n, err := io.Copy(w, io.LimitReader(body, req.ContentLength))
+		if err != nil {
+			return err
+		}
+		if n != req.ContentLength {
+			return fmt.Errorf("the request's body is %d bytes, not the %d of its Content-Length", n, req.ContentLength)
+		}
+	}
+	return w.Flush()
+}
+
+// readDirectResponse reads the head of the answer to req. framing reads
+// its body (nil when it has none); keep says whether c may carry another
+// request once the body is read to its end.
+func readDirectResponse(c *directConn, req *http.Request) (resp *http.Response, framing io.Reader, keep bool, err error) {
+	c.head.n = maxResponseHead
+	defer func() {
+		if err != nil && c.head.n <= 0 {
+			err = errHeadTooLarge
+		}
+		c.head.n = 1<<63 - 1
+	}()
+	if _, err := c.r.Peek(1); err != nil {
+		return nil, nil, false, errUnanswered{headError(err)}
+	}
+	tp := textproto.NewReader(c.r)
+	for informational := 0; ; informational++ {
+		line, err := tp.ReadLine()
+		if err != nil {
+			return nil, nil, false, headError(err)
+		}
+		resp, err = parseStatusLine(line)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		header, err := tp.ReadMIMEHeader()
+		if err != nil {
+			return nil, nil, false, headError(err)
+		}
+		resp.Header = http.Header(header)
+		if resp.StatusCode >= 200 {
+			break
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols || informational == maxInformational {
+			return nil, nil, false, fmt.Errorf("unexpected answer %q", resp.Status)
+		}
+	}
+	resp.Request = req
+	resp.ContentLength = -1
+	keep = resp.ProtoAtLeast(1, 1) && !req.Close && !headerHasToken(resp.Header, "Connection", "close")
+	resp.Close = !keep
+	te, cl := resp.Header.Values("Transfer-Encoding"), resp.Header.Values("Content-Length")
+	switch {
+	case req.Method == "HEAD" || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
+		resp.ContentLength = 0
+		return resp, nil, keep, nil
+	case len(te) > 0:
+		if len(te) != 1 || !strings.EqualFold(strings.TrimSpace(te[0]), "chunked") {
+			return nil, nil, false, fmt.Errorf("unsupported transfer encoding %q", strings.Join(te, ", "))
+		}
+		// A length beside chunks says two things of one body: read the
+		// chunks, and trust the connection with nothing more.
+		resp.Header.Del("Content-Length")
+		resp.TransferEncoding = []string{"chunked"}
+		return resp, &chunkedReader{r: c.r}, keep && len(cl) == 0, nil
+	case len(cl) > 0:
+		n, err := parseContentLength(cl)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		resp.ContentLength = n
+		if n == 0 {
+			return resp, nil, keep, nil
+		}
+		return resp, &lengthReader{r: c.r, left: n}, keep, nil
+	}
+	// The body ends when the server closes the connection.
+	resp.Close = true
+	return resp, c.r, false, nil
+}
+
+func headError(err error) error {
+	if err == io.EOF {
+		return fmt.Errorf("the server closed the connection before answering: %w", io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+func parseStatusLine(line string) (*http.Response, error) {
+	proto, status, _ := strings.Cut(line, " ")
+	code, _, _ := strings.Cut(status, " ")
+	major, minor, ok := http.ParseHTTPVersion(proto)
+	n, err := strconv.Atoi(code)
+	if !ok || major != 1 || len(code) != 3 || err != nil || n < 100 {
+		return nil, fmt.Errorf("malformed HTTP status line %.80q", line)
+	}
+	return &http.Response{Status: status, StatusCode: n, Proto: proto, ProtoMajor: major, ProtoMinor: minor}, nil
+}
+
+func parseContentLength(values []string) (int64, error) {
+	first := strings.TrimSpace(values[0])
+	for _, v := range values[1:] {
+		if strings.TrimSpace(v) != first {
+			return 0, fmt.Errorf("conflicting Content-Length headers %q", values)
+		}
+	}
+	n, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || n < 0 || strings.HasPrefix(first, "+") {
+		return 0, fmt.Errorf("malformed Content-Length %.40q", first)
+	}
+	return n, nil
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, f := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// directBody is an answer's body: read to its end, it gives the
+// connection back for the next request; closed before, it closes it.
+type directBody struct {
+	t    *directTransport
+	key  string
+	c    *directConn
+	r    io.Reader
+	stop func() bool
+	keep bool
+
+	mu             sync.Mutex
+	finished, shut bool
+}
+
+var errBodyClosed = errors.New("read on a closed response body")
+
+func (b *directBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	finished, shut := b.finished, b.shut
+	b.mu.Unlock()
+	switch {
+	case finished:
+		return 0, io.EOF
+	case shut:
+		return 0, errBodyClosed
+	}
+	n, err := b.r.Read(p)
+	switch {
+	case err == io.EOF:
+		b.finish()
+	case err != nil:
+		b.Close()
+	}
+	return n, err
+}
+
+// finish is the body read to its end: the connection serves again, unless
+// the server said it would not, the request was cancelled meanwhile, or
+// the server sent more than the body.
+func (b *directBody) finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shut || b.finished {
+		return
+	}
+	b.finished = true
+	if b.stop() && b.keep && b.c.r.Buffered() == 0 {
+		b.t.putIdle(b.key, b.c)
+		return
+	}
+	b.c.Close()
+}
+
+// Close may come from another goroutine while Read waits: closing the
+// connection is what ends that wait.
+func (b *directBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shut || b.finished {
+		return nil
+	}
+	b.shut = true
+	b.stop()
+	return b.c.Close()
+}
+
+// lengthReader is a body of a known length.
+type lengthReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *lengthReader) Read(p []byte) (int, error) {
+	if l.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if err == io.EOF && l.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil && l.left == 0 {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// chunkedReader is a body in chunks (RFC 9112, section 7.1). Trailers are
+// read and dropped.
+type chunkedReader struct {
+	r    *bufio.Reader
+	left int64
+	done bool
+}
+
+var errMalformedChunk = errors.New("malformed chunked encoding")
+
+func (cr *chunkedReader) Read(p []byte) (int, error) {
+	for cr.left == 0 {
+		if cr.done {
+			return 0, io.EOF
+		}
+		if err := cr.next(); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if int64(len(p)) > cr.left {
+		p = p[:cr.left]
+	}
+	n, err := cr.r.Read(p)
+	cr.left -= int64(n)
+	if err == io.EOF {
+		return n, io.ErrUnexpectedEOF
+	}
+	if err == nil && cr.left == 0 {
+		line, lerr := cr.line()
+		if lerr != nil {
+			return n, lerr
+		}
+		if len(line) != 0 {
+			return n, errMalformedChunk
+		}
+	}
+	return n, err
+}
+
+// next reads the size line of the next chunk, and after the last chunk
+// its trailers.
+func (cr *chunkedReader) next() error {
+	line, err := cr.line()
+	if err != nil {
+		return err
+	}
+	size, _, _ := bytes.Cut(line, []byte(";"))
+	size = bytes.TrimRight(size, " \t")
+	n, err := strconv.ParseUint(string(size), 16, 63)
+	if err != nil || len(size) == 0 || size[0] == '+' {
+		return errMalformedChunk
+	}
+	if n > 0 {
+		cr.left = int64(n)
+		return nil
+	}
+	for lines := 0; ; lines++ {
+		line, err := cr.line()
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			cr.done = true
+			return nil
+		}
+		if lines == maxTrailerLines {
+			return errMalformedChunk
+		}
+	}
+}
+
+// line is the next line without its line end, refused past maxChunkLine.
+func (cr *chunkedReader) line() ([]byte, error) {
+	line, err := cr.r.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull || len(line) > maxChunkLine:
+		return nil, errMalformedChunk
+	case err == io.EOF:
+		return nil, io.ErrUnexpectedEOF
+	case err != nil:
+		return nil, err
+	}
+	line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+	return line, nil
+}
