@@ -515,45 +515,66 @@ func (l *lengthReader) Read(p []byte) (int, error) {
 }
 
 // chunkedReader is a body in chunks (RFC 9112, section 7.1). Trailers are
-// read and dropped.
+// read and dropped. A read gives what has come without waiting for more:
+// a stream's event must not wait for the line end after its chunk, or for
+// the next chunk's size.
 type chunkedReader struct {
-	r    *bufio.Reader
-	left int64
-	done bool
+	r        *bufio.Reader
+	left     int64 // of the chunk being read
+	checkEnd bool  // a chunk's data is read; its line end is not
+	done     bool
 }
 
 var errMalformedChunk = errors.New("malformed chunked encoding")
 
-func (cr *chunkedReader) Read(p []byte) (int, error) {
-	for cr.left == 0 {
-		if cr.done {
-			return 0, io.EOF
+func (cr *chunkedReader) Read(p []byte) (n int, err error) {
+	for {
+		switch {
+		case cr.checkEnd:
+			if n > 0 && cr.r.Buffered() < 2 {
+				return n, nil
+			}
+			line, err := cr.line()
+			if err != nil {
+				return n, err
+			}
+			if len(line) != 0 {
+				return n, errMalformedChunk
+			}
+			cr.checkEnd = false
+		case cr.done:
+			return n, io.EOF
+		case cr.left == 0:
+			if n > 0 && !cr.lineBuffered() {
+				return n, nil
+			}
+			if err := cr.next(); err != nil {
+				return n, err
+			}
+		case n == len(p):
+			return n, nil
+		default:
+			q := p[n:]
+			if int64(len(q)) > cr.left {
+				q = q[:cr.left]
+			}
+			m, err := cr.r.Read(q)
+			n += m
+			cr.left -= int64(m)
+			if err == io.EOF {
+				return n, io.ErrUnexpectedEOF
+			}
+			if err != nil || cr.left > 0 {
+				return n, err
+			}
+			cr.checkEnd = true
 		}
-		if err := cr.next(); err != nil {
-			return 0, err
-		}
 	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if int64(len(p)) > cr.left {
-		p = p[:cr.left]
-	}
-	n, err := cr.r.Read(p)
-	cr.left -= int64(n)
-	if err == io.EOF {
-		return n, io.ErrUnexpectedEOF
-	}
-	if err == nil && cr.left == 0 {
-		line, lerr := cr.line()
-		if lerr != nil {
-			return n, lerr
-		}
-		if len(line) != 0 {
-			return n, errMalformedChunk
-		}
-	}
-	return n, err
+}
+
+func (cr *chunkedReader) lineBuffered() bool {
+	buf, _ := cr.r.Peek(cr.r.Buffered())
+	return bytes.IndexByte(buf, '\n') >= 0
 }
 
 // next reads the size line of the next chunk, and after the last chunk

@@ -272,6 +272,54 @@ func TestDirectTransportHoldsAgainstHostileAnswers(t *testing.T) {
 	}
 }
 
+// An event in a chunk is given to the reader as soon as it has come: not
+// held back for the line end after the chunk, or for the next chunk's
+// size line, which a server may send only with the next event.
+func TestDirectTransportGivesAChunkWithoutWaiting(t *testing.T) {
+	t.Parallel()
+	for _, sent := range []string{"5\r\nhello", "5\r\nhello\r", "5\r\nhello\r\n", "2\r\nhe\r\n3\r\nllo\r\n"} {
+		conn := &heldConn{data: []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + sent)}
+		head := &headLimit{r: conn}
+		c := &directConn{Conn: conn, raw: conn, head: head, r: bufio.NewReaderSize(head, 4<<10)}
+		req, _ := http.NewRequest("POST", "http://example.test/", strings.NewReader("x"))
+		resp, err := (&directTransport{}).exchange(context.Background(), c, req, strings.NewReader("x"), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		buf := make([]byte, 64)
+		for len(got) < 5 && !conn.waited {
+			n, err := resp.Body.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if string(got) != "hello" || conn.waited {
+			t.Errorf("%q: read %q, waited for more: %v", sent, got, conn.waited)
+		}
+	}
+}
+
+// heldConn gives data, then counts a read past it as a wait on the server.
+type heldConn struct {
+	net.Conn
+	data   []byte
+	waited bool
+}
+
+func (c *heldConn) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		c.waited = true
+		return 0, errors.New("waited for the server")
+	}
+	n := copy(p, c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
+func (c *heldConn) Write(p []byte) (int, error) { return len(p), nil }
+func (c *heldConn) Close() error                { return nil }
+
 // A header value with a line break would start a header of its own: the
 // request is refused before anything is sent, without the value.
 func TestDirectTransportRefusesHeaderInjection(t *testing.T) {
