@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -77,8 +78,33 @@ type directConn struct {
 
 func (c *directConn) Close() error { return c.raw.Close() }
 
+// quiet says whether nothing came on an idle connection while it waited,
+// asked of the socket without waiting: a server that closed it sent an
+// end, and some send a 408 first, which must not be read as the next
+// request's answer.
+func (c *directConn) quiet() bool {
+	sc, ok := c.raw.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	quiet := false
+	var b [1]byte
+	rc.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		quiet = err == syscall.EAGAIN
+		return true
+	})
+	return quiet
+}
+
 // headLimit is the connection as the reader sees it: while a response
 // head is read, at most n bytes more come through.
+const unlimited = 1<<63 - 1
+
 type headLimit struct {
 	r net.Conn
 	n int64
@@ -195,8 +221,11 @@ func directAddr(u *url.URL) string {
 
 // conn is an idle connection to the server of key, or a new one.
 func (t *directTransport) conn(ctx context.Context, u *url.URL, key string) (c *directConn, reused bool, err error) {
-	if c := t.takeIdle(key); c != nil {
-		return c, true, nil
+	for c := t.takeIdle(key); c != nil; c = t.takeIdle(key) {
+		if c.quiet() {
+			return c, true, nil
+		}
+		c.Close()
 	}
 	var d net.Dialer
 	raw, err := d.DialContext(ctx, "tcp", directAddr(u))
@@ -220,7 +249,7 @@ func (t *directTransport) conn(ctx context.Context, u *url.URL, key string) (c *
 		}
 		conn = tc
 	}
-	head := &headLimit{r: conn}
+	head := &headLimit{r: conn, n: unlimited}
 	return &directConn{Conn: conn, raw: raw, head: head, r: bufio.NewReaderSize(head, 4<<10)}, false, nil
 }
 
@@ -320,7 +349,7 @@ func readDirectResponse(c *directConn, req *http.Request) (resp *http.Response, 
 		if err != nil && c.head.n <= 0 {
 			err = errHeadTooLarge
 		}
-		c.head.n = 1<<63 - 1
+		c.head.n = unlimited
 	}()
 	if _, err := c.r.Peek(1); err != nil {
 		return nil, nil, false, errUnanswered{headError(err)}

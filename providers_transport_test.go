@@ -12,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -190,6 +192,50 @@ func TestDirectTransportSendsAgainOnAConnectionClosedWhileIdle(t *testing.T) {
 	}
 	if n := silent.accepted.Load(); n != 1 {
 		t.Errorf("a request without answer was sent %d times on new connections", n)
+	}
+}
+
+// An idle connection is taken again only when nothing came on it while it
+// waited: a server's 408 or its end means the connection is dropped, and
+// the 408 is never read as the next request's answer. (A Unix socket pair:
+// what one end writes is there for the other when the write returns.)
+func TestIdleConnectionIsTakenOnlyWhenQuiet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		server func(net.Conn)
+		quiet  bool
+	}{
+		{func(net.Conn) {}, true},
+		{func(c net.Conn) { io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\n\r\n") }, false},
+		{func(c net.Conn) { c.Close() }, false},
+	} {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns := make([]net.Conn, 2)
+		for i, fd := range fds {
+			f := os.NewFile(uintptr(fd), "socketpair")
+			conns[i], err = net.FileConn(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conns[i].Close()
+		}
+		tc.server(conns[1])
+		head := &headLimit{r: conns[0], n: unlimited}
+		c := &directConn{Conn: conns[0], raw: conns[0], head: head, r: bufio.NewReaderSize(head, 4<<10)}
+		if got := c.quiet(); got != tc.quiet {
+			t.Errorf("quiet() = %v, want %v", got, tc.quiet)
+		}
+		// A quiet connection still reads what comes after.
+		if tc.quiet {
+			io.WriteString(conns[1], "x")
+			if b, err := c.r.ReadByte(); err != nil || b != 'x' {
+				t.Errorf("after the check: %q, %v", b, err)
+			}
+		}
 	}
 }
 
