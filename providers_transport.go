@@ -65,6 +65,7 @@ const (
 	// idleConnTimeout is how long an idle connection is kept; a server
 	// closes one it has kept longer, and a request on it would fail.
 	idleConnTimeout = 90 * time.Second
+	unlimited       = 1<<63 - 1
 )
 
 // directConn is one connection and its reader, kept across requests.
@@ -102,9 +103,7 @@ func (c *directConn) quiet() bool {
 }
 
 // headLimit is the connection as the reader sees it: while a response
-// head is read, at most n bytes more come through.
-const unlimited = 1<<63 - 1
-
+// head is read, at most n bytes more come through, and unlimited after.
 type headLimit struct {
 	r net.Conn
 	n int64
