@@ -65,7 +65,11 @@ const (
 	// idleConnTimeout is how long an idle connection is kept; a server
 	// closes one it has kept longer, and a request on it would fail.
 	idleConnTimeout = 90 * time.Second
-	unlimited       = 1<<63 - 1
+	// maxDrain and drainWait bound what closing a body reads of its rest
+	// to keep the connection (directBody.readWhatCame).
+	maxDrain  = 4 << 10
+	drainWait = 250 * time.Millisecond
+	unlimited = 1<<63 - 1
 )
 
 // directConn is one connection and its reader, kept across requests.
@@ -296,7 +300,7 @@ func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http
 		stop()
 		return nil, err
 	}
-	b := &directBody{t: t, key: key, c: c, r: framing, stop: stop, keep: keep}
+	b := &directBody{t: t, key: key, c: c, r: framing, stop: stop, keep: keep, ctx: ctx}
 	if framing == nil {
 		b.finish()
 		resp.Body = http.NoBody
@@ -461,7 +465,11 @@ type directBody struct {
 	r    io.Reader
 	stop func() bool
 	keep bool
+	ctx  context.Context
 
+	// reading is held while a Read reads: Close reads the rest only when
+	// no Read does.
+	reading        sync.Mutex
 	mu             sync.Mutex
 	finished, shut bool
 }
@@ -469,6 +477,8 @@ type directBody struct {
 var errBodyClosed = errors.New("read on a closed response body")
 
 func (b *directBody) Read(p []byte) (int, error) {
+	b.reading.Lock()
+	defer b.reading.Unlock()
 	b.mu.Lock()
 	finished, shut := b.finished, b.shut
 	b.mu.Unlock()
@@ -483,7 +493,7 @@ func (b *directBody) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		b.finish()
 	case err != nil:
-		b.Close()
+		b.shutDown()
 	}
 	return n, err
 }
@@ -506,8 +516,17 @@ func (b *directBody) finish() {
 }
 
 // Close may come from another goroutine while Read waits: closing the
-// connection is what ends that wait.
+// connection is what ends that wait. Otherwise the rest of the body, if it
+// has come, is read first, so that the connection serves again.
 func (b *directBody) Close() error {
+	if b.reading.TryLock() {
+		b.readWhatCame()
+		b.reading.Unlock()
+	}
+	return b.shutDown()
+}
+
+func (b *directBody) shutDown() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.shut || b.finished {
@@ -516,6 +535,39 @@ func (b *directBody) Close() error {
 	b.shut = true
 	b.stop()
 	return b.c.Close()
+}
+
+// readWhatCame reads the rest of the body while it is already there: an
+// event stream is left at its last event, and the server's end of the
+// body follows it at once; waiting on the next turn's request for a new
+// connection, over TLS a new handshake, costs more. Nothing is waited for
+// that has not begun to come, and a server that sends part of what is
+// left and stops holds Close for drainWait at most.
+func (b *directBody) readWhatCame() {
+	b.mu.Lock()
+	done := b.finished || b.shut
+	b.mu.Unlock()
+	if done || !b.keep || b.ctx.Err() != nil {
+		return
+	}
+	b.c.raw.SetReadDeadline(time.Now().Add(drainWait))
+	defer b.c.raw.SetReadDeadline(time.Time{})
+	var buf [512]byte
+	for n := 0; n < maxDrain; {
+		if b.c.r.Buffered() == 0 && b.c.quiet() {
+			return
+		}
+		m, err := b.r.Read(buf[:])
+		n += m
+		if err == io.EOF {
+			b.c.raw.SetReadDeadline(time.Time{})
+			b.finish()
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // lengthReader is a body of a known length.
