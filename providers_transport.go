@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,15 +80,36 @@ type directConn struct {
 	head      *headLimit
 	r         *bufio.Reader
 	idleSince time.Time
+	deadline  time.Time // the read deadline set, which quiet puts back
 }
 
 func (c *directConn) Close() error { return c.raw.Close() }
 
-// quiet says whether nothing came on an idle connection while it waited,
-// asked of the socket without waiting: a server that closed it sent an
-// end, and some send a 408 first, which must not be read as the next
-// request's answer.
+func (c *directConn) setReadDeadline(t time.Time) {
+	c.deadline = t
+	c.raw.SetReadDeadline(t)
+}
+
+// quiet says whether nothing more has come on the connection, asked
+// without waiting: on an idle one, a server that closed it sent an end,
+// and some send a 408 first, which must not be read as the next
+// request's answer; after an answer, more than its body.
 func (c *directConn) quiet() bool {
+	if c.r.Buffered() > 0 {
+		return false
+	}
+	if c.Conn != c.raw {
+		// TLS keeps records it has taken off the socket, where the peek
+		// below cannot see them: a read that may not wait hands them
+		// over. A deadline passed fails only the read of the socket, and
+		// TLS does not keep that error.
+		c.raw.SetReadDeadline(time.Unix(1, 0))
+		_, err := c.r.Peek(1)
+		c.raw.SetReadDeadline(c.deadline)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return false
+		}
+	}
 	sc, ok := c.raw.(syscall.Conn)
 	if !ok {
 		return true
@@ -127,12 +149,15 @@ func (l *headLimit) Read(p []byte) (int, error) {
 
 var errHeadTooLarge = fmt.Errorf("the response's status line and headers are longer than %d bytes", maxResponseHead)
 
-// errUnanswered is a request that got not one byte of an answer: on a
-// connection that had been idle, the server most likely closed it
-// meanwhile, and the request is sent again on a new one, as net/http does.
-type errUnanswered struct{ error }
+// errNotSent is a request of which not one byte could be written: on a
+// connection that had been idle, the server closed it meanwhile, and the
+// request is sent again on a new one, as net/http does. A request sent
+// whole is not sent again here, whatever became of its answer: the
+// server may be answering it, and httpStreamer.post retries as the user
+// said.
+type errNotSent struct{ error }
 
-func (e errUnanswered) Unwrap() error { return e.error }
+func (e errNotSent) Unwrap() error { return e.error }
 
 func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.handles(req) {
@@ -147,6 +172,9 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkRequestHeader(req.Header); err != nil {
 		return nil, err
 	}
+	if body == nil && req.ContentLength > 0 {
+		return nil, fmt.Errorf("a request of Content-Length %d without a body", req.ContentLength)
+	}
 	ctx := req.Context()
 	key := req.URL.Scheme + "://" + directAddr(req.URL)
 	for retried := false; ; retried = true {
@@ -160,10 +188,10 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		c.Close()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
-		var none errUnanswered
-		if !reused || retried || !errors.As(err, &none) {
+		var notSent errNotSent
+		if !reused || retried || !errors.As(err, &notSent) {
 			return nil, err
 		}
 		if body != nil {
@@ -291,9 +319,12 @@ func (t *directTransport) putIdle(key string, c *directConn) {
 // whatever waits on it.
 func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http.Request, body io.Reader, key string) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
-	if err := writeDirectRequest(c, req, body); err != nil {
+	if written, err := writeDirectRequest(c, req, body); err != nil {
 		stop()
-		return nil, errUnanswered{err}
+		if written == 0 {
+			err = errNotSent{err}
+		}
+		return nil, err
 	}
 	resp, framing, keep, err := readDirectResponse(c, req)
 	if err != nil {
@@ -314,8 +345,11 @@ func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http
 // from the request itself, never from its Header (as net/http does).
 var requestHeaderWrittenApart = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
 
-func writeDirectRequest(c *directConn, req *http.Request, body io.Reader) error {
-	w := bufio.NewWriterSize(c.Conn, 4<<10)
+// writeDirectRequest writes req; written is how much of it reached the
+// connection.
+func writeDirectRequest(c *directConn, req *http.Request, body io.Reader) (written int64, err error) {
+	out := &countingWriter{w: c.Conn}
+	w := bufio.NewWriterSize(out, 4<<10)
 	host := cmp.Or(req.Host, req.URL.Host)
 	fmt.Fprintf(w, "%s %s HTTP/1.1\r\nHost: %s\r\n", cmp.Or(req.Method, "GET"), req.URL.RequestURI(), host)
 	if _, ok := req.Header["User-Agent"]; !ok {
@@ -328,19 +362,31 @@ func writeDirectRequest(c *directConn, req *http.Request, body io.Reader) error 
 		w.WriteString("Connection: close\r\n")
 	}
 	if err := req.Header.WriteSubset(w, requestHeaderWrittenApart); err != nil {
-		return err
+		return out.n, err
 	}
 	w.WriteString("\r\n")
 	if body != nil {
 		n, err := io.Copy(w, io.LimitReader(body, req.ContentLength))
 		if err != nil {
-			return err
+			return out.n, err
 		}
 		if n != req.ContentLength {
-			return fmt.Errorf("the request's body is %d bytes, not the %d of its Content-Length", n, req.ContentLength)
+			return out.n, fmt.Errorf("the request's body is %d bytes, not the %d of its Content-Length", n, req.ContentLength)
 		}
 	}
-	return w.Flush()
+	err = w.Flush()
+	return out.n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // readDirectResponse reads the head of the answer to req. framing reads
@@ -354,9 +400,6 @@ func readDirectResponse(c *directConn, req *http.Request) (resp *http.Response, 
 		}
 		c.head.n = unlimited
 	}()
-	if _, err := c.r.Peek(1); err != nil {
-		return nil, nil, false, errUnanswered{headError(err)}
-	}
 	tp := textproto.NewReader(c.r)
 	for informational := 0; ; informational++ {
 		line, err := tp.ReadLine()
@@ -508,7 +551,7 @@ func (b *directBody) finish() {
 		return
 	}
 	b.finished = true
-	if b.stop() && b.keep && b.c.r.Buffered() == 0 {
+	if b.stop() && b.keep && b.c.quiet() {
 		b.t.putIdle(b.key, b.c)
 		return
 	}
@@ -550,23 +593,22 @@ func (b *directBody) readWhatCame() {
 	if done || !b.keep || b.ctx.Err() != nil {
 		return
 	}
-	b.c.raw.SetReadDeadline(time.Now().Add(drainWait))
-	defer b.c.raw.SetReadDeadline(time.Time{})
+	b.c.setReadDeadline(time.Now().Add(drainWait))
+	ended := false
 	var buf [512]byte
-	for n := 0; n < maxDrain; {
-		if b.c.r.Buffered() == 0 && b.c.quiet() {
-			return
-		}
+	for n := 0; n < maxDrain && !b.c.quiet(); {
 		m, err := b.r.Read(buf[:])
 		n += m
-		if err == io.EOF {
-			b.c.raw.SetReadDeadline(time.Time{})
-			b.finish()
-			return
-		}
 		if err != nil {
-			return
+			ended = err == io.EOF
+			break
 		}
+	}
+	// Put back before finish: after it, the connection may be another
+	// request's.
+	b.c.setReadDeadline(time.Time{})
+	if ended {
+		b.finish()
 	}
 }
 
@@ -596,12 +638,14 @@ func (l *lengthReader) Read(p []byte) (int, error) {
 
 // chunkedReader is a body in chunks (RFC 9112, section 7.1). Trailers are
 // read and dropped. A read gives what has come without waiting for more:
-// a stream's event must not wait for the line end after its chunk, or for
-// the next chunk's size.
+// a stream's event must not wait for the line end after its chunk, the
+// next chunk's size, or the trailers.
 type chunkedReader struct {
 	r        *bufio.Reader
 	left     int64 // of the chunk being read
 	checkEnd bool  // a chunk's data is read; its line end is not
+	trailers int   // trailer lines read, once the last chunk has come
+	last     bool  // the last chunk has come
 	done     bool
 }
 
@@ -657,12 +701,22 @@ func (cr *chunkedReader) lineBuffered() bool {
 	return bytes.IndexByte(buf, '\n') >= 0
 }
 
-// next reads the size line of the next chunk, and after the last chunk
-// its trailers.
+// next reads the next line between chunks: a chunk's size line, or after
+// the last chunk a trailer line.
 func (cr *chunkedReader) next() error {
 	line, err := cr.line()
 	if err != nil {
 		return err
+	}
+	if cr.last {
+		cr.trailers++
+		switch {
+		case len(line) == 0:
+			cr.done = true
+		case cr.trailers > maxTrailerLines:
+			return errMalformedChunk
+		}
+		return nil
 	}
 	size, _, _ := bytes.Cut(line, []byte(";"))
 	size = bytes.TrimRight(size, " \t")
@@ -670,23 +724,9 @@ func (cr *chunkedReader) next() error {
 	if err != nil || len(size) == 0 || size[0] == '+' {
 		return errMalformedChunk
 	}
-	if n > 0 {
-		cr.left = int64(n)
-		return nil
-	}
-	for lines := 0; ; lines++ {
-		line, err := cr.line()
-		if err != nil {
-			return err
-		}
-		if len(line) == 0 {
-			cr.done = true
-			return nil
-		}
-		if lines == maxTrailerLines {
-			return errMalformedChunk
-		}
-	}
+	cr.left = int64(n)
+	cr.last = n == 0
+	return nil
 }
 
 // line is the next line without its line end, refused past maxChunkLine.

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // rawServer answers each connection with answer(request number on the
@@ -24,6 +26,7 @@ import (
 // bytes go out as given. It counts the connections it accepted.
 type rawServer struct {
 	ln       net.Listener
+	scheme   string
 	accepted atomic.Int32
 }
 
@@ -33,7 +36,31 @@ func startRawServer(t *testing.T, answer func(n int, head string, c net.Conn) bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &rawServer{ln: ln}
+	return serveRaw(t, &rawServer{ln: ln, scheme: "http"}, answer)
+}
+
+// startRawTLSServer is startRawServer over TLS, each write of answer one
+// record, and a transport that trusts its certificate.
+func startRawTLSServer(t *testing.T, answer func(n int, head string, c net.Conn) bool) (*rawServer, *directTransport) {
+	t.Helper()
+	cert := httptest.NewUnstartedServer(nil)
+	cert.StartTLS()
+	cfg := cert.TLS.Clone()
+	cfg.NextProtos = []string{"http/1.1"}
+	cfg.DynamicRecordSizingDisabled = true
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Certificate())
+	cert.Close()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveRaw(t, &rawServer{ln: ln, scheme: "https"}, answer)
+	return s, &directTransport{tlsConfig: &tls.Config{RootCAs: pool}, fallback: failingTransport{t}}
+}
+
+func serveRaw(t *testing.T, s *rawServer, answer func(n int, head string, c net.Conn) bool) *rawServer {
+	ln := s.ln
 	done := make(chan struct{})
 	t.Cleanup(func() { ln.Close(); <-done })
 	go func() {
@@ -87,7 +114,7 @@ func atoiOr(s string) int {
 	return n
 }
 
-func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
+func (s *rawServer) url() string { return s.scheme + "://" + s.ln.Addr().String() }
 
 // directGet posts a small body through tr and reads the whole answer.
 func directPost(t *testing.T, ctx context.Context, tr http.RoundTripper, url string) (*http.Response, string, error) {
@@ -212,32 +239,117 @@ func TestDirectTransportKeepsAConnectionWhoseEndHasCome(t *testing.T) {
 	}
 }
 
-// A server closes a connection it kept idle; the next request on it gets
-// no answer at all and goes again on a new connection, once.
-func TestDirectTransportSendsAgainOnAConnectionClosedWhileIdle(t *testing.T) {
+// A request that could not be written at all on a connection kept idle
+// goes again on a new one, once; a request written whole is not sent
+// again, whatever became of its answer — the server may be answering it
+// (httpStreamer.post retries as the user said). The kept connections are
+// stand-ins that fail as a server's closed connection would.
+func TestDirectTransportSendsAgainOnlyWhatWasNotSent(t *testing.T) {
 	t.Parallel()
 	srv := startRawServer(t, func(n int, head string, c net.Conn) bool {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		return false // closes the connection it answered on, without saying
+		return true
 	})
-	tr := &directTransport{fallback: failingTransport{t}}
-	for i := 0; i < 3; i++ {
-		if _, body, err := directPost(t, context.Background(), tr, srv.url()); err != nil || body != "ok" {
-			t.Fatalf("request %d: %q, %v", i, body, err)
+	req, _ := http.NewRequest("POST", srv.url(), strings.NewReader("x"))
+	key := "http://" + directAddr(req.URL)
+	for _, tc := range []struct {
+		name  string
+		kept  *failingConn
+		conns int32 // connections the server has seen after the request
+	}{
+		{"not written", &failingConn{write: syscall.EPIPE}, 1},
+		{"written, no answer", &failingConn{read: io.EOF}, 1},
+		{"written in part", &failingConn{write: syscall.EPIPE, part: 5}, 1},
+	} {
+		tr := &directTransport{fallback: failingTransport{t}}
+		head := &headLimit{r: tc.kept, n: unlimited}
+		tr.putIdle(key, &directConn{Conn: tc.kept, raw: tc.kept, head: head, r: bufio.NewReaderSize(head, 4<<10)})
+		_, body, err := directPost(t, context.Background(), tr, srv.url())
+		switch {
+		case tc.kept.write != nil && tc.kept.part == 0 && (err != nil || body != "ok"):
+			t.Errorf("%s: %q, %v; want it sent again", tc.name, body, err)
+		case (tc.kept.read != nil || tc.kept.part > 0) && err == nil:
+			t.Errorf("%s: sent again (%q)", tc.name, body)
 		}
-	}
-	if n := srv.accepted.Load(); n != 3 {
-		t.Errorf("%d connections for three requests, want 3", n)
+		if n := srv.accepted.Load(); n != tc.conns {
+			t.Errorf("%s: %d connections, want %d", tc.name, n, tc.conns)
+		}
+		if !tc.kept.closed.Load() {
+			t.Errorf("%s: the failed connection was not closed", tc.name)
+		}
 	}
 
 	// A new connection that gets no answer is not tried again.
 	silent := startRawServer(t, func(int, string, net.Conn) bool { return false })
+	tr := &directTransport{fallback: failingTransport{t}}
 	if _, _, err := directPost(t, context.Background(), tr, silent.url()); err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("no answer: %v", err)
 	}
 	if n := silent.accepted.Load(); n != 1 {
 		t.Errorf("a request without answer was sent %d times on new connections", n)
 	}
+}
+
+// failingConn is a kept connection that fails its writes (after part
+// bytes) or its reads.
+type failingConn struct {
+	net.Conn
+	write, read error
+	part        int
+	closed      atomic.Bool
+}
+
+func (c *failingConn) Write(p []byte) (int, error) {
+	if c.write != nil {
+		return min(c.part, len(p)), c.write
+	}
+	return len(p), nil
+}
+func (c *failingConn) Read([]byte) (int, error)        { return 0, c.read }
+func (c *failingConn) Close() error                    { c.closed.Store(true); return nil }
+func (c *failingConn) SetReadDeadline(time.Time) error { return nil }
+
+// A connection kept idle whose server has closed it is dropped, not
+// written to. (A Unix socket pair, closed at its other end.)
+func TestDirectTransportDropsAClosedIdleConnection(t *testing.T) {
+	t.Parallel()
+	srv := startRawServer(t, func(n int, head string, c net.Conn) bool {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		return true
+	})
+	client, server := socketPair(t)
+	server.Close()
+	tr := &directTransport{fallback: failingTransport{t}}
+	req, _ := http.NewRequest("POST", srv.url(), strings.NewReader("x"))
+	head := &headLimit{r: client, n: unlimited}
+	tr.putIdle("http://"+directAddr(req.URL), &directConn{Conn: client, raw: client, head: head, r: bufio.NewReaderSize(head, 4<<10)})
+	if _, body, err := directPost(t, context.Background(), tr, srv.url()); err != nil || body != "ok" {
+		t.Fatalf("%q, %v", body, err)
+	}
+	if _, err := client.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("the closed connection was not dropped: a write gives %v", err)
+	}
+}
+
+// socketPair is two connected ends of a Unix socket: what one end writes
+// is there for the other when the write returns.
+func socketPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		conns[i], err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conns[i].Close() })
+	}
+	return conns[0], conns[1]
 }
 
 // An idle connection is taken again only when nothing came on it while it
@@ -254,20 +366,8 @@ func TestIdleConnectionIsTakenOnlyWhenQuiet(t *testing.T) {
 		{func(c net.Conn) { io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\n\r\n") }, false},
 		{func(c net.Conn) { c.Close() }, false},
 	} {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns := make([]net.Conn, 2)
-		for i, fd := range fds {
-			f := os.NewFile(uintptr(fd), "socketpair")
-			conns[i], err = net.FileConn(f)
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conns[i].Close()
-		}
+		client, server := socketPair(t)
+		conns := []net.Conn{client, server}
 		tc.server(conns[1])
 		head := &headLimit{r: conns[0], n: unlimited}
 		c := &directConn{Conn: conns[0], raw: conns[0], head: head, r: bufio.NewReaderSize(head, 4<<10)}
@@ -410,6 +510,37 @@ func (c *heldConn) Read(p []byte) (int, error) {
 }
 func (c *heldConn) Write(p []byte) (int, error) { return len(p), nil }
 func (c *heldConn) Close() error                { return nil }
+
+// Over TLS, bytes behind an answer can wait inside the TLS connection,
+// taken off the socket with the answer's last record: a forged second
+// answer there ends the connection as it does over plain TCP, and is
+// never read as the next request's answer.
+func TestDirectTransportTLSDropsWhatCameBehindTheAnswer(t *testing.T) {
+	t.Parallel()
+	const forged = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nFORGED"
+	// The answer fills the reader's 4 KiB, so what follows it stays in
+	// the TLS connection.
+	head := "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+	size := 4<<10 - len(fmt.Sprintf(head, 4000))
+	first := strings.Repeat("a", size)
+	var answered atomic.Bool
+	srv, tr := startRawTLSServer(t, func(n int, _ string, c net.Conn) bool {
+		if !answered.Swap(true) {
+			fmt.Fprintf(c, head+"%s"+forged, size, first) // one record
+			return true
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal")
+		return true
+	})
+	for _, want := range []string{first, "real"} {
+		if _, body, err := directPost(t, context.Background(), tr, srv.url()); err != nil || body != want {
+			t.Fatalf("%.20q, %v; want %.20q", body, err, want)
+		}
+	}
+	if n := srv.accepted.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
 
 // A header value with a line break would start a header of its own: the
 // request is refused before anything is sent, without the value.
