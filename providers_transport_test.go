@@ -201,40 +201,47 @@ func TestDirectTransportKeepsAConnectionWhoseEndHasCome(t *testing.T) {
 	t.Parallel()
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
-	srv := startRawServer(t, func(n int, head string, c net.Conn) bool {
+	answer := func(n int, head string, c net.Conn) bool {
 		switch {
 		case strings.Contains(head, "X-End: held"):
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nevent1\r\n")
 			<-hold
 			return false
 		case strings.Contains(head, "X-End: sent"):
+			// One write: the end is there before the client closes.
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nevent1\r\n0\r\n\r\n")
 		default:
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")
 		}
 		return true
-	})
-	tr := &directTransport{fallback: failingTransport{t}}
-	for _, tc := range []struct {
-		end   string
-		conns int32
-	}{{"sent", 1}, {"held", 2}} {
-		req, _ := http.NewRequest("POST", srv.url(), strings.NewReader("x"))
-		req.Header.Set("X-End", tc.end)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		event := make([]byte, 6)
-		if _, err := io.ReadFull(resp.Body, event); err != nil || string(event) != "event1" {
-			t.Fatalf("%s: %q, %v", tc.end, event, err)
-		}
-		resp.Body.Close()
-		if _, body, err := directPost(t, context.Background(), tr, srv.url()); err != nil || body != "next" {
-			t.Fatalf("%s: the next request: %q, %v", tc.end, body, err)
-		}
-		if n := srv.accepted.Load(); n != tc.conns {
-			t.Errorf("end %s: %d connections so far, want %d", tc.end, n, tc.conns)
+	}
+	plain := startRawServer(t, answer)
+	tlsServer, tlsTransport := startRawTLSServer(t, answer)
+	for _, s := range []struct {
+		srv *rawServer
+		tr  *directTransport
+	}{{plain, &directTransport{fallback: failingTransport{t}}}, {tlsServer, tlsTransport}} {
+		for _, tc := range []struct {
+			end   string
+			conns int32
+		}{{"sent", 1}, {"held", 2}} {
+			req, _ := http.NewRequest("POST", s.srv.url(), strings.NewReader("x"))
+			req.Header.Set("X-End", tc.end)
+			resp, err := s.tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			event := make([]byte, 6)
+			if _, err := io.ReadFull(resp.Body, event); err != nil || string(event) != "event1" {
+				t.Fatalf("%s: %q, %v", tc.end, event, err)
+			}
+			resp.Body.Close()
+			if _, body, err := directPost(t, context.Background(), s.tr, s.srv.url()); err != nil || body != "next" {
+				t.Fatalf("%s %s: the next request: %q, %v", s.srv.scheme, tc.end, body, err)
+			}
+			if n := s.srv.accepted.Load(); n != tc.conns {
+				t.Errorf("%s, end %s: %d connections so far, want %d", s.srv.scheme, tc.end, n, tc.conns)
+			}
 		}
 	}
 }
