@@ -280,8 +280,13 @@ func (t *directTransport) conn(ctx context.Context, u *url.URL, key string) (c *
 		}
 		conn = tc
 	}
+	return newDirectConn(conn, raw), false, nil
+}
+
+// newDirectConn is conn (over raw, or raw itself) with its reader.
+func newDirectConn(conn, raw net.Conn) *directConn {
 	head := &headLimit{r: conn, n: unlimited}
-	return &directConn{Conn: conn, raw: raw, head: head, r: bufio.NewReaderSize(head, 4<<10)}, false, nil
+	return &directConn{Conn: conn, raw: raw, head: head, r: bufio.NewReaderSize(head, 4<<10)}
 }
 
 func (t *directTransport) takeIdle(key string) *directConn {

@@ -269,8 +269,7 @@ func TestDirectTransportSendsAgainOnlyWhatWasNotSent(t *testing.T) {
 		{"written in part", &failingConn{write: syscall.EPIPE, part: 5}, 1},
 	} {
 		tr := &directTransport{fallback: failingTransport{t}}
-		head := &headLimit{r: tc.kept, n: unlimited}
-		tr.putIdle(key, &directConn{Conn: tc.kept, raw: tc.kept, head: head, r: bufio.NewReaderSize(head, 4<<10)})
+		tr.putIdle(key, newDirectConn(tc.kept, tc.kept))
 		_, body, err := directPost(t, context.Background(), tr, srv.url())
 		switch {
 		case tc.kept.write != nil && tc.kept.part == 0 && (err != nil || body != "ok"):
@@ -328,8 +327,7 @@ func TestDirectTransportDropsAClosedIdleConnection(t *testing.T) {
 	server.Close()
 	tr := &directTransport{fallback: failingTransport{t}}
 	req, _ := http.NewRequest("POST", srv.url(), strings.NewReader("x"))
-	head := &headLimit{r: client, n: unlimited}
-	tr.putIdle("http://"+directAddr(req.URL), &directConn{Conn: client, raw: client, head: head, r: bufio.NewReaderSize(head, 4<<10)})
+	tr.putIdle("http://"+directAddr(req.URL), newDirectConn(client, client))
 	if _, body, err := directPost(t, context.Background(), tr, srv.url()); err != nil || body != "ok" {
 		t.Fatalf("%q, %v", body, err)
 	}
@@ -376,8 +374,7 @@ func TestIdleConnectionIsTakenOnlyWhenQuiet(t *testing.T) {
 		client, server := socketPair(t)
 		conns := []net.Conn{client, server}
 		tc.server(conns[1])
-		head := &headLimit{r: conns[0], n: unlimited}
-		c := &directConn{Conn: conns[0], raw: conns[0], head: head, r: bufio.NewReaderSize(head, 4<<10)}
+		c := newDirectConn(conns[0], conns[0])
 		if got := c.quiet(); got != tc.quiet {
 			t.Errorf("quiet() = %v, want %v", got, tc.quiet)
 		}
@@ -477,8 +474,7 @@ func TestDirectTransportGivesAChunkWithoutWaiting(t *testing.T) {
 	t.Parallel()
 	for _, sent := range []string{"5\r\nhello", "5\r\nhello\r", "5\r\nhello\r\n", "2\r\nhe\r\n3\r\nllo\r\n"} {
 		conn := &heldConn{data: []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + sent)}
-		head := &headLimit{r: conn}
-		c := &directConn{Conn: conn, raw: conn, head: head, r: bufio.NewReaderSize(head, 4<<10)}
+		c := newDirectConn(conn, conn)
 		req, _ := http.NewRequest("POST", "http://example.test/", strings.NewReader("x"))
 		resp, err := (&directTransport{}).exchange(context.Background(), c, req, strings.NewReader("x"), "k")
 		if err != nil {
@@ -729,8 +725,7 @@ func FuzzDirectResponse(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\n\r\nto the end"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		conn := fuzzConn{r: bytes.NewReader(data)}
-		head := &headLimit{r: conn}
-		c := &directConn{Conn: conn, raw: conn, head: head, r: bufio.NewReaderSize(head, 4<<10)}
+		c := newDirectConn(conn, conn)
 		req, _ := http.NewRequest("POST", "http://example.test/", strings.NewReader("x"))
 		tr := &directTransport{}
 		resp, err := tr.exchange(context.Background(), c, req, strings.NewReader("x"), "k")
