@@ -56,7 +56,9 @@ const (
 	// maxResponseHead bounds the status line and headers of an answer: a
 	// server that sends headers without end is cut off, not buffered.
 	maxResponseHead = 1 << 20
-	// maxChunkLine bounds a chunk's size line and each trailer line.
+	// maxChunkLine bounds a chunk's size line and each trailer line: it
+	// is the size of a connection's reader, whose ReadSlice gives no
+	// longer line.
 	maxChunkLine = 4 << 10
 	// maxInformational is how many 1xx answers may come before the answer.
 	maxInformational = 5
@@ -240,14 +242,7 @@ func checkRequestHeader(h http.Header) error {
 
 // directAddr is u's host and port, the scheme's port when u names none.
 func directAddr(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-	}
-	return net.JoinHostPort(u.Hostname(), port)
+	return net.JoinHostPort(u.Hostname(), effectivePort(u))
 }
 
 // conn is an idle connection to the server of key, or a new one.
@@ -286,7 +281,7 @@ func (t *directTransport) conn(ctx context.Context, u *url.URL, key string) (c *
 // newDirectConn is conn (over raw, or raw itself) with its reader.
 func newDirectConn(conn, raw net.Conn) *directConn {
 	head := &headLimit{r: conn, n: unlimited}
-	return &directConn{Conn: conn, raw: raw, head: head, r: bufio.NewReaderSize(head, 4<<10)}
+	return &directConn{Conn: conn, raw: raw, head: head, r: bufio.NewReaderSize(head, maxChunkLine)}
 }
 
 func (t *directTransport) takeIdle(key string) *directConn {
@@ -738,7 +733,7 @@ func (cr *chunkedReader) next() error {
 func (cr *chunkedReader) line() ([]byte, error) {
 	line, err := cr.r.ReadSlice('\n')
 	switch {
-	case err == bufio.ErrBufferFull || len(line) > maxChunkLine:
+	case err == bufio.ErrBufferFull:
 		return nil, errMalformedChunk
 	case err == io.EOF:
 		return nil, io.ErrUnexpectedEOF
